@@ -1,0 +1,150 @@
+/* core/ops.h — the backend op table.
+ *
+ * Every numerical operation of training goes through one `struct cg_backend`
+ * (ggml-style table of function pointers). The CPU backend (core/, always built)
+ * and the CUDA backend (cuda/) implement the same table; tests run every op on
+ * every backend and compare with the CPU backend.
+ *
+ * Conventions
+ * - Dense matrices are row-major float32; `ld*` is the row stride in elements.
+ * - Pointers passed to ops are *backend memory*: allocated with be->alloc (host
+ *   memory for CPU, device memory for CUDA). Index arrays are int32 local ids.
+ * - Ops are enqueued in order on the backend's one stream; they may return before
+ *   the work is done. be->sync() waits for all of it. Ops that return a value to
+ *   the host (losses, counts) synchronise themselves.
+ * - Ops called inside the training step do not allocate and do not fail: invalid
+ *   arguments are programming errors. A CUDA launch failure there is fatal
+ *   (logged with file:line, then the process aborts so no MPI peer hangs).
+ * - Setup calls (create, alloc, spmat_create, upload) return a status.
+ * - Reproducibility: the CPU backend is deterministic for a fixed thread count.
+ */
+#ifndef CAPGNN_CORE_OPS_H
+#define CAPGNN_CORE_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "csr.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum cg_device_kind { CG_DEVICE_CPU = 0, CG_DEVICE_CUDA = 1 };
+
+/* A sparse matrix uploaded to a backend (opaque, backend-owned). */
+struct cg_spmat;
+
+struct cg_adam_params {
+  float lr, beta1, beta2, eps, weight_decay;
+  int decoupled; /* 0: Adam with L2 (g += wd*w, as torch.optim.Adam); 1: AdamW (w -= lr*wd*w) */
+};
+
+/* Dropout site key: with the global vertex id of each row and the column, this
+ * fully determines the mask (core/philox.h). */
+struct cg_dropout_key {
+  uint64_t seed;
+  uint32_t epoch, layer;
+};
+
+struct cg_backend {
+  const char *name;             /* "cpu", "cuda" */
+  enum cg_device_kind kind;
+  void *impl;                   /* backend-private state */
+
+  void (*destroy)(struct cg_backend *be);
+
+  /* ---- memory (setup) ---- */
+  int (*alloc)(struct cg_backend *be, void **p, size_t bytes, const char *what);
+  void (*free)(struct cg_backend *be, void *p); /* accepts NULL */
+  /* host -> backend, backend -> host, backend -> backend; ordered on the stream,
+   * upload/download return after the copy is complete. */
+  int (*upload)(struct cg_backend *be, void *dst, const void *src, size_t bytes);
+  int (*download)(struct cg_backend *be, void *dst, const void *src, size_t bytes);
+  void (*copy)(struct cg_backend *be, void *dst, const void *src, size_t bytes);
+  void (*sync)(struct cg_backend *be);
+  /* Free and total memory of the device in bytes (CPU: MemAvailable / MemTotal). */
+  int (*mem_info)(struct cg_backend *be, size_t *free_bytes, size_t *total_bytes);
+
+  /* ---- dense ---- */
+  /* C[m x n] = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T (ta/tb = 1).
+   * op(A) is m x k, op(B) is k x n, all row-major. */
+  void (*gemm)(struct cg_backend *be, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+               const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+               int64_t ldc);
+  void (*fill)(struct cg_backend *be, float *x, int64_t n, float value);
+  void (*axpy)(struct cg_backend *be, int64_t n, float alpha, const float *x, float *y); /* y += a*x */
+  void (*scale)(struct cg_backend *be, int64_t n, float alpha, float *x);
+
+  /* ---- sparse ---- */
+  /* Upload a host CSR (values may be NULL = all ones). The backend may reorder or
+   * convert internally (index width, kernel choice); results must not change. */
+  int (*spmat_create)(struct cg_backend *be, const struct cg_csr *host, struct cg_spmat **out);
+  void (*spmat_destroy)(struct cg_backend *be, struct cg_spmat *a); /* accepts NULL */
+  /* Y[a.nrows x f] = A * X[a.ncols x f] (overwrites Y). ldx/ldy row strides >= f. */
+  void (*spmm)(struct cg_backend *be, const struct cg_spmat *a, const float *x, int64_t ldx,
+               float *y, int64_t ldy, int64_t f);
+
+  /* ---- elementwise and layer ops ---- */
+  void (*bias_add)(struct cg_backend *be, float *y, const float *bias, int64_t rows, int64_t cols);
+  /* db[cols] = sum over rows of dy (overwrites db). */
+  void (*bias_grad)(struct cg_backend *be, const float *dy, int64_t rows, int64_t cols, float *db);
+  void (*relu_fwd)(struct cg_backend *be, const float *x, float *y, int64_t n); /* y may equal x */
+  /* dx = dy * (y > 0), in place on dy. y is the ReLU *output*. */
+  void (*relu_bwd)(struct cg_backend *be, const float *y, float *dy, int64_t n);
+  /* out = dropout(in) with the mask of core/philox.h for rows with global ids gid[rows];
+   * out may equal in. Applying it to a gradient with the same key is the backward. */
+  void (*dropout)(struct cg_backend *be, const float *in, float *out, int64_t rows, int64_t cols,
+                  const int32_t *gid, float p, struct cg_dropout_key key);
+  /* y = (x - mean) * rstd * gamma + beta per row; saves mean[rows], rstd[rows]. */
+  void (*layernorm_fwd)(struct cg_backend *be, const float *x, int64_t rows, int64_t cols,
+                        const float *gamma, const float *beta, float eps, float *y, float *mean,
+                        float *rstd);
+  /* dx (overwrite), dgamma and dbeta (overwrite, summed over rows). */
+  void (*layernorm_bwd)(struct cg_backend *be, const float *dy, const float *x, const float *mean,
+                        const float *rstd, const float *gamma, int64_t rows, int64_t cols,
+                        float *dx, float *dgamma, float *dbeta);
+
+  /* ---- losses and metrics (return to host; synchronising) ---- */
+  /* Softmax cross-entropy over the rows idx[n_idx] of logits[rows x cols].
+   * dlogits is zeroed entirely, then dlogits[r] = scale * (softmax(r) - onehot(label[r]))
+   * for r in idx. *loss_sum = sum over idx of -log softmax(r)[label[r]] (unscaled, double). */
+  void (*xent)(struct cg_backend *be, const float *logits, int64_t rows, int64_t cols,
+               const int32_t *labels, const int32_t *idx, int64_t n_idx, float scale,
+               float *dlogits, double *loss_sum);
+  /* Sigmoid binary cross-entropy for multi-label targets labels[rows x cols] (0/1 bytes),
+   * same conventions; *loss_sum sums over idx rows and all cols. */
+  void (*bce)(struct cg_backend *be, const float *logits, int64_t rows, int64_t cols,
+              const uint8_t *labels, const int32_t *idx, int64_t n_idx, float scale,
+              float *dlogits, double *loss_sum);
+  /* Single-label (mlabels == NULL): out[0] = rows of idx whose argmax equals labels[r]
+   * (first maximum wins), out[1] = out[2] = 0. Multi-label (labels == NULL): predicted
+   * positive when logit > 0; out = {true positives, false positives, false negatives}. */
+  void (*eval_counts)(struct cg_backend *be, const float *logits, int64_t rows, int64_t cols,
+                      const int32_t *labels, const uint8_t *mlabels, const int32_t *idx,
+                      int64_t n_idx, int64_t out[3]);
+
+  /* ---- optimizer ---- */
+  /* One Adam/AdamW step on n parameters at step t >= 1 (bias correction uses t). */
+  void (*adam)(struct cg_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
+               const struct cg_adam_params *p, int64_t t);
+
+  /* ---- halo rows ---- */
+  /* dst[i] = src[idx[i]] for i < n (rows of width cols, row strides = cols). */
+  void (*gather_rows)(struct cg_backend *be, const float *src, int64_t cols, const int32_t *idx,
+                      int64_t n, float *dst);
+  /* dst[idx[i]] += src[i]; idx may repeat (the CPU backend adds in order of i). */
+  void (*scatter_add_rows)(struct cg_backend *be, const float *src, int64_t cols,
+                           const int32_t *idx, int64_t n, float *dst);
+};
+
+/* The CPU backend (always available). threads <= 0 means OpenMP's default.
+ * GEMM goes to OpenBLAS; its thread count is set to the same value. */
+int cg_backend_cpu_create(int threads, struct cg_backend **out);
+/* Calls be->destroy and sets *be to NULL; accepts NULL. */
+void cg_backend_destroy(struct cg_backend **be);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

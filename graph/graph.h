@@ -1,0 +1,95 @@
+/* graph/graph.h — the in-memory graph dataset, the .cgr reader/writer,
+ * synthetic generators, feature and adjacency normalisation.
+ *
+ * A `struct graph` is caller-owned (graph_free releases its arrays). The graph is
+ * undirected, stored as a symmetric CSR with sorted rows and no self-loops,
+ * exactly as ../shared/datasets/FORMAT.md defines; node ids are global ids. */
+#ifndef CAPGNN_GRAPH_H
+#define CAPGNN_GRAPH_H
+
+#include <stdint.h>
+
+#include "core/csr.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum graph_split { GRAPH_SPLIT_NONE = 0, GRAPH_SPLIT_TRAIN = 1, GRAPH_SPLIT_VAL = 2, GRAPH_SPLIT_TEST = 3 };
+
+struct graph {
+  char name[16];
+  int64_t n, m;              /* nodes, directed CSR entries (2 x undirected edges) */
+  int64_t *rowptr;           /* n + 1 */
+  int32_t *colidx;           /* m */
+  int64_t feat_dim;
+  int sparse_feat;           /* 1: features in CSR (feat_rowptr/feat_colidx/feat_values) */
+  int64_t feat_nnz;          /* n*feat_dim when dense */
+  int64_t *feat_rowptr;      /* n + 1, sparse only */
+  int32_t *feat_colidx;      /* feat_nnz, sparse only */
+  float *feat_values;        /* dense n x feat_dim row-major, or the CSR values */
+  int64_t num_classes;
+  int multilabel;
+  int32_t *labels;           /* single-label: n entries, -1 = unlabelled */
+  uint8_t *mlabels;          /* multi-label: n x num_classes, 0/1 */
+  uint8_t *split;            /* n entries, enum graph_split */
+  uint32_t checksum;         /* CRC-32 over the seven section CRCs and n, m, f, c (identifies the graph) */
+};
+
+/* Read and fully check a .cgr file: every check of FORMAT.md ("What a reader must
+ * check" 1-6) plus sorted rows, symmetry, no self-loops, label and split ranges,
+ * no unlabelled vertex in a split. On failure returns CG_ERR_IO/CG_ERR_FORMAT and a
+ * message naming the file, the failed check and the expected value. */
+int graph_load_cgr(const char *path, struct graph *g);
+/* Write a .cgr file (64-byte aligned sections, CRCs). Writes to "<path>.tmp" and
+ * renames, so a failure never leaves a half-written file at `path`. */
+int graph_save_cgr(const char *path, const struct graph *g);
+/* The strong checks on an in-memory graph (same messages as the reader, `what` names it). */
+int graph_check(const struct graph *g, const char *what);
+void graph_free(struct graph *g); /* accepts a zeroed struct; leaves it zeroed */
+
+/* Synthetic graph from a spec "synth:PRESET[:key=value[,key=value...]]".
+ * Presets: reddit (232,965 nodes, ~114.6M directed edges, 602 features, 41 classes),
+ * products (2,449,029 / ~123.7M / 100 / 47), small (a few thousand nodes, for tests),
+ * tiny (hundreds of nodes, for unit tests). Keys: scale=F (multiplies nodes and edges,
+ * average degree kept, capped by n-1), seed=N, and overrides nodes=, degree=, feats=,
+ * classes=, communities=, multilabel=0|1.
+ * The graph has communities (contiguous id ranges), power-law degrees,
+ * labels tied to communities and features = class centroid + noise, a 60/20/20 split
+ * (train/val/test), and passes graph_check. Same spec -> identical graph. */
+int graph_synth(const char *spec, struct graph *g);
+
+/* Open a graph by name: "synth:..." generates; a path that exists (or ends in .cgr)
+ * is read; otherwise NAME resolves to $CAPGNN_DATA/NAME.cgr. */
+int graph_open(const char *name, struct graph *g);
+
+/* Feature normalisation in place: each row divided by its sum (rows summing to 0
+ * are left as they are). Works on dense and sparse features. */
+void graph_feat_rownorm(struct graph *g);
+/* Dense features of the listed rows (rows == NULL: all n rows in order) into
+ * out[nrows x feat_dim] (caller-allocated). */
+void graph_feat_dense(const struct graph *g, const int64_t *rows, int64_t nrows, float *out);
+
+enum graph_norm {
+  GRAPH_NORM_GCN,  /* D^-1/2 (A + I) D^-1/2, degrees counted with the self-loop */
+  GRAPH_NORM_MEAN, /* row u: 1/deg(u) on each neighbour (GraphSAGE mean), no self-loop */
+};
+/* Degree used by the normalisation of vertex u (global): deg(u) + (kind == GCN && self_loops). */
+static inline int64_t graph_norm_degree(const struct graph *g, enum graph_norm kind, int self_loops,
+                                        int64_t u) {
+  return g->rowptr[u + 1] - g->rowptr[u] + (kind == GRAPH_NORM_GCN && self_loops ? 1 : 0);
+}
+/* Weight of the entry (row u <- column v) given the normalisation degrees of u and v.
+ * The one formula every partition and backend uses, so P ranks equal 1 rank. */
+float graph_norm_weight(enum graph_norm kind, int64_t deg_u, int64_t deg_v);
+/* The aggregation operator of the whole graph (n x n, sorted columns; the self-loop
+ * entry is inserted in column order when kind == GCN and self_loops). */
+int graph_aggr_build(const struct graph *g, enum graph_norm kind, int self_loops, struct cg_csr *out);
+
+/* Number of vertices in a split. */
+int64_t graph_split_count(const struct graph *g, enum graph_split s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
