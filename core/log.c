@@ -1,0 +1,70 @@
+/* core/log.c — "[host:rank subsys] message" lines on stderr, filtered by env. */
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static int log_rank;
+static int log_level = -1; /* -1: not read from the environment yet */
+static int log_all_ranks;
+static char log_subsys[256];
+static char log_host[64];
+
+static void log_init(void) {
+  if (log_level >= 0) return;
+  log_level = CG_LOG_INFO;
+  const char *lv = getenv("CAPGNN_LOG_LEVEL");
+  if (lv) {
+    if (!strcasecmp(lv, "error")) log_level = CG_LOG_ERROR;
+    else if (!strcasecmp(lv, "warn")) log_level = CG_LOG_WARN;
+    else if (!strcasecmp(lv, "info")) log_level = CG_LOG_INFO;
+    else if (!strcasecmp(lv, "debug")) log_level = CG_LOG_DEBUG;
+  }
+  const char *ss = getenv("CAPGNN_LOG_SUBSYS");
+  if (ss) snprintf(log_subsys, sizeof log_subsys, ",%s,", ss);
+  const char *ar = getenv("CAPGNN_LOG_ALL_RANKS");
+  log_all_ranks = ar && ar[0] == '1';
+}
+
+const char *cg_hostname(void) {
+  if (!log_host[0]) {
+    if (gethostname(log_host, sizeof log_host - 1) != 0) strcpy(log_host, "?");
+    char *dot = strchr(log_host, '.');
+    if (dot) *dot = '\0';
+  }
+  return log_host;
+}
+
+void cg_log_set_rank(int rank) { log_rank = rank; }
+
+void cg_log_set_level(enum cg_log_level level) {
+  log_init();
+  log_level = (int)level;
+}
+
+int cg_log_enabled(enum cg_log_level level, const char *subsys) {
+  log_init();
+  if ((int)level > log_level) return 0;
+  if (level >= CG_LOG_INFO && log_rank != 0 && !log_all_ranks) return 0;
+  if (log_subsys[0] && level >= CG_LOG_INFO) {
+    char key[64];
+    snprintf(key, sizeof key, ",%s,", subsys);
+    if (!strstr(log_subsys, key)) return 0;
+  }
+  return 1;
+}
+
+void cg_log_write(enum cg_log_level level, const char *subsys, const char *fmt, ...) {
+  static const char *tag[] = {"ERROR ", "WARN ", "", "DEBUG "};
+  char line[2048];
+  int k = snprintf(line, sizeof line, "[%s:%d %s] %s", cg_hostname(), log_rank, subsys, tag[level]);
+  va_list ap;
+  va_start(ap, fmt);
+  if (k > 0 && (size_t)k < sizeof line) vsnprintf(line + k, sizeof line - (size_t)k, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "%s\n", line); /* one write per line so ranks do not interleave mid-line */
+}
