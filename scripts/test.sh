@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (see README "Testing").
+#  1. a warnings-as-errors build (CUDA backend too when nvcc exists) and every test
+#     except the `slow` label; GPU tests report "skipped" on machines without a GPU;
+#  2. an AddressSanitizer + UBSan build of the `unit` tests.
+# Set CAPGNN_TEST_LABELS to a ctest -L regex to run a subset (e.g. "unit").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+
+cmake -S . -B build-test "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCAPGNN_WERROR=ON
+cmake --build build-test -j "$jobs"
+(cd build-test && ctest --output-on-failure --timeout 900 -LE slow ${CAPGNN_TEST_LABELS:+-L "$CAPGNN_TEST_LABELS"})
+
+cmake -S . -B build-asan "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug -DCAPGNN_WERROR=ON \
+      -DCAPGNN_SANITIZE=ON -DCAPGNN_WITH_CUDA=OFF
+cmake --build build-asan -j "$jobs"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure --timeout 900 -L unit)
