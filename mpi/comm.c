@@ -1,0 +1,265 @@
+/* mpi/comm.c — MPI start-up, node layout, small host collectives, counters. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/status.h"
+#include "mpi/comm_internal.h"
+
+int comm_mpi_error(int rc, const char *call, const char *file, int line) {
+  char msg[MPI_MAX_ERROR_STRING + 1];
+  int len = 0;
+  if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
+    snprintf(msg, sizeof msg, "MPI error %d", rc);
+  else
+    msg[len] = '\0';
+  const char *base = strrchr(file, '/');
+  return cg_err_set(CG_ERR_MPI, "%s failed at %s:%d: %s", call, base ? base + 1 : file, line, msg);
+}
+
+/* Number of emulated nodes per host from CAPGNN_EMULATE_NODES (1 when unset). */
+static int emulate_nodes_from_env(int *k) {
+  *k = 1;
+  const char *s = getenv("CAPGNN_EMULATE_NODES");
+  if (!s || !s[0]) return CG_OK;
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end != '\0' || v < 1 || v > INT_MAX)
+    return cg_err_set(CG_ERR_ARG,
+                      "CAPGNN_EMULATE_NODES='%s' is not valid: set it to a positive integer "
+                      "(the number of emulated nodes per host) or unset it",
+                      s);
+  *k = (int)v;
+  return CG_OK;
+}
+
+static void comm_free_comms(struct comm *c) {
+  if (c->node != MPI_COMM_NULL) MPI_Comm_free(&c->node);
+  if (c->host != MPI_COMM_NULL) MPI_Comm_free(&c->host);
+  if (c->world != MPI_COMM_NULL) MPI_Comm_free(&c->world);
+}
+
+/* Node ids: the lowest world rank of each node, numbered in increasing order. */
+static int comm_layout(struct comm *c) {
+  int st = CG_OK;
+  int *leaders = NULL;
+  unsigned char *seen = NULL;
+  int k = 1;
+
+  COMM_MPI_TRY(
+      MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &c->host));
+  COMM_MPI_TRY(MPI_Comm_set_errhandler(c->host, MPI_ERRORS_RETURN));
+  COMM_MPI_TRY(MPI_Comm_rank(c->host, &c->host_local_rank));
+  COMM_MPI_TRY(MPI_Comm_size(c->host, &c->host_local_size));
+
+  TRY(emulate_nodes_from_env(&k));
+  if (k > c->host_local_size) {
+    if (c->host_local_rank == 0)
+      LOG_WARN("mpi",
+               "CAPGNN_EMULATE_NODES=%d but host %s runs only %d ranks: using %d emulated nodes "
+               "there",
+               k, cg_hostname(), c->host_local_size, c->host_local_size);
+    k = c->host_local_size;
+  }
+  /* Contiguous blocks of host-local ranks, sizes differing by at most one. */
+  int block = (int)((int64_t)c->host_local_rank * k / c->host_local_size);
+  COMM_MPI_TRY(MPI_Comm_split(c->host, block, c->host_local_rank, &c->node));
+  COMM_MPI_TRY(MPI_Comm_set_errhandler(c->node, MPI_ERRORS_RETURN));
+  COMM_MPI_TRY(MPI_Comm_rank(c->node, &c->local_rank));
+  COMM_MPI_TRY(MPI_Comm_size(c->node, &c->local_size));
+
+  int leader = c->rank;
+  COMM_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, c->node));
+  leaders = cg_malloc(sizeof(int) * (size_t)c->size, "node leaders");
+  seen = cg_calloc((size_t)c->size, 1, "node leader flags");
+  if (!leaders || !seen) {
+    st = CG_ERR_NOMEM;
+    goto done;
+  }
+  COMM_MPI_TRY_GOTO(MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, c->world), done);
+  for (int r = 0; r < c->size; r++) seen[leaders[r]] = 1;
+  c->node_id = 0;
+  c->nnodes = 0;
+  for (int r = 0; r < c->size; r++) {
+    if (!seen[r]) continue;
+    if (r < leader) c->node_id++;
+    c->nnodes++;
+  }
+done:
+  cg_free(leaders);
+  cg_free(seen);
+  return st;
+}
+
+int comm_init(int *argc, char ***argv, struct comm **out) {
+  int st = CG_OK;
+  *out = NULL;
+  int initialised = 0, finalised = 0;
+  MPI_Initialized(&initialised);
+  MPI_Finalized(&finalised);
+  if (finalised)
+    return cg_err_set(CG_ERR_MPI,
+                      "comm_init called after MPI_Finalize: MPI can start only once "
+                      "per process");
+  int we_init = 0;
+  if (!initialised) {
+    int provided = 0;
+    int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS)
+      return cg_err_set(CG_ERR_MPI,
+                        "MPI_Init_thread failed (code %d): check the MPI installation "
+                        "and how the job was launched",
+                        rc);
+    we_init = 1;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (provided < MPI_THREAD_FUNNELED)
+      LOG_WARN("mpi",
+               "MPI provides thread level %d < MPI_THREAD_FUNNELED; only the main thread "
+               "calls MPI, which should still work",
+               provided);
+  }
+
+  struct comm *c = cg_calloc(1, sizeof *c, "communicator state");
+  if (!c) return CG_ERR_NOMEM;
+  c->world = c->host = c->node = MPI_COMM_NULL;
+  c->we_initialised = we_init;
+
+  COMM_MPI_TRY_GOTO(MPI_Comm_dup(MPI_COMM_WORLD, &c->world), fail);
+  COMM_MPI_TRY_GOTO(MPI_Comm_set_errhandler(c->world, MPI_ERRORS_RETURN), fail);
+  COMM_MPI_TRY_GOTO(MPI_Comm_rank(c->world, &c->rank), fail);
+  COMM_MPI_TRY_GOTO(MPI_Comm_size(c->world, &c->size), fail);
+  cg_log_set_rank(c->rank);
+  TRY_GOTO(comm_layout(c), fail);
+
+  LOG_INFO("mpi", "%d rank%s on %d node%s%s (this rank: node %d, local rank %d of %d)", c->size,
+           c->size == 1 ? "" : "s", c->nnodes, c->nnodes == 1 ? "" : "s",
+           getenv("CAPGNN_EMULATE_NODES") ? " (emulated)" : "", c->node_id, c->local_rank,
+           c->local_size);
+  *out = c;
+  return CG_OK;
+
+fail:
+  cg_err_trail(__FILE__, __LINE__, "comm_init");
+  comm_free_comms(c);
+  cg_free(c);
+  return st;
+}
+
+void comm_finalize(struct comm **cp) {
+  if (!cp || !*cp) return;
+  struct comm *c = *cp;
+  int we_init = c->we_initialised;
+  comm_free_comms(c);
+  cg_free(c);
+  *cp = NULL;
+  int finalised = 0;
+  MPI_Finalized(&finalised);
+  if (we_init && !finalised) MPI_Finalize();
+}
+
+int comm_rank(const struct comm *c) { return c->rank; }
+int comm_size(const struct comm *c) { return c->size; }
+int comm_node(const struct comm *c) { return c->node_id; }
+int comm_nnodes(const struct comm *c) { return c->nnodes; }
+int comm_local_rank(const struct comm *c) { return c->local_rank; }
+int comm_local_size(const struct comm *c) { return c->local_size; }
+int comm_host_local_rank(const struct comm *c) { return c->host_local_rank; }
+int comm_host_local_size(const struct comm *c) { return c->host_local_size; }
+
+void comm_abort(struct comm *c, int code) {
+  if (code == 0) code = 1; /* an abort is never a success */
+  LOG_ERROR("mpi", "aborting the whole job (exit code %d)", code);
+  fflush(stdout);
+  fflush(stderr);
+  int initialised = 0, finalised = 0;
+  MPI_Initialized(&initialised);
+  MPI_Finalized(&finalised);
+  if (initialised && !finalised) MPI_Abort(c ? c->world : MPI_COMM_WORLD, code);
+  /* MPI_Abort does not return; this covers "MPI not running". */
+  _exit(code);
+}
+
+/* ---- host collectives -------------------------------------------------------- */
+
+int comm_barrier(struct comm *c) {
+  COMM_MPI_TRY(MPI_Barrier(c->world));
+  return CG_OK;
+}
+
+int comm_bcast(struct comm *c, void *buf, size_t bytes, int root) {
+  if (root < 0 || root >= c->size)
+    return cg_err_set(CG_ERR_ARG, "comm_bcast: root %d is not a rank (world size %d)", root,
+                      c->size);
+  char *p = buf;
+  while (bytes > 0) { /* MPI counts are int: send large buffers in chunks */
+    int n = bytes > (size_t)(1 << 30) ? (1 << 30) : (int)bytes;
+    COMM_MPI_TRY(MPI_Bcast(p, n, MPI_BYTE, root, c->world));
+    p += n;
+    bytes -= (size_t)n;
+  }
+  return CG_OK;
+}
+
+static MPI_Op comm_mpi_op(enum comm_op op) {
+  switch (op) {
+    case COMM_MAX:
+      return MPI_MAX;
+    case COMM_MIN:
+      return MPI_MIN;
+    default:
+      return MPI_SUM;
+  }
+}
+
+static int comm_op_check(enum comm_op op, int n, const char *fn) {
+  if (op != COMM_SUM && op != COMM_MAX && op != COMM_MIN)
+    return cg_err_set(CG_ERR_ARG, "%s: unknown reduction %d (use COMM_SUM, COMM_MAX or COMM_MIN)",
+                      fn, (int)op);
+  if (n < 0) return cg_err_set(CG_ERR_ARG, "%s: negative count %d", fn, n);
+  return CG_OK;
+}
+
+int comm_allreduce_host(struct comm *c, double *v, int n, enum comm_op op) {
+  TRY(comm_op_check(op, n, "comm_allreduce_host"));
+  if (n == 0) return CG_OK;
+  COMM_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, comm_mpi_op(op), c->world));
+  return CG_OK;
+}
+
+int comm_allreduce_i64(struct comm *c, int64_t *v, int n, enum comm_op op) {
+  TRY(comm_op_check(op, n, "comm_allreduce_i64"));
+  if (n == 0) return CG_OK;
+  COMM_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, comm_mpi_op(op), c->world));
+  return CG_OK;
+}
+
+int comm_allgather_i64(struct comm *c, int64_t value, int64_t *out) {
+  COMM_MPI_TRY(MPI_Allgather(&value, 1, MPI_INT64_T, out, 1, MPI_INT64_T, c->world));
+  return CG_OK;
+}
+
+int comm_agree(struct comm *c, int status, const char *what) {
+  /* MINLOC: the most negative status, and the lowest rank that has it. */
+  struct {
+    int status, rank;
+  } mine = {status < 0 ? status : 0, c->rank}, worst;
+  COMM_MPI_TRY(MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MINLOC, c->world));
+  if (worst.status >= 0) return CG_OK;
+  if (status < 0) return status; /* keep this rank's own message */
+  return cg_err_set(worst.status, "rank %d failed during %s (%s; see that rank's log)", worst.rank,
+                    what ? what : "setup", cg_status_str(worst.status));
+}
+
+/* ---- counters ------------------------------------------------------------------ */
+
+void comm_stats_get(const struct comm *c, struct comm_stats *s) {
+  *s = c->stats;
+  s->halo_s = s->halo_fwd_s + s->halo_bwd_s;
+}
+
+void comm_stats_reset(struct comm *c) { memset(&c->stats, 0, sizeof c->stats); }

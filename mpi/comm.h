@@ -1,0 +1,203 @@
+/* mpi/comm.h — ranks, node layout, halo exchange and gradient all-reduce.
+ *
+ * The only public header of the mpi/ module. It does not include mpi.h: every
+ * MPI object lives behind an opaque handle, so modules above mpi/ compile
+ * without MPI headers.
+ *
+ * Threading: MPI is initialised with MPI_THREAD_FUNNELED; call every function
+ * here from the thread that called comm_init.
+ *
+ * Errors: setup calls return CG_OK or a negative cg_status with a message
+ * (core/status.h). Failing MPI calls return CG_ERR_MPI carrying the MPI error
+ * string (the communicators use MPI_ERRORS_RETURN). Functions marked
+ * *collective* must be called by every rank in the same order. Inside a
+ * training step an error is fatal: log it and call comm_abort() so that no
+ * peer waits forever on the rank that gave up.
+ *
+ * Byte counters (struct comm_stats) count the bytes this rank SENDS, so the sum
+ * over ranks is the total traffic; seconds are the wall time spent inside the
+ * calls of this module (the part of communication not hidden behind compute).
+ */
+#ifndef CAPGNN_MPI_COMM_H
+#define CAPGNN_MPI_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct comm;      /* the job: world communicator, node layout, counters */
+struct comm_grad; /* a flat gradient buffer and its all-reduce */
+struct comm_halo; /* one halo exchange plan, its communicator and buffers */
+
+/* ---- setup and layout ------------------------------------------------------ */
+
+/* Initialise MPI (MPI_Init_thread, FUNNELED) unless the caller already did, and
+ * work out the layout. Works as a singleton too (a program started without
+ * mpiexec is one rank). Collective over MPI_COMM_WORLD.
+ *
+ * Layout: ranks that share memory (MPI_Comm_split_type, MPI_COMM_TYPE_SHARED)
+ * form a host. A node is a host, unless the environment variable
+ * CAPGNN_EMULATE_NODES=k splits the ranks of each host into k emulated nodes of
+ * contiguous host-local ranks (host-local rank r of L goes to block r*k/L; k is
+ * clamped to L with a warning), so that multi-node code paths run on one
+ * machine. Nodes are numbered 0..nnodes-1 in the order of their lowest world
+ * rank; local ranks within a node follow world rank order.
+ *
+ * Also sets the log rank (cg_log_set_rank) and MPI_ERRORS_RETURN on every
+ * communicator this module creates. On failure *out is NULL and MPI may be
+ * initialised: report the error and call comm_abort(NULL, code).
+ * Ownership: *out belongs to the caller; release with comm_finalize. Call once
+ * per process (MPI cannot be initialised twice). */
+int comm_init(int *argc, char ***argv, struct comm **out);
+
+/* Free the communicators and call MPI_Finalize if comm_init initialised MPI.
+ * Collective. Destroy every comm_halo / comm_grad first. Accepts NULL / *c NULL;
+ * sets *c to NULL. */
+void comm_finalize(struct comm **c);
+
+int comm_rank(const struct comm *c); /* world rank */
+int comm_size(const struct comm *c); /* world size */
+int comm_node(const struct comm *c); /* node id, 0..nnodes-1 (emulated if asked) */
+int comm_nnodes(const struct comm *c);
+int comm_local_rank(const struct comm *c); /* rank within the node */
+int comm_local_size(const struct comm *c); /* ranks on the node */
+/* Rank and size within the physical host, whatever CAPGNN_EMULATE_NODES says
+ * (what GPU binding needs: emulated nodes still share the host's devices). */
+int comm_host_local_rank(const struct comm *c);
+int comm_host_local_size(const struct comm *c);
+
+/* Abort the whole job with exit code `code` (MPI_Abort on the world): the way
+ * out after a fatal error so that no peer hangs. Flushes stdout/stderr first.
+ * c may be NULL (before or after a failed comm_init). Does not return. */
+void comm_abort(struct comm *c, int code) __attribute__((noreturn));
+
+/* ---- small host collectives (all collective, blocking) ------------------- */
+
+enum comm_op { COMM_SUM = 0, COMM_MAX = 1, COMM_MIN = 2 };
+
+int comm_barrier(struct comm *c);
+/* Broadcast `bytes` bytes of host memory from `root` (any size). */
+int comm_bcast(struct comm *c, void *buf, size_t bytes, int root);
+/* In-place all-reduce of n host values. */
+int comm_allreduce_host(struct comm *c, double *v, int n, enum comm_op op);
+int comm_allreduce_i64(struct comm *c, int64_t *v, int n, enum comm_op op);
+/* out[comm_size(c)] receives every rank's `value` (out is host memory). */
+int comm_allgather_i64(struct comm *c, int64_t value, int64_t *out);
+
+/* Agree on a setup status: returns CG_OK when status >= 0 on every rank,
+ * otherwise a negative status on EVERY rank. A rank whose own status failed keeps
+ * its message; the others get "rank R failed during <what> (see its log)", R the
+ * lowest failing rank. Lets every rank leave a failed setup together. */
+int comm_agree(struct comm *c, int status, const char *what);
+
+/* ---- counters -------------------------------------------------------------- */
+
+struct comm_stats {
+  /* Bytes SENT by this rank (float32 payload, 4 bytes per value). Halo forward:
+   * rows this rank owns that peers hold as halo, times cols; halo backward: this
+   * rank's halo rows times cols (the gradients go back to their owners).
+   * All-reduce: the size of the buffer (the payload this rank contributes; the
+   * wire traffic depends on MPI's algorithm). */
+  int64_t halo_fwd_bytes, halo_bwd_bytes, allreduce_bytes;
+  int64_t halo_fwd_calls, halo_bwd_calls, allreduce_calls;
+  /* Seconds inside begin + end (halo) and inside the all-reduce incl. staging. */
+  double halo_fwd_s, halo_bwd_s, halo_s /* = fwd + bwd */, allreduce_s;
+};
+
+void comm_stats_get(const struct comm *c, struct comm_stats *s);
+void comm_stats_reset(struct comm *c);
+
+/* ---- gradient all-reduce ----------------------------------------------------- */
+
+/* Prepare the all-reduce of a flat float buffer of n values living in backend
+ * memory of `be`. For a non-CPU backend a host staging buffer of n floats is
+ * allocated here (nothing is allocated later). Collective: every rank must pass
+ * the same n (checked); on any rank's error every rank returns an error.
+ * `c` and `be` must outlive the object. Release with comm_grad_destroy. */
+int comm_grad_create(struct comm *c, struct cg_backend *be, int64_t n, struct comm_grad **out);
+/* Sum buf[0..n) over all ranks, in place, with one MPI_Allreduce (split in
+ * chunks of 2^30 values only beyond that size). CPU backend: in place on buf
+ * after be->sync. Other backends: be->download to the host buffer, all-reduce,
+ * be->upload (both synchronous on the backend's stream). Collective. */
+int comm_grad_allreduce(struct comm_grad *g, float *buf);
+void comm_grad_destroy(struct comm_grad **g); /* accepts NULL; sets *g to NULL */
+
+/* ---- halo exchange ------------------------------------------------------------ */
+
+/* One rank's exchange plan, in local row ids. Rows [0, n_inner) are the rows this
+ * rank owns; rows [n_inner, n_inner + n_halo) are halo rows owned by others.
+ * For each peer i (peer[i] strictly ascending, none equal to this rank):
+ *  - send: the send_count[i] local ids send_idx[send_offset[i] ...] (each in
+ *    [0, n_inner), no repeats within one peer) are the rows peer[i] holds as halo,
+ *    in the order of that peer's receive block;
+ *  - recv: the halo block of recv_count[i] rows at halo rows
+ *    n_inner + recv_offset[i] ... holds the rows owned by peer[i].
+ * Both are packed in peer order: send_offset[i] and recv_offset[i] are the sums of
+ * the counts before i. Received rows fill halo rows [0, sum recv_count) and
+ * sum recv_count <= n_halo (rows beyond are never written).
+ * A peer may have one count zero (traffic in one direction only). The arrays are
+ * copied by comm_halo_create; the caller keeps ownership. */
+struct comm_halo_plan {
+  int npeers;
+  const int32_t *peer;
+  const int64_t *send_offset, *send_count;
+  const int32_t *send_idx;
+  const int64_t *recv_offset, *recv_count;
+  int64_t n_inner, n_halo;
+};
+
+/* Build the exchange: checks the plan (locally, then that what each rank sends
+ * to each peer is what that peer expects to receive), creates a distributed-graph
+ * communicator over the ranks this rank exchanges with in either direction
+ * (MPI_Dist_graph_create_adjacent; a rank with no peers works), and allocates all
+ * buffers for rows of up to max_cols values: a backend buffer of the send rows and
+ * the device index list (be->alloc + be->upload), and for non-CPU backends host
+ * staging buffers. Collective over the world: on any rank's error every rank
+ * returns an error (see comm_agree).
+ * `c` and `be` must outlive the object. Release with comm_halo_destroy. */
+int comm_halo_create(struct comm *c, struct cg_backend *be, const struct comm_halo_plan *plan,
+                     int64_t max_cols, struct comm_halo **out);
+void comm_halo_destroy(struct comm_halo **h); /* accepts NULL; sets *h to NULL */
+
+/* Forward: owners send their boundary rows, halo rows get filled.
+ * x is backend memory of (n_inner + n_halo) x cols floats, row stride cols,
+ * 1 <= cols <= max_cols. begin gathers the send rows (be->gather_rows on the
+ * backend stream, then sync/download) and starts a non-blocking neighbourhood
+ * all-to-all (MPI_Ineighbor_alltoallv); end waits and writes the received rows
+ * into x rows [n_inner, n_inner + sum recv_count) (CPU: MPI writes them directly;
+ * other backends: be->upload). x is not const in begin because on the CPU backend
+ * MPI may write the halo rows any time before end returns. Between begin and end,
+ * x's halo rows must not be used; inner rows may be read and x must stay
+ * allocated. end must get the same x and cols as begin. One exchange (forward or backward) per
+ * object in flight; every rank calls begin/end in the same order (collective). */
+int comm_halo_forward_begin(struct comm_halo *h, float *x, int64_t cols);
+int comm_halo_forward_end(struct comm_halo *h, float *x, int64_t cols);
+
+/* Backward: the gradients of halo rows go back to their owners, which ADD them to
+ * their inner rows. dx is laid out like x. begin sends dx rows [n_inner, ...)
+ * (the reverse of the forward plan); end waits and adds each received block into
+ * dx's inner rows with be->scatter_add_rows, one call per peer in ascending peer
+ * order, so the result does not depend on arrival order (an inner row held by
+ * several peers receives from each). Between begin and end dx must not be
+ * modified. Halo rows of dx are left as they were. */
+int comm_halo_backward_begin(struct comm_halo *h, const float *dx, int64_t cols);
+int comm_halo_backward_end(struct comm_halo *h, float *dx, int64_t cols);
+
+/* begin + end. */
+int comm_halo_forward(struct comm_halo *h, float *x, int64_t cols);
+int comm_halo_backward(struct comm_halo *h, float *dx, int64_t cols);
+
+/* Rows this rank sends in a forward exchange (sum send_count) and receives (sum
+ * recv_count): bytes per exchange are rows * cols * 4. */
+int64_t comm_halo_send_rows(const struct comm_halo *h);
+int64_t comm_halo_recv_rows(const struct comm_halo *h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

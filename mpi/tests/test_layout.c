@@ -1,0 +1,74 @@
+/* mpi/tests/test_layout.c — node ids and local ranks, real and emulated.
+ *
+ * Runs on one host, so every rank shares memory with every other. With
+ * CAPGNN_EMULATE_NODES=k (clamped to the number of ranks) world rank r belongs
+ * to emulated node r*k/P, and local ranks count up within a node. Each rank
+ * checks its own values against that formula, then all ranks check the gathered
+ * layout is consistent. With the argument --expect-init-error, comm_init must
+ * fail with CG_ERR_ARG (an invalid CAPGNN_EMULATE_NODES). */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi/comm.h"
+#include "mpi_test.h"
+
+struct comm *mt_comm;
+
+int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "--expect-init-error")) {
+    struct comm *c = NULL;
+    int st = comm_init(&argc, &argv, &c);
+    if (st != CG_ERR_ARG || c != NULL || !strstr(cg_err_msg(), "CAPGNN_EMULATE_NODES")) {
+      fprintf(stderr, "FAIL: comm_init returned %d (%s) with CAPGNN_EMULATE_NODES='%s'\n", st,
+              cg_err_msg(), getenv("CAPGNN_EMULATE_NODES"));
+      comm_abort(NULL, 1);
+    }
+    printf("ok: comm_init refused it: %s\n", cg_err_msg());
+    MPI_Finalize(); /* comm_init leaves MPI initialised when it fails */
+    return 0;
+  }
+
+  MT_OK(comm_init(&argc, &argv, &mt_comm));
+  struct comm *c = mt_comm;
+  int P = comm_size(c), r = comm_rank(c);
+  MT_CHECK(comm_host_local_size(c) == P && comm_host_local_rank(c) == r,
+           "this test expects one host: host-local %d of %d, world %d of %d",
+           comm_host_local_rank(c), comm_host_local_size(c), r, P);
+
+  int k = 1;
+  const char *env = getenv("CAPGNN_EMULATE_NODES");
+  if (env && env[0]) k = atoi(env);
+  if (k > P) k = P;
+  int node = (int)((long)r * k / P);
+  int first = -1, size = 0;
+  for (int q = 0; q < P; q++)
+    if ((int)((long)q * k / P) == node) {
+      if (first < 0) first = q;
+      size++;
+    }
+  MT_CHECK(comm_nnodes(c) == k, "nnodes %d, expected %d", comm_nnodes(c), k);
+  MT_CHECK(comm_node(c) == node, "node %d, expected %d", comm_node(c), node);
+  MT_CHECK(comm_local_rank(c) == r - first, "local rank %d, expected %d", comm_local_rank(c),
+           r - first);
+  MT_CHECK(comm_local_size(c) == size, "local size %d, expected %d", comm_local_size(c), size);
+
+  /* Gathered: every node's local ranks are 0..size-1 in world-rank order. */
+  int64_t *nodes = malloc(sizeof(int64_t) * (size_t)P),
+          *locals = malloc(sizeof(int64_t) * (size_t)P);
+  MT_CHECK(nodes && locals, "out of memory");
+  MT_OK(comm_allgather_i64(c, comm_node(c), nodes));
+  MT_OK(comm_allgather_i64(c, comm_local_rank(c), locals));
+  for (int q = 1; q < P; q++) {
+    MT_CHECK(nodes[q] >= nodes[q - 1], "node ids not in world-rank order at rank %d", q);
+    MT_CHECK(nodes[q] == nodes[q - 1] ? locals[q] == locals[q - 1] + 1 : locals[q] == 0,
+             "local rank of rank %d is %lld", q, (long long)locals[q]);
+  }
+  MT_CHECK(nodes[0] == 0 && locals[0] == 0 && nodes[P - 1] == comm_nnodes(c) - 1, "numbering");
+  free(nodes);
+  free(locals);
+  if (r == 0) printf("ok: %d ranks, %d node(s)%s\n", P, comm_nnodes(c), env ? " (emulated)" : "");
+  comm_finalize(&mt_comm);
+  return 0;
+}
