@@ -1,0 +1,270 @@
+/* partition/cache.c — partition sets on disk, reused when graph and options match.
+ *
+ * METIS on a large graph takes minutes, and every rank of a run needs the same
+ * owner array; computing it once and reading it back also guarantees that all ranks
+ * (and later runs) agree on it. The key is in the file name (so different options
+ * coexist) and again in the header (so a renamed or colliding file is rejected). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "core/log.h"
+#include "core/status.h"
+#include "partition/part_internal.h"
+#include "partition/partition.h"
+
+#define CACHE_MAGIC "CGPART01"
+#define CACHE_VERSION 1u
+#define CACHE_HEADER 64
+#define CACHE_FLAG_VWGT 1u
+#define CACHE_FLAG_TPWGTS 2u
+
+static uint32_t crc32_bytes(uint32_t crc, const void *p, size_t len) {
+  return (uint32_t)crc32_z(crc, (const Bytef *)p, (z_size_t)len);
+}
+
+/* CRC-32 of the optional weights (0 when none), so different weights get
+ * different files. Weights are hashed in a fixed little-endian encoding. */
+static uint32_t weights_hash(const struct graph *g, const struct part_options *o) {
+  if (!o->vwgt && !o->tpwgts) return 0;
+  uint32_t h = crc32_bytes(0, "w", 1);
+  if (o->vwgt) {
+    unsigned char b[8];
+    h = crc32_bytes(h, "v", 1);
+    for (int64_t v = 0; v < g->n; v++) {
+      uint64_t x = (uint64_t)o->vwgt[v];
+      for (int i = 0; i < 8; i++) b[i] = (unsigned char)(x >> (8 * i));
+      h = crc32_bytes(h, b, 8);
+    }
+  }
+  if (o->tpwgts) {
+    unsigned char b[4];
+    h = crc32_bytes(h, "t", 1);
+    for (int p = 0; p < o->nparts; p++) {
+      uint32_t x;
+      memcpy(&x, &o->tpwgts[p], 4);
+      for (int i = 0; i < 4; i++) b[i] = (unsigned char)(x >> (8 * i));
+      h = crc32_bytes(h, b, 4);
+    }
+  }
+  return h;
+}
+
+static const char *cache_dir_resolve(const char *cache_dir) {
+  if (cache_dir && cache_dir[0]) return cache_dir;
+  const char *env = getenv("CAPGNN_CACHE");
+  if (env && env[0]) return env;
+  return ".capgnn-cache";
+}
+
+int part_cache_path(const struct graph *g, const struct part_options *o, const char *cache_dir,
+                    char *path, size_t path_size) {
+  char name[sizeof g->name + 1];
+  size_t k = 0;
+  /* Only portable file-name characters from the graph name. */
+  for (size_t i = 0; i < sizeof g->name && g->name[i]; i++) {
+    char c = g->name[i];
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+             c == '-' || c == '.';
+    name[k++] = ok ? c : '_';
+  }
+  name[k] = '\0';
+  if (k == 0 || name[0] == '.') snprintf(name, sizeof name, "graph");
+  char wsuffix[16] = "";
+  if (o->vwgt || o->tpwgts) snprintf(wsuffix, sizeof wsuffix, "-w%08x", weights_hash(g, o));
+  int len = snprintf(path, path_size, "%s/%s-%08x-%s-p%d-s%llu%s.part", cache_dir_resolve(cache_dir),
+                     name, g->checksum, part_method_name(o->method), o->nparts,
+                     (unsigned long long)o->seed, wsuffix);
+  if (len < 0 || (size_t)len >= path_size)
+    return cg_err_set(CG_ERR_ARG, "partition cache path is too long (cache folder '%s')",
+                      cache_dir_resolve(cache_dir));
+  return CG_OK;
+}
+
+static void put_u32(unsigned char *b, uint32_t x) {
+  for (int i = 0; i < 4; i++) b[i] = (unsigned char)(x >> (8 * i));
+}
+static void put_u64(unsigned char *b, uint64_t x) {
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(x >> (8 * i));
+}
+static uint32_t get_u32(const unsigned char *b) {
+  uint32_t x = 0;
+  for (int i = 0; i < 4; i++) x |= (uint32_t)b[i] << (8 * i);
+  return x;
+}
+
+/* Header layout (little-endian): magic[8] | u32 version | u32 header bytes (64) |
+ * u64 n | u32 nparts | u32 method | u64 seed | u32 graph checksum | u32 weights hash |
+ * u32 flags | 12 zero bytes. */
+static void header_encode(unsigned char *h, const struct graph *g, const struct part_options *o) {
+  memset(h, 0, CACHE_HEADER);
+  memcpy(h, CACHE_MAGIC, 8);
+  put_u32(h + 8, CACHE_VERSION);
+  put_u32(h + 12, CACHE_HEADER);
+  put_u64(h + 16, (uint64_t)g->n);
+  put_u32(h + 24, (uint32_t)o->nparts);
+  put_u32(h + 28, (uint32_t)o->method);
+  put_u64(h + 32, o->seed);
+  put_u32(h + 40, g->checksum);
+  put_u32(h + 44, weights_hash(g, o));
+  put_u32(h + 48, (o->vwgt ? CACHE_FLAG_VWGT : 0) | (o->tpwgts ? CACHE_FLAG_TPWGTS : 0));
+}
+
+/* mkdir -p: create every missing component. */
+static int mkdir_parents(const char *dir) {
+  char *buf = strdup(dir);
+  if (!buf) return cg_err_set(CG_ERR_NOMEM, "out of memory for a folder name");
+  int st = CG_OK;
+  for (char *p = buf + 1;; p++) {
+    if (*p == '/' || *p == '\0') {
+      char c = *p;
+      *p = '\0';
+      if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+        st = cg_err_set(CG_ERR_IO, "cannot create folder '%s': %s", buf, strerror(errno));
+        break;
+      }
+      *p = c;
+      if (c == '\0') break;
+    }
+  }
+  free(buf);
+  if (st == CG_OK) {
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+      st = cg_err_set(CG_ERR_IO, "'%s' exists but is not a folder", dir);
+  }
+  return st;
+}
+
+/* Load and validate; returns 1 when owner was filled, 0 when the file is absent or
+ * unusable (a WARN says why), negative on allocation failure. */
+static int cache_read(const char *path, const struct graph *g, const struct part_options *o,
+                      int32_t *owner) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    if (errno != ENOENT)
+      LOG_WARN("part", "cannot open partition cache '%s' (%s); recomputing", path, strerror(errno));
+    return 0;
+  }
+  const char *why = NULL;
+  int rc = 0;
+  size_t want = CACHE_HEADER + (size_t)g->n * 4 + 4;
+  unsigned char *buf = cg_malloc(want + 1, "partition cache file");
+  if (!buf) {
+    fclose(f);
+    return CG_ERR_NOMEM;
+  }
+  size_t got = fread(buf, 1, want + 1, f); /* one byte more detects trailing garbage */
+  fclose(f);
+  unsigned char expect[CACHE_HEADER];
+  header_encode(expect, g, o);
+  if (got < CACHE_HEADER || memcmp(buf, CACHE_MAGIC, 8) != 0) why = "not a partition file (bad magic or too short)";
+  else if (get_u32(buf + 8) != CACHE_VERSION) why = "unsupported version";
+  else if (got != want) why = "wrong size (truncated or trailing bytes)";
+  else if (get_u32(buf + want - 4) != crc32_bytes(0, buf, want - 4)) why = "CRC-32 mismatch (corrupt)";
+  else if (memcmp(buf, expect, CACHE_HEADER) != 0)
+    why = "key fields (n, parts, method, seed, graph checksum, weights) do not match";
+  if (!why) {
+    int64_t *count = cg_calloc((size_t)o->nparts, sizeof *count, "partition cache check");
+    if (!count) {
+      cg_free(buf);
+      return CG_ERR_NOMEM;
+    }
+    for (int64_t v = 0; v < g->n && !why; v++) {
+      int32_t p = (int32_t)get_u32(buf + CACHE_HEADER + 4 * v);
+      if (p < 0 || p >= o->nparts) why = "an owner is out of range";
+      else {
+        owner[v] = p;
+        count[p]++;
+      }
+    }
+    for (int p = 0; p < o->nparts && !why; p++)
+      if (count[p] == 0) why = "a part is empty";
+    cg_free(count);
+  }
+  if (why) LOG_WARN("part", "ignoring partition cache '%s': %s; recomputing", path, why);
+  else rc = 1;
+  cg_free(buf);
+  return rc;
+}
+
+static int cache_write(const char *dir, const char *path, const struct graph *g,
+                       const struct part_options *o, const int32_t *owner) {
+  TRY(mkdir_parents(dir));
+  size_t total = CACHE_HEADER + (size_t)g->n * 4 + 4;
+  unsigned char *buf = cg_malloc(total, "partition cache file");
+  if (!buf) return CG_ERR_NOMEM;
+  header_encode(buf, g, o);
+  for (int64_t v = 0; v < g->n; v++) put_u32(buf + CACHE_HEADER + 4 * v, (uint32_t)owner[v]);
+  put_u32(buf + total - 4, crc32_bytes(0, buf, total - 4));
+  /* A per-process temp name: ranks that compute the same partition at once each
+   * write their own file, and rename() makes the last one win atomically. */
+  size_t tlen = strlen(path) + 32;
+  char *tmp = malloc(tlen);
+  if (!tmp) {
+    cg_free(buf);
+    return cg_err_set(CG_ERR_NOMEM, "out of memory for a file name");
+  }
+  snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
+  int st = CG_OK;
+  FILE *f = fopen(tmp, "wb");
+  if (!f) st = cg_err_set(CG_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
+  else {
+    int ok = fwrite(buf, 1, total, f) == total;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok) st = cg_err_set(CG_ERR_IO, "writing '%s' failed: %s", tmp, strerror(errno));
+    else if (rename(tmp, path) != 0)
+      st = cg_err_set(CG_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+    if (st != CG_OK) remove(tmp);
+  }
+  free(tmp);
+  cg_free(buf);
+  return st;
+}
+
+int part_assign_cached(const struct graph *g, const struct part_options *o, const char *cache_dir,
+                       int32_t *owner, int *reused) {
+  if (reused) *reused = 0;
+  TRY(part_options_check(g, o));
+  if (!owner) return cg_err_set(CG_ERR_ARG, "part_assign_cached: owner array is NULL");
+  const char *dir = cache_dir_resolve(cache_dir);
+  size_t plen = strlen(dir) + sizeof g->name + 128;
+  char *path = malloc(plen);
+  if (!path) return cg_err_set(CG_ERR_NOMEM, "out of memory for a file name");
+  int st = part_cache_path(g, o, cache_dir, path, plen);
+  if (st < 0) {
+    free(path);
+    TRY(st);
+  }
+  int hit = cache_read(path, g, o, owner);
+  if (hit < 0) {
+    free(path);
+    TRY(hit);
+  }
+  if (hit) {
+    LOG_DEBUG("part", "reusing partition '%s'", path);
+    if (reused) *reused = 1;
+    free(path);
+    return CG_OK;
+  }
+  st = part_assign(g, o, owner);
+  if (st < 0) {
+    free(path);
+    TRY(st);
+  }
+  if (cache_write(dir, path, g, o, owner) < 0) {
+    /* The owners are valid; only reuse is lost. */
+    LOG_WARN("part", "could not save the partition (%s); it will be recomputed next time",
+             cg_err_msg());
+    cg_err_clear();
+  } else {
+    LOG_DEBUG("part", "saved partition '%s'", path);
+  }
+  free(path);
+  return CG_OK;
+}
