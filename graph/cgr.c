@@ -1,0 +1,662 @@
+/* graph/cgr.c — the .cgr reader and writer, the strong invariant checker and the
+ * graph checksum. The format is ../shared/datasets/FORMAT.md; the check numbers in
+ * the messages ("check 5") refer to its "What a reader must check" list so that a
+ * user can look the rule up. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "core/log.h"
+#include "core/status.h"
+#include "graph/graph.h"
+#include "graph_internal.h"
+
+#define CGR_MAGIC "CAPGNN01"
+#define CGR_VERSION 1u
+#define CGR_FLAG_MULTILABEL 1u
+#define CGR_FLAG_SPARSE 2u
+#define CGR_FLAGS_KNOWN (CGR_FLAG_MULTILABEL | CGR_FLAG_SPARSE)
+#define CGR_SECTION_TABLE 64
+#define CGR_NAME_OFFSET 232
+#define CGR_CRC_OFFSET 252
+
+const char *const graph_section_names[GRAPH_CGR_NUM_SECTIONS] = {
+    "ROWPTR", "COLIDX", "FEAT_ROWPTR", "FEAT_COLIDX", "FEAT_VALUES", "LABELS", "SPLIT"};
+
+/* ---- CRC and checksum ------------------------------------------------------ */
+
+uint32_t graph_crc32(const void *p, size_t n) {
+  const unsigned char *b = p;
+  /* zlib's crc32 takes a uInt length; chunks also give OpenMP its work items. */
+  const size_t chunk = (size_t)8 << 20;
+  size_t nchunks = (n + chunk - 1) / chunk;
+  if (nchunks <= 1) return (uint32_t)crc32(0L, b, (uInt)n);
+  uint32_t *part = malloc(nchunks * sizeof *part);
+  if (!part) { /* no memory for the partials: do it serially */
+    uLong c = crc32(0L, Z_NULL, 0);
+    for (size_t i = 0; i < nchunks; i++) {
+      size_t len = (i + 1 < nchunks) ? chunk : n - i * chunk;
+      c = crc32(c, b + i * chunk, (uInt)len);
+    }
+    return (uint32_t)c;
+  }
+#pragma omp parallel for schedule(dynamic, 1)
+  for (size_t i = 0; i < nchunks; i++) {
+    size_t len = (i + 1 < nchunks) ? chunk : n - i * chunk;
+    part[i] = (uint32_t)crc32(0L, b + i * chunk, (uInt)len);
+  }
+  uLong c = part[0];
+  for (size_t i = 1; i < nchunks; i++) {
+    size_t len = (i + 1 < nchunks) ? chunk : n - i * chunk;
+    c = crc32_combine(c, part[i], (z_off_t)len);
+  }
+  free(part);
+  return (uint32_t)c;
+}
+
+void graph_sections(const struct graph *g, const void *ptr[GRAPH_CGR_NUM_SECTIONS],
+                    uint64_t size[GRAPH_CGR_NUM_SECTIONS]) {
+  uint64_t n = (uint64_t)g->n;
+  ptr[GRAPH_SEC_ROWPTR] = g->rowptr;
+  size[GRAPH_SEC_ROWPTR] = 8 * (n + 1);
+  ptr[GRAPH_SEC_COLIDX] = g->colidx;
+  size[GRAPH_SEC_COLIDX] = 4 * (uint64_t)g->m;
+  ptr[GRAPH_SEC_FEAT_ROWPTR] = g->sparse_feat ? (const void *)g->feat_rowptr : NULL;
+  size[GRAPH_SEC_FEAT_ROWPTR] = g->sparse_feat ? 8 * (n + 1) : 0;
+  ptr[GRAPH_SEC_FEAT_COLIDX] = g->sparse_feat ? (const void *)g->feat_colidx : NULL;
+  size[GRAPH_SEC_FEAT_COLIDX] = g->sparse_feat ? 4 * (uint64_t)g->feat_nnz : 0;
+  ptr[GRAPH_SEC_FEAT_VALUES] = g->feat_values;
+  size[GRAPH_SEC_FEAT_VALUES] = 4 * (uint64_t)g->feat_nnz;
+  ptr[GRAPH_SEC_LABELS] = g->multilabel ? (const void *)g->mlabels : (const void *)g->labels;
+  size[GRAPH_SEC_LABELS] = g->multilabel ? n * (uint64_t)g->num_classes : 4 * n;
+  ptr[GRAPH_SEC_SPLIT] = g->split;
+  size[GRAPH_SEC_SPLIT] = n;
+}
+
+static void put_u32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put_u64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint32_t get_u32(const unsigned char *p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+static uint64_t get_u64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+uint32_t graph_checksum_from_crcs(const uint32_t crc[GRAPH_CGR_NUM_SECTIONS], uint64_t n, uint64_t m,
+                                  uint64_t f, uint64_t c) {
+  unsigned char buf[4 * GRAPH_CGR_NUM_SECTIONS + 32];
+  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) put_u32(buf + 4 * s, crc[s]);
+  unsigned char *q = buf + 4 * GRAPH_CGR_NUM_SECTIONS;
+  put_u64(q, n);
+  put_u64(q + 8, m);
+  put_u64(q + 16, f);
+  put_u64(q + 24, c);
+  return (uint32_t)crc32(0L, buf, (uInt)sizeof buf);
+}
+
+static void section_crcs(const struct graph *g, uint32_t crc[GRAPH_CGR_NUM_SECTIONS]) {
+  const void *ptr[GRAPH_CGR_NUM_SECTIONS];
+  uint64_t size[GRAPH_CGR_NUM_SECTIONS];
+  graph_sections(g, ptr, size);
+  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++)
+    crc[s] = size[s] ? graph_crc32(ptr[s], (size_t)size[s]) : 0;
+}
+
+void graph_checksum_update(struct graph *g) {
+  uint32_t crc[GRAPH_CGR_NUM_SECTIONS];
+  section_crcs(g, crc);
+  g->checksum = graph_checksum_from_crcs(crc, (uint64_t)g->n, (uint64_t)g->m,
+                                         (uint64_t)g->feat_dim, (uint64_t)g->num_classes);
+}
+
+/* ---- the invariant checker -------------------------------------------------- */
+
+/* Structural checks of a CSR (FORMAT.md check 6 plus sorted rows); `graph` adds the
+ * no-self-loop rule. Row-local rules are evaluated in parallel to find the first
+ * bad row, then that row is re-examined serially to word the message, so the
+ * message does not depend on the thread count. */
+static int check_csr(const char *what, const char *rp_name, const char *ci_name,
+                     const int64_t *rowptr, const int32_t *colidx, int64_t nrows, int64_t ncols,
+                     int64_t nnz, const char *nnz_name, int graph) {
+  if (rowptr[0] != 0)
+    return cg_err_set(CG_ERR_FORMAT, "%s: %s[0] = %lld, expected 0 (check 6)", what, rp_name,
+                      (long long)rowptr[0]);
+  if (rowptr[nrows] != nnz)
+    return cg_err_set(CG_ERR_FORMAT, "%s: %s[n] = %lld, expected %s = %lld (check 6, n = %lld)",
+                      what, rp_name, (long long)rowptr[nrows], nnz_name, (long long)nnz,
+                      (long long)nrows);
+  int64_t bad = INT64_MAX;
+#pragma omp parallel for reduction(min : bad)
+  for (int64_t r = 0; r < nrows; r++)
+    if (rowptr[r + 1] < rowptr[r] && r < bad) bad = r;
+  if (bad != INT64_MAX)
+    return cg_err_set(CG_ERR_FORMAT,
+                      "%s: %s decreases at row %lld: %s[%lld] = %lld > %s[%lld] = %lld "
+                      "(check 6, row pointers must never decrease)",
+                      what, rp_name, (long long)bad, rp_name, (long long)bad,
+                      (long long)rowptr[bad], rp_name, (long long)bad + 1,
+                      (long long)rowptr[bad + 1]);
+  /* From here on every row range lies inside [0, nnz). */
+#pragma omp parallel for reduction(min : bad) schedule(dynamic, 1024)
+  for (int64_t r = 0; r < nrows; r++) {
+    int64_t prev = -1;
+    for (int64_t k = rowptr[r]; k < rowptr[r + 1]; k++) {
+      int64_t c = colidx[k];
+      if (c < 0 || c >= ncols || c <= prev || (graph && c == r)) {
+        if (r < bad) bad = r;
+        break;
+      }
+      prev = c;
+    }
+  }
+  if (bad == INT64_MAX) return CG_OK;
+  int64_t r = bad, prev = -1;
+  for (int64_t k = rowptr[r]; k < rowptr[r + 1]; k++) {
+    int64_t c = colidx[k];
+    if (c < 0 || c >= ncols)
+      return cg_err_set(CG_ERR_FORMAT,
+                        "%s: %s column index out of range: row %lld, entry %lld holds %lld, "
+                        "expected a value in [0, %lld) (check 6)",
+                        what, ci_name, (long long)r, (long long)k, (long long)c, (long long)ncols);
+    if (c <= prev)
+      return cg_err_set(CG_ERR_FORMAT,
+                        "%s: %s row %lld is not strictly increasing: column %lld follows %lld at "
+                        "entry %lld (rows must be sorted, without duplicates)",
+                        what, ci_name, (long long)r, (long long)c, (long long)prev, (long long)k);
+    if (graph && c == r)
+      return cg_err_set(CG_ERR_FORMAT,
+                        "%s: self-loop at vertex %lld (entry %lld); the graph must have no "
+                        "self-loops (a GCN adds I itself)",
+                        what, (long long)r, (long long)k);
+    prev = c;
+  }
+  return cg_err_set(CG_ERR_INTERNAL, "%s: check_csr lost track of row %lld", what, (long long)r);
+}
+
+/* Symmetry in O(n + m) given sorted rows: walking the rows u = 0, 1, ... in order,
+ * the entries (u, v) must consume row v's entries front to back, because the mirror
+ * (v, u) of every earlier row has already been consumed. pos[v] is that front. */
+static int check_symmetric(const char *what, const struct graph *g) {
+  int64_t n = g->n;
+  int64_t *pos = cg_malloc((size_t)n * sizeof *pos, "graph symmetry check cursors");
+  if (!pos) return CG_ERR_NOMEM;
+  memcpy(pos, g->rowptr, (size_t)n * sizeof *pos);
+  int st = CG_OK;
+  for (int64_t u = 0; u < n && st == CG_OK; u++) {
+    for (int64_t k = g->rowptr[u]; k < g->rowptr[u + 1]; k++) {
+      int64_t v = g->colidx[k];
+      int64_t p = pos[v];
+      if (p < g->rowptr[v + 1] && g->colidx[p] == u) {
+        pos[v]++;
+        continue;
+      }
+      if (p < g->rowptr[v + 1] && g->colidx[p] < u) {
+        /* Row v holds w < u that row w (already walked) did not mirror. */
+        int64_t w = g->colidx[p];
+        st = cg_err_set(CG_ERR_FORMAT,
+                        "%s: graph is not symmetric: edge (%lld, %lld) is stored but its mirror "
+                        "(%lld, %lld) is not (every edge must be stored in both directions)",
+                        what, (long long)v, (long long)w, (long long)w, (long long)v);
+      } else {
+        st = cg_err_set(CG_ERR_FORMAT,
+                        "%s: graph is not symmetric: edge (%lld, %lld) is stored but its mirror "
+                        "(%lld, %lld) is not (every edge must be stored in both directions)",
+                        what, (long long)u, (long long)v, (long long)v, (long long)u);
+      }
+      break;
+    }
+  }
+  if (st == CG_OK) {
+    /* Every entry of row v that nobody consumed lacks its mirror. */
+    for (int64_t v = 0; v < n; v++)
+      if (pos[v] != g->rowptr[v + 1]) {
+        int64_t w = g->colidx[pos[v]];
+        st = cg_err_set(CG_ERR_FORMAT,
+                        "%s: graph is not symmetric: edge (%lld, %lld) is stored but its mirror "
+                        "(%lld, %lld) is not (every edge must be stored in both directions)",
+                        what, (long long)v, (long long)w, (long long)w, (long long)v);
+        break;
+      }
+  }
+  cg_free(pos);
+  return st;
+}
+
+static int check_header_values(const char *what, uint64_t n, uint64_t m, uint64_t f, uint64_t c,
+                               uint64_t nnz, int sparse) {
+  if (n < 1 || n >= ((uint64_t)1 << 31))
+    return cg_err_set(CG_ERR_FORMAT, "%s: num_nodes = %llu, expected 1 <= n < 2^31", what,
+                      (unsigned long long)n);
+  /* Bounds that keep every size computation below 2^64; real files are far smaller. */
+  if (m >= ((uint64_t)1 << 61))
+    return cg_err_set(CG_ERR_FORMAT, "%s: num_edges = %llu, expected < 2^61", what,
+                      (unsigned long long)m);
+  if (f >= ((uint64_t)1 << 31))
+    return cg_err_set(CG_ERR_FORMAT, "%s: feat_dim = %llu, expected < 2^31", what,
+                      (unsigned long long)f);
+  if (c < 1 || c >= ((uint64_t)1 << 31))
+    return cg_err_set(CG_ERR_FORMAT, "%s: num_classes = %llu, expected 1 <= c < 2^31", what,
+                      (unsigned long long)c);
+  if (!sparse && nnz != n * f)
+    return cg_err_set(CG_ERR_FORMAT,
+                      "%s: feat_nnz = %llu, expected n*f = %llu for dense features", what,
+                      (unsigned long long)nnz, (unsigned long long)(n * f));
+  if (sparse && nnz > n * f)
+    return cg_err_set(CG_ERR_FORMAT,
+                      "%s: feat_nnz = %llu, expected at most n*f = %llu for sparse features", what,
+                      (unsigned long long)nnz, (unsigned long long)(n * f));
+  return CG_OK;
+}
+
+int graph_check(const struct graph *g, const char *what) {
+  if (!what) what = g->name[0] ? g->name : "graph";
+  if (g->n < 0 || g->m < 0 || g->feat_dim < 0 || g->num_classes < 0 || g->feat_nnz < 0)
+    return cg_err_set(CG_ERR_FORMAT, "%s: negative size (n=%lld, m=%lld, f=%lld, c=%lld, nnz=%lld)",
+                      what, (long long)g->n, (long long)g->m, (long long)g->feat_dim,
+                      (long long)g->num_classes, (long long)g->feat_nnz);
+  TRY(check_header_values(what, (uint64_t)g->n, (uint64_t)g->m, (uint64_t)g->feat_dim,
+                          (uint64_t)g->num_classes, (uint64_t)g->feat_nnz, g->sparse_feat));
+  if (!g->rowptr || (g->m && !g->colidx) || !g->split || (g->feat_nnz && !g->feat_values) ||
+      (g->sparse_feat && (!g->feat_rowptr || (g->feat_nnz && !g->feat_colidx))) ||
+      (g->multilabel ? !g->mlabels : !g->labels))
+    return cg_err_set(CG_ERR_FORMAT, "%s: an array of the graph is missing (NULL)", what);
+  const int64_t n = g->n, c = g->num_classes;
+
+  TRY(check_csr(what, "ROWPTR", "COLIDX", g->rowptr, g->colidx, n, n, g->m, "m", 1));
+  TRY(check_symmetric(what, g));
+  if (g->sparse_feat)
+    TRY(check_csr(what, "FEAT_ROWPTR", "FEAT_COLIDX", g->feat_rowptr, g->feat_colidx, n,
+                  g->feat_dim, g->feat_nnz, "feat_nnz", 0));
+
+  int64_t bad = INT64_MAX;
+#pragma omp parallel for reduction(min : bad)
+  for (int64_t k = 0; k < g->feat_nnz; k++)
+    if (!isfinite(g->feat_values[k]) && k < bad) bad = k;
+  if (bad != INT64_MAX)
+    return cg_err_set(CG_ERR_FORMAT,
+                      "%s: FEAT_VALUES entry %lld is not finite (%g); feature values must be finite",
+                      what, (long long)bad, (double)g->feat_values[bad]);
+
+  if (g->multilabel) {
+#pragma omp parallel for reduction(min : bad)
+    for (int64_t k = 0; k < n * c; k++)
+      if (g->mlabels[k] > 1 && k < bad) bad = k;
+    if (bad != INT64_MAX)
+      return cg_err_set(CG_ERR_FORMAT,
+                        "%s: multilabel LABELS[%lld] (vertex %lld, class %lld) = %u, label out of "
+                        "range: expected 0 or 1",
+                        what, (long long)bad, (long long)(bad / c), (long long)(bad % c),
+                        (unsigned)g->mlabels[bad]);
+  } else {
+#pragma omp parallel for reduction(min : bad)
+    for (int64_t u = 0; u < n; u++)
+      if ((g->labels[u] < -1 || g->labels[u] >= c) && u < bad) bad = u;
+    if (bad != INT64_MAX)
+      return cg_err_set(CG_ERR_FORMAT,
+                        "%s: label out of range at vertex %lld: %d, expected a value in [-1, %lld)",
+                        what, (long long)bad, g->labels[bad], (long long)c);
+  }
+#pragma omp parallel for reduction(min : bad)
+  for (int64_t u = 0; u < n; u++)
+    if (g->split[u] > 3 && u < bad) bad = u;
+  if (bad != INT64_MAX)
+    return cg_err_set(CG_ERR_FORMAT,
+                      "%s: split value %u at vertex %lld, expected 0 (none), 1 (train), 2 (val) or "
+                      "3 (test)",
+                      what, (unsigned)g->split[bad], (long long)bad);
+  if (!g->multilabel) {
+#pragma omp parallel for reduction(min : bad)
+    for (int64_t u = 0; u < n; u++)
+      if (g->labels[u] == -1 && g->split[u] != GRAPH_SPLIT_NONE && u < bad) bad = u;
+    if (bad != INT64_MAX)
+      return cg_err_set(CG_ERR_FORMAT,
+                        "%s: unlabelled vertex in a split: vertex %lld has label -1 but split %u, "
+                        "expected split 0",
+                        what, (long long)bad, (unsigned)g->split[bad]);
+  }
+  return CG_OK;
+}
+
+void graph_free(struct graph *g) {
+  if (!g) return;
+  cg_free(g->rowptr);
+  cg_free(g->colidx);
+  cg_free(g->feat_rowptr);
+  cg_free(g->feat_colidx);
+  cg_free(g->feat_values);
+  cg_free(g->labels);
+  cg_free(g->mlabels);
+  cg_free(g->split);
+  memset(g, 0, sizeof *g);
+}
+
+/* ---- reader ------------------------------------------------------------------ */
+
+struct file_map {
+  unsigned char *data;
+  size_t size;
+  int mapped; /* 1: munmap, 0: free */
+};
+
+static int file_map_open(const char *path, struct file_map *fm) {
+  memset(fm, 0, sizeof *fm);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return cg_err_set(CG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    int e = errno;
+    close(fd);
+    return cg_err_set(CG_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    close(fd);
+    return cg_err_set(CG_ERR_IO, "%s: not a regular file", path);
+  }
+  fm->size = (size_t)sb.st_size;
+  if (fm->size == 0) {
+    close(fd);
+    return CG_OK;
+  }
+  /* mmap keeps the file in the page cache instead of a second private copy; fall
+   * back to read() where mapping is not possible (some network file systems). */
+  void *p = mmap(NULL, fm->size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (p != MAP_FAILED) {
+    fm->data = p;
+    fm->mapped = 1;
+    close(fd);
+    return CG_OK;
+  }
+  fm->data = cg_malloc(fm->size, "the .cgr file contents");
+  if (!fm->data) {
+    close(fd);
+    return CG_ERR_NOMEM;
+  }
+  size_t got = 0;
+  while (got < fm->size) {
+    ssize_t r = read(fd, fm->data + got, fm->size - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      int e = r < 0 ? errno : 0;
+      close(fd);
+      cg_free(fm->data);
+      fm->data = NULL;
+      return cg_err_set(CG_ERR_IO, "%s: read failed after %zu of %zu bytes: %s", path, got,
+                        fm->size, e ? strerror(e) : "unexpected end of file");
+    }
+    got += (size_t)r;
+  }
+  close(fd);
+  return CG_OK;
+}
+
+static void file_map_close(struct file_map *fm) {
+  if (fm->data) {
+    if (fm->mapped)
+      munmap(fm->data, fm->size);
+    else
+      cg_free(fm->data);
+  }
+  memset(fm, 0, sizeof *fm);
+}
+
+static void *copy_section(const unsigned char *src, uint64_t size, const char *what) {
+  void *p = cg_malloc((size_t)size, what);
+  if (p && size) memcpy(p, src, (size_t)size);
+  return p;
+}
+
+int graph_load_cgr(const char *path, struct graph *g) {
+  memset(g, 0, sizeof *g);
+  struct file_map fm;
+  TRY(file_map_open(path, &fm));
+  const unsigned char *b = fm.data;
+  const uint64_t fsize = fm.size;
+  int st = CG_OK;
+
+  /* Check 1. */
+  if (fsize < GRAPH_CGR_HEADER_BYTES) {
+    st = cg_err_set(CG_ERR_FORMAT, "%s: file too short: %llu bytes, expected at least %d (check 1)",
+                    path, (unsigned long long)fsize, GRAPH_CGR_HEADER_BYTES);
+    goto fail;
+  }
+  if (memcmp(b, CGR_MAGIC, 8) != 0) {
+    char found[33];
+    for (int i = 0; i < 8; i++) snprintf(found + 2 * i, 3, "%02x", b[i]);
+    st = cg_err_set(CG_ERR_FORMAT,
+                    "%s: bad magic: expected \"CAPGNN01\", found bytes %s (check 1: not a .cgr file)",
+                    path, found);
+    goto fail;
+  }
+  /* Check 2. */
+  uint32_t version = get_u32(b + 8), hbytes = get_u32(b + 12), nsec = get_u32(b + 60);
+  if (version != CGR_VERSION) {
+    st = cg_err_set(CG_ERR_FORMAT,
+                    "%s: unsupported version: expected %u, found %u (check 2: a different version "
+                    "is a different format)",
+                    path, CGR_VERSION, version);
+    goto fail;
+  }
+  if (hbytes != GRAPH_CGR_HEADER_BYTES) {
+    st = cg_err_set(CG_ERR_FORMAT, "%s: header_bytes: expected %d, found %u (check 2)", path,
+                    GRAPH_CGR_HEADER_BYTES, hbytes);
+    goto fail;
+  }
+  if (nsec != GRAPH_CGR_NUM_SECTIONS) {
+    st = cg_err_set(CG_ERR_FORMAT, "%s: num_sections: expected %d, found %u (check 2)", path,
+                    GRAPH_CGR_NUM_SECTIONS, nsec);
+    goto fail;
+  }
+  /* Check 3. */
+  uint32_t hcrc_stored = get_u32(b + CGR_CRC_OFFSET);
+  uint32_t hcrc = (uint32_t)crc32(0L, b, CGR_CRC_OFFSET);
+  if (hcrc != hcrc_stored) {
+    st = cg_err_set(CG_ERR_FORMAT,
+                    "%s: header CRC-32 mismatch: stored 0x%08x, computed 0x%08x (check 3: the "
+                    "header is corrupt)",
+                    path, hcrc_stored, hcrc);
+    goto fail;
+  }
+  /* Check 4. */
+  uint32_t flags = get_u32(b + 56);
+  if (flags & ~CGR_FLAGS_KNOWN) {
+    st = cg_err_set(CG_ERR_FORMAT,
+                    "%s: unknown flag bits: flags = 0x%08x, expected only bits 0 (MULTILABEL) and 1 "
+                    "(SPARSE_FEATURES) (check 4)",
+                    path, flags);
+    goto fail;
+  }
+  uint64_t n = get_u64(b + 16), m = get_u64(b + 24), f = get_u64(b + 32), c = get_u64(b + 40);
+  uint64_t nnz = get_u64(b + 48);
+  int multilabel = (flags & CGR_FLAG_MULTILABEL) != 0, sparse = (flags & CGR_FLAG_SPARSE) != 0;
+  TRY_GOTO(check_header_values(path, n, m, f, c, nnz, sparse), fail);
+
+  /* Check 5. */
+  uint64_t expect[GRAPH_CGR_NUM_SECTIONS] = {
+      8 * (n + 1), 4 * m,   sparse ? 8 * (n + 1) : 0, sparse ? 4 * nnz : 0,
+      4 * nnz,     multilabel ? n * c : 4 * n,        n};
+  uint32_t crc[GRAPH_CGR_NUM_SECTIONS];
+  const unsigned char *sec[GRAPH_CGR_NUM_SECTIONS];
+  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) {
+    const unsigned char *e = b + CGR_SECTION_TABLE + 24 * s;
+    uint64_t off = get_u64(e), size = get_u64(e + 8);
+    uint32_t stored = get_u32(e + 16);
+    if (size != expect[s]) {
+      st = cg_err_set(CG_ERR_FORMAT,
+                      "%s: section %d (%s) size: expected %llu bytes, found %llu (check 5; n=%llu, "
+                      "m=%llu, f=%llu, c=%llu, feat_nnz=%llu, flags=0x%x)",
+                      path, s, graph_section_names[s], (unsigned long long)expect[s],
+                      (unsigned long long)size, (unsigned long long)n, (unsigned long long)m,
+                      (unsigned long long)f, (unsigned long long)c, (unsigned long long)nnz, flags);
+      goto fail;
+    }
+    if (off > fsize || size > fsize - off) {
+      st = cg_err_set(CG_ERR_FORMAT,
+                      "%s: section %d (%s) extends beyond end of file: offset %llu + size %llu > "
+                      "file size %llu (check 5: truncated or corrupt file)",
+                      path, s, graph_section_names[s], (unsigned long long)off,
+                      (unsigned long long)size, (unsigned long long)fsize);
+      goto fail;
+    }
+    sec[s] = b + off;
+    crc[s] = size ? graph_crc32(b + off, (size_t)size) : 0;
+    if (crc[s] != stored) {
+      st = cg_err_set(CG_ERR_FORMAT,
+                      "%s: section %d (%s) CRC-32 mismatch: stored 0x%08x, computed 0x%08x (check 5: "
+                      "the section is corrupt)",
+                      path, s, graph_section_names[s], stored, crc[s]);
+      goto fail;
+    }
+  }
+
+  memcpy(g->name, b + CGR_NAME_OFFSET, 15);
+  g->name[15] = '\0';
+  g->n = (int64_t)n;
+  g->m = (int64_t)m;
+  g->feat_dim = (int64_t)f;
+  g->num_classes = (int64_t)c;
+  g->feat_nnz = (int64_t)nnz;
+  g->sparse_feat = sparse;
+  g->multilabel = multilabel;
+  g->rowptr = copy_section(sec[0], expect[0], "graph row pointers");
+  g->colidx = copy_section(sec[1], expect[1], "graph column indices");
+  if (sparse) {
+    g->feat_rowptr = copy_section(sec[2], expect[2], "feature row pointers");
+    g->feat_colidx = copy_section(sec[3], expect[3], "feature column indices");
+  }
+  g->feat_values = copy_section(sec[4], expect[4], "feature values");
+  if (multilabel)
+    g->mlabels = copy_section(sec[5], expect[5], "multi-label matrix");
+  else
+    g->labels = copy_section(sec[5], expect[5], "labels");
+  g->split = copy_section(sec[6], expect[6], "split");
+  if (!g->rowptr || !g->colidx || !g->feat_values || !g->split ||
+      (sparse && (!g->feat_rowptr || !g->feat_colidx)) || (multilabel ? !g->mlabels : !g->labels)) {
+    st = CG_ERR_NOMEM;
+    goto fail;
+  }
+  file_map_close(&fm);
+  /* Check 6 and the strong checks. */
+  TRY_GOTO(graph_check(g, path), fail_graph);
+  g->checksum = graph_checksum_from_crcs(crc, n, m, f, c);
+  LOG_DEBUG("graph", "%s: loaded n=%lld m=%lld f=%lld c=%lld (%s features%s), checksum 0x%08x", path,
+            (long long)g->n, (long long)g->m, (long long)g->feat_dim, (long long)g->num_classes,
+            sparse ? "sparse" : "dense", multilabel ? ", multilabel" : "", g->checksum);
+  return CG_OK;
+
+fail:
+  file_map_close(&fm);
+fail_graph:
+  graph_free(g);
+  return st;
+}
+
+/* ---- writer ------------------------------------------------------------------ */
+
+static int write_all(FILE *fp, const void *p, size_t n) { return fwrite(p, 1, n, fp) == n ? 0 : -1; }
+
+int graph_save_cgr(const char *path, const struct graph *g) {
+  /* Never write a file that the reader would reject. */
+  TRY(graph_check(g, g->name[0] ? g->name : "graph to save"));
+
+  const void *ptr[GRAPH_CGR_NUM_SECTIONS];
+  uint64_t size[GRAPH_CGR_NUM_SECTIONS], off[GRAPH_CGR_NUM_SECTIONS];
+  uint32_t crc[GRAPH_CGR_NUM_SECTIONS];
+  graph_sections(g, ptr, size);
+  section_crcs(g, crc);
+
+  /* Layout: sections in table order, each non-empty one at the next multiple of 64,
+   * zero padding between them, the file ending where the last one ends. */
+  uint64_t cur = GRAPH_CGR_HEADER_BYTES;
+  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) {
+    if (size[s] == 0) {
+      off[s] = 0;
+      continue;
+    }
+    off[s] = (cur + 63) & ~(uint64_t)63;
+    cur = off[s] + size[s];
+  }
+
+  unsigned char h[GRAPH_CGR_HEADER_BYTES];
+  memset(h, 0, sizeof h);
+  memcpy(h, CGR_MAGIC, 8);
+  put_u32(h + 8, CGR_VERSION);
+  put_u32(h + 12, GRAPH_CGR_HEADER_BYTES);
+  put_u64(h + 16, (uint64_t)g->n);
+  put_u64(h + 24, (uint64_t)g->m);
+  put_u64(h + 32, (uint64_t)g->feat_dim);
+  put_u64(h + 40, (uint64_t)g->num_classes);
+  put_u64(h + 48, (uint64_t)g->feat_nnz);
+  put_u32(h + 56, (g->multilabel ? CGR_FLAG_MULTILABEL : 0) | (g->sparse_feat ? CGR_FLAG_SPARSE : 0));
+  put_u32(h + 60, GRAPH_CGR_NUM_SECTIONS);
+  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) {
+    unsigned char *e = h + CGR_SECTION_TABLE + 24 * s;
+    put_u64(e, off[s]);
+    put_u64(e + 8, size[s]);
+    put_u32(e + 16, crc[s]);
+  }
+  memcpy(h + CGR_NAME_OFFSET, g->name, strnlen(g->name, 15));
+  put_u32(h + CGR_CRC_OFFSET, (uint32_t)crc32(0L, h, CGR_CRC_OFFSET));
+
+  size_t plen = strlen(path);
+  char *tmp = malloc(plen + 5);
+  if (!tmp) return cg_err_set(CG_ERR_NOMEM, "out of memory for a file name");
+  memcpy(tmp, path, plen);
+  memcpy(tmp + plen, ".tmp", 5);
+
+  int st = CG_OK;
+  FILE *fp = fopen(tmp, "wb");
+  if (!fp) {
+    st = cg_err_set(CG_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    free(tmp);
+    return st;
+  }
+  static const unsigned char zeros[64];
+  uint64_t pos = 0;
+  if (write_all(fp, h, sizeof h)) goto io_fail;
+  pos = sizeof h;
+  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) {
+    if (size[s] == 0) continue;
+    if (write_all(fp, zeros, (size_t)(off[s] - pos))) goto io_fail;
+    if (write_all(fp, ptr[s], (size_t)size[s])) goto io_fail;
+    pos = off[s] + size[s];
+  }
+  if (fflush(fp) != 0) goto io_fail;
+  if (fclose(fp) != 0) {
+    fp = NULL;
+    goto io_fail;
+  }
+  fp = NULL;
+  if (rename(tmp, path) != 0) {
+    st = cg_err_set(CG_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(errno));
+    remove(tmp);
+    free(tmp);
+    return st;
+  }
+  free(tmp);
+  return CG_OK;
+
+io_fail:
+  st = cg_err_set(CG_ERR_IO, "%s: write failed: %s (is the disk full?)", tmp, strerror(errno));
+  if (fp) fclose(fp);
+  remove(tmp);
+  free(tmp);
+  return st;
+}

@@ -1,0 +1,145 @@
+/* graph/tests/graph_test_util.h — helpers shared by the graph unit tests: temporary
+ * folders, whole-file I/O, .cgr byte surgery (with CRC fix-ups) and graph equality. */
+#ifndef CAPGNN_GRAPH_TESTS_UTIL_H
+#define CAPGNN_GRAPH_TESTS_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "graph/graph.h"
+
+/* A fresh folder under $TMPDIR (or /tmp); the caller removes it with gt_rmdir. */
+static inline char *gt_mkdtemp(void) {
+  const char *base = getenv("TMPDIR");
+  if (!base || !*base) base = "/tmp";
+  char *p = malloc(strlen(base) + 32);
+  if (!p) return NULL;
+  sprintf(p, "%s/capgnn_graph_XXXXXX", base);
+  if (!mkdtemp(p)) {
+    free(p);
+    return NULL;
+  }
+  return p;
+}
+
+/* Removes the files the tests create (flat folder) and the folder itself. */
+static inline void gt_rmdir(char *dir) {
+  if (!dir) return;
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
+  free(dir);
+}
+
+static inline int gt_exists(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0;
+}
+
+static inline unsigned char *gt_read(const char *path, size_t *size) {
+  *size = 0;
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return NULL;
+  fseek(fp, 0, SEEK_END);
+  long len = ftell(fp);
+  fseek(fp, 0, SEEK_SET);
+  unsigned char *b = malloc(len > 0 ? (size_t)len : 1);
+  if (b && fread(b, 1, (size_t)len, fp) != (size_t)len) {
+    free(b);
+    b = NULL;
+  }
+  fclose(fp);
+  *size = len > 0 ? (size_t)len : 0;
+  return b;
+}
+
+static inline int gt_write(const char *path, const void *b, size_t size) {
+  FILE *fp = fopen(path, "wb");
+  if (!fp) return -1;
+  int ok = fwrite(b, 1, size, fp) == size;
+  return (fclose(fp) == 0 && ok) ? 0 : -1;
+}
+
+static inline uint32_t gt_u32(const unsigned char *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+static inline uint64_t gt_u64(const unsigned char *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+static inline void gt_put_u32(unsigned char *p, uint32_t v) { memcpy(p, &v, 4); }
+static inline void gt_put_u64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
+
+/* Section table entry fields of section s. */
+static inline unsigned char *gt_sec_entry(unsigned char *b, int s) { return b + 64 + 24 * s; }
+static inline uint64_t gt_sec_off(unsigned char *b, int s) { return gt_u64(gt_sec_entry(b, s)); }
+static inline uint64_t gt_sec_size(unsigned char *b, int s) { return gt_u64(gt_sec_entry(b, s) + 8); }
+static inline unsigned char *gt_sec(unsigned char *b, int s) { return b + gt_sec_off(b, s); }
+
+/* Recompute the CRC of section s and store it in the table (then fix the header). */
+static inline void gt_fix_sec_crc(unsigned char *b, int s) {
+  uint64_t size = gt_sec_size(b, s);
+  uint32_t c = size ? (uint32_t)crc32(0L, gt_sec(b, s), (uInt)size) : 0;
+  gt_put_u32(gt_sec_entry(b, s) + 16, c);
+}
+static inline void gt_fix_header_crc(unsigned char *b) {
+  gt_put_u32(b + 252, (uint32_t)crc32(0L, b, 252));
+}
+static inline void gt_fix_all(unsigned char *b, int s) {
+  gt_fix_sec_crc(b, s);
+  gt_fix_header_crc(b);
+}
+
+/* Arrays of two graphs equal, byte for byte (returns 1), else prints the first difference. */
+static inline int gt_same_bytes(const char *what, const void *a, const void *b, size_t n) {
+  if (n == 0) return 1;
+  if (!a || !b) {
+    printf("  %s: one array is NULL\n", what);
+    return 0;
+  }
+  if (memcmp(a, b, n) == 0) return 1;
+  const unsigned char *x = a, *y = b;
+  size_t i = 0;
+  while (x[i] == y[i]) i++;
+  printf("  %s: first difference at byte %zu (%u vs %u)\n", what, i, x[i], y[i]);
+  return 0;
+}
+
+static inline int gt_graph_equal(const struct graph *a, const struct graph *b) {
+  int ok = 1;
+  if (strcmp(a->name, b->name) || a->n != b->n || a->m != b->m || a->feat_dim != b->feat_dim ||
+      a->num_classes != b->num_classes || a->feat_nnz != b->feat_nnz ||
+      a->sparse_feat != b->sparse_feat || a->multilabel != b->multilabel) {
+    printf("  header fields differ: %s/%s n %lld/%lld m %lld/%lld\n", a->name, b->name,
+           (long long)a->n, (long long)b->n, (long long)a->m, (long long)b->m);
+    return 0;
+  }
+  size_t n = (size_t)a->n;
+  ok &= gt_same_bytes("rowptr", a->rowptr, b->rowptr, 8 * (n + 1));
+  ok &= gt_same_bytes("colidx", a->colidx, b->colidx, 4 * (size_t)a->m);
+  if (a->sparse_feat) {
+    ok &= gt_same_bytes("feat_rowptr", a->feat_rowptr, b->feat_rowptr, 8 * (n + 1));
+    ok &= gt_same_bytes("feat_colidx", a->feat_colidx, b->feat_colidx, 4 * (size_t)a->feat_nnz);
+  }
+  ok &= gt_same_bytes("feat_values", a->feat_values, b->feat_values, 4 * (size_t)a->feat_nnz);
+  if (a->multilabel)
+    ok &= gt_same_bytes("mlabels", a->mlabels, b->mlabels, n * (size_t)a->num_classes);
+  else
+    ok &= gt_same_bytes("labels", a->labels, b->labels, 4 * n);
+  ok &= gt_same_bytes("split", a->split, b->split, n);
+  if (a->checksum != b->checksum) {
+    printf("  checksum 0x%08x vs 0x%08x\n", a->checksum, b->checksum);
+    ok = 0;
+  }
+  return ok;
+}
+
+#endif
