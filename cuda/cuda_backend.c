@@ -1,0 +1,930 @@
+/* cuda/cuda_backend.c — the CUDA op table: device setup, memory (cudaMalloc or the
+ * arena), cuBLAS GEMM, cuSPARSE / hand-kernel SpMM dispatch, and the glue that
+ * turns each op of core/ops.h into launches on the backend's one stream.
+ *
+ * Why the glue is C and the kernels .cu: the op table, error handling and library
+ * calls need no device code, so they build with the project's C warnings; nvcc only
+ * compiles the kernels (cuda/cuda_kernels.h lists the launchers). */
+#include "cuda/cuda_backend.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cusparse.h>
+
+#include "core/log.h"
+#include "core/status.h"
+#include "cuda/cuda_kernels.h"
+
+#define CUDA_IMPL_MAGIC 0x43554441u /* "CUDA" */
+#define CUDA_SPMAT_MAGIC 0x5350414du
+/* cuBLAS workspace: NVIDIA recommends 32 MiB on Hopper; set explicitly so that GEMM
+ * never allocates inside a step. */
+#define CUDA_CUBLAS_WS_BYTES ((size_t)32 << 20)
+/* Column-sum scratch (bias / layernorm gradients): 2M doubles = 16 MiB; enough for
+ * 1024 row chunks up to 1024 columns, fewer chunks beyond (still deterministic). */
+#define CUDA_COLSUM_DOUBLES ((size_t)2 << 20)
+/* The cuSPARSE workspace of a matrix is sized at spmat_create for widths up to this;
+ * a wider call whose workspace would not fit runs the hand kernels instead. */
+#define CUDA_SPMM_MAX_BUFFERED_WIDTH 1024
+/* Heavy-row rule (rows routed to the rowsplit kernel): degree > max(1024, 8 x the
+ * average degree). A warp-per-row launch costs about max(total / warps in flight,
+ * slowest row); 8x the average keeps a hub from dominating for graphs with at least
+ * a few thousand rows, 1024 keeps uniform-degree graphs entirely on the warp kernel.
+ * To be calibrated with benchmarks/kernel_lab on the target GPU. */
+#define CUDA_HEAVY_MIN_DEGREE 1024
+#define CUDA_HEAVY_AVG_FACTOR 8
+#define CUDA_ARENA_ALIGN ((size_t)256)
+/* Columns per pass of the warp-per-row kernel (CAPGNN_SPMM_MAX_PASS overrides). */
+#define CUDA_SPMM_DEFAULT_MAX_PASS 128
+
+struct cuda_impl {
+  uint32_t magic;
+  int device;
+  int tf32;
+  cudaStream_t stream;
+  cublasHandle_t cublas;
+  cusparseHandle_t cusparse;
+  void *d_cublas_ws;
+  double *d_partials;             /* CGK_LOSS_MAX_BLOCKS loss partial sums, then: */
+  double *d_loss;                 /* 1, followed by */
+  unsigned long long *d_bad;      /* 1 (index/label out of range flag), followed by */
+  unsigned long long *d_counts;   /* 3 */
+  double *d_colsum;               /* CUDA_COLSUM_DOUBLES */
+  void *h_result;                 /* pinned, 64 bytes: copies of loss+flag or counts */
+  char *d_arena;                  /* cg_cuda_arena_reserve */
+  size_t arena_cap, arena_used;
+  enum cg_cuda_spmm_variant spmm_variant;
+  int64_t spmm_max_pass; /* columns per pass of the warp/rowsplit kernels */
+  int warned_cusparse_fallback;
+  char describe[320];
+};
+
+struct cg_spmat {
+  uint32_t magic;
+  int64_t nrows, ncols, nnz;
+  int64_t *d_rowptr;   /* hand kernels */
+  int32_t *d_colidx;
+  float *d_vals;
+  int32_t *d_heavy;    /* rows with degree > heavy_threshold */
+  int64_t n_heavy, heavy_threshold, max_degree;
+  int32_t *d_rowptr32; /* cuSPARSE (32-bit offsets), NULL when nnz >= 2^31 */
+  cusparseSpMatDescr_t descr; /* NULL when cuSPARSE is not usable for this matrix */
+  void *d_spmm_buf;
+  size_t spmm_buf_bytes;
+};
+
+static const char *const spmm_names[CG_CUDA_SPMM_NVARIANTS] = {"auto", "cusparse", "warp", "subwarp",
+                                                              "rowsplit"};
+
+/* ------------------------------------------------------------------------- */
+/* errors                                                                     */
+
+void cg_cuda_fatal(const char *file, int line, const char *call, const char *msg) {
+  LOG_ERROR("cuda", "%s:%d: %s failed: %s (fatal inside a training step, aborting)", file, line,
+            call, msg);
+  fflush(stderr);
+  abort();
+}
+
+#define CUBLAS_FATAL_ON(call)                                                              \
+  do {                                                                                     \
+    cublasStatus_t st_ = (call);                                                           \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                      \
+      cg_cuda_fatal(__FILE__, __LINE__, #call, cublasGetStatusString(st_));                \
+  } while (0)
+#define CUSPARSE_FATAL_ON(call)                                                            \
+  do {                                                                                     \
+    cusparseStatus_t st_ = (call);                                                         \
+    if (st_ != CUSPARSE_STATUS_SUCCESS)                                                    \
+      cg_cuda_fatal(__FILE__, __LINE__, #call, cusparseGetErrorString(st_));               \
+  } while (0)
+
+/* Setup-time checks: record a message, clear CUDA's last-error slot (a handled
+ * error must not be reported again by the next launch check) and return. */
+#define CUDA_TRY(call, what)                                                               \
+  do {                                                                                     \
+    cudaError_t e_ = (call);                                                               \
+    if (e_ != cudaSuccess) {                                                               \
+      (void)cudaGetLastError();                                                            \
+      return cg_err_set(CG_ERR_CUDA, "%s: %s failed: %s", what, #call, cudaGetErrorString(e_)); \
+    }                                                                                      \
+  } while (0)
+
+/* The same, as a value for TRY_GOTO. */
+static int cuda_status(cudaError_t e, const char *what) {
+  if (e == cudaSuccess) return CG_OK;
+  (void)cudaGetLastError();
+  return cg_err_set(CG_ERR_CUDA, "%s: %s", what, cudaGetErrorString(e));
+}
+
+static struct cuda_impl *IMPL(const struct cg_backend *be) {
+  struct cuda_impl *im = be ? (struct cuda_impl *)be->impl : NULL;
+  if (!im || im->magic != CUDA_IMPL_MAGIC)
+    cg_cuda_fatal(__FILE__, __LINE__, "cuda backend accessor",
+                  "not a CUDA backend (a wrapped backend? pass the inner one)");
+  return im;
+}
+
+static const struct cg_spmat *SPMAT(const struct cg_spmat *a) {
+  if (!a || a->magic != CUDA_SPMAT_MAGIC)
+    cg_cuda_fatal(__FILE__, __LINE__, "cuda spmm", "matrix was not created by a CUDA backend");
+  return a;
+}
+
+/* ------------------------------------------------------------------------- */
+/* device queries                                                             */
+
+int cg_cuda_device_count(void) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    LOG_DEBUG("cuda", "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+    return 0;
+  }
+  return n > 0 ? n : 0;
+}
+
+static int format_uuid(const cudaUUID_t *u, char *buf, size_t len) {
+  const unsigned char *b = (const unsigned char *)u->bytes;
+  int k = snprintf(buf, len, "GPU-");
+  for (int i = 0; i < 16 && k > 0 && (size_t)k < len; i++) {
+    k += snprintf(buf + k, len - (size_t)k, "%02x", b[i]);
+    if ((i == 3 || i == 5 || i == 7 || i == 9) && (size_t)k < len)
+      k += snprintf(buf + k, len - (size_t)k, "-");
+  }
+  return CG_OK;
+}
+
+static int get_props(int device_ordinal, struct cudaDeviceProp *prop) {
+  int n = cg_cuda_device_count();
+  if (device_ordinal < 0 || device_ordinal >= n)
+    return cg_err_set(CG_ERR_NOT_FOUND,
+                      "CUDA device %d does not exist (%d device(s) visible; check "
+                      "CUDA_VISIBLE_DEVICES and the driver, or use --device cpu)",
+                      device_ordinal, n);
+  CUDA_TRY(cudaGetDeviceProperties(prop, device_ordinal), "querying the CUDA device");
+  return CG_OK;
+}
+
+int cg_cuda_device_uuid(int device_ordinal, char *buf, size_t len) {
+  if (len) buf[0] = '\0';
+  struct cudaDeviceProp prop;
+  TRY(get_props(device_ordinal, &prop));
+  return format_uuid(&prop.uuid, buf, len);
+}
+
+int cg_cuda_device_describe(int device_ordinal, char *buf, size_t len) {
+  if (len) buf[0] = '\0';
+  struct cudaDeviceProp prop;
+  TRY(get_props(device_ordinal, &prop));
+  char uuid[64];
+  format_uuid(&prop.uuid, uuid, sizeof uuid);
+  snprintf(buf, len, "%s, sm_%d%d, %d SMs, %.1f GiB, %s, PCI %04x:%02x:%02x.0", prop.name,
+           prop.major, prop.minor, prop.multiProcessorCount,
+           (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), uuid, prop.pciDomainID,
+           prop.pciBusID, prop.pciDeviceID);
+  return CG_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* memory                                                                     */
+
+static int device_malloc(struct cuda_impl *im, void **p, size_t bytes, const char *what) {
+  cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    *p = NULL;
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) (void)cudaGetLastError();
+    return cg_err_set(CG_ERR_NOMEM,
+                      "cudaMalloc of %zu bytes (%.1f MiB) for %s failed on CUDA device %d: %s "
+                      "(free %.1f of %.1f MiB); use more partitions/GPUs or a smaller model",
+                      bytes, (double)bytes / 1048576.0, what ? what : "?", im->device,
+                      cudaGetErrorString(e), (double)fr / 1048576.0, (double)tot / 1048576.0);
+  }
+  return CG_OK;
+}
+
+static int in_arena(const struct cuda_impl *im, const void *p) {
+  const char *c = (const char *)p;
+  return im->d_arena && c >= im->d_arena && c < im->d_arena + im->arena_cap;
+}
+
+static int cu_alloc(struct cg_backend *be, void **p, size_t bytes, const char *what) {
+  struct cuda_impl *im = IMPL(be);
+  *p = NULL;
+  CUDA_TRY(cudaSetDevice(im->device), "selecting the CUDA device");
+  if (im->d_arena) {
+    size_t off = (im->arena_used + CUDA_ARENA_ALIGN - 1) & ~(CUDA_ARENA_ALIGN - 1);
+    if (off <= im->arena_cap && bytes <= im->arena_cap - off) {
+      *p = im->d_arena + off;
+      im->arena_used = off + (bytes ? bytes : 1);
+      return CG_OK;
+    }
+    LOG_WARN("cuda",
+             "device arena exhausted: %s needs %zu bytes, %zu of %zu used; falling back to "
+             "cudaMalloc (reserve more with cg_cuda_arena_reserve)",
+             what ? what : "?", bytes, im->arena_used, im->arena_cap);
+  }
+  TRY(device_malloc(im, p, bytes, what));
+  return CG_OK;
+}
+
+static void cu_free(struct cg_backend *be, void *p) {
+  struct cuda_impl *im = IMPL(be);
+  if (!p || in_arena(im, p)) return; /* arena blocks are released with the backend */
+  cudaError_t e = cudaFree(p);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    LOG_WARN("cuda", "cudaFree failed: %s", cudaGetErrorString(e));
+  }
+}
+
+int cg_cuda_arena_reserve(struct cg_backend *be, size_t bytes) {
+  struct cuda_impl *im = IMPL(be);
+  if (im->d_arena)
+    return cg_err_set(CG_ERR_ARG, "cg_cuda_arena_reserve: the arena of CUDA device %d is already "
+                                  "reserved (%zu bytes); reserve once, with the planned total",
+                      im->device, im->arena_cap);
+  if (bytes == 0) return cg_err_set(CG_ERR_ARG, "cg_cuda_arena_reserve: size 0");
+  CUDA_TRY(cudaSetDevice(im->device), "selecting the CUDA device");
+  void *p = NULL;
+  TRY(device_malloc(im, &p, bytes, "the device memory arena"));
+  im->d_arena = p;
+  im->arena_cap = bytes;
+  im->arena_used = 0;
+  LOG_DEBUG("cuda", "device %d: arena of %.1f MiB reserved", im->device, (double)bytes / 1048576.0);
+  return CG_OK;
+}
+
+void cg_cuda_arena_usage(const struct cg_backend *be, size_t *used, size_t *capacity) {
+  const struct cuda_impl *im = IMPL(be);
+  if (used) *used = im->d_arena ? im->arena_used : 0;
+  if (capacity) *capacity = im->d_arena ? im->arena_cap : 0;
+}
+
+static int cu_upload(struct cg_backend *be, void *dst, const void *src, size_t bytes) {
+  struct cuda_impl *im = IMPL(be);
+  if (!bytes) return CG_OK;
+  CUDA_TRY(cudaSetDevice(im->device), "selecting the CUDA device");
+  /* Pageable host memory is accepted: the runtime stages it. */
+  CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, im->stream), "upload");
+  CUDA_TRY(cudaStreamSynchronize(im->stream), "upload");
+  return CG_OK;
+}
+
+static int cu_download(struct cg_backend *be, void *dst, const void *src, size_t bytes) {
+  struct cuda_impl *im = IMPL(be);
+  if (!bytes) return CG_OK;
+  CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, im->stream), "download");
+  CUDA_TRY(cudaStreamSynchronize(im->stream), "download");
+  return CG_OK;
+}
+
+static void cu_copy(struct cg_backend *be, void *dst, const void *src, size_t bytes) {
+  struct cuda_impl *im = IMPL(be);
+  if (!bytes || dst == src) return;
+  CG_CUDA_FATAL_ON(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, im->stream));
+}
+
+static void cu_sync(struct cg_backend *be) {
+  CG_CUDA_FATAL_ON(cudaStreamSynchronize(IMPL(be)->stream));
+}
+
+static int cu_mem_info(struct cg_backend *be, size_t *free_bytes, size_t *total_bytes) {
+  struct cuda_impl *im = IMPL(be);
+  CUDA_TRY(cudaSetDevice(im->device), "selecting the CUDA device");
+  size_t fr = 0, tot = 0;
+  CUDA_TRY(cudaMemGetInfo(&fr, &tot), "querying CUDA device memory");
+  if (free_bytes) *free_bytes = fr;
+  if (total_bytes) *total_bytes = tot;
+  return CG_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* dense                                                                      */
+
+/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the row-major
+ * buffers read as column-major are the transposes, so B goes first, the operation
+ * flags stay as given, and m/n swap. */
+static void cu_gemm(struct cg_backend *be, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                    float beta, float *c, int64_t ldc) {
+  struct cuda_impl *im = IMPL(be);
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) { /* C = beta C; cuBLAS's k = 0 handling is not relied upon */
+    cgk_scale_strided(im->stream, c, m, n, ldc, beta);
+    return;
+  }
+  CUBLAS_FATAL_ON(cublasSgemm_64(im->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                 ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
+                                 &beta, c, ldc));
+}
+
+static void cu_fill(struct cg_backend *be, float *x, int64_t n, float value) {
+  struct cuda_impl *im = IMPL(be);
+  if (n <= 0) return;
+  if (value == 0.0f && !signbit(value))
+    CG_CUDA_FATAL_ON(cudaMemsetAsync(x, 0, (size_t)n * sizeof(float), im->stream));
+  else
+    cgk_fill(im->stream, x, n, value);
+}
+
+static void cu_axpy(struct cg_backend *be, int64_t n, float alpha, const float *x, float *y) {
+  cgk_axpy(IMPL(be)->stream, n, alpha, x, y);
+}
+
+static void cu_scale(struct cg_backend *be, int64_t n, float alpha, float *x) {
+  cgk_scale(IMPL(be)->stream, n, alpha, x);
+}
+
+/* ------------------------------------------------------------------------- */
+/* sparse                                                                     */
+
+static void spmat_release(struct cg_backend *be, struct cg_spmat *a) {
+  if (!a) return;
+  if (a->descr) {
+    cusparseStatus_t st = cusparseDestroySpMat(a->descr);
+    if (st != CUSPARSE_STATUS_SUCCESS)
+      LOG_WARN("cuda", "cusparseDestroySpMat: %s", cusparseGetErrorString(st));
+  }
+  be->free(be, a->d_rowptr);
+  be->free(be, a->d_colidx);
+  be->free(be, a->d_vals);
+  be->free(be, a->d_heavy);
+  be->free(be, a->d_rowptr32);
+  be->free(be, a->d_spmm_buf);
+  a->magic = 0;
+  cg_free(a);
+}
+
+static void cu_spmat_destroy(struct cg_backend *be, struct cg_spmat *a) {
+  if (!a) return;
+  /* Kernels still queued may read the arrays: drain the stream before freeing. */
+  cu_sync(be);
+  spmat_release(be, a);
+}
+
+/* cuSPARSE view of the matrix and its SpMM workspace for widths up to
+ * CUDA_SPMM_MAX_BUFFERED_WIDTH. A failure here disables cuSPARSE for this matrix
+ * (the hand kernels compute the same product) with a warning; it is not an error. */
+static int spmat_setup_cusparse(struct cg_backend *be, struct cuda_impl *im, struct cg_spmat *a,
+                                const struct cg_csr *host) {
+  if (a->nnz == 0 || a->nnz >= INT32_MAX || a->nrows >= INT32_MAX) return CG_OK;
+  int32_t *h32 = cg_malloc((size_t)(a->nrows + 1) * sizeof(int32_t), "32-bit CSR row pointers");
+  if (!h32) return CG_ERR_NOMEM;
+  for (int64_t r = 0; r <= a->nrows; r++) h32[r] = (int32_t)host->rowptr[r];
+  int st = be->alloc(be, (void **)&a->d_rowptr32, (size_t)(a->nrows + 1) * sizeof(int32_t),
+                     "cuSPARSE 32-bit row pointers");
+  if (st == CG_OK) st = be->upload(be, a->d_rowptr32, h32, (size_t)(a->nrows + 1) * sizeof(int32_t));
+  cg_free(h32);
+  TRY(st);
+
+  cusparseStatus_t cs = cusparseCreateCsr(&a->descr, a->nrows, a->ncols, a->nnz, a->d_rowptr32,
+                                          a->d_colidx, a->d_vals, CUSPARSE_INDEX_32I,
+                                          CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F);
+  if (cs != CUSPARSE_STATUS_SUCCESS) {
+    a->descr = NULL;
+    LOG_WARN("cuda", "cusparseCreateCsr: %s; SpMM uses the hand kernels for this matrix",
+             cusparseGetErrorString(cs));
+    return CG_OK;
+  }
+  /* The workspace size depends on the width; take the maximum over a ladder of
+   * widths. The dense descriptors only need a non-NULL pointer for the query. */
+  size_t need = 0;
+  const float one = 1.0f, zero = 0.0f;
+  for (int64_t w = 1; w <= CUDA_SPMM_MAX_BUFFERED_WIDTH; w *= 2) {
+    cusparseConstDnMatDescr_t bx = NULL;
+    cusparseDnMatDescr_t cy = NULL;
+    size_t sz = 0;
+    cs = cusparseCreateConstDnMat(&bx, a->ncols, w, w, a->d_vals, CUDA_R_32F, CUSPARSE_ORDER_ROW);
+    if (cs == CUSPARSE_STATUS_SUCCESS)
+      cs = cusparseCreateDnMat(&cy, a->nrows, w, w, a->d_vals, CUDA_R_32F, CUSPARSE_ORDER_ROW);
+    if (cs == CUSPARSE_STATUS_SUCCESS)
+      cs = cusparseSpMM_bufferSize(im->cusparse, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                   CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a->descr, bx, &zero, cy,
+                                   CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &sz);
+    if (bx) cusparseDestroyDnMat(bx);
+    if (cy) cusparseDestroyDnMat(cy);
+    if (cs != CUSPARSE_STATUS_SUCCESS) {
+      LOG_WARN("cuda", "cusparseSpMM_bufferSize (width %lld): %s; SpMM uses the hand kernels",
+               (long long)w, cusparseGetErrorString(cs));
+      cusparseDestroySpMat(a->descr);
+      a->descr = NULL;
+      return CG_OK;
+    }
+    if (sz > need) need = sz;
+  }
+  if (need > 0) {
+    TRY(be->alloc(be, &a->d_spmm_buf, need, "cuSPARSE SpMM workspace"));
+    a->spmm_buf_bytes = need;
+  }
+  return CG_OK;
+}
+
+static int cu_spmat_create(struct cg_backend *be, const struct cg_csr *host, struct cg_spmat **out) {
+  struct cuda_impl *im = IMPL(be);
+  *out = NULL;
+  TRY(cg_csr_check(host, "spmat_create"));
+  if (host->nrows >= INT32_MAX)
+    return cg_err_set(CG_ERR_UNSUPPORTED,
+                      "spmat_create: %lld rows; the CUDA backend supports < 2^31 rows per "
+                      "partition (use more partitions)",
+                      (long long)host->nrows);
+  CUDA_TRY(cudaSetDevice(im->device), "selecting the CUDA device");
+  struct cg_spmat *a = cg_calloc(1, sizeof *a, "CUDA sparse matrix");
+  if (!a) return CG_ERR_NOMEM;
+  a->magic = CUDA_SPMAT_MAGIC;
+  a->nrows = host->nrows;
+  a->ncols = host->ncols;
+  a->nnz = host->nnz;
+  int st = CG_OK;
+  int32_t *h_heavy = NULL;
+
+  size_t nnz = (size_t)host->nnz;
+  TRY_GOTO(be->alloc(be, (void **)&a->d_rowptr, (size_t)(a->nrows + 1) * sizeof(int64_t),
+                     "CSR row pointers"), fail);
+  TRY_GOTO(be->alloc(be, (void **)&a->d_colidx, nnz * sizeof(int32_t), "CSR column indices"), fail);
+  TRY_GOTO(be->alloc(be, (void **)&a->d_vals, nnz * sizeof(float), "CSR values"), fail);
+  TRY_GOTO(be->upload(be, a->d_rowptr, host->rowptr, (size_t)(a->nrows + 1) * sizeof(int64_t)),
+           fail);
+  TRY_GOTO(be->upload(be, a->d_colidx, host->colidx, nnz * sizeof(int32_t)), fail);
+  if (host->vals)
+    TRY_GOTO(be->upload(be, a->d_vals, host->vals, nnz * sizeof(float)), fail);
+  else /* explicit ones: cuSPARSE needs values and the kernels stay branch-free */
+    cgk_fill(im->stream, a->d_vals, (int64_t)nnz, 1.0f);
+
+  /* heavy rows */
+  int64_t avg = a->nrows ? (a->nnz + a->nrows - 1) / a->nrows : 0;
+  a->heavy_threshold = CUDA_HEAVY_AVG_FACTOR * avg;
+  if (a->heavy_threshold < CUDA_HEAVY_MIN_DEGREE) a->heavy_threshold = CUDA_HEAVY_MIN_DEGREE;
+  for (int64_t r = 0; r < a->nrows; r++) {
+    int64_t d = host->rowptr[r + 1] - host->rowptr[r];
+    if (d > a->max_degree) a->max_degree = d;
+    if (d > a->heavy_threshold) a->n_heavy++;
+  }
+  if (a->n_heavy) {
+    h_heavy = cg_malloc((size_t)a->n_heavy * sizeof(int32_t), "heavy-row list");
+    if (!h_heavy) {
+      st = CG_ERR_NOMEM;
+      goto fail;
+    }
+    int64_t j = 0;
+    for (int64_t r = 0; r < a->nrows; r++)
+      if (host->rowptr[r + 1] - host->rowptr[r] > a->heavy_threshold) h_heavy[j++] = (int32_t)r;
+    TRY_GOTO(be->alloc(be, (void **)&a->d_heavy, (size_t)a->n_heavy * sizeof(int32_t),
+                       "heavy-row list"), fail);
+    TRY_GOTO(be->upload(be, a->d_heavy, h_heavy, (size_t)a->n_heavy * sizeof(int32_t)), fail);
+  }
+  TRY_GOTO(spmat_setup_cusparse(be, im, a, host), fail);
+  TRY_GOTO(cuda_status(cudaStreamSynchronize(im->stream), "spmat_create"), fail); /* surfaces the fill */
+  cg_free(h_heavy);
+  LOG_DEBUG("cuda",
+            "spmat %lld x %lld, nnz %lld: max degree %lld, %lld heavy rows (> %lld), cuSPARSE %s "
+            "(workspace %zu bytes)",
+            (long long)a->nrows, (long long)a->ncols, (long long)a->nnz, (long long)a->max_degree,
+            (long long)a->n_heavy, (long long)a->heavy_threshold, a->descr ? "on" : "off",
+            a->spmm_buf_bytes);
+  *out = a;
+  return CG_OK;
+fail:
+  cg_free(h_heavy);
+  (void)cudaStreamSynchronize(im->stream);
+  (void)cudaGetLastError();
+  spmat_release(be, a);
+  return st;
+}
+
+void cg_cuda_spmat_heavy_rows(const struct cg_spmat *a, int64_t *n_heavy, int64_t *threshold) {
+  SPMAT(a);
+  if (n_heavy) *n_heavy = a->n_heavy;
+  if (threshold) *threshold = a->heavy_threshold;
+}
+
+const char *cg_cuda_spmm_variant_name(enum cg_cuda_spmm_variant v) {
+  return (v >= 0 && v < CG_CUDA_SPMM_NVARIANTS) ? spmm_names[v] : "?";
+}
+
+int cg_cuda_spmm_variant_parse(const char *name, enum cg_cuda_spmm_variant *out) {
+  for (int v = 0; v < CG_CUDA_SPMM_NVARIANTS; v++) {
+    if (name && strcmp(name, spmm_names[v]) == 0) {
+      *out = (enum cg_cuda_spmm_variant)v;
+      return CG_OK;
+    }
+  }
+  return cg_err_set(CG_ERR_ARG,
+                    "unknown SpMM variant '%s' (CAPGNN_SPMM): expected auto, cusparse, warp, "
+                    "subwarp or rowsplit",
+                    name ? name : "(null)");
+}
+
+void cg_cuda_spmm_set_variant(struct cg_backend *be, enum cg_cuda_spmm_variant v) {
+  struct cuda_impl *im = IMPL(be);
+  if (v < 0 || v >= CG_CUDA_SPMM_NVARIANTS)
+    cg_cuda_fatal(__FILE__, __LINE__, "cg_cuda_spmm_set_variant", "variant out of range");
+  im->spmm_variant = v;
+}
+
+enum cg_cuda_spmm_variant cg_cuda_spmm_get_variant(const struct cg_backend *be) {
+  return IMPL(be)->spmm_variant;
+}
+
+/* The auto rule, calibrated with benchmarks/kernel_lab on an H100 80GB HBM3
+ * (Reddit-shaped: 232,965 rows, ~496 nonzeros per row, 16 hubs of ~49k; median ms,
+ * clustered / random neighbour order; benchmarks/kernel_lab.cu says how to rerun):
+ *   f      cusparse        warp           subwarp
+ *   1      0.32 / 0.96     2.75 / 2.89    0.60 / 1.08
+ *   7      4.25 / 5.56     2.76 / 2.93    1.43 / 2.50
+ *   8      4.39 / 5.55     3.69 / 3.99    1.96 / 2.11
+ *   12     4.40 / 5.58     3.69 / 4.01    2.13 / 3.48
+ *   16     4.44 / 5.62     3.70 / 4.05    4.21 / 4.90
+ *   41     5.20 / 8.22     4.29 / 5.19
+ *   128    6.67 / 15.77    4.06 / 7.40
+ *   256    13.21 / 31.41   8.35 / 14.90
+ *   602    34.36 / 90.54   31.87 / 41.36
+ * hence: f == 1 -> cuSPARSE (when it has a workspace for this matrix), f <= 12 ->
+ * subwarp (13..15 not measured: the crossover lies between 12 and 16), otherwise
+ * warp. Heavy rows go to block-per-row blocks inside the same launch.
+ * A forced variant that does not apply falls back: cusparse without a descriptor
+ * -> warp, subwarp above 16 columns -> warp. */
+#define CUDA_SPMM_AUTO_SUBWARP_MAX_F 12
+static enum cg_cuda_spmm_variant resolve(const struct cuda_impl *im, const struct cg_spmat *a,
+                                         int64_t f) {
+  enum cg_cuda_spmm_variant v = im->spmm_variant;
+  if (v == CG_CUDA_SPMM_AUTO) {
+    if (f == 1 && a->descr)
+      v = CG_CUDA_SPMM_CUSPARSE;
+    else
+      v = f <= CUDA_SPMM_AUTO_SUBWARP_MAX_F ? CG_CUDA_SPMM_SUBWARP : CG_CUDA_SPMM_WARP;
+  }
+  if (v == CG_CUDA_SPMM_CUSPARSE && !a->descr) v = CG_CUDA_SPMM_WARP;
+  if (v == CG_CUDA_SPMM_SUBWARP && f > CGK_SUBWARP_MAX_F) v = CG_CUDA_SPMM_WARP;
+  return v;
+}
+
+enum cg_cuda_spmm_variant cg_cuda_spmm_resolve(const struct cg_backend *be, const struct cg_spmat *a,
+                                               int64_t f) {
+  return resolve(IMPL(be), SPMAT(a), f);
+}
+
+/* Returns 0 (and leaves Y untouched) when the workspace for this call does not fit. */
+static int spmm_cusparse(struct cuda_impl *im, const struct cg_spmat *a, const float *x,
+                         int64_t ldx, float *y, int64_t ldy, int64_t f) {
+  const float one = 1.0f, zero = 0.0f;
+  cusparseConstDnMatDescr_t bx = NULL;
+  cusparseDnMatDescr_t cy = NULL;
+  CUSPARSE_FATAL_ON(cusparseCreateConstDnMat(&bx, a->ncols, f, ldx, x, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+  CUSPARSE_FATAL_ON(cusparseCreateDnMat(&cy, a->nrows, f, ldy, y, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+  size_t need = 0;
+  CUSPARSE_FATAL_ON(cusparseSpMM_bufferSize(im->cusparse, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                            CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a->descr, bx,
+                                            &zero, cy, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &need));
+  int ok = need <= a->spmm_buf_bytes;
+  if (ok)
+    CUSPARSE_FATAL_ON(cusparseSpMM(im->cusparse, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                   CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a->descr, bx, &zero, cy,
+                                   CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, a->d_spmm_buf));
+  CUSPARSE_FATAL_ON(cusparseDestroyDnMat(bx));
+  CUSPARSE_FATAL_ON(cusparseDestroyDnMat(cy));
+  return ok;
+}
+
+static void cu_spmm(struct cg_backend *be, const struct cg_spmat *a_, const float *x, int64_t ldx,
+                    float *y, int64_t ldy, int64_t f) {
+  struct cuda_impl *im = IMPL(be);
+  const struct cg_spmat *a = SPMAT(a_);
+  if (a->nrows <= 0 || f <= 0) return;
+  if (a->nnz == 0) {
+    cgk_scale_strided(im->stream, y, a->nrows, f, ldy, 0.0f);
+    return;
+  }
+  struct cgk_csr k = {a->nrows,   a->ncols,   a->nnz,           a->d_rowptr,     a->d_colidx,
+                      a->d_vals,   a->d_heavy, a->n_heavy,       a->heavy_threshold,
+                      im->spmm_max_pass};
+  enum cg_cuda_spmm_variant v = resolve(im, a, f);
+  if (v == CG_CUDA_SPMM_CUSPARSE) {
+    if (spmm_cusparse(im, a, x, ldx, y, ldy, f)) return;
+    if (!im->warned_cusparse_fallback) {
+      LOG_WARN("cuda", "cuSPARSE SpMM workspace for width %lld exceeds the one planned at "
+                       "spmat_create; using the hand kernels",
+               (long long)f);
+      im->warned_cusparse_fallback = 1;
+    }
+    v = f <= CGK_SUBWARP_MAX_F ? CG_CUDA_SPMM_SUBWARP : CG_CUDA_SPMM_WARP;
+  }
+  /* warp and subwarp run the heavy rows in the same launch (block per row) */
+  switch (v) {
+    case CG_CUDA_SPMM_ROWSPLIT:
+      cgk_spmm_rowsplit(im->stream, &k, NULL, a->nrows, x, ldx, y, ldy, f);
+      break;
+    case CG_CUDA_SPMM_SUBWARP:
+      cgk_spmm_subwarp(im->stream, &k, x, ldx, y, ldy, f, 1);
+      break;
+    default:
+      cgk_spmm_warp(im->stream, &k, x, ldx, y, ldy, f, 1);
+      break;
+  }
+}
+
+/* ------------------------------------------------------------------------- */
+/* elementwise and layer ops                                                  */
+
+static void cu_bias_add(struct cg_backend *be, float *y, const float *bias, int64_t rows,
+                        int64_t cols) {
+  cgk_bias_add(IMPL(be)->stream, y, bias, rows, cols);
+}
+
+static void cu_bias_grad(struct cg_backend *be, const float *dy, int64_t rows, int64_t cols,
+                         float *db) {
+  struct cuda_impl *im = IMPL(be);
+  cgk_colsum(im->stream, dy, NULL, NULL, NULL, rows, cols, db, NULL, im->d_colsum,
+             CUDA_COLSUM_DOUBLES);
+}
+
+static void cu_relu_fwd(struct cg_backend *be, const float *x, float *y, int64_t n) {
+  cgk_relu_fwd(IMPL(be)->stream, x, y, n);
+}
+
+static void cu_relu_bwd(struct cg_backend *be, const float *y, float *dy, int64_t n) {
+  cgk_relu_bwd(IMPL(be)->stream, y, dy, n);
+}
+
+static void cu_dropout(struct cg_backend *be, const float *in, float *out, int64_t rows,
+                       int64_t cols, const int32_t *gid, float p, struct cg_dropout_key key) {
+  cgk_dropout(IMPL(be)->stream, in, out, rows, cols, gid, p, key.seed, key.epoch, key.layer);
+}
+
+static void cu_layernorm_fwd(struct cg_backend *be, const float *x, int64_t rows, int64_t cols,
+                             const float *gamma, const float *beta, float eps, float *y, float *mean,
+                             float *rstd) {
+  cgk_layernorm_fwd(IMPL(be)->stream, x, rows, cols, gamma, beta, eps, y, mean, rstd);
+}
+
+static void cu_layernorm_bwd(struct cg_backend *be, const float *dy, const float *x,
+                             const float *mean, const float *rstd, const float *gamma, int64_t rows,
+                             int64_t cols, float *dx, float *dgamma, float *dbeta) {
+  struct cuda_impl *im = IMPL(be);
+  cgk_colsum(im->stream, dy, x, mean, rstd, rows, cols, dgamma, dbeta, im->d_colsum,
+             CUDA_COLSUM_DOUBLES);
+  cgk_layernorm_bwd_dx(im->stream, dy, x, mean, rstd, gamma, rows, cols, dx);
+}
+
+/* ------------------------------------------------------------------------- */
+/* losses and metrics: device reduction -> pinned scratch -> stream sync       */
+
+static void zero_dlogits(struct cuda_impl *im, float *dlogits, int64_t rows, int64_t cols) {
+  if (rows > 0 && cols > 0)
+    CG_CUDA_FATAL_ON(
+        cudaMemsetAsync(dlogits, 0, (size_t)rows * (size_t)cols * sizeof(float), im->stream));
+}
+
+/* Copies the loss and the out-of-range flag (adjacent in the scratch) in one go. */
+static double fetch_loss(struct cuda_impl *im, const char *op, int64_t rows, int64_t cols) {
+  CG_CUDA_FATAL_ON(cudaMemcpyAsync(im->h_result, im->d_loss,
+                                   sizeof(double) + sizeof(unsigned long long),
+                                   cudaMemcpyDeviceToHost, im->stream));
+  CG_CUDA_FATAL_ON(cudaStreamSynchronize(im->stream));
+  double v;
+  unsigned long long bad;
+  memcpy(&v, im->h_result, sizeof v);
+  memcpy(&bad, (const char *)im->h_result + sizeof v, sizeof bad);
+  if (bad) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "a row index%s is out of range (rows=%lld, classes=%lld)",
+             strcmp(op, "xent") == 0 ? " or a label" : "", (long long)rows, (long long)cols);
+    cg_cuda_fatal(__FILE__, __LINE__, op, msg);
+  }
+  return v;
+}
+
+static void cu_xent(struct cg_backend *be, const float *logits, int64_t rows, int64_t cols,
+                    const int32_t *labels, const int32_t *idx, int64_t n_idx, float scale,
+                    float *dlogits, double *loss_sum) {
+  struct cuda_impl *im = IMPL(be);
+  zero_dlogits(im, dlogits, rows, cols);
+  cgk_xent(im->stream, logits, rows, cols, labels, idx, n_idx, scale, dlogits, im->d_partials,
+           im->d_loss, im->d_bad);
+  *loss_sum = fetch_loss(im, "xent", rows, cols);
+}
+
+static void cu_bce(struct cg_backend *be, const float *logits, int64_t rows, int64_t cols,
+                   const uint8_t *labels, const int32_t *idx, int64_t n_idx, float scale,
+                   float *dlogits, double *loss_sum) {
+  struct cuda_impl *im = IMPL(be);
+  zero_dlogits(im, dlogits, rows, cols);
+  cgk_bce(im->stream, logits, rows, cols, labels, idx, n_idx, scale, dlogits, im->d_partials,
+          im->d_loss, im->d_bad);
+  *loss_sum = fetch_loss(im, "bce", rows, cols);
+}
+
+static void cu_eval_counts(struct cg_backend *be, const float *logits, int64_t rows, int64_t cols,
+                           const int32_t *labels, const uint8_t *mlabels, const int32_t *idx,
+                           int64_t n_idx, int64_t out[3]) {
+  struct cuda_impl *im = IMPL(be);
+  (void)rows;
+  cgk_eval_counts(im->stream, logits, cols, labels, mlabels, idx, n_idx, im->d_counts);
+  CG_CUDA_FATAL_ON(cudaMemcpyAsync(im->h_result, im->d_counts, 3 * sizeof(unsigned long long),
+                                   cudaMemcpyDeviceToHost, im->stream));
+  CG_CUDA_FATAL_ON(cudaStreamSynchronize(im->stream));
+  unsigned long long c[3];
+  memcpy(c, im->h_result, sizeof c);
+  for (int i = 0; i < 3; i++) out[i] = (int64_t)c[i];
+}
+
+/* ------------------------------------------------------------------------- */
+/* optimizer and halo rows                                                    */
+
+static void cu_adam(struct cg_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
+                    const struct cg_adam_params *p, int64_t t) {
+  if (t < 1) cg_cuda_fatal(__FILE__, __LINE__, "adam", "step t must be >= 1");
+  /* host-side constants exactly as core/cpu_backend.c computes them */
+  const double bc1 = 1.0 - pow((double)p->beta1, (double)t);
+  const double bc2 = 1.0 - pow((double)p->beta2, (double)t);
+  const float step = (float)((double)p->lr / bc1);
+  const float bc2_sqrt = (float)sqrt(bc2);
+  const float shrink = (float)(1.0 - (double)p->lr * (double)p->weight_decay);
+  cgk_adam(IMPL(be)->stream, w, g, m, v, n, step, bc2_sqrt, p->beta1, p->beta2, p->eps,
+           p->weight_decay, shrink, p->decoupled);
+}
+
+static void cu_gather_rows(struct cg_backend *be, const float *src, int64_t cols,
+                           const int32_t *idx, int64_t n, float *dst) {
+  cgk_gather_rows(IMPL(be)->stream, src, cols, idx, n, dst);
+}
+
+static void cu_scatter_add_rows(struct cg_backend *be, const float *src, int64_t cols,
+                                const int32_t *idx, int64_t n, float *dst) {
+  cgk_scatter_add_rows(IMPL(be)->stream, src, cols, idx, n, dst);
+}
+
+/* ------------------------------------------------------------------------- */
+/* create / destroy                                                           */
+
+static void impl_release(struct cuda_impl *im) {
+  if (!im) return;
+  if (im->stream && cudaStreamSynchronize(im->stream) != cudaSuccess) (void)cudaGetLastError();
+  if (im->cublas) cublasDestroy(im->cublas);
+  if (im->cusparse) cusparseDestroy(im->cusparse);
+  if (im->d_cublas_ws) cudaFree(im->d_cublas_ws);
+  if (im->d_partials) cudaFree(im->d_partials);
+  if (im->d_colsum) cudaFree(im->d_colsum);
+  if (im->d_arena) cudaFree(im->d_arena);
+  if (im->h_result) cudaFreeHost(im->h_result);
+  if (im->stream) cudaStreamDestroy(im->stream);
+  (void)cudaGetLastError();
+  im->magic = 0;
+  cg_free(im);
+}
+
+static void cu_destroy(struct cg_backend *be) {
+  if (!be) return;
+  struct cuda_impl *im = IMPL(be);
+  if (cudaSetDevice(im->device) != cudaSuccess) (void)cudaGetLastError();
+  impl_release(im);
+  cg_free(be);
+}
+
+#define CUBLAS_TRY(call)                                                                   \
+  do {                                                                                     \
+    cublasStatus_t cst_ = (call);                                                          \
+    if (cst_ != CUBLAS_STATUS_SUCCESS) {                                                   \
+      st = cg_err_set(CG_ERR_CUDA, "CUDA backend setup: %s failed: %s", #call,             \
+                      cublasGetStatusString(cst_));                                        \
+      goto fail;                                                                           \
+    }                                                                                      \
+  } while (0)
+#define CUSPARSE_TRY(call)                                                                 \
+  do {                                                                                     \
+    cusparseStatus_t sst_ = (call);                                                        \
+    if (sst_ != CUSPARSE_STATUS_SUCCESS) {                                                 \
+      st = cg_err_set(CG_ERR_CUDA, "CUDA backend setup: %s failed: %s", #call,             \
+                      cusparseGetErrorString(sst_));                                       \
+      goto fail;                                                                           \
+    }                                                                                      \
+  } while (0)
+#define CUDA_TRY_GOTO(call)                                                                \
+  do {                                                                                     \
+    cudaError_t ce_ = (call);                                                              \
+    if (ce_ != cudaSuccess) {                                                              \
+      (void)cudaGetLastError();                                                            \
+      st = cg_err_set(CG_ERR_CUDA, "CUDA backend setup on device %d: %s failed: %s",       \
+                      device_ordinal, #call, cudaGetErrorString(ce_));                     \
+      goto fail;                                                                           \
+    }                                                                                      \
+  } while (0)
+
+int cg_backend_cuda_create(int device_ordinal, int tf32, struct cg_backend **out) {
+  *out = NULL;
+  int st = CG_OK;
+  enum cg_cuda_spmm_variant variant = CG_CUDA_SPMM_AUTO;
+  const char *env = getenv("CAPGNN_SPMM");
+  if (env && *env) TRY(cg_cuda_spmm_variant_parse(env, &variant));
+  char describe[320];
+  TRY(cg_cuda_device_describe(device_ordinal, describe, sizeof describe));
+
+  struct cg_backend *be = cg_calloc(1, sizeof *be, "CUDA backend");
+  struct cuda_impl *im = cg_calloc(1, sizeof *im, "CUDA backend state");
+  if (!be || !im) {
+    cg_free(be);
+    cg_free(im);
+    return CG_ERR_NOMEM;
+  }
+  im->magic = CUDA_IMPL_MAGIC;
+  im->device = device_ordinal;
+  im->tf32 = tf32 ? 1 : 0;
+  im->spmm_variant = variant;
+  im->spmm_max_pass = CUDA_SPMM_DEFAULT_MAX_PASS;
+  const char *envp = getenv("CAPGNN_SPMM_MAX_PASS");
+  if (envp && *envp) {
+    char *end = NULL;
+    long long v = strtoll(envp, &end, 10);
+    if (*end || v < 32 || v > 1024 || (v & (v - 1))) {
+      impl_release(im);
+      cg_free(be);
+      return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_MAX_PASS=%s: expected a power of two in 32..1024",
+                        envp);
+    }
+    im->spmm_max_pass = v;
+  }
+  snprintf(im->describe, sizeof im->describe, "%s", describe);
+
+  CUDA_TRY_GOTO(cudaSetDevice(device_ordinal));
+  CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
+  TRY_GOTO(device_malloc(im, &im->d_cublas_ws, CUDA_CUBLAS_WS_BYTES, "the cuBLAS workspace"), fail);
+  {
+    void *p = NULL;
+    size_t bytes = (CGK_LOSS_MAX_BLOCKS + 1) * sizeof(double) + 4 * sizeof(unsigned long long);
+    TRY_GOTO(device_malloc(im, &p, bytes, "loss and metric reduction scratch"), fail);
+    im->d_partials = p;
+    im->d_loss = im->d_partials + CGK_LOSS_MAX_BLOCKS;
+    im->d_bad = (unsigned long long *)(im->d_loss + 1);
+    im->d_counts = im->d_bad + 1;
+  }
+  TRY_GOTO(device_malloc(im, (void **)&im->d_colsum, CUDA_COLSUM_DOUBLES * sizeof(double),
+                         "column-sum scratch"), fail);
+  CUDA_TRY_GOTO(cudaMallocHost(&im->h_result, 64));
+
+  CUBLAS_TRY(cublasCreate(&im->cublas));
+  CUBLAS_TRY(cublasSetStream(im->cublas, im->stream));
+  /* after SetStream: setting the stream resets the workspace to cuBLAS's own pool */
+  CUBLAS_TRY(cublasSetWorkspace(im->cublas, im->d_cublas_ws, CUDA_CUBLAS_WS_BYTES));
+  CUBLAS_TRY(cublasSetMathMode(im->cublas, im->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  CUSPARSE_TRY(cusparseCreate(&im->cusparse));
+  CUSPARSE_TRY(cusparseSetStream(im->cusparse, im->stream));
+
+  be->name = "cuda";
+  be->kind = CG_DEVICE_CUDA;
+  be->impl = im;
+  be->destroy = cu_destroy;
+  be->alloc = cu_alloc;
+  be->free = cu_free;
+  be->upload = cu_upload;
+  be->download = cu_download;
+  be->copy = cu_copy;
+  be->sync = cu_sync;
+  be->mem_info = cu_mem_info;
+  be->gemm = cu_gemm;
+  be->fill = cu_fill;
+  be->axpy = cu_axpy;
+  be->scale = cu_scale;
+  be->spmat_create = cu_spmat_create;
+  be->spmat_destroy = cu_spmat_destroy;
+  be->spmm = cu_spmm;
+  be->bias_add = cu_bias_add;
+  be->bias_grad = cu_bias_grad;
+  be->relu_fwd = cu_relu_fwd;
+  be->relu_bwd = cu_relu_bwd;
+  be->dropout = cu_dropout;
+  be->layernorm_fwd = cu_layernorm_fwd;
+  be->layernorm_bwd = cu_layernorm_bwd;
+  be->xent = cu_xent;
+  be->bce = cu_bce;
+  be->eval_counts = cu_eval_counts;
+  be->adam = cu_adam;
+  be->gather_rows = cu_gather_rows;
+  be->scatter_add_rows = cu_scatter_add_rows;
+  LOG_INFO("cuda", "device %d: %s; GEMM %s, SpMM %s", device_ordinal, im->describe,
+           im->tf32 ? "TF32" : "FP32", spmm_names[variant]);
+  *out = be;
+  return CG_OK;
+fail:
+  impl_release(im);
+  cg_free(be);
+  return st;
+}
+
+int cg_cuda_is_backend(const struct cg_backend *be) {
+  /* The destroy pointer identifies the table without reading impl, whose type is
+   * unknown for other backends. */
+  return be && be->destroy == cu_destroy && be->impl &&
+         ((const struct cuda_impl *)be->impl)->magic == CUDA_IMPL_MAGIC;
+}
+
+cudaStream_t cg_cuda_stream(const struct cg_backend *be) { return IMPL(be)->stream; }
+int cg_cuda_device(const struct cg_backend *be) { return IMPL(be)->device; }
+const char *cg_cuda_describe(const struct cg_backend *be) { return IMPL(be)->describe; }
