@@ -1,0 +1,940 @@
+/* core/cpu_backend.c — the CPU implementation of struct cg_backend (core/ops.h).
+ *
+ * Threading: every parallel region asks for exactly the backend's thread count
+ * (num_threads clause), never the process default, and OpenBLAS is set to the
+ * same count so GEMM and the OpenMP loops do not oversubscribe the cores.
+ *
+ * Determinism: every output element is computed by one thread in a fixed order,
+ * and every reduction (bias and LayerNorm parameter gradients, loss sums) splits
+ * its input into blocks whose number depends only on the problem size, then
+ * combines the block partials in block order. The results are therefore the same
+ * for any thread count, not only for a fixed one (tested for SpMM, the reductions,
+ * dropout and Adam). GEMM is OpenBLAS's and only promised for a fixed count.
+ *
+ * SpMM is the hot op of the CPU backend: rows are split among threads by nnz at
+ * spmat_create time; each row accumulates up to 64 output columns in AVX2
+ * registers (8 x 8 floats, the last vector masked when f % 8 != 0) while walking
+ * its nonzeros, so Y is written once and X rows are streamed. An AVX2+FMA variant
+ * is chosen at run time when the CPU has it; otherwise a portable loop that the
+ * compiler vectorises for the baseline ISA. Dropout has an AVX2 variant too (eight
+ * Philox streams per vector; the mask is bit-identical to core/philox.h).
+ * CAPGNN_CPU_KERNELS=generic forces the portable variants (the tests cover both). */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "core/log.h"
+#include "core/ops.h"
+#include "core/philox.h"
+#include "core/status.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CPU_HAVE_AVX2_VARIANT 1
+#define CPU_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define CPU_HAVE_AVX2_VARIANT 0
+#endif
+
+/* Reductions: at most RED_MAX_BLOCKS row blocks of at least RED_MIN_ROWS rows,
+ * RED_MAX_COLS columns per sweep (see colsum_blocked). */
+#define RED_MAX_BLOCKS 64
+#define RED_MIN_ROWS 1024
+#define RED_MAX_COLS 512
+
+/* Like a CUDA stream, a backend object is driven by one host thread at a time;
+ * the reduction scratch relies on it. */
+struct cpu_impl {
+  int threads;
+  int avx2;    /* 1: use the AVX2+FMA kernels */
+  double *red; /* 2 x RED_MAX_BLOCKS x RED_MAX_COLS block partials */
+};
+
+struct cg_spmat {
+  int64_t nrows, ncols, nnz;
+  int64_t *rowptr;
+  int32_t *colidx;
+  float *vals;      /* NULL: every value is 1 (the kernels then skip the multiply) */
+  int nparts;       /* = backend thread count at creation */
+  int64_t *part;    /* nparts + 1 row bounds, balanced by nnz + rows */
+};
+
+/* Programming errors inside ops: the op table has no error return, and going on
+ * would compute garbage, so stop with the place and the reason. */
+#define CPU_REQUIRE(cond, ...)                                                            \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
+      LOG_ERROR("core", "%s:%d: cpu backend: %s failed", __FILE__, __LINE__, #cond);      \
+      LOG_ERROR("core", __VA_ARGS__);                                                     \
+      abort();                                                                            \
+    }                                                                                     \
+  } while (0)
+
+/* Below this many elements an elementwise op runs on the calling thread: the
+ * fork/join would cost more than the work. */
+#define CPU_PAR_MIN 16384
+
+static inline int cpu_nt(const struct cg_backend *be) {
+  return ((const struct cpu_impl *)be->impl)->threads;
+}
+
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* ------------------------------------------------------------------------ */
+/* memory                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void cpu_destroy(struct cg_backend *be) {
+  if (!be) return;
+  if (be->impl) cg_free(((struct cpu_impl *)be->impl)->red);
+  cg_free(be->impl);
+  cg_free(be);
+}
+
+static int cpu_alloc(struct cg_backend *be, void **p, size_t bytes, const char *what) {
+  *p = cg_malloc(bytes, what ? what : "CPU backend buffer");
+  return *p ? CG_OK : CG_ERR_NOMEM;
+}
+
+static void cpu_free(struct cg_backend *be, void *p) { cg_free(p); }
+
+/* Large copies are split among threads: one core does not saturate memory. */
+static void cpu_memcpy(const struct cg_backend *be, void *dst, const void *src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  const int nt = cpu_nt(be);
+  if (nt == 1 || bytes < ((size_t)4 << 20)) {
+    memcpy(dst, src, bytes);
+    return;
+  }
+  const size_t chunk = ((bytes / (size_t)nt) + 63) & ~(size_t)63;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int t = 0; t < nt; t++) {
+    size_t off = (size_t)t * chunk;
+    if (off < bytes) {
+      size_t len = bytes - off < chunk ? bytes - off : chunk;
+      memcpy((char *)dst + off, (const char *)src + off, len);
+    }
+  }
+}
+
+static int cpu_upload(struct cg_backend *be, void *dst, const void *src, size_t bytes) {
+  cpu_memcpy(be, dst, src, bytes);
+  return CG_OK;
+}
+
+static int cpu_download(struct cg_backend *be, void *dst, const void *src, size_t bytes) {
+  cpu_memcpy(be, dst, src, bytes);
+  return CG_OK;
+}
+
+static void cpu_copy(struct cg_backend *be, void *dst, const void *src, size_t bytes) {
+  cpu_memcpy(be, dst, src, bytes);
+}
+
+static void cpu_sync(struct cg_backend *be) { (void)be; /* ops complete before returning */ }
+
+static int cpu_mem_info(struct cg_backend *be, size_t *free_bytes, size_t *total_bytes) {
+  FILE *fp = fopen("/proc/meminfo", "r");
+  if (!fp)
+    return cg_err_set(CG_ERR_IO,
+                      "cannot open /proc/meminfo to read the free host memory; this needs a "
+                      "Linux /proc file system");
+  char line[256];
+  long long total_kb = -1, avail_kb = -1;
+  while (fgets(line, sizeof line, fp)) {
+    long long v;
+    if (sscanf(line, "MemTotal: %lld kB", &v) == 1) total_kb = v;
+    else if (sscanf(line, "MemAvailable: %lld kB", &v) == 1) avail_kb = v;
+  }
+  fclose(fp);
+  if (total_kb < 0 || avail_kb < 0)
+    return cg_err_set(CG_ERR_FORMAT,
+                      "/proc/meminfo has no MemTotal or MemAvailable line (Linux >= 3.14 "
+                      "provides both)");
+  if (free_bytes) *free_bytes = (size_t)avail_kb * 1024u;
+  if (total_bytes) *total_bytes = (size_t)total_kb * 1024u;
+  return CG_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* dense                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static void cpu_gemm(struct cg_backend *be, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                     float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                     float beta, float *c, int64_t ldc) {
+  CPU_REQUIRE(m >= 0 && n >= 0 && k >= 0, "gemm: negative size m=%lld n=%lld k=%lld",
+              (long long)m, (long long)n, (long long)k);
+  if (m == 0 || n == 0) return;
+  CPU_REQUIRE(ldc >= n, "gemm: ldc=%lld < n=%lld", (long long)ldc, (long long)n);
+  if (k == 0) { /* op(A) op(B) is empty: C = beta C (BLAS does not read C when beta == 0) */
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    return;
+  }
+  CPU_REQUIRE(lda >= (ta ? m : k), "gemm: lda=%lld too small (ta=%d m=%lld k=%lld)",
+              (long long)lda, ta, (long long)m, (long long)k);
+  CPU_REQUIRE(ldb >= (tb ? k : n), "gemm: ldb=%lld too small (tb=%d n=%lld k=%lld)",
+              (long long)ldb, tb, (long long)n, (long long)k);
+  /* OpenBLAS takes 32-bit sizes. */
+  CPU_REQUIRE(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX && lda <= INT32_MAX &&
+                  ldb <= INT32_MAX && ldc <= INT32_MAX,
+              "gemm: sizes exceed the 32-bit BLAS interface");
+  /* The OpenBLAS thread count is process-wide; another backend object may have
+   * changed it since this one was created. */
+  const int nt = cpu_nt(be);
+  if (openblas_get_num_threads() != nt) openblas_set_num_threads(nt);
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+static void cpu_fill(struct cg_backend *be, float *x, int64_t n, float value) {
+  const int nt = cpu_nt(be);
+#pragma omp parallel for simd num_threads(nt) schedule(static) if (n >= CPU_PAR_MIN)
+  for (int64_t i = 0; i < n; i++) x[i] = value;
+}
+
+static void cpu_axpy(struct cg_backend *be, int64_t n, float alpha, const float *x, float *y) {
+  const int nt = cpu_nt(be);
+#pragma omp parallel for simd num_threads(nt) schedule(static) if (n >= CPU_PAR_MIN)
+  for (int64_t i = 0; i < n; i++) y[i] += alpha * x[i];
+}
+
+static void cpu_scale(struct cg_backend *be, int64_t n, float alpha, float *x) {
+  const int nt = cpu_nt(be);
+#pragma omp parallel for simd num_threads(nt) schedule(static) if (n >= CPU_PAR_MIN)
+  for (int64_t i = 0; i < n; i++) x[i] *= alpha;
+}
+
+/* ------------------------------------------------------------------------ */
+/* sparse                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void cpu_spmat_destroy(struct cg_backend *be, struct cg_spmat *a) {
+  if (!a) return;
+  cg_free(a->rowptr);
+  cg_free(a->colidx);
+  cg_free(a->vals);
+  cg_free(a->part);
+  cg_free(a);
+}
+
+/* Row bounds giving each part about the same nnz + rows (a row costs its
+ * nonzeros plus a fixed overhead, so empty rows are not free). Deterministic:
+ * depends only on rowptr and nparts. */
+static void spmat_partition(struct cg_spmat *a) {
+  const int64_t n = a->nrows;
+  const int64_t total = a->nnz + n;
+  a->part[0] = 0;
+  for (int p = 1; p < a->nparts; p++) {
+    const int64_t target = (int64_t)((double)total * p / a->nparts);
+    int64_t lo = a->part[p - 1], hi = n; /* first r with rowptr[r] + r >= target */
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (a->rowptr[mid] + mid >= target) hi = mid;
+      else lo = mid + 1;
+    }
+    a->part[p] = lo;
+  }
+  a->part[a->nparts] = n;
+}
+
+static int cpu_spmat_create(struct cg_backend *be, const struct cg_csr *host,
+                            struct cg_spmat **out) {
+  int st = CG_OK;
+  *out = NULL;
+  if (host->nrows < 0 || host->ncols < 0 || host->ncols > INT32_MAX)
+    return cg_err_set(CG_ERR_ARG, "spmat_create: matrix shape %lld x %lld is not supported",
+                      (long long)host->nrows, (long long)host->ncols);
+  TRY(cg_csr_check(host, "sparse matrix given to the CPU backend"));
+  struct cg_spmat *a = cg_calloc(1, sizeof *a, "CPU sparse matrix");
+  if (!a) return CG_ERR_NOMEM;
+  a->nrows = host->nrows;
+  a->ncols = host->ncols;
+  a->nnz = host->nnz;
+  a->nparts = cpu_nt(be);
+  a->rowptr = cg_malloc((size_t)(a->nrows + 1) * sizeof(int64_t), "CPU sparse matrix row pointers");
+  a->colidx = cg_malloc((size_t)a->nnz * sizeof(int32_t), "CPU sparse matrix column indices");
+  a->part = cg_malloc((size_t)(a->nparts + 1) * sizeof(int64_t), "CPU sparse matrix row split");
+  if (host->vals) a->vals = cg_malloc((size_t)a->nnz * sizeof(float), "CPU sparse matrix values");
+  if (!a->rowptr || !a->colidx || !a->part || (host->vals && !a->vals)) {
+    st = CG_ERR_NOMEM; /* cg_malloc named the array */
+    goto fail;
+  }
+  cpu_memcpy(be, a->rowptr, host->rowptr, (size_t)(a->nrows + 1) * sizeof(int64_t));
+  cpu_memcpy(be, a->colidx, host->colidx, (size_t)a->nnz * sizeof(int32_t));
+  if (host->vals) cpu_memcpy(be, a->vals, host->vals, (size_t)a->nnz * sizeof(float));
+  spmat_partition(a);
+  *out = a;
+  return CG_OK;
+fail:
+  cpu_spmat_destroy(be, a);
+  return st;
+}
+
+/* Portable kernel: a block of up to SPMM_BLOCK output columns lives in a small
+ * stack array that the compiler keeps in vector registers. */
+#define SPMM_BLOCK 64
+static void spmm_rows_generic(const struct cg_spmat *a, int64_t r0, int64_t r1, const float *x,
+                              int64_t ldx, float *y, int64_t ldy, int64_t f) {
+  const int64_t *rowptr = a->rowptr;
+  const int32_t *ci = a->colidx;
+  const float *vv = a->vals;
+  for (int64_t r = r0; r < r1; r++) {
+    const int64_t k0 = rowptr[r], k1 = rowptr[r + 1];
+    float *yr = y + r * ldy;
+    for (int64_t c0 = 0; c0 < f; c0 += SPMM_BLOCK) {
+      const int64_t w = min64(SPMM_BLOCK, f - c0);
+      float acc[SPMM_BLOCK];
+      for (int64_t j = 0; j < w; j++) acc[j] = 0.0f;
+      if (vv) {
+        for (int64_t k = k0; k < k1; k++) {
+          const float v = vv[k];
+          const float *xr = x + (int64_t)ci[k] * ldx + c0;
+          for (int64_t j = 0; j < w; j++) acc[j] += v * xr[j];
+        }
+      } else {
+        for (int64_t k = k0; k < k1; k++) {
+          const float *xr = x + (int64_t)ci[k] * ldx + c0;
+          for (int64_t j = 0; j < w; j++) acc[j] += xr[j];
+        }
+      }
+      memcpy(yr + c0, acc, (size_t)w * sizeof(float));
+    }
+  }
+}
+
+#if CPU_HAVE_AVX2_VARIANT
+/* One row, one block of NV full vectors plus (TAIL) one masked vector. Called with
+ * compile-time constants so that acc[] is fully unrolled into registers. */
+static inline __attribute__((always_inline)) CPU_AVX2 void spmm_avx2_block(
+    const int32_t *ci, const float *vv, int64_t k0, int64_t k1, const float *x, int64_t ldx,
+    float *yo, const int NV, const int TAIL, const int UNIT, __m256i mask) {
+  __m256 acc[8], acct = _mm256_setzero_ps();
+  for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
+  for (int64_t k = k0; k < k1; k++) {
+    const float *xr = x + (int64_t)ci[k] * ldx;
+    if (UNIT) {
+      for (int j = 0; j < NV; j++) acc[j] = _mm256_add_ps(acc[j], _mm256_loadu_ps(xr + 8 * j));
+      if (TAIL) acct = _mm256_add_ps(acct, _mm256_maskload_ps(xr + 8 * NV, mask));
+    } else {
+      const __m256 v = _mm256_broadcast_ss(vv + k);
+      for (int j = 0; j < NV; j++) acc[j] = _mm256_fmadd_ps(v, _mm256_loadu_ps(xr + 8 * j), acc[j]);
+      if (TAIL) acct = _mm256_fmadd_ps(v, _mm256_maskload_ps(xr + 8 * NV, mask), acct);
+    }
+  }
+  for (int j = 0; j < NV; j++) _mm256_storeu_ps(yo + 8 * j, acc[j]);
+  if (TAIL) _mm256_maskstore_ps(yo + 8 * NV, mask, acct);
+}
+
+#define SPMM_AVX2_CASE(nv)                                                                  \
+  case nv:                                                                                  \
+    if (tail) {                                                                             \
+      if (unit) spmm_avx2_block(ci, vv, k0, k1, xb, ldx, yo, nv, 1, 1, mask);               \
+      else spmm_avx2_block(ci, vv, k0, k1, xb, ldx, yo, nv, 1, 0, mask);                    \
+    } else {                                                                                \
+      if (unit) spmm_avx2_block(ci, vv, k0, k1, xb, ldx, yo, nv, 0, 1, mask);               \
+      else spmm_avx2_block(ci, vv, k0, k1, xb, ldx, yo, nv, 0, 0, mask);                    \
+    }                                                                                       \
+    break;
+
+CPU_AVX2 static void spmm_rows_avx2(const struct cg_spmat *a, int64_t r0, int64_t r1,
+                                    const float *x, int64_t ldx, float *y, int64_t ldy,
+                                    int64_t f) {
+  const int64_t *rowptr = a->rowptr;
+  const int32_t *ci = a->colidx;
+  const float *vv = a->vals;
+  const int unit = vv == NULL;
+  const int64_t rem = f % SPMM_BLOCK;
+  const int64_t fmain = f - rem;
+  /* The last block: rem / 8 full vectors and a masked one for rem % 8 columns. */
+  const int nv_last = (int)(rem / 8), tail = (rem % 8) != 0;
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(rem % 8)), lane);
+  for (int64_t r = r0; r < r1; r++) {
+    const int64_t k0 = rowptr[r], k1 = rowptr[r + 1];
+    for (int64_t c0 = 0; c0 < fmain; c0 += SPMM_BLOCK) {
+      const float *xb = x + c0;
+      float *yo = y + r * ldy + c0;
+      if (unit) spmm_avx2_block(ci, vv, k0, k1, xb, ldx, yo, 8, 0, 1, mask);
+      else spmm_avx2_block(ci, vv, k0, k1, xb, ldx, yo, 8, 0, 0, mask);
+    }
+    if (rem) {
+      const float *xb = x + fmain;
+      float *yo = y + r * ldy + fmain;
+      switch (nv_last) {
+        SPMM_AVX2_CASE(0)
+        SPMM_AVX2_CASE(1)
+        SPMM_AVX2_CASE(2)
+        SPMM_AVX2_CASE(3)
+        SPMM_AVX2_CASE(4)
+        SPMM_AVX2_CASE(5)
+        SPMM_AVX2_CASE(6)
+        SPMM_AVX2_CASE(7)
+        default: break;
+      }
+    }
+  }
+}
+#undef SPMM_AVX2_CASE
+#endif
+
+typedef void (*spmm_rows_fn)(const struct cg_spmat *a, int64_t r0, int64_t r1, const float *x,
+                             int64_t ldx, float *y, int64_t ldy, int64_t f);
+
+static void cpu_spmm(struct cg_backend *be, const struct cg_spmat *a, const float *x, int64_t ldx,
+                     float *y, int64_t ldy, int64_t f) {
+  if (f <= 0 || a->nrows == 0) return;
+  CPU_REQUIRE(ldx >= f && ldy >= f, "spmm: ldx=%lld, ldy=%lld must be >= f=%lld",
+              (long long)ldx, (long long)ldy, (long long)f);
+  spmm_rows_fn fn = spmm_rows_generic;
+#if CPU_HAVE_AVX2_VARIANT
+  if (((const struct cpu_impl *)be->impl)->avx2) fn = spmm_rows_avx2;
+#endif
+  const int np = a->nparts;
+  if (np == 1) {
+    fn(a, 0, a->nrows, x, ldx, y, ldy, f);
+    return;
+  }
+  /* One precomputed row range per part; if OpenMP grants fewer threads, a thread
+   * takes several parts. Each row is computed the same way whoever computes it. */
+#pragma omp parallel num_threads(np)
+  {
+    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+    for (int p = tid; p < np; p += nth) fn(a, a->part[p], a->part[p + 1], x, ldx, y, ldy, f);
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* deterministic reductions                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Column sums over rows, deterministic for any thread count: the rows are cut
+ * into at most RED_MAX_BLOCKS blocks (the count depends on the row count only),
+ * each block is summed in row order in double into its own slot of the backend's
+ * reduction scratch (allocated once at creation, so ops allocate nothing), then
+ * each column adds its block partials in block order. RED_MAX_COLS columns per
+ * sweep bound the scratch.
+ *
+ * mode 0: s1 = sum dy.  mode 1 (LayerNorm): s1 = sum dy * xhat, s2 = sum dy,
+ * xhat = (x - mean[r]) * rstd[r]. */
+static int64_t red_nblocks(int64_t rows, int64_t min_per_block, int64_t max_blocks) {
+  int64_t nb = (rows + min_per_block - 1) / min_per_block;
+  if (nb < 1) nb = 1;
+  return nb > max_blocks ? max_blocks : nb;
+}
+
+static void colsum_blocked(const struct cg_backend *be, int mode, const float *dy, const float *x,
+                           const float *mean, const float *rstd, int64_t rows, int64_t cols,
+                           float *s1, float *s2) {
+  const struct cpu_impl *im = be->impl;
+  const int nt = im->threads;
+  const int64_t nb = red_nblocks(rows, RED_MIN_ROWS, RED_MAX_BLOCKS);
+  double *p1 = im->red, *p2 = im->red + RED_MAX_BLOCKS * RED_MAX_COLS; /* [block][col] */
+  for (int64_t c0 = 0; c0 < cols; c0 += RED_MAX_COLS) {
+    const int64_t w = min64(RED_MAX_COLS, cols - c0);
+#pragma omp parallel num_threads(nt) if (rows * w >= CPU_PAR_MIN)
+    {
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < nb; b++) {
+        const int64_t r0 = rows * b / nb, r1 = rows * (b + 1) / nb;
+        double *a1 = p1 + b * RED_MAX_COLS, *a2 = p2 + b * RED_MAX_COLS;
+        for (int64_t j = 0; j < w; j++) a1[j] = a2[j] = 0.0;
+        if (mode == 0) {
+          for (int64_t r = r0; r < r1; r++) {
+            const float *d = dy + r * cols + c0;
+            for (int64_t j = 0; j < w; j++) a1[j] += d[j];
+          }
+        } else {
+          for (int64_t r = r0; r < r1; r++) {
+            const float *d = dy + r * cols + c0, *xr = x + r * cols + c0;
+            const float m = mean[r], rs = rstd[r];
+            for (int64_t j = 0; j < w; j++) {
+              a1[j] += (double)(d[j] * ((xr[j] - m) * rs));
+              a2[j] += d[j];
+            }
+          }
+        }
+      }
+      /* implicit barrier: all partials are written */
+#pragma omp for schedule(static)
+      for (int64_t j = 0; j < w; j++) {
+        double t1 = 0.0, t2 = 0.0;
+        for (int64_t b = 0; b < nb; b++) {
+          t1 += p1[b * RED_MAX_COLS + j];
+          t2 += p2[b * RED_MAX_COLS + j];
+        }
+        s1[c0 + j] = (float)t1;
+        if (mode == 1) s2[c0 + j] = (float)t2;
+      }
+    }
+  }
+}
+
+static void cpu_bias_add(struct cg_backend *be, float *y, const float *bias, int64_t rows,
+                         int64_t cols) {
+  const int nt = cpu_nt(be);
+#pragma omp parallel for num_threads(nt) schedule(static) if (rows * cols >= CPU_PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    float *yr = y + r * cols;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; c++) yr[c] += bias[c];
+  }
+}
+
+static void cpu_bias_grad(struct cg_backend *be, const float *dy, int64_t rows, int64_t cols,
+                          float *db) {
+  colsum_blocked(be, 0, dy, NULL, NULL, NULL, rows, cols, db, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* elementwise and layer ops                                                */
+/* ------------------------------------------------------------------------ */
+
+static void cpu_relu_fwd(struct cg_backend *be, const float *x, float *y, int64_t n) {
+  const int nt = cpu_nt(be);
+#pragma omp parallel for simd num_threads(nt) schedule(static) if (n >= CPU_PAR_MIN)
+  for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+static void cpu_relu_bwd(struct cg_backend *be, const float *y, float *dy, int64_t n) {
+  const int nt = cpu_nt(be);
+#pragma omp parallel for simd num_threads(nt) schedule(static) if (n >= CPU_PAR_MIN)
+  for (int64_t i = 0; i < n; i++) dy[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+/* Columns [c0, cols) of one row, one Philox call per 4 columns: lane l of call q
+ * is column 4q + l, the same numbers as cg_dropout_uniform column by column. */
+static void dropout_row_scalar(const float *ir, float *orow, int64_t c0, int64_t cols, uint32_t g,
+                               float p, float scale, struct cg_dropout_key key) {
+  const uint32_t k0 = (uint32_t)key.seed, k1 = (uint32_t)(key.seed >> 32);
+  for (; c0 < cols; c0 += 4) {
+    const struct cg_philox_out o =
+        cg_philox4x32_10((uint32_t)(c0 >> 2), g, key.layer, key.epoch, k0, k1);
+    const int64_t w = min64(4, cols - c0);
+    for (int64_t l = 0; l < w; l++)
+      orow[c0 + l] = cg_dropout_keep(cg_u32_to_unit(o.v[l]), p) ? ir[c0 + l] * scale : 0.0f;
+  }
+}
+
+#if CPU_HAVE_AVX2_VARIANT
+/* 32 x 32 -> 64 bit products of 8 lanes, split into low and high words. */
+static inline __attribute__((always_inline)) CPU_AVX2 void mulhilo8(__m256i a, __m256i m,
+                                                                   __m256i *lo, __m256i *hi) {
+  const __m256i even = _mm256_mul_epu32(a, m);                        /* lanes 0,2,4,6 */
+  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);  /* lanes 1,3,5,7 */
+  *lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+  *hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+}
+
+/* Eight Philox4x32-10 evaluations side by side (core/philox.h, lane by lane). */
+static inline __attribute__((always_inline)) CPU_AVX2 void philox8(__m256i c[4], uint32_t k0,
+                                                                  uint32_t k1) {
+  const __m256i m0 = _mm256_set1_epi32((int)0xD2511F53u), m1 = _mm256_set1_epi32((int)0xCD9E8D57u);
+  for (int r = 0; r < 10; r++) {
+    __m256i lo0, hi0, lo1, hi1;
+    mulhilo8(c[0], m0, &lo0, &hi0);
+    mulhilo8(c[2], m1, &lo1, &hi1);
+    const __m256i n0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c[1]), _mm256_set1_epi32((int)k0));
+    const __m256i n2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c[3]), _mm256_set1_epi32((int)k1));
+    c[0] = n0;
+    c[1] = lo1;
+    c[2] = n2;
+    c[3] = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+
+/* Dropout of one row: 8 Philox calls give 32 columns; the 4 x 8 output words are
+ * transposed into column order, then u >= p is decided in float exactly as
+ * cg_u32_to_unit / cg_dropout_keep do, so the mask is bit-identical. */
+CPU_AVX2 static void dropout_row_avx2(const float *ir, float *orow, int64_t cols, uint32_t g,
+                                      float p, float scale, struct cg_dropout_key key) {
+  const uint32_t k0 = (uint32_t)key.seed, k1 = (uint32_t)(key.seed >> 32);
+  const __m256i q_lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256 pv = _mm256_set1_ps(p), sv = _mm256_set1_ps(scale);
+  const __m256 unit = _mm256_set1_ps(1.0f / 16777216.0f);
+  int64_t c0 = 0;
+  for (; c0 + 32 <= cols; c0 += 32) {
+    __m256i c[4];
+    c[0] = _mm256_add_epi32(_mm256_set1_epi32((int)(uint32_t)(c0 >> 2)), q_lane);
+    c[1] = _mm256_set1_epi32((int)g);
+    c[2] = _mm256_set1_epi32((int)key.layer);
+    c[3] = _mm256_set1_epi32((int)key.epoch);
+    philox8(c, k0, k1);
+    /* c[l] lane q is column 4q + l: transpose to 4 vectors of 8 consecutive columns */
+    const __m256i t0 = _mm256_unpacklo_epi32(c[0], c[1]), t1 = _mm256_unpackhi_epi32(c[0], c[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(c[2], c[3]), t3 = _mm256_unpackhi_epi32(c[2], c[3]);
+    const __m256i r0 = _mm256_unpacklo_epi64(t0, t2), r1 = _mm256_unpackhi_epi64(t0, t2);
+    const __m256i r2 = _mm256_unpacklo_epi64(t1, t3), r3 = _mm256_unpackhi_epi64(t1, t3);
+    __m256i u[4];
+    u[0] = _mm256_permute2x128_si256(r0, r1, 0x20); /* columns 0..7 */
+    u[1] = _mm256_permute2x128_si256(r2, r3, 0x20); /* 8..15 */
+    u[2] = _mm256_permute2x128_si256(r0, r1, 0x31); /* 16..23 */
+    u[3] = _mm256_permute2x128_si256(r2, r3, 0x31); /* 24..31 */
+    for (int j = 0; j < 4; j++) {
+      const __m256 uf = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(u[j], 8)), unit);
+      const __m256 keep = _mm256_cmp_ps(uf, pv, _CMP_GE_OQ);
+      const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(ir + c0 + 8 * j), sv);
+      _mm256_storeu_ps(orow + c0 + 8 * j, _mm256_and_ps(v, keep));
+    }
+  }
+  dropout_row_scalar(ir, orow, c0, cols, g, p, scale, key);
+}
+#endif
+
+static void cpu_dropout(struct cg_backend *be, const float *in, float *out, int64_t rows,
+                        int64_t cols, const int32_t *gid, float p, struct cg_dropout_key key) {
+  const int nt = cpu_nt(be);
+  const int64_t n = rows * cols;
+  if (p <= 0.0f) { /* keeps everything, draws nothing */
+    if (out != in) cpu_memcpy(be, out, in, (size_t)n * sizeof(float));
+    return;
+  }
+  if (p >= 1.0f) { /* u < 1 always, so nothing is kept (and 1/(1-p) is not finite) */
+    cpu_fill(be, out, n, 0.0f);
+    return;
+  }
+  const float scale = 1.0f / (1.0f - p);
+#if CPU_HAVE_AVX2_VARIANT
+  if (((const struct cpu_impl *)be->impl)->avx2) {
+#pragma omp parallel for num_threads(nt) schedule(static) if (n >= 4096)
+    for (int64_t r = 0; r < rows; r++)
+      dropout_row_avx2(in + r * cols, out + r * cols, cols, (uint32_t)gid[r], p, scale, key);
+    return;
+  }
+#endif
+#pragma omp parallel for num_threads(nt) schedule(static) if (n >= 4096)
+  for (int64_t r = 0; r < rows; r++)
+    dropout_row_scalar(in + r * cols, out + r * cols, 0, cols, (uint32_t)gid[r], p, scale, key);
+}
+
+static void cpu_layernorm_fwd(struct cg_backend *be, const float *x, int64_t rows, int64_t cols,
+                              const float *gamma, const float *beta, float eps, float *y,
+                              float *mean, float *rstd) {
+  const int nt = cpu_nt(be);
+#pragma omp parallel for num_threads(nt) schedule(static) if (rows * cols >= CPU_PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * cols;
+    float *yr = y + r * cols;
+    double s = 0.0;
+    for (int64_t c = 0; c < cols; c++) s += xr[c];
+    const double mu = cols ? s / (double)cols : 0.0;
+    double ss = 0.0; /* two passes: no cancellation when |mean| >> std */
+    for (int64_t c = 0; c < cols; c++) {
+      const double d = xr[c] - mu;
+      ss += d * d;
+    }
+    const double var = cols ? ss / (double)cols : 0.0; /* biased, as torch.nn.LayerNorm */
+    const double rs = 1.0 / sqrt(var + (double)eps);
+    /* x - mean in double: with |mean| >> std, rounding the mean to float first
+     * would cost several bits of y (this is the reference the CUDA backend meets) */
+    for (int64_t c = 0; c < cols; c++)
+      yr[c] = (float)(((double)xr[c] - mu) * rs * gamma[c] + beta[c]);
+    mean[r] = (float)mu;
+    rstd[r] = (float)rs;
+  }
+}
+
+static void cpu_layernorm_bwd(struct cg_backend *be, const float *dy, const float *x,
+                              const float *mean, const float *rstd, const float *gamma,
+                              int64_t rows, int64_t cols, float *dx, float *dgamma,
+                              float *dbeta) {
+  const int nt = cpu_nt(be);
+  /* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma. */
+#pragma omp parallel for num_threads(nt) schedule(static) if (rows * cols >= CPU_PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * cols, *dr = dy + r * cols;
+    float *o = dx + r * cols;
+    const float m = mean[r], rs = rstd[r];
+    double sg = 0.0, sgx = 0.0;
+    for (int64_t c = 0; c < cols; c++) {
+      const float xh = (xr[c] - m) * rs, g = dr[c] * gamma[c];
+      sg += g;
+      sgx += (double)g * xh;
+    }
+    const float a = cols ? (float)(sg / (double)cols) : 0.0f;
+    const float b = cols ? (float)(sgx / (double)cols) : 0.0f;
+    for (int64_t c = 0; c < cols; c++) {
+      const float xh = (xr[c] - m) * rs;
+      o[c] = rs * (dr[c] * gamma[c] - a - xh * b);
+    }
+  }
+  colsum_blocked(be, 1, dy, x, mean, rstd, rows, cols, dgamma, dbeta);
+}
+
+/* ------------------------------------------------------------------------ */
+/* losses and metrics                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* Loss sums: at most LOSS_MAX_BLOCKS blocks of idx (count from n_idx only), each
+ * summed in order in double, then the partials in block order. */
+#define LOSS_MAX_BLOCKS 256
+#define LOSS_MIN_ROWS 64
+
+static void cpu_xent(struct cg_backend *be, const float *logits, int64_t rows, int64_t cols,
+                     const int32_t *labels, const int32_t *idx, int64_t n_idx, float scale,
+                     float *dlogits, double *loss_sum) {
+  const int nt = cpu_nt(be);
+  cpu_fill(be, dlogits, rows * cols, 0.0f);
+  const int64_t nb = red_nblocks(n_idx, LOSS_MIN_ROWS, LOSS_MAX_BLOCKS);
+  double part[LOSS_MAX_BLOCKS];
+  int bad = 0;
+#pragma omp parallel for num_threads(nt) schedule(static) if (n_idx * cols >= 4096) \
+    reduction(| : bad)
+  for (int64_t b = 0; b < nb; b++) {
+    double acc = 0.0;
+    for (int64_t i = n_idx * b / nb; i < n_idx * (b + 1) / nb; i++) {
+      const int64_t r = idx[i];
+      if (r < 0 || r >= rows || labels[r] < 0 || labels[r] >= cols) {
+        bad = 1;
+        continue;
+      }
+      const int32_t y = labels[r];
+      const float *xr = logits + r * cols;
+      float *d = dlogits + r * cols;
+      float mx = xr[0];
+      for (int64_t c = 1; c < cols; c++) mx = xr[c] > mx ? xr[c] : mx;
+      double s = 0.0; /* log-sum-exp shifted by the max: exp never overflows */
+      for (int64_t c = 0; c < cols; c++) {
+        d[c] = expf(xr[c] - mx);
+        s += d[c];
+      }
+      const float inv = (float)(1.0 / s);
+      for (int64_t c = 0; c < cols; c++) d[c] = scale * (d[c] * inv);
+      d[y] -= scale;
+      acc += log(s) - ((double)xr[y] - (double)mx);
+    }
+    part[b] = acc;
+  }
+  CPU_REQUIRE(!bad, "xent: a row index or a label is out of range (rows=%lld, classes=%lld)",
+              (long long)rows, (long long)cols);
+  double s = 0.0;
+  for (int64_t b = 0; b < nb; b++) s += part[b];
+  *loss_sum = s;
+}
+
+static void cpu_bce(struct cg_backend *be, const float *logits, int64_t rows, int64_t cols,
+                    const uint8_t *labels, const int32_t *idx, int64_t n_idx, float scale,
+                    float *dlogits, double *loss_sum) {
+  const int nt = cpu_nt(be);
+  cpu_fill(be, dlogits, rows * cols, 0.0f);
+  const int64_t nb = red_nblocks(n_idx, LOSS_MIN_ROWS, LOSS_MAX_BLOCKS);
+  double part[LOSS_MAX_BLOCKS];
+  int bad = 0;
+#pragma omp parallel for num_threads(nt) schedule(static) if (n_idx * cols >= 4096) \
+    reduction(| : bad)
+  for (int64_t b = 0; b < nb; b++) {
+    double acc = 0.0;
+    for (int64_t i = n_idx * b / nb; i < n_idx * (b + 1) / nb; i++) {
+      const int64_t r = idx[i];
+      if (r < 0 || r >= rows) {
+        bad = 1;
+        continue;
+      }
+      const float *xr = logits + r * cols;
+      const uint8_t *yr = labels + r * cols;
+      float *d = dlogits + r * cols;
+      double row = 0.0;
+      for (int64_t c = 0; c < cols; c++) {
+        const float z = xr[c], t = yr[c] ? 1.0f : 0.0f;
+        /* max(z,0) - z t + log(1 + e^-|z|): no overflow for any z */
+        const float e = expf(-fabsf(z));
+        row += (double)(z > 0.0f ? z : 0.0f) - (double)z * t + log1p((double)e);
+        const float sig = z >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+        d[c] = scale * (sig - t);
+      }
+      acc += row;
+    }
+    part[b] = acc;
+  }
+  CPU_REQUIRE(!bad, "bce: a row index is out of range (rows=%lld)", (long long)rows);
+  double s = 0.0;
+  for (int64_t b = 0; b < nb; b++) s += part[b];
+  *loss_sum = s;
+}
+
+static void cpu_eval_counts(struct cg_backend *be, const float *logits, int64_t rows, int64_t cols,
+                            const int32_t *labels, const uint8_t *mlabels, const int32_t *idx,
+                            int64_t n_idx, int64_t out[3]) {
+  const int nt = cpu_nt(be);
+  int64_t c0 = 0, c1 = 0, c2 = 0;
+  if (!mlabels) {
+#pragma omp parallel for num_threads(nt) schedule(static) if (n_idx * cols >= 4096) \
+    reduction(+ : c0)
+    for (int64_t i = 0; i < n_idx; i++) {
+      const int64_t r = idx[i];
+      const float *xr = logits + r * cols;
+      int64_t best = 0;
+      for (int64_t c = 1; c < cols; c++)
+        if (xr[c] > xr[best]) best = c; /* strict: the first maximum wins */
+      c0 += best == labels[r];
+    }
+  } else {
+#pragma omp parallel for num_threads(nt) schedule(static) if (n_idx * cols >= 4096) \
+    reduction(+ : c0, c1, c2)
+    for (int64_t i = 0; i < n_idx; i++) {
+      const int64_t r = idx[i];
+      const float *xr = logits + r * cols;
+      const uint8_t *yr = mlabels + r * cols;
+      for (int64_t c = 0; c < cols; c++) {
+        const int pred = xr[c] > 0.0f, truth = yr[c] != 0;
+        c0 += pred & truth;
+        c1 += pred & (truth ^ 1);
+        c2 += (pred ^ 1) & truth;
+      }
+    }
+  }
+  out[0] = c0;
+  out[1] = c1;
+  out[2] = c2;
+}
+
+/* ------------------------------------------------------------------------ */
+/* optimizer                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* torch.optim.Adam / AdamW (non-amsgrad): bias corrections and step size in
+ * double as torch computes them, per-element math in float:
+ *   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
+ *   w -= (lr / (1-b1^t)) * m / (sqrt(v) / sqrt(1-b2^t) + eps)
+ * which is lr * mhat / (sqrt(vhat) + eps). */
+static void cpu_adam(struct cg_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
+                     const struct cg_adam_params *p, int64_t t) {
+  const int nt = cpu_nt(be);
+  CPU_REQUIRE(t >= 1, "adam: step t=%lld must be >= 1", (long long)t);
+  const double bc1 = 1.0 - pow((double)p->beta1, (double)t);
+  const double bc2 = 1.0 - pow((double)p->beta2, (double)t);
+  const float step = (float)((double)p->lr / bc1);
+  const float bc2_sqrt = (float)sqrt(bc2);
+  const float b1 = p->beta1, b2 = p->beta2, eps = p->eps, wd = p->weight_decay;
+  const float omb1 = 1.0f - b1, omb2 = 1.0f - b2;
+  const int decoupled = p->decoupled;
+  const float shrink = (float)(1.0 - (double)p->lr * (double)p->weight_decay);
+#pragma omp parallel for simd num_threads(nt) schedule(static) if (n >= CPU_PAR_MIN)
+  for (int64_t i = 0; i < n; i++) {
+    float wi = w[i], gi = g[i];
+    if (decoupled) wi *= shrink;  /* AdamW: w *= 1 - lr*wd */
+    else gi += wd * wi;            /* Adam: L2 term in the gradient */
+    const float mi = b1 * m[i] + omb1 * gi;
+    const float vi = b2 * v[i] + omb2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    const float denom = sqrtf(vi) / bc2_sqrt + eps;
+    w[i] = wi - step * (mi / denom);
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* halo rows                                                                */
+/* ------------------------------------------------------------------------ */
+
+static void cpu_gather_rows(struct cg_backend *be, const float *src, int64_t cols,
+                            const int32_t *idx, int64_t n, float *dst) {
+  const int nt = cpu_nt(be);
+  if (cols <= 0) return;
+#pragma omp parallel for num_threads(nt) schedule(static) if (n * cols >= CPU_PAR_MIN)
+  for (int64_t i = 0; i < n; i++)
+    memcpy(dst + i * cols, src + (int64_t)idx[i] * cols, (size_t)cols * sizeof(float));
+}
+
+/* Repeated indices make a row-parallel loop racy, so threads split the columns
+ * (in 64-byte chunks, no false sharing) and each walks i in order: the sum in
+ * every element is in order of i, whatever the thread count. */
+#define SCATTER_CHUNK 16
+static void cpu_scatter_add_rows(struct cg_backend *be, const float *src, int64_t cols,
+                                 const int32_t *idx, int64_t n, float *dst) {
+  const int nt = cpu_nt(be);
+  if (cols <= 0) return;
+  const int64_t nchunks = (cols + SCATTER_CHUNK - 1) / SCATTER_CHUNK;
+#pragma omp parallel for num_threads(nt) schedule(static) if (n * cols >= CPU_PAR_MIN)
+  for (int64_t q = 0; q < nchunks; q++) {
+    const int64_t c0 = q * SCATTER_CHUNK, w = min64(SCATTER_CHUNK, cols - c0);
+    for (int64_t i = 0; i < n; i++) {
+      float *d = dst + (int64_t)idx[i] * cols + c0;
+      const float *s = src + i * cols + c0;
+      for (int64_t j = 0; j < w; j++) d[j] += s[j];
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* construction                                                             */
+/* ------------------------------------------------------------------------ */
+
+static int cpu_detect_avx2(void) {
+#if CPU_HAVE_AVX2_VARIANT
+  const char *force = getenv("CAPGNN_CPU_KERNELS");
+  if (force && strcmp(force, "generic") == 0) return 0;
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return 0;
+#endif
+}
+
+int cg_backend_cpu_create(int threads, struct cg_backend **out) {
+  *out = NULL;
+  struct cg_backend *be = cg_calloc(1, sizeof *be, "CPU backend");
+  struct cpu_impl *im = cg_calloc(1, sizeof *im, "CPU backend state");
+  double *red = cg_malloc(2 * RED_MAX_BLOCKS * RED_MAX_COLS * sizeof(double),
+                          "CPU backend reduction scratch");
+  if (!be || !im || !red) {
+    cg_free(be);
+    cg_free(im);
+    cg_free(red);
+    return CG_ERR_NOMEM;
+  }
+  im->red = red;
+  im->threads = threads > 0 ? threads : omp_get_max_threads();
+  if (im->threads < 1) im->threads = 1;
+  im->avx2 = cpu_detect_avx2();
+  openblas_set_num_threads(im->threads);
+
+  be->name = "cpu";
+  be->kind = CG_DEVICE_CPU;
+  be->impl = im;
+  be->destroy = cpu_destroy;
+  be->alloc = cpu_alloc;
+  be->free = cpu_free;
+  be->upload = cpu_upload;
+  be->download = cpu_download;
+  be->copy = cpu_copy;
+  be->sync = cpu_sync;
+  be->mem_info = cpu_mem_info;
+  be->gemm = cpu_gemm;
+  be->fill = cpu_fill;
+  be->axpy = cpu_axpy;
+  be->scale = cpu_scale;
+  be->spmat_create = cpu_spmat_create;
+  be->spmat_destroy = cpu_spmat_destroy;
+  be->spmm = cpu_spmm;
+  be->bias_add = cpu_bias_add;
+  be->bias_grad = cpu_bias_grad;
+  be->relu_fwd = cpu_relu_fwd;
+  be->relu_bwd = cpu_relu_bwd;
+  be->dropout = cpu_dropout;
+  be->layernorm_fwd = cpu_layernorm_fwd;
+  be->layernorm_bwd = cpu_layernorm_bwd;
+  be->xent = cpu_xent;
+  be->bce = cpu_bce;
+  be->eval_counts = cpu_eval_counts;
+  be->adam = cpu_adam;
+  be->gather_rows = cpu_gather_rows;
+  be->scatter_add_rows = cpu_scatter_add_rows;
+  LOG_DEBUG("core", "CPU backend: %d threads, %s SpMM kernel", im->threads,
+            im->avx2 ? "AVX2+FMA" : "generic");
+  *out = be;
+  return CG_OK;
+}
+
+void cg_backend_destroy(struct cg_backend **be) {
+  if (!be || !*be) return;
+  (*be)->destroy(*be);
+  *be = NULL;
+}

@@ -1,0 +1,140 @@
+/* core/tests/test_csr.c — cg_csr_transpose against a dense transpose, and
+ * cg_csr_check against each kind of violation. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/csr.h"
+#include "core/status.h"
+#include "test_util.h"
+
+/* Random CSR with sorted, distinct columns per row (so that the dense form is
+ * unambiguous), some empty rows. */
+static void make_csr(struct cg_csr *a, int64_t nrows, int64_t ncols, double density,
+                     int with_vals, uint64_t seed) {
+  struct tu_rng rng = {seed};
+  uint8_t *mask = calloc((size_t)(nrows * ncols), 1);
+  assert_non_null(mask);
+  int64_t nnz = 0;
+  for (int64_t r = 0; r < nrows; r++) {
+    if (r % 5 == 2) continue; /* empty row */
+    for (int64_t c = 0; c < ncols; c++)
+      if (tu_unif(&rng, 0, 1) < density) {
+        mask[r * ncols + c] = 1;
+        nnz++;
+      }
+  }
+  assert_int_equal(cg_csr_alloc(a, nrows, ncols, nnz, with_vals), CG_OK);
+  int64_t e = 0;
+  for (int64_t r = 0; r < nrows; r++) {
+    for (int64_t c = 0; c < ncols; c++)
+      if (mask[r * ncols + c]) {
+        a->colidx[e] = (int32_t)c;
+        if (with_vals) a->vals[e] = (float)tu_unif(&rng, 0.5, 2.0); /* never 0 */
+        e++;
+      }
+    a->rowptr[r + 1] = e;
+  }
+  free(mask);
+}
+
+static float *to_dense(const struct cg_csr *a) {
+  float *d = calloc((size_t)(a->nrows * a->ncols) + 1, sizeof *d);
+  assert_non_null(d);
+  for (int64_t r = 0; r < a->nrows; r++)
+    for (int64_t e = a->rowptr[r]; e < a->rowptr[r + 1]; e++)
+      d[r * a->ncols + a->colidx[e]] += a->vals ? a->vals[e] : 1.0f;
+  return d;
+}
+
+static void test_transpose(void **state) {
+  (void)state;
+  const int64_t shapes[][2] = {{37, 53}, {53, 37}, {1, 20}, {20, 1}};
+  for (int s = 0; s < 4; s++)
+    for (int vals = 0; vals < 2; vals++) {
+      struct cg_csr a, at, att;
+      make_csr(&a, shapes[s][0], shapes[s][1], 0.2, vals, 17 + (uint64_t)s);
+      assert_int_equal(cg_csr_check(&a, "A"), CG_OK);
+      assert_int_equal(cg_csr_transpose(&a, &at), CG_OK);
+      assert_int_equal(cg_csr_check(&at, "A^T"), CG_OK);
+      assert_int_equal(at.nrows, a.ncols);
+      assert_int_equal(at.ncols, a.nrows);
+      assert_int_equal(at.nnz, a.nnz);
+      assert_int_equal(at.vals != NULL, vals);
+      float *d = to_dense(&a), *dt = to_dense(&at);
+      for (int64_t r = 0; r < a.nrows; r++)
+        for (int64_t c = 0; c < a.ncols; c++)
+          assert_true(d[r * a.ncols + c] == dt[c * a.nrows + r]);
+      for (int64_t r = 0; r < at.nrows; r++) /* columns sorted in every row */
+        for (int64_t e = at.rowptr[r] + 1; e < at.rowptr[r + 1]; e++)
+          assert_true(at.colidx[e - 1] < at.colidx[e]);
+      /* (A^T)^T == A exactly, since A's rows are sorted */
+      assert_int_equal(cg_csr_transpose(&at, &att), CG_OK);
+      assert_memory_equal(att.rowptr, a.rowptr, (size_t)(a.nrows + 1) * sizeof(int64_t));
+      if (a.nnz) {
+        assert_memory_equal(att.colidx, a.colidx, (size_t)a.nnz * sizeof(int32_t));
+        if (vals) assert_memory_equal(att.vals, a.vals, (size_t)a.nnz * sizeof(float));
+      }
+      free(d);
+      free(dt);
+      cg_csr_free(&a);
+      cg_csr_free(&at);
+      cg_csr_free(&att);
+    }
+  /* a zeroed struct can be freed */
+  struct cg_csr z;
+  memset(&z, 0, sizeof z);
+  cg_csr_free(&z);
+}
+
+static void expect_violation(struct cg_csr *a, const char *needle) {
+  cg_err_clear();
+  assert_int_equal(cg_csr_check(a, "broken"), CG_ERR_INTERNAL);
+  printf("  caught: %s\n", cg_err_msg());
+  assert_non_null(strstr(cg_err_msg(), "broken"));
+  assert_non_null(strstr(cg_err_msg(), needle));
+  cg_err_clear();
+}
+
+static void test_check(void **state) {
+  (void)state;
+  struct cg_csr a;
+  make_csr(&a, 12, 9, 0.4, 1, 3);
+  assert_true(a.nnz > 4);
+  assert_int_equal(cg_csr_check(&a, "good"), CG_OK);
+
+  a.rowptr[0] = 1;
+  expect_violation(&a, "rowptr[0]");
+  a.rowptr[0] = 0;
+
+  const int64_t save = a.rowptr[6];
+  a.rowptr[6] = a.rowptr[5] - 1; /* row 2 is empty, so row 5 starts after 0 */
+  assert_true(a.rowptr[5] > 0);
+  expect_violation(&a, "decreases");
+  a.rowptr[6] = save;
+
+  a.nnz++;
+  expect_violation(&a, "expected nnz");
+  a.nnz--;
+
+  a.colidx[3] = -1;
+  expect_violation(&a, "out of range");
+  a.colidx[3] = 9; /* == ncols */
+  expect_violation(&a, "out of range");
+  a.colidx[3] = 8;
+  assert_int_equal(cg_csr_check(&a, "repaired"), CG_OK);
+  cg_csr_free(&a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_transpose),
+      cmocka_unit_test(test_check),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
