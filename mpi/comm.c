@@ -128,6 +128,12 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
   if (!c) return CG_ERR_NOMEM;
   c->world = c->host = c->node = MPI_COMM_NULL;
   c->we_initialised = we_init;
+  c->path_req = COMM_PATH_AUTO;
+  c->path_logged = -1;
+  c->gpu_ordinal = -1;
+  c->uuid_dev = -1;
+  c->cuda_aware = -1;
+  c->nccl_dev = -1;
 
   COMM_MPI_TRY_GOTO(MPI_Comm_dup(MPI_COMM_WORLD, &c->world), fail);
   COMM_MPI_TRY_GOTO(MPI_Comm_set_errhandler(c->world, MPI_ERRORS_RETURN), fail);
@@ -154,6 +160,7 @@ void comm_finalize(struct comm **cp) {
   if (!cp || !*cp) return;
   struct comm *c = *cp;
   int we_init = c->we_initialised;
+  comm_gpu_release(c); /* NCCL was started after MPI: stop it before MPI */
   comm_free_comms(c);
   cg_free(c);
   *cp = NULL;

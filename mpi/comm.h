@@ -76,6 +76,77 @@ int comm_host_local_size(const struct comm *c);
  * c may be NULL (before or after a failed comm_init). Does not return. */
 void comm_abort(struct comm *c, int code) __attribute__((noreturn));
 
+/* ---- GPU placement ------------------------------------------------------------- */
+
+/* Bind this rank to a GPU: ordinal = host-local rank (comm_host_local_rank, so
+ * emulated nodes do not change the binding) modulo the number of visible devices
+ * (cudaGetDeviceCount, which honours CUDA_VISIBLE_DEVICES), then cudaSetDevice.
+ * Several ranks may share one GPU. Logs, on rank 0 for every rank: the GPU's name,
+ * UUID, PCI bus id and its locality from hwloc (NUMA nodes and CPU set of the PCI
+ * device, "locality unknown" when hwloc cannot place it), and how many ranks of the
+ * host share that GPU (the GPUs' UUIDs are gathered per host). Collective over the
+ * world: on any rank's error every rank returns an error. *device_ordinal_out gets
+ * the ordinal (-1 on error); pass it to cg_backend_cuda_create.
+ * Without CUDA in the build: CG_ERR_UNSUPPORTED (not collective). */
+int comm_gpu_bind(struct comm *c, int *device_ordinal_out);
+/* Ranks of this host bound to the same GPU as this rank (>= 1), 0 before a
+ * successful comm_gpu_bind. */
+int comm_gpu_share(const struct comm *c);
+
+/* ---- communication path for device memory ---------------------------------------- */
+
+/* How halo rows and gradients of a backend's memory travel.
+ *  HOST        CPU backend: MPI on backend memory directly (always, for the CPU backend)
+ *  NCCL        grouped ncclSend/ncclRecv and ncclAllReduce on the backend's stream;
+ *              needs every rank on a CUDA backend with a GPU of its own (NCCL refuses
+ *              two ranks on one GPU) and a build with NCCL
+ *  MPI_CUDA    device pointers handed to a CUDA-aware MPI (MPIX_Query_cuda_support, or
+ *              the environment variable CAPGNN_MPI_CUDA_AWARE=1|0 to override it)
+ *  MPI_STAGED  copies to pinned host buffers (async on the backend's stream), MPI on
+ *              those. Device backends that are not the CUDA backend itself (wrappers)
+ *              stage through be->download / be->upload into ordinary host buffers.
+ * All paths move the same bytes; halo exchanges give bit-identical results (for the
+ * all-reduce see comm_grad_allreduce). The environment
+ * variable CAPGNN_HALO_P2P=1 (on any rank) makes every MPI halo exchange use
+ * MPI_Isend/MPI_Irecv, the mechanism of MPI_CUDA, instead of the neighbourhood
+ * collective (to test that mechanism on the CPU, or where neighbourhood collectives
+ * are slow). */
+enum comm_path {
+  COMM_PATH_AUTO = 0,
+  COMM_PATH_HOST = 1,
+  COMM_PATH_NCCL = 2,
+  COMM_PATH_MPI_CUDA = 3,
+  COMM_PATH_MPI_STAGED = 4
+};
+
+/* Request a path for the comm_halo / comm_grad objects created afterwards (objects
+ * keep the path they were created with). AUTO (the default): NCCL when every rank
+ * is on the CUDA backend and no two ranks of a host share a GPU (and NCCL starts),
+ * else MPI_CUDA when MPI is CUDA-aware, else MPI_STAGED. A forced path that cannot
+ * work (nccl with shared GPUs, mpi-cuda with an MPI that is not CUDA-aware) makes
+ * the create calls fail on every rank with CG_ERR_UNSUPPORTED and a message saying
+ * why. CPU-backend objects always use HOST: when every rank is on the CPU a forced
+ * path is ignored with a warning; in a job mixing CPU and CUDA ranks, nccl is refused
+ * (it needs every rank on a GPU) and the MPI paths interoperate with HOST.
+ * Every rank must request the same path (checked at create).
+ * CG_ERR_ARG for COMM_PATH_HOST (chosen by the backend, not forced) or an unknown
+ * value. Local (not collective). */
+int comm_set_path(struct comm *c, enum comm_path p);
+enum comm_path comm_get_path(const struct comm *c); /* the requested path */
+
+/* The path an object created now over backend `be` would use (AUTO resolved),
+ * without creating one. Starts NCCL if that is the answer and it is not running yet
+ * (the NCCL communicator lives until comm_finalize). Logs the choice at INFO when it
+ * differs from the last one announced. Collective over the world, like the create
+ * calls, which call it; errors are returned on every rank. */
+int comm_path_resolve(struct comm *c, struct cg_backend *be, enum comm_path *out);
+
+/* "auto", "host", "nccl", "mpi-cuda", "mpi-staged" ("?" for other values). */
+const char *comm_path_name(enum comm_path p);
+/* The command-line names auto | nccl | mpi-cuda | mpi-staged -> path; CG_ERR_ARG
+ * listing them for anything else. */
+int comm_path_parse(const char *s, enum comm_path *out);
+
 /* ---- small host collectives (all collective, blocking) ------------------- */
 
 enum comm_op { COMM_SUM = 0, COMM_MAX = 1, COMM_MIN = 2 };
@@ -115,17 +186,25 @@ void comm_stats_reset(struct comm *c);
 /* ---- gradient all-reduce ----------------------------------------------------- */
 
 /* Prepare the all-reduce of a flat float buffer of n values living in backend
- * memory of `be`. For a non-CPU backend a host staging buffer of n floats is
- * allocated here (nothing is allocated later). Collective: every rank must pass
- * the same n (checked); on any rank's error every rank returns an error.
+ * memory of `be`, over the path comm_path_resolve picks (see enum comm_path). For
+ * the staged path a host buffer of n floats is allocated here (pinned for the CUDA
+ * backend); nothing is allocated later. Collective: every rank must pass the same
+ * n (checked); on any rank's error every rank returns an error.
  * `c` and `be` must outlive the object. Release with comm_grad_destroy. */
 int comm_grad_create(struct comm *c, struct cg_backend *be, int64_t n, struct comm_grad **out);
-/* Sum buf[0..n) over all ranks, in place, with one MPI_Allreduce (split in
- * chunks of 2^30 values only beyond that size). CPU backend: in place on buf
- * after be->sync. Other backends: be->download to the host buffer, all-reduce,
- * be->upload (both synchronous on the backend's stream). Collective. */
+/* Sum buf[0..n) over all ranks, in place. Collective.
+ *  HOST: be->sync, then MPI_Allreduce on buf (chunks of 2^30 values beyond that).
+ *  MPI_CUDA: be->sync, then MPI_Allreduce on the device buffer.
+ *  MPI_STAGED: async copy to the pinned buffer on the backend stream, stream sync,
+ *    MPI_Allreduce, async copy back (enqueued; later ops on the stream see it).
+ *    Wrapped device backends: be->download / be->upload (synchronous).
+ *  NCCL: ncclAllReduce in place, enqueued on the backend stream; returns before it
+ *    completes (later ops on the stream, and be->sync, see the sum).
+ * Values are summed in an order that depends on the library, so results are
+ * bit-identical across paths only where the sum is exact (tests use integers). */
 int comm_grad_allreduce(struct comm_grad *g, float *buf);
-void comm_grad_destroy(struct comm_grad **g); /* accepts NULL; sets *g to NULL */
+void comm_grad_destroy(struct comm_grad **g);             /* accepts NULL; sets *g to NULL */
+enum comm_path comm_grad_path(const struct comm_grad *g); /* the path it uses */
 
 /* ---- halo exchange ------------------------------------------------------------ */
 
@@ -156,9 +235,10 @@ struct comm_halo_plan {
  * communicator over the ranks this rank exchanges with in either direction
  * (MPI_Dist_graph_create_adjacent; a rank with no peers works), and allocates all
  * buffers for rows of up to max_cols values: a backend buffer of the send rows and
- * the device index list (be->alloc + be->upload), and for non-CPU backends host
- * staging buffers. Collective over the world: on any rank's error every rank
- * returns an error (see comm_agree).
+ * the device index list (be->alloc + be->upload), and for the staged path host
+ * buffers (pinned for the CUDA backend). The path is chosen here (comm_path_resolve).
+ * Collective over the world: on any rank's error every rank returns an error (see
+ * comm_agree).
  * `c` and `be` must outlive the object. Release with comm_halo_destroy. */
 int comm_halo_create(struct comm *c, struct cg_backend *be, const struct comm_halo_plan *plan,
                      int64_t max_cols, struct comm_halo **out);
@@ -167,11 +247,23 @@ void comm_halo_destroy(struct comm_halo **h); /* accepts NULL; sets *h to NULL *
 /* Forward: owners send their boundary rows, halo rows get filled.
  * x is backend memory of (n_inner + n_halo) x cols floats, row stride cols,
  * 1 <= cols <= max_cols. begin gathers the send rows (be->gather_rows on the
- * backend stream, then sync/download) and starts a non-blocking neighbourhood
- * all-to-all (MPI_Ineighbor_alltoallv); end waits and writes the received rows
- * into x rows [n_inner, n_inner + sum recv_count) (CPU: MPI writes them directly;
- * other backends: be->upload). x is not const in begin because on the CPU backend
- * MPI may write the halo rows any time before end returns. Between begin and end,
+ * backend stream) and starts the transfer; end completes it, so that the received
+ * rows are in x rows [n_inner, n_inner + sum recv_count) for every later op on the
+ * backend stream. Per path (fixed at create, see enum comm_path):
+ *  HOST: after be->sync, a non-blocking neighbourhood all-to-all
+ *    (MPI_Ineighbor_alltoallv) from the gathered rows straight into x; end waits.
+ *  MPI_CUDA: the same with device pointers, but as MPI_Irecv/MPI_Isend per
+ *    neighbour (CUDA-aware MPI supports device buffers in point-to-point calls,
+ *    not in non-blocking collectives); in a job where some rank uses MPI_CUDA,
+ *    every rank's exchange of that object uses point-to-point calls, so they match.
+ *  MPI_STAGED: async copy of the gathered rows to pinned host memory, stream sync,
+ *    neighbourhood all-to-all between host buffers; end waits and enqueues the
+ *    async copy into x (wrapped backends: be->download / be->upload).
+ *  NCCL: one group of ncclSend/ncclRecv per neighbour, enqueued on the backend
+ *    stream, received straight into x; begin returns at once, end does nothing
+ *    (stream order does the rest).
+ * x is not const in begin because MPI or NCCL may write the halo rows any time
+ * before end returns. Between begin and end,
  * x's halo rows must not be used; inner rows may be read and x must stay
  * allocated. end must get the same x and cols as begin. One exchange (forward or backward) per
  * object in flight; every rank calls begin/end in the same order (collective). */
@@ -196,6 +288,8 @@ int comm_halo_backward(struct comm_halo *h, float *dx, int64_t cols);
  * recv_count): bytes per exchange are rows * cols * 4. */
 int64_t comm_halo_send_rows(const struct comm_halo *h);
 int64_t comm_halo_recv_rows(const struct comm_halo *h);
+/* The path the exchange uses (fixed at create; see enum comm_path). */
+enum comm_path comm_halo_path(const struct comm_halo *h);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,8 @@
  *
  * Gradients of all parameters live in one contiguous buffer so that a step
  * costs one collective, not one per tensor (latency dominates small tensors).
- * Non-CPU backends are staged through a host buffer allocated once here. */
+ * The path (mpi/gpu.c) is fixed at create; the staged path's host buffer is
+ * allocated there (pinned for the CUDA backend), never inside a step. */
 #include "core/log.h"
 #include "core/status.h"
 #include "core/timer.h"
@@ -15,8 +16,11 @@ struct comm_grad {
   struct comm *c;
   struct cg_backend *be;
   int64_t n;
-  float *h_buf; /* host staging, NULL for the CPU backend */
+  struct comm_sel sel;
+  float *h_buf; /* staged path: host copy of the buffer (pinned when sel.pinned) */
 };
+
+enum comm_path comm_grad_path(const struct comm_grad *g) { return g->sel.path; }
 
 int comm_grad_create(struct comm *c, struct cg_backend *be, int64_t n, struct comm_grad **out) {
   int st = CG_OK;
@@ -24,6 +28,8 @@ int comm_grad_create(struct comm *c, struct cg_backend *be, int64_t n, struct co
   struct comm_grad *g = NULL;
   if (!c || !be)
     return cg_err_set(CG_ERR_ARG, "comm_grad_create: communicator and backend are required");
+  struct comm_sel sel;
+  TRY(comm_path_select(c, be, &sel)); /* collective; fails on every rank together */
   if (n < 0)
     st = cg_err_set(CG_ERR_ARG, "comm_grad_create: negative gradient size %lld", (long long)n);
   if (st == CG_OK) {
@@ -34,9 +40,13 @@ int comm_grad_create(struct comm *c, struct cg_backend *be, int64_t n, struct co
     g->c = c;
     g->be = be;
     g->n = n;
-    if (be->kind != CG_DEVICE_CPU) {
-      g->h_buf =
-          cg_malloc((size_t)n * sizeof(float), "host staging buffer of the gradient all-reduce");
+    g->sel = sel;
+    size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(float);
+    if (sel.pinned)
+      st = comm_pinned_alloc((void **)&g->h_buf, bytes,
+                             "the pinned host buffer of the gradient all-reduce");
+    else if (sel.path == COMM_PATH_MPI_STAGED) {
+      g->h_buf = cg_malloc(bytes, "host staging buffer of the gradient all-reduce");
       if (!g->h_buf) st = CG_ERR_NOMEM;
     }
   }
@@ -61,9 +71,25 @@ fail:
 
 void comm_grad_destroy(struct comm_grad **gp) {
   if (!gp || !*gp) return;
-  cg_free((*gp)->h_buf);
-  cg_free(*gp);
+  struct comm_grad *g = *gp;
+  if (g->sel.pinned) {
+    /* an async copy back from h_buf may still be queued on the stream */
+    if (g->be) g->be->sync(g->be);
+    comm_pinned_free(g->h_buf);
+  } else {
+    cg_free(g->h_buf);
+  }
+  cg_free(g);
   *gp = NULL;
+}
+
+/* MPI_Allreduce in place, in chunks that fit MPI's int counts. */
+static int grad_mpi_sum(struct comm *c, float *buf, int64_t n) {
+  for (int64_t off = 0; off < n; off += COMM_GRAD_CHUNK) {
+    int64_t len = n - off < COMM_GRAD_CHUNK ? n - off : COMM_GRAD_CHUNK;
+    COMM_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, buf + off, (int)len, MPI_FLOAT, MPI_SUM, c->world));
+  }
+  return CG_OK;
 }
 
 int comm_grad_allreduce(struct comm_grad *g, float *buf) {
@@ -71,18 +97,27 @@ int comm_grad_allreduce(struct comm_grad *g, float *buf) {
   struct cg_backend *be = g->be;
   double t0 = cg_time_now();
   size_t bytes = (size_t)g->n * sizeof(float);
-  float *host = buf;
-  if (g->h_buf) {
-    TRY(be->download(be, g->h_buf, buf, bytes));
-    host = g->h_buf;
-  } else {
-    be->sync(be); /* ops that wrote buf may still be in flight */
+  switch (g->sel.path) {
+    case COMM_PATH_NCCL:
+      TRY(comm_nccl_allreduce(c, be, buf, g->n));
+      break;
+    case COMM_PATH_MPI_STAGED:
+      if (g->sel.pinned) {
+        TRY(comm_dev_d2h(be, g->h_buf, buf, bytes));
+        TRY(comm_dev_sync(be)); /* the copy, and the ops that wrote buf, are done */
+        TRY(grad_mpi_sum(c, g->h_buf, g->n));
+        TRY(comm_dev_h2d(be, buf, g->h_buf, bytes)); /* ordered before later ops */
+      } else {
+        TRY(be->download(be, g->h_buf, buf, bytes));
+        TRY(grad_mpi_sum(c, g->h_buf, g->n));
+        TRY(be->upload(be, buf, g->h_buf, bytes));
+      }
+      break;
+    default:        /* HOST and MPI_CUDA: MPI reads and writes buf itself */
+      be->sync(be); /* ops that wrote buf may still be in flight */
+      TRY(grad_mpi_sum(c, buf, g->n));
+      break;
   }
-  for (int64_t off = 0; off < g->n; off += COMM_GRAD_CHUNK) {
-    int64_t len = g->n - off < COMM_GRAD_CHUNK ? g->n - off : COMM_GRAD_CHUNK;
-    COMM_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, host + off, (int)len, MPI_FLOAT, MPI_SUM, c->world));
-  }
-  if (g->h_buf) TRY(be->upload(be, buf, g->h_buf, bytes));
   c->stats.allreduce_bytes += (int64_t)bytes;
   c->stats.allreduce_calls++;
   c->stats.allreduce_s += cg_time_now() - t0;

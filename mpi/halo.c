@@ -10,8 +10,18 @@
  *   floats, so that a halo of more than 2^31 values still fits MPI's int counts.
  *   Row types are cached by width (layers alternate between a few widths).
  * - CPU backend: MPI reads the gathered rows and writes x's halo block directly
- *   (backend memory is host memory). Other backends stage through host buffers
- *   allocated at create; nothing is allocated per exchange.
+ *   (backend memory is host memory). Device backends use the path chosen at create
+ *   (mpi/gpu.c): NCCL or CUDA-aware MPI on device buffers, or staging through host
+ *   buffers (pinned, async copies on the backend stream). Everything is allocated
+ *   at create; nothing per exchange.
+ * - Received forward rows land straight in x's halo block on every path (it is one
+ *   contiguous block per peer), so no path needs a copy that another avoids.
+ * - MPI_CUDA uses MPI_Isend/MPI_Irecv: CUDA-aware Open MPI takes device buffers in
+ *   point-to-point calls and blocking collectives, not in non-blocking collectives.
+ *   Point-to-point and neighbourhood collectives do not match each other, so when
+ *   any rank uses MPI_CUDA every rank uses point-to-point for that object (p2p).
+ * - Staged path: every begin synchronises the stream before MPI touches the host
+ *   buffers, which also completes the previous end's async copy out of them.
  * - Backward adds one peer block at a time in ascending peer order: within one
  *   block an inner row appears at most once (checked at create), so the sum does
  *   not depend on message arrival order nor on how a backend implements
@@ -40,13 +50,16 @@ struct comm_halo {
   int *recv_cnt, *recv_dsp; /* forward receive = backward send, in rows, per neighbour */
   int64_t n_inner, n_halo, max_cols;
   int64_t send_rows, recv_rows;
-  int32_t *d_idx; /* backend memory: packed send list (send_rows) */
+  struct comm_sel sel; /* path, fixed at create */
+  int32_t *d_idx;      /* backend memory: packed send list (send_rows) */
   /* backend memory: send_rows x max_cols (forward: gathered rows; backward: received grads) */
   float *d_rows;
-  float *h_a, *h_b; /* host staging (non-CPU backends): max(send, recv) rows x max_cols each */
-  /* exchange in flight */
+  /* host staging (staged path; pinned when sel.pinned): max(send, recv) rows x max_cols each */
+  float *h_a, *h_b;
+  /* exchange in flight: 1 request (neighbourhood collective) or up to 2 per neighbour */
   enum halo_state state;
-  MPI_Request req;
+  MPI_Request *reqs;
+  int nreq;
   const float *flight_x;
   int64_t flight_cols;
   /* row datatypes by width */
@@ -57,6 +70,7 @@ struct comm_halo {
 
 int64_t comm_halo_send_rows(const struct comm_halo *h) { return h->send_rows; }
 int64_t comm_halo_recv_rows(const struct comm_halo *h) { return h->recv_rows; }
+enum comm_path comm_halo_path(const struct comm_halo *h) { return h->sel.path; }
 
 /* ---- plan checks ------------------------------------------------------------- */
 
@@ -183,7 +197,10 @@ static int halo_alloc(struct comm_halo *h, const struct comm_halo_plan *p) {
   h->send_dsp = cg_malloc(n * sizeof(int), "halo send displacements");
   h->recv_cnt = cg_malloc(n * sizeof(int), "halo receive counts");
   h->recv_dsp = cg_malloc(n * sizeof(int), "halo receive displacements");
-  if (!h->nb || !h->send_cnt || !h->send_dsp || !h->recv_cnt || !h->recv_dsp) return CG_ERR_NOMEM;
+  h->reqs = cg_malloc(2 * n * sizeof(MPI_Request), "halo requests");
+  if (!h->nb || !h->send_cnt || !h->send_dsp || !h->recv_cnt || !h->recv_dsp || !h->reqs)
+    return CG_ERR_NOMEM;
+  for (size_t i = 0; i < 2 * n; i++) h->reqs[i] = MPI_REQUEST_NULL;
   int k = 0;
   for (int i = 0; i < p->npeers; i++) {
     if (p->send_count[i] == 0 && p->recv_count[i] == 0) continue;
@@ -203,12 +220,17 @@ static int halo_alloc(struct comm_halo *h, const struct comm_halo_plan *p) {
                 "halo send/receive rows"));
   if (h->send_rows > 0)
     TRY(be->upload(be, h->d_idx, p->send_idx, (size_t)h->send_rows * sizeof(int32_t)));
-  if (be->kind != CG_DEVICE_CPU) {
+  if (h->sel.path == COMM_PATH_MPI_STAGED) {
     int64_t m = h->send_rows > h->recv_rows ? h->send_rows : h->recv_rows;
     size_t bytes = (size_t)(m > 0 ? m : 1) * (size_t)h->max_cols * sizeof(float);
-    h->h_a = cg_malloc(bytes, "host staging of halo rows (outgoing)");
-    h->h_b = cg_malloc(bytes, "host staging of halo rows (incoming)");
-    if (!h->h_a || !h->h_b) return CG_ERR_NOMEM;
+    if (h->sel.pinned) {
+      TRY(comm_pinned_alloc((void **)&h->h_a, bytes, "pinned staging of halo rows (outgoing)"));
+      TRY(comm_pinned_alloc((void **)&h->h_b, bytes, "pinned staging of halo rows (incoming)"));
+    } else {
+      h->h_a = cg_malloc(bytes, "host staging of halo rows (outgoing)");
+      h->h_b = cg_malloc(bytes, "host staging of halo rows (incoming)");
+      if (!h->h_a || !h->h_b) return CG_ERR_NOMEM;
+    }
   }
   return CG_OK;
 }
@@ -219,13 +241,15 @@ int comm_halo_create(struct comm *c, struct cg_backend *be, const struct comm_ha
   *out = NULL;
   if (!c || !be)
     return cg_err_set(CG_ERR_ARG, "comm_halo_create: communicator and backend are required");
+  struct comm_sel sel;
+  TRY(comm_path_select(c, be, &sel)); /* collective; fails on every rank together */
   struct comm_halo *h = cg_calloc(1, sizeof *h, "halo exchange state");
   if (!h) st = CG_ERR_NOMEM;
   if (h) {
     h->c = c;
     h->be = be;
+    h->sel = sel;
     h->graph = MPI_COMM_NULL;
-    h->req = MPI_REQUEST_NULL;
     st = halo_plan_check_local(c, plan, max_cols);
   }
   if (st == CG_OK) {
@@ -261,8 +285,9 @@ int comm_halo_create(struct comm *c, struct cg_backend *be, const struct comm_ha
     goto fail;
   }
   COMM_MPI_TRY_GOTO(MPI_Comm_set_errhandler(h->graph, MPI_ERRORS_RETURN), fail);
-  LOG_DEBUG("mpi", "halo plan: %d neighbours, %lld rows out, %lld rows in, max %lld cols", h->nnb,
-            (long long)h->send_rows, (long long)h->recv_rows, (long long)max_cols);
+  LOG_DEBUG("mpi", "halo plan: %d neighbours, %lld rows out, %lld rows in, max %lld cols, %s%s",
+            h->nnb, (long long)h->send_rows, (long long)h->recv_rows, (long long)max_cols,
+            comm_path_name(sel.path), sel.p2p ? " (point-to-point)" : "");
   *out = h;
   return CG_OK;
 
@@ -275,10 +300,12 @@ fail:
 void comm_halo_destroy(struct comm_halo **hp) {
   if (!hp || !*hp) return;
   struct comm_halo *h = *hp;
-  if (h->state != HALO_IDLE && h->req != MPI_REQUEST_NULL) {
+  if (h->state != HALO_IDLE && h->nreq > 0) {
     LOG_WARN("mpi", "comm_halo_destroy: an exchange is still in flight; waiting for it");
-    MPI_Wait(&h->req, MPI_STATUS_IGNORE);
+    MPI_Waitall(h->nreq, h->reqs, MPI_STATUSES_IGNORE);
   }
+  /* device backends: queued copies or NCCL calls may still use the buffers */
+  if (h->be && h->be->kind != CG_DEVICE_CPU) h->be->sync(h->be);
   for (int i = 0; i < h->ntypes; i++)
     if (h->types[i] != MPI_DATATYPE_NULL) MPI_Type_free(&h->types[i]);
   if (h->graph != MPI_COMM_NULL) MPI_Comm_free(&h->graph);
@@ -286,8 +313,14 @@ void comm_halo_destroy(struct comm_halo **hp) {
     h->be->free(h->be, h->d_idx);
     h->be->free(h->be, h->d_rows);
   }
-  cg_free(h->h_a);
-  cg_free(h->h_b);
+  if (h->sel.pinned) {
+    comm_pinned_free(h->h_a);
+    comm_pinned_free(h->h_b);
+  } else {
+    cg_free(h->h_a);
+    cg_free(h->h_b);
+  }
+  cg_free(h->reqs);
   cg_free(h->nb);
   cg_free(h->send_cnt);
   cg_free(h->send_dsp);
@@ -347,11 +380,50 @@ static int halo_end_check(struct comm_halo *h, enum halo_state want, const float
 
 /* Wait for the exchange in flight; the object is idle afterwards whatever happens. */
 static int halo_wait(struct comm_halo *h) {
-  int rc = MPI_Wait(&h->req, MPI_STATUS_IGNORE);
+  int rc = h->nreq > 0 ? MPI_Waitall(h->nreq, h->reqs, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+  h->nreq = 0;
   h->state = HALO_IDLE;
   h->flight_x = NULL;
-  if (rc != MPI_SUCCESS) return comm_mpi_error(rc, "MPI_Wait (halo exchange)", __FILE__, __LINE__);
+  if (rc != MPI_SUCCESS)
+    return comm_mpi_error(rc, "MPI_Waitall (halo exchange)", __FILE__, __LINE__);
   return CG_OK;
+}
+
+/* Start the MPI transfer: for neighbour k, scnt[k] rows from sbuf + sdsp[k] rows out,
+ * rcnt[k] rows into rbuf + rdsp[k] rows. Buffers are host memory, or device memory
+ * on the MPI_CUDA path. A failure here is fatal to the step (the caller aborts the
+ * job), so requests already posted are not unwound. */
+static int halo_mpi_start(struct comm_halo *h, const float *sbuf, const int *scnt, const int *sdsp,
+                          float *rbuf, const int *rcnt, const int *rdsp, MPI_Datatype row,
+                          int64_t cols) {
+  h->nreq = 0;
+  if (!h->sel.p2p) {
+    COMM_MPI_TRY(MPI_Ineighbor_alltoallv(sbuf, scnt, sdsp, row, rbuf, rcnt, rdsp, row, h->graph,
+                                         &h->reqs[0]));
+    h->nreq = 1;
+    return CG_OK;
+  }
+  /* Receives first, so that no message arrives unexpected. One exchange per object in
+   * flight, its own communicator and MPI's non-overtaking order keep one tag enough. */
+  for (int k = 0; k < h->nnb; k++)
+    if (rcnt[k] > 0) {
+      COMM_MPI_TRY(MPI_Irecv(rbuf + (int64_t)rdsp[k] * cols, rcnt[k], row, h->nb[k], 0, h->graph,
+                             &h->reqs[h->nreq]));
+      h->nreq++;
+    }
+  for (int k = 0; k < h->nnb; k++)
+    if (scnt[k] > 0) {
+      COMM_MPI_TRY(MPI_Isend(sbuf + (int64_t)sdsp[k] * cols, scnt[k], row, h->nb[k], 0, h->graph,
+                             &h->reqs[h->nreq]));
+      h->nreq++;
+    }
+  return CG_OK;
+}
+
+static void halo_flight(struct comm_halo *h, enum halo_state st, const float *x, int64_t cols) {
+  h->state = st;
+  h->flight_x = x;
+  h->flight_cols = cols;
 }
 
 int comm_halo_forward_begin(struct comm_halo *h, float *x, int64_t cols) {
@@ -361,22 +433,30 @@ int comm_halo_forward_begin(struct comm_halo *h, float *x, int64_t cols) {
   MPI_Datatype row;
   TRY(halo_row_type(h, cols, &row));
   if (h->send_rows > 0) be->gather_rows(be, x, cols, h->d_idx, h->send_rows, h->d_rows);
-  void *sbuf, *rbuf;
-  if (be->kind == CG_DEVICE_CPU) {
-    be->sync(be);
-    sbuf = h->d_rows;
-    rbuf = x ? x + h->n_inner * cols : NULL;
-  } else {
-    if (h->send_rows > 0)
-      TRY(be->download(be, h->h_a, h->d_rows, (size_t)(h->send_rows * cols) * sizeof(float)));
-    sbuf = h->h_a;
-    rbuf = h->h_b;
+  float *xhalo = x ? x + h->n_inner * cols : NULL; /* received rows land here */
+  size_t sbytes = (size_t)(h->send_rows * cols) * sizeof(float);
+  switch (h->sel.path) {
+    case COMM_PATH_NCCL:
+      TRY(comm_nccl_exchange(h->c, be, h->nnb, h->nb, h->d_rows, h->send_cnt, h->send_dsp, xhalo,
+                             h->recv_cnt, h->recv_dsp, cols));
+      break;
+    case COMM_PATH_MPI_STAGED:
+      if (h->sel.pinned) {
+        TRY(comm_dev_d2h(be, h->h_a, h->d_rows, sbytes));
+        TRY(comm_dev_sync(be)); /* always: also completes the last end's copy out of h_b */
+      } else if (h->send_rows > 0) {
+        TRY(be->download(be, h->h_a, h->d_rows, sbytes));
+      }
+      TRY(halo_mpi_start(h, h->h_a, h->send_cnt, h->send_dsp, h->h_b, h->recv_cnt, h->recv_dsp, row,
+                         cols));
+      break;
+    default: /* HOST, MPI_CUDA: MPI reads the gathered rows and writes x itself */
+      be->sync(be);
+      TRY(halo_mpi_start(h, h->d_rows, h->send_cnt, h->send_dsp, xhalo, h->recv_cnt, h->recv_dsp,
+                         row, cols));
+      break;
   }
-  COMM_MPI_TRY(MPI_Ineighbor_alltoallv(sbuf, h->send_cnt, h->send_dsp, row, rbuf, h->recv_cnt,
-                                       h->recv_dsp, row, h->graph, &h->req));
-  h->state = HALO_FWD;
-  h->flight_x = x;
-  h->flight_cols = cols;
+  halo_flight(h, HALO_FWD, x, cols);
   h->c->stats.halo_fwd_bytes += h->send_rows * cols * (int64_t)sizeof(float);
   h->c->stats.halo_fwd_calls++;
   h->c->stats.halo_fwd_s += cg_time_now() - t0;
@@ -388,9 +468,13 @@ int comm_halo_forward_end(struct comm_halo *h, float *x, int64_t cols) {
   double t0 = cg_time_now();
   TRY(halo_end_check(h, HALO_FWD, x, cols, "comm_halo_forward_end"));
   int st = halo_wait(h);
-  if (st == CG_OK && be->kind != CG_DEVICE_CPU && h->recv_rows > 0)
-    st = be->upload(be, x + h->n_inner * cols, h->h_b,
-                    (size_t)(h->recv_rows * cols) * sizeof(float));
+  if (st == CG_OK && h->sel.path == COMM_PATH_MPI_STAGED && h->recv_rows > 0) {
+    size_t rbytes = (size_t)(h->recv_rows * cols) * sizeof(float);
+    if (h->sel.pinned)
+      st = comm_dev_h2d(be, x + h->n_inner * cols, h->h_b, rbytes);
+    else
+      st = be->upload(be, x + h->n_inner * cols, h->h_b, rbytes);
+  }
   h->c->stats.halo_fwd_s += cg_time_now() - t0;
   TRY(st);
   return CG_OK;
@@ -402,25 +486,31 @@ int comm_halo_backward_begin(struct comm_halo *h, const float *dx, int64_t cols)
   TRY(halo_begin_check(h, dx, cols, "comm_halo_backward_begin"));
   MPI_Datatype row;
   TRY(halo_row_type(h, cols, &row));
-  const void *sbuf;
-  void *rbuf;
-  if (be->kind == CG_DEVICE_CPU) {
-    be->sync(be); /* ops writing dx's halo rows may still be in flight */
-    sbuf = dx ? dx + h->n_inner * cols : NULL;
-    rbuf = h->d_rows;
-  } else {
-    if (h->recv_rows > 0)
-      TRY(be->download(be, h->h_a, dx + h->n_inner * cols,
-                       (size_t)(h->recv_rows * cols) * sizeof(float)));
-    sbuf = h->h_a;
-    rbuf = h->h_b;
-  }
+  const float *dxhalo = dx ? dx + h->n_inner * cols : NULL; /* the rows that go back */
+  size_t hbytes = (size_t)(h->recv_rows * cols) * sizeof(float);
   /* The reverse of the forward plan: send what we received, receive what we sent. */
-  COMM_MPI_TRY(MPI_Ineighbor_alltoallv(sbuf, h->recv_cnt, h->recv_dsp, row, rbuf, h->send_cnt,
-                                       h->send_dsp, row, h->graph, &h->req));
-  h->state = HALO_BWD;
-  h->flight_x = dx;
-  h->flight_cols = cols;
+  switch (h->sel.path) {
+    case COMM_PATH_NCCL:
+      TRY(comm_nccl_exchange(h->c, be, h->nnb, h->nb, dxhalo, h->recv_cnt, h->recv_dsp, h->d_rows,
+                             h->send_cnt, h->send_dsp, cols));
+      break;
+    case COMM_PATH_MPI_STAGED:
+      if (h->sel.pinned) {
+        TRY(comm_dev_d2h(be, h->h_a, dxhalo, hbytes));
+        TRY(comm_dev_sync(be));
+      } else if (h->recv_rows > 0) {
+        TRY(be->download(be, h->h_a, dxhalo, hbytes));
+      }
+      TRY(halo_mpi_start(h, h->h_a, h->recv_cnt, h->recv_dsp, h->h_b, h->send_cnt, h->send_dsp, row,
+                         cols));
+      break;
+    default:        /* HOST, MPI_CUDA */
+      be->sync(be); /* ops writing dx's halo rows may still be in flight */
+      TRY(halo_mpi_start(h, dxhalo, h->recv_cnt, h->recv_dsp, h->d_rows, h->send_cnt, h->send_dsp,
+                         row, cols));
+      break;
+  }
+  halo_flight(h, HALO_BWD, dx, cols);
   h->c->stats.halo_bwd_bytes += h->recv_rows * cols * (int64_t)sizeof(float);
   h->c->stats.halo_bwd_calls++;
   h->c->stats.halo_bwd_s += cg_time_now() - t0;
@@ -432,8 +522,13 @@ int comm_halo_backward_end(struct comm_halo *h, float *dx, int64_t cols) {
   double t0 = cg_time_now();
   TRY(halo_end_check(h, HALO_BWD, dx, cols, "comm_halo_backward_end"));
   int st = halo_wait(h);
-  if (st == CG_OK && be->kind != CG_DEVICE_CPU && h->send_rows > 0)
-    st = be->upload(be, h->d_rows, h->h_b, (size_t)(h->send_rows * cols) * sizeof(float));
+  if (st == CG_OK && h->sel.path == COMM_PATH_MPI_STAGED && h->send_rows > 0) {
+    size_t sbytes = (size_t)(h->send_rows * cols) * sizeof(float);
+    if (h->sel.pinned)
+      st = comm_dev_h2d(be, h->d_rows, h->h_b, sbytes);
+    else
+      st = be->upload(be, h->d_rows, h->h_b, sbytes);
+  }
   if (st == CG_OK)
     for (int k = 0; k < h->nnb; k++) /* ascending peer order: deterministic sums */
       if (h->send_cnt[k] > 0)

@@ -9,7 +9,9 @@ if [ ! -d "$root/usr" ]; then
   mkdir -p "$root"
   for f in "$here"/.gpu-deps/*.deb; do dpkg -x "$f" "$root"; done
   for pc in "$root"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc "$root"/usr/share/pkgconfig/*.pc; do
-    [ -f "$pc" ] && sed -i "s|^prefix=.*|prefix=$root/usr|" "$pc"
+    # some .pc files use ${prefix}, others (cmocka) absolute /usr paths: rewrite both
+    [ -f "$pc" ] && sed -i -e "s|^prefix=.*|prefix=$root/usr|" -e "s|-I/usr/|-I$root/usr/|g" \
+                           -e "s|-L/usr/|-L$root/usr/|g" "$pc"
   done
 fi
 export CMAKE_PREFIX_PATH=$root/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
