@@ -1,0 +1,52 @@
+/* apps/capgnn.c — the `capgnn` command: a dispatcher over subcommands.
+ *
+ *   capgnn [COMMAND] [options]      COMMAND defaults to `train`
+ *
+ * A subcommand is one entry in `commands` below and one function in its own
+ * apps/cmd_<name>.c; nothing else changes to add one. */
+#include <stdio.h>
+#include <string.h>
+
+#include "apps/commands.h"
+
+struct capgnn_command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+};
+
+static const struct capgnn_command commands[] = {
+    {"train", cmd_train, "train a GCN or GraphSAGE model full-batch (default command)"},
+#ifdef CAPGNN_HAVE_CMD_PARTITION
+    {"partition", cmd_partition, "partition a graph for several ranks and save the partition set"},
+#endif
+};
+static const int ncommands = (int)(sizeof commands / sizeof commands[0]);
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: capgnn [COMMAND] [options]\n\ncommands:\n");
+  for (int i = 0; i < ncommands; i++) fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out, "\n'capgnn COMMAND --help' describes a command's options. Without a command,\n"
+               "capgnn trains:\n\n");
+  cmd_train_usage(out);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || argv[1][0] == '-') {
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+      usage(stdout);
+      return CAPGNN_EXIT_OK;
+    }
+    return cmd_train(argc, argv); /* `train` is the default command */
+  }
+  if (strcmp(argv[1], "help") == 0) {
+    usage(stdout);
+    return CAPGNN_EXIT_OK;
+  }
+  for (int i = 0; i < ncommands; i++)
+    if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "capgnn: error: unknown command '%s' (commands:", argv[1]);
+  for (int i = 0; i < ncommands; i++) fprintf(stderr, " %s", commands[i].name);
+  fprintf(stderr, "; see capgnn --help)\n");
+  return CAPGNN_EXIT_USAGE;
+}

@@ -1,0 +1,184 @@
+/* apps/cmd_partition.c — `capgnn partition`: partition a graph, save/reuse the
+ * partition set, print its statistics (and optionally write them as JSON, and check
+ * every rank's local graph and exchange plans). Usage errors return 2, runtime
+ * failures 1, each with one line "capgnn: error: ..." on stderr. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/commands.h"
+#include "core/status.h"
+#include "graph/graph.h"
+#include "partition/partition.h"
+
+static void cmd_partition_usage(FILE *out) {
+  fprintf(out,
+          "usage: capgnn partition --graph G --parts P [options]\n"
+          "\n"
+          "Splits the graph into P parts (one per rank), saves the partition set in the cache\n"
+          "folder (reused when graph and options match) and prints per-part statistics.\n"
+          "\n"
+          "  --graph NAME|FILE|synth:SPEC  graph to partition (NAME reads $CAPGNN_DATA/NAME.cgr)\n"
+          "  --parts P                     number of parts, 1 <= P <= vertices\n"
+          "  --method metis|random         METIS k-way (minimum edge cut) or a seeded balanced\n"
+          "                                random split (default metis)\n"
+          "  --seed N                      seed of METIS / the random split (default 1)\n"
+          "  --hops 1|2                    halo depth of the statistics (default 1)\n"
+          "  --json FILE                   also write the statistics as JSON\n"
+          "  --cache DIR                   partition cache folder (default $CAPGNN_CACHE, else\n"
+          "                                .capgnn-cache)\n"
+          "  --no-cache                    neither read nor write the cache\n"
+          "  --check                       build every rank's local graph and exchange plans and\n"
+          "                                run the invariant checkers on them\n"
+          "  -h, --help                    this help\n"
+          "\n"
+          "statistics: inner/halo vertices, edges (CSR entries of inner rows) and outer edges\n"
+          "per part; edge cut, halo replication factor (sum of halos / n) and the histogram of\n"
+          "R(v), the number of parts in which vertex v is a halo.\n");
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "capgnn: error: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, " (see capgnn partition --help)\n");
+  va_end(ap);
+  return CAPGNN_EXIT_USAGE;
+}
+
+static int runtime_error(void) {
+  fprintf(stderr, "capgnn: error: %s\n", cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()));
+  return CAPGNN_EXIT_FAILURE;
+}
+
+static int parse_ll(const char *opt, const char *s, long long lo, long long hi, long long *out) {
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end != '\0' || v < lo || v > hi)
+    return usage_error("%s '%s': expected an integer in [%lld, %lld]", opt, s, lo, hi);
+  *out = v;
+  return 0;
+}
+
+static int parse_u64(const char *opt, const char *s, uint64_t *out) {
+  char *end = NULL;
+  errno = 0;
+  if (s[0] == '-') return usage_error("%s '%s': expected a non-negative integer", opt, s);
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || *end != '\0')
+    return usage_error("%s '%s': expected a non-negative integer", opt, s);
+  *out = (uint64_t)v;
+  return 0;
+}
+
+/* Every rank's local graph (GCN operator with self-loops, what training uses by
+ * default), each checked, then all plans against each other. */
+static int check_all_ranks(const struct graph *g, const int32_t *owner, int nparts) {
+  struct part_local *pls = calloc((size_t)nparts, sizeof *pls);
+  if (!pls) return cg_err_set(CG_ERR_NOMEM, "out of memory for %d local graphs", nparts);
+  int st = CG_OK;
+  for (int p = 0; p < nparts && st == CG_OK; p++) {
+    st = part_local_build(g, owner, nparts, p, GRAPH_NORM_GCN, 1, &pls[p]);
+    if (st == CG_OK) st = part_local_check(g, owner, &pls[p]);
+  }
+  if (st == CG_OK) st = part_plans_check_global(pls, nparts);
+  int64_t sent = 0, peers = 0;
+  for (int p = 0; p < nparts; p++) {
+    for (int i = 0; i < pls[p].npeers; i++) sent += pls[p].send_count[i];
+    peers += pls[p].npeers;
+  }
+  if (st == CG_OK)
+    printf("check: %d local graphs and their exchange plans are consistent (%" PRId64
+           " peer links, %" PRId64 " rows sent per exchange)\n",
+           nparts, peers, sent);
+  for (int p = 0; p < nparts; p++) part_local_free(&pls[p]);
+  free(pls);
+  return st;
+}
+
+enum { OPT_GRAPH = 256, OPT_PARTS, OPT_METHOD, OPT_SEED, OPT_HOPS, OPT_JSON, OPT_CACHE, OPT_NO_CACHE, OPT_CHECK };
+
+int cmd_partition(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"graph", required_argument, NULL, OPT_GRAPH},   {"parts", required_argument, NULL, OPT_PARTS},
+      {"method", required_argument, NULL, OPT_METHOD}, {"seed", required_argument, NULL, OPT_SEED},
+      {"hops", required_argument, NULL, OPT_HOPS},     {"json", required_argument, NULL, OPT_JSON},
+      {"cache", required_argument, NULL, OPT_CACHE},   {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+      {"check", no_argument, NULL, OPT_CHECK},         {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *graph_name = NULL, *json = NULL, *cache = NULL;
+  long long parts = 0, hops = 1;
+  uint64_t seed = 1;
+  enum part_method method = PART_METIS;
+  int no_cache = 0, check = 0, c, rc = 0;
+  opterr = 0;
+  while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+    switch (c) {
+      case 'h': cmd_partition_usage(stdout); return CAPGNN_EXIT_OK;
+      case OPT_GRAPH: graph_name = optarg; break;
+      case OPT_PARTS: rc = parse_ll("--parts", optarg, 1, INT_MAX, &parts); break;
+      case OPT_METHOD:
+        if (part_method_parse(optarg, &method) != CG_OK)
+          rc = usage_error("--method '%s': expected metis or random", optarg);
+        break;
+      case OPT_SEED: rc = parse_u64("--seed", optarg, &seed); break;
+      case OPT_HOPS: rc = parse_ll("--hops", optarg, 1, 2, &hops); break;
+      case OPT_JSON: json = optarg; break;
+      case OPT_CACHE: cache = optarg; break;
+      case OPT_NO_CACHE: no_cache = 1; break;
+      case OPT_CHECK: check = 1; break;
+      case ':': rc = usage_error("option '%s' needs a value", name); break;
+      default: rc = usage_error("unknown option '%s'", name); break;
+    }
+  }
+  if (rc) return rc;
+  if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+  if (!graph_name) return usage_error("--graph is required");
+  if (parts == 0) return usage_error("--parts is required");
+  if (no_cache && cache) return usage_error("--cache and --no-cache exclude each other");
+
+  struct graph g;
+  memset(&g, 0, sizeof g);
+  if (graph_open(graph_name, &g) != CG_OK) return runtime_error();
+  int32_t *owner = malloc((size_t)g.n * sizeof *owner);
+  struct part_stats s;
+  memset(&s, 0, sizeof s);
+  int st = CG_OK, reused = 0;
+  if (!owner) {
+    st = cg_err_set(CG_ERR_NOMEM, "out of memory for the owners of %lld vertices", (long long)g.n);
+    goto done;
+  }
+  struct part_options o = {.method = method, .nparts = (int)parts, .seed = seed};
+  if (no_cache) st = part_assign(&g, &o, owner);
+  else st = part_assign_cached(&g, &o, cache, owner, &reused);
+  if (st != CG_OK) goto done;
+  if (!no_cache) {
+    char path[4096];
+    if (part_cache_path(&g, &o, cache, path, sizeof path) == CG_OK)
+      printf("partition set: %s (%s)\n", path, reused ? "reused" : "computed");
+  }
+  st = part_stats_compute(&g, owner, (int)parts, (int)hops, &s);
+  if (st != CG_OK) goto done;
+  snprintf(s.method, sizeof s.method, "%s", part_method_name(method));
+  part_stats_print(stdout, &s);
+  if (json) {
+    st = part_stats_write_json(&s, json);
+    if (st != CG_OK) goto done;
+  }
+  if (check) st = check_all_ranks(&g, owner, (int)parts);
+done:
+  part_stats_free(&s);
+  free(owner);
+  graph_free(&g);
+  if (st != CG_OK) return runtime_error();
+  return CAPGNN_EXIT_OK;
+}

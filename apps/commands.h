@@ -1,0 +1,20 @@
+/* apps/commands.h — the subcommands of the `capgnn` command.
+ * Each takes the arguments after the command name (argv[0] is the command name),
+ * prints "capgnn: error: ..." on failure and returns the process exit status:
+ * 0 success, 1 runtime failure (bad file, device, I/O), 2 usage error. */
+#ifndef CAPGNN_APPS_COMMANDS_H
+#define CAPGNN_APPS_COMMANDS_H
+
+#include <stdio.h>
+
+#define CAPGNN_EXIT_OK 0
+#define CAPGNN_EXIT_FAILURE 1
+#define CAPGNN_EXIT_USAGE 2
+
+int cmd_train(int argc, char **argv);
+void cmd_train_usage(FILE *out);
+/* apps/cmd_partition.c (built in when that file and capgnn_partition exist, which
+ * defines CAPGNN_HAVE_CMD_PARTITION for capgnn.c's command table). */
+int cmd_partition(int argc, char **argv);
+
+#endif

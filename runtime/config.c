@@ -1,0 +1,81 @@
+/* runtime/config.c — training configuration defaults and range checks. */
+#include <math.h>
+#include <string.h>
+
+#include "core/status.h"
+#include "runtime/runtime.h"
+
+void rt_config_defaults(struct rt_config *c) {
+  memset(c, 0, sizeof *c);
+  c->graph = "synth:small";
+  c->feat_norm_row = 0;
+  c->model = RT_MODEL_GCN;
+  c->layers = 2;
+  c->hidden = 16;
+  c->dropout = 0.5f;
+  c->layernorm = 0;
+  c->optimizer = RT_OPT_ADAM;
+  c->lr = 0.01f;
+  c->weight_decay = 5e-4f;
+  c->beta1 = 0.9f;
+  c->beta2 = 0.999f;
+  c->adam_eps = 1e-8f;
+  c->wd_scope = RT_WD_ALL;
+  c->epochs = 200;
+  c->eval_every = 1;
+  c->seed = 1;
+  c->device = "auto";
+  c->threads = 0;
+  c->tf32 = 0;
+  c->metrics_path = NULL;
+  c->quiet = 0;
+}
+
+const char *rt_model_kind_str(enum rt_model_kind k) { return k == RT_MODEL_SAGE ? "sage" : "gcn"; }
+const char *rt_optimizer_str(enum rt_optimizer o) { return o == RT_OPT_ADAMW ? "adamw" : "adam"; }
+const char *rt_wd_scope_str(enum rt_wd_scope s) { return s == RT_WD_FIRST ? "first" : "all"; }
+
+enum graph_norm rt_model_norm(enum rt_model_kind k, int *self_loops) {
+  if (k == RT_MODEL_SAGE) {
+    if (self_loops) *self_loops = 0;
+    return GRAPH_NORM_MEAN;
+  }
+  if (self_loops) *self_loops = 1;
+  return GRAPH_NORM_GCN;
+}
+
+int rt_config_check(const struct rt_config *c) {
+  if (!c->graph || !c->graph[0])
+    return cg_err_set(CG_ERR_ARG, "--graph: empty graph name (give NAME, a .cgr FILE or synth:PRESET)");
+  if (c->model != RT_MODEL_GCN && c->model != RT_MODEL_SAGE)
+    return cg_err_set(CG_ERR_ARG, "--model: expected gcn or sage");
+  if (c->layers < 1 || c->layers > 64)
+    return cg_err_set(CG_ERR_ARG, "--layers %d: expected an integer in [1, 64]", c->layers);
+  if (c->hidden < 1 || c->hidden > (1 << 20))
+    return cg_err_set(CG_ERR_ARG, "--hidden %lld: expected an integer in [1, 1048576]",
+                      (long long)c->hidden);
+  if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
+    return cg_err_set(CG_ERR_ARG, "--dropout %g: expected a probability in [0, 1)", (double)c->dropout);
+  if (!(c->lr > 0.0f) || !isfinite(c->lr))
+    return cg_err_set(CG_ERR_ARG, "--lr %g: expected a finite number > 0", (double)c->lr);
+  if (!(c->weight_decay >= 0.0f) || !isfinite(c->weight_decay))
+    return cg_err_set(CG_ERR_ARG, "--weight-decay %g: expected a finite number >= 0",
+                      (double)c->weight_decay);
+  if (!(c->beta1 >= 0.0f && c->beta1 < 1.0f) || !(c->beta2 >= 0.0f && c->beta2 < 1.0f) ||
+      !(c->adam_eps > 0.0f))
+    return cg_err_set(CG_ERR_ARG, "Adam betas must be in [0, 1) and eps > 0");
+  if (c->optimizer != RT_OPT_ADAM && c->optimizer != RT_OPT_ADAMW)
+    return cg_err_set(CG_ERR_ARG, "--optimizer: expected adam or adamw");
+  if (c->wd_scope != RT_WD_ALL && c->wd_scope != RT_WD_FIRST)
+    return cg_err_set(CG_ERR_ARG, "--wd-scope: expected all or first");
+  if (c->epochs < 1)
+    return cg_err_set(CG_ERR_ARG, "--epochs %d: expected an integer >= 1", c->epochs);
+  if (c->eval_every < 1)
+    return cg_err_set(CG_ERR_ARG, "--eval-every %d: expected an integer >= 1", c->eval_every);
+  if (c->threads < 0 || c->threads > 4096)
+    return cg_err_set(CG_ERR_ARG, "--threads %d: expected an integer in [0, 4096] (0 = default)",
+                      c->threads);
+  if (!c->device || (strcmp(c->device, "auto") && strcmp(c->device, "cpu") && strcmp(c->device, "cuda")))
+    return cg_err_set(CG_ERR_ARG, "--device %s: expected auto, cpu or cuda", c->device ? c->device : "(null)");
+  return CG_OK;
+}

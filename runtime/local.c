@@ -1,0 +1,121 @@
+/* runtime/local.c — the local problem of one rank: built from the whole graph for
+ * a single process, checked and released for every producer (partition/ builds
+ * partitioned ones with the same layout). */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/status.h"
+#include "runtime/runtime.h"
+
+void rt_local_free(struct rt_local *l) {
+  if (!l) return;
+  cg_free(l->gid);
+  cg_csr_free(&l->agg);
+  cg_free(l->feat);
+  cg_free(l->labels);
+  cg_free(l->mlabels);
+  cg_free(l->split);
+  memset(l, 0, sizeof *l);
+}
+
+int rt_local_from_graph(const struct graph *g, enum rt_model_kind kind, struct rt_local *out) {
+  int st = CG_OK;
+  memset(out, 0, sizeof *out);
+  if (g->n < 1 || g->n > INT32_MAX)
+    return cg_err_set(CG_ERR_ARG, "graph %s: %lld vertices, expected 1 .. 2^31-1", g->name,
+                      (long long)g->n);
+  if (g->feat_dim < 1)
+    return cg_err_set(CG_ERR_ARG, "graph %s has no features (feat_dim = 0); a GNN needs input features",
+                      g->name);
+  if (g->num_classes < 1)
+    return cg_err_set(CG_ERR_ARG, "graph %s: num_classes = %lld, expected >= 1", g->name,
+                      (long long)g->num_classes);
+  snprintf(out->name, sizeof out->name, "%s", g->name);
+  out->rank = 0;
+  out->nranks = 1;
+  out->n_global = g->n;
+  out->m_global = g->m;
+  out->n_inner = g->n;
+  out->n_halo = 0;
+  out->feat_dim = g->feat_dim;
+  out->feat_rows = g->n;
+  out->num_classes = g->num_classes;
+  out->multilabel = g->multilabel;
+
+  int self_loops = 0;
+  out->norm = rt_model_norm(kind, &self_loops);
+  TRY_GOTO(graph_aggr_build(g, out->norm, self_loops, &out->agg), fail);
+
+  st = CG_ERR_NOMEM;
+  const size_t n = (size_t)g->n;
+  out->gid = cg_malloc(n * sizeof(int32_t), "local global ids");
+  if (!out->gid) goto fail;
+  for (size_t i = 0; i < n; i++) out->gid[i] = (int32_t)i;
+
+  out->feat = cg_malloc(n * (size_t)g->feat_dim * sizeof(float), "dense input features");
+  if (!out->feat) goto fail;
+  graph_feat_dense(g, NULL, g->n, out->feat);
+
+  if (g->multilabel) {
+    out->mlabels = cg_malloc(n * (size_t)g->num_classes, "multi-label targets");
+    if (!out->mlabels) goto fail;
+    memcpy(out->mlabels, g->mlabels, n * (size_t)g->num_classes);
+  } else {
+    out->labels = cg_malloc(n * sizeof(int32_t), "labels");
+    if (!out->labels) goto fail;
+    memcpy(out->labels, g->labels, n * sizeof(int32_t));
+  }
+  out->split = cg_malloc(n, "split");
+  if (!out->split) goto fail;
+  memcpy(out->split, g->split, n);
+  out->n_train_global = graph_split_count(g, GRAPH_SPLIT_TRAIN);
+  out->n_val_global = graph_split_count(g, GRAPH_SPLIT_VAL);
+  out->n_test_global = graph_split_count(g, GRAPH_SPLIT_TEST);
+  TRY_GOTO(rt_local_check(out, g->name), fail);
+  return CG_OK;
+
+fail:
+  rt_local_free(out);
+  return st;
+}
+
+int rt_local_check(const struct rt_local *l, const char *what) {
+  const int64_t n_tot = l->n_inner + l->n_halo;
+  if (l->n_inner < 0 || l->n_halo < 0 || n_tot > INT32_MAX)
+    return cg_err_set(CG_ERR_INTERNAL, "%s: local problem has n_inner = %lld, n_halo = %lld", what,
+                      (long long)l->n_inner, (long long)l->n_halo);
+  if (l->nranks < 1 || l->rank < 0 || l->rank >= l->nranks)
+    return cg_err_set(CG_ERR_INTERNAL, "%s: rank %d of %d", what, l->rank, l->nranks);
+  if (!l->gid || !l->split || !l->feat)
+    return cg_err_set(CG_ERR_INTERNAL, "%s: local problem is missing gid, split or features", what);
+  for (int64_t i = 0; i < n_tot; i++)
+    if (l->gid[i] < 0 || l->gid[i] >= l->n_global)
+      return cg_err_set(CG_ERR_INTERNAL, "%s: local row %lld has global id %d outside [0, %lld)",
+                        what, (long long)i, l->gid[i], (long long)l->n_global);
+  if (l->agg.nrows != l->n_inner || l->agg.ncols != n_tot)
+    return cg_err_set(CG_ERR_INTERNAL, "%s: aggregation operator is %lld x %lld, expected %lld x %lld",
+                      what, (long long)l->agg.nrows, (long long)l->agg.ncols, (long long)l->n_inner,
+                      (long long)n_tot);
+  TRY(cg_csr_check(&l->agg, what));
+  if (l->feat_dim < 1 || (l->feat_rows != l->n_inner && l->feat_rows != n_tot))
+    return cg_err_set(CG_ERR_INTERNAL, "%s: features are %lld x %lld, expected n_inner or n_inner + n_halo rows",
+                      what, (long long)l->feat_rows, (long long)l->feat_dim);
+  if (l->num_classes < 1 || (l->multilabel ? !l->mlabels : !l->labels))
+    return cg_err_set(CG_ERR_INTERNAL, "%s: labels missing for %lld classes (%s)", what,
+                      (long long)l->num_classes, l->multilabel ? "multi-label" : "single-label");
+  int64_t cnt[4] = {0, 0, 0, 0};
+  for (int64_t i = 0; i < l->n_inner; i++) {
+    if (l->split[i] > GRAPH_SPLIT_TEST)
+      return cg_err_set(CG_ERR_INTERNAL, "%s: split value %u at local row %lld", what, l->split[i],
+                        (long long)i);
+    cnt[l->split[i]]++;
+    if (!l->multilabel && l->split[i] != GRAPH_SPLIT_NONE &&
+        (l->labels[i] < 0 || l->labels[i] >= l->num_classes))
+      return cg_err_set(CG_ERR_INTERNAL, "%s: label %d of local row %lld outside [0, %lld)", what,
+                        l->labels[i], (long long)i, (long long)l->num_classes);
+  }
+  if (cnt[GRAPH_SPLIT_TRAIN] > l->n_train_global || cnt[GRAPH_SPLIT_VAL] > l->n_val_global ||
+      cnt[GRAPH_SPLIT_TEST] > l->n_test_global)
+    return cg_err_set(CG_ERR_INTERNAL, "%s: local split counts exceed the global ones", what);
+  return CG_OK;
+}

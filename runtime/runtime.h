@@ -1,0 +1,258 @@
+/* runtime/runtime.h — models, training loop, evaluation and metrics.
+ *
+ * The runtime trains GCN and GraphSAGE (mean aggregator) full-batch. It works on
+ * one rank's *local problem* (struct rt_local): the rows this rank owns ("inner"
+ * vertices), the halo rows it reads from other ranks, and the layer's aggregation
+ * operator restricted to the inner rows. A single process builds the local problem
+ * from the whole graph (rt_local_from_graph: no halo, no hooks); partition-parallel
+ * training builds it from a partition and passes exchange hooks (struct
+ * rt_exchange). The model code is the same in both cases.
+ *
+ * What the model computes (ARCHITECTURE.md, exactness contract)
+ * - GCN layer:  Z = Â Hd W + b,  Â = D^-1/2 (A+I) D^-1/2 with global degrees.
+ * - SAGE layer: Z = Hd W_self + mean_{u in N(v)}(Hd_u) W_neigh + b, global in-degree,
+ *               no self-loop in the mean.
+ * - Hd = dropout(H) keyed by (seed, epoch, layer, global id, column) on the input of
+ *   every layer (input features included). Hidden layers: conv -> [LayerNorm] ->
+ *   ReLU; the last layer's Z are the logits.
+ * - Loss: softmax cross-entropy (single-label) or sigmoid BCE (multi-label), mean
+ *   over ALL train vertices of the graph (BCE: over train vertices x classes, as
+ *   torch's BCEWithLogitsLoss(reduction="mean")); every rank adds its share.
+ * - Weight init: Glorot uniform from Philox keyed by the seed; biases 0, LayerNorm
+ *   gamma 1 and beta 0. Same seed, same thread count -> bit-identical run.
+ * - Optimizer: Adam (L2 added to the gradient, as torch.optim.Adam) or AdamW
+ *   (decoupled). Weight decay applies to the weight matrices only — never to
+ *   biases or LayerNorm gamma/beta — and, with RT_WD_FIRST, only to the first
+ *   layer's weights (Kipf & Welling's setup).
+ *
+ * Memory: rt_model_create allocates every backend buffer (parameters, the one flat
+ * gradient buffer, Adam state, activations, saved tensors, index arrays, labels);
+ * the training step allocates nothing.
+ */
+#ifndef CAPGNN_RUNTIME_H
+#define CAPGNN_RUNTIME_H
+
+#include <stdint.h>
+
+#include "core/csr.h"
+#include "core/ops.h"
+#include "graph/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- configuration --------------------------------------------------------- */
+
+enum rt_model_kind { RT_MODEL_GCN = 0, RT_MODEL_SAGE = 1 };
+enum rt_optimizer { RT_OPT_ADAM = 0, RT_OPT_ADAMW = 1 };
+/* Which weight matrices weight decay applies to (biases/LayerNorm never decay). */
+enum rt_wd_scope { RT_WD_ALL = 0, RT_WD_FIRST = 1 };
+
+struct rt_config {
+  /* data */
+  const char *graph;      /* NAME | FILE | synth:... (graph_open); default "synth:small" */
+  int feat_norm_row;      /* 1: divide each feature row by its sum before training */
+  /* model */
+  enum rt_model_kind model;
+  int layers;             /* >= 1 convolution layers */
+  int64_t hidden;         /* width of hidden layers */
+  float dropout;          /* in [0, 1) */
+  int layernorm;          /* 1: LayerNorm (eps 1e-5) after every hidden convolution */
+  /* optimisation */
+  enum rt_optimizer optimizer;
+  float lr, weight_decay, beta1, beta2, adam_eps;
+  enum rt_wd_scope wd_scope;
+  int epochs;             /* >= 1 */
+  int eval_every;         /* evaluate every N epochs (and always after the last) */
+  uint64_t seed;          /* weights and dropout masks */
+  /* execution */
+  const char *device;     /* "auto" | "cpu" | "cuda" */
+  int threads;            /* CPU backend threads, 0 = OpenMP default */
+  int tf32;               /* CUDA: allow TF32 GEMM (off by default: exactness) */
+  const char *metrics_path; /* JSON Lines metrics file, NULL = none */
+  int quiet;              /* 1: no per-epoch INFO lines */
+};
+
+/* Defaults: synth:small, GCN, 2 layers, 16 hidden, dropout 0.5, no LayerNorm, Adam
+ * lr 0.01, weight decay 5e-4 on all weight matrices, 200 epochs, eval every epoch,
+ * seed 1, no feature normalisation, device auto. */
+void rt_config_defaults(struct rt_config *c);
+/* Range checks; CG_ERR_ARG with a message naming the option and the valid range. */
+int rt_config_check(const struct rt_config *c);
+const char *rt_model_kind_str(enum rt_model_kind k);  /* "gcn", "sage" */
+const char *rt_optimizer_str(enum rt_optimizer o);    /* "adam", "adamw" */
+const char *rt_wd_scope_str(enum rt_wd_scope s);      /* "all", "first" */
+/* The aggregation operator a model kind uses (GCN: GRAPH_NORM_GCN with self-loops;
+ * SAGE: GRAPH_NORM_MEAN without). */
+enum graph_norm rt_model_norm(enum rt_model_kind k, int *self_loops);
+
+/* ---- the local problem of one rank ---------------------------------------- */
+
+/* Local ids [0, n_inner) are owned rows, [n_inner, n_inner + n_halo) halo rows
+ * (grouped by owner, ARCHITECTURE.md). All arrays are host memory allocated with
+ * cg_malloc (agg with cg_csr_alloc); rt_local_free releases them. */
+struct rt_local {
+  char name[64];             /* graph name, for logs and metrics */
+  int rank, nranks;          /* 0 and 1 for a single process */
+  int64_t n_global, m_global;/* vertices and directed edges of the whole graph */
+  int64_t n_inner, n_halo;
+  int32_t *gid;              /* n_inner + n_halo global ids (dropout keys) */
+  enum graph_norm norm;      /* which operator `agg` holds (must match the model) */
+  struct cg_csr agg;         /* n_inner x (n_inner + n_halo), GLOBAL-degree weights
+                                (graph_norm_weight) */
+  int64_t feat_dim;
+  int64_t feat_rows;         /* n_inner: halo feature rows come from halo_forward at
+                                setup; or n_inner + n_halo: all rows given here */
+  float *feat;               /* feat_rows x feat_dim, dense row-major */
+  int64_t num_classes;
+  int multilabel;
+  int32_t *labels;           /* single-label: n_inner labels, -1 = unlabelled; else NULL */
+  uint8_t *mlabels;          /* multi-label: n_inner x num_classes 0/1; else NULL */
+  uint8_t *split;            /* n_inner entries, enum graph_split */
+  int64_t n_train_global, n_val_global, n_test_global;
+};
+
+/* The whole graph as the local problem of one process (n_halo = 0, gid = identity,
+ * agg = graph_aggr_build(g, norm, ...)). `g` stays owned by the caller. */
+int rt_local_from_graph(const struct graph *g, enum rt_model_kind kind, struct rt_local *out);
+/* Invariant checker (shapes, ids, operator columns, labels, split counts <= global). */
+int rt_local_check(const struct rt_local *l, const char *what);
+void rt_local_free(struct rt_local *l); /* accepts a zeroed struct; leaves it zeroed */
+
+/* ---- communication hooks ---------------------------------------------------- */
+
+/* Hooks the model calls; any may be NULL for a single process (n_halo == 0 and
+ * nranks == 1). Pointers are backend memory; each hook returns a status. The
+ * runtime synchronises the backend before and after each call and counts the time
+ * in between as comm_s. */
+struct rt_exchange {
+  void *ctx;
+  /* Fill rows [n_inner, n_inner + n_halo) of x (row stride cols) from their owners. */
+  int (*halo_forward)(void *ctx, struct cg_backend *be, float *x, int64_t cols);
+  /* Send rows [n_inner, n_inner + n_halo) of dx to their owners, which ADD them into
+   * their inner rows (the reverse of halo_forward). */
+  int (*halo_backward)(void *ctx, struct cg_backend *be, float *dx, int64_t cols);
+  /* Sum over ranks, in place (the one flat gradient buffer, once per step). */
+  int (*allreduce_grads)(void *ctx, struct cg_backend *be, float *flat, int64_t n);
+  /* Sum over ranks of a few host doubles (loss sums, evaluation counts). */
+  int (*allreduce_host)(void *ctx, double *v, int n);
+  /* Cumulative counters (may be NULL): halo bytes this rank sent and received;
+   * halo cache hits and lookups (JACA). The runtime reports per-epoch deltas. */
+  int64_t (*halo_bytes)(void *ctx);
+  int (*cache_stats)(void *ctx, int64_t *hits, int64_t *lookups);
+};
+
+/* ---- the model ------------------------------------------------------------- */
+
+struct rt_model;
+
+/* Describes one parameter tensor inside the flat parameter/gradient buffers. */
+struct rt_tensor_info {
+  char name[32];           /* "conv0.weight", "conv0.weight_self", "conv0.bias", "norm0.weight" ... */
+  int64_t offset, count;   /* in floats, within the flat buffer */
+  int64_t rows, cols;      /* matrices: fin x fout; vectors: 1 x n */
+  int layer;
+  int decay;               /* 1 when weight decay applies to it */
+};
+
+/* Results of one evaluation pass (full graph, no dropout). acc = accuracy, or
+ * micro-F1 for multi-label graphs; NaN when the split is empty. */
+struct rt_eval {
+  double train_acc, val_acc, test_acc;
+  double train_loss, val_loss;
+};
+
+/* Host-side timing of one step (seconds; comm includes the synchronisations). */
+struct rt_step_stats {
+  double loss;           /* mean loss over all train vertices (before the update) */
+  double comm_s;         /* halo exchange + all-reduce time */
+  int64_t halo_bytes;    /* delta of the exchange's counter during the step */
+  int64_t cache_hits, cache_lookups;
+};
+
+/* Build the model for `loc` on `be`: uploads the operator and its transpose, the
+ * features (halo feature rows through ex->halo_forward when loc->feat_rows ==
+ * n_inner), labels and index arrays; initialises parameters from cfg->seed. `be`,
+ * `loc` and `ex` must outlive the model (`ex` may be NULL for one process). */
+int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
+                    const struct rt_exchange *ex, struct rt_model **out);
+void rt_model_destroy(struct rt_model **m); /* accepts NULL */
+
+int64_t rt_model_num_params(const struct rt_model *m);
+int rt_model_num_tensors(const struct rt_model *m);
+int rt_model_tensor(const struct rt_model *m, int i, struct rt_tensor_info *out);
+/* Whether layer l aggregates after transforming (Â(HW)) rather than before ((ÂH)W). */
+int rt_model_layer_transform_first(const struct rt_model *m, int l);
+
+/* Copy the flat parameters / gradients between the backend and host arrays of
+ * rt_model_num_params floats. */
+int rt_model_params_get(const struct rt_model *m, float *host);
+int rt_model_params_set(struct rt_model *m, const float *host);
+int rt_model_grads_get(const struct rt_model *m, float *host);
+
+/* Forward pass and loss only. train = 1 applies dropout with the masks of `epoch`. */
+int rt_model_loss(struct rt_model *m, uint32_t epoch, int train, double *loss);
+/* Forward, loss, backward and the gradient all-reduce; no parameter update. */
+int rt_model_loss_grad(struct rt_model *m, uint32_t epoch, int train, double *loss,
+                       struct rt_step_stats *st);
+/* One training step: rt_model_loss_grad(train = 1) then the optimizer update
+ * (step counter t = number of steps so far + 1). `st` may be NULL. */
+int rt_model_step(struct rt_model *m, uint32_t epoch, struct rt_step_stats *st);
+/* Full-graph deterministic evaluation. `st` (may be NULL) receives comm time. */
+int rt_model_evaluate(struct rt_model *m, struct rt_eval *ev, struct rt_step_stats *st);
+
+/* ---- training -------------------------------------------------------------- */
+
+struct rt_result {
+  int epochs;
+  double *loss;                 /* per-epoch training loss, `epochs` entries (cg_malloc) */
+  double best_val_acc, test_acc_at_best_val;
+  int best_epoch;               /* 0 when no evaluation happened */
+  double final_train_acc, final_val_acc, final_test_acc;
+  double median_epoch_s;
+  int64_t num_params;
+};
+void rt_result_free(struct rt_result *r); /* accepts a zeroed struct */
+
+/* Open a backend: "cpu", "cuda" (error when not built or no GPU), or "auto" (CUDA
+ * when built and a GPU answers, else CPU). */
+int rt_backend_open(const char *device, int threads, int tf32, struct cg_backend **out);
+/* One line naming the backend's device for logs and metrics ("cpu", or the GPU's
+ * model, memory and UUID for CUDA). */
+const char *rt_backend_describe(const struct cg_backend *be);
+
+/* Train on a local problem: epochs of rt_model_step, evaluation every eval_every
+ * epochs (and after the last), one INFO line per evaluation, JSON Lines metrics (rank
+ * 0 writes them) and a final summary object. The best epoch is the one with the
+ * highest validation accuracy (ties: lower validation loss, then the earlier epoch).
+ *
+ * Metrics file (cfg->metrics_path), one JSON object per line:
+ *   per epoch: epoch, loss (training loss of the step, with dropout, before the
+ *     update), train_acc, val_acc, test_acc, val_loss (after the update; null on
+ *     epochs without evaluation; micro-F1 for multi-label graphs), epoch_s, compute_s,
+ *     comm_s, halo_bytes, cache_hit_rate, eval_s.
+ *   last line: {"summary": true, graph, nodes, edges, multilabel, device, threads,
+ *     ranks, model, layers, hidden, dropout, layernorm, optimizer, lr, weight_decay,
+ *     wd_scope, feat_norm, eval_every, seed, params, epochs, best_val_acc,
+ *     test_acc_at_best_val, best_epoch, final_loss, final_train_acc, final_val_acc,
+ *     final_test_acc, median_epoch_s, total_s, peak_rss_bytes}.
+ * Timers (the backend is synchronised before every reading):
+ *   epoch_s    wall time of one training step: forward, loss, backward, gradient
+ *              all-reduce, optimizer update (evaluation excluded: that is eval_s)
+ *   comm_s     time inside halo exchanges and all-reduces of that step, including the
+ *              synchronisations around them and waiting for peers (0 on one rank)
+ *   compute_s  epoch_s - comm_s
+ *   halo_bytes halo bytes this rank moved during the training step
+ *   cache_hit_rate  halo cache hits / lookups in the step; null without a cache */
+int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_exchange *ex,
+             const struct rt_config *cfg, struct rt_result *res);
+
+/* One process, end to end: open the graph, normalise features, build the local
+ * problem, open the backend, train. `res` may be NULL. */
+int rt_run(const struct rt_config *cfg, struct rt_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,258 @@
+/* runtime/tests/test_cli.c — the `capgnn` command as a user meets it.
+ * Usage: test_cli PATH_TO_CAPGNN
+ * Bad options and bad files: the right exit code (2 usage, 1 runtime failure) and
+ * exactly one "error:" line on stderr, never a crash. A 3-epoch synth:tiny run
+ * writes a metrics file that parses as JSON Lines with the required keys and ends
+ * with a summary object. */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+static const char *capgnn_path;
+static char tmpdir[256];
+
+struct run_out {
+  int exit_code; /* -1 when killed by a signal */
+  int signal;
+  char out[65536], err[65536];
+};
+
+static void slurp(const char *path, char *buf, size_t cap) {
+  buf[0] = '\0';
+  FILE *f = fopen(path, "rb");
+  if (!f) return;
+  size_t n = fread(buf, 1, cap - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+}
+
+/* Runs capgnn with the NULL-terminated argument list, capturing stdout and stderr. */
+static void run_capgnn(struct run_out *r, const char *const *args) {
+  char out_path[300], err_path[300];
+  snprintf(out_path, sizeof out_path, "%s/stdout", tmpdir);
+  snprintf(err_path, sizeof err_path, "%s/stderr", tmpdir);
+  const char *argv[64];
+  int argc = 0;
+  argv[argc++] = capgnn_path;
+  for (int i = 0; args[i]; i++) argv[argc++] = args[i];
+  argv[argc] = NULL;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fo < 0 || fe < 0) _exit(126);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    setenv("CAPGNN_LOG_LEVEL", "info", 1);
+    execv(capgnn_path, (char *const *)argv);
+    _exit(127);
+  }
+  int status = 0;
+  assert_true(waitpid(pid, &status, 0) == pid);
+  r->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  r->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  slurp(out_path, r->out, sizeof r->out);
+  slurp(err_path, r->err, sizeof r->err);
+}
+
+static int count_error_lines(const char *s, const char **first) {
+  int n = 0;
+  *first = NULL;
+  while (*s) {
+    const char *eol = strchr(s, '\n');
+    size_t len = eol ? (size_t)(eol - s) : strlen(s);
+    char line[1024];
+    snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), s);
+    if (strstr(line, "error:")) {
+      if (!*first) *first = s;
+      n++;
+    }
+    s += len + (eol ? 1 : 0);
+  }
+  return n;
+}
+
+static void expect_error(int code, const char *const *args) {
+  static struct run_out r;
+  run_capgnn(&r, args);
+  printf("  capgnn");
+  for (int i = 0; args[i]; i++) printf(" %s", args[i]);
+  printf("  -> exit %d: %s", r.exit_code, r.err[0] ? r.err : "(no stderr)\n");
+  if (r.signal) fail_msg("capgnn crashed with signal %d", r.signal);
+  assert_int_equal(r.exit_code, code);
+  const char *first = NULL;
+  int n = count_error_lines(r.err, &first);
+  if (n != 1) fail_msg("expected exactly one 'error:' line on stderr, got %d", n);
+  assert_true(strncmp(first, "capgnn: error: ", 15) == 0);
+}
+
+static void bad_options(void **state) {
+  (void)state;
+  expect_error(2, (const char *const[]){"--layers", "0", NULL});
+  expect_error(2, (const char *const[]){"train", "--layers", "0", NULL});
+  expect_error(2, (const char *const[]){"--dropout", "1.5", NULL});
+  expect_error(2, (const char *const[]){"--dropout", "-0.1", NULL});
+  expect_error(2, (const char *const[]){"--model", "foo", NULL});
+  expect_error(2, (const char *const[]){"--bogus", NULL});
+  expect_error(2, (const char *const[]){"--epochs", "abc", NULL});
+  expect_error(2, (const char *const[]){"--epochs", "0", NULL});
+  expect_error(2, (const char *const[]){"--hidden", NULL});
+  expect_error(2, (const char *const[]){"--hidden", "-3", NULL});
+  expect_error(2, (const char *const[]){"--lr", "nan", NULL});
+  expect_error(2, (const char *const[]){"--lr", "0", NULL});
+  expect_error(2, (const char *const[]){"--seed", "-1", NULL});
+  expect_error(2, (const char *const[]){"--feat-norm", "col", NULL});
+  expect_error(2, (const char *const[]){"--device", "tpu", NULL});
+  expect_error(2, (const char *const[]){"--eval-every", "0", NULL});
+  expect_error(2, (const char *const[]){"--graph", "synth:tiny", "extra", NULL});
+  expect_error(2, (const char *const[]){"frobnicate", NULL});
+}
+
+static void bad_files(void **state) {
+  (void)state;
+  expect_error(1, (const char *const[]){"--graph", "/nonexistent/dir/x.cgr", "--epochs", "1", NULL});
+  char junk[300];
+  snprintf(junk, sizeof junk, "%s/junk.cgr", tmpdir);
+  FILE *f = fopen(junk, "wb");
+  assert_non_null(f);
+  fputs("this is not a CGR file, just some text that is long enough to be read", f);
+  fclose(f);
+  expect_error(1, (const char *const[]){"--graph", junk, "--epochs", "1", NULL});
+  expect_error(1, (const char *const[]){"--graph", "synth:nosuchpreset", "--epochs", "1", NULL});
+  expect_error(1, (const char *const[]){"--graph", "synth:tiny", "--epochs", "1", "--metrics",
+                                        "/nonexistent/dir/m.jsonl", NULL});
+}
+
+static void help(void **state) {
+  (void)state;
+  static struct run_out r;
+  run_capgnn(&r, (const char *const[]){"--help", NULL});
+  assert_int_equal(r.exit_code, 0);
+  assert_non_null(strstr(r.out, "--graph"));
+  assert_non_null(strstr(r.out, "train"));
+  run_capgnn(&r, (const char *const[]){"train", "--help", NULL});
+  assert_int_equal(r.exit_code, 0);
+  assert_non_null(strstr(r.out, "--eval-every"));
+}
+
+static const char *epoch_keys[] = {"epoch", "loss", "train_acc", "val_acc", "test_acc", "epoch_s",
+                                   "compute_s", "comm_s", "halo_bytes", "cache_hit_rate"};
+static const char *summary_keys[] = {"best_val_acc", "test_acc_at_best_val", "best_epoch", "epochs",
+                                     "median_epoch_s", "peak_rss_bytes", "device", "model", "layers",
+                                     "hidden", "seed"};
+
+static void train_metrics(void **state) {
+  (void)state;
+  char metrics[300];
+  snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", tmpdir);
+  static struct run_out r;
+  /* eval every 2 epochs: epoch 1 has nulls, 2 and 3 (the last) are evaluated */
+  run_capgnn(&r, (const char *const[]){"train", "--graph", "synth:tiny", "--epochs", "3", "--seed", "3",
+                                       "--device", "cpu", "--threads", "1", "--eval-every", "2",
+                                       "--metrics", metrics, NULL});
+  if (r.exit_code != 0) fail_msg("capgnn exited %d: %s", r.exit_code, r.err);
+  const char *first = NULL;
+  assert_int_equal(count_error_lines(r.err, &first), 0);
+  static char buf[65536];
+  slurp(metrics, buf, sizeof buf);
+  int nlines = 0, nsummary = 0;
+  char *save = NULL;
+  for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    cJSON *o = cJSON_Parse(line);
+    if (!o || !cJSON_IsObject(o)) fail_msg("line %d is not a JSON object: %s", nlines + 1, line);
+    nlines++;
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "summary"))) {
+      nsummary++;
+      assert_int_equal(nlines, 4); /* the summary comes last */
+      for (size_t k = 0; k < sizeof summary_keys / sizeof summary_keys[0]; k++)
+        if (!cJSON_GetObjectItemCaseSensitive(o, summary_keys[k]))
+          fail_msg("summary lacks key %s", summary_keys[k]);
+      assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "epochs")->valueint, 3);
+      assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "best_val_acc")));
+      assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "test_acc_at_best_val")));
+      assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "device")->valuestring, "cpu");
+    } else {
+      for (size_t k = 0; k < sizeof epoch_keys / sizeof epoch_keys[0]; k++)
+        if (!cJSON_GetObjectItemCaseSensitive(o, epoch_keys[k]))
+          fail_msg("epoch line %d lacks key %s", nlines, epoch_keys[k]);
+      assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "epoch")->valueint, nlines);
+      assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "loss")));
+      assert_true(cJSON_GetObjectItemCaseSensitive(o, "epoch_s")->valuedouble > 0.0);
+      const int evaluated = nlines >= 2;
+      cJSON *acc = cJSON_GetObjectItemCaseSensitive(o, "val_acc");
+      if (evaluated) {
+        assert_true(cJSON_IsNumber(acc));
+        assert_true(acc->valuedouble >= 0.0 && acc->valuedouble <= 1.0);
+      } else {
+        assert_true(cJSON_IsNull(acc));
+      }
+      assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "cache_hit_rate")));
+      assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "halo_bytes")->valueint, 0);
+    }
+    cJSON_Delete(o);
+  }
+  assert_int_equal(nlines, 4);
+  assert_int_equal(nsummary, 1);
+  /* the default command is train, and the same seed gives the same metrics values */
+  char metrics2[300];
+  snprintf(metrics2, sizeof metrics2, "%s/metrics2.jsonl", tmpdir);
+  run_capgnn(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--seed", "3",
+                                       "--device", "cpu", "--threads", "1", "--eval-every", "2",
+                                       "--quiet", "--metrics", metrics2, NULL});
+  assert_int_equal(r.exit_code, 0);
+  static char a[65536], b[65536];
+  slurp(metrics, a, sizeof a);
+  slurp(metrics2, b, sizeof b);
+  char *sa = NULL, *sb = NULL;
+  char *la = strtok_r(a, "\n", &sa), *lb = strtok_r(b, "\n", &sb);
+  for (; la && lb; la = strtok_r(NULL, "\n", &sa), lb = strtok_r(NULL, "\n", &sb)) {
+    cJSON *oa = cJSON_Parse(la), *ob = cJSON_Parse(lb);
+    assert_non_null(oa);
+    assert_non_null(ob);
+    static const char *same[] = {"loss", "train_acc", "val_acc", "test_acc", "best_val_acc"};
+    for (size_t k = 0; k < sizeof same / sizeof same[0]; k++) {
+      cJSON *x = cJSON_GetObjectItemCaseSensitive(oa, same[k]);
+      cJSON *y = cJSON_GetObjectItemCaseSensitive(ob, same[k]);
+      if (!x) continue;
+      assert_non_null(y);
+      if (cJSON_IsNumber(x)) assert_true(x->valuedouble == y->valuedouble);
+      else assert_true(cJSON_IsNull(y));
+    }
+    cJSON_Delete(oa);
+    cJSON_Delete(ob);
+  }
+  assert_null(la);
+  assert_null(lb);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_cli PATH_TO_CAPGNN\n");
+    return 2;
+  }
+  capgnn_path = argv[1];
+  const char *t = getenv("TMPDIR");
+  snprintf(tmpdir, sizeof tmpdir, "%s/capgnn_test_cli_XXXXXX", t && t[0] ? t : "/tmp");
+  if (!mkdtemp(tmpdir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {cmocka_unit_test(help), cmocka_unit_test(bad_options),
+                                     cmocka_unit_test(bad_files), cmocka_unit_test(train_metrics)};
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+  return rc;
+}

@@ -1,0 +1,252 @@
+/* runtime/train.c — the training loop, evaluation schedule and JSON Lines metrics
+ * (record layout and timer definitions: runtime/runtime.h, rt_train). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/log.h"
+#include "core/status.h"
+#include "core/timer.h"
+#include "runtime/runtime.h"
+
+void rt_result_free(struct rt_result *r) {
+  if (!r) return;
+  cg_free(r->loss);
+  memset(r, 0, sizeof *r);
+}
+
+static void json_num(cJSON *o, const char *key, double v) {
+  /* NaN/inf are not JSON: write null (cJSON would too, but explicitly is clearer). */
+  if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
+  else cJSON_AddNullToObject(o, key);
+}
+
+static int json_write_line(FILE *f, const char *path, cJSON *o) {
+  char *s = cJSON_PrintUnformatted(o);
+  if (!s) return cg_err_set(CG_ERR_NOMEM, "out of memory formatting a metrics record");
+  int ok = fputs(s, f) >= 0 && fputc('\n', f) != EOF && fflush(f) == 0;
+  cJSON_free(s);
+  if (!ok) return cg_err_set(CG_ERR_IO, "cannot write metrics file %s (disk full?)", path);
+  return CG_OK;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n, double *tmp) {
+  if (n <= 0) return NAN;
+  memcpy(tmp, v, (size_t)n * sizeof(double));
+  qsort(tmp, (size_t)n, sizeof(double), cmp_double);
+  return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+}
+
+/* Float options as the user wrote them (0.01, not 0.009999999776). */
+static double fdec(float x) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.7g", (double)x);
+  return strtod(buf, NULL);
+}
+
+static void add_config(cJSON *o, const struct rt_config *cfg) {
+  cJSON_AddStringToObject(o, "model", rt_model_kind_str(cfg->model));
+  cJSON_AddNumberToObject(o, "layers", cfg->layers);
+  cJSON_AddNumberToObject(o, "hidden", (double)cfg->hidden);
+  cJSON_AddNumberToObject(o, "dropout", fdec(cfg->dropout));
+  cJSON_AddBoolToObject(o, "layernorm", cfg->layernorm != 0);
+  cJSON_AddStringToObject(o, "optimizer", rt_optimizer_str(cfg->optimizer));
+  cJSON_AddNumberToObject(o, "lr", fdec(cfg->lr));
+  cJSON_AddNumberToObject(o, "weight_decay", fdec(cfg->weight_decay));
+  cJSON_AddStringToObject(o, "wd_scope", rt_wd_scope_str(cfg->wd_scope));
+  cJSON_AddStringToObject(o, "feat_norm", cfg->feat_norm_row ? "row" : "none");
+  cJSON_AddNumberToObject(o, "eval_every", cfg->eval_every);
+  if (cfg->seed <= (1ull << 53)) {
+    cJSON_AddNumberToObject(o, "seed", (double)cfg->seed);
+  } else {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)cfg->seed);
+    cJSON_AddStringToObject(o, "seed", buf);
+  }
+}
+
+int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_exchange *ex,
+             const struct rt_config *cfg, struct rt_result *res) {
+  int st = CG_OK;
+  struct rt_model *m = NULL;
+  FILE *mf = NULL;
+  cJSON *o = NULL;
+  double *epoch_s = NULL, *tmp = NULL;
+  struct rt_result r;
+  memset(&r, 0, sizeof r);
+  if (res) memset(res, 0, sizeof *res);
+  TRY(rt_config_check(cfg));
+  const double t_start = cg_time_now();
+
+  if (cfg->metrics_path && loc->rank == 0) {
+    mf = fopen(cfg->metrics_path, "w");
+    if (!mf) return cg_err_set(CG_ERR_IO, "cannot create metrics file %s (check the folder exists and is writable)",
+                               cfg->metrics_path);
+  }
+  const int E = cfg->epochs;
+  r.epochs = E;
+  r.loss = cg_calloc((size_t)E, sizeof(double), "per-epoch losses");
+  epoch_s = cg_calloc((size_t)E, sizeof(double), "per-epoch times");
+  tmp = cg_calloc((size_t)E, sizeof(double), "median scratch");
+  if (!r.loss || !epoch_s || !tmp) {
+    st = CG_ERR_NOMEM;
+    goto done;
+  }
+  TRY_GOTO(rt_model_create(be, loc, cfg, ex, &m), done);
+  r.num_params = rt_model_num_params(m);
+  LOG_INFO("train", "graph %s: %lld vertices, %lld edges, %lld features, %lld classes%s; rank %d of %d owns %lld (+%lld halo)",
+           loc->name, (long long)loc->n_global, (long long)loc->m_global, (long long)loc->feat_dim,
+           (long long)loc->num_classes, loc->multilabel ? " (multi-label)" : "", loc->rank,
+           loc->nranks, (long long)loc->n_inner, (long long)loc->n_halo);
+  LOG_INFO("train", "model %s, %d layers, hidden %lld, dropout %g%s, %s lr %g wd %g (%s), %lld parameters, device %s",
+           rt_model_kind_str(cfg->model), cfg->layers, (long long)cfg->hidden, (double)cfg->dropout,
+           cfg->layernorm ? ", layernorm" : "", rt_optimizer_str(cfg->optimizer), (double)cfg->lr,
+           (double)cfg->weight_decay, rt_wd_scope_str(cfg->wd_scope), (long long)r.num_params, rt_backend_describe(be));
+
+  r.best_val_acc = NAN;
+  r.test_acc_at_best_val = NAN;
+  r.final_train_acc = r.final_val_acc = r.final_test_acc = NAN;
+  double best_val_loss = INFINITY;
+  const char *acc_name = loc->multilabel ? "f1" : "acc";
+  for (int e = 1; e <= E; e++) {
+    struct rt_step_stats ss;
+    be->sync(be);
+    double t0 = cg_time_now();
+    TRY_GOTO(rt_model_step(m, (uint32_t)e, &ss), done);
+    be->sync(be);
+    double dt = cg_time_now() - t0;
+    epoch_s[e - 1] = dt;
+    r.loss[e - 1] = ss.loss;
+    if (!isfinite(ss.loss)) {
+      st = cg_err_set(CG_ERR_ARG, "training diverged: the loss is not finite at epoch %d (try a smaller --lr)", e);
+      goto done;
+    }
+
+    int do_eval = (e % cfg->eval_every) == 0 || e == E;
+    struct rt_eval ev = {NAN, NAN, NAN, NAN, NAN};
+    double eval_s = NAN;
+    if (do_eval) {
+      double te = cg_time_now();
+      TRY_GOTO(rt_model_evaluate(m, &ev, NULL), done);
+      be->sync(be);
+      eval_s = cg_time_now() - te;
+      int better = isnan(r.best_val_acc) ||
+                   ev.val_acc > r.best_val_acc ||
+                   (ev.val_acc == r.best_val_acc && ev.val_loss < best_val_loss);
+      if (better && !isnan(ev.val_acc)) {
+        r.best_val_acc = ev.val_acc;
+        best_val_loss = ev.val_loss;
+        r.test_acc_at_best_val = ev.test_acc;
+        r.best_epoch = e;
+      }
+      r.final_train_acc = ev.train_acc;
+      r.final_val_acc = ev.val_acc;
+      r.final_test_acc = ev.test_acc;
+      if (!cfg->quiet)
+        LOG_INFO("train", "epoch %4d  loss %.4f  train %s %.4f  val %s %.4f  test %s %.4f  %.2f ms",
+                 e, ss.loss, acc_name, ev.train_acc, acc_name, ev.val_acc, acc_name, ev.test_acc,
+                 dt * 1e3);
+    }
+
+    if (mf) {
+      o = cJSON_CreateObject();
+      if (!o) {
+        st = cg_err_set(CG_ERR_NOMEM, "out of memory creating a metrics record");
+        goto done;
+      }
+      cJSON_AddNumberToObject(o, "epoch", e);
+      json_num(o, "loss", ss.loss);
+      json_num(o, "train_acc", ev.train_acc);
+      json_num(o, "val_acc", ev.val_acc);
+      json_num(o, "test_acc", ev.test_acc);
+      json_num(o, "val_loss", ev.val_loss);
+      json_num(o, "epoch_s", dt);
+      json_num(o, "compute_s", dt - ss.comm_s);
+      json_num(o, "comm_s", ss.comm_s);
+      cJSON_AddNumberToObject(o, "halo_bytes", (double)ss.halo_bytes);
+      if (ss.cache_lookups > 0)
+        cJSON_AddNumberToObject(o, "cache_hit_rate", (double)ss.cache_hits / (double)ss.cache_lookups);
+      else
+        cJSON_AddNullToObject(o, "cache_hit_rate");
+      json_num(o, "eval_s", eval_s);
+      TRY_GOTO(json_write_line(mf, cfg->metrics_path, o), done);
+      cJSON_Delete(o);
+      o = NULL;
+    }
+  }
+  r.median_epoch_s = median(epoch_s, E, tmp);
+  LOG_INFO("train", "done: best val %s %.4f at epoch %d, test %s there %.4f; median epoch %.2f ms",
+           acc_name, r.best_val_acc, r.best_epoch, acc_name, r.test_acc_at_best_val,
+           r.median_epoch_s * 1e3);
+
+  if (mf) {
+    o = cJSON_CreateObject();
+    if (!o) {
+      st = cg_err_set(CG_ERR_NOMEM, "out of memory creating the metrics summary");
+      goto done;
+    }
+    cJSON_AddBoolToObject(o, "summary", 1);
+    cJSON_AddStringToObject(o, "graph", loc->name);
+    cJSON_AddNumberToObject(o, "nodes", (double)loc->n_global);
+    cJSON_AddNumberToObject(o, "edges", (double)loc->m_global);
+    cJSON_AddBoolToObject(o, "multilabel", loc->multilabel != 0);
+    cJSON_AddStringToObject(o, "device", be->name);
+    cJSON_AddStringToObject(o, "device_desc", rt_backend_describe(be));
+    cJSON_AddNumberToObject(o, "threads", cfg->threads);
+    cJSON_AddNumberToObject(o, "ranks", loc->nranks);
+    add_config(o, cfg);
+    cJSON_AddNumberToObject(o, "params", (double)r.num_params);
+    cJSON_AddNumberToObject(o, "epochs", E);
+    json_num(o, "best_val_acc", r.best_val_acc);
+    json_num(o, "test_acc_at_best_val", r.test_acc_at_best_val);
+    cJSON_AddNumberToObject(o, "best_epoch", r.best_epoch);
+    json_num(o, "final_loss", r.loss[E - 1]);
+    json_num(o, "final_train_acc", r.final_train_acc);
+    json_num(o, "final_val_acc", r.final_val_acc);
+    json_num(o, "final_test_acc", r.final_test_acc);
+    json_num(o, "median_epoch_s", r.median_epoch_s);
+    json_num(o, "total_s", cg_time_now() - t_start);
+    cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)cg_peak_rss_bytes());
+    TRY_GOTO(json_write_line(mf, cfg->metrics_path, o), done);
+  }
+
+done:
+  cJSON_Delete(o);
+  if (mf && fclose(mf) != 0 && st == CG_OK)
+    st = cg_err_set(CG_ERR_IO, "cannot close metrics file %s", cfg->metrics_path);
+  rt_model_destroy(&m);
+  cg_free(epoch_s);
+  cg_free(tmp);
+  if (st == CG_OK && res) *res = r;
+  else rt_result_free(&r);
+  return st;
+}
+
+int rt_run(const struct rt_config *cfg, struct rt_result *res) {
+  int st = CG_OK;
+  struct graph g;
+  struct rt_local loc;
+  struct cg_backend *be = NULL;
+  memset(&g, 0, sizeof g);
+  memset(&loc, 0, sizeof loc);
+  TRY(rt_config_check(cfg));
+  TRY_GOTO(graph_open(cfg->graph, &g), done);
+  if (cfg->feat_norm_row) graph_feat_rownorm(&g);
+  TRY_GOTO(rt_local_from_graph(&g, cfg->model, &loc), done);
+  graph_free(&g); /* the local problem holds what training needs */
+  TRY_GOTO(rt_backend_open(cfg->device, cfg->threads, cfg->tf32, &be), done);
+  TRY_GOTO(rt_train(be, &loc, NULL, cfg, res), done);
+done:
+  cg_backend_destroy(&be);
+  rt_local_free(&loc);
+  graph_free(&g);
+  return st;
+}
