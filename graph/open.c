@@ -6,8 +6,35 @@
 
 #include "core/status.h"
 #include "graph/graph.h"
+#include "graph/import.h" /* GRAPH_DEFAULT_DATA_DIR, graph_dataset_hint */
+#include "graph/progress.h"
 
-#define GRAPH_DEFAULT_DATA_DIR "./data"
+/* Loading (or generating) a large graph takes seconds: show it (graph/progress.h;
+ * silent for short steps unless on a terminal, and off with --quiet). */
+static int load_with_progress(const char *path, struct graph *g) {
+  struct stat sb;
+  struct graph_progress pr;
+  char what[4200];
+  snprintf(what, sizeof what, "loading %s", path);
+  graph_progress_begin(&pr, what, stat(path, &sb) == 0 ? (int64_t)sb.st_size : 0, "B");
+  graph_progress_update(&pr, 0);
+  int st = graph_load_cgr(path, g);
+  if (st == CG_OK) graph_progress_end(&pr);
+  else graph_progress_cancel(&pr);
+  return st;
+}
+
+static int synth_with_progress(const char *spec, struct graph *g) {
+  struct graph_progress pr;
+  char what[4200];
+  snprintf(what, sizeof what, "generating %s", spec);
+  graph_progress_begin(&pr, what, 0, "");
+  graph_progress_update(&pr, 0);
+  int st = graph_synth(spec, g);
+  if (st == CG_OK) graph_progress_end(&pr);
+  else graph_progress_cancel(&pr);
+  return st;
+}
 
 static int ends_with(const char *s, const char *suffix) {
   size_t a = strlen(s), b = strlen(suffix);
@@ -25,11 +52,11 @@ int graph_open(const char *name, struct graph *g) {
     return cg_err_set(CG_ERR_ARG, "no graph given: pass a dataset name (e.g. cora), a .cgr file "
                                   "or a synthetic spec (e.g. synth:small)");
   if (strncmp(name, "synth:", 6) == 0) {
-    TRY(graph_synth(name, g));
+    TRY(synth_with_progress(name, g));
     return CG_OK;
   }
   if (path_exists(name)) {
-    TRY(graph_load_cgr(name, g));
+    TRY(load_with_progress(name, g));
     return CG_OK;
   }
 
@@ -44,17 +71,16 @@ int graph_open(const char *name, struct graph *g) {
     if (len > 0 && (size_t)len < sizeof cand) {
       have_cand = 1;
       if (path_exists(cand)) {
-        TRY(graph_load_cgr(cand, g));
+        TRY(load_with_progress(cand, g));
         return CG_OK;
       }
     }
   }
-  return cg_err_set(CG_ERR_NOT_FOUND,
-                    "graph '%s' not found (tried '%s'%s%s%s; CAPGNN_DATA %s%s%s). Set CAPGNN_DATA "
-                    "to the folder that holds %s%s, pass the path of a .cgr file, use a synthetic "
-                    "graph (synth:tiny|small|reddit|products), or convert your dataset to .cgr with "
-                    "`capgnn convert`.",
-                    name, name, have_cand ? ", '" : "", have_cand ? cand : "", have_cand ? "'" : "",
-                    env && *env ? "is '" : "is unset, default '", dir, "'", name,
-                    ends_with(name, ".cgr") ? "" : ".cgr");
+  /* Say exactly how to get the dataset: per known name, the files to download and
+   * the convert command; otherwise the generic ways to supply a graph. */
+  char hint[768];
+  graph_dataset_hint(have_cand ? name : "", dir, hint, sizeof hint);
+  return cg_err_set(CG_ERR_NOT_FOUND, "graph '%s' not found (tried '%s'%s%s%s; CAPGNN_DATA %s%s%s). %s", name,
+                    name, have_cand ? ", '" : "", have_cand ? cand : "", have_cand ? "'" : "",
+                    env && *env ? "is '" : "is unset, default '", dir, "'", hint);
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Source this on the GPU test host (see ../shared/GPU_HOST.md): it unpacks the Debian
-# packages the host lacks (METIS, cJSON, inih, cmocka), downloaded beforehand into
+# packages the host lacks (METIS, cJSON, inih, cmocka, libzip), downloaded beforehand into
 # .gpu-deps/ with `apt-get download`, into .gpu-deps/root and points CMake,
 # pkg-config and the loader at them. Nothing is installed into /.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

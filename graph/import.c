@@ -1,0 +1,196 @@
+/* graph/import.c — the importer dispatcher, graph_convert and the change report. */
+#define _GNU_SOURCE
+#include "graph/import.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/status.h"
+#include "core/timer.h"
+#include "graph/import_internal.h"
+#include "graph/progress.h"
+#include "graph_internal.h"
+
+const char *const graph_import_sources[] = {"dgl-reddit", "ogb", "saint", "edgelist", NULL};
+
+typedef int (*importer_fn)(const struct graph_import_opts *, struct graph *, struct graph_import_stats *);
+static const importer_fn importers[] = {graph_import_dgl_reddit, graph_import_ogb, graph_import_saint,
+                                        graph_import_edgelist};
+
+/* The last path component without trailing slashes and, for files, extensions
+ * such as .cgr, .txt, .gz (so "data/flickr/" -> "flickr", "out/cora.cgr" -> "cora"). */
+static void stem_of(const char *path, int strip_ext, char *out, size_t len) {
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", path);
+  size_t l = strlen(buf);
+  while (l > 1 && buf[l - 1] == '/') buf[--l] = '\0';
+  const char *base = strrchr(buf, '/');
+  base = base ? base + 1 : buf;
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s", base);
+  if (strip_ext) {
+    static const char *const exts[] = {".gz", ".cgr", ".txt", ".csv", ".tsv", ".edges", ".edgelist", ".el"};
+    for (int again = 1; again;) {
+      again = 0;
+      for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
+        size_t tl = strlen(tmp), el = strlen(exts[i]);
+        if (tl > el && strcmp(tmp + tl - el, exts[i]) == 0) {
+          tmp[tl - el] = '\0';
+          again = 1;
+        }
+      }
+    }
+  }
+  snprintf(out, len, "%s", tmp);
+}
+
+static int set_name(struct graph *g, const char *name, int explicit_name) {
+  size_t len = strlen(name);
+  if (explicit_name && (len == 0 || len > 15))
+    return cg_err_set(CG_ERR_ARG, "--name '%s': a dataset name has 1 to 15 characters", name);
+  for (size_t i = 0; i < len; i++)
+    if (!isprint((unsigned char)name[i]) || (unsigned char)name[i] > 126)
+      return cg_err_set(CG_ERR_ARG, "dataset name '%s': only printable ASCII characters are allowed", name);
+  memset(g->name, 0, sizeof g->name);
+  memcpy(g->name, name, len > 15 ? 15 : len); /* derived names are cut to the 15 the format holds */
+  return CG_OK;
+}
+
+static int source_index(const char *from) {
+  for (int i = 0; graph_import_sources[i]; i++)
+    if (from && strcmp(from, graph_import_sources[i]) == 0) return i;
+  return -1;
+}
+
+int graph_import(const char *from, const struct graph_import_opts *o, struct graph *out,
+                 struct graph_import_stats *stats) {
+  memset(out, 0, sizeof *out);
+  struct graph_import_stats local;
+  if (!stats) stats = &local;
+  memset(stats, 0, sizeof *stats);
+  int idx = source_index(from);
+  if (idx < 0)
+    return cg_err_set(CG_ERR_ARG, "unknown source format '%s' (expected dgl-reddit, ogb, saint or edgelist)",
+                      from ? from : "(none)");
+  if (!o || !o->input || !*o->input) return cg_err_set(CG_ERR_ARG, "no input given (--input PATH)");
+  if (o->num_classes < 0 || o->num_classes >= ((int64_t)1 << 31))
+    return cg_err_set(CG_ERR_ARG, "--classes %lld: expected 1 <= c < 2^31 (or 0: from the labels)",
+                      (long long)o->num_classes);
+  if (strcmp(from, "edgelist") != 0 && (o->features || o->labels || o->split))
+    return cg_err_set(CG_ERR_ARG, "--features, --labels and --split belong to --from edgelist; %s reads them "
+                      "from its input folder",
+                      from);
+  double t0 = cg_time_now();
+  int st = CG_OK;
+  TRY_GOTO(importers[idx](o, out, stats), fail);
+  TRY_GOTO(graph_import_feat_store(out, o->feat_storage, stats), fail);
+  if (o->name) {
+    TRY_GOTO(set_name(out, o->name, 1), fail);
+  } else {
+    char stem[4096];
+    stem_of(o->input, strcmp(from, "edgelist") == 0, stem, sizeof stem);
+    TRY_GOTO(set_name(out, stem, 0), fail);
+  }
+  const int64_t n = out->n, c = out->num_classes;
+  for (int64_t u = 0; u < n; u++) {
+    int labelled = 0;
+    if (out->multilabel)
+      for (int64_t k = 0; k < c && !labelled; k++) labelled = out->mlabels[u * c + k] != 0;
+    else
+      labelled = out->labels[u] >= 0;
+    stats->unlabelled += !labelled;
+    stats->split_count[out->split[u] & 3]++;
+  }
+  /* Every FORMAT.md rule, on the graph as it will be written. */
+  TRY_GOTO(graph_check(out, out->name), fail);
+  graph_checksum_update(out);
+  memcpy(stats->name, out->name, sizeof stats->name);
+  stats->n = out->n;
+  stats->m = out->m;
+  stats->feat_dim = out->feat_dim;
+  stats->feat_nnz = out->feat_nnz;
+  stats->num_classes = out->num_classes;
+  stats->sparse_feat = out->sparse_feat;
+  stats->multilabel = out->multilabel;
+  stats->checksum = out->checksum;
+  stats->seconds = cg_time_now() - t0;
+  return CG_OK;
+fail:
+  graph_free(out);
+  return st;
+}
+
+int graph_convert(const char *from, const struct graph_import_opts *o, const char *output,
+                  struct graph_import_stats *stats) {
+  if (!output || !*output) return cg_err_set(CG_ERR_ARG, "no output file given (--output FILE.cgr)");
+  /* Fail before a long import when the output cannot be written. */
+  char dirbuf[4096];
+  snprintf(dirbuf, sizeof dirbuf, "%s", output);
+  const char *dir = dirname(dirbuf);
+  if (access(dir, W_OK) != 0)
+    return cg_err_set(CG_ERR_IO, "%s: cannot write into the folder %s: %s", output, dir, strerror(errno));
+  struct graph_import_opts opts = *o;
+  char stem[4096];
+  if (!opts.name) {
+    stem_of(output, 1, stem, sizeof stem);
+    stem[15] = '\0';
+    opts.name = stem;
+  }
+  struct graph g;
+  TRY(graph_import(from, &opts, &g, stats));
+  struct graph_progress pr;
+  char what[4200];
+  snprintf(what, sizeof what, "writing %s", output);
+  const void *ptr[GRAPH_CGR_NUM_SECTIONS];
+  uint64_t size[GRAPH_CGR_NUM_SECTIONS], total = GRAPH_CGR_HEADER_BYTES;
+  graph_sections(&g, ptr, size);
+  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) total += size[s];
+  graph_progress_begin(&pr, what, (int64_t)total, "B");
+  int st = graph_save_cgr(output, &g);
+  if (st == CG_OK) graph_progress_end(&pr);
+  else graph_progress_cancel(&pr);
+  graph_free(&g);
+  TRY(st);
+  return CG_OK;
+}
+
+static const char *num(char *buf, size_t len, int64_t v) {
+  graph_progress_amount(buf, len, (double)v, "");
+  return buf;
+}
+
+void graph_import_stats_print(FILE *out, const struct graph_import_stats *s, const char *ind) {
+  char a[48], b[48], c[48], d[48];
+  if (!ind) ind = "";
+  fprintf(out, "%sedges:    read %s entries\n", ind, num(a, sizeof a, s->edges_read));
+  fprintf(out, "%s          removed %s self-loops\n", ind, num(a, sizeof a, s->self_loops));
+  fprintf(out, "%s          merged %s duplicate entries\n", ind, num(a, sizeof a, s->duplicates));
+  fprintf(out, "%s          added %s reverse entries to make the graph symmetric\n", ind,
+          num(a, sizeof a, s->reverse_added));
+  fprintf(out, "%s          result: %s directed entries (%s undirected edges), %s isolated vertices\n", ind,
+          num(a, sizeof a, s->m), num(b, sizeof b, s->m / 2), num(c, sizeof c, s->isolated));
+  if (s->sparse_feat)
+    fprintf(out, "%sfeatures: %lld per vertex from %s%s, stored sparse (%s nonzeros, density %.2f%%)\n", ind,
+            (long long)s->feat_dim, s->feat_dtype, s->feat_converted ? " (converted to float32)" : "",
+            num(a, sizeof a, s->feat_nnz),
+            s->n * s->feat_dim > 0 ? 100.0 * (double)s->feat_nnz / ((double)s->n * (double)s->feat_dim) : 0.0);
+  else
+    fprintf(out, "%sfeatures: %lld per vertex from %s%s, stored dense (%s values, %s nonzero)\n", ind,
+            (long long)s->feat_dim, s->feat_dtype, s->feat_converted ? " (converted to float32)" : "",
+            num(a, sizeof a, s->feat_nnz), num(b, sizeof b, s->nonzero_feats));
+  fprintf(out, "%slabels:   %lld classes, %s; %s vertices unlabelled\n", ind, (long long)s->num_classes,
+          s->multilabel ? "multi-label" : "single-label", num(a, sizeof a, s->unlabelled));
+  fprintf(out, "%ssplit:    train %s, val %s, test %s, in no split %s", ind, num(a, sizeof a, s->split_count[1]),
+          num(b, sizeof b, s->split_count[2]), num(c, sizeof c, s->split_count[3]),
+          num(d, sizeof d, s->split_count[0]));
+  if (s->random_split)
+    fprintf(out, " (drawn: 60/20/20 of the labelled vertices, seed %llu)", (unsigned long long)s->seed);
+  fprintf(out, "\n");
+  for (int i = 0; i < s->nnotes; i++) fprintf(out, "%snote:     %s\n", ind, s->notes[i]);
+}

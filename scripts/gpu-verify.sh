@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One-call verification on the GPU test host (../shared/GPU_HOST.md), designed for a
+# short device lease: runs prebuilt binaries from BUILD (a Release build made with
+# -DCAPGNN_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90) and writes logs/JSON to OUT.
+#   scripts/gpu-verify.sh BUILD OUT [quick]
+#  1. every CUDA op vs the CPU backend; a whole CUDA training run vs the CPU run;
+#     the GPU communication paths (staged, NCCL at np 1)
+#  2. mpirun -np 1|2|4 on the one GPU: per-epoch losses (compared afterwards)
+#  3. compute-sanitizer memcheck on a short run
+#  4. synth:reddit, GCN 3x256: capgnn epoch benchmark, then capgnn and PyTorch
+#     training on the same .cgr file (median epoch, peak memory, accuracy)
+# Each step has a time limit so that one hang cannot eat the lease.
+set -u
+B=$(cd "$1" && pwd); O=$2; mkdir -p "$O"
+cd "$(dirname "$0")/.."
+source scripts/gpu-host-setup.sh
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 CAPGNN_LOG_LEVEL=${CAPGNN_LOG_LEVEL:-warn}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$O/gpu.txt"
+step() { # step NAME SECONDS CMD...
+  local name=$1 secs=$2; shift 2
+  local t0=$(date +%s.%N)
+  timeout -k 5 "$secs" "$@" > "$O/$name.log" 2>&1
+  local rc=$?
+  printf '%-22s rc=%-3s %6.1f s\n' "$name" "$rc" "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')" | tee -a "$O/steps.txt"
+}
+step test_cuda_ops 60 "$B/bin/test_cuda_ops"
+step test_gpu_train 90 "$B/bin/test_gpu_train"
+[ -x "$B/bin/test_gpu_comm" ] && step test_gpu_comm_np1 60 mpirun -np 1 "$B/bin/test_gpu_comm"
+[ -x "$B/bin/test_gpu_comm" ] && step test_gpu_comm_np2 60 mpirun --oversubscribe -np 2 "$B/bin/test_gpu_comm"
+for np in 1 2 4; do
+  step "mpirun_np$np" 90 mpirun --oversubscribe -np "$np" "$B/bin/capgnn" --graph synth:small \
+       --model gcn --layers 3 --hidden 64 --dropout 0.5 --epochs 20 --device cuda \
+       --metrics "$O/np$np.jsonl" --quiet
+done
+step sanitizer 120 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+     "$B/bin/capgnn" --graph synth:tiny --epochs 3 --device cuda --quiet
+[ "${3:-}" = quick ] && exit 0
+step bench_gpu 180 "$B/bin/bench_epoch" --graph synth:reddit --device cuda --epochs 20 --warmup 3 \
+     --profile-epochs 2 --save-graph /tmp/reddit.cgr --json "$O/bench_gpu.json"
+step capgnn_reddit 180 "$B/bin/capgnn" --graph /tmp/reddit.cgr --layers 3 --hidden 256 --dropout 0.5 \
+     --lr 0.01 --weight-decay 0 --epochs 50 --device cuda --metrics "$O/capgnn_reddit.jsonl" --quiet
+step torch_reddit 240 env PYTHONUNBUFFERED=1 python3 benchmarks/torch_gcn.py --graph /tmp/reddit.cgr \
+     --epochs 50 --json "$O/torch_reddit.json"
+exit 0
