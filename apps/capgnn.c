@@ -20,6 +20,9 @@ static const struct capgnn_command commands[] = {
 #ifdef CAPGNN_HAVE_CMD_PARTITION
     {"partition", cmd_partition, "partition a graph for several ranks and save the partition set"},
 #endif
+    {"convert", cmd_convert, "convert a dataset (DGL Reddit, OGB, GraphSAINT, edge list) to .cgr"},
+    {"info", cmd_info, "print a dataset's sizes, split, degrees and checksum status"},
+    {"gen", cmd_gen, "write a synthetic graph to a .cgr file"},
 };
 static const int ncommands = (int)(sizeof commands / sizeof commands[0]);
 

@@ -1,6 +1,8 @@
 /* apps/cmd_train.c — `capgnn [train] [options]`: parse options into a struct
  * rt_config and call the runtime. Usage errors exit 2, runtime failures exit 1, each
- * with one line "capgnn: error: ..." on stderr. */
+ * with one line "capgnn: error: ..." on stderr. Settings files (--config, see
+ * apps/config_file.h) expand to the same options before the command line, so the
+ * command line wins; --print-config prints the resolved settings as a settings file. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -11,8 +13,24 @@
 #include <string.h>
 
 #include "apps/commands.h"
+#include "apps/config_file.h"
+#include "core/log.h"
 #include "core/status.h"
+#include "graph/progress.h"
 #include "runtime/runtime.h"
+#ifdef CAPGNN_HAVE_DIST
+#include "mpi/comm.h"
+#include "runtime/dist.h"
+#endif
+
+/* Options of partition-parallel training (`mpiexec -n P capgnn ...`, P > 1). */
+struct train_par {
+  const char *partition; /* metis | random */
+  uint64_t part_seed;
+  const char *part_cache; /* NULL: $CAPGNN_CACHE or .capgnn-cache */
+  int no_part_cache;
+  const char *comm;       /* auto | nccl | mpi-cuda | mpi-staged */
+};
 
 void cmd_train_usage(FILE *out) {
   fprintf(out,
@@ -46,14 +64,27 @@ void cmd_train_usage(FILE *out) {
           "  --tf32                        CUDA: allow TF32 matrix products (faster, less exact)\n"
           "  --metrics FILE                write JSON Lines metrics: one object per epoch, then a\n"
           "                                summary object\n"
-          "  --quiet                       no per-epoch log lines\n"
+          "  --quiet                       no per-epoch log lines and no progress lines\n"
+          "parallel (mpiexec -n P capgnn ..., one partition per rank; P = 1 trains as without MPI)\n"
+          "  --partition metis|random      how vertices are split over the ranks (default metis)\n"
+          "  --part-seed N                 seed of METIS / the random split (default 1)\n"
+          "  --part-cache DIR              partition cache folder (default $CAPGNN_CACHE, else\n"
+          "                                .capgnn-cache); --no-part-cache: neither read nor write it\n"
+          "  --comm auto|nccl|mpi-cuda|mpi-staged  how GPU ranks exchange halo rows and gradients\n"
+          "                                (default auto; CPU ranks always use plain MPI)\n"
+          "settings\n"
+          "  --config FILE                 read settings from an INI file (keys are the long options\n"
+          "                                above, e.g. configs/reddit.ini); options given on the\n"
+          "                                command line override it; may be repeated\n"
+          "  --print-config                print the resolved settings (as a settings file) and exit\n"
           "  -h, --help                    this help\n");
 }
 
 enum {
   OPT_GRAPH = 256, OPT_FEAT_NORM, OPT_MODEL, OPT_LAYERS, OPT_HIDDEN, OPT_DROPOUT, OPT_LAYERNORM,
   OPT_OPTIMIZER, OPT_LR, OPT_WD, OPT_WD_SCOPE, OPT_EPOCHS, OPT_EVAL_EVERY, OPT_SEED, OPT_DEVICE,
-  OPT_THREADS, OPT_TF32, OPT_METRICS, OPT_QUIET
+  OPT_THREADS, OPT_TF32, OPT_METRICS, OPT_QUIET, OPT_CONFIG, OPT_PRINT_CONFIG,
+  OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM
 };
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -108,6 +139,98 @@ static int parse_float(const char *opt, const char *s, float *out) {
   return 0;
 }
 
+static int cmd_train_parsed(int argc, char **argv, const struct option *longopts, const char *const *files,
+                            int nfiles);
+
+/* The shortest decimal that reads back as the same float ("0.01", not "0.00999999978"). */
+static const char *float_str(char *buf, size_t len, float v) {
+  for (int prec = 1; prec <= 9; prec++) {
+    snprintf(buf, len, "%.*g", prec, (double)v);
+    if (strtof(buf, NULL) == v) break;
+  }
+  return buf;
+}
+
+/* The resolved settings in the --config format, so that the output can be saved and
+ * read back with --config (every float reads back exactly). */
+static void print_config(FILE *out, const struct rt_config *c, const struct train_par *par,
+                         const char *const *files, int nfiles) {
+  char f1[32], f2[32], f3[32];
+  fprintf(out, "# capgnn train settings, resolved from: defaults");
+  for (int i = 0; i < nfiles; i++) fprintf(out, ", %s", files[i]);
+  fprintf(out, ", the command line\n");
+  fprintf(out, "[data]\ngraph = %s\nfeat-norm = %s\n", c->graph, c->feat_norm_row ? "row" : "none");
+  fprintf(out, "\n[model]\nmodel = %s\nlayers = %d\nhidden = %lld\ndropout = %s\nlayernorm = %s\n",
+          rt_model_kind_str(c->model), c->layers, (long long)c->hidden, float_str(f1, sizeof f1, c->dropout),
+          c->layernorm ? "true" : "false");
+  fprintf(out,
+          "\n[training]\noptimizer = %s\nlr = %s\nweight-decay = %s\nwd-scope = %s\nepochs = %d\n"
+          "eval-every = %d\nseed = %llu\n",
+          rt_optimizer_str(c->optimizer), float_str(f2, sizeof f2, c->lr), float_str(f3, sizeof f3, c->weight_decay),
+          rt_wd_scope_str(c->wd_scope), c->epochs, c->eval_every, (unsigned long long)c->seed);
+  fprintf(out, "\n[execution]\ndevice = %s\nthreads = %d\ntf32 = %s\n", c->device, c->threads,
+          c->tf32 ? "true" : "false");
+  fprintf(out, "\n[output]\n");
+  if (c->metrics_path) fprintf(out, "metrics = %s\n", c->metrics_path);
+  else fprintf(out, "# metrics = FILE (none)\n");
+  fprintf(out, "quiet = %s\n", c->quiet ? "true" : "false");
+  fprintf(out, "\n[parallel]\npartition = %s\npart-seed = %llu\n", par->partition,
+          (unsigned long long)par->part_seed);
+  if (par->part_cache) fprintf(out, "part-cache = %s\n", par->part_cache);
+  if (par->no_part_cache) fprintf(out, "no-part-cache = true\n");
+  fprintf(out, "comm = %s\n", par->comm);
+}
+
+static const char *err_text(void) { return cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()); }
+
+/* MPI starts for every training run (a singleton without mpiexec). One rank trains
+ * exactly as without MPI; P > 1 ranks train one partition each (runtime/dist.h). A set-up
+ * error is agreed by all ranks, which leave cleanly; a failure once training has started
+ * may leave peers waiting in a collective, so it ends the whole job (comm_abort). */
+static int run_training(const struct rt_config *cfg, const struct train_par *par) {
+#ifdef CAPGNN_HAVE_DIST
+  struct comm *c = NULL;
+  if (comm_init(NULL, NULL, &c) != CG_OK) {
+    fprintf(stderr, "capgnn: error: %s\n", err_text());
+    comm_abort(NULL, CAPGNN_EXIT_FAILURE);
+  }
+  struct rt_dist_options o;
+  rt_dist_options_defaults(&o);
+  enum comm_path path = COMM_PATH_AUTO;
+  if (part_method_parse(par->partition, &o.method) != CG_OK || comm_path_parse(par->comm, &path) != CG_OK) {
+    fprintf(stderr, "capgnn: error: %s\n", err_text()); /* not reached: checked while parsing */
+    comm_finalize(&c);
+    return CAPGNN_EXIT_USAGE;
+  }
+  o.part_seed = par->part_seed;
+  o.use_cache = !par->no_part_cache;
+  o.cache_dir = par->part_cache;
+  const int rank = comm_rank(c), size = comm_size(c);
+  if (rank != 0) graph_progress_set_mode(GRAPH_PROGRESS_OFF); /* every rank opens the graph: one progress line */
+  int fatal = 0;
+  if (rt_run_dist(c, cfg, &o, path, NULL, &fatal) != CG_OK) {
+    if (fatal && size > 1) {
+      LOG_ERROR("train", "rank %d of %d failed during training: %s", rank, size, err_text());
+      cg_err_report("capgnn");
+      comm_abort(c, CAPGNN_EXIT_FAILURE);
+    }
+    if (size > 1) fprintf(stderr, "capgnn: error: rank %d: %s\n", rank, err_text());
+    else fprintf(stderr, "capgnn: error: %s\n", err_text());
+    comm_finalize(&c);
+    return CAPGNN_EXIT_FAILURE;
+  }
+  comm_finalize(&c);
+  return CAPGNN_EXIT_OK;
+#else
+  (void)par;
+  if (rt_run(cfg, NULL) != CG_OK) {
+    fprintf(stderr, "capgnn: error: %s\n", err_text());
+    return CAPGNN_EXIT_FAILURE;
+  }
+  return CAPGNN_EXIT_OK;
+#endif
+}
+
 int cmd_train(int argc, char **argv) {
   static const struct option longopts[] = {
       {"graph", required_argument, NULL, OPT_GRAPH},
@@ -129,13 +252,38 @@ int cmd_train(int argc, char **argv) {
       {"tf32", no_argument, NULL, OPT_TF32},
       {"metrics", required_argument, NULL, OPT_METRICS},
       {"quiet", no_argument, NULL, OPT_QUIET},
+      {"config", required_argument, NULL, OPT_CONFIG},
+      {"print-config", no_argument, NULL, OPT_PRINT_CONFIG},
+      {"partition", required_argument, NULL, OPT_PARTITION},
+      {"part-seed", required_argument, NULL, OPT_PART_SEED},
+      {"part-cache", required_argument, NULL, OPT_PART_CACHE},
+      {"no-part-cache", no_argument, NULL, OPT_NO_PART_CACHE},
+      {"comm", required_argument, NULL, OPT_COMM},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
+  /* --config FILE becomes the options it holds, placed before the command line's. */
+  int xargc;
+  char **xargv;
+  if (config_file_expand(argc, argv, longopts, &xargc, &xargv) != CG_OK) {
+    fprintf(stderr, "capgnn: error: %s (see capgnn train --help)\n", cg_err_msg());
+    return cg_err_status() == CG_ERR_IO ? CAPGNN_EXIT_FAILURE : CAPGNN_EXIT_USAGE;
+  }
+  const char *files[16];
+  int nfiles = config_file_names(argc, argv, files, 16);
+  int rc = cmd_train_parsed(xargc, xargv, longopts, files, nfiles);
+  config_file_argv_free(xargc, xargv); /* cfg's strings point into it: freed after the run */
+  return rc;
+}
+
+static int cmd_train_parsed(int argc, char **argv, const struct option *longopts, const char *const *files,
+                            int nfiles) {
   struct rt_config cfg;
   rt_config_defaults(&cfg);
+  optind = 1;
   opterr = 0; /* our own one-line messages */
-  int c, rc = 0;
+  int c, rc = 0, print = 0;
+  struct train_par par = {"metis", 1, NULL, 0, "auto"};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     switch (c) {
@@ -175,6 +323,20 @@ int cmd_train(int argc, char **argv) {
       case OPT_TF32: cfg.tf32 = 1; break;
       case OPT_METRICS: cfg.metrics_path = optarg; break;
       case OPT_QUIET: cfg.quiet = 1; break;
+      case OPT_PRINT_CONFIG: print = 1; break;
+      case OPT_PARTITION:
+        if (strcmp(optarg, "metis") == 0 || strcmp(optarg, "random") == 0) par.partition = optarg;
+        else rc = usage_error("--partition '%s': expected metis or random", optarg);
+        break;
+      case OPT_PART_SEED: rc = parse_u64("--part-seed", optarg, &par.part_seed); break;
+      case OPT_PART_CACHE: par.part_cache = optarg; break;
+      case OPT_NO_PART_CACHE: par.no_part_cache = 1; break;
+      case OPT_COMM:
+        if (!strcmp(optarg, "auto") || !strcmp(optarg, "nccl") || !strcmp(optarg, "mpi-cuda") ||
+            !strcmp(optarg, "mpi-staged"))
+          par.comm = optarg;
+        else rc = usage_error("--comm '%s': expected auto, nccl, mpi-cuda or mpi-staged", optarg);
+        break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       case '?':
       default: rc = usage_error("unknown option '%s'", name); break;
@@ -187,9 +349,11 @@ int cmd_train(int argc, char **argv) {
     return CAPGNN_EXIT_USAGE;
   }
   if (cfg.metrics_path && !cfg.metrics_path[0]) return usage_error("--metrics: empty file name");
-  if (rt_run(&cfg, NULL) != CG_OK) {
-    fprintf(stderr, "capgnn: error: %s\n", cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()));
-    return CAPGNN_EXIT_FAILURE;
+  if (par.part_cache && par.no_part_cache) return usage_error("--part-cache and --no-part-cache exclude each other");
+  if (print) {
+    print_config(stdout, &cfg, &par, files, nfiles);
+    return CAPGNN_EXIT_OK;
   }
-  return CAPGNN_EXIT_OK;
+  if (cfg.quiet) graph_progress_set_mode(GRAPH_PROGRESS_OFF);
+  return run_training(&cfg, &par);
 }

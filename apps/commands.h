@@ -16,5 +16,10 @@ void cmd_train_usage(FILE *out);
 /* apps/cmd_partition.c (built in when that file and capgnn_partition exist, which
  * defines CAPGNN_HAVE_CMD_PARTITION for capgnn.c's command table). */
 int cmd_partition(int argc, char **argv);
+/* Datasets: apps/cmd_convert.c (import to .cgr), apps/cmd_info.c (sizes, split,
+ * degrees, checksum status), apps/cmd_gen.c (synthetic graph to .cgr). */
+int cmd_convert(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
 
 #endif

@@ -10,7 +10,13 @@
 #endif
 
 int rt_backend_open(const char *device, int threads, int tf32, struct cg_backend **out) {
+  return rt_backend_open_ordinal(device, threads, tf32, 0, out);
+}
+
+int rt_backend_open_ordinal(const char *device, int threads, int tf32, int ordinal,
+                            struct cg_backend **out) {
   *out = NULL;
+  (void)ordinal; /* unused without CUDA */
   if (!device) device = "auto";
   if (strcmp(device, "cpu") == 0) {
     TRY(cg_backend_cpu_create(threads, out));
@@ -18,7 +24,7 @@ int rt_backend_open(const char *device, int threads, int tf32, struct cg_backend
   }
   if (strcmp(device, "cuda") == 0) {
 #ifdef CAPGNN_HAVE_CUDA
-    TRY(cg_backend_cuda_create(0, tf32, out));
+    TRY(cg_backend_cuda_create(ordinal, tf32, out));
     return CG_OK;
 #else
     return cg_err_set(CG_ERR_UNSUPPORTED,
@@ -29,7 +35,7 @@ int rt_backend_open(const char *device, int threads, int tf32, struct cg_backend
   if (strcmp(device, "auto") == 0) {
 #ifdef CAPGNN_HAVE_CUDA
     if (cg_cuda_device_count() > 0) {
-      if (cg_backend_cuda_create(0, tf32, out) == CG_OK) return CG_OK;
+      if (cg_backend_cuda_create(ordinal, tf32, out) == CG_OK) return CG_OK;
       /* A GPU answered but the backend could not start on it: say so loudly, since
        * the run will be much slower than the user expects. */
       LOG_WARN("train", "device auto: the CUDA backend failed (%s); falling back to the CPU backend",

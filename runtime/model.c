@@ -382,6 +382,7 @@ int rt_model_grads_get(const struct rt_model *m, float *host) {
 static void stats_begin(struct rt_model *m, struct rt_step_stats *st) {
   memset(st, 0, sizeof *st);
   if (m->has_ex && m->ex.halo_bytes) st->halo_bytes = -m->ex.halo_bytes(m->ex.ctx);
+  if (m->has_ex && m->ex.allreduce_bytes) st->allreduce_bytes = -m->ex.allreduce_bytes(m->ex.ctx);
   if (m->has_ex && m->ex.cache_stats) {
     int64_t h = 0, k = 0;
     if (m->ex.cache_stats(m->ex.ctx, &h, &k) == CG_OK) {
@@ -394,6 +395,8 @@ static void stats_begin(struct rt_model *m, struct rt_step_stats *st) {
 static void stats_end(struct rt_model *m, struct rt_step_stats *st) {
   if (m->has_ex && m->ex.halo_bytes) st->halo_bytes += m->ex.halo_bytes(m->ex.ctx);
   else st->halo_bytes = 0;
+  if (m->has_ex && m->ex.allreduce_bytes) st->allreduce_bytes += m->ex.allreduce_bytes(m->ex.ctx);
+  else st->allreduce_bytes = 0;
   int64_t h = 0, k = 0;
   if (m->has_ex && m->ex.cache_stats && m->ex.cache_stats(m->ex.ctx, &h, &k) == CG_OK) {
     st->cache_hits += h;

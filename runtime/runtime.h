@@ -137,10 +137,18 @@ struct rt_exchange {
   int (*allreduce_grads)(void *ctx, struct cg_backend *be, float *flat, int64_t n);
   /* Sum over ranks of a few host doubles (loss sums, evaluation counts). */
   int (*allreduce_host)(void *ctx, double *v, int n);
-  /* Cumulative counters (may be NULL): halo bytes this rank sent and received;
-   * halo cache hits and lookups (JACA). The runtime reports per-epoch deltas. */
+  /* Cumulative counters (may be NULL): halo bytes this rank SENT (forward rows it
+   * owns + backward gradients of its halo rows, so that the sum over ranks is the
+   * traffic); halo cache hits and lookups (JACA). The runtime reports per-epoch deltas. */
   int64_t (*halo_bytes)(void *ctx);
   int (*cache_stats)(void *ctx, int64_t *hits, int64_t *lookups);
+  /* Maximum over ranks of a few host doubles, in place (per-epoch load-imbalance
+   * metrics; the runtime gets a minimum as -max(-x)). May be NULL: the rank's own
+   * values are reported. */
+  int (*allreduce_host_max)(void *ctx, double *v, int n);
+  /* Cumulative bytes this rank contributed to gradient all-reduces (the flat buffer
+   * size per call; the wire traffic depends on MPI's algorithm). May be NULL. */
+  int64_t (*allreduce_bytes)(void *ctx);
 };
 
 /* ---- the model ------------------------------------------------------------- */
@@ -167,8 +175,9 @@ struct rt_eval {
 struct rt_step_stats {
   double loss;           /* mean loss over all train vertices (before the update) */
   double comm_s;         /* halo exchange + all-reduce time */
-  int64_t halo_bytes;    /* delta of the exchange's counter during the step */
+  int64_t halo_bytes;    /* delta of the exchange's counter during the step (this rank) */
   int64_t cache_hits, cache_lookups;
+  int64_t allreduce_bytes; /* delta of the all-reduce counter during the step (this rank) */
 };
 
 /* Build the model for `loc` on `be`: uploads the operator and its transpose, the
@@ -218,6 +227,10 @@ void rt_result_free(struct rt_result *r); /* accepts a zeroed struct */
 /* Open a backend: "cpu", "cuda" (error when not built or no GPU), or "auto" (CUDA
  * when built and a GPU answers, else CPU). */
 int rt_backend_open(const char *device, int threads, int tf32, struct cg_backend **out);
+/* The same on CUDA device `ordinal` (the one comm_gpu_bind chose for this rank);
+ * rt_backend_open uses ordinal 0. Ignored for the CPU backend. */
+int rt_backend_open_ordinal(const char *device, int threads, int tf32, int ordinal,
+                            struct cg_backend **out);
 /* One line naming the backend's device for logs and metrics ("cpu", or the GPU's
  * model, memory and UUID for CUDA). */
 const char *rt_backend_describe(const struct cg_backend *be);
@@ -231,20 +244,32 @@ const char *rt_backend_describe(const struct cg_backend *be);
  *   per epoch: epoch, loss (training loss of the step, with dropout, before the
  *     update), train_acc, val_acc, test_acc, val_loss (after the update; null on
  *     epochs without evaluation; micro-F1 for multi-label graphs), epoch_s, compute_s,
- *     comm_s, halo_bytes, cache_hit_rate, eval_s.
- *   last line: {"summary": true, graph, nodes, edges, multilabel, device, threads,
+ *     comm_s, halo_bytes, allreduce_bytes, compute_max_s, compute_min_s,
+ *     cache_hit_rate, eval_s.
+ *   last line: {"summary": true, graph, nodes, edges, features, classes, multilabel,
+ *     device, threads,
  *     ranks, model, layers, hidden, dropout, layernorm, optimizer, lr, weight_decay,
  *     wd_scope, feat_norm, eval_every, seed, params, epochs, best_val_acc,
  *     test_acc_at_best_val, best_epoch, final_loss, final_train_acc, final_val_acc,
  *     final_test_acc, median_epoch_s, total_s, peak_rss_bytes}.
  * Timers (the backend is synchronised before every reading):
  *   epoch_s    wall time of one training step: forward, loss, backward, gradient
- *              all-reduce, optimizer update (evaluation excluded: that is eval_s)
+ *              all-reduce, optimizer update (evaluation excluded: that is eval_s);
+ *              rank 0's (every rank's step ends in the same all-reduce)
  *   comm_s     time inside halo exchanges and all-reduces of that step, including the
- *              synchronisations around them and waiting for peers (0 on one rank)
- *   compute_s  epoch_s - comm_s
- *   halo_bytes halo bytes this rank moved during the training step
- *   cache_hit_rate  halo cache hits / lookups in the step; null without a cache */
+ *              synchronisations around them and waiting for peers (0 on one rank);
+ *              rank 0's
+ *   compute_s  epoch_s - comm_s (rank 0's)
+ *   compute_max_s, compute_min_s  the largest and smallest compute_s over the ranks
+ *              (load imbalance: waiting for the slowest rank shows up in the others'
+ *              comm_s); both equal compute_s on one rank
+ *   halo_bytes halo bytes sent during the training step, summed over the ranks (each
+ *              halo row's forward values and backward gradients, float32; the halo
+ *              feature rows, fetched once at set-up, are not in any epoch); 0 on one rank
+ *   allreduce_bytes  gradient all-reduce payload of the step summed over the ranks
+ *              (ranks x parameters x 4); 0 on one rank
+ *   cache_hit_rate  halo cache hits / lookups in the step; null without a cache
+ * The cross-rank sums and extremes are gathered after each step, outside epoch_s. */
 int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_exchange *ex,
              const struct rt_config *cfg, struct rt_result *res);
 

@@ -130,6 +130,14 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
       goto done;
     }
 
+    /* Cross-rank sums and extremes, gathered outside the timed step (every rank
+     * takes this path: the loss above is global, so all stop or none). */
+    const double compute_s = dt - ss.comm_s;
+    double sums[2] = {(double)ss.halo_bytes, (double)ss.allreduce_bytes};
+    double ext[2] = {compute_s, -compute_s}; /* max, -min */
+    if (ex && ex->allreduce_host) TRY_GOTO(ex->allreduce_host(ex->ctx, sums, 2), done);
+    if (ex && ex->allreduce_host_max) TRY_GOTO(ex->allreduce_host_max(ex->ctx, ext, 2), done);
+
     int do_eval = (e % cfg->eval_every) == 0 || e == E;
     struct rt_eval ev = {NAN, NAN, NAN, NAN, NAN};
     double eval_s = NAN;
@@ -169,9 +177,12 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
       json_num(o, "test_acc", ev.test_acc);
       json_num(o, "val_loss", ev.val_loss);
       json_num(o, "epoch_s", dt);
-      json_num(o, "compute_s", dt - ss.comm_s);
+      json_num(o, "compute_s", compute_s);
       json_num(o, "comm_s", ss.comm_s);
-      cJSON_AddNumberToObject(o, "halo_bytes", (double)ss.halo_bytes);
+      cJSON_AddNumberToObject(o, "halo_bytes", sums[0]);
+      cJSON_AddNumberToObject(o, "allreduce_bytes", sums[1]);
+      json_num(o, "compute_max_s", ext[0]);
+      json_num(o, "compute_min_s", -ext[1]);
       if (ss.cache_lookups > 0)
         cJSON_AddNumberToObject(o, "cache_hit_rate", (double)ss.cache_hits / (double)ss.cache_lookups);
       else
@@ -197,6 +208,8 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
     cJSON_AddStringToObject(o, "graph", loc->name);
     cJSON_AddNumberToObject(o, "nodes", (double)loc->n_global);
     cJSON_AddNumberToObject(o, "edges", (double)loc->m_global);
+    cJSON_AddNumberToObject(o, "features", (double)loc->feat_dim);
+    cJSON_AddNumberToObject(o, "classes", (double)loc->num_classes);
     cJSON_AddBoolToObject(o, "multilabel", loc->multilabel != 0);
     cJSON_AddStringToObject(o, "device", be->name);
     cJSON_AddStringToObject(o, "device_desc", rt_backend_describe(be));

@@ -1,0 +1,177 @@
+/* apps/config_file.c — `--config FILE`: INI settings (inih) turned into the long
+ * options they name, placed before the command-line arguments so that those win.
+ * Going through the command's own option table and parser means a file accepts
+ * exactly what the command line accepts, with the same checks and messages. */
+#define _GNU_SOURCE
+#include "apps/config_file.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/status.h"
+
+struct argv_buf {
+  char **v;
+  int n, cap;
+};
+
+static int argv_push(struct argv_buf *a, const char *s) {
+  if (a->n + 2 > a->cap) {
+    int cap = a->cap ? 2 * a->cap : 32;
+    char **v = realloc(a->v, (size_t)cap * sizeof *v);
+    if (!v) return cg_err_set(CG_ERR_NOMEM, "out of memory for the argument list");
+    a->v = v;
+    a->cap = cap;
+  }
+  char *d = strdup(s);
+  if (!d) return cg_err_set(CG_ERR_NOMEM, "out of memory for the argument list");
+  a->v[a->n++] = d;
+  a->v[a->n] = NULL;
+  return CG_OK;
+}
+
+struct parse_ctx {
+  const char *path;
+  const struct option *opts;
+  struct argv_buf *out;
+  char err[512]; /* first problem found (inih gives its line) */
+};
+
+/* Edit distance, for "did you mean". */
+static int distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 63 || lb > 63) return 99;
+  int d[64][64];
+  for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+  for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+  for (size_t i = 1; i <= la; i++)
+    for (size_t j = 1; j <= lb; j++) {
+      int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+      d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+    }
+  return d[la][lb];
+}
+
+static int parse_bool(const char *v, int *out) {
+  static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
+  for (int i = 0; i < 4; i++) {
+    if (strcasecmp(v, yes[i]) == 0) return *out = 1, 0;
+    if (strcasecmp(v, no[i]) == 0) return *out = 0, 0;
+  }
+  return -1;
+}
+
+static int on_setting(void *user, const char *section, const char *name, const char *value) {
+  (void)section;
+  struct parse_ctx *c = user;
+  char key[128];
+  snprintf(key, sizeof key, "%s", name);
+  for (char *p = key; *p; p++)
+    if (*p == '_') *p = '-';
+  if (strcmp(key, "config") == 0 || strcmp(key, "help") == 0 || strcmp(key, "print-config") == 0) {
+    if (!c->err[0]) snprintf(c->err, sizeof c->err, "'%s' cannot be set in a settings file", key);
+    return 0;
+  }
+  const struct option *o = NULL;
+  for (const struct option *q = c->opts; q->name; q++)
+    if (strcmp(q->name, key) == 0) o = q;
+  if (!o) {
+    if (!c->err[0]) {
+      const char *best = NULL;
+      int bd = 3;
+      for (const struct option *q = c->opts; q->name; q++) {
+        int d = distance(key, q->name);
+        if (d < bd) bd = d, best = q->name;
+      }
+      snprintf(c->err, sizeof c->err, "unknown key '%s'%s%s%s (keys are the command's long options without --)",
+               name, best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
+    }
+    return 0;
+  }
+  char opt[140];
+  snprintf(opt, sizeof opt, "--%s", o->name);
+  if (o->has_arg == no_argument) {
+    int on;
+    if (parse_bool(value, &on) != 0) {
+      if (!c->err[0])
+        snprintf(c->err, sizeof c->err, "'%s = %s': expected true or false (also yes/no, on/off, 1/0)", name, value);
+      return 0;
+    }
+    if (on && argv_push(c->out, opt) != CG_OK) return 0;
+    return 1;
+  }
+  if (argv_push(c->out, opt) != CG_OK || argv_push(c->out, value) != CG_OK) return 0;
+  return 1;
+}
+
+static int load_file(const char *path, const struct option *opts, struct argv_buf *out) {
+  struct parse_ctx c = {.path = path, .opts = opts, .out = out};
+  errno = 0;
+  int rc = ini_parse(path, on_setting, &c);
+  if (rc == -1)
+    return cg_err_set(CG_ERR_IO, "--config %s: cannot open: %s", path, strerror(errno ? errno : ENOENT));
+  if (rc == -2) return cg_err_set(CG_ERR_NOMEM, "--config %s: out of memory while reading it", path);
+  if (rc > 0)
+    return cg_err_set(CG_ERR_ARG, "%s:%d: %s", path, rc,
+                      c.err[0] ? c.err : "syntax error (expected 'key = value', '[section]' or a comment)");
+  return CG_OK;
+}
+
+int config_file_expand(int argc, char **argv, const struct option *longopts, int *out_argc, char ***out_argv) {
+  struct argv_buf files = {0}, rest = {0}, all = {0};
+  int st = CG_OK;
+  *out_argc = 0;
+  *out_argv = NULL;
+  int i;
+  for (i = 1; i < argc && st == CG_OK; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--") == 0) break; /* the rest are operands */
+    if (strcmp(a, "--config") == 0) {
+      if (i + 1 >= argc) {
+        st = cg_err_set(CG_ERR_ARG, "option '--config' needs a value (a settings file, e.g. configs/reddit.ini)");
+        break;
+      }
+      st = load_file(argv[++i], longopts, &files);
+    } else if (strncmp(a, "--config=", 9) == 0) {
+      st = load_file(a + 9, longopts, &files);
+    } else {
+      st = argv_push(&rest, a);
+    }
+  }
+  for (; i < argc && st == CG_OK; i++) st = argv_push(&rest, argv[i]);
+  if (st == CG_OK) st = argv_push(&all, argc > 0 ? argv[0] : "capgnn");
+  for (int k = 0; k < files.n && st == CG_OK; k++) st = argv_push(&all, files.v[k]);
+  for (int k = 0; k < rest.n && st == CG_OK; k++) st = argv_push(&all, rest.v[k]);
+  config_file_argv_free(files.n, files.v);
+  config_file_argv_free(rest.n, rest.v);
+  if (st != CG_OK) {
+    config_file_argv_free(all.n, all.v);
+    return st;
+  }
+  *out_argc = all.n;
+  *out_argv = all.v;
+  return CG_OK;
+}
+
+void config_file_argv_free(int argc, char **argv) {
+  if (!argv) return;
+  for (int i = 0; i < argc; i++) free(argv[i]);
+  free(argv);
+}
+
+int config_file_names(int argc, char **argv, const char **names, int max) {
+  int k = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--") == 0) break;
+    const char *f = NULL;
+    if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) f = argv[++i];
+    else if (strncmp(argv[i], "--config=", 9) == 0) f = argv[i] + 9;
+    if (f && k < max) names[k++] = f;
+  }
+  return k;
+}

@@ -1,0 +1,44 @@
+/* apps/config_file.h — settings files for capgnn commands (`--config FILE`).
+ *
+ * A settings file is INI (read with the inih library):
+ *
+ *   # Kipf & Welling's GCN on Cora
+ *   [data]
+ *   graph = cora
+ *   feat-norm = row
+ *   [model]
+ *   layers = 2
+ *   hidden = 16
+ *   layernorm = false
+ *
+ * Every key is the name of one of the command's long options, without "--" ("_"
+ * may stand for "-"), and the value is what would follow the option on the
+ * command line. Options without a value (flags such as layernorm or quiet) take
+ * true/false (also yes/no, on/off, 1/0); false leaves the flag unset. Sections only
+ * group keys for the reader ([data], [model], [training], [output] by convention);
+ * any section name is accepted. Comments are lines starting with '#' or ';'.
+ * Relative paths in values are relative to the working directory, as on the
+ * command line.
+ *
+ * Resolution: the settings of each --config file, in command-line order, then the
+ * command-line options, so the command line overrides every file and a later file
+ * overrides an earlier one. */
+#ifndef CAPGNN_APPS_CONFIG_FILE_H
+#define CAPGNN_APPS_CONFIG_FILE_H
+
+#include <getopt.h>
+
+/* Builds the argument list the command should parse: argv[0], then the settings of
+ * every "--config FILE" / "--config=FILE" as "--key value" pairs, then the other
+ * arguments. The result is heap-allocated (config_file_argv_free); *out_argv is
+ * NULL-terminated. On error (unreadable file, INI syntax error, unknown key, bad
+ * flag value) returns CG_ERR_ARG or CG_ERR_IO with a message "FILE:LINE: ...".
+ * Keys "config", "help" and "print-config" are not allowed in a file. */
+int config_file_expand(int argc, char **argv, const struct option *longopts, int *out_argc, char ***out_argv);
+void config_file_argv_free(int argc, char **argv);
+
+/* The config files named on the command line (NULL-terminated list inside `argv`
+ * order), for --print-config's header; returns how many were found (up to max). */
+int config_file_names(int argc, char **argv, const char **names, int max);
+
+#endif

@@ -1,0 +1,242 @@
+/* apps/tests/test_cli_data.c — the data commands through the real `capgnn` binary:
+ * gen -> info, convert (report, malformed input, no partial output, usage errors),
+ * `--graph NAME` for a missing dataset (download + convert instructions), and
+ * --config with command-line overrides resolved by --print-config for every file
+ * in configs/.
+ *
+ *   test_cli_data CAPGNN_BINARY CONFIGS_DIR */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#include "graph_test_util.h"
+#include "import_test_util.h"
+
+static const char *capgnn, *configs;
+static char *tmpdir;
+
+struct run {
+  int rc;
+  char *out, *err;
+};
+
+static char *slurp(const char *path) {
+  size_t n;
+  unsigned char *b = gt_read(path, &n);
+  char *s = malloc(n + 1);
+  if (b && n) memcpy(s, b, n);
+  s[n] = '\0';
+  free(b);
+  return s;
+}
+
+/* Runs "capgnn ARGS" with `env` (may be NULL) prepended; captures stdout and stderr. */
+static struct run run(const char *env, const char *fmt, ...) {
+  char args[8192], cmd[20480], o[4200], e[4200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  snprintf(o, sizeof o, "%s/stdout", tmpdir);
+  snprintf(e, sizeof e, "%s/stderr", tmpdir);
+  snprintf(cmd, sizeof cmd, "%s '%s' %s > '%s' 2> '%s' < /dev/null", env ? env : "", capgnn, args, o, e);
+  int status = system(cmd);
+  struct run r = {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(o), slurp(e)};
+  printf("$ capgnn %s -> %d\n%s%s", args, r.rc, r.out, r.err);
+  return r;
+}
+
+static void run_free(struct run *r) {
+  free(r->out);
+  free(r->err);
+}
+
+static void test_gen_info(void **state) {
+  (void)state;
+  struct run r = run(NULL, "gen tiny -o '%s/tiny.cgr'", tmpdir);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "synth:tiny"));
+  run_free(&r);
+  r = run(NULL, "info '%s/tiny.cgr'", tmpdir);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "checksum:   OK"));
+  assert_non_null(strstr(r.out, "degree:"));
+  assert_non_null(strstr(r.out, "split:      train"));
+  run_free(&r);
+  /* A damaged copy: header shown, check failed, exit 1. */
+  char src[4200], dst[4200];
+  snprintf(src, sizeof src, "%s/tiny.cgr", tmpdir);
+  snprintf(dst, sizeof dst, "%s/cut.cgr", tmpdir);
+  size_t n;
+  unsigned char *b = gt_read(src, &n);
+  assert_int_equal(gt_write(dst, b, n - 100), 0);
+  free(b);
+  r = run(NULL, "info '%s'", dst);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.out, "header (unverified): name 'tiny'"));
+  assert_non_null(strstr(r.out, "checksum:   FAILED"));
+  run_free(&r);
+  r = run(NULL, "gen nosuchpreset -o '%s/x.cgr'", tmpdir);
+  assert_int_equal(r.rc, 2);
+  run_free(&r);
+}
+
+static void test_convert(void **state) {
+  (void)state;
+  char p[4200];
+  snprintf(p, sizeof p, "%s/edges.txt", tmpdir);
+  const char *edges = "# u v\n0 1\n1 0\n1 2\n2 2\n2 3\n2 3\n";
+  assert_int_equal(gt_write(p, edges, strlen(edges)), 0);
+  const float x[4 * 2] = {1, 0, 0, 1, 1, 1, 0, 0};
+  const int64_t y[4] = {0, 1, 1, -1};
+  const uint8_t s[4] = {1, 2, 3, 0};
+  snprintf(p, sizeof p, "%s/X.npy", tmpdir);
+  assert_int_equal(it_write_npy(p, "<f4", "(4, 2)", x, sizeof x), 0);
+  snprintf(p, sizeof p, "%s/Y.npy", tmpdir);
+  assert_int_equal(it_write_npy(p, "<i8", "(4,)", y, sizeof y), 0);
+  snprintf(p, sizeof p, "%s/S.npy", tmpdir);
+  assert_int_equal(it_write_npy(p, "|u1", "(4,)", s, sizeof s), 0);
+  struct run r = run(NULL,
+                     "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels '%s/Y.npy' "
+                     "--split '%s/S.npy' --output '%s/small.cgr' --quiet",
+                     tmpdir, tmpdir, tmpdir, tmpdir, tmpdir);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "read 6 entries"));
+  assert_non_null(strstr(r.out, "removed 1 self-loops"));
+  assert_non_null(strstr(r.out, "merged 1 duplicate entries"));          /* (2,3) twice */
+  assert_non_null(strstr(r.out, "added 2 reverse entries"));             /* (2,1), (3,2) */
+  assert_non_null(strstr(r.out, "result: 6 directed entries (3 undirected edges)"));
+  assert_string_equal(r.err, ""); /* --quiet */
+  run_free(&r);
+  r = run(NULL, "info '%s/small.cgr'", tmpdir);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "name:       small"));
+  run_free(&r);
+
+  /* A vertex id out of range: the file and line, exit 1, no output left. */
+  snprintf(p, sizeof p, "%s/bad.txt", tmpdir);
+  assert_int_equal(gt_write(p, "0 1\n1 4\n", strlen("0 1\n1 4\n")), 0);
+  r = run(NULL,
+          "convert --from edgelist --input '%s/bad.txt' --features '%s/X.npy' --labels '%s/Y.npy' --output "
+          "'%s/bad.cgr'",
+          tmpdir, tmpdir, tmpdir, tmpdir);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "bad.txt: line 2: vertex id out of range: 4"));
+  snprintf(p, sizeof p, "%s/bad.cgr", tmpdir);
+  assert_false(gt_exists(p));
+  snprintf(p, sizeof p, "%s/bad.cgr.tmp", tmpdir);
+  assert_false(gt_exists(p));
+  run_free(&r);
+  /* Usage errors exit 2. */
+  r = run(NULL, "convert --input x --output y.cgr");
+  assert_int_equal(r.rc, 2);
+  assert_non_null(strstr(r.err, "--from is required"));
+  run_free(&r);
+  r = run(NULL, "convert --from planetoid --input x --output y.cgr");
+  assert_int_equal(r.rc, 2);
+  run_free(&r);
+  r = run(NULL, "convert --help");
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "ogbn-products"));
+  run_free(&r);
+}
+
+static void test_missing_dataset(void **state) {
+  (void)state;
+  char env[4300];
+  snprintf(env, sizeof env, "CAPGNN_DATA='%s'", tmpdir);
+  struct run r = run(env, "--graph reddit --epochs 1");
+  assert_int_equal(r.rc, 1);
+  char want[4400];
+  snprintf(want, sizeof want, "capgnn convert --from dgl-reddit --input REDDIT_DIR --output %s/reddit.cgr", tmpdir);
+  assert_non_null(strstr(r.err, want));
+  assert_non_null(strstr(r.err, "reddit_data.npz and reddit_graph.npz"));
+  run_free(&r);
+  r = run(env, "--graph ogbn-products --epochs 1");
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "--from ogb --input ogbn_products"));
+  run_free(&r);
+}
+
+static void test_config(void **state) {
+  (void)state;
+  /* Command line over file. */
+  struct run r = run(NULL, "--config '%s/cora.ini' --hidden 32 --print-config", configs);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "hidden = 32"));
+  assert_non_null(strstr(r.out, "layers = 2"));
+  assert_non_null(strstr(r.out, "wd-scope = first"));
+  assert_non_null(strstr(r.out, "graph = cora"));
+  assert_non_null(strstr(r.out, "lr = 0.01\n"));
+  assert_non_null(strstr(r.out, "weight-decay = 0.0005\n"));
+  /* The printed settings are a settings file that resolves to the same settings. */
+  char saved[4200];
+  snprintf(saved, sizeof saved, "%s/resolved.ini", tmpdir);
+  assert_int_equal(gt_write(saved, r.out, strlen(r.out)), 0);
+  struct run r2 = run(NULL, "--config '%s' --print-config", saved);
+  assert_int_equal(r2.rc, 0);
+  const char *body1 = strchr(r.out, '\n'), *body2 = strchr(r2.out, '\n'); /* skip the "resolved from" line */
+  assert_non_null(body1);
+  assert_non_null(body2);
+  assert_string_equal(body1, body2);
+  run_free(&r2);
+  run_free(&r);
+  r = run(NULL, "--config '%s/reddit.ini' --print-config", configs);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "layers = 3"));
+  assert_non_null(strstr(r.out, "hidden = 256"));
+  assert_non_null(strstr(r.out, "epochs = 200"));
+  run_free(&r);
+  /* Every shipped file resolves. */
+  DIR *d = opendir(configs);
+  assert_non_null(d);
+  struct dirent *de;
+  int n = 0;
+  while ((de = readdir(d)) != NULL) {
+    size_t l = strlen(de->d_name);
+    if (l < 5 || strcmp(de->d_name + l - 4, ".ini") != 0) continue;
+    r = run(NULL, "--config '%s/%s' --print-config", configs, de->d_name);
+    assert_int_equal(r.rc, 0);
+    run_free(&r);
+    n++;
+  }
+  closedir(d);
+  assert_true(n >= 8);
+  /* A typo names the file and line. */
+  char p[4200];
+  snprintf(p, sizeof p, "%s/typo.ini", tmpdir);
+  assert_int_equal(gt_write(p, "[model]\nhiden = 8\n", strlen("[model]\nhiden = 8\n")), 0);
+  r = run(NULL, "--config '%s' --print-config", p);
+  assert_int_equal(r.rc, 2);
+  assert_non_null(strstr(r.err, "typo.ini:2: unknown key 'hiden'; did you mean 'hidden'?"));
+  run_free(&r);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s CAPGNN_BINARY CONFIGS_DIR\n", argv[0]);
+    return 2;
+  }
+  capgnn = argv[1];
+  configs = argv[2];
+  tmpdir = gt_mkdtemp();
+  if (!tmpdir) return 1;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gen_info),
+      cmocka_unit_test(test_convert),
+      cmocka_unit_test(test_missing_dataset),
+      cmocka_unit_test(test_config),
+  };
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  gt_rmdir(tmpdir);
+  return failed;
+}

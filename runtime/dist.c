@@ -1,0 +1,467 @@
+/* runtime/dist.c — partition-parallel set-up and the MPI exchange hooks
+ * (the flow and the contract are in runtime/dist.h). */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/status.h"
+#include "runtime/dist.h"
+
+#ifdef CAPGNN_HAVE_CUDA
+#include "cuda/cuda_backend.h" /* cg_cuda_device_count */
+#endif
+
+enum dist_fail { DIST_FAIL_NONE = 0, DIST_FAIL_SETUP, DIST_FAIL_TRAIN, DIST_FAIL_KILL };
+
+struct rt_dist {
+  struct comm *c;
+  struct rt_local loc;
+  struct part_local pl; /* plan arrays and gid; agg freed (the local problem has its copy) */
+  struct cg_backend *be;
+  struct comm_halo *halo;
+  struct comm_grad *grad;
+  int64_t grad_n;
+  int64_t max_cols;
+  enum dist_fail fail;  /* testing only (CAPGNN_TEST_FAIL_RANK / _AT) */
+  int64_t halo_calls;
+};
+
+void rt_dist_options_defaults(struct rt_dist_options *o) {
+  memset(o, 0, sizeof *o);
+  o->method = PART_METIS;
+  o->part_seed = 1;
+  o->use_cache = 1;
+  o->cache_dir = NULL;
+}
+
+/* ---- local problem from a local graph ----------------------------------------- */
+
+int rt_local_from_part(const struct graph *g, const struct part_local *pl, struct rt_local *out) {
+  int st = CG_OK;
+  int64_t *rows = NULL;
+  memset(out, 0, sizeof *out);
+  if (pl->n_global != g->n)
+    return cg_err_set(CG_ERR_ARG, "local graph of rank %d was built for %lld vertices, graph %s has %lld",
+                      pl->rank, (long long)pl->n_global, g->name, (long long)g->n);
+  if (g->feat_dim < 1)
+    return cg_err_set(CG_ERR_ARG, "graph %s has no features (feat_dim = 0); a GNN needs input features",
+                      g->name);
+  if (g->num_classes < 1)
+    return cg_err_set(CG_ERR_ARG, "graph %s: num_classes = %lld, expected >= 1", g->name,
+                      (long long)g->num_classes);
+  snprintf(out->name, sizeof out->name, "%s", g->name);
+  out->rank = pl->rank;
+  out->nranks = pl->nparts;
+  out->n_global = g->n;
+  out->m_global = g->m;
+  out->n_inner = pl->n_inner;
+  out->n_halo = pl->n_halo;
+  out->norm = pl->norm;
+  out->feat_dim = g->feat_dim;
+  out->feat_rows = pl->n_inner;
+  out->num_classes = g->num_classes;
+  out->multilabel = g->multilabel;
+  const size_t ni = (size_t)pl->n_inner, nt = (size_t)(pl->n_inner + pl->n_halo);
+
+  st = CG_ERR_NOMEM;
+  out->gid = cg_malloc((nt ? nt : 1) * sizeof(int32_t), "local global ids");
+  if (!out->gid) goto fail;
+  if (nt) memcpy(out->gid, pl->gid, nt * sizeof(int32_t));
+
+  TRY_GOTO(cg_csr_alloc(&out->agg, pl->agg.nrows, pl->agg.ncols, pl->agg.nnz, pl->agg.vals != NULL), fail);
+  memcpy(out->agg.rowptr, pl->agg.rowptr, (size_t)(pl->agg.nrows + 1) * sizeof(int64_t));
+  if (pl->agg.nnz) {
+    memcpy(out->agg.colidx, pl->agg.colidx, (size_t)pl->agg.nnz * sizeof(int32_t));
+    if (pl->agg.vals) memcpy(out->agg.vals, pl->agg.vals, (size_t)pl->agg.nnz * sizeof(float));
+  }
+
+  st = CG_ERR_NOMEM;
+  rows = cg_malloc((ni ? ni : 1) * sizeof(int64_t), "inner row list");
+  out->feat = cg_malloc((ni ? ni : 1) * (size_t)g->feat_dim * sizeof(float), "inner feature rows");
+  out->split = cg_malloc(ni ? ni : 1, "inner split");
+  if (!rows || !out->feat || !out->split) goto fail;
+  for (size_t i = 0; i < ni; i++) rows[i] = pl->gid[i];
+  if (ni) graph_feat_dense(g, rows, (int64_t)ni, out->feat);
+  if (g->multilabel) {
+    const size_t c = (size_t)g->num_classes;
+    out->mlabels = cg_malloc((ni ? ni : 1) * c, "inner multi-label targets");
+    if (!out->mlabels) goto fail;
+    for (size_t i = 0; i < ni; i++) memcpy(out->mlabels + i * c, g->mlabels + (size_t)rows[i] * c, c);
+  } else {
+    out->labels = cg_malloc((ni ? ni : 1) * sizeof(int32_t), "inner labels");
+    if (!out->labels) goto fail;
+    for (size_t i = 0; i < ni; i++) out->labels[i] = g->labels[rows[i]];
+  }
+  for (size_t i = 0; i < ni; i++) out->split[i] = g->split[rows[i]];
+  out->n_train_global = graph_split_count(g, GRAPH_SPLIT_TRAIN);
+  out->n_val_global = graph_split_count(g, GRAPH_SPLIT_VAL);
+  out->n_test_global = graph_split_count(g, GRAPH_SPLIT_TEST);
+  cg_free(rows);
+  rows = NULL;
+  st = CG_OK;
+  TRY_GOTO(rt_local_check(out, g->name), fail);
+  return CG_OK;
+
+fail:
+  cg_free(rows);
+  rt_local_free(out);
+  return st < 0 ? st : CG_ERR_INTERNAL;
+}
+
+/* ---- set-up ---------------------------------------------------------------------- */
+
+/* CAPGNN_TEST_FAIL_RANK / CAPGNN_TEST_FAIL_AT (testing only, see dist.h). */
+static enum dist_fail fail_from_env(int rank) {
+  const char *r = getenv("CAPGNN_TEST_FAIL_RANK");
+  if (!r || !r[0]) return DIST_FAIL_NONE;
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(r, &end, 10);
+  if (errno || end == r || *end != '\0' || v != rank) return DIST_FAIL_NONE;
+  const char *at = getenv("CAPGNN_TEST_FAIL_AT");
+  if (!at || !at[0] || strcmp(at, "setup") == 0) return DIST_FAIL_SETUP;
+  if (strcmp(at, "train") == 0) return DIST_FAIL_TRAIN;
+  if (strcmp(at, "kill") == 0) return DIST_FAIL_KILL;
+  return DIST_FAIL_SETUP;
+}
+
+/* Same graph on every rank: a rank that opened another file (or another version of
+ * it) would partition a different graph and train garbage. */
+static int check_same_graph(struct comm *c, const struct graph *g) {
+  int64_t v[6] = {(int64_t)g->checksum, -(int64_t)g->checksum, g->n, -g->n, g->m, -g->m};
+  TRY(comm_allreduce_i64(c, v, 6, COMM_MAX));
+  if (v[0] != -v[1] || v[2] != -v[3] || v[4] != -v[5])
+    return cg_err_set(CG_ERR_ARG,
+                      "the ranks opened different graphs (checksums %08llx..%08llx, %lld..%lld "
+                      "vertices): every rank must read the same file or synthetic spec",
+                      (unsigned long long)-v[1], (unsigned long long)v[0], (long long)-v[3],
+                      (long long)v[2]);
+  return CG_OK;
+}
+
+static int dist_build(struct comm *c, const struct graph *g, const struct rt_config *cfg,
+                      const struct rt_dist_options *o, const int32_t *owner_in, struct rt_dist *d) {
+  int st = CG_OK;
+  const int rank = comm_rank(c), P = comm_size(c);
+  int32_t *owner = NULL;
+
+  TRY(comm_agree(c, check_same_graph(c, g), "checking that every rank opened the same graph"));
+  if (g->n < P)
+    st = cg_err_set(CG_ERR_ARG, "graph %s has %lld vertices, fewer than the %d ranks", g->name,
+                    (long long)g->n, P);
+  TRY(comm_agree(c, st, "checking the graph size"));
+
+  /* Owners: rank 0 computes (or reads the cache), everyone receives the same array. */
+  owner = cg_malloc((size_t)g->n * sizeof(int32_t), "owner of every vertex");
+  st = owner ? CG_OK : CG_ERR_NOMEM;
+  if (st == CG_OK && owner_in) {
+    memcpy(owner, owner_in, (size_t)g->n * sizeof(int32_t));
+  } else if (st == CG_OK && rank == 0) {
+    struct part_options po;
+    memset(&po, 0, sizeof po);
+    po.method = o->method;
+    po.nparts = P;
+    po.seed = o->part_seed;
+    int reused = 0;
+    st = o->use_cache ? part_assign_cached(g, &po, o->cache_dir, owner, &reused)
+                      : part_assign(g, &po, owner);
+    if (st == CG_OK)
+      LOG_INFO("dist", "partition: %s, %d parts, seed %llu%s", part_method_name(o->method), P,
+               (unsigned long long)o->part_seed, reused ? " (reused from the cache)" : "");
+  }
+  TRY_GOTO(comm_agree(c, st, "partitioning the graph"), done);
+  if (!owner_in) TRY_GOTO(comm_bcast(c, owner, (size_t)g->n * sizeof(int32_t), 0), done);
+
+  int self_loops = 0;
+  enum graph_norm norm = rt_model_norm(cfg->model, &self_loops);
+  st = part_local_build(g, owner, P, rank, norm, self_loops, &d->pl);
+  if (st == CG_OK) st = part_local_check(g, owner, &d->pl);
+  if (st == CG_OK) st = rt_local_from_part(g, &d->pl, &d->loc);
+  TRY_GOTO(comm_agree(c, st, "building the local graph"), done);
+  cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
+
+done:
+  cg_free(owner);
+  return st;
+}
+
+static void dist_log_memory(const struct rt_dist *d) {
+  const struct rt_local *l = &d->loc;
+  LOG_DEBUG("dist", "rank %d: %lld inner + %lld halo rows of %lld, %d peers; feature bytes %lld "
+            "(inner %lld on the host + halo %lld in the model; the whole matrix would be %lld)",
+            l->rank, (long long)l->n_inner, (long long)l->n_halo, (long long)l->n_global,
+            d->pl.npeers, (long long)rt_dist_feature_bytes(d),
+            (long long)(l->feat_rows * l->feat_dim * 4), (long long)(l->n_halo * l->feat_dim * 4),
+            (long long)(l->n_global * l->feat_dim * 4));
+}
+
+int rt_dist_create_from_graph(struct comm *c, const struct graph *g, const struct rt_config *cfg,
+                              const struct rt_dist_options *o, const int32_t *owner,
+                              struct rt_dist **out) {
+  int st = CG_OK;
+  *out = NULL;
+  struct rt_dist_options def;
+  if (!o) {
+    rt_dist_options_defaults(&def);
+    o = &def;
+  }
+  struct rt_dist *d = cg_calloc(1, sizeof *d, "distributed training state");
+  if (!d) st = CG_ERR_NOMEM;
+  TRY(comm_agree(c, st, "allocating the distributed state"));
+  d->c = c;
+  d->fail = fail_from_env(comm_rank(c));
+  TRY_GOTO(dist_build(c, g, cfg, o, owner, d), fail);
+  dist_log_memory(d);
+  *out = d;
+  return CG_OK;
+fail:
+  rt_dist_destroy(&d);
+  return st;
+}
+
+int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_dist_options *o,
+                   struct rt_dist **out) {
+  int st = CG_OK;
+  *out = NULL;
+  struct rt_dist_options def;
+  if (!o) {
+    rt_dist_options_defaults(&def);
+    o = &def;
+  }
+  struct graph g;
+  memset(&g, 0, sizeof g);
+  struct rt_dist *d = cg_calloc(1, sizeof *d, "distributed training state");
+  if (!d) st = CG_ERR_NOMEM;
+  TRY(comm_agree(c, st, "allocating the distributed state"));
+  d->c = c;
+  d->fail = fail_from_env(comm_rank(c));
+
+  if (d->fail == DIST_FAIL_SETUP)
+    st = cg_err_set(CG_ERR_IO, "cannot open graph '%s' (simulated failure: "
+                    "CAPGNN_TEST_FAIL_RANK=%d is set)", cfg->graph, comm_rank(c));
+  else
+    st = graph_open(cfg->graph, &g);
+  TRY_GOTO(comm_agree(c, st, "opening the graph"), fail);
+  if (cfg->feat_norm_row) graph_feat_rownorm(&g);
+  TRY_GOTO(dist_build(c, &g, cfg, o, NULL, d), fail);
+  graph_free(&g); /* from here on this rank holds its partition (plus halos) only */
+  dist_log_memory(d);
+  *out = d;
+  return CG_OK;
+fail:
+  graph_free(&g);
+  rt_dist_destroy(&d);
+  return st;
+}
+
+void rt_dist_destroy(struct rt_dist **pd) {
+  if (!pd || !*pd) return;
+  struct rt_dist *d = *pd;
+  comm_grad_destroy(&d->grad);
+  comm_halo_destroy(&d->halo);
+  part_local_free(&d->pl);
+  rt_local_free(&d->loc);
+  cg_free(d);
+  *pd = NULL;
+}
+
+const struct rt_local *rt_dist_local(const struct rt_dist *d) { return &d->loc; }
+const struct part_local *rt_dist_part(const struct rt_dist *d) { return &d->pl; }
+int64_t rt_dist_max_cols(const struct rt_dist *d) { return d->max_cols; }
+
+int64_t rt_dist_feature_bytes(const struct rt_dist *d) {
+  const struct rt_local *l = &d->loc;
+  return (l->feat_rows + (l->feat_rows < l->n_inner + l->n_halo ? l->n_halo : 0)) * l->feat_dim *
+         (int64_t)sizeof(float);
+}
+
+/* ---- exchange hooks -------------------------------------------------------------- */
+
+/* A failing hook keeps the library's message and names the failing call; the log
+ * prefix (and apps/cmd_train.c) adds the rank. */
+static int hook_error(int st, const char *call, int64_t n, const char *unit) {
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", cg_err_msg());
+  return cg_err_set(st < 0 ? st : CG_ERR_INTERNAL, "%s (%lld %s) failed: %s", call, (long long)n,
+                    unit, msg[0] ? msg : cg_status_str(st));
+}
+
+static int fail_injected(struct rt_dist *d, const char *call) {
+  d->halo_calls++;
+  if (d->halo_calls < 3 || (d->fail != DIST_FAIL_TRAIN && d->fail != DIST_FAIL_KILL)) return CG_OK;
+  if (d->fail == DIST_FAIL_KILL) {
+    fprintf(stderr, "rank %d: killing myself in %s (CAPGNN_TEST_FAIL_AT=kill)\n", comm_rank(d->c), call);
+    fflush(stderr);
+    raise(SIGKILL);
+  }
+  return cg_err_set(CG_ERR_MPI, "simulated failure (CAPGNN_TEST_FAIL_AT=train)");
+}
+
+static int check_be(struct rt_dist *d, struct cg_backend *be, const char *call) {
+  if (be != d->be)
+    return cg_err_set(CG_ERR_ARG, "rank %d: %s called with another backend than rt_dist_bind's",
+                      comm_rank(d->c), call);
+  return CG_OK;
+}
+
+static int hook_halo_forward(void *ctx, struct cg_backend *be, float *x, int64_t cols) {
+  struct rt_dist *d = ctx;
+  TRY(check_be(d, be, "halo_forward"));
+  int st = fail_injected(d, "comm_halo_forward");
+  if (st == CG_OK) st = comm_halo_forward(d->halo, x, cols);
+  if (st < 0) return hook_error(st, "comm_halo_forward", cols, "columns");
+  return CG_OK;
+}
+
+static int hook_halo_backward(void *ctx, struct cg_backend *be, float *dx, int64_t cols) {
+  struct rt_dist *d = ctx;
+  TRY(check_be(d, be, "halo_backward"));
+  int st = fail_injected(d, "comm_halo_backward");
+  if (st == CG_OK) st = comm_halo_backward(d->halo, dx, cols);
+  if (st < 0) return hook_error(st, "comm_halo_backward", cols, "columns");
+  return CG_OK;
+}
+
+static int hook_allreduce_grads(void *ctx, struct cg_backend *be, float *flat, int64_t n) {
+  struct rt_dist *d = ctx;
+  TRY(check_be(d, be, "allreduce_grads"));
+  int st = CG_OK;
+  /* Created at the first call: the parameter count is known only once the model
+   * exists, and every rank reaches its first all-reduce together (collective). */
+  if (!d->grad || d->grad_n != n) {
+    comm_grad_destroy(&d->grad);
+    st = comm_grad_create(d->c, be, n, &d->grad);
+    if (st < 0) return hook_error(st, "comm_grad_create", n, "values");
+    d->grad_n = n;
+  }
+  st = comm_grad_allreduce(d->grad, flat);
+  if (st < 0) return hook_error(st, "comm_grad_allreduce", n, "values");
+  return CG_OK;
+}
+
+static int hook_allreduce_host(void *ctx, double *v, int n) {
+  struct rt_dist *d = ctx;
+  int st = comm_allreduce_host(d->c, v, n, COMM_SUM);
+  if (st < 0) return hook_error(st, "comm_allreduce_host", n, "values");
+  return CG_OK;
+}
+
+static int hook_allreduce_host_max(void *ctx, double *v, int n) {
+  struct rt_dist *d = ctx;
+  int st = comm_allreduce_host(d->c, v, n, COMM_MAX);
+  if (st < 0) return hook_error(st, "comm_allreduce_host(MAX)", n, "values");
+  return CG_OK;
+}
+
+static int64_t hook_allreduce_bytes(void *ctx) {
+  struct rt_dist *d = ctx;
+  struct comm_stats s;
+  comm_stats_get(d->c, &s);
+  return s.allreduce_bytes;
+}
+
+static int64_t hook_halo_bytes(void *ctx) {
+  struct rt_dist *d = ctx;
+  struct comm_stats s;
+  comm_stats_get(d->c, &s);
+  return s.halo_fwd_bytes + s.halo_bwd_bytes;
+}
+
+int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_config *cfg,
+                 struct rt_exchange *ex) {
+  int st = CG_OK;
+  memset(ex, 0, sizeof *ex);
+  if (d->halo || d->be)
+    st = cg_err_set(CG_ERR_ARG, "rt_dist_bind: already bound to a backend");
+  TRY(comm_agree(d->c, st, "binding the exchange"));
+  const struct part_local *pl = &d->pl;
+  /* Layer 0's features once; layers l > 0 exchange at most `hidden` columns (their
+   * input, or the narrower transformed rows). */
+  d->max_cols = d->loc.feat_dim;
+  if (cfg->layers > 1 && cfg->hidden > d->max_cols) d->max_cols = cfg->hidden;
+  struct comm_halo_plan plan;
+  memset(&plan, 0, sizeof plan);
+  plan.npeers = pl->npeers;
+  plan.peer = pl->peer;
+  plan.send_offset = pl->send_offset;
+  plan.send_count = pl->send_count;
+  plan.send_idx = pl->send_idx;
+  plan.recv_offset = pl->recv_offset;
+  plan.recv_count = pl->recv_count;
+  plan.n_inner = pl->n_inner;
+  plan.n_halo = pl->n_halo;
+  TRY(comm_halo_create(d->c, be, &plan, d->max_cols, &d->halo)); /* collective, agreed inside */
+  d->be = be;
+  ex->ctx = d;
+  ex->halo_forward = hook_halo_forward;
+  ex->halo_backward = hook_halo_backward;
+  ex->allreduce_grads = hook_allreduce_grads;
+  ex->allreduce_host = hook_allreduce_host;
+  ex->halo_bytes = hook_halo_bytes;
+  ex->cache_stats = NULL;
+  ex->allreduce_host_max = hook_allreduce_host_max;
+  ex->allreduce_bytes = hook_allreduce_bytes;
+  return CG_OK;
+}
+
+/* ---- the whole run ------------------------------------------------------------------ */
+
+/* Every rank on a GPU of its own choosing (comm_gpu_bind), or every rank on the CPU:
+ * "auto" falls back to the CPU on all ranks unless every rank sees a GPU. */
+static int dist_backend_open(struct comm *c, const struct rt_config *cfg, struct cg_backend **be) {
+  int st = CG_OK;
+  const char *dev = cfg->device ? cfg->device : "auto";
+  int64_t want_gpu = 0;
+#ifdef CAPGNN_HAVE_CUDA
+  if (strcmp(dev, "cuda") == 0) want_gpu = 1;
+  else if (strcmp(dev, "auto") == 0) want_gpu = cg_cuda_device_count() > 0;
+#endif
+  int64_t all_gpu = want_gpu;
+  TRY(comm_allreduce_i64(c, &all_gpu, 1, COMM_MIN));
+  int ordinal = 0;
+  if (all_gpu) {
+    TRY(comm_gpu_bind(c, &ordinal)); /* collective: fails on every rank together */
+  } else if (strcmp(dev, "auto") == 0) {
+    if (want_gpu)
+      LOG_WARN("dist", "device auto: this rank sees a GPU but another rank does not; every rank "
+               "uses the CPU backend (pass --device cuda to require GPUs)");
+    dev = "cpu";
+  }
+  st = rt_backend_open_ordinal(dev, cfg->threads, cfg->tf32, ordinal, be);
+  if (st < 0) cg_err_trail(__FILE__, __LINE__, "rt_backend_open_ordinal");
+  TRY(comm_agree(c, st, "opening the compute backend"));
+  return CG_OK;
+}
+
+int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dist_options *o,
+                enum comm_path path, struct rt_result *res, int *fatal) {
+  int st = CG_OK;
+  *fatal = 0;
+  if (res) memset(res, 0, sizeof *res);
+  if (comm_size(c) == 1) return rt_run(cfg, res); /* the single-process path, unchanged */
+  struct cg_backend *be = NULL;
+  struct rt_dist *d = NULL;
+  struct rt_exchange ex;
+  st = rt_config_check(cfg);
+  if (st == CG_OK && path != COMM_PATH_AUTO) st = comm_set_path(c, path);
+  TRY_GOTO(comm_agree(c, st, "checking the options"), done);
+  TRY_GOTO(dist_backend_open(c, cfg, &be), done);
+  TRY_GOTO(rt_dist_create(c, cfg, o, &d), done);
+  TRY_GOTO(rt_dist_bind(d, be, cfg, &ex), done);
+  /* From here on the ranks no longer agree on each status: a rank that fails may leave
+   * its peers inside a collective, so the caller must end the job (comm_abort). */
+  *fatal = 1;
+  TRY_GOTO(rt_train(be, rt_dist_local(d), &ex, cfg, res), done);
+  *fatal = 0;
+done:
+  if (!*fatal) {
+    rt_dist_destroy(&d);
+    cg_backend_destroy(&be);
+  }
+  return st;
+}

@@ -1,0 +1,117 @@
+/* runtime/dist.h — partition-parallel training: one rank per partition.
+ *
+ * The glue between partition/ (who owns which vertex, local graphs and exchange
+ * plans), mpi/ (halo exchange, gradient all-reduce) and the runtime's model, which
+ * only sees a struct rt_local and a struct rt_exchange. With the hooks built here,
+ * training on P ranks computes what training on one rank computes (the exactness
+ * contract of ARCHITECTURE.md; tested by runtime/tests/test_dist_equiv.c).
+ *
+ * Set-up flow (rt_dist_create, collective over the world of `c`):
+ *  1. every rank opens the graph itself (graph_open: a .cgr file every rank can
+ *     read, or the same synthetic spec, which generates the same graph); the ranks
+ *     then check that they hold the same graph (checksum, n, m). Opening on every
+ *     rank avoids shipping the whole graph through MPI; the price is that each rank
+ *     holds it for the duration of the set-up (step 6 frees it);
+ *  2. feature row normalisation when cfg->feat_norm_row;
+ *  3. rank 0 computes the owner of every vertex (part_assign_cached: METIS or the
+ *     seeded random split, through the on-disk partition cache) and broadcasts it,
+ *     so every rank partitions with the same owners and only one writes the cache;
+ *  4. each rank builds its own local graph (part_local_build with the model's
+ *     normalisation and GLOBAL degrees) and checks it (part_local_check);
+ *  5. the rank's local problem (struct rt_local): inner rows' features, labels and
+ *     split; feat_rows = n_inner, so the model fetches the halo feature rows once at
+ *     set-up through halo_forward; train/val/test counts of the whole graph;
+ *  6. the global graph and the owner array are freed: after set-up a rank holds the
+ *     features of its inner rows (host) and of its halo rows (in the model), never
+ *     the whole feature matrix (rt_dist_feature_bytes; logged at DEBUG).
+ * Every step ends with comm_agree: an error on any rank makes every rank return an
+ * error (the failing rank keeps its message, the others name the failing rank), so
+ * a failed set-up never hangs a peer.
+ *
+ * Exchange hooks (rt_dist_bind, collective): a comm_halo over the rank's plan sized
+ * for the widest rows the model exchanges (max(feat_dim, hidden when layers > 1):
+ * layer 0 exchanges features once; a layer l > 0 exchanges its hidden input or the
+ * narrower transformed rows, never more than `hidden` columns), the flat gradient
+ * all-reduce (comm_grad, created at the first all-reduce, when the parameter count is
+ * known; all ranks reach it together), host all-reduces (comm_allreduce_host), and
+ * the byte counters of comm_stats (bytes SENT by this rank, so that the sum over
+ * ranks is the traffic).
+ *
+ * Failures inside the hooks are returned (status + a message naming the rank and the
+ * failing call); the caller of rt_train must then end the job with comm_abort, since
+ * peers may be waiting in a collective (apps/cmd_train.c does).
+ *
+ * Testing only: CAPGNN_TEST_FAIL_RANK=r makes rank r fail on purpose, at the point
+ * CAPGNN_TEST_FAIL_AT names: "setup" (default; rt_dist_create fails as if the graph
+ * could not be opened), "train" (the 3rd halo exchange returns an error, i.e. inside
+ * the first training step) or "kill" (the rank SIGKILLs itself there).
+ */
+#ifndef CAPGNN_RUNTIME_DIST_H
+#define CAPGNN_RUNTIME_DIST_H
+
+#include <stdint.h>
+
+#include "mpi/comm.h"
+#include "partition/partition.h"
+#include "runtime/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rt_dist_options {
+  enum part_method method; /* PART_METIS (default) or PART_RANDOM */
+  uint64_t part_seed;      /* METIS seed / random split key (default 1) */
+  int use_cache;           /* 1 (default): part_assign_cached; 0: part_assign, no file */
+  const char *cache_dir;   /* NULL: $CAPGNN_CACHE, else .capgnn-cache (partition.h) */
+};
+void rt_dist_options_defaults(struct rt_dist_options *o);
+
+/* One rank's local problem from its local graph: gid, operator (copied: `pl` stays
+ * the caller's), inner rows' dense features (feat_rows = n_inner), labels and split;
+ * n_*_global from the whole graph `g`. pl must have been built from g. */
+int rt_local_from_part(const struct graph *g, const struct part_local *pl, struct rt_local *out);
+
+struct rt_dist; /* opaque: the rank's local problem, exchange plan and MPI objects */
+
+/* Collective set-up from cfg->graph (flow above). `c` must outlive the object.
+ * The model kind (normalisation) comes from cfg->model. */
+int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_dist_options *o,
+                   struct rt_dist **out);
+/* The same from a graph every rank already holds (identical on every rank, used as
+ * is: no feature normalisation, not freed). `owner` (n entries, the same on every
+ * rank) may be NULL: rank 0 then computes it as in rt_dist_create. Collective. */
+int rt_dist_create_from_graph(struct comm *c, const struct graph *g, const struct rt_config *cfg,
+                              const struct rt_dist_options *o, const int32_t *owner,
+                              struct rt_dist **out);
+/* Create the halo exchange on backend `be` and fill *ex with the hooks (ctx = d).
+ * Collective. `be` must outlive d; *ex is valid until rt_dist_destroy. */
+int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_config *cfg,
+                 struct rt_exchange *ex);
+/* Collective when bound (frees MPI objects). Accepts NULL / *d NULL. */
+void rt_dist_destroy(struct rt_dist **d);
+
+const struct rt_local *rt_dist_local(const struct rt_dist *d);
+const struct part_local *rt_dist_part(const struct rt_dist *d); /* plan arrays; agg freed */
+/* Feature bytes this rank holds after set-up: its inner rows (host, in the local
+ * problem) plus its halo rows (the model's layer-0 input): (n_inner + n_halo) x
+ * feat_dim x 4. */
+int64_t rt_dist_feature_bytes(const struct rt_dist *d);
+/* Widest row the exchange was sized for (0 before rt_dist_bind). */
+int64_t rt_dist_max_cols(const struct rt_dist *d);
+
+/* `capgnn train` on the ranks of `c`. One rank: rt_run, the single-process path
+ * (no partition, results as without MPI). Several ranks: comm_set_path(path) (unless
+ * COMM_PATH_AUTO), the backend (CUDA: every rank bound to a GPU by comm_gpu_bind and
+ * the backend opened on that ordinal; "auto" uses the CPU on every rank unless every
+ * rank sees a GPU), rt_dist_create, rt_dist_bind, rt_train (rank 0 writes the
+ * metrics file). Collective. Set-up errors are agreed (every rank returns an error,
+ * *fatal = 0). *fatal = 1 when the failure happened once training had started: a
+ * peer may be waiting in a collective, so the caller must log it and comm_abort(). */
+int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dist_options *o,
+                enum comm_path path, struct rt_result *res, int *fatal);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
