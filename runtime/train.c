@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "core/timer.h"
+#include "graph/progress.h"
 #include "runtime/runtime.h"
 
 void rt_result_free(struct rt_result *r) {
@@ -80,6 +81,8 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
   FILE *mf = NULL;
   cJSON *o = NULL;
   double *epoch_s = NULL, *tmp = NULL;
+  struct graph_progress pr; /* the live training line, used when `live` */
+  int live = 0;
   struct rt_result r;
   memset(&r, 0, sizeof r);
   if (res) memset(res, 0, sizeof *res);
@@ -116,6 +119,11 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
   r.final_train_acc = r.final_val_acc = r.final_test_acc = NAN;
   double best_val_loss = INFINITY;
   const char *acc_name = loc->multilabel ? "f1" : "acc";
+  /* On a terminal one live line (epoch, loss, accuracy, time per epoch, ETA) replaces
+   * the per-evaluation log lines; elsewhere (files, CI) the log lines stay. */
+  live = !cfg->quiet && graph_progress_effective_mode() == GRAPH_PROGRESS_TTY;
+  if (live) graph_progress_begin(&pr, "training", E, "epochs");
+  double last_val = NAN;
   for (int e = 1; e <= E; e++) {
     struct rt_step_stats ss;
     be->sync(be);
@@ -158,10 +166,17 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
       r.final_train_acc = ev.train_acc;
       r.final_val_acc = ev.val_acc;
       r.final_test_acc = ev.test_acc;
-      if (!cfg->quiet)
+      last_val = ev.val_acc;
+      if (!cfg->quiet && !live)
         LOG_INFO("train", "epoch %4d  loss %.4f  train %s %.4f  val %s %.4f  test %s %.4f  %.2f ms",
                  e, ss.loss, acc_name, ev.train_acc, acc_name, ev.val_acc, acc_name, ev.test_acc,
                  dt * 1e3);
+    }
+    if (live) {
+      char detail[128];
+      snprintf(detail, sizeof detail, "loss %.4f  val %s %.4f  %.1f ms/epoch", ss.loss, acc_name,
+               last_val, dt * 1e3);
+      graph_progress_update_detail(&pr, e, detail);
     }
 
     if (mf) {
@@ -193,6 +208,7 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
       o = NULL;
     }
   }
+  if (live) graph_progress_end(&pr);
   r.median_epoch_s = median(epoch_s, E, tmp);
   LOG_INFO("train", "done: best val %s %.4f at epoch %d, test %s there %.4f; median epoch %.2f ms",
            acc_name, r.best_val_acc, r.best_epoch, acc_name, r.test_acc_at_best_val,
@@ -232,6 +248,7 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
   }
 
 done:
+  if (live && st < 0) graph_progress_cancel(&pr);
   cJSON_Delete(o);
   if (mf && fclose(mf) != 0 && st == CG_OK)
     st = cg_err_set(CG_ERR_IO, "cannot close metrics file %s", cfg->metrics_path);

@@ -9,8 +9,12 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+cuda=()
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+# In CI the CUDA backend must build (warnings as errors) wherever the toolkit exists.
+if [ "${CI:-}" = true ] && command -v nvcc >/dev/null; then cuda=(-DCAPGNN_WITH_CUDA=ON); fi
 
-cmake -S . -B build-test "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCAPGNN_WERROR=ON
+cmake -S . -B build-test "${gen[@]}" "${cuda[@]}" -DCMAKE_BUILD_TYPE=Release -DCAPGNN_WERROR=ON
 cmake --build build-test -j "$jobs"
 (cd build-test && ctest --output-on-failure --timeout 900 -LE slow ${CAPGNN_TEST_LABELS:+-L "$CAPGNN_TEST_LABELS"})
 
