@@ -59,16 +59,7 @@ static void cmd_convert_usage(FILE *out) {
   graph_dataset_list(out);
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "capgnn: error: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, " (see capgnn convert --help)\n");
-  va_end(ap);
-  return CAPGNN_EXIT_USAGE;
-}
+#define usage_error(...) cli_usage_error("convert", __VA_ARGS__)
 
 static int parse_u64(const char *opt, const char *s, uint64_t *out) {
   char *end = NULL;

@@ -33,21 +33,9 @@ static void cmd_gen_usage(FILE *out) {
           "example: capgnn gen reddit:scale=0.1 -o reddit-0.1.cgr; then capgnn --graph reddit-0.1.cgr\n");
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "capgnn: error: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, " (see capgnn gen --help)\n");
-  va_end(ap);
-  return CAPGNN_EXIT_USAGE;
-}
+#define usage_error(...) cli_usage_error("gen", __VA_ARGS__)
 
-static int runtime_error(void) {
-  fprintf(stderr, "capgnn: error: %s\n", cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()));
-  return CAPGNN_EXIT_FAILURE;
-}
+#define runtime_error cli_runtime_error
 
 int cmd_gen(int argc, char **argv) {
   static const struct option longopts[] = {{"output", required_argument, NULL, 'o'},

@@ -42,21 +42,9 @@ static void cmd_partition_usage(FILE *out) {
           "R(v), the number of parts in which vertex v is a halo.\n");
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "capgnn: error: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, " (see capgnn partition --help)\n");
-  va_end(ap);
-  return CAPGNN_EXIT_USAGE;
-}
+#define usage_error(...) cli_usage_error("partition", __VA_ARGS__)
 
-static int runtime_error(void) {
-  fprintf(stderr, "capgnn: error: %s\n", cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()));
-  return CAPGNN_EXIT_FAILURE;
-}
+#define runtime_error cli_runtime_error
 
 static int parse_ll(const char *opt, const char *s, long long lo, long long hi, long long *out) {
   char *end = NULL;

@@ -87,16 +87,7 @@ enum {
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM
 };
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "capgnn: error: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, " (see capgnn train --help)\n");
-  va_end(ap);
-  return CAPGNN_EXIT_USAGE;
-}
+#define usage_error(...) cli_usage_error("train", __VA_ARGS__)
 
 static int parse_int(const char *opt, const char *s, int *out) {
   char *end = NULL;

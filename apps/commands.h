@@ -11,6 +11,12 @@
 #define CAPGNN_EXIT_FAILURE 1
 #define CAPGNN_EXIT_USAGE 2
 
+/* Shared by the subcommands (apps/cli.c): print one line
+ * "capgnn: error: MESSAGE (see capgnn CMD --help)" and return CAPGNN_EXIT_USAGE;
+ * print the recorded error (cg_err_msg) as one line and return CAPGNN_EXIT_FAILURE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_runtime_error(void);
+
 int cmd_train(int argc, char **argv);
 void cmd_train_usage(FILE *out);
 /* apps/cmd_partition.c (built in when that file and capgnn_partition exist, which
