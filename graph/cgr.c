@@ -526,6 +526,29 @@ int graph_load_cgr(const char *path, struct graph *g) {
     }
   }
 
+  /* FORMAT.md: the file ends exactly where the last non-empty section ends, and the
+   * name is NUL-padded (at most 15 characters). Anything else is not a file we wrote
+   * or a file FORMAT.md describes: reject it rather than guess. */
+  uint64_t end = GRAPH_CGR_HEADER_BYTES;
+  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) {
+    const unsigned char *e = b + CGR_SECTION_TABLE + 24 * s;
+    uint64_t off = get_u64(e), size = get_u64(e + 8);
+    if (size && off + size > end) end = off + size;
+  }
+  if (fsize != end) {
+    st = cg_err_set(CG_ERR_FORMAT,
+                    "%s: %llu trailing bytes after the last section (file size %llu, last section "
+                    "ends at %llu; FORMAT.md: the file ends where the last non-empty section ends)",
+                    path, (unsigned long long)(fsize - end), (unsigned long long)fsize,
+                    (unsigned long long)end);
+    goto fail;
+  }
+  if (b[CGR_NAME_OFFSET + 15] != 0) {
+    st = cg_err_set(CG_ERR_FORMAT,
+                    "%s: name field is not NUL-terminated (FORMAT.md: at most 15 ASCII characters, "
+                    "NUL-padded to 16 bytes)", path);
+    goto fail;
+  }
   memcpy(g->name, b + CGR_NAME_OFFSET, 15);
   g->name[15] = '\0';
   g->n = (int64_t)n;

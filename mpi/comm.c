@@ -142,7 +142,10 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
   cg_log_set_rank(c->rank);
   TRY_GOTO(comm_layout(c), fail);
 
-  LOG_INFO("mpi", "%d rank%s on %d node%s%s (this rank: node %d, local rank %d of %d)", c->size,
+  /* One rank is the common case and says nothing new: keep it out of the way (DEBUG). */
+  if (cg_log_enabled(c->size > 1 ? CG_LOG_INFO : CG_LOG_DEBUG, "mpi"))
+    cg_log_write(c->size > 1 ? CG_LOG_INFO : CG_LOG_DEBUG, "mpi",
+                 "%d rank%s on %d node%s%s (this rank: node %d, local rank %d of %d)", c->size,
            c->size == 1 ? "" : "s", c->nnodes, c->nnodes == 1 ? "" : "s",
            getenv("CAPGNN_EMULATE_NODES") ? " (emulated)" : "", c->node_id, c->local_rank,
            c->local_size);

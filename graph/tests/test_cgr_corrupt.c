@@ -176,6 +176,17 @@ static void test_header_checks(void **state) {
   gt_put_u64(c + 48, gt_u64(c + 48) - 1); /* dense: feat_nnz must be n*f */
   gt_fix_header_crc(c);
   expect_fail(c, size, CG_ERR_FORMAT, "feat_nnz");
+
+  memcpy(c, b, size);
+  memset(c + 232, 'a', 16); /* a 16-character name leaves no NUL */
+  gt_fix_header_crc(c);
+  expect_fail(c, size, CG_ERR_FORMAT, "name field is not NUL-terminated");
+
+  unsigned char *longer = calloc(1, size + 64); /* the file goes on past the last section */
+  assert_non_null(longer);
+  memcpy(longer, b, size);
+  expect_fail(longer, size + 64, CG_ERR_FORMAT, "64 trailing bytes after the last section");
+  free(longer);
   free(b);
   free(c);
 }
