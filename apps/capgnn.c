@@ -1,6 +1,7 @@
 /* apps/capgnn.c — the `capgnn` command: a dispatcher over subcommands.
  *
  *   capgnn [COMMAND] [options]      COMMAND defaults to `train`
+ *   capgnn --version | version      the version and the backends built in
  *
  * A subcommand is one entry in `commands` below and one function in its own
  * apps/cmd_<name>.c; nothing else changes to add one. */
@@ -26,9 +27,28 @@ static const struct capgnn_command commands[] = {
 };
 static const int ncommands = (int)(sizeof commands / sizeof commands[0]);
 
+#ifndef CAPGNN_VERSION
+#define CAPGNN_VERSION "unknown" /* set by apps/CMakeLists.txt from project(VERSION) */
+#endif
+
+static void version(FILE *out) {
+  fprintf(out, "capgnn %s\n", CAPGNN_VERSION);
+#ifdef CAPGNN_HAVE_CUDA
+  fprintf(out, "CUDA backend: built\n");
+#else
+  fprintf(out, "CUDA backend: not built (CPU only)\n");
+#endif
+#ifdef CAPGNN_HAVE_DIST
+  fprintf(out, "MPI partition-parallel training: built\n");
+#else
+  fprintf(out, "MPI partition-parallel training: not built\n");
+#endif
+}
+
 static void usage(FILE *out) {
   fprintf(out, "usage: capgnn [COMMAND] [options]\n\ncommands:\n");
   for (int i = 0; i < ncommands; i++) fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out, "  %-10s %s\n", "version", "print the version and the backends built in (also --version)");
   fprintf(out, "\n'capgnn COMMAND --help' describes a command's options. Without a command,\n"
                "capgnn trains:\n\n");
   cmd_train_usage(out);
@@ -40,7 +60,19 @@ int main(int argc, char **argv) {
       usage(stdout);
       return CAPGNN_EXIT_OK;
     }
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+      version(stdout);
+      return CAPGNN_EXIT_OK;
+    }
     return cmd_train(argc, argv); /* `train` is the default command */
+  }
+  if (strcmp(argv[1], "version") == 0) {
+    if (argc > 2) {
+      fprintf(stderr, "capgnn: error: unexpected argument '%s' (usage: capgnn version)\n", argv[2]);
+      return CAPGNN_EXIT_USAGE;
+    }
+    version(stdout);
+    return CAPGNN_EXIT_OK;
   }
   if (strcmp(argv[1], "help") == 0) {
     usage(stdout);

@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "apps/commands.h"
 #include "core/status.h"
 #include "graph/graph.h"
+#include "graph/progress.h"
 #include "partition/partition.h"
 
 static void cmd_partition_usage(FILE *out) {
@@ -35,6 +37,7 @@ static void cmd_partition_usage(FILE *out) {
           "  --no-cache                    neither read nor write the cache\n"
           "  --check                       build every rank's local graph and exchange plans and\n"
           "                                run the invariant checkers on them\n"
+          "  --quiet                       no progress lines\n"
           "  -h, --help                    this help\n"
           "\n"
           "statistics: inner/halo vertices, edges (CSR entries of inner rows) and outer edges\n"
@@ -92,7 +95,8 @@ static int check_all_ranks(const struct graph *g, const int32_t *owner, int npar
   return st;
 }
 
-enum { OPT_GRAPH = 256, OPT_PARTS, OPT_METHOD, OPT_SEED, OPT_HOPS, OPT_JSON, OPT_CACHE, OPT_NO_CACHE, OPT_CHECK };
+enum { OPT_GRAPH = 256, OPT_PARTS, OPT_METHOD, OPT_SEED, OPT_HOPS, OPT_JSON, OPT_CACHE, OPT_NO_CACHE, OPT_CHECK,
+       OPT_QUIET };
 
 int cmd_partition(int argc, char **argv) {
   static const struct option longopts[] = {
@@ -100,13 +104,14 @@ int cmd_partition(int argc, char **argv) {
       {"method", required_argument, NULL, OPT_METHOD}, {"seed", required_argument, NULL, OPT_SEED},
       {"hops", required_argument, NULL, OPT_HOPS},     {"json", required_argument, NULL, OPT_JSON},
       {"cache", required_argument, NULL, OPT_CACHE},   {"no-cache", no_argument, NULL, OPT_NO_CACHE},
-      {"check", no_argument, NULL, OPT_CHECK},         {"help", no_argument, NULL, 'h'},
+      {"check", no_argument, NULL, OPT_CHECK},         {"quiet", no_argument, NULL, OPT_QUIET},
+      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *graph_name = NULL, *json = NULL, *cache = NULL;
   long long parts = 0, hops = 1;
   uint64_t seed = 1;
   enum part_method method = PART_METIS;
-  int no_cache = 0, check = 0, c, rc = 0;
+  int no_cache = 0, check = 0, quiet = 0, c, rc = 0;
   opterr = 0;
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
@@ -124,6 +129,7 @@ int cmd_partition(int argc, char **argv) {
       case OPT_CACHE: cache = optarg; break;
       case OPT_NO_CACHE: no_cache = 1; break;
       case OPT_CHECK: check = 1; break;
+      case OPT_QUIET: quiet = 1; break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       default: rc = usage_error("unknown option '%s'", name); break;
     }
@@ -133,6 +139,7 @@ int cmd_partition(int argc, char **argv) {
   if (!graph_name) return usage_error("--graph is required");
   if (parts == 0) return usage_error("--parts is required");
   if (no_cache && cache) return usage_error("--cache and --no-cache exclude each other");
+  if (quiet) graph_progress_set_mode(GRAPH_PROGRESS_OFF);
 
   struct graph g;
   memset(&g, 0, sizeof g);
@@ -151,8 +158,11 @@ int cmd_partition(int argc, char **argv) {
   if (st != CG_OK) goto done;
   if (!no_cache) {
     char path[4096];
+    /* A failed save is only a warning in part_assign_cached: say so here too rather
+     * than name a file that does not exist. */
     if (part_cache_path(&g, &o, cache, path, sizeof path) == CG_OK)
-      printf("partition set: %s (%s)\n", path, reused ? "reused" : "computed");
+      printf("partition set: %s (%s)\n", path,
+             reused ? "reused" : access(path, R_OK) == 0 ? "computed" : "computed, not saved");
   }
   st = part_stats_compute(&g, owner, (int)parts, (int)hops, &s);
   if (st != CG_OK) goto done;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "apps/commands.h"
 #include "apps/config_file.h"
@@ -59,7 +60,7 @@ void cmd_train_usage(FILE *out) {
           "  --seed N                      seed of weights and dropout masks (default 1)\n"
           "execution and output\n"
           "  --device auto|cpu|cuda        compute backend (default auto: CUDA if built and present)\n"
-          "  --threads N                   CPU threads, 0 = all (default 0); results are\n"
+          "  --threads N                   CPU threads, 0 = all cores (default 0); results are\n"
           "                                reproducible for a fixed thread count\n"
           "  --tf32                        CUDA: allow TF32 matrix products (faster, less exact)\n"
           "  --metrics FILE                write JSON Lines metrics: one object per epoch, then a\n"
@@ -174,6 +175,56 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
 
 static const char *err_text(void) { return cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()); }
 
+/* Fail before the (possibly long) graph load and partitioning rather than at the first
+ * epoch: can the metrics file be created? Opened for appending so that an existing
+ * file is not truncated by a run that may still fail; a file made here is removed. */
+static int metrics_probe(const char *path) {
+  const int existed = access(path, F_OK) == 0;
+  FILE *f = fopen(path, "a");
+  if (!f)
+    return cg_err_set(CG_ERR_IO, "cannot create metrics file %s: %s (check that the folder exists and is "
+                      "writable, or pass another --metrics path)", path, strerror(errno));
+  fclose(f);
+  if (!existed) remove(path);
+  return CG_OK;
+}
+
+#ifdef CAPGNN_HAVE_DIST
+/* A set-up error agreed by every rank (comm_agree), printed once per distinct message:
+ * a rank stays silent when a lower rank holds the same text. When every rank failed
+ * the same way (a missing file, a bad option) rank 0 prints one line without a rank;
+ * otherwise each distinct line names its rank (the failing rank's own error, and the
+ * lowest other rank's "rank R failed during ..."). */
+static void report_setup_error(struct comm *c) {
+  const int rank = comm_rank(c), size = comm_size(c);
+  const char *msg = err_text();
+  if (size == 1) {
+    fprintf(stderr, "capgnn: error: %s\n", msg);
+    return;
+  }
+  uint64_t h = 1469598103934665603ull; /* FNV-1a of the message */
+  for (const char *p = msg; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  const int64_t mine = (int64_t)(h >> 1);
+  int64_t *all = malloc((size_t)size * sizeof *all);
+  char saved[2048];
+  snprintf(saved, sizeof saved, "%s", msg); /* the all-gather may record its own error */
+  if (!all || comm_allgather_i64(c, mine, all) != CG_OK) { /* cannot compare: every rank prints */
+    fprintf(stderr, "capgnn: error: rank %d: %s\n", rank, saved);
+    free(all);
+    return;
+  }
+  int first = rank, same = 1;
+  for (int r = 0; r < size; r++) {
+    if (all[r] != mine) same = 0;
+    else if (r < first) first = r;
+  }
+  free(all);
+  if (first != rank) return;
+  if (same) fprintf(stderr, "capgnn: error: %s\n", saved);
+  else fprintf(stderr, "capgnn: error: rank %d: %s\n", rank, saved);
+}
+#endif
+
 /* MPI starts for every training run (a singleton without mpiexec). One rank trains
  * exactly as without MPI; P > 1 ranks train one partition each (runtime/dist.h). A set-up
  * error is agreed by all ranks, which leave cleanly; a failure once training has started
@@ -198,6 +249,14 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   o.cache_dir = par->part_cache;
   const int rank = comm_rank(c), size = comm_size(c);
   if (rank != 0) graph_progress_set_mode(GRAPH_PROGRESS_OFF); /* every rank opens the graph: one progress line */
+  /* Rank 0 alone writes the metrics: it checks the file, the others wait for its word
+   * and leave silently on failure (one error line for the job). */
+  int st = rank == 0 && cfg->metrics_path ? metrics_probe(cfg->metrics_path) : CG_OK;
+  if (comm_agree(c, st, "checking the metrics file") != CG_OK) {
+    if (rank == 0 || st != CG_OK) fprintf(stderr, "capgnn: error: %s\n", err_text());
+    comm_finalize(&c);
+    return CAPGNN_EXIT_FAILURE;
+  }
   int fatal = 0;
   if (rt_run_dist(c, cfg, &o, path, NULL, &fatal) != CG_OK) {
     if (fatal && size > 1) {
@@ -205,8 +264,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
       cg_err_report("capgnn");
       comm_abort(c, CAPGNN_EXIT_FAILURE);
     }
-    if (size > 1) fprintf(stderr, "capgnn: error: rank %d: %s\n", rank, err_text());
-    else fprintf(stderr, "capgnn: error: %s\n", err_text());
+    report_setup_error(c);
     comm_finalize(&c);
     return CAPGNN_EXIT_FAILURE;
   }
@@ -214,7 +272,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   return CAPGNN_EXIT_OK;
 #else
   (void)par;
-  if (rt_run(cfg, NULL) != CG_OK) {
+  if ((cfg->metrics_path && metrics_probe(cfg->metrics_path) != CG_OK) || rt_run(cfg, NULL) != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", err_text());
     return CAPGNN_EXIT_FAILURE;
   }
@@ -310,7 +368,11 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_EVAL_EVERY: rc = parse_int("--eval-every", optarg, &cfg.eval_every); break;
       case OPT_SEED: rc = parse_u64("--seed", optarg, &cfg.seed); break;
       case OPT_DEVICE: cfg.device = optarg; break;
-      case OPT_THREADS: rc = parse_int("--threads", optarg, &cfg.threads); break;
+      case OPT_THREADS:
+        rc = parse_int("--threads", optarg, &cfg.threads);
+        if (rc == 0 && (cfg.threads < 0 || cfg.threads > 4096))
+          rc = usage_error("--threads %d: expected an integer in [0, 4096] (0 = all cores)", cfg.threads);
+        break;
       case OPT_TF32: cfg.tf32 = 1; break;
       case OPT_METRICS: cfg.metrics_path = optarg; break;
       case OPT_QUIET: cfg.quiet = 1; break;

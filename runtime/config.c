@@ -73,7 +73,7 @@ int rt_config_check(const struct rt_config *c) {
   if (c->eval_every < 1)
     return cg_err_set(CG_ERR_ARG, "--eval-every %d: expected an integer >= 1", c->eval_every);
   if (c->threads < 0 || c->threads > 4096)
-    return cg_err_set(CG_ERR_ARG, "--threads %d: expected an integer in [0, 4096] (0 = default)",
+    return cg_err_set(CG_ERR_ARG, "--threads %d: expected an integer in [0, 4096] (0 = all cores)",
                       c->threads);
   if (!c->device || (strcmp(c->device, "auto") && strcmp(c->device, "cpu") && strcmp(c->device, "cuda")))
     return cg_err_set(CG_ERR_ARG, "--device %s: expected auto, cpu or cuda", c->device ? c->device : "(null)");

@@ -12,6 +12,9 @@
  *    bytes modelled from the partition that `capgnn partition` reports (halo rows x
  *    the width the 2-layer GCN exchanges x 4 bytes x 2 directions); allreduce_bytes =
  *    2 ranks x parameters x 4; compute_max_s >= compute_min_s > 0.
+ * 3. Set-up errors on 2 ranks print one "capgnn: error:" line for the job and leave
+ *    through MPI_Finalize with exit code 1 (no MPI_Abort): a graph no rank finds, and
+ *    a --metrics path rank 0 cannot create (found before the graph is opened).
  * The runs are a few seconds on synth:small (CPU backend, 1 thread). */
 #include <math.h>
 #include <stdio.h>
@@ -190,6 +193,26 @@ int main(int argc, char **argv) {
          "all-reduce bytes/epoch %.0f\n",
          worst, m[2].halo[0], halo_total, m[2].allreduce[0]);
   CHECK(worst <= 1e-5, "2-rank losses differ from the single-process ones by %.3e relative", worst);
+
+  /* ---- 3. agreed set-up errors: one line, clean exit ---- */
+  const char *bad[2] = {"--graph %s/missing.cgr", "--graph synth:tiny --metrics %s/nodir/m.jsonl"};
+  const char *want[2] = {"missing.cgr", "cannot create metrics file"};
+  for (int k = 0; k < 2; k++) {
+    char opt[1024];
+    snprintf(opt, sizeof opt, bad[k], g_dir);
+    snprintf(log, sizeof log, "%s/bad%d.log", g_dir, k);
+    snprintf(cmd, sizeof cmd, "%s -n 2 %s %s %s --epochs 1 --device cpu --threads 1 --no-part-cache --quiet",
+             mpiexec, mpi, capgnn, opt);
+    int rc = run(cmd, log);
+    char *out = slurp(log);
+    int lines = 0;
+    for (const char *p = out; p && (p = strstr(p, "capgnn: error:")) != NULL; p++) lines++;
+    CHECK(rc == 1, "`%s` exited %d (expected 1):\n%s", cmd, rc, out ? out : "");
+    CHECK(lines == 1, "`%s`: %d error lines (expected 1):\n%s", cmd, lines, out ? out : "");
+    CHECK(out && strstr(out, want[k]), "`%s`: no '%s' in:\n%s", cmd, want[k], out ? out : "");
+    CHECK(out && !strstr(out, "MPI_ABORT"), "`%s` aborted the job:\n%s", cmd, out ? out : "");
+    free(out);
+  }
 
   if (!g_fail) {
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
