@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/endian.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "graph/graph.h"
@@ -82,32 +83,16 @@ void graph_sections(const struct graph *g, const void *ptr[GRAPH_CGR_NUM_SECTION
   size[GRAPH_SEC_SPLIT] = n;
 }
 
-static void put_u32(unsigned char *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put_u64(unsigned char *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get_u32(const unsigned char *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
-static uint64_t get_u64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
 
 uint32_t graph_checksum_from_crcs(const uint32_t crc[GRAPH_CGR_NUM_SECTIONS], uint64_t n, uint64_t m,
                                   uint64_t f, uint64_t c) {
   unsigned char buf[4 * GRAPH_CGR_NUM_SECTIONS + 32];
-  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) put_u32(buf + 4 * s, crc[s]);
+  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) cg_put_le32(buf + 4 * s, crc[s]);
   unsigned char *q = buf + 4 * GRAPH_CGR_NUM_SECTIONS;
-  put_u64(q, n);
-  put_u64(q + 8, m);
-  put_u64(q + 16, f);
-  put_u64(q + 24, c);
+  cg_put_le64(q, n);
+  cg_put_le64(q + 8, m);
+  cg_put_le64(q + 16, f);
+  cg_put_le64(q + 24, c);
   return (uint32_t)crc32(0L, buf, (uInt)sizeof buf);
 }
 
@@ -446,7 +431,7 @@ int graph_load_cgr(const char *path, struct graph *g) {
     goto fail;
   }
   /* Check 2. */
-  uint32_t version = get_u32(b + 8), hbytes = get_u32(b + 12), nsec = get_u32(b + 60);
+  uint32_t version = cg_get_le32(b + 8), hbytes = cg_get_le32(b + 12), nsec = cg_get_le32(b + 60);
   if (version != CGR_VERSION) {
     st = cg_err_set(CG_ERR_FORMAT,
                     "%s: unsupported version: expected %u, found %u (check 2: a different version "
@@ -465,7 +450,7 @@ int graph_load_cgr(const char *path, struct graph *g) {
     goto fail;
   }
   /* Check 3. */
-  uint32_t hcrc_stored = get_u32(b + CGR_CRC_OFFSET);
+  uint32_t hcrc_stored = cg_get_le32(b + CGR_CRC_OFFSET);
   uint32_t hcrc = (uint32_t)crc32(0L, b, CGR_CRC_OFFSET);
   if (hcrc != hcrc_stored) {
     st = cg_err_set(CG_ERR_FORMAT,
@@ -475,7 +460,7 @@ int graph_load_cgr(const char *path, struct graph *g) {
     goto fail;
   }
   /* Check 4. */
-  uint32_t flags = get_u32(b + 56);
+  uint32_t flags = cg_get_le32(b + 56);
   if (flags & ~CGR_FLAGS_KNOWN) {
     st = cg_err_set(CG_ERR_FORMAT,
                     "%s: unknown flag bits: flags = 0x%08x, expected only bits 0 (MULTILABEL) and 1 "
@@ -483,8 +468,8 @@ int graph_load_cgr(const char *path, struct graph *g) {
                     path, flags);
     goto fail;
   }
-  uint64_t n = get_u64(b + 16), m = get_u64(b + 24), f = get_u64(b + 32), c = get_u64(b + 40);
-  uint64_t nnz = get_u64(b + 48);
+  uint64_t n = cg_get_le64(b + 16), m = cg_get_le64(b + 24), f = cg_get_le64(b + 32), c = cg_get_le64(b + 40);
+  uint64_t nnz = cg_get_le64(b + 48);
   int multilabel = (flags & CGR_FLAG_MULTILABEL) != 0, sparse = (flags & CGR_FLAG_SPARSE) != 0;
   TRY_GOTO(check_header_values(path, n, m, f, c, nnz, sparse), fail);
 
@@ -496,8 +481,8 @@ int graph_load_cgr(const char *path, struct graph *g) {
   const unsigned char *sec[GRAPH_CGR_NUM_SECTIONS];
   for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) {
     const unsigned char *e = b + CGR_SECTION_TABLE + 24 * s;
-    uint64_t off = get_u64(e), size = get_u64(e + 8);
-    uint32_t stored = get_u32(e + 16);
+    uint64_t off = cg_get_le64(e), size = cg_get_le64(e + 8);
+    uint32_t stored = cg_get_le32(e + 16);
     if (size != expect[s]) {
       st = cg_err_set(CG_ERR_FORMAT,
                       "%s: section %d (%s) size: expected %llu bytes, found %llu (check 5; n=%llu, "
@@ -532,7 +517,7 @@ int graph_load_cgr(const char *path, struct graph *g) {
   uint64_t end = GRAPH_CGR_HEADER_BYTES;
   for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) {
     const unsigned char *e = b + CGR_SECTION_TABLE + 24 * s;
-    uint64_t off = get_u64(e), size = get_u64(e + 8);
+    uint64_t off = cg_get_le64(e), size = cg_get_le64(e + 8);
     if (size && off + size > end) end = off + size;
   }
   if (fsize != end) {
@@ -620,23 +605,23 @@ int graph_save_cgr(const char *path, const struct graph *g) {
   unsigned char h[GRAPH_CGR_HEADER_BYTES];
   memset(h, 0, sizeof h);
   memcpy(h, CGR_MAGIC, 8);
-  put_u32(h + 8, CGR_VERSION);
-  put_u32(h + 12, GRAPH_CGR_HEADER_BYTES);
-  put_u64(h + 16, (uint64_t)g->n);
-  put_u64(h + 24, (uint64_t)g->m);
-  put_u64(h + 32, (uint64_t)g->feat_dim);
-  put_u64(h + 40, (uint64_t)g->num_classes);
-  put_u64(h + 48, (uint64_t)g->feat_nnz);
-  put_u32(h + 56, (g->multilabel ? CGR_FLAG_MULTILABEL : 0) | (g->sparse_feat ? CGR_FLAG_SPARSE : 0));
-  put_u32(h + 60, GRAPH_CGR_NUM_SECTIONS);
+  cg_put_le32(h + 8, CGR_VERSION);
+  cg_put_le32(h + 12, GRAPH_CGR_HEADER_BYTES);
+  cg_put_le64(h + 16, (uint64_t)g->n);
+  cg_put_le64(h + 24, (uint64_t)g->m);
+  cg_put_le64(h + 32, (uint64_t)g->feat_dim);
+  cg_put_le64(h + 40, (uint64_t)g->num_classes);
+  cg_put_le64(h + 48, (uint64_t)g->feat_nnz);
+  cg_put_le32(h + 56, (g->multilabel ? CGR_FLAG_MULTILABEL : 0) | (g->sparse_feat ? CGR_FLAG_SPARSE : 0));
+  cg_put_le32(h + 60, GRAPH_CGR_NUM_SECTIONS);
   for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) {
     unsigned char *e = h + CGR_SECTION_TABLE + 24 * s;
-    put_u64(e, off[s]);
-    put_u64(e + 8, size[s]);
-    put_u32(e + 16, crc[s]);
+    cg_put_le64(e, off[s]);
+    cg_put_le64(e + 8, size[s]);
+    cg_put_le32(e + 16, crc[s]);
   }
   memcpy(h + CGR_NAME_OFFSET, g->name, strnlen(g->name, 15));
-  put_u32(h + CGR_CRC_OFFSET, (uint32_t)crc32(0L, h, CGR_CRC_OFFSET));
+  cg_put_le32(h + CGR_CRC_OFFSET, (uint32_t)crc32(0L, h, CGR_CRC_OFFSET));
 
   size_t plen = strlen(path);
   char *tmp = malloc(plen + 5);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/endian.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "partition/part_internal.h"
@@ -86,17 +87,6 @@ int part_cache_path(const struct graph *g, const struct part_options *o, const c
   return CG_OK;
 }
 
-static void put_u32(unsigned char *b, uint32_t x) {
-  for (int i = 0; i < 4; i++) b[i] = (unsigned char)(x >> (8 * i));
-}
-static void put_u64(unsigned char *b, uint64_t x) {
-  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(x >> (8 * i));
-}
-static uint32_t get_u32(const unsigned char *b) {
-  uint32_t x = 0;
-  for (int i = 0; i < 4; i++) x |= (uint32_t)b[i] << (8 * i);
-  return x;
-}
 
 /* Header layout (little-endian): magic[8] | u32 version | u32 header bytes (64) |
  * u64 n | u32 nparts | u32 method | u64 seed | u32 graph checksum | u32 weights hash |
@@ -104,15 +94,15 @@ static uint32_t get_u32(const unsigned char *b) {
 static void header_encode(unsigned char *h, const struct graph *g, const struct part_options *o) {
   memset(h, 0, CACHE_HEADER);
   memcpy(h, CACHE_MAGIC, 8);
-  put_u32(h + 8, CACHE_VERSION);
-  put_u32(h + 12, CACHE_HEADER);
-  put_u64(h + 16, (uint64_t)g->n);
-  put_u32(h + 24, (uint32_t)o->nparts);
-  put_u32(h + 28, (uint32_t)o->method);
-  put_u64(h + 32, o->seed);
-  put_u32(h + 40, g->checksum);
-  put_u32(h + 44, weights_hash(g, o));
-  put_u32(h + 48, (o->vwgt ? CACHE_FLAG_VWGT : 0) | (o->tpwgts ? CACHE_FLAG_TPWGTS : 0));
+  cg_put_le32(h + 8, CACHE_VERSION);
+  cg_put_le32(h + 12, CACHE_HEADER);
+  cg_put_le64(h + 16, (uint64_t)g->n);
+  cg_put_le32(h + 24, (uint32_t)o->nparts);
+  cg_put_le32(h + 28, (uint32_t)o->method);
+  cg_put_le64(h + 32, o->seed);
+  cg_put_le32(h + 40, g->checksum);
+  cg_put_le32(h + 44, weights_hash(g, o));
+  cg_put_le32(h + 48, (o->vwgt ? CACHE_FLAG_VWGT : 0) | (o->tpwgts ? CACHE_FLAG_TPWGTS : 0));
 }
 
 /* mkdir -p: create every missing component. */
@@ -164,9 +154,9 @@ static int cache_read(const char *path, const struct graph *g, const struct part
   unsigned char expect[CACHE_HEADER];
   header_encode(expect, g, o);
   if (got < CACHE_HEADER || memcmp(buf, CACHE_MAGIC, 8) != 0) why = "not a partition file (bad magic or too short)";
-  else if (get_u32(buf + 8) != CACHE_VERSION) why = "unsupported version";
+  else if (cg_get_le32(buf + 8) != CACHE_VERSION) why = "unsupported version";
   else if (got != want) why = "wrong size (truncated or trailing bytes)";
-  else if (get_u32(buf + want - 4) != crc32_bytes(0, buf, want - 4)) why = "CRC-32 mismatch (corrupt)";
+  else if (cg_get_le32(buf + want - 4) != crc32_bytes(0, buf, want - 4)) why = "CRC-32 mismatch (corrupt)";
   else if (memcmp(buf, expect, CACHE_HEADER) != 0)
     why = "key fields (n, parts, method, seed, graph checksum, weights) do not match";
   if (!why) {
@@ -176,7 +166,7 @@ static int cache_read(const char *path, const struct graph *g, const struct part
       return CG_ERR_NOMEM;
     }
     for (int64_t v = 0; v < g->n && !why; v++) {
-      int32_t p = (int32_t)get_u32(buf + CACHE_HEADER + 4 * v);
+      int32_t p = (int32_t)cg_get_le32(buf + CACHE_HEADER + 4 * v);
       if (p < 0 || p >= o->nparts) why = "an owner is out of range";
       else {
         owner[v] = p;
@@ -200,8 +190,8 @@ static int cache_write(const char *dir, const char *path, const struct graph *g,
   unsigned char *buf = cg_malloc(total, "partition cache file");
   if (!buf) return CG_ERR_NOMEM;
   header_encode(buf, g, o);
-  for (int64_t v = 0; v < g->n; v++) put_u32(buf + CACHE_HEADER + 4 * v, (uint32_t)owner[v]);
-  put_u32(buf + total - 4, crc32_bytes(0, buf, total - 4));
+  for (int64_t v = 0; v < g->n; v++) cg_put_le32(buf + CACHE_HEADER + 4 * v, (uint32_t)owner[v]);
+  cg_put_le32(buf + total - 4, crc32_bytes(0, buf, total - 4));
   /* A per-process temp name: ranks that compute the same partition at once each
    * write their own file, and rename() makes the last one win atomically. */
   size_t tlen = strlen(path) + 32;

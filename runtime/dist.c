@@ -48,12 +48,7 @@ int rt_local_from_part(const struct graph *g, const struct part_local *pl, struc
   if (pl->n_global != g->n)
     return cg_err_set(CG_ERR_ARG, "local graph of rank %d was built for %lld vertices, graph %s has %lld",
                       pl->rank, (long long)pl->n_global, g->name, (long long)g->n);
-  if (g->feat_dim < 1)
-    return cg_err_set(CG_ERR_ARG, "graph %s has no features (feat_dim = 0); a GNN needs input features",
-                      g->name);
-  if (g->num_classes < 1)
-    return cg_err_set(CG_ERR_ARG, "graph %s: num_classes = %lld, expected >= 1", g->name,
-                      (long long)g->num_classes);
+  TRY(rt_graph_trainable(g));
   snprintf(out->name, sizeof out->name, "%s", g->name);
   out->rank = pl->rank;
   out->nranks = pl->nparts;
@@ -309,22 +304,23 @@ static int check_be(struct rt_dist *d, struct cg_backend *be, const char *call) 
   return CG_OK;
 }
 
-static int hook_halo_forward(void *ctx, struct cg_backend *be, float *x, int64_t cols) {
+/* Forward and backward halo hooks differ only in the exchange they call. */
+static int hook_halo(void *ctx, struct cg_backend *be, float *x, int64_t cols, const char *call,
+                     int (*exchange)(struct comm_halo *h, float *x, int64_t cols)) {
   struct rt_dist *d = ctx;
-  TRY(check_be(d, be, "halo_forward"));
-  int st = fail_injected(d, "comm_halo_forward");
-  if (st == CG_OK) st = comm_halo_forward(d->halo, x, cols);
-  if (st < 0) return hook_error(st, "comm_halo_forward", cols, "columns");
+  TRY(check_be(d, be, call));
+  int st = fail_injected(d, call);
+  if (st == CG_OK) st = exchange(d->halo, x, cols);
+  if (st < 0) return hook_error(st, call, cols, "columns");
   return CG_OK;
 }
 
+static int hook_halo_forward(void *ctx, struct cg_backend *be, float *x, int64_t cols) {
+  return hook_halo(ctx, be, x, cols, "comm_halo_forward", comm_halo_forward);
+}
+
 static int hook_halo_backward(void *ctx, struct cg_backend *be, float *dx, int64_t cols) {
-  struct rt_dist *d = ctx;
-  TRY(check_be(d, be, "halo_backward"));
-  int st = fail_injected(d, "comm_halo_backward");
-  if (st == CG_OK) st = comm_halo_backward(d->halo, dx, cols);
-  if (st < 0) return hook_error(st, "comm_halo_backward", cols, "columns");
-  return CG_OK;
+  return hook_halo(ctx, be, dx, cols, "comm_halo_backward", comm_halo_backward);
 }
 
 static int hook_allreduce_grads(void *ctx, struct cg_backend *be, float *flat, int64_t n) {

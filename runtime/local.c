@@ -18,18 +18,23 @@ void rt_local_free(struct rt_local *l) {
   memset(l, 0, sizeof *l);
 }
 
-int rt_local_from_graph(const struct graph *g, enum rt_model_kind kind, struct rt_local *out) {
-  int st = CG_OK;
-  memset(out, 0, sizeof *out);
-  if (g->n < 1 || g->n > INT32_MAX)
-    return cg_err_set(CG_ERR_ARG, "graph %s: %lld vertices, expected 1 .. 2^31-1", g->name,
-                      (long long)g->n);
+int rt_graph_trainable(const struct graph *g) {
   if (g->feat_dim < 1)
     return cg_err_set(CG_ERR_ARG, "graph %s has no features (feat_dim = 0); a GNN needs input features",
                       g->name);
   if (g->num_classes < 1)
     return cg_err_set(CG_ERR_ARG, "graph %s: num_classes = %lld, expected >= 1", g->name,
                       (long long)g->num_classes);
+  return CG_OK;
+}
+
+int rt_local_from_graph(const struct graph *g, enum rt_model_kind kind, struct rt_local *out) {
+  int st = CG_OK;
+  memset(out, 0, sizeof *out);
+  if (g->n < 1 || g->n > INT32_MAX)
+    return cg_err_set(CG_ERR_ARG, "graph %s: %lld vertices, expected 1 .. 2^31-1", g->name,
+                      (long long)g->n);
+  TRY(rt_graph_trainable(g));
   snprintf(out->name, sizeof out->name, "%s", g->name);
   out->rank = 0;
   out->nranks = 1;

@@ -116,6 +116,9 @@ struct rt_local {
 /* The whole graph as the local problem of one process (n_halo = 0, gid = identity,
  * agg = graph_aggr_build(g, norm, ...)). `g` stays owned by the caller. */
 int rt_local_from_graph(const struct graph *g, enum rt_model_kind kind, struct rt_local *out);
+/* Whether a graph can be trained on at all (features and classes present); the
+ * check both local-problem builders run first. CG_ERR_ARG with a message if not. */
+int rt_graph_trainable(const struct graph *g);
 /* Invariant checker (shapes, ids, operator columns, labels, split counts <= global). */
 int rt_local_check(const struct rt_local *l, const char *what);
 void rt_local_free(struct rt_local *l); /* accepts a zeroed struct; leaves it zeroed */
