@@ -11,12 +11,10 @@
  * for any thread count, not only for a fixed one (tested for SpMM, the reductions,
  * dropout and Adam). GEMM is OpenBLAS's and only promised for a fixed count.
  *
- * SpMM is the hot op of the CPU backend: rows are split among threads by nnz at
- * spmat_create time; each row accumulates up to 64 output columns in AVX2
- * registers (8 x 8 floats, the last vector masked when f % 8 != 0) while walking
- * its nonzeros, so Y is written once and X rows are streamed. An AVX2+FMA variant
- * is chosen at run time when the CPU has it; otherwise a portable loop that the
- * compiler vectorises for the baseline ISA. Dropout has an AVX2 variant too (eight
+ * SpMM is the hot op of the CPU backend and lives in cpu_spmm.c (CSR or tiled
+ * layout, see cpu_spmm.h). Its AVX2+FMA kernels are chosen at run time when the
+ * CPU has them; otherwise portable loops that the compiler vectorises for the
+ * baseline ISA. Dropout has an AVX2 variant too (eight
  * Philox streams per vector; the mask is bit-identical to core/philox.h).
  * CAPGNN_CPU_KERNELS=generic forces the portable variants (the tests cover both). */
 #include <math.h>
@@ -28,6 +26,7 @@
 #include <cblas.h>
 
 #include "core/log.h"
+#include "core/cpu_spmm.h"
 #include "core/ops.h"
 #include "core/philox.h"
 #include "core/status.h"
@@ -54,14 +53,6 @@ struct cpu_impl {
   double *red; /* 2 x RED_MAX_BLOCKS x RED_MAX_COLS block partials */
 };
 
-struct cg_spmat {
-  int64_t nrows, ncols, nnz;
-  int64_t *rowptr;
-  int32_t *colidx;
-  float *vals;      /* NULL: every value is 1 (the kernels then skip the multiply) */
-  int nparts;       /* = backend thread count at creation */
-  int64_t *part;    /* nparts + 1 row bounds, balanced by nnz + rows */
-};
 
 /* Programming errors inside ops: the op table has no error return, and going on
  * would compute garbage, so stop with the place and the reason. */
@@ -215,198 +206,21 @@ static void cpu_scale(struct cg_backend *be, int64_t n, float alpha, float *x) {
 /* ------------------------------------------------------------------------ */
 
 static void cpu_spmat_destroy(struct cg_backend *be, struct cg_spmat *a) {
-  if (!a) return;
-  cg_free(a->rowptr);
-  cg_free(a->colidx);
-  cg_free(a->vals);
-  cg_free(a->part);
-  cg_free(a);
-}
-
-/* Row bounds giving each part about the same nnz + rows (a row costs its
- * nonzeros plus a fixed overhead, so empty rows are not free). Deterministic:
- * depends only on rowptr and nparts. */
-static void spmat_partition(struct cg_spmat *a) {
-  const int64_t n = a->nrows;
-  const int64_t total = a->nnz + n;
-  a->part[0] = 0;
-  for (int p = 1; p < a->nparts; p++) {
-    const int64_t target = (int64_t)((double)total * p / a->nparts);
-    int64_t lo = a->part[p - 1], hi = n; /* first r with rowptr[r] + r >= target */
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo) / 2;
-      if (a->rowptr[mid] + mid >= target) hi = mid;
-      else lo = mid + 1;
-    }
-    a->part[p] = lo;
-  }
-  a->part[a->nparts] = n;
+  (void)be;
+  cpu_spmat_free(a);
 }
 
 static int cpu_spmat_create(struct cg_backend *be, const struct cg_csr *host,
                             struct cg_spmat **out) {
-  int st = CG_OK;
-  *out = NULL;
-  if (host->nrows < 0 || host->ncols < 0 || host->ncols > INT32_MAX)
-    return cg_err_set(CG_ERR_ARG, "spmat_create: matrix shape %lld x %lld is not supported",
-                      (long long)host->nrows, (long long)host->ncols);
-  TRY(cg_csr_check(host, "sparse matrix given to the CPU backend"));
-  struct cg_spmat *a = cg_calloc(1, sizeof *a, "CPU sparse matrix");
-  if (!a) return CG_ERR_NOMEM;
-  a->nrows = host->nrows;
-  a->ncols = host->ncols;
-  a->nnz = host->nnz;
-  a->nparts = cpu_nt(be);
-  a->rowptr = cg_malloc((size_t)(a->nrows + 1) * sizeof(int64_t), "CPU sparse matrix row pointers");
-  a->colidx = cg_malloc((size_t)a->nnz * sizeof(int32_t), "CPU sparse matrix column indices");
-  a->part = cg_malloc((size_t)(a->nparts + 1) * sizeof(int64_t), "CPU sparse matrix row split");
-  if (host->vals) a->vals = cg_malloc((size_t)a->nnz * sizeof(float), "CPU sparse matrix values");
-  if (!a->rowptr || !a->colidx || !a->part || (host->vals && !a->vals)) {
-    st = CG_ERR_NOMEM; /* cg_malloc named the array */
-    goto fail;
-  }
-  cpu_memcpy(be, a->rowptr, host->rowptr, (size_t)(a->nrows + 1) * sizeof(int64_t));
-  cpu_memcpy(be, a->colidx, host->colidx, (size_t)a->nnz * sizeof(int32_t));
-  if (host->vals) cpu_memcpy(be, a->vals, host->vals, (size_t)a->nnz * sizeof(float));
-  spmat_partition(a);
-  *out = a;
-  return CG_OK;
-fail:
-  cpu_spmat_destroy(be, a);
-  return st;
+  return cpu_spmat_build(host, cpu_nt(be), out);
 }
-
-/* Portable kernel: a block of up to SPMM_BLOCK output columns lives in a small
- * stack array that the compiler keeps in vector registers. */
-#define SPMM_BLOCK 64
-static void spmm_rows_generic(const struct cg_spmat *a, int64_t r0, int64_t r1, const float *x,
-                              int64_t ldx, float *y, int64_t ldy, int64_t f) {
-  const int64_t *rowptr = a->rowptr;
-  const int32_t *ci = a->colidx;
-  const float *vv = a->vals;
-  for (int64_t r = r0; r < r1; r++) {
-    const int64_t k0 = rowptr[r], k1 = rowptr[r + 1];
-    float *yr = y + r * ldy;
-    for (int64_t c0 = 0; c0 < f; c0 += SPMM_BLOCK) {
-      const int64_t w = min64(SPMM_BLOCK, f - c0);
-      float acc[SPMM_BLOCK];
-      for (int64_t j = 0; j < w; j++) acc[j] = 0.0f;
-      if (vv) {
-        for (int64_t k = k0; k < k1; k++) {
-          const float v = vv[k];
-          const float *xr = x + (int64_t)ci[k] * ldx + c0;
-          for (int64_t j = 0; j < w; j++) acc[j] += v * xr[j];
-        }
-      } else {
-        for (int64_t k = k0; k < k1; k++) {
-          const float *xr = x + (int64_t)ci[k] * ldx + c0;
-          for (int64_t j = 0; j < w; j++) acc[j] += xr[j];
-        }
-      }
-      memcpy(yr + c0, acc, (size_t)w * sizeof(float));
-    }
-  }
-}
-
-#if CPU_HAVE_AVX2_VARIANT
-/* One row, one block of NV full vectors plus (TAIL) one masked vector. Called with
- * compile-time constants so that acc[] is fully unrolled into registers. */
-static inline __attribute__((always_inline)) CPU_AVX2 void spmm_avx2_block(
-    const int32_t *ci, const float *vv, int64_t k0, int64_t k1, const float *x, int64_t ldx,
-    float *yo, const int NV, const int TAIL, const int UNIT, __m256i mask) {
-  __m256 acc[8], acct = _mm256_setzero_ps();
-  for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
-  for (int64_t k = k0; k < k1; k++) {
-    const float *xr = x + (int64_t)ci[k] * ldx;
-    if (UNIT) {
-      for (int j = 0; j < NV; j++) acc[j] = _mm256_add_ps(acc[j], _mm256_loadu_ps(xr + 8 * j));
-      if (TAIL) acct = _mm256_add_ps(acct, _mm256_maskload_ps(xr + 8 * NV, mask));
-    } else {
-      const __m256 v = _mm256_broadcast_ss(vv + k);
-      for (int j = 0; j < NV; j++) acc[j] = _mm256_fmadd_ps(v, _mm256_loadu_ps(xr + 8 * j), acc[j]);
-      if (TAIL) acct = _mm256_fmadd_ps(v, _mm256_maskload_ps(xr + 8 * NV, mask), acct);
-    }
-  }
-  for (int j = 0; j < NV; j++) _mm256_storeu_ps(yo + 8 * j, acc[j]);
-  if (TAIL) _mm256_maskstore_ps(yo + 8 * NV, mask, acct);
-}
-
-#define SPMM_AVX2_CASE(nv)                                                                  \
-  case nv:                                                                                  \
-    if (tail) {                                                                             \
-      if (unit) spmm_avx2_block(ci, vv, k0, k1, xb, ldx, yo, nv, 1, 1, mask);               \
-      else spmm_avx2_block(ci, vv, k0, k1, xb, ldx, yo, nv, 1, 0, mask);                    \
-    } else {                                                                                \
-      if (unit) spmm_avx2_block(ci, vv, k0, k1, xb, ldx, yo, nv, 0, 1, mask);               \
-      else spmm_avx2_block(ci, vv, k0, k1, xb, ldx, yo, nv, 0, 0, mask);                    \
-    }                                                                                       \
-    break;
-
-CPU_AVX2 static void spmm_rows_avx2(const struct cg_spmat *a, int64_t r0, int64_t r1,
-                                    const float *x, int64_t ldx, float *y, int64_t ldy,
-                                    int64_t f) {
-  const int64_t *rowptr = a->rowptr;
-  const int32_t *ci = a->colidx;
-  const float *vv = a->vals;
-  const int unit = vv == NULL;
-  const int64_t rem = f % SPMM_BLOCK;
-  const int64_t fmain = f - rem;
-  /* The last block: rem / 8 full vectors and a masked one for rem % 8 columns. */
-  const int nv_last = (int)(rem / 8), tail = (rem % 8) != 0;
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(rem % 8)), lane);
-  for (int64_t r = r0; r < r1; r++) {
-    const int64_t k0 = rowptr[r], k1 = rowptr[r + 1];
-    for (int64_t c0 = 0; c0 < fmain; c0 += SPMM_BLOCK) {
-      const float *xb = x + c0;
-      float *yo = y + r * ldy + c0;
-      if (unit) spmm_avx2_block(ci, vv, k0, k1, xb, ldx, yo, 8, 0, 1, mask);
-      else spmm_avx2_block(ci, vv, k0, k1, xb, ldx, yo, 8, 0, 0, mask);
-    }
-    if (rem) {
-      const float *xb = x + fmain;
-      float *yo = y + r * ldy + fmain;
-      switch (nv_last) {
-        SPMM_AVX2_CASE(0)
-        SPMM_AVX2_CASE(1)
-        SPMM_AVX2_CASE(2)
-        SPMM_AVX2_CASE(3)
-        SPMM_AVX2_CASE(4)
-        SPMM_AVX2_CASE(5)
-        SPMM_AVX2_CASE(6)
-        SPMM_AVX2_CASE(7)
-        default: break;
-      }
-    }
-  }
-}
-#undef SPMM_AVX2_CASE
-#endif
-
-typedef void (*spmm_rows_fn)(const struct cg_spmat *a, int64_t r0, int64_t r1, const float *x,
-                             int64_t ldx, float *y, int64_t ldy, int64_t f);
 
 static void cpu_spmm(struct cg_backend *be, const struct cg_spmat *a, const float *x, int64_t ldx,
                      float *y, int64_t ldy, int64_t f) {
-  if (f <= 0 || a->nrows == 0) return;
+  if (f <= 0) return;
   CPU_REQUIRE(ldx >= f && ldy >= f, "spmm: ldx=%lld, ldy=%lld must be >= f=%lld",
               (long long)ldx, (long long)ldy, (long long)f);
-  spmm_rows_fn fn = spmm_rows_generic;
-#if CPU_HAVE_AVX2_VARIANT
-  if (((const struct cpu_impl *)be->impl)->avx2) fn = spmm_rows_avx2;
-#endif
-  const int np = a->nparts;
-  if (np == 1) {
-    fn(a, 0, a->nrows, x, ldx, y, ldy, f);
-    return;
-  }
-  /* One precomputed row range per part; if OpenMP grants fewer threads, a thread
-   * takes several parts. Each row is computed the same way whoever computes it. */
-#pragma omp parallel num_threads(np)
-  {
-    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-    for (int p = tid; p < np; p += nth) fn(a, a->part[p], a->part[p + 1], x, ldx, y, ldy, f);
-  }
+  cpu_spmm_run(a, ((const struct cpu_impl *)be->impl)->avx2, x, ldx, y, ldy, f);
 }
 
 /* ------------------------------------------------------------------------ */

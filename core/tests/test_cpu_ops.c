@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "core/cpu_spmm.h"
 #include "core/csr.h"
 #include "core/ops.h"
 #include "core/philox.h"
@@ -301,6 +302,129 @@ static void test_spmm_edge_cases(void **state) {
   cg_err_clear();
   cg_csr_free(&h);
   assert_true(ok);
+}
+
+/* Clustered CSR for the tiled layout: each row has 8..23 nonzeros inside its own
+ * `tb`-wide column block (so most tiles are dense) plus 0..4 anywhere, columns
+ * unsorted and repeats allowed; a fifth of the rows are empty. */
+static void make_clustered_csr(struct cg_csr *a, int64_t nrows, int64_t ncols, int64_t tb,
+                               int with_vals, uint64_t seed) {
+  struct tu_rng rng = {seed};
+  const int64_t ncb = (ncols + tb - 1) / tb;
+  int64_t *deg = calloc((size_t)nrows + 1, sizeof *deg);
+  assert_non_null(deg);
+  int64_t nnz = 0;
+  for (int64_t r = 0; r < nrows; r++) {
+    deg[r] = tu_unif(&rng, 0, 1) < 0.2 ? 0 : 8 + tu_int(&rng, 16) + tu_int(&rng, 5);
+    nnz += deg[r];
+  }
+  assert_int_equal(cg_csr_alloc(a, nrows, ncols, nnz, with_vals), CG_OK);
+  for (int64_t r = 0; r < nrows; r++) {
+    a->rowptr[r + 1] = a->rowptr[r] + deg[r];
+    const int64_t base = ((r / tb) % ncb) * tb, width = ncols - base < tb ? ncols - base : tb;
+    for (int64_t e = a->rowptr[r]; e < a->rowptr[r + 1]; e++) {
+      const int far = e - a->rowptr[r] < 4 && tu_int(&rng, 2);
+      a->colidx[e] = (int32_t)(far ? tu_int(&rng, ncols) : base + tu_int(&rng, width));
+      if (with_vals) a->vals[e] = (float)tu_unif(&rng, -1, 1);
+    }
+  }
+  free(deg);
+}
+
+static void set_layout(const char *layout, const char *tile) {
+  setenv("CAPGNN_CPU_SPMM", layout, 1);
+  if (tile) setenv("CAPGNN_CPU_SPMM_TILE", tile, 1);
+  else unsetenv("CAPGNN_CPU_SPMM_TILE");
+}
+
+/* The tiled layout against the naive product: every width class, padded strides,
+ * with and without values, partial last row and column blocks, both kernels. */
+static void test_spmm_tiled(void **state) {
+  (void)state;
+  const int64_t widths[] = {1, 7, 8, 41, 64, 65, 130, 256};
+  const int64_t shapes[][2] = {{157, 211}, {211, 97}, {400, 400}};
+  struct cg_backend *bes[] = {be2, beg, be3};
+  const char *tags[] = {"tiled best/2t", "tiled generic/2t", "tiled best/3t"};
+  int ok = 1;
+  set_layout("tiled", "16");
+  for (int s = 0; s < 3; s++)
+    for (int vals = 0; vals < 2; vals++) {
+      struct cg_csr h;
+      make_clustered_csr(&h, shapes[s][0], shapes[s][1], 16, vals, 300 + (uint64_t)(s * 2 + vals));
+      assert_int_equal(cg_csr_check(&h, "test matrix"), CG_OK);
+      /* the layout is really tiled, and its tiles hold most nonzeros but not all */
+      struct cg_spmat *a = NULL;
+      int64_t tile_nnz = 0;
+      assert_int_equal(be2->spmat_create(be2, &h, &a), CG_OK);
+      assert_true(cpu_spmat_tiles(a, &tile_nnz) > 0);
+      assert_true(tile_nnz > h.nnz / 2 && tile_nnz < h.nnz);
+      be2->spmat_destroy(be2, a);
+      for (int b = 0; b < 3; b++)
+        for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+          const int64_t f = widths[w];
+          ok &= spmm_check(bes[b], &h, f, f, f, tags[b]);
+          ok &= spmm_check(bes[b], &h, f, f + 5, f + 3, tags[b]);
+        }
+      cg_csr_free(&h);
+    }
+  set_layout("auto", NULL);
+  assert_true(ok);
+}
+
+/* Layout choice: csr never tiles, auto tiles only large clustered matrices, a bad
+ * setting is refused with a message; tiled results do not depend on the thread
+ * count and agree with the CSR layout to rounding. */
+static void test_spmm_layouts(void **state) {
+  (void)state;
+  struct cg_csr h;
+  struct cg_spmat *a = NULL;
+  make_clustered_csr(&h, 600, 600, 16, 1, 41);
+  set_layout("csr", "16");
+  assert_int_equal(be2->spmat_create(be2, &h, &a), CG_OK);
+  assert_int_equal(cpu_spmat_tiles(a, NULL), 0);
+  be2->spmat_destroy(be2, a);
+  set_layout("auto", "16"); /* 38 blocks per side: large enough */
+  assert_int_equal(be2->spmat_create(be2, &h, &a), CG_OK);
+  assert_true(cpu_spmat_tiles(a, NULL) > 0);
+  be2->spmat_destroy(be2, a);
+  set_layout("auto", "64"); /* 10 blocks per side: stays CSR */
+  assert_int_equal(be2->spmat_create(be2, &h, &a), CG_OK);
+  assert_int_equal(cpu_spmat_tiles(a, NULL), 0);
+  be2->spmat_destroy(be2, a);
+  a = NULL;
+  set_layout("blocked", NULL);
+  assert_int_equal(be2->spmat_create(be2, &h, &a), CG_ERR_ARG);
+  assert_null(a);
+  assert_non_null(strstr(cg_err_msg(), "CAPGNN_CPU_SPMM=blocked"));
+  cg_err_clear();
+  set_layout("tiled", "8");
+  assert_int_equal(be2->spmat_create(be2, &h, &a), CG_ERR_ARG);
+  assert_non_null(strstr(cg_err_msg(), "16..65536"));
+  cg_err_clear();
+
+  set_layout("tiled", "16");
+  struct tu_rng rng = {8};
+  const int64_t f = 100;
+  float *x = fbuf(h.ncols * f), *y[4];
+  frand(&rng, x, h.ncols * f, -1, 1);
+  struct cg_backend *bes[] = {be1, be2, be3, be2};
+  for (int b = 0; b < 4; b++) {
+    if (b == 3) set_layout("csr", NULL);
+    y[b] = fbuf(h.nrows * f);
+    assert_int_equal(bes[b]->spmat_create(bes[b], &h, &a), CG_OK);
+    bes[b]->spmm(bes[b], a, x, f, y[b], f, f);
+    bes[b]->spmat_destroy(bes[b], a);
+  }
+  assert_memory_equal(y[0], y[1], (size_t)(h.nrows * f) * sizeof(float));
+  assert_memory_equal(y[0], y[2], (size_t)(h.nrows * f) * sizeof(float));
+  double *ref = dbuf(h.nrows * f);
+  for (int64_t i = 0; i < h.nrows * f; i++) ref[i] = y[3][i];
+  assert_true(tu_close("tiled vs csr layout", y[0], ref, h.nrows * f, 1e-5, 1e-5));
+  set_layout("auto", NULL);
+  for (int b = 0; b < 4; b++) cg_free(y[b]);
+  cg_free(x);
+  cg_free(ref);
+  cg_csr_free(&h);
 }
 
 /* ---------------------------------------------------------------- determinism */
@@ -985,6 +1109,8 @@ int main(void) {
       cmocka_unit_test(test_gemm),
       cmocka_unit_test(test_spmm),
       cmocka_unit_test(test_spmm_edge_cases),
+      cmocka_unit_test(test_spmm_tiled),
+      cmocka_unit_test(test_spmm_layouts),
       cmocka_unit_test(test_thread_count_independence),
       cmocka_unit_test(test_bias_relu),
       cmocka_unit_test(test_dropout),

@@ -1,0 +1,37 @@
+/* core/cpu_spmm.h — the CPU backend's sparse matrices and SpMM kernels (private to
+ * core/: cpu_backend.c wires them into the op table).
+ *
+ * Two layouts, chosen at creation (cpu_spmm.c has the measurements behind them):
+ * - CSR: rows split among threads by nnz, each row accumulates up to 64 output
+ *   columns in registers while walking its nonzeros.
+ * - Tiled: rows and columns are cut into blocks of `tb` (default 1024). A (row
+ *   block, column block) tile holding at least CPU_TILE_REUSE * tb nonzeros is
+ *   "dense": its source rows are reused so often that the tile is worth processing
+ *   on its own, 64 output columns at a time, while the 64-column slice of its
+ *   source rows stays in L2 (uint16 column offsets). The remaining "far" nonzeros
+ *   keep a CSR of their own. Each output row is the far part first, then the dense
+ *   tiles in column-block order: a fixed order, so results do not depend on the
+ *   thread count.
+ *
+ * CAPGNN_CPU_SPMM=auto (default) | csr | tiled picks the layout (auto: tiled when the
+ * matrix is large and at least a quarter of its nonzeros sit in dense tiles; tiled:
+ * whenever any tile is dense). CAPGNN_CPU_SPMM_TILE=N sets tb (16..65536). */
+#ifndef CAPGNN_CORE_CPU_SPMM_H
+#define CAPGNN_CORE_CPU_SPMM_H
+
+#include <stdint.h>
+
+#include "core/csr.h"
+
+struct cg_spmat;
+
+/* Checks `host` and builds the backend copy for `nthreads` threads. */
+int cpu_spmat_build(const struct cg_csr *host, int nthreads, struct cg_spmat **out);
+void cpu_spmat_free(struct cg_spmat *a); /* accepts NULL */
+/* Dense tiles of the matrix (0: CSR layout) and the nonzeros they hold. */
+int64_t cpu_spmat_tiles(const struct cg_spmat *a, int64_t *tile_nnz);
+/* Y[nrows x f] = A X, overwriting Y; avx2 selects the AVX2+FMA kernels. */
+void cpu_spmm_run(const struct cg_spmat *a, int avx2, const float *x, int64_t ldx, float *y,
+                  int64_t ldy, int64_t f);
+
+#endif
