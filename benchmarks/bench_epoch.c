@@ -12,7 +12,7 @@
  * over the measured epochs, else it exits non-zero.
  *
  *   bench_epoch [--graph SPEC] [--model gcn|sage] [--layers N] [--hidden H]
- *               [--dropout P] [--feat-norm row|none] [--device cpu|cuda] [--threads T] [--epochs E]
+ *               [--dropout P] [--input-dropout P] [--feat-norm row|none] [--device cpu|cuda] [--threads T] [--epochs E]
  *               [--warmup W] [--profile-epochs K] [--json FILE] [--save-graph FILE.cgr]
  * --save-graph writes the graph (before feature normalisation) so that another
  * system (benchmarks/torch_gcn.py) can train on exactly the same file.
@@ -64,7 +64,8 @@ static void cpu_model(char *out, size_t len) {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: bench_epoch [--graph SPEC] [--model gcn|sage] [--layers N] [--hidden H]\n"
-          "                   [--dropout P] [--device cpu|cuda] [--threads T] [--epochs E]\n"
+          "                   [--dropout P] [--input-dropout P] [--device cpu|cuda] [--threads T]\n"
+          "                   [--epochs E]\n"
           "                   [--warmup W] [--profile-epochs K] [--json FILE] [--save-graph FILE]\n");
 }
 
@@ -84,6 +85,7 @@ int main(int argc, char **argv) {
       {"graph", required_argument, 0, 'g'},   {"model", required_argument, 0, 'm'},
       {"layers", required_argument, 0, 'l'},  {"hidden", required_argument, 0, 'H'},
       {"dropout", required_argument, 0, 'd'}, {"device", required_argument, 0, 'D'},
+      {"input-dropout", required_argument, 0, 'i'},
       {"threads", required_argument, 0, 't'}, {"epochs", required_argument, 0, 'e'},
       {"warmup", required_argument, 0, 'w'},  {"profile-epochs", required_argument, 0, 'p'},
       {"json", required_argument, 0, 'j'},    {"help", no_argument, 0, 'h'},
@@ -101,6 +103,7 @@ int main(int argc, char **argv) {
       case 'l': cfg.layers = atoi(optarg); break;
       case 'H': cfg.hidden = atoll(optarg); break;
       case 'd': cfg.dropout = (float)atof(optarg); break;
+      case 'i': cfg.input_dropout = (float)atof(optarg); break;
       case 'D': cfg.device = optarg; break;
       case 't': cfg.threads = atoi(optarg); break;
       case 'e': epochs = atoi(optarg); break;
@@ -208,8 +211,10 @@ int main(int argc, char **argv) {
     if (i + 1 < argc) strncat(cmd, " ", sizeof cmd - strlen(cmd) - 1);
   }
 
-  printf("bench_epoch: %s, %s %d x %lld, dropout %.2f\n", cfg.graph, rt_model_kind_str(cfg.model),
-         cfg.layers, (long long)cfg.hidden, cfg.dropout);
+  printf("bench_epoch: %s, %s %d x %lld, dropout %.2f (input features %.2f%s)\n", cfg.graph,
+         rt_model_kind_str(cfg.model), cfg.layers, (long long)cfg.hidden, cfg.dropout,
+         rt_config_layer_dropout(&cfg, 0),
+         rt_config_layer_dropout(&cfg, 0) == 0.0f ? ": layer 0 aggregated once at setup" : "");
   printf("  graph            %lld vertices, %lld directed edges (+ self-loops for GCN)\n",
          (long long)n, (long long)m);
   printf("  device           %s (host CPU: %s, %d threads requested)\n", rt_backend_describe(be), cpu,
@@ -245,11 +250,16 @@ int main(int argc, char **argv) {
     cJSON_AddStringToObject(o, "model", rt_model_kind_str(cfg.model));
     cJSON_AddNumberToObject(o, "layers", cfg.layers);
     cJSON_AddNumberToObject(o, "hidden", (double)cfg.hidden);
+    cJSON_AddNumberToObject(o, "dropout", cfg.dropout);
+    cJSON_AddNumberToObject(o, "input_dropout", rt_config_layer_dropout(&cfg, 0));
+    cJSON_AddNumberToObject(o, "setup_s", t_setup);
     cJSON_AddStringToObject(o, "device", rt_backend_describe(be));
     cJSON_AddStringToObject(o, "host_cpu", cpu);
     cJSON_AddNumberToObject(o, "threads", cfg.threads);
     cJSON_AddNumberToObject(o, "epochs_timed", epochs);
     cJSON_AddNumberToObject(o, "median_epoch_s", med);
+    cJSON_AddNumberToObject(o, "min_epoch_s", t[0]);
+    cJSON_AddNumberToObject(o, "max_epoch_s", t[epochs - 1]);
     cJSON_AddNumberToObject(o, "profiled_epoch_s", prof_epochs ? prof_wall / prof_epochs : 0);
     cJSON_AddNumberToObject(o, "spmm_s", spmm_s);
     cJSON_AddNumberToObject(o, "gemm_s", gemm_s);

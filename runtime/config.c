@@ -13,6 +13,7 @@ void rt_config_defaults(struct rt_config *c) {
   c->layers = 2;
   c->hidden = 16;
   c->dropout = 0.5f;
+  c->input_dropout = -1.0f;
   c->layernorm = 0;
   c->optimizer = RT_OPT_ADAM;
   c->lr = 0.01f;
@@ -29,6 +30,10 @@ void rt_config_defaults(struct rt_config *c) {
   c->tf32 = 0;
   c->metrics_path = NULL;
   c->quiet = 0;
+}
+
+float rt_config_layer_dropout(const struct rt_config *c, int l) {
+  return (l == 0 && c->input_dropout >= 0.0f) ? c->input_dropout : c->dropout;
 }
 
 const char *rt_model_kind_str(enum rt_model_kind k) { return k == RT_MODEL_SAGE ? "sage" : "gcn"; }
@@ -56,6 +61,9 @@ int rt_config_check(const struct rt_config *c) {
                       (long long)c->hidden);
   if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
     return cg_err_set(CG_ERR_ARG, "--dropout %g: expected a probability in [0, 1)", (double)c->dropout);
+  if (!(c->input_dropout < 1.0f)) /* negative: unset, follows --dropout */
+    return cg_err_set(CG_ERR_ARG, "--input-dropout %g: expected a probability in [0, 1)",
+                      (double)c->input_dropout);
   if (!(c->lr > 0.0f) || !isfinite(c->lr))
     return cg_err_set(CG_ERR_ARG, "--lr %g: expected a finite number > 0", (double)c->lr);
   if (!(c->weight_decay >= 0.0f) || !isfinite(c->weight_decay))

@@ -44,6 +44,8 @@
 struct rt_layer {
   int64_t fin, fout;
   int transform_first; /* SpMM at width fout: Â(Hd·W); else (Â·Hd)·W */
+  int agg_cached;      /* layer 0 without input dropout: agg = Â·X computed once */
+  float p_drop;        /* dropout probability on this layer's input */
   int hidden;          /* not the last layer: [LayerNorm] -> ReLU follow */
   int64_t off_w, off_ws, off_b, off_g, off_beta; /* offsets in the flat buffers; -1 = absent */
   float *in, *in_d, *agg, *t, *z;
@@ -177,6 +179,10 @@ int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const str
      * traffic) is nnz x width, while the GEMM costs the same either way. Â(HW) =
      * (ÂH)W exactly in real arithmetic, so the choice only changes rounding. */
     L->transform_first = L->fout < L->fin;
+    L->p_drop = rt_config_layer_dropout(cfg, l);
+    /* Layer 0 without dropout aggregates constant features: keep Â·X from setup. */
+    L->agg_cached = l == 0 && L->p_drop == 0.0f;
+    if (L->agg_cached) L->transform_first = 0;
     if (L->fout > wmax) wmax = L->fout;
     if (l > 0 && L->fin > wmax) wmax = L->fin;
     const int decay = cfg->weight_decay > 0.0f && (cfg->wd_scope == RT_WD_ALL || l == 0);
@@ -281,7 +287,7 @@ int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const str
   for (int l = 0; l < m->nlayers; l++) {
     struct rt_layer *L = &m->layers[l];
     TRY_GOTO(be_alloc(m, &L->in, m->n_tot * L->fin, l == 0 ? "input features" : "layer input"), fail);
-    if (cfg->dropout > 0.0f)
+    if (L->p_drop > 0.0f)
       TRY_GOTO(be_alloc(m, &L->in_d, m->n_tot * L->fin, "dropout output"), fail);
     if (L->transform_first)
       TRY_GOTO(be_alloc(m, &L->t, m->n_tot * L->fout, "transformed rows"), fail);
@@ -304,6 +310,8 @@ int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const str
                       (size_t)loc->feat_rows * (size_t)loc->feat_dim * sizeof(float)), fail);
   if (loc->feat_rows < m->n_tot)
     TRY_GOTO(m->ex.halo_forward(m->ex.ctx, be, m->layers[0].in, loc->feat_dim), fail);
+  if (m->layers[0].agg_cached)
+    be->spmm(be, m->a, m->layers[0].in, loc->feat_dim, m->layers[0].agg, loc->feat_dim, loc->feat_dim);
   be->sync(be);
 
   LOG_DEBUG("train", "model %s: %d layers, %lld parameters in %d tensors", rt_model_kind_str(cfg->model),
@@ -451,12 +459,11 @@ static struct cg_dropout_key drop_key(const struct rt_model *m, uint32_t epoch, 
 }
 
 static const float *layer_hd(const struct rt_model *m, const struct rt_layer *L) {
-  return (m->last_fwd_train && m->cfg.dropout > 0.0f) ? L->in_d : L->in;
+  return (m->last_fwd_train && L->p_drop > 0.0f) ? L->in_d : L->in;
 }
 
 static int forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step_stats *st) {
   struct cg_backend *be = m->be;
-  const float p = m->cfg.dropout;
   const int64_t n_in = m->n_in, n_tot = m->n_tot;
   m->last_fwd_train = train;
   m->last_fwd_epoch = epoch;
@@ -469,8 +476,8 @@ static int forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step
     const int64_t rows = (l == 0 || !L->transform_first) ? n_tot : n_in;
     if (l > 0 && !L->transform_first) TRY(comm_halo(m, 0, L->in, fin, st));
     const float *hd = L->in;
-    if (train && p > 0.0f) {
-      be->dropout(be, L->in, L->in_d, rows, fin, m->d_gid, p, drop_key(m, epoch, l));
+    if (train && L->p_drop > 0.0f) {
+      be->dropout(be, L->in, L->in_d, rows, fin, m->d_gid, L->p_drop, drop_key(m, epoch, l));
       hd = L->in_d;
     }
     const float *w = m->p + L->off_w;
@@ -479,7 +486,7 @@ static int forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step
       if (l > 0) TRY(comm_halo(m, 0, L->t, fout, st));
       be->spmm(be, m->a, L->t, fout, L->z, fout, fout);
     } else {
-      be->spmm(be, m->a, hd, fin, L->agg, fin, fin);
+      if (!L->agg_cached) be->spmm(be, m->a, hd, fin, L->agg, fin, fin);
       be->gemm(be, 0, 0, n_in, fout, fin, 1.0f, L->agg, fin, w, fout, 0.0f, L->z, fout);
     }
     if (L->off_ws >= 0)
@@ -523,7 +530,6 @@ static int loss_train(struct rt_model *m, double *loss, struct rt_step_stats *st
 static int backward(struct rt_model *m, struct rt_step_stats *st) {
   struct cg_backend *be = m->be;
   const int64_t n_in = m->n_in, n_tot = m->n_tot;
-  const int train = m->last_fwd_train && m->cfg.dropout > 0.0f;
   float *dz = m->scratch[0]; /* dlogits from the loss */
   for (int l = m->nlayers - 1; l >= 0; l--) {
     struct rt_layer *L = &m->layers[l];
@@ -568,8 +574,8 @@ static int backward(struct rt_model *m, struct rt_step_stats *st) {
     if (!L->transform_first) TRY(comm_halo(m, 1, dhd, fin, st));
     /* Inner rows of dhd now hold the full gradient w.r.t. Hd; undo dropout with the
      * same mask (keyed by global id), then the previous layer's ReLU and LayerNorm. */
-    if (train) be->dropout(be, dhd, dhd, n_in, fin, m->d_gid, m->cfg.dropout,
-                           drop_key(m, m->last_fwd_epoch, l));
+    if (m->last_fwd_train && L->p_drop > 0.0f)
+      be->dropout(be, dhd, dhd, n_in, fin, m->d_gid, L->p_drop, drop_key(m, m->last_fwd_epoch, l));
     be->relu_bwd(be, L->in, dhd, n_in * fin);
     struct rt_layer *P = &m->layers[l - 1];
     if (P->ln_y) {

@@ -13,8 +13,12 @@
  * - SAGE layer: Z = Hd W_self + mean_{u in N(v)}(Hd_u) W_neigh + b, global in-degree,
  *               no self-loop in the mean.
  * - Hd = dropout(H) keyed by (seed, epoch, layer, global id, column) on the input of
- *   every layer (input features included). Hidden layers: conv -> [LayerNorm] ->
- *   ReLU; the last layer's Z are the logits.
+ *   every layer (input features included, with their own probability when
+ *   input_dropout is set). Hidden layers: conv -> [LayerNorm] -> ReLU; the last
+ *   layer's Z are the logits.
+ * - Without dropout on the input features, layer 0's aggregation Â·X never changes:
+ *   it is computed once at model creation and layer 0 costs GEMMs only (no SpMM in
+ *   the forward or backward pass). Â(XW) = (ÂX)W up to rounding.
  * - Loss: softmax cross-entropy (single-label) or sigmoid BCE (multi-label), mean
  *   over ALL train vertices of the graph (BCE: over train vertices x classes, as
  *   torch's BCEWithLogitsLoss(reduction="mean")); every rank adds its share.
@@ -58,6 +62,7 @@ struct rt_config {
   int layers;             /* >= 1 convolution layers */
   int64_t hidden;         /* width of hidden layers */
   float dropout;          /* in [0, 1) */
+  float input_dropout;    /* on the input features (layer 0); < 0 (default): = dropout */
   int layernorm;          /* 1: LayerNorm (eps 1e-5) after every hidden convolution */
   /* optimisation */
   enum rt_optimizer optimizer;
@@ -78,6 +83,8 @@ struct rt_config {
  * lr 0.01, weight decay 5e-4 on all weight matrices, 200 epochs, eval every epoch,
  * seed 1, no feature normalisation, device auto. */
 void rt_config_defaults(struct rt_config *c);
+/* Dropout probability on the input of layer l (input_dropout for l = 0). */
+float rt_config_layer_dropout(const struct rt_config *c, int l);
 /* Range checks; CG_ERR_ARG with a message naming the option and the valid range. */
 int rt_config_check(const struct rt_config *c);
 const char *rt_model_kind_str(enum rt_model_kind k);  /* "gcn", "sage" */
@@ -251,7 +258,8 @@ const char *rt_backend_describe(const struct cg_backend *be);
  *     cache_hit_rate, eval_s.
  *   last line: {"summary": true, graph, nodes, edges, features, classes, multilabel,
  *     device, threads,
- *     ranks, model, layers, hidden, dropout, layernorm, optimizer, lr, weight_decay,
+ *     ranks, model, layers, hidden, dropout, input_dropout, layernorm, optimizer, lr,
+ *     weight_decay,
  *     wd_scope, feat_norm, eval_every, seed, params, epochs, best_val_acc,
  *     test_acc_at_best_val, best_epoch, final_loss, final_train_acc, final_val_acc,
  *     final_test_acc, median_epoch_s, total_s, peak_rss_bytes}.

@@ -58,6 +58,7 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
   cJSON_AddNumberToObject(o, "layers", cfg->layers);
   cJSON_AddNumberToObject(o, "hidden", (double)cfg->hidden);
   cJSON_AddNumberToObject(o, "dropout", fdec(cfg->dropout));
+  cJSON_AddNumberToObject(o, "input_dropout", fdec(rt_config_layer_dropout(cfg, 0)));
   cJSON_AddBoolToObject(o, "layernorm", cfg->layernorm != 0);
   cJSON_AddStringToObject(o, "optimizer", rt_optimizer_str(cfg->optimizer));
   cJSON_AddNumberToObject(o, "lr", fdec(cfg->lr));
@@ -109,8 +110,9 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
            loc->name, (long long)loc->n_global, (long long)loc->m_global, (long long)loc->feat_dim,
            (long long)loc->num_classes, loc->multilabel ? " (multi-label)" : "", loc->rank,
            loc->nranks, (long long)loc->n_inner, (long long)loc->n_halo);
-  LOG_INFO("train", "model %s, %d layers, hidden %lld, dropout %g%s, %s lr %g wd %g (%s), %lld parameters, device %s",
+  LOG_INFO("train", "model %s, %d layers, hidden %lld, dropout %g (input %g)%s, %s lr %g wd %g (%s), %lld parameters, device %s",
            rt_model_kind_str(cfg->model), cfg->layers, (long long)cfg->hidden, (double)cfg->dropout,
+           (double)rt_config_layer_dropout(cfg, 0),
            cfg->layernorm ? ", layernorm" : "", rt_optimizer_str(cfg->optimizer), (double)cfg->lr,
            (double)cfg->weight_decay, rt_wd_scope_str(cfg->wd_scope), (long long)r.num_params, rt_backend_describe(be));
 

@@ -103,6 +103,8 @@ static void bad_options(void **state) {
   expect_error(2, (const char *const[]){"train", "--layers", "0", NULL});
   expect_error(2, (const char *const[]){"--dropout", "1.5", NULL});
   expect_error(2, (const char *const[]){"--dropout", "-0.1", NULL});
+  expect_error(2, (const char *const[]){"--input-dropout", "1", NULL});
+  expect_error(2, (const char *const[]){"--input-dropout", "-0.5", NULL});
   expect_error(2, (const char *const[]){"--model", "foo", NULL});
   expect_error(2, (const char *const[]){"--bogus", NULL});
   expect_error(2, (const char *const[]){"--epochs", "abc", NULL});

@@ -31,7 +31,8 @@ struct gc_case {
   enum rt_model_kind kind;
   int layers, layernorm, multilabel;
   float dropout;
-  int64_t feat; /* input width: 7 > HIDDEN makes layer 0 transform-first, 4 aggregate-first */
+  int64_t feat;
+  float input_dropout; /* < 0: as dropout (0 with dropout on: layer 0's Â·X is cached) */ /* input width: 7 > HIDDEN makes layer 0 transform-first, 4 aggregate-first */
 };
 
 /* ---- reference forward in double ------------------------------------------ */
@@ -76,11 +77,12 @@ static double ref_loss(const struct graph *g, const struct rt_model *m, const st
       assert_true(find_tensor(m, name, &tbeta));
     }
     /* dropout on the layer input, keyed by (seed, epoch, layer, global id, column) */
-    if (train && cfg->dropout > 0.0f)
+    const float pl = rt_config_layer_dropout(cfg, l);
+    if (train && pl > 0.0f)
       for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < fin; j++) {
           float u = cg_dropout_uniform(cfg->seed, epoch, (uint32_t)l, (uint32_t)i, (uint32_t)j);
-          h[i * fin + j] = cg_dropout_keep(u, cfg->dropout) ? h[i * fin + j] / (1.0 - cfg->dropout) : 0.0;
+          h[i * fin + j] = cg_dropout_keep(u, pl) ? h[i * fin + j] / (1.0 - pl) : 0.0;
         }
     /* aggregation */
     double *a = calloc((size_t)(n * fin), sizeof(double));
@@ -181,6 +183,7 @@ static void run_case(const struct gc_case *tc) {
   cfg.hidden = HIDDEN;
   cfg.layernorm = tc->layernorm;
   cfg.dropout = tc->dropout;
+  cfg.input_dropout = tc->input_dropout;
   cfg.weight_decay = 0.0f;
   cfg.seed = 99;
   struct rt_local loc;
@@ -223,10 +226,11 @@ static void run_case(const struct gc_case *tc) {
   /* 1. forward against the reference */
   double ref = ref_loss(&g, m, &cfg, p, train, epoch, &kink);
   double ferr = fabs(loss - ref);
-  printf("  %s layers=%d feat=%lld ln=%d ml=%d dropout=%.1f: loss %.7f ref %.7f |diff| %.2e "
-         "(ReLU margin %.3f after %d draws)\n",
+  printf("  %s layers=%d feat=%lld ln=%d ml=%d dropout=%.1f input=%.1f: loss %.7f ref %.7f "
+         "|diff| %.2e (ReLU margin %.3f after %d draws)\n",
          rt_model_kind_str(tc->kind), tc->layers, (long long)tc->feat, tc->layernorm,
-         tc->multilabel, (double)tc->dropout, loss, ref, ferr, kink, tries);
+         tc->multilabel, (double)tc->dropout, (double)rt_config_layer_dropout(&cfg, 0), loss, ref,
+         ferr, kink, tries);
   assert_true(ferr <= 1e-6 + 1e-5 * fabs(ref));
   assert_int_equal(rt_model_loss(m, epoch, train, &loss_again), CG_OK);
   assert_true(loss_again == loss); /* the same mask again: bit-identical */
@@ -303,12 +307,13 @@ static void run_case(const struct gc_case *tc) {
   graph_free(&g);
 }
 
-#define CASE_FN(fname, K, L, LN, ML, P, F)                          \
+#define CASE_FN_IN(fname, K, L, LN, ML, P, F, PIN)                  \
   static void fname(void **state) {                                \
     (void)state;                                                   \
-    struct gc_case c = {K, L, LN, ML, P, F};                       \
+    struct gc_case c = {K, L, LN, ML, P, F, PIN};                  \
     run_case(&c);                                                  \
   }
+#define CASE_FN(fname, K, L, LN, ML, P, F) CASE_FN_IN(fname, K, L, LN, ML, P, F, -1.0f)
 
 CASE_FN(gcn2, RT_MODEL_GCN, 2, 0, 0, 0.0f, 7)
 CASE_FN(gcn3, RT_MODEL_GCN, 3, 0, 0, 0.0f, 7)
@@ -328,6 +333,11 @@ CASE_FN(gcn3_ln_dropout, RT_MODEL_GCN, 3, 1, 0, 0.3f, 7)
 CASE_FN(gcn2_dropout_aggfirst, RT_MODEL_GCN, 2, 0, 0, 0.3f, 4)
 CASE_FN(sage2_dropout, RT_MODEL_SAGE, 2, 0, 0, 0.3f, 7)
 CASE_FN(sage3_ln_dropout_aggfirst, RT_MODEL_SAGE, 3, 1, 0, 0.3f, 4)
+/* dropout on hidden layers only: layer 0 uses the Â·X computed at creation */
+CASE_FN_IN(gcn3_ln_dropout_cached, RT_MODEL_GCN, 3, 1, 0, 0.3f, 7, 0.0f)
+CASE_FN_IN(sage2_dropout_cached, RT_MODEL_SAGE, 2, 0, 0, 0.3f, 7, 0.0f)
+/* input dropout differs from the hidden layers' */
+CASE_FN_IN(gcn2_dropout_input_other, RT_MODEL_GCN, 2, 0, 0, 0.3f, 7, 0.6f)
 
 /* The layer order switches with the widths (the cases above rely on it to cover
  * both orders: 7 features -> 6 hidden is transform-first, 4 -> 6 aggregate-first). */
@@ -352,6 +362,12 @@ static void layer_order(void **state) {
   cfg.hidden = 12;
   assert_int_equal(rt_model_create(be, &loc, &cfg, NULL, &m), CG_OK);
   assert_int_equal(rt_model_layer_transform_first(m, 0), 0); /* 7 -> 12 */
+  rt_model_destroy(&m);
+  cfg.hidden = 6;
+  cfg.input_dropout = 0.0f; /* layer 0 aggregates once, whatever the widths */
+  assert_int_equal(rt_model_create(be, &loc, &cfg, NULL, &m), CG_OK);
+  assert_int_equal(rt_model_layer_transform_first(m, 0), 0);
+  assert_int_equal(rt_model_layer_transform_first(m, 2), 1);
   rt_model_destroy(&m);
   cg_backend_destroy(&be);
   rt_local_free(&loc);
@@ -379,6 +395,9 @@ int main(void) {
       cmocka_unit_test(gcn2_dropout_aggfirst),
       cmocka_unit_test(sage2_dropout),
       cmocka_unit_test(sage3_ln_dropout_aggfirst),
+      cmocka_unit_test(gcn3_ln_dropout_cached),
+      cmocka_unit_test(sage2_dropout_cached),
+      cmocka_unit_test(gcn2_dropout_input_other),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
