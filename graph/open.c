@@ -28,9 +28,11 @@ static int synth_with_progress(const char *spec, struct graph *g) {
   struct graph_progress pr;
   char what[4200];
   snprintf(what, sizeof what, "generating %s", spec);
-  graph_progress_begin(&pr, what, 0, "");
+  graph_progress_begin(&pr, what, 0, "edges");
   graph_progress_update(&pr, 0);
   int st = graph_synth(spec, g);
+  /* The size is known only at the end: report the edges made ("done, 0 in ..." before). */
+  pr.done = g->m;
   if (st == CG_OK) graph_progress_end(&pr);
   else graph_progress_cancel(&pr);
   return st;
