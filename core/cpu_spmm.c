@@ -119,26 +119,66 @@ static void spmat_partition(struct cg_spmat *a, const int64_t *rowptr_all, int64
   a->part[a->nparts] = n;
 }
 
-/* Marks the dense column blocks of row block i (cnt: scratch of nb counters). */
-static int64_t mark_dense(const struct cg_csr *h, int64_t tb, int64_t i, int64_t nb, int64_t *cnt,
-                          unsigned char *dense) {
+/* Dense column blocks of one row block. Only the blocks the row block touches are
+ * visited and reset, so a scan costs the block's nonzeros, not the number of column
+ * blocks (which made set-up quadratic in n / tb). */
+struct tile_scan {
+  int64_t *cnt;         /* nb counters, all zero between scans */
+  int64_t *touched;     /* column blocks seen by this scan */
+  int64_t *list;        /* its dense column blocks, ascending */
+  unsigned char *dense; /* nb marks, set for list[] only */
+  int64_t nlist, near;  /* dense blocks and the nonzeros they hold */
+};
+
+static int tile_scan_init(struct tile_scan *s, int64_t nb) {
+  const size_t n = (size_t)(nb > 0 ? nb : 1);
+  s->cnt = cg_calloc(n, sizeof *s->cnt, "SpMM tiling counters");
+  s->touched = cg_malloc(n * sizeof *s->touched, "SpMM tiling scratch");
+  s->list = cg_malloc(n * sizeof *s->list, "SpMM tiling scratch");
+  s->dense = cg_calloc(n, 1, "SpMM tiling marks");
+  s->nlist = s->near = 0;
+  return s->cnt && s->touched && s->list && s->dense ? CG_OK : CG_ERR_NOMEM;
+}
+
+static void tile_scan_free(struct tile_scan *s) {
+  cg_free(s->cnt);
+  cg_free(s->touched);
+  cg_free(s->list);
+  cg_free(s->dense);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Scans row block i: fills list/dense/near (the previous scan's marks are cleared). */
+static void tile_scan_block(struct tile_scan *s, const struct cg_csr *h, int64_t tb, int64_t i) {
+  for (int64_t d = 0; d < s->nlist; d++) s->dense[s->list[d]] = 0;
   const int64_t r0 = i * tb, r1 = min64(r0 + tb, h->nrows);
-  memset(cnt, 0, (size_t)nb * sizeof *cnt);
-  for (int64_t k = h->rowptr[r0]; k < h->rowptr[r1]; k++) cnt[h->colidx[k] / tb]++;
-  int64_t ntiles = 0;
-  for (int64_t j = 0; j < nb; j++) {
-    dense[j] = cnt[j] >= CPU_TILE_REUSE * tb;
-    ntiles += dense[j];
+  int64_t ntouched = 0;
+  for (int64_t k = h->rowptr[r0]; k < h->rowptr[r1]; k++) {
+    const int64_t j = h->colidx[k] / tb;
+    if (s->cnt[j]++ == 0) s->touched[ntouched++] = j;
   }
-  return ntiles;
+  s->nlist = s->near = 0;
+  for (int64_t d = 0; d < ntouched; d++) {
+    const int64_t j = s->touched[d], c = s->cnt[j];
+    s->cnt[j] = 0;
+    /* (tile row offsets are int32: a tile larger than that stays in the CSR) */
+    if (c < CPU_TILE_REUSE * tb || c > INT32_MAX) continue;
+    s->list[s->nlist++] = j;
+    s->dense[j] = 1;
+    s->near += c;
+  }
+  qsort(s->list, (size_t)s->nlist, sizeof *s->list, cmp_i64);
 }
 
 /* Fills the tiled arrays (a->tb set, everything else allocated here). */
 static int build_tiles(struct cg_spmat *a, const struct cg_csr *h, int64_t ntiles, int64_t near) {
   const int64_t tb = a->tb, nb = (h->ncols + tb - 1) / tb, far = h->nnz - near;
-  int st = CG_OK;
-  int64_t *cnt = cg_malloc((size_t)(nb > 0 ? nb : 1) * sizeof *cnt, "SpMM tiling counters");
-  unsigned char *dense = cg_malloc((size_t)(nb > 0 ? nb : 1), "SpMM tiling marks");
+  struct tile_scan scan;
+  int st = tile_scan_init(&scan, nb);
   a->ntiles = ntiles;
   a->rowptr = cg_malloc((size_t)(h->nrows + 1) * sizeof(int64_t), "SpMM far row pointers");
   a->colidx = cg_malloc((size_t)(far > 0 ? far : 1) * sizeof(int32_t), "SpMM far column indices");
@@ -151,7 +191,7 @@ static int build_tiles(struct cg_spmat *a, const struct cg_csr *h, int64_t ntile
     a->vals = cg_malloc((size_t)(far > 0 ? far : 1) * sizeof(float), "SpMM far values");
     a->t_val = cg_malloc((size_t)(near > 0 ? near : 1) * sizeof(float), "SpMM tile values");
   }
-  if (!cnt || !dense || !a->rowptr || !a->colidx || !a->rb_tile || !a->tile_src ||
+  if (st != CG_OK || !a->rowptr || !a->colidx || !a->rb_tile || !a->tile_src ||
       !a->tile_edge || !a->tile_rowptr || !a->t_off || (h->vals && (!a->vals || !a->t_val))) {
     st = CG_ERR_NOMEM;
     goto done;
@@ -160,10 +200,10 @@ static int build_tiles(struct cg_spmat *a, const struct cg_csr *h, int64_t ntile
   a->rowptr[0] = 0;
   for (int64_t i = 0; i < a->nrb; i++) {
     const int64_t r0 = i * tb, r1 = min64(r0 + tb, h->nrows);
-    mark_dense(h, tb, i, nb, cnt, dense);
+    tile_scan_block(&scan, h, tb, i);
     for (int64_t r = r0; r < r1; r++) {
       for (int64_t k = h->rowptr[r]; k < h->rowptr[r + 1]; k++) {
-        if (dense[h->colidx[k] / tb]) continue;
+        if (scan.dense[h->colidx[k] / tb]) continue;
         a->colidx[nf] = h->colidx[k];
         if (h->vals) a->vals[nf] = h->vals[k];
         nf++;
@@ -171,8 +211,8 @@ static int build_tiles(struct cg_spmat *a, const struct cg_csr *h, int64_t ntile
       a->rowptr[r + 1] = nf;
     }
     a->rb_tile[i] = nt;
-    for (int64_t j = 0; j < nb; j++) {
-      if (!dense[j]) continue;
+    for (int64_t d = 0; d < scan.nlist; d++) {
+      const int64_t j = scan.list[d];
       int32_t *ro = a->tile_rowptr + nt * (tb + 1);
       const int64_t e0 = ne;
       a->tile_src[nt] = (int32_t)j;
@@ -198,8 +238,7 @@ static int build_tiles(struct cg_spmat *a, const struct cg_csr *h, int64_t ntile
                     (long long)far, (long long)near, (long long)ntiles, (long long)nf,
                     (long long)ne, (long long)nt);
 done:
-  cg_free(cnt);
-  cg_free(dense);
+  tile_scan_free(&scan);
   return st;
 }
 
@@ -244,21 +283,18 @@ int cpu_spmat_build(const struct cg_csr *host, int nthreads, struct cg_spmat **o
   const int64_t nrb = (host->nrows + tb - 1) / tb, nb = (host->ncols + tb - 1) / tb;
   const int big = nrb >= CPU_TILE_MIN_BLOCKS && nb >= CPU_TILE_MIN_BLOCKS;
   if (lay == LAYOUT_TILED || (lay == LAYOUT_AUTO && big)) {
-    int64_t *cnt = cg_malloc((size_t)(nb > 0 ? nb : 1) * sizeof *cnt, "SpMM tiling counters");
-    unsigned char *dense = cg_malloc((size_t)(nb > 0 ? nb : 1), "SpMM tiling marks");
-    if (!cnt || !dense) {
-      cg_free(cnt);
-      cg_free(dense);
+    struct tile_scan scan;
+    if (tile_scan_init(&scan, nb) != CG_OK) {
+      tile_scan_free(&scan);
       st = CG_ERR_NOMEM;
       goto fail;
     }
     for (int64_t i = 0; i < nrb; i++) {
-      ntiles += mark_dense(host, tb, i, nb, cnt, dense);
-      for (int64_t j = 0; j < nb; j++)
-        if (dense[j]) near += cnt[j];
+      tile_scan_block(&scan, host, tb, i);
+      ntiles += scan.nlist;
+      near += scan.near;
     }
-    cg_free(cnt);
-    cg_free(dense);
+    tile_scan_free(&scan);
   }
   const int tiled = ntiles > 0 && (lay == LAYOUT_TILED || 4 * near >= host->nnz);
   if (tiled) {
@@ -442,6 +478,9 @@ void cpu_spmm_run(const struct cg_spmat *a, int avx2, const float *x, int64_t ld
         csr_rows(a, avx2, r0, r1, x, ldx, y, ldy, f);
         continue;
       }
+      /* An empty part (more threads than row blocks: r0 == r1 == nrows) must not
+       * run the last, partial row block again beside its owner. */
+      if (r0 >= r1) continue;
       for (int64_t i = r0 / a->tb; i * a->tb < r1; i++) tiled_block(a, avx2, i, x, ldx, y, ldy, f);
     }
   }
