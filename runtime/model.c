@@ -8,8 +8,10 @@
  *   in    [n_tot x fin]   layer input. Layer 0: the features (halo rows fetched once
  *                         at setup — they never change). Layer l > 0: inner rows are
  *                         the previous layer's ReLU output (kept for relu_bwd).
- *   in_d  [n_tot x fin]   dropout(in) (absent when dropout == 0: Hd = in)
- *   agg   [n_in x fin]    Â·Hd            (aggregate-first layers)
+ *   in_d  [n_tot x fin]   dropout(in) (absent when the layer's dropout is 0: Hd = in)
+ *   agg   [n_in x fin]    Â·Hd            (aggregate-first layers; layer 0 without
+ *                         input dropout: Â·X, computed once by rt_model_create, and
+ *                         layer 0 then runs no SpMM in forward or backward)
  *   t     [n_tot x fout]  Hd·W_neigh      (transform-first layers)
  *   z     [n_in x fout]   convolution output (the logits for the last layer)
  *   ln_y, ln_mean, ln_rstd                LayerNorm output and saved statistics
@@ -24,7 +26,8 @@
  *     so less traffic); backward: dT = Âᵀ dZ, halo rows of dT go back to owners.
  *   layer 0: all n_tot rows of the input are local, so T (or Â·Hd) is computed
  *     without exchange and without sending gradients back (no gradient w.r.t. the
- *     input features is computed at all).
+ *     input features is computed at all); the cached Â·X of the no-input-dropout case
+ *     is computed after the halo rows of the features have arrived.
  * Âᵀ is a second uploaded operator: Â is not square when there are halo rows and
  * the SAGE mean is not symmetric even without them.
  */

@@ -31,8 +31,8 @@ struct gc_case {
   enum rt_model_kind kind;
   int layers, layernorm, multilabel;
   float dropout;
-  int64_t feat;
-  float input_dropout; /* < 0: as dropout (0 with dropout on: layer 0's Â·X is cached) */ /* input width: 7 > HIDDEN makes layer 0 transform-first, 4 aggregate-first */
+  int64_t feat; /* input width: 7 > HIDDEN makes layer 0 transform-first, 4 aggregate-first */
+  float input_dropout; /* < 0: as dropout (0 with dropout on: layer 0's Â·X is cached) */
 };
 
 /* ---- reference forward in double ------------------------------------------ */
