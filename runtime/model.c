@@ -86,6 +86,15 @@ struct rt_model {
 
 /* ---- setup ------------------------------------------------------------------ */
 
+/* Same shape, structure and values, bit for bit. */
+static int csr_same(const struct cg_csr *a, const struct cg_csr *b) {
+  if (a->nrows != b->nrows || a->ncols != b->ncols || a->nnz != b->nnz) return 0;
+  if ((a->vals == NULL) != (b->vals == NULL)) return 0;
+  if (memcmp(a->rowptr, b->rowptr, (size_t)(a->nrows + 1) * sizeof *a->rowptr)) return 0;
+  if (a->nnz && memcmp(a->colidx, b->colidx, (size_t)a->nnz * sizeof *a->colidx)) return 0;
+  return !a->vals || !a->nnz || memcmp(a->vals, b->vals, (size_t)a->nnz * sizeof *a->vals) == 0;
+}
+
 static int add_tensor(struct rt_model *m, const char *name, int layer, int64_t rows, int64_t cols,
                       int decay, int64_t *off) {
   if (m->ntensors >= RT_MAX_TENSORS)
@@ -237,7 +246,10 @@ int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const str
   /* ---- operators ---- */
   TRY_GOTO(be->spmat_create(be, &loc->agg, &m->a), fail);
   TRY_GOTO(cg_csr_transpose(&loc->agg, &at), fail);
-  TRY_GOTO(be->spmat_create(be, &at, &m->at), fail);
+  /* GCN's Â on one rank is symmetric to the bit: then Âᵀ shares Â's backend copy
+   * (on Reddit that saves ~0.9 GB and the second upload). */
+  if (csr_same(&loc->agg, &at)) m->at = m->a;
+  else TRY_GOTO(be->spmat_create(be, &at, &m->at), fail);
   cg_csr_free(&at);
 
   /* ---- ids, labels, index arrays ---- */
@@ -358,8 +370,8 @@ void rt_model_destroy(struct rt_model **pm) {
   be->free(be, m->g);
   be->free(be, m->m1);
   be->free(be, m->m2);
+  if (m->at != m->a) be->spmat_destroy(be, m->at);
   be->spmat_destroy(be, m->a);
-  be->spmat_destroy(be, m->at);
   cg_free(m);
   *pm = NULL;
 }
