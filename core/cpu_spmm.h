@@ -9,9 +9,11 @@
  *   "dense": its source rows are reused so often that the tile is worth processing
  *   on its own, 64 output columns at a time, while the 64-column slice of its
  *   source rows stays in L2 (uint16 column offsets). The remaining "far" nonzeros
- *   keep a CSR of their own. Each output row is the far part first, then the dense
- *   tiles in column-block order: a fixed order, so results do not depend on the
- *   thread count.
+ *   are pushed by source: groups of 8 * tb rows, each group's nonzeros sorted by
+ *   column, 16 columns at a time from a contiguous copy of that panel of X into a
+ *   per-thread group buffer. Each output element is the far part (in column order)
+ *   plus the dense tiles in column-block order: a fixed order, so results do not
+ *   depend on the thread count.
  *
  * CAPGNN_CPU_SPMM=auto (default) | csr | tiled picks the layout (auto: tiled when the
  * matrix is large and at least a quarter of its nonzeros sit in dense tiles; tiled:
