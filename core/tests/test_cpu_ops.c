@@ -248,6 +248,19 @@ static int spmm_check(struct cg_backend *be, const struct cg_csr *h, int64_t f, 
   return ok;
 }
 
+/* Every backend at every width, with tight and padded row strides. */
+static int spmm_check_widths(struct cg_backend *const *bes, const char *const *tags, int nbe,
+                             const struct cg_csr *h, const int64_t *widths, size_t nw) {
+  int ok = 1;
+  for (int b = 0; b < nbe; b++)
+    for (size_t w = 0; w < nw; w++) {
+      const int64_t f = widths[w];
+      ok &= spmm_check(bes[b], h, f, f, f, tags[b]);
+      ok &= spmm_check(bes[b], h, f, f + 5, f + 3, tags[b]);
+    }
+  return ok;
+}
+
 static void test_spmm(void **state) {
   (void)state;
   const int64_t widths[] = {1, 7, 8, 41, 63, 64, 65, 130, 256};
@@ -260,12 +273,7 @@ static void test_spmm(void **state) {
       struct cg_csr h;
       make_csr(&h, shapes[s][0], shapes[s][1], 30, 0.2, vals, 100 + (uint64_t)(s * 2 + vals));
       assert_int_equal(cg_csr_check(&h, "test matrix"), CG_OK);
-      for (int b = 0; b < 3; b++)
-        for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
-          const int64_t f = widths[w];
-          ok &= spmm_check(bes[b], &h, f, f, f, tags[b]);
-          ok &= spmm_check(bes[b], &h, f, f + 5, f + 3, tags[b]);
-        }
+      ok &= spmm_check_widths(bes, tags, 3, &h, widths, sizeof widths / sizeof widths[0]);
       cg_csr_free(&h);
     }
   assert_true(ok);
@@ -359,12 +367,7 @@ static void test_spmm_tiled(void **state) {
       assert_true(cpu_spmat_tiles(a, &tile_nnz) > 0);
       assert_true(tile_nnz > h.nnz / 2 && tile_nnz < h.nnz);
       be2->spmat_destroy(be2, a);
-      for (int b = 0; b < 3; b++)
-        for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
-          const int64_t f = widths[w];
-          ok &= spmm_check(bes[b], &h, f, f, f, tags[b]);
-          ok &= spmm_check(bes[b], &h, f, f + 5, f + 3, tags[b]);
-        }
+      ok &= spmm_check_widths(bes, tags, 3, &h, widths, sizeof widths / sizeof widths[0]);
       cg_csr_free(&h);
     }
   /* More threads than row blocks (3 blocks, 8 threads): the empty parts must not
