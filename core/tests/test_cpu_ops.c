@@ -248,6 +248,16 @@ static int spmm_check(struct cg_backend *be, const struct cg_csr *h, int64_t f, 
   return ok;
 }
 
+/* Y = A X on one backend into a new buffer (caller frees). */
+static float *spmm_fresh(struct cg_backend *be, const struct cg_csr *h, const float *x, int64_t f) {
+  struct cg_spmat *a = NULL;
+  float *y = fbuf(h->nrows * f);
+  assert_int_equal(be->spmat_create(be, h, &a), CG_OK);
+  be->spmm(be, a, x, f, y, f, f);
+  be->spmat_destroy(be, a);
+  return y;
+}
+
 /* Every backend at every width, with tight and padded row strides. */
 static int spmm_check_widths(struct cg_backend *const *bes, const char *const *tags, int nbe,
                              const struct cg_csr *h, const int64_t *widths, size_t nw) {
@@ -424,10 +434,7 @@ static void test_spmm_layouts(void **state) {
   struct cg_backend *bes[] = {be1, be2, be3, be2};
   for (int b = 0; b < 4; b++) {
     if (b == 3) set_layout("csr", NULL);
-    y[b] = fbuf(h.nrows * f);
-    assert_int_equal(bes[b]->spmat_create(bes[b], &h, &a), CG_OK);
-    bes[b]->spmm(bes[b], a, x, f, y[b], f, f);
-    bes[b]->spmat_destroy(bes[b], a);
+    y[b] = spmm_fresh(bes[b], &h, x, f);
   }
   assert_memory_equal(y[0], y[1], (size_t)(h.nrows * f) * sizeof(float));
   assert_memory_equal(y[0], y[2], (size_t)(h.nrows * f) * sizeof(float));
@@ -454,13 +461,7 @@ static void test_thread_count_independence(void **state) {
     const int64_t f = widths[w];
     float *x = fbuf(h.ncols * f), *y[3];
     frand(&rng, x, h.ncols * f, -1, 1);
-    for (int b = 0; b < 3; b++) {
-      struct cg_spmat *a = NULL;
-      y[b] = fbuf(h.nrows * f);
-      assert_int_equal(bes[b]->spmat_create(bes[b], &h, &a), CG_OK);
-      bes[b]->spmm(bes[b], a, x, f, y[b], f, f);
-      bes[b]->spmat_destroy(bes[b], a);
-    }
+    for (int b = 0; b < 3; b++) y[b] = spmm_fresh(bes[b], &h, x, f);
     assert_memory_equal(y[0], y[1], (size_t)(h.nrows * f) * sizeof(float));
     assert_memory_equal(y[0], y[2], (size_t)(h.nrows * f) * sizeof(float));
     for (int b = 0; b < 3; b++) cg_free(y[b]);
