@@ -269,7 +269,8 @@ done:
  * that stays in L2: a 256-wide product over Reddit went from 2.15-2.6 s to 1.9-2.0 s,
  * width 41 from 0.41-0.43 to 0.30-0.40 s (alternating A/B runs in one session). */
 static int build_push(struct cg_spmat *a, int64_t nthreads) {
-  const int64_t n = a->nrows, far = a->rowptr[n], gr = a->tb * CPU_FAR_GROUP_TILES;
+  /* f_dst is uint16: a group has at most 65536 rows whatever the tile size */
+  const int64_t n = a->nrows, far = a->rowptr[n], gr = min64(a->tb * CPU_FAR_GROUP_TILES, 65536);
   a->gr = gr;
   a->ngroups = (n + gr - 1) / gr;
   a->grp_edge = cg_malloc((size_t)(a->ngroups + 1) * sizeof(int64_t), "SpMM far groups");

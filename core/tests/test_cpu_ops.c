@@ -391,6 +391,11 @@ static void test_spmm_tiled(void **state) {
   for (int rep = 0; rep < 50; rep++) ok &= spmm_check(be8, &h, 64, 64, 64, "tiled 8t");
   cg_csr_free(&h);
   cg_backend_destroy(&be8);
+  /* The largest tiles: far-part groups must stay within 65536 rows (uint16 offsets). */
+  set_layout("tiled", "16384");
+  make_clustered_csr(&h, 70000, 70000, 16384, 1, 78);
+  ok &= spmm_check(be2, &h, 8, 8, 8, "tiled tb=16384");
+  cg_csr_free(&h);
   set_layout("auto", NULL);
   assert_true(ok);
 }
