@@ -8,7 +8,8 @@
  *   block, column block) tile holding at least CPU_TILE_REUSE * tb nonzeros is
  *   "dense": its source rows are reused so often that the tile is worth processing
  *   on its own, 64 output columns at a time, while the 64-column slice of its
- *   source rows stays in L2 (uint16 column offsets). The remaining "far" nonzeros
+ *   source rows stays in L2 (uint16 column offsets; each slice of X is first packed
+ *   into contiguous 256-byte rows, which the L2 can hold without set conflicts). The remaining "far" nonzeros
  *   are pushed by source: groups of 8 * tb rows, each group's nonzeros sorted by
  *   column, 16 columns at a time from a contiguous copy of that panel of X into a
  *   per-thread group buffer. Each output element is the far part (in column order)
