@@ -11,6 +11,7 @@
  * (build_push) so that they read X panel by panel in order instead of at random. */
 #include "core/cpu_spmm.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,10 @@ struct cg_spmat {
   int32_t *f_src;       /* column */
   uint16_t *f_dst;      /* row - group * gr */
   float *f_val;         /* NULL when vals is NULL */
+  /* factored (tiled only, from the matrix's row_scale / col_scale): the tiles and the
+   * far part hold the pattern only; X is scaled by cs as it is copied into xpanel and
+   * xpack, and each sum by rs as it is added to Y. No value is streamed per nonzero. */
+  float *rs, *cs;
   float *xpanel;        /* ncols x SPMM_PANEL: one panel of X, for the far part */
   float *xpack;         /* ncols x SPMM_COLS: one packed slice of X, for the tiles */
   float *ygroup;        /* nparts x gr x SPMM_PANEL */
@@ -81,6 +86,8 @@ void cpu_spmat_free(struct cg_spmat *a) {
   cg_free(a->f_src);
   cg_free(a->f_dst);
   cg_free(a->f_val);
+  cg_free(a->rs);
+  cg_free(a->cs);
   cg_free(a->xpanel);
   cg_free(a->xpack);
   cg_free(a->ygroup);
@@ -197,7 +204,8 @@ static void tile_scan_block(struct tile_scan *s, const struct cg_csr *h, int64_t
 }
 
 /* Fills the tiled arrays (a->tb set, everything else allocated here). */
-static int build_tiles(struct cg_spmat *a, const struct cg_csr *h, int64_t ntiles, int64_t near) {
+static int build_tiles(struct cg_spmat *a, const struct cg_csr *h, int64_t ntiles, int64_t near,
+                       int with_vals) {
   const int64_t tb = a->tb, nb = (h->ncols + tb - 1) / tb, far = h->nnz - near;
   struct tile_scan scan;
   int st = tile_scan_init(&scan, nb);
@@ -209,12 +217,12 @@ static int build_tiles(struct cg_spmat *a, const struct cg_csr *h, int64_t ntile
   a->tile_edge = cg_malloc((size_t)ntiles * sizeof(int64_t), "SpMM tile offsets");
   a->tile_rowptr = cg_malloc((size_t)ntiles * (size_t)(tb + 1) * sizeof(int32_t), "SpMM tile rows");
   a->t_off = cg_malloc((size_t)(near > 0 ? near : 1) * sizeof(uint16_t), "SpMM tile columns");
-  if (h->vals) {
+  if (with_vals) {
     a->vals = cg_malloc((size_t)(far > 0 ? far : 1) * sizeof(float), "SpMM far values");
     a->t_val = cg_malloc((size_t)(near > 0 ? near : 1) * sizeof(float), "SpMM tile values");
   }
   if (st != CG_OK || !a->rowptr || !a->colidx || !a->rb_tile || !a->tile_src ||
-      !a->tile_edge || !a->tile_rowptr || !a->t_off || (h->vals && (!a->vals || !a->t_val))) {
+      !a->tile_edge || !a->tile_rowptr || !a->t_off || (with_vals && (!a->vals || !a->t_val))) {
     st = CG_ERR_NOMEM;
     goto done;
   }
@@ -227,7 +235,7 @@ static int build_tiles(struct cg_spmat *a, const struct cg_csr *h, int64_t ntile
       for (int64_t k = h->rowptr[r]; k < h->rowptr[r + 1]; k++) {
         if (scan.dense[h->colidx[k] / tb]) continue;
         a->colidx[nf] = h->colidx[k];
-        if (h->vals) a->vals[nf] = h->vals[k];
+        if (with_vals) a->vals[nf] = h->vals[k];
         nf++;
       }
       a->rowptr[r + 1] = nf;
@@ -246,7 +254,7 @@ static int build_tiles(struct cg_spmat *a, const struct cg_csr *h, int64_t ntile
         for (int64_t k = h->rowptr[r]; k < h->rowptr[r + 1]; k++) {
           if (h->colidx[k] / tb != j) continue;
           a->t_off[ne] = (uint16_t)(h->colidx[k] - j * tb);
-          if (h->vals) a->t_val[ne] = h->vals[k];
+          if (with_vals) a->t_val[ne] = h->vals[k];
           ne++;
         }
       }
@@ -373,12 +381,25 @@ int cpu_spmat_build(const struct cg_csr *host, int nthreads, struct cg_spmat **o
   if (tiled) {
     a->tb = tb;
     a->nrb = nrb;
-    TRY_GOTO(build_tiles(a, host, ntiles, near), fail);
+    const int factored = host->vals && host->row_scale && host->col_scale;
+    if (factored) {
+      a->rs = cg_malloc((size_t)(a->nrows > 0 ? a->nrows : 1) * sizeof(float), "SpMM row scales");
+      a->cs = cg_malloc((size_t)(a->ncols > 0 ? a->ncols : 1) * sizeof(float), "SpMM column scales");
+      if (!a->rs || !a->cs) {
+        st = CG_ERR_NOMEM;
+        goto fail;
+      }
+      if (a->nrows) memcpy(a->rs, host->row_scale, (size_t)a->nrows * sizeof(float));
+      if (a->ncols) memcpy(a->cs, host->col_scale, (size_t)a->ncols * sizeof(float));
+    }
+    TRY_GOTO(build_tiles(a, host, ntiles, near, host->vals && !factored), fail);
     TRY_GOTO(build_push(a, a->nparts), fail);
     spmat_partition(a, host->rowptr, tb);
-    LOG_DEBUG("core", "SpMM %lld x %lld: tiled (%lld), %lld dense tiles hold %.1f %% of %lld nonzeros",
+    LOG_DEBUG("core",
+              "SpMM %lld x %lld: tiled (%lld), %lld dense tiles hold %.1f %% of %lld nonzeros%s",
               (long long)a->nrows, (long long)a->ncols, (long long)tb, (long long)ntiles,
-              host->nnz ? 100.0 * (double)near / (double)host->nnz : 0.0, (long long)host->nnz);
+              host->nnz ? 100.0 * (double)near / (double)host->nnz : 0.0, (long long)host->nnz,
+              factored ? ", values factored" : "");
   } else {
     TRY_GOTO(build_csr(a, host), fail);
     spmat_partition(a, host->rowptr, 1);
@@ -397,10 +418,11 @@ fail:
 /* Portable kernel for one output row and one block of up to SPMM_COLS columns:
  * xb points at the block's first column of source row 0 (CSR: ci[k] absolute;
  * tile: off[k] relative to the tile's first source row). A tile's sum is added to
- * the current output (the far part and earlier tiles). */
+ * the current output (the far part and earlier tiles), times *rsc when rsc is set
+ * (factored values). */
 static void row_block_generic(const int32_t *ci, const uint16_t *off, const float *vv,
                               int64_t k0, int64_t k1, const float *xb, int64_t ldx, float *yo,
-                              int64_t w, int accumulate) {
+                              int64_t w, int accumulate, const float *rsc) {
   float acc[SPMM_COLS];
   for (int64_t j = 0; j < w; j++) acc[j] = 0.0f;
   for (int64_t k = k0; k < k1; k++) {
@@ -412,7 +434,9 @@ static void row_block_generic(const int32_t *ci, const uint16_t *off, const floa
       for (int64_t j = 0; j < w; j++) acc[j] += xr[j];
     }
   }
-  if (accumulate)
+  if (accumulate && rsc)
+    for (int64_t j = 0; j < w; j++) acc[j] = fmaf(*rsc, acc[j], yo[j]);
+  else if (accumulate)
     for (int64_t j = 0; j < w; j++) acc[j] = yo[j] + acc[j];
   memcpy(yo, acc, (size_t)w * sizeof(float));
 }
@@ -420,11 +444,12 @@ static void row_block_generic(const int32_t *ci, const uint16_t *off, const floa
 #if SPMM_HAVE_AVX2
 /* One output row, NV full vectors plus (TAIL) one masked vector. Called with
  * compile-time constants so that acc[] is fully unrolled into registers. TILE: the
- * source index is off[k] (uint16, relative) and acc starts at the current output. */
+ * source index is off[k] (uint16, relative) and the sum (times *rsc when rsc is set)
+ * is added to the current output. */
 static inline __attribute__((always_inline)) SPMM_AVX2 void row_block_avx2(
     const int32_t *ci, const uint16_t *off, const float *vv, int64_t k0, int64_t k1,
     const float *xb, int64_t ldx, float *yo, const int NV, const int TAIL, const int UNIT,
-    const int TILE, __m256i mask) {
+    const int TILE, __m256i mask, const float *rsc) {
   /* The unroll pragmas let GCC keep acc[] in registers: without them it stored all
    * of acc[] to the stack on every nonzero (seen in the disassembly; ~1.5x slower). */
   __m256 acc[8], acct = _mm256_setzero_ps();
@@ -443,7 +468,12 @@ static inline __attribute__((always_inline)) SPMM_AVX2 void row_block_avx2(
       if (TAIL) acct = _mm256_fmadd_ps(v, _mm256_maskload_ps(xr + 8 * NV, mask), acct);
     }
   }
-  if (TILE) {
+  if (TILE && rsc) {
+    const __m256 sc = _mm256_broadcast_ss(rsc);
+    #pragma GCC unroll 8
+    for (int j = 0; j < NV; j++) acc[j] = _mm256_fmadd_ps(sc, acc[j], _mm256_loadu_ps(yo + 8 * j));
+    if (TAIL) acct = _mm256_fmadd_ps(sc, acct, _mm256_maskload_ps(yo + 8 * NV, mask));
+  } else if (TILE) {
     #pragma GCC unroll 8
     for (int j = 0; j < NV; j++) acc[j] = _mm256_add_ps(_mm256_loadu_ps(yo + 8 * j), acc[j]);
     if (TAIL) acct = _mm256_add_ps(_mm256_maskload_ps(yo + 8 * NV, mask), acct);
@@ -456,18 +486,18 @@ static inline __attribute__((always_inline)) SPMM_AVX2 void row_block_avx2(
 #define ROW_BLOCK_CASE(nv, tail)                                                                \
   case nv * 2 + tail:                                                                           \
     if (unit) {                                                                                 \
-      if (tile) row_block_avx2(ci, off, vv, k0, k1, xb, ldx, yo, nv, tail, 1, 1, mask);         \
-      else row_block_avx2(ci, off, vv, k0, k1, xb, ldx, yo, nv, tail, 1, 0, mask);              \
+      if (tile) row_block_avx2(ci, off, vv, k0, k1, xb, ldx, yo, nv, tail, 1, 1, mask, rsc);    \
+      else row_block_avx2(ci, off, vv, k0, k1, xb, ldx, yo, nv, tail, 1, 0, mask, rsc);         \
     } else {                                                                                    \
-      if (tile) row_block_avx2(ci, off, vv, k0, k1, xb, ldx, yo, nv, tail, 0, 1, mask);         \
-      else row_block_avx2(ci, off, vv, k0, k1, xb, ldx, yo, nv, tail, 0, 0, mask);              \
+      if (tile) row_block_avx2(ci, off, vv, k0, k1, xb, ldx, yo, nv, tail, 0, 1, mask, rsc);    \
+      else row_block_avx2(ci, off, vv, k0, k1, xb, ldx, yo, nv, tail, 0, 0, mask, rsc);         \
     }                                                                                           \
     break;
 
 /* Dispatch on the block width w (1..64): w / 8 full vectors and a masked one. */
 SPMM_AVX2 static void row_block_avx2_any(const int32_t *ci, const uint16_t *off, const float *vv,
                                          int64_t k0, int64_t k1, const float *xb, int64_t ldx,
-                                         float *yo, int64_t w, int tile) {
+                                         float *yo, int64_t w, int tile, const float *rsc) {
   const int unit = vv == NULL;
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(w % 8)), lane);
@@ -496,15 +526,15 @@ SPMM_AVX2 static void row_block_avx2_any(const int32_t *ci, const uint16_t *off,
 
 static inline void row_block(int avx2, const int32_t *ci, const uint16_t *off, const float *vv,
                              int64_t k0, int64_t k1, const float *xb, int64_t ldx, float *yo,
-                             int64_t w, int tile) {
+                             int64_t w, int tile, const float *rsc) {
 #if SPMM_HAVE_AVX2
   if (avx2) {
-    row_block_avx2_any(ci, off, vv, k0, k1, xb, ldx, yo, w, tile);
+    row_block_avx2_any(ci, off, vv, k0, k1, xb, ldx, yo, w, tile, rsc);
     return;
   }
 #endif
   (void)avx2;
-  row_block_generic(ci, off, vv, k0, k1, xb, ldx, yo, w, tile);
+  row_block_generic(ci, off, vv, k0, k1, xb, ldx, yo, w, tile, rsc);
 }
 
 /* CSR rows [r0, r1): every output column written. */
@@ -513,7 +543,7 @@ static void csr_rows(const struct cg_spmat *a, int avx2, int64_t r0, int64_t r1,
   for (int64_t r = r0; r < r1; r++)
     for (int64_t c0 = 0; c0 < f; c0 += SPMM_COLS)
       row_block(avx2, a->colidx, NULL, a->vals, a->rowptr[r], a->rowptr[r + 1], x + c0, ldx,
-                y + r * ldy + c0, min64(SPMM_COLS, f - c0), 0);
+                y + r * ldy + c0, min64(SPMM_COLS, f - c0), 0, NULL);
 }
 
 /* Row block i of a tiled matrix for one slice of w columns starting at c0 (its rows
@@ -528,7 +558,9 @@ static void tiled_block(const struct cg_spmat *a, int avx2, int64_t i, const flo
     const float *vv = a->t_val ? a->t_val + a->tile_edge[t] : NULL;
     for (int64_t r = r0; r < r1; r++) {
       const int32_t k0 = ro[r - r0], k1 = ro[r - r0 + 1];
-      if (k0 < k1) row_block(avx2, NULL, off, vv, k0, k1, xb, SPMM_COLS, y + r * ldy + c0, w, 1);
+      if (k0 < k1)
+        row_block(avx2, NULL, off, vv, k0, k1, xb, SPMM_COLS, y + r * ldy + c0, w, 1,
+                  a->rs ? a->rs + r : NULL);
     }
   }
 }
@@ -577,10 +609,11 @@ static void push_panel(const struct cg_spmat *a, int avx2, const float *x, int64
   /* (fixed-length inner loops for full panels: the compiler makes them vector moves) */
 #pragma omp for schedule(static)
   for (int64_t r = 0; r < a->ncols; r++) {
+    const float s = a->cs ? a->cs[r] : 1.0f;
     if (w == SPMM_PANEL) {
-      for (int64_t j = 0; j < SPMM_PANEL; j++) xp[r * SPMM_PANEL + j] = x[r * ldx + c0 + j];
+      for (int64_t j = 0; j < SPMM_PANEL; j++) xp[r * SPMM_PANEL + j] = s * x[r * ldx + c0 + j];
     } else {
-      for (int64_t j = 0; j < w; j++) xp[r * SPMM_PANEL + j] = x[r * ldx + c0 + j];
+      for (int64_t j = 0; j < w; j++) xp[r * SPMM_PANEL + j] = s * x[r * ldx + c0 + j];
       for (int64_t j = w; j < SPMM_PANEL; j++) xp[r * SPMM_PANEL + j] = 0.0f;
     }
   }
@@ -598,10 +631,11 @@ static void push_panel(const struct cg_spmat *a, int avx2, const float *x, int64
     for (int64_t r = r0; r < r1; r++) {
       float *yr = y + r * ldy + c0;
       const float *src = yg + (r - r0) * SPMM_PANEL;
+      const float s = a->rs ? a->rs[r] : 1.0f;
       if (w == SPMM_PANEL)
-        for (int64_t j = 0; j < SPMM_PANEL; j++) yr[j] = src[j];
+        for (int64_t j = 0; j < SPMM_PANEL; j++) yr[j] = s * src[j];
       else
-        for (int64_t j = 0; j < w; j++) yr[j] = src[j];
+        for (int64_t j = 0; j < w; j++) yr[j] = s * src[j];
     }
   }
 }
@@ -634,10 +668,11 @@ static void tiled_run(const struct cg_spmat *a, int avx2, const float *x, int64_
       for (int64_t r = 0; r < a->ncols; r++) {
         float *d = a->xpack + r * SPMM_COLS;
         const float *src = x + r * ldx + c0;
+        const float s = a->cs ? a->cs[r] : 1.0f;
         if (w == SPMM_COLS)
-          for (int64_t j = 0; j < SPMM_COLS; j++) d[j] = src[j];
+          for (int64_t j = 0; j < SPMM_COLS; j++) d[j] = s * src[j];
         else
-          for (int64_t j = 0; j < w; j++) d[j] = src[j];
+          for (int64_t j = 0; j < w; j++) d[j] = s * src[j];
       }
       /* One precomputed row range per part; if OpenMP grants fewer threads, a thread
        * takes several parts. An empty part (more threads than row blocks: r0 == r1 ==

@@ -20,11 +20,43 @@ int cg_csr_alloc(struct cg_csr *a, int64_t nrows, int64_t ncols, int64_t nnz, in
   return CG_OK;
 }
 
+int cg_csr_copy(const struct cg_csr *a, struct cg_csr *out) {
+  TRY(cg_csr_alloc(out, a->nrows, a->ncols, a->nnz, a->vals != NULL));
+  memcpy(out->rowptr, a->rowptr, (size_t)(a->nrows + 1) * sizeof(int64_t));
+  if (a->nnz) memcpy(out->colidx, a->colidx, (size_t)a->nnz * sizeof(int32_t));
+  if (a->vals && a->nnz) memcpy(out->vals, a->vals, (size_t)a->nnz * sizeof(float));
+  if (a->row_scale && a->col_scale) {
+    if (cg_csr_alloc_scales(out) != CG_OK) {
+      cg_csr_free(out);
+      return CG_ERR_NOMEM;
+    }
+    if (a->nrows) memcpy(out->row_scale, a->row_scale, (size_t)a->nrows * sizeof(float));
+    if (a->ncols) memcpy(out->col_scale, a->col_scale, (size_t)a->ncols * sizeof(float));
+  }
+  return CG_OK;
+}
+
+int cg_csr_alloc_scales(struct cg_csr *a) {
+  cg_free(a->row_scale);
+  cg_free(a->col_scale);
+  a->row_scale = cg_malloc((size_t)(a->nrows > 0 ? a->nrows : 1) * sizeof(float), "CSR row scales");
+  a->col_scale = cg_malloc((size_t)(a->ncols > 0 ? a->ncols : 1) * sizeof(float), "CSR column scales");
+  if (!a->row_scale || !a->col_scale) {
+    cg_free(a->row_scale);
+    cg_free(a->col_scale);
+    a->row_scale = a->col_scale = NULL;
+    return CG_ERR_NOMEM;
+  }
+  return CG_OK;
+}
+
 void cg_csr_free(struct cg_csr *a) {
   if (!a) return;
   cg_free(a->rowptr);
   cg_free(a->colidx);
   cg_free(a->vals);
+  cg_free(a->row_scale);
+  cg_free(a->col_scale);
   memset(a, 0, sizeof *a);
 }
 
@@ -47,6 +79,14 @@ int cg_csr_transpose(const struct cg_csr *a, struct cg_csr *at) {
     }
   }
   cg_free(next);
+  if (a->row_scale && a->col_scale) {
+    if (cg_csr_alloc_scales(at) != CG_OK) {
+      cg_csr_free(at);
+      return CG_ERR_NOMEM;
+    }
+    if (a->ncols) memcpy(at->row_scale, a->col_scale, (size_t)a->ncols * sizeof(float));
+    if (a->nrows) memcpy(at->col_scale, a->row_scale, (size_t)a->nrows * sizeof(float));
+  }
   return CG_OK;
 }
 
@@ -59,6 +99,8 @@ int cg_csr_check(const struct cg_csr *a, const char *what) {
   if (a->rowptr[a->nrows] != a->nnz)
     return cg_err_set(CG_ERR_INTERNAL, "%s: rowptr[%lld] = %lld, expected nnz = %lld", what,
                       (long long)a->nrows, (long long)a->rowptr[a->nrows], (long long)a->nnz);
+  if (!a->row_scale != !a->col_scale || (a->row_scale && !a->vals))
+    return cg_err_set(CG_ERR_INTERNAL, "%s: row and column scales come together, with values", what);
   for (int64_t k = 0; k < a->nnz; k++)
     if (a->colidx[k] < 0 || a->colidx[k] >= a->ncols)
       return cg_err_set(CG_ERR_INTERNAL, "%s: column %d at entry %lld out of range [0, %lld)", what,

@@ -15,15 +15,28 @@ struct cg_csr {
   int64_t *rowptr; /* nrows + 1 */
   int32_t *colidx; /* nnz, each in [0, ncols) */
   float *vals;     /* nnz; NULL means every value is 1 */
+  /* Optional factors of vals (both or neither, only with vals): vals[k] equals
+   * row_scale[r] * col_scale[colidx[k]] up to rounding, as GCN's d_r^-1/2 d_c^-1/2 and
+   * the mean aggregator's 1/d_r do. A backend may compute with the factors instead
+   * (the CPU tiled SpMM scales X and Y, so no value per nonzero is streamed); the
+   * result then differs from the vals product by rounding only. Owned like vals. */
+  float *row_scale; /* nrows */
+  float *col_scale; /* ncols */
 };
 
 /* Allocate rowptr/colidx/vals (vals only when with_vals) for the given shape;
  * rowptr is zeroed. Caller-owned struct: pair with cg_csr_free. */
 int cg_csr_alloc(struct cg_csr *a, int64_t nrows, int64_t ncols, int64_t nnz, int with_vals);
 void cg_csr_free(struct cg_csr *a); /* accepts a zeroed struct */
-/* AT = A^T (rows of AT are A's columns), columns sorted within each row. */
+/* out = a deep copy of a (values and factors included). */
+int cg_csr_copy(const struct cg_csr *a, struct cg_csr *out);
+/* Allocate row_scale and col_scale (uninitialised) for an allocated matrix. */
+int cg_csr_alloc_scales(struct cg_csr *a);
+/* AT = A^T (rows of AT are A's columns), columns sorted within each row; the
+ * factors, if any, are swapped. */
 int cg_csr_transpose(const struct cg_csr *a, struct cg_csr *at);
-/* Check rowptr monotone, rowptr[0]==0, rowptr[n]==nnz, columns in range.
+/* Check rowptr monotone, rowptr[0]==0, rowptr[n]==nnz, columns in range, factors
+ * only with values and both or neither.
  * Returns CG_ERR_INTERNAL with a message naming the first violation. */
 int cg_csr_check(const struct cg_csr *a, const char *what);
 

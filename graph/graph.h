@@ -82,6 +82,11 @@ static inline int64_t graph_norm_degree(const struct graph *g, enum graph_norm k
 /* Weight of the entry (row u <- column v) given the normalisation degrees of u and v.
  * The one formula every partition and backend uses, so P ranks equal 1 rank. */
 float graph_norm_weight(enum graph_norm kind, int64_t deg_u, int64_t deg_v);
+/* The same weight as a product of a row factor (of u) and a column factor (of v):
+ * graph_norm_weight(kind, du, dv) == row(du) * col(dv) up to rounding. They fill the
+ * optional row_scale / col_scale of the operator (core/csr.h). */
+float graph_norm_row_scale(enum graph_norm kind, int64_t deg);
+float graph_norm_col_scale(enum graph_norm kind, int64_t deg);
 /* The aggregation operator of the whole graph (n x n, sorted columns; the self-loop
  * entry is inserted in column order when kind == GCN and self_loops). */
 int graph_aggr_build(const struct graph *g, enum graph_norm kind, int self_loops, struct cg_csr *out);

@@ -18,17 +18,33 @@ float graph_norm_weight(enum graph_norm kind, int64_t deg_u, int64_t deg_v) {
   return (float)(1.0 / sqrt((double)deg_u * (double)deg_v));
 }
 
+float graph_norm_row_scale(enum graph_norm kind, int64_t deg) {
+  if (deg <= 0) return 0.0f;
+  return kind == GRAPH_NORM_MEAN ? (float)(1.0 / (double)deg) : (float)(1.0 / sqrt((double)deg));
+}
+
+float graph_norm_col_scale(enum graph_norm kind, int64_t deg) {
+  if (kind == GRAPH_NORM_MEAN) return 1.0f;
+  return deg > 0 ? (float)(1.0 / sqrt((double)deg)) : 0.0f;
+}
+
 int graph_aggr_build(const struct graph *g, enum graph_norm kind, int self_loops, struct cg_csr *out) {
   if (kind != GRAPH_NORM_GCN && kind != GRAPH_NORM_MEAN)
     return cg_err_set(CG_ERR_ARG, "graph_aggr_build: unknown normalisation %d", (int)kind);
   const int64_t n = g->n;
   const int diag = kind == GRAPH_NORM_GCN && self_loops;
   TRY(cg_csr_alloc(out, n, n, g->m + (diag ? n : 0), 1));
+  if (cg_csr_alloc_scales(out) != CG_OK) {
+    cg_csr_free(out);
+    return CG_ERR_NOMEM;
+  }
   for (int64_t u = 0; u < n; u++)
     out->rowptr[u + 1] = out->rowptr[u] + (g->rowptr[u + 1] - g->rowptr[u]) + diag;
 #pragma omp parallel for schedule(dynamic, 512)
   for (int64_t u = 0; u < n; u++) {
     const int64_t du = graph_norm_degree(g, kind, self_loops, u);
+    out->row_scale[u] = graph_norm_row_scale(kind, du);
+    out->col_scale[u] = graph_norm_col_scale(kind, du);
     int64_t q = out->rowptr[u];
     int placed = !diag;
     for (int64_t k = g->rowptr[u]; k < g->rowptr[u + 1]; k++) {

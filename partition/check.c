@@ -229,6 +229,10 @@ static int check_agg(const struct graph *g, const struct part_local *pl, int64_t
     for (int64_t k = g->rowptr[v]; k < g->rowptr[v + 1]; k++) pos[g->colidx[k]] = k;
     int64_t dv = graph_norm_degree(g, pl->norm, pl->self_loops, v);
     int st = CG_OK;
+    if (a->row_scale && a->row_scale[r] != graph_norm_row_scale(pl->norm, dv))
+      st = BAD("part_local rank %d: agg row %lld (vertex %d) has row factor %.9g, expected %.9g",
+               pl->rank, (long long)r, v, (double)a->row_scale[r],
+               (double)graph_norm_row_scale(pl->norm, dv));
     for (int64_t k = a->rowptr[r]; k < a->rowptr[r + 1] && st == CG_OK; k++) {
       int32_t c = a->colidx[k];
       int32_t u = pl->gid[c];
@@ -246,6 +250,11 @@ static int check_agg(const struct graph *g, const struct part_local *pl, int64_t
       if (a->vals[k] != want)
         st = BAD("part_local rank %d: agg entry (%d <- %d) is %.9g, the global operator has %.9g",
                  pl->rank, v, u, (double)a->vals[k], (double)want);
+      const float cwant =
+          graph_norm_col_scale(pl->norm, graph_norm_degree(g, pl->norm, pl->self_loops, u));
+      if (st == CG_OK && a->col_scale && a->col_scale[c] != cwant)
+        st = BAD("part_local rank %d: agg column %d (vertex %d) has factor %.9g, expected %.9g",
+                 pl->rank, c, u, (double)a->col_scale[c], (double)cwant);
     }
     for (int64_t k = g->rowptr[v]; k < g->rowptr[v + 1]; k++) pos[g->colidx[k]] = -1;
     if (st != CG_OK) return st;

@@ -46,14 +46,20 @@ static int agg_build(const struct graph *g, const int32_t *lid, struct part_loca
   }
   TRY(cg_csr_alloc(&pl->agg, pl->n_inner, pl->n_inner + pl->n_halo, nnz, 1));
   struct agg_entry *row = cg_malloc((size_t)(maxrow > 0 ? maxrow : 1) * sizeof *row, "aggregation row");
-  if (!row) {
+  if (!row || cg_csr_alloc_scales(&pl->agg) != CG_OK) {
+    cg_free(row);
     cg_csr_free(&pl->agg);
     return CG_ERR_NOMEM;
   }
+  /* the factors of the weights, from global degrees like the weights themselves */
+  for (int64_t c = 0; c < pl->agg.ncols; c++)
+    pl->agg.col_scale[c] =
+        graph_norm_col_scale(pl->norm, graph_norm_degree(g, pl->norm, pl->self_loops, pl->gid[c]));
   int64_t pos = 0;
   for (int64_t r = 0; r < pl->n_inner; r++) {
     int32_t v = pl->gid[r];
     int64_t dv = graph_norm_degree(g, pl->norm, pl->self_loops, v), len = 0;
+    pl->agg.row_scale[r] = graph_norm_row_scale(pl->norm, dv);
     for (int64_t k = g->rowptr[v]; k < g->rowptr[v + 1]; k++) {
       int32_t u = g->colidx[k];
       row[len].col = lid[u];

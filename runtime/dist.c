@@ -68,12 +68,7 @@ int rt_local_from_part(const struct graph *g, const struct part_local *pl, struc
   if (!out->gid) goto fail;
   if (nt) memcpy(out->gid, pl->gid, nt * sizeof(int32_t));
 
-  TRY_GOTO(cg_csr_alloc(&out->agg, pl->agg.nrows, pl->agg.ncols, pl->agg.nnz, pl->agg.vals != NULL), fail);
-  memcpy(out->agg.rowptr, pl->agg.rowptr, (size_t)(pl->agg.nrows + 1) * sizeof(int64_t));
-  if (pl->agg.nnz) {
-    memcpy(out->agg.colidx, pl->agg.colidx, (size_t)pl->agg.nnz * sizeof(int32_t));
-    if (pl->agg.vals) memcpy(out->agg.vals, pl->agg.vals, (size_t)pl->agg.nnz * sizeof(float));
-  }
+  TRY_GOTO(cg_csr_copy(&pl->agg, &out->agg), fail);
 
   st = CG_ERR_NOMEM;
   rows = cg_malloc((ni ? ni : 1) * sizeof(int64_t), "inner row list");

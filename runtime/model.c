@@ -92,7 +92,12 @@ static int csr_same(const struct cg_csr *a, const struct cg_csr *b) {
   if ((a->vals == NULL) != (b->vals == NULL)) return 0;
   if (memcmp(a->rowptr, b->rowptr, (size_t)(a->nrows + 1) * sizeof *a->rowptr)) return 0;
   if (a->nnz && memcmp(a->colidx, b->colidx, (size_t)a->nnz * sizeof *a->colidx)) return 0;
-  return !a->vals || !a->nnz || memcmp(a->vals, b->vals, (size_t)a->nnz * sizeof *a->vals) == 0;
+  if (a->vals && a->nnz && memcmp(a->vals, b->vals, (size_t)a->nnz * sizeof *a->vals)) return 0;
+  /* (a backend may compute with the factors instead of vals: they must match too) */
+  if (!a->row_scale != !b->row_scale) return 0;
+  return !a->row_scale ||
+         (memcmp(a->row_scale, b->row_scale, (size_t)a->nrows * sizeof *a->row_scale) == 0 &&
+          memcmp(a->col_scale, b->col_scale, (size_t)a->ncols * sizeof *a->col_scale) == 0);
 }
 
 static int add_tensor(struct rt_model *m, const char *name, int layer, int64_t rows, int64_t cols,

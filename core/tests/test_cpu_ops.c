@@ -324,7 +324,8 @@ static void test_spmm_edge_cases(void **state) {
 
 /* Clustered CSR for the tiled layout: each row has 8..23 nonzeros inside its own
  * `tb`-wide column block (so most tiles are dense) plus 0..4 anywhere, columns
- * unsorted and repeats allowed; a fifth of the rows are empty. */
+ * unsorted and repeats allowed; a fifth of the rows are empty. with_vals: 0 none,
+ * 1 random values, 2 factored values (row_scale[r] * col_scale[c], factors given). */
 static void make_clustered_csr(struct cg_csr *a, int64_t nrows, int64_t ncols, int64_t tb,
                                int with_vals, uint64_t seed) {
   struct tu_rng rng = {seed};
@@ -336,14 +337,20 @@ static void make_clustered_csr(struct cg_csr *a, int64_t nrows, int64_t ncols, i
     deg[r] = tu_unif(&rng, 0, 1) < 0.2 ? 0 : 8 + tu_int(&rng, 16) + tu_int(&rng, 5);
     nnz += deg[r];
   }
-  assert_int_equal(cg_csr_alloc(a, nrows, ncols, nnz, with_vals), CG_OK);
+  assert_int_equal(cg_csr_alloc(a, nrows, ncols, nnz, with_vals != 0), CG_OK);
+  if (with_vals == 2) {
+    assert_int_equal(cg_csr_alloc_scales(a), CG_OK);
+    for (int64_t r = 0; r < nrows; r++) a->row_scale[r] = (float)tu_unif(&rng, 0.1, 1);
+    for (int64_t c = 0; c < ncols; c++) a->col_scale[c] = (float)tu_unif(&rng, -1, 1);
+  }
   for (int64_t r = 0; r < nrows; r++) {
     a->rowptr[r + 1] = a->rowptr[r] + deg[r];
     const int64_t base = ((r / tb) % ncb) * tb, width = ncols - base < tb ? ncols - base : tb;
     for (int64_t e = a->rowptr[r]; e < a->rowptr[r + 1]; e++) {
       const int far = e - a->rowptr[r] < 4 && tu_int(&rng, 2);
       a->colidx[e] = (int32_t)(far ? tu_int(&rng, ncols) : base + tu_int(&rng, width));
-      if (with_vals) a->vals[e] = (float)tu_unif(&rng, -1, 1);
+      if (with_vals == 1) a->vals[e] = (float)tu_unif(&rng, -1, 1);
+      if (with_vals == 2) a->vals[e] = a->row_scale[r] * a->col_scale[a->colidx[e]];
     }
   }
   free(deg);
@@ -356,7 +363,8 @@ static void set_layout(const char *layout, const char *tile) {
 }
 
 /* The tiled layout against the naive product: every width class, padded strides,
- * with and without values, partial last row and column blocks, both kernels. */
+ * without values, with values and with factored values, partial last row and
+ * column blocks, both kernels. */
 static void test_spmm_tiled(void **state) {
   (void)state;
   const int64_t widths[] = {1, 7, 8, 41, 64, 65, 130, 256};
@@ -366,9 +374,9 @@ static void test_spmm_tiled(void **state) {
   int ok = 1;
   set_layout("tiled", "16");
   for (int s = 0; s < 3; s++)
-    for (int vals = 0; vals < 2; vals++) {
+    for (int vals = 0; vals < 3; vals++) {
       struct cg_csr h;
-      make_clustered_csr(&h, shapes[s][0], shapes[s][1], 16, vals, 300 + (uint64_t)(s * 2 + vals));
+      make_clustered_csr(&h, shapes[s][0], shapes[s][1], 16, vals, 300 + (uint64_t)(s * 3 + vals));
       assert_int_equal(cg_csr_check(&h, "test matrix"), CG_OK);
       /* the layout is really tiled, and its tiles hold most nonzeros but not all */
       struct cg_spmat *a = NULL;
@@ -380,6 +388,26 @@ static void test_spmm_tiled(void **state) {
       ok &= spmm_check_widths(bes, tags, 3, &h, widths, sizeof widths / sizeof widths[0]);
       cg_csr_free(&h);
     }
+  /* Factored values: the tiled layout computes with the factors, not with vals (here
+   * deliberately doubled): its product matches the factors' naive product. */
+  {
+    struct cg_csr h;
+    make_clustered_csr(&h, 211, 157, 16, 2, 55);
+    double *ref = dbuf(h.nrows * 41);
+    struct tu_rng rng = {56};
+    float *x = fbuf(h.ncols * 41);
+    frand(&rng, x, h.ncols * 41, -1, 1);
+    spmm_naive(&h, x, 41, 41, ref);
+    for (int64_t e = 0; e < h.nnz; e++) h.vals[e] *= 2.0f;
+    for (int b = 0; b < 3; b++) {
+      float *y = spmm_fresh(bes[b], &h, x, 41);
+      ok &= tu_close("tiled factored values", y, ref, h.nrows * 41, 1e-5, 1e-5);
+      cg_free(y);
+    }
+    cg_free(x);
+    cg_free(ref);
+    cg_csr_free(&h);
+  }
   /* More threads than row blocks (3 blocks, 8 threads): the empty parts must not
    * compute the partial last block again while its owner writes it. That race gave
    * wrong values in only a few of 2000 runs, so this exercises the case rather than
@@ -431,25 +459,32 @@ static void test_spmm_layouts(void **state) {
   assert_non_null(strstr(cg_err_msg(), "16..65536"));
   cg_err_clear();
 
-  set_layout("tiled", "16");
-  struct tu_rng rng = {8};
-  const int64_t f = 100;
-  float *x = fbuf(h.ncols * f), *y[4];
-  frand(&rng, x, h.ncols * f, -1, 1);
-  struct cg_backend *bes[] = {be1, be2, be3, be2};
-  for (int b = 0; b < 4; b++) {
-    if (b == 3) set_layout("csr", NULL);
-    y[b] = spmm_fresh(bes[b], &h, x, f);
+  /* with values, then with factored values */
+  for (int kind = 1; kind <= 2; kind++) {
+    if (kind == 2) {
+      cg_csr_free(&h);
+      make_clustered_csr(&h, 600, 600, 16, 2, 42);
+    }
+    set_layout("tiled", "16");
+    struct tu_rng rng = {8};
+    const int64_t f = 100;
+    float *x = fbuf(h.ncols * f), *y[4];
+    frand(&rng, x, h.ncols * f, -1, 1);
+    struct cg_backend *bes[] = {be1, be2, be3, be2};
+    for (int b = 0; b < 4; b++) {
+      if (b == 3) set_layout("csr", NULL);
+      y[b] = spmm_fresh(bes[b], &h, x, f);
+    }
+    assert_memory_equal(y[0], y[1], (size_t)(h.nrows * f) * sizeof(float));
+    assert_memory_equal(y[0], y[2], (size_t)(h.nrows * f) * sizeof(float));
+    double *ref = dbuf(h.nrows * f);
+    for (int64_t i = 0; i < h.nrows * f; i++) ref[i] = y[3][i];
+    assert_true(tu_close("tiled vs csr layout", y[0], ref, h.nrows * f, 1e-5, 1e-5));
+    set_layout("auto", NULL);
+    for (int b = 0; b < 4; b++) cg_free(y[b]);
+    cg_free(x);
+    cg_free(ref);
   }
-  assert_memory_equal(y[0], y[1], (size_t)(h.nrows * f) * sizeof(float));
-  assert_memory_equal(y[0], y[2], (size_t)(h.nrows * f) * sizeof(float));
-  double *ref = dbuf(h.nrows * f);
-  for (int64_t i = 0; i < h.nrows * f; i++) ref[i] = y[3][i];
-  assert_true(tu_close("tiled vs csr layout", y[0], ref, h.nrows * f, 1e-5, 1e-5));
-  set_layout("auto", NULL);
-  for (int b = 0; b < 4; b++) cg_free(y[b]);
-  cg_free(x);
-  cg_free(ref);
   cg_csr_free(&h);
 }
 

@@ -128,6 +128,53 @@ static void test_check(void **state) {
   expect_violation(&a, "out of range");
   a.colidx[3] = 8;
   assert_int_equal(cg_csr_check(&a, "repaired"), CG_OK);
+
+  /* factors: both or neither, and only with values */
+  assert_int_equal(cg_csr_alloc_scales(&a), CG_OK);
+  assert_int_equal(cg_csr_check(&a, "factored"), CG_OK);
+  float *cs = a.col_scale;
+  a.col_scale = NULL;
+  expect_violation(&a, "scales");
+  a.col_scale = cs;
+  float *vals = a.vals;
+  a.vals = NULL;
+  expect_violation(&a, "scales");
+  a.vals = vals;
+  cg_csr_free(&a);
+}
+
+/* Copy and transpose carry the factors (transposed: swapped). */
+static void test_scales(void **state) {
+  (void)state;
+  struct cg_csr a, b, at;
+  make_csr(&a, 12, 9, 0.4, 1, 5);
+  assert_int_equal(cg_csr_alloc_scales(&a), CG_OK);
+  for (int64_t r = 0; r < a.nrows; r++) a.row_scale[r] = 1.0f + (float)r;
+  for (int64_t c = 0; c < a.ncols; c++) a.col_scale[c] = -0.5f * (float)c;
+  assert_int_equal(cg_csr_copy(&a, &b), CG_OK);
+  assert_int_equal(cg_csr_check(&b, "copy"), CG_OK);
+  assert_int_equal(b.nnz, a.nnz);
+  assert_memory_equal(b.rowptr, a.rowptr, (size_t)(a.nrows + 1) * sizeof(int64_t));
+  assert_memory_equal(b.colidx, a.colidx, (size_t)a.nnz * sizeof(int32_t));
+  assert_memory_equal(b.vals, a.vals, (size_t)a.nnz * sizeof(float));
+  assert_memory_equal(b.row_scale, a.row_scale, (size_t)a.nrows * sizeof(float));
+  assert_memory_equal(b.col_scale, a.col_scale, (size_t)a.ncols * sizeof(float));
+  assert_int_equal(cg_csr_transpose(&a, &at), CG_OK);
+  assert_int_equal(cg_csr_check(&at, "A^T"), CG_OK);
+  assert_memory_equal(at.row_scale, a.col_scale, (size_t)a.ncols * sizeof(float));
+  assert_memory_equal(at.col_scale, a.row_scale, (size_t)a.nrows * sizeof(float));
+  cg_csr_free(&at);
+  cg_csr_free(&b);
+  /* without factors, none appear */
+  cg_free(a.row_scale);
+  cg_free(a.col_scale);
+  a.row_scale = a.col_scale = NULL;
+  assert_int_equal(cg_csr_copy(&a, &b), CG_OK);
+  assert_int_equal(cg_csr_transpose(&a, &at), CG_OK);
+  assert_null(b.row_scale);
+  assert_null(at.col_scale);
+  cg_csr_free(&at);
+  cg_csr_free(&b);
   cg_csr_free(&a);
 }
 
@@ -135,6 +182,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_transpose),
       cmocka_unit_test(test_check),
+      cmocka_unit_test(test_scales),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

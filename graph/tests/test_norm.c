@@ -59,6 +59,14 @@ static void expect_csr(const char *what, const struct cg_csr *a, const int64_t *
   printf("  %s: worst relative error %.3g at entry %lld (got %.9g, expected %.9g)\n", what, worst,
          (long long)wk, (double)a->vals[wk], vals[wk]);
   assert_true(worst <= 1e-6);
+  /* the factors reproduce every value to rounding */
+  assert_non_null(a->row_scale);
+  assert_non_null(a->col_scale);
+  for (int64_t r = 0; r < 5; r++)
+    for (int64_t k = a->rowptr[r]; k < a->rowptr[r + 1]; k++) {
+      const double f = (double)a->row_scale[r] * (double)a->col_scale[a->colidx[k]];
+      assert_true(fabs(f - vals[k]) <= 1e-6 * fabs(vals[k]));
+    }
 }
 
 static void test_gcn_self_loops(void **state) {
