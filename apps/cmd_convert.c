@@ -22,8 +22,9 @@ static void cmd_convert_usage(FILE *out) {
           "\n"
           "Converts a dataset into capgnn's .cgr format: edges symmetrised, duplicate edges merged,\n"
           "self-loops removed (each change is counted and printed), features stored as in the\n"
-          "source (float64 rounded to float32). The output is written to FILE.cgr.tmp and renamed,\n"
-          "so a failed conversion leaves nothing behind.\n"
+          "source (float64 rounded to float32). The output is written to a temporary file beside\n"
+          "FILE.cgr and renamed over it, so a failed conversion leaves nothing behind (a symbolic\n"
+          "link is followed; a device such as /dev/stdout is written in place).\n"
           "\n"
           "  --from FORMAT         dgl-reddit | ogb | saint | edgelist (see below)\n"
           "  --input PATH          the dataset folder; for edgelist, the edge file\n"
@@ -95,6 +96,7 @@ int cmd_convert(int argc, char **argv) {
   optind = 1;
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+    if ((rc = cli_check_value("convert", argc, argv, optind, optarg)) != 0) break;
     switch (c) {
       case 'h': cmd_convert_usage(stdout); return CAPGNN_EXIT_OK;
       case OPT_FROM: from = optarg; break;

@@ -18,8 +18,9 @@ static void cmd_gen_usage(FILE *out) {
   fprintf(out,
           "usage: capgnn gen SPEC --output FILE.cgr [--quiet]\n"
           "\n"
-          "Generates a synthetic graph and writes it as a .cgr file (written to FILE.cgr.tmp, then\n"
-          "renamed). The same SPEC always gives the same file.\n"
+          "Generates a synthetic graph and writes it as a .cgr file (a temporary beside it, then\n"
+          "renamed over it; a symbolic link is followed, a device is written in place). The same\n"
+          "SPEC always gives the same file.\n"
           "\n"
           "  SPEC                  synth:PRESET[:key=value,...], or PRESET[:key=value,...]\n"
           "                        presets: tiny, small, reddit (232,965 vertices, ~114.6M directed\n"
@@ -49,6 +50,8 @@ int cmd_gen(int argc, char **argv) {
   optind = 1;
   while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+    const int bad = cli_check_value("gen", argc, argv, optind, optarg);
+    if (bad) return bad;
     switch (c) {
       case 'h': cmd_gen_usage(stdout); return CAPGNN_EXIT_OK;
       case 'o': output = optarg; break;

@@ -17,6 +17,7 @@
 
 #include "core/endian.h"
 #include "core/log.h"
+#include "core/outfile.h"
 #include "core/status.h"
 #include "graph/graph.h"
 #include "graph_internal.h"
@@ -623,19 +624,9 @@ int graph_save_cgr(const char *path, const struct graph *g) {
   memcpy(h + CGR_NAME_OFFSET, g->name, strnlen(g->name, 15));
   cg_put_le32(h + CGR_CRC_OFFSET, (uint32_t)crc32(0L, h, CGR_CRC_OFFSET));
 
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 5);
-  if (!tmp) return cg_err_set(CG_ERR_NOMEM, "out of memory for a file name");
-  memcpy(tmp, path, plen);
-  memcpy(tmp + plen, ".tmp", 5);
-
-  int st = CG_OK;
-  FILE *fp = fopen(tmp, "wb");
-  if (!fp) {
-    st = cg_err_set(CG_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    free(tmp);
-    return st;
-  }
+  struct cg_outfile out;
+  TRY(cg_outfile_open(&out, path, "graph"));
+  FILE *fp = out.fp;
   static const unsigned char zeros[64];
   uint64_t pos = 0;
   if (write_all(fp, h, sizeof h)) goto io_fail;
@@ -647,24 +638,11 @@ int graph_save_cgr(const char *path, const struct graph *g) {
     pos = off[s] + size[s];
   }
   if (fflush(fp) != 0) goto io_fail;
-  if (fclose(fp) != 0) {
-    fp = NULL;
-    goto io_fail;
-  }
-  fp = NULL;
-  if (rename(tmp, path) != 0) {
-    st = cg_err_set(CG_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(errno));
-    remove(tmp);
-    free(tmp);
-    return st;
-  }
-  free(tmp);
-  return CG_OK;
+  return cg_outfile_commit(&out);
 
-io_fail:
-  st = cg_err_set(CG_ERR_IO, "%s: write failed: %s (is the disk full?)", tmp, strerror(errno));
-  if (fp) fclose(fp);
-  remove(tmp);
-  free(tmp);
+io_fail:;
+  const int st = cg_err_set(CG_ERR_IO, "%s: write failed: %s (is the disk full?)",
+                            out.tmp ? out.tmp : out.path, strerror(errno));
+  cg_outfile_abort(&out);
   return st;
 }

@@ -15,6 +15,7 @@
 
 #include "core/endian.h"
 #include "core/log.h"
+#include "core/outfile.h"
 #include "core/status.h"
 #include "partition/part_internal.h"
 #include "partition/partition.h"
@@ -192,27 +193,19 @@ static int cache_write(const char *dir, const char *path, const struct graph *g,
   header_encode(buf, g, o);
   for (int64_t v = 0; v < g->n; v++) cg_put_le32(buf + CACHE_HEADER + 4 * v, (uint32_t)owner[v]);
   cg_put_le32(buf + total - 4, crc32_bytes(0, buf, total - 4));
-  /* A per-process temp name: ranks that compute the same partition at once each
-   * write their own file, and rename() makes the last one win atomically. */
-  size_t tlen = strlen(path) + 32;
-  char *tmp = malloc(tlen);
-  if (!tmp) {
-    cg_free(buf);
-    return cg_err_set(CG_ERR_NOMEM, "out of memory for a file name");
+  /* (ranks that compute the same partition at once each write their own temporary,
+   * and the last rename wins whole: core/outfile.h) */
+  struct cg_outfile out;
+  int st = cg_outfile_open(&out, path, "partition cache");
+  if (st == CG_OK) {
+    if (fwrite(buf, 1, total, out.fp) == total) {
+      st = cg_outfile_commit(&out);
+    } else {
+      st = cg_err_set(CG_ERR_IO, "writing '%s' failed: %s", out.tmp ? out.tmp : out.path,
+                      strerror(errno));
+      cg_outfile_abort(&out);
+    }
   }
-  snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-  int st = CG_OK;
-  FILE *f = fopen(tmp, "wb");
-  if (!f) st = cg_err_set(CG_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
-  else {
-    int ok = fwrite(buf, 1, total, f) == total;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok) st = cg_err_set(CG_ERR_IO, "writing '%s' failed: %s", tmp, strerror(errno));
-    else if (rename(tmp, path) != 0)
-      st = cg_err_set(CG_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-    if (st != CG_OK) remove(tmp);
-  }
-  free(tmp);
   cg_free(buf);
   return st;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/outfile.h"
 #include "core/status.h"
 #include "partition/part_internal.h"
 #include "partition/partition.h"
@@ -190,32 +191,17 @@ char *part_stats_to_json(const struct part_stats *s) {
 int part_stats_write_json(const struct part_stats *s, const char *path) {
   char *text = part_stats_to_json(s);
   if (!text) return cg_err_set(CG_ERR_NOMEM, "out of memory formatting partition statistics as JSON");
-  size_t len = strlen(path) + 16;
-  char *tmp = malloc(len);
-  if (!tmp) {
-    free(text);
-    return cg_err_set(CG_ERR_NOMEM, "out of memory for a file name");
+  struct cg_outfile out;
+  int st = cg_outfile_open(&out, path, "partition statistics");
+  if (st == CG_OK) {
+    if (fputs(text, out.fp) >= 0 && fputc('\n', out.fp) != EOF) {
+      st = cg_outfile_commit(&out);
+    } else {
+      st = cg_err_set(CG_ERR_IO, "writing partition statistics to '%s' failed: %s",
+                      out.tmp ? out.tmp : out.path, strerror(errno));
+      cg_outfile_abort(&out);
+    }
   }
-  snprintf(tmp, len, "%s.tmp", path);
-  int st = CG_OK;
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    st = cg_err_set(CG_ERR_IO, "cannot write partition statistics to '%s': %s", tmp, strerror(errno));
-    goto done;
-  }
-  int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-  ok = (fclose(f) == 0) && ok;
-  if (!ok) {
-    st = cg_err_set(CG_ERR_IO, "writing partition statistics to '%s' failed: %s", tmp, strerror(errno));
-    remove(tmp);
-    goto done;
-  }
-  if (rename(tmp, path) != 0) {
-    st = cg_err_set(CG_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-    remove(tmp);
-  }
-done:
-  free(tmp);
   free(text);
   return st;
 }

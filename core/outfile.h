@@ -1,0 +1,29 @@
+/* core/outfile.h — output files written whole or not at all.
+ *
+ * A regular file (existing or new) is written to a temporary name beside it and
+ * renamed over it on commit, so a crash, a full disk or a concurrent writer never
+ * leaves a half-written file under the real name. A symbolic link is followed: the
+ * file it points to is replaced and the link stays a link. Anything else that
+ * already exists and is not a directory (/dev/stdout, /dev/null, a FIFO) is written
+ * in place, since renaming a file over it would replace the device or pipe itself. */
+#ifndef CAPGNN_CORE_OUTFILE_H
+#define CAPGNN_CORE_OUTFILE_H
+
+#include <stdio.h>
+
+struct cg_outfile {
+  FILE *fp;   /* write here between open and commit/abort */
+  char *path; /* the file that receives the data (the link target for a link) */
+  char *tmp;  /* temporary name, NULL when writing in place */
+};
+
+/* Opens `path` for writing ("wb"); `what` names the content in error messages
+ * ("graph", "partition statistics"). On failure *o is zeroed. */
+int cg_outfile_open(struct cg_outfile *o, const char *path, const char *what);
+/* Closes and, for a temporary, renames it over the target. Frees *o either way; on
+ * failure the temporary is removed and the target is left as it was. */
+int cg_outfile_commit(struct cg_outfile *o);
+/* Closes and removes the temporary (the target is left as it was); frees *o. */
+void cg_outfile_abort(struct cg_outfile *o);
+
+#endif

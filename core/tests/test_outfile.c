@@ -1,0 +1,132 @@
+/* core/tests/test_outfile.c — output files: whole or nothing, links followed,
+ * devices and directories never replaced. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/outfile.h"
+#include "core/status.h"
+
+static char dir[64];
+
+static char *in_dir(const char *name) {
+  static char buf[4][128];
+  static int next;
+  char *p = buf[next++ % 4];
+  snprintf(p, 128, "%s/%s", dir, name);
+  return p;
+}
+
+static void put(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static void expect_text(const char *path, const char *text) {
+  char buf[64] = {0};
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  assert_string_equal(buf, text);
+}
+
+static int write_text(const char *path, const char *text) {
+  struct cg_outfile o;
+  int st = cg_outfile_open(&o, path, "test output");
+  if (st != CG_OK) return st;
+  fputs(text, o.fp);
+  return cg_outfile_commit(&o);
+}
+
+/* nothing but the expected names in the folder (no temporaries left) */
+static void expect_entries(int n) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) -eq %d", dir, n);
+  assert_int_equal(system(cmd), 0);
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/capgnn_outfile_XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_new_and_replace(void **state) {
+  (void)state;
+  assert_int_equal(write_text(in_dir("a.txt"), "one"), CG_OK);
+  expect_text(in_dir("a.txt"), "one");
+  assert_int_equal(write_text(in_dir("a.txt"), "two"), CG_OK);
+  expect_text(in_dir("a.txt"), "two");
+  expect_entries(1);
+  /* abort leaves the old content and no temporary */
+  struct cg_outfile o;
+  assert_int_equal(cg_outfile_open(&o, in_dir("a.txt"), "test output"), CG_OK);
+  fputs("half", o.fp);
+  cg_outfile_abort(&o);
+  expect_text(in_dir("a.txt"), "two");
+  expect_entries(1);
+  assert_int_equal(remove(in_dir("a.txt")), 0);
+}
+
+static void test_links_and_devices(void **state) {
+  (void)state;
+  struct stat st;
+  /* a link to a regular file: the target is replaced, the link stays a link */
+  put(in_dir("real.txt"), "old");
+  assert_int_equal(symlink(in_dir("real.txt"), in_dir("link.txt")), 0);
+  assert_int_equal(write_text(in_dir("link.txt"), "new"), CG_OK);
+  assert_int_equal(lstat(in_dir("link.txt"), &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  expect_text(in_dir("real.txt"), "new");
+  expect_entries(2);
+  /* a link to a device is written through (a rename would replace the link here, or
+   * the device itself when given its own name) */
+  assert_int_equal(symlink("/dev/null", in_dir("null")), 0);
+  assert_int_equal(write_text(in_dir("null"), "gone"), CG_OK);
+  assert_int_equal(lstat(in_dir("null"), &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  assert_int_equal(stat("/dev/null", &st), 0);
+  assert_true(S_ISCHR(st.st_mode));
+  expect_entries(3);
+  /* a dangling link and a directory are refused with the reason */
+  assert_int_equal(symlink(in_dir("missing.txt"), in_dir("dangling")), 0);
+  assert_int_equal(write_text(in_dir("dangling"), "x"), CG_ERR_IO);
+  assert_non_null(strstr(cg_err_msg(), "missing file"));
+  cg_err_clear();
+  assert_int_equal(write_text(dir, "x"), CG_ERR_IO);
+  assert_non_null(strstr(cg_err_msg(), "directory"));
+  cg_err_clear();
+  /* an unwritable place */
+  assert_int_equal(write_text("/nonexistent-dir/x.txt", "x"), CG_ERR_IO);
+  assert_non_null(strstr(cg_err_msg(), "test output"));
+  cg_err_clear();
+  expect_entries(4);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_new_and_replace),
+      cmocka_unit_test(test_links_and_devices),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
