@@ -19,3 +19,14 @@ int cli_runtime_error(void) {
   fprintf(stderr, "capgnn: error: %s\n", cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()));
   return CAPGNN_EXIT_FAILURE;
 }
+
+int cli_check_value(const char *cmd, int argc, char **argv, int ind, const char *arg) {
+  /* separate form: "--opt VALUE" leaves VALUE at argv[ind - 1], the option before it */
+  if (!arg || ind < 2 || ind > argc || argv[ind - 1] != arg) return 0;
+  if (arg[0] != '-' || arg[1] != '-' || arg[2] == '\0') return 0;
+  const char *opt = argv[ind - 2];
+  if (opt[0] == '-' && opt[1] == '-')
+    return cli_usage_error(cmd, "option '%s' needs a value, got the option '%s' (write %s=%s if that "
+                           "is the value)", opt, arg, opt, arg);
+  return cli_usage_error(cmd, "option '%s' needs a value, got the option '%s'", opt, arg);
+}

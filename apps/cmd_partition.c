@@ -115,6 +115,7 @@ int cmd_partition(int argc, char **argv) {
   opterr = 0;
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+    if ((rc = cli_check_value("partition", argc, argv, optind, optarg)) != 0) break;
     switch (c) {
       case 'h': cmd_partition_usage(stdout); return CAPGNN_EXIT_OK;
       case OPT_GRAPH: graph_name = optarg; break;

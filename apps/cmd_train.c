@@ -343,6 +343,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   struct train_par par = {"metis", 1, NULL, 0, "auto"};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+    if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
     switch (c) {
       case 'h': cmd_train_usage(stdout); return CAPGNN_EXIT_OK;
       case OPT_GRAPH: cfg.graph = optarg; break;

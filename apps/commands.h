@@ -16,6 +16,12 @@
  * print the recorded error (cg_err_msg) as one line and return CAPGNN_EXIT_FAILURE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int cli_runtime_error(void);
+/* After getopt_long: getopt takes the word after an option that needs a value
+ * whatever it is, so "--metrics --quiet" would write metrics to a file named
+ * "--quiet". When the value (optarg) came as a separate word that looks like an
+ * option, prints a usage error for command `cmd` and returns CAPGNN_EXIT_USAGE;
+ * else 0. "--metrics=--quiet" still means that file. */
+int cli_check_value(const char *cmd, int argc, char **argv, int ind, const char *arg);
 
 int cmd_train(int argc, char **argv);
 void cmd_train_usage(FILE *out);

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -88,6 +90,40 @@ static void test_gen_info(void **state) {
   run_free(&r);
   r = run(NULL, "gen nosuchpreset -o '%s/x.cgr'", tmpdir);
   assert_int_equal(r.rc, 2);
+  run_free(&r);
+  /* Output through a symbolic link: the file it points to is replaced, the link
+   * stays (writing a temporary and renaming it over the link used to replace the
+   * link, and /dev/stdout itself when given that name). */
+  char lnk[4200];
+  snprintf(lnk, sizeof lnk, "%s/link.cgr", tmpdir);
+  assert_int_equal(symlink(src, lnk), 0);
+  r = run(NULL, "gen tiny:seed=5 -o '%s'", lnk);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  struct stat st;
+  assert_int_equal(lstat(lnk, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  r = run(NULL, "info '%s'", src);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "checksum:   OK"));
+  run_free(&r);
+  assert_int_equal(remove(lnk), 0);
+}
+
+/* A word that looks like an option is not taken as the previous option's value. */
+static void test_value_is_option(void **state) {
+  (void)state;
+  struct run r = run(NULL, "train --graph synth:tiny --epochs 1 --metrics --quiet");
+  assert_int_equal(r.rc, 2);
+  assert_non_null(strstr(r.err, "option '--metrics' needs a value, got the option '--quiet'"));
+  run_free(&r);
+  r = run(NULL, "gen tiny -o --quiet");
+  assert_int_equal(r.rc, 2);
+  assert_non_null(strstr(r.err, "option '-o' needs a value"));
+  run_free(&r);
+  /* the = form still passes such a value on */
+  r = run(NULL, "partition --graph=synth:tiny --parts 2 --quiet --json='%s/--x.json'", tmpdir);
+  assert_int_equal(r.rc, 0);
   run_free(&r);
 }
 
@@ -307,6 +343,7 @@ int main(int argc, char **argv) {
   if (!tmpdir) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gen_info),
+      cmocka_unit_test(test_value_is_option),
       cmocka_unit_test(test_convert),
       cmocka_unit_test(test_missing_dataset),
       cmocka_unit_test(test_config),
