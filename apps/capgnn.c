@@ -67,6 +67,11 @@ int main(int argc, char **argv) {
     return cmd_train(argc, argv); /* `train` is the default command */
   }
   if (strcmp(argv[1], "version") == 0) {
+    if (argc == 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+      printf("usage: capgnn version\n\nPrints the version and the backends built in (also capgnn "
+             "--version).\n");
+      return CAPGNN_EXIT_OK;
+    }
     if (argc > 2) {
       fprintf(stderr, "capgnn: error: unexpected argument '%s' (usage: capgnn version)\n", argv[2]);
       return CAPGNN_EXIT_USAGE;
@@ -82,6 +87,6 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
   fprintf(stderr, "capgnn: error: unknown command '%s' (commands:", argv[1]);
   for (int i = 0; i < ncommands; i++) fprintf(stderr, " %s", commands[i].name);
-  fprintf(stderr, "; see capgnn --help)\n");
+  fprintf(stderr, " version help; see capgnn --help)\n");
   return CAPGNN_EXIT_USAGE;
 }

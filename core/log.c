@@ -23,6 +23,9 @@ static void log_init(void) {
     else if (!strcasecmp(lv, "warn")) log_level = CG_LOG_WARN;
     else if (!strcasecmp(lv, "info")) log_level = CG_LOG_INFO;
     else if (!strcasecmp(lv, "debug")) log_level = CG_LOG_DEBUG;
+    else if (*lv)
+      fprintf(stderr, "[%s] WARN CAPGNN_LOG_LEVEL='%s' is not error, warn, info or debug; using info\n",
+              cg_hostname(), lv);
   }
   const char *ss = getenv("CAPGNN_LOG_SUBSYS");
   if (ss) snprintf(log_subsys, sizeof log_subsys, ",%s,", ss);
@@ -40,6 +43,11 @@ const char *cg_hostname(void) {
 }
 
 void cg_log_set_rank(int rank) { log_rank = rank; }
+
+int cg_log_prints_common(void) {
+  log_init();
+  return log_rank == 0 || log_all_ranks;
+}
 
 void cg_log_set_level(enum cg_log_level level) {
   log_init();

@@ -5,7 +5,10 @@
  *   CAPGNN_LOG_LEVEL   error|warn|info|debug   (default info)
  *   CAPGNN_LOG_SUBSYS  comma list of subsystems to show (default: all)
  *   CAPGNN_LOG_ALL_RANKS=1  INFO/DEBUG from every rank (default: rank 0 only;
- *                           WARN and ERROR always print on every rank)
+ *                           WARN and ERROR always print on every rank, except
+ *                           LOG_WARN_COMMON: a warning that every rank meets
+ *                           identically, having done the same work, such as
+ *                           generating the same graph: rank 0 prints it once)
  * cg_log_set_rank() is called once MPI is up; before that the rank prints as 0. */
 #ifndef CAPGNN_CORE_LOG_H
 #define CAPGNN_CORE_LOG_H
@@ -19,6 +22,7 @@ enum cg_log_level { CG_LOG_ERROR = 0, CG_LOG_WARN = 1, CG_LOG_INFO = 2, CG_LOG_D
 void cg_log_set_rank(int rank);
 void cg_log_set_level(enum cg_log_level level); /* overrides the environment */
 int cg_log_enabled(enum cg_log_level level, const char *subsys);
+int cg_log_prints_common(void); /* rank 0, or CAPGNN_LOG_ALL_RANKS=1 */
 void cg_log_write(enum cg_log_level level, const char *subsys, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 const char *cg_hostname(void);
@@ -29,6 +33,11 @@ const char *cg_hostname(void);
   } while (0)
 #define LOG_ERROR(subsys, ...) CG_LOG_(CG_LOG_ERROR, subsys, __VA_ARGS__)
 #define LOG_WARN(subsys, ...) CG_LOG_(CG_LOG_WARN, subsys, __VA_ARGS__)
+#define LOG_WARN_COMMON(subsys, ...)                                   \
+  do {                                                                 \
+    if (cg_log_enabled(CG_LOG_WARN, subsys) && cg_log_prints_common()) \
+      cg_log_write(CG_LOG_WARN, subsys, __VA_ARGS__);                  \
+  } while (0)
 #define LOG_INFO(subsys, ...) CG_LOG_(CG_LOG_INFO, subsys, __VA_ARGS__)
 #define LOG_DEBUG(subsys, ...) CG_LOG_(CG_LOG_DEBUG, subsys, __VA_ARGS__)
 

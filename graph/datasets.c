@@ -48,6 +48,10 @@ static const struct known_dataset known[] = {
      "citeseer.cgr, distributed with capgnn's datasets (the folder with FORMAT.md, README.md and SHA256SUMS; "
      "built from Planetoid's ind.citeseer.* files)",
      NULL, "1 MB"},
+    {"karate", NULL,
+     "karate.cgr, distributed with capgnn's datasets (Zachary's karate club, 34 vertices: a toy graph for "
+     "smoke tests)",
+     NULL, "6 kB"},
 };
 
 const char *graph_data_dir(void) {
@@ -78,7 +82,7 @@ int graph_dataset_hint(const char *name, const char *dir, char *buf, size_t len)
   snprintf(buf, len,
            "Set CAPGNN_DATA to the folder that holds %s.cgr, convert your dataset with `capgnn convert --from "
            "dgl-reddit|ogb|saint|edgelist --input PATH --output %s/%s.cgr` (see capgnn convert --help; known "
-           "names: reddit, ogbn-arxiv, ogbn-products, flickr, yelp, amazon-products, cora, citeseer), pass the "
+           "names: reddit, ogbn-arxiv, ogbn-products, flickr, yelp, amazon-products, cora, citeseer, karate), pass the "
            "path of a .cgr file, or use a synthetic graph (synth:tiny|small|reddit|products).",
            b, dir, b);
   return 0;

@@ -719,7 +719,7 @@ int graph_synth(const char *spec, struct graph *g) {
   }
 
   if (m_target > 0 && fabs((double)g->m / m_target - 1.0) > 0.05)
-    LOG_WARN("graph",
+    LOG_WARN_COMMON("graph",
              "%s: %lld directed edges instead of the %.0f asked for (average degree %.1f instead "
              "of %.1f): the graph is too dense for its communities; lower degree= or raise "
              "nodes=/scale=",
