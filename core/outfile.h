@@ -3,9 +3,11 @@
  * A regular file (existing or new) is written to a temporary name beside it and
  * renamed over it on commit, so a crash, a full disk or a concurrent writer never
  * leaves a half-written file under the real name. A symbolic link is followed: the
- * file it points to is replaced and the link stays a link. Anything else that
- * already exists and is not a directory (/dev/stdout, /dev/null, a FIFO) is written
- * in place, since renaming a file over it would replace the device or pipe itself. */
+ * file it points to is replaced (keeping its mode) and the link stays a link.
+ * Anything else that already exists and is not a directory (/dev/null, a FIFO), and
+ * any path under /dev or /proc or reached through them (/dev/stdout redirected to
+ * a file with > or >>), is written in place, appending: renaming over it would
+ * replace the device or pipe itself, or lose what the shell's redirection expects. */
 #ifndef CAPGNN_CORE_OUTFILE_H
 #define CAPGNN_CORE_OUTFILE_H
 
@@ -14,7 +16,7 @@
 struct cg_outfile {
   FILE *fp;   /* write here between open and commit/abort */
   char *path; /* the file that receives the data (the link target for a link) */
-  char *tmp;  /* temporary name, NULL when writing in place */
+  char *tmp;  /* temporary name (FILE.tmp.XXXXXX), NULL when writing in place */
 };
 
 /* Opens `path` for writing ("wb"); `what` names the content in error messages

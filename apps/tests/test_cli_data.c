@@ -170,8 +170,7 @@ static void test_convert(void **state) {
   assert_non_null(strstr(r.err, "bad.txt: line 2: vertex id out of range: 4"));
   snprintf(p, sizeof p, "%s/bad.cgr", tmpdir);
   assert_false(gt_exists(p));
-  snprintf(p, sizeof p, "%s/bad.cgr.tmp", tmpdir);
-  assert_false(gt_exists(p));
+  assert_false(gt_tmp_exists(p));
   run_free(&r);
   /* Usage errors exit 2. */
   r = run(NULL, "convert --input x --output y.cgr");

@@ -108,6 +108,29 @@ static void test_links_and_devices(void **state) {
   assert_int_equal(stat("/dev/null", &st), 0);
   assert_true(S_ISCHR(st.st_mode));
   expect_entries(3);
+  /* reached through /proc (as /dev/stdout -> /proc/self/fd/1 -> a redirected
+   * file): written in place, after what is already there, the file not replaced */
+  put(in_dir("log.txt"), "keep ");
+  FILE *lf = fopen(in_dir("log.txt"), "a");
+  assert_non_null(lf);
+  struct stat before, after;
+  assert_int_equal(stat(in_dir("log.txt"), &before), 0);
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", fileno(lf));
+  assert_int_equal(write_text(proc, "more"), CG_OK);
+  fclose(lf);
+  assert_int_equal(stat(in_dir("log.txt"), &after), 0);
+  assert_true(before.st_ino == after.st_ino);
+  expect_text(in_dir("log.txt"), "keep more");
+  expect_entries(4);
+  assert_int_equal(remove(in_dir("log.txt")), 0);
+  /* a replaced file keeps its mode */
+  put(in_dir("secret.txt"), "a");
+  assert_int_equal(chmod(in_dir("secret.txt"), 0600), 0);
+  assert_int_equal(write_text(in_dir("secret.txt"), "b"), CG_OK);
+  assert_int_equal(stat(in_dir("secret.txt"), &after), 0);
+  assert_int_equal(after.st_mode & 07777, 0600);
+  assert_int_equal(remove(in_dir("secret.txt")), 0);
   /* a dangling link and a directory are refused with the reason */
   assert_int_equal(symlink(in_dir("missing.txt"), in_dir("dangling")), 0);
   assert_int_equal(write_text(in_dir("dangling"), "x"), CG_ERR_IO);

@@ -3,6 +3,7 @@
 #ifndef CAPGNN_GRAPH_TESTS_UTIL_H
 #define CAPGNN_GRAPH_TESTS_UTIL_H
 
+#include <glob.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,16 @@ static inline void gt_rmdir(char *dir) {
 static inline int gt_exists(const char *path) {
   struct stat sb;
   return stat(path, &sb) == 0;
+}
+
+/* A temporary of `path` left behind (core/outfile.h names them PATH.tmp.XXXXXX). */
+static inline int gt_tmp_exists(const char *path) {
+  char pattern[4300];
+  snprintf(pattern, sizeof pattern, "%s.tmp*", path);
+  glob_t gl;
+  const int found = glob(pattern, 0, NULL, &gl) == 0 && gl.gl_pathc > 0;
+  globfree(&gl);
+  return found;
 }
 
 static inline unsigned char *gt_read(const char *path, size_t *size) {
