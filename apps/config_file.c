@@ -106,8 +106,13 @@ static int on_setting(void *user, const char *section, const char *name, const c
     if (on && argv_push(c->out, opt) != CG_OK) return 0;
     return 1;
   }
-  if (argv_push(c->out, opt) != CG_OK || argv_push(c->out, value) != CG_OK) return 0;
-  return 1;
+  /* one word, "--key=value": a value that starts with "--" stays a value */
+  char *word = malloc(strlen(opt) + strlen(value) + 2);
+  if (!word) return 0;
+  sprintf(word, "%s=%s", opt, value);
+  const int ok = argv_push(c->out, word) == CG_OK;
+  free(word);
+  return ok;
 }
 
 static int load_file(const char *path, const struct option *opts, struct argv_buf *out) {
@@ -137,7 +142,7 @@ int config_file_expand(int argc, char **argv, const struct option *longopts, int
     const char *a = argv[i];
     if (strcmp(a, "--") == 0) break; /* the rest are operands */
     if (strcmp(a, "--config") == 0) {
-      if (i + 1 >= argc) {
+      if (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0) {
         st = cg_err_set(CG_ERR_ARG, "option '--config' needs a value (a settings file, e.g. configs/reddit.ini)");
         break;
       }

@@ -94,6 +94,8 @@ void cpu_spmat_free(struct cg_spmat *a) {
   cg_free(a);
 }
 
+int cpu_spmat_factored(const struct cg_spmat *a) { return a->rs != NULL; }
+
 int64_t cpu_spmat_tiles(const struct cg_spmat *a, int64_t *tile_nnz) {
   if (tile_nnz) *tile_nnz = a->ntiles ? a->tile_edge[a->ntiles - 1] +
                                             a->tile_rowptr[(a->ntiles - 1) * (a->tb + 1) + a->tb]
@@ -323,6 +325,24 @@ static int build_push(struct cg_spmat *a, int64_t nthreads) {
   return CG_OK;
 }
 
+/* Whether row_scale[r] * col_scale[c] reproduces every value to 1e-5 relative (they
+ * differ by rounding only when the factors are what core/csr.h says they are). The
+ * first entry that does not is reported in *bad. */
+static int factors_match(const struct cg_csr *h, int64_t *bad) {
+  int64_t first = -1;
+#pragma omp parallel for schedule(dynamic, 1024) reduction(max : first)
+  for (int64_t r = 0; r < h->nrows; r++)
+    for (int64_t k = h->rowptr[r]; k < h->rowptr[r + 1]; k++) {
+      const double f = (double)h->row_scale[r] * (double)h->col_scale[h->colidx[k]];
+      if (!(fabs(f - (double)h->vals[k]) <= 1e-5 * fabs((double)h->vals[k]))) {
+        if (first < 0) first = k;
+        break;
+      }
+    }
+  *bad = first;
+  return first < 0;
+}
+
 /* Plain CSR copy. */
 static int build_csr(struct cg_spmat *a, const struct cg_csr *h) {
   a->rowptr = cg_malloc((size_t)(h->nrows + 1) * sizeof(int64_t), "CPU sparse matrix row pointers");
@@ -381,7 +401,14 @@ int cpu_spmat_build(const struct cg_csr *host, int nthreads, struct cg_spmat **o
   if (tiled) {
     a->tb = tb;
     a->nrb = nrb;
-    const int factored = host->vals && host->row_scale && host->col_scale;
+    int factored = host->vals && host->row_scale && host->col_scale;
+    int64_t bad = -1;
+    if (factored && !factors_match(host, &bad)) {
+      LOG_WARN("core", "SpMM: the matrix's row and column factors do not reproduce its value at "
+               "entry %lld (%.9g); computing with the values", (long long)bad,
+               (double)host->vals[bad]);
+      factored = 0;
+    }
     if (factored) {
       a->rs = cg_malloc((size_t)(a->nrows > 0 ? a->nrows : 1) * sizeof(float), "SpMM row scales");
       a->cs = cg_malloc((size_t)(a->ncols > 0 ? a->ncols : 1) * sizeof(float), "SpMM column scales");

@@ -33,6 +33,9 @@ int cpu_spmat_build(const struct cg_csr *host, int nthreads, struct cg_spmat **o
 void cpu_spmat_free(struct cg_spmat *a); /* accepts NULL */
 /* Dense tiles of the matrix (0: CSR layout) and the nonzeros they hold. */
 int64_t cpu_spmat_tiles(const struct cg_spmat *a, int64_t *tile_nnz);
+/* Whether the tiled layout computes with the matrix's factors instead of its values
+ * (core/csr.h: row_scale / col_scale given and reproducing every value). */
+int cpu_spmat_factored(const struct cg_spmat *a);
 /* Y[nrows x f] = A X, overwriting Y; avx2 selects the AVX2+FMA kernels. */
 void cpu_spmm_run(const struct cg_spmat *a, int avx2, const float *x, int64_t ldx, float *y,
                   int64_t ldy, int64_t f);

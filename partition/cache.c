@@ -139,7 +139,7 @@ static int cache_read(const char *path, const struct graph *g, const struct part
   FILE *f = fopen(path, "rb");
   if (!f) {
     if (errno != ENOENT)
-      LOG_WARN_COMMON("part", "cannot open partition cache '%s' (%s); recomputing", path, strerror(errno));
+      LOG_WARN("part", "cannot open partition cache '%s' (%s); recomputing", path, strerror(errno));
     return 0;
   }
   const char *why = NULL;
@@ -178,7 +178,7 @@ static int cache_read(const char *path, const struct graph *g, const struct part
       if (count[p] == 0) why = "a part is empty";
     cg_free(count);
   }
-  if (why) LOG_WARN_COMMON("part", "ignoring partition cache '%s': %s; recomputing", path, why);
+  if (why) LOG_WARN("part", "ignoring partition cache '%s': %s; recomputing", path, why);
   else rc = 1;
   cg_free(buf);
   return rc;
