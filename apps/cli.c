@@ -1,6 +1,8 @@
 /* apps/cli.c — the error lines every subcommand prints (one line, then an exit status). */
 #include <stdarg.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "apps/commands.h"
 #include "core/status.h"
@@ -29,4 +31,15 @@ int cli_check_value(const char *cmd, int argc, char **argv, int ind, const char 
     return cli_usage_error(cmd, "option '%s' needs a value, got the option '%s' (write %s=%s if that "
                            "is the value)", opt, arg, opt, arg);
   return cli_usage_error(cmd, "option '%s' needs a value, got the option '%s'", opt, arg);
+}
+
+int cli_bad_option(const char *cmd, const char *name, const struct option *longopts) {
+  const char *eq = strchr(name, '=');
+  if (strncmp(name, "--", 2) == 0 && eq)
+    for (const struct option *o = longopts; o->name; o++)
+      if (o->has_arg == no_argument && strlen(o->name) == (size_t)(eq - name - 2) &&
+          strncmp(o->name, name + 2, (size_t)(eq - name - 2)) == 0)
+        return cli_usage_error(cmd, "option '--%s' takes no value: it is a switch (give it to turn "
+                               "it on, leave it out to keep it off)", o->name);
+  return cli_usage_error(cmd, "unknown option '%s'", name);
 }

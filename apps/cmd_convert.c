@@ -122,7 +122,7 @@ int cmd_convert(int argc, char **argv) {
         break;
       case OPT_QUIET: quiet = 1; break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
-      default: rc = usage_error("unknown option '%s'", name); break;
+      default: rc = cli_bad_option("convert", name, longopts); break;
     }
   }
   if (rc) return rc;

@@ -58,7 +58,7 @@ int cmd_gen(int argc, char **argv) {
       case 's': spec_arg = optarg; break;
       case 'q': graph_progress_set_mode(GRAPH_PROGRESS_OFF); break;
       case ':': return usage_error("option '%s' needs a value", name);
-      default: return usage_error("unknown option '%s'", name);
+      default: return cli_bad_option("gen", name, longopts);
     }
   }
   if (optind < argc) {

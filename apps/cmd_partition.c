@@ -132,7 +132,7 @@ int cmd_partition(int argc, char **argv) {
       case OPT_CHECK: check = 1; break;
       case OPT_QUIET: quiet = 1; break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
-      default: rc = usage_error("unknown option '%s'", name); break;
+      default: rc = cli_bad_option("partition", name, longopts); break;
     }
   }
   if (rc) return rc;

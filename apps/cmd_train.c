@@ -406,7 +406,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       case '?':
-      default: rc = usage_error("unknown option '%s'", name); break;
+      default: rc = cli_bad_option("train", name, longopts); break;
     }
   }
   if (rc) return rc;

@@ -22,6 +22,10 @@ int cli_runtime_error(void);
  * option, prints a usage error for command `cmd` and returns CAPGNN_EXIT_USAGE;
  * else 0. "--metrics=--quiet" still means that file. */
 int cli_check_value(const char *cmd, int argc, char **argv, int ind, const char *arg);
+/* The usage error for an option getopt did not accept (`name` as written): a switch
+ * given a value ("--layernorm=false") is told so, anything else is unknown. */
+struct option;
+int cli_bad_option(const char *cmd, const char *name, const struct option *longopts);
 
 int cmd_train(int argc, char **argv);
 void cmd_train_usage(FILE *out);

@@ -76,8 +76,10 @@ int rt_config_check(const struct rt_config *c) {
     return cg_err_set(CG_ERR_ARG, "--optimizer: expected adam or adamw");
   if (c->wd_scope != RT_WD_ALL && c->wd_scope != RT_WD_FIRST)
     return cg_err_set(CG_ERR_ARG, "--wd-scope: expected all or first");
-  if (c->epochs < 1)
-    return cg_err_set(CG_ERR_ARG, "--epochs %d: expected an integer >= 1", c->epochs);
+  /* (per-epoch losses and times are kept: 24 bytes an epoch, allocated up front) */
+  if (c->epochs < 1 || c->epochs > RT_MAX_EPOCHS)
+    return cg_err_set(CG_ERR_ARG, "--epochs %d: expected an integer in [1, %d]", c->epochs,
+                      RT_MAX_EPOCHS);
   if (c->eval_every < 1)
     return cg_err_set(CG_ERR_ARG, "--eval-every %d: expected an integer >= 1", c->eval_every);
   if (c->threads < 0 || c->threads > 4096)

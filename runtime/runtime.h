@@ -48,6 +48,10 @@ extern "C" {
 
 /* ---- configuration --------------------------------------------------------- */
 
+/* Upper bound of --epochs: ten million full-batch epochs is already far beyond any
+ * use, and a typo such as 2000000000 should be an error, not a 48 GB allocation. */
+#define RT_MAX_EPOCHS 10000000
+
 enum rt_model_kind { RT_MODEL_GCN = 0, RT_MODEL_SAGE = 1 };
 enum rt_optimizer { RT_OPT_ADAM = 0, RT_OPT_ADAMW = 1 };
 /* Which weight matrices weight decay applies to (biases/LayerNorm never decay). */
@@ -68,7 +72,7 @@ struct rt_config {
   enum rt_optimizer optimizer;
   float lr, weight_decay, beta1, beta2, adam_eps;
   enum rt_wd_scope wd_scope;
-  int epochs;             /* >= 1 */
+  int epochs;             /* in [1, RT_MAX_EPOCHS] */
   int eval_every;         /* evaluate every N epochs (and always after the last) */
   uint64_t seed;          /* weights and dropout masks */
   /* execution */

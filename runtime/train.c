@@ -212,9 +212,14 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
   }
   if (live) graph_progress_end(&pr);
   r.median_epoch_s = median(epoch_s, E, tmp);
-  LOG_INFO("train", "done: best val %s %.4f at epoch %d, test %s there %.4f; median epoch %.2f ms",
-           acc_name, r.best_val_acc, r.best_epoch, acc_name, r.test_acc_at_best_val,
-           r.median_epoch_s * 1e3);
+  if (r.best_epoch > 0)
+    LOG_INFO("train", "done: best val %s %.4f at epoch %d, test %s there %.4f; median epoch %.2f ms",
+             acc_name, r.best_val_acc, r.best_epoch, acc_name, r.test_acc_at_best_val,
+             r.median_epoch_s * 1e3);
+  else /* no validation vertices (or no evaluation ran): nothing to select by */
+    LOG_INFO("train", "done: no validation vertices, so no best epoch; final train %s %.4f, test "
+             "%s %.4f; median epoch %.2f ms", acc_name, r.final_train_acc, acc_name,
+             r.final_test_acc, r.median_epoch_s * 1e3);
 
   if (mf) {
     o = cJSON_CreateObject();

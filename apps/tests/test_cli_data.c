@@ -121,6 +121,15 @@ static void test_value_is_option(void **state) {
   assert_int_equal(r.rc, 2);
   assert_non_null(strstr(r.err, "option '-o' needs a value"));
   run_free(&r);
+  /* a switch given a value; an absurd epoch count */
+  r = run(NULL, "train --graph synth:tiny --layernorm=false");
+  assert_int_equal(r.rc, 2);
+  assert_non_null(strstr(r.err, "option '--layernorm' takes no value: it is a switch"));
+  run_free(&r);
+  r = run(NULL, "train --graph synth:tiny --epochs 2000000000");
+  assert_int_equal(r.rc, 2);
+  assert_non_null(strstr(r.err, "--epochs 2000000000: expected an integer in [1, 10000000]"));
+  run_free(&r);
   /* the = form still passes such a value on */
   r = run(NULL, "partition --graph=synth:tiny --parts 2 --quiet --json='%s/--x.json'", tmpdir);
   assert_int_equal(r.rc, 0);
