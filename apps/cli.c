@@ -3,6 +3,8 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "apps/commands.h"
 #include "core/status.h"
@@ -42,4 +44,12 @@ int cli_bad_option(const char *cmd, const char *name, const struct option *longo
         return cli_usage_error(cmd, "option '--%s' takes no value: it is a switch (give it to turn "
                                "it on, leave it out to keep it off)", o->name);
   return cli_usage_error(cmd, "unknown option '%s'", name);
+}
+
+FILE *cli_report_stream(const char *output) {
+  struct stat out, std;
+  if (stat(output, &out) == 0 && fstat(STDOUT_FILENO, &std) == 0 && out.st_dev == std.st_dev &&
+      out.st_ino == std.st_ino)
+    return stderr;
+  return stdout;
 }

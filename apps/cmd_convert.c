@@ -154,9 +154,11 @@ int cmd_convert(int argc, char **argv) {
   if (stat(output, &sb) == 0) graph_progress_amount(size, sizeof size, (double)sb.st_size, "B");
   char nv[48];
   graph_progress_amount(nv, sizeof nv, (double)s.n, "");
-  printf("converted %s (%s) -> %s in %.1f s\n", o.input, from, output, cg_time_now() - t0);
-  printf("  name:     %s\n  vertices: %s\n", s.name, nv);
-  graph_import_stats_print(stdout, &s, "  ");
-  printf("  file:     %s, checksum 0x%08x (capgnn info %s re-checks it)\n", size, s.checksum, output);
+  FILE *rep = cli_report_stream(output);
+  fprintf(rep, "converted %s (%s) -> %s in %.1f s\n", o.input, from, output, cg_time_now() - t0);
+  fprintf(rep, "  name:     %s\n  vertices: %s\n", s.name, nv);
+  graph_import_stats_print(rep, &s, "  ");
+  fprintf(rep, "  file:     %s, checksum 0x%08x (capgnn info %s re-checks it)\n", size, s.checksum,
+          output);
   return CAPGNN_EXIT_OK;
 }

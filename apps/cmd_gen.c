@@ -101,8 +101,9 @@ int cmd_gen(int argc, char **argv) {
   if (stat(output, &sb) == 0) graph_progress_amount(size, sizeof size, (double)sb.st_size, "B");
   graph_progress_amount(nv, sizeof nv, (double)g.n, "");
   graph_progress_amount(ne, sizeof ne, (double)g.m, "");
-  printf("wrote %s: %s (generated in %.1f s): %s vertices, %s directed entries, %lld features, %lld classes%s; "
-         "%s, checksum 0x%08x\n",
+  fprintf(cli_report_stream(output),
+          "wrote %s: %s (generated in %.1f s): %s vertices, %s directed entries, %lld features, %lld "
+          "classes%s; %s, checksum 0x%08x\n",
          output, spec, t_gen, nv, ne, (long long)g.feat_dim, (long long)g.num_classes,
          g.multilabel ? " (multi-label)" : "", size, g.checksum);
   graph_free(&g);

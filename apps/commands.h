@@ -24,6 +24,9 @@ int cli_runtime_error(void);
 int cli_check_value(const char *cmd, int argc, char **argv, int ind, const char *arg);
 /* The usage error for an option getopt did not accept (`name` as written): a switch
  * given a value ("--layernorm=false") is told so, anything else is unknown. */
+/* Where a command reports what it wrote: stderr when `output` is stdout itself
+ * (-o /dev/stdout), so the report does not end up inside the file; else stdout. */
+FILE *cli_report_stream(const char *output);
 struct option;
 int cli_bad_option(const char *cmd, const char *name, const struct option *longopts);
 

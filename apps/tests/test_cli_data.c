@@ -108,6 +108,22 @@ static void test_gen_info(void **state) {
   assert_non_null(strstr(r.out, "checksum:   OK"));
   run_free(&r);
   assert_int_equal(remove(lnk), 0);
+  /* -o /dev/stdout: the graph goes to stdout (here a file) and the report to stderr */
+  r = run(NULL, "gen tiny -o /dev/stdout");
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.err, "wrote /dev/stdout"));
+  run_free(&r);
+  char so[4200], copy[4200];
+  snprintf(so, sizeof so, "%s/stdout", tmpdir);
+  snprintf(copy, sizeof copy, "%s/from_stdout.cgr", tmpdir);
+  b = gt_read(so, &n);
+  assert_non_null(b);
+  assert_int_equal(gt_write(copy, b, n), 0);
+  free(b);
+  r = run(NULL, "info '%s'", copy);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "checksum:   OK"));
+  run_free(&r);
 }
 
 /* A word that looks like an option is not taken as the previous option's value. */
