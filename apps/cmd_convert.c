@@ -146,7 +146,9 @@ int cmd_convert(int argc, char **argv) {
   double t0 = cg_time_now();
   if (graph_convert(from, &o, output, &s) != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()));
-    return CAPGNN_EXIT_FAILURE;
+    /* an option the importer refused (--name, a missing companion file option) is a
+     * usage error like the ones found here */
+    return cg_err_status() == CG_ERR_ARG ? CAPGNN_EXIT_USAGE : CAPGNN_EXIT_FAILURE;
   }
   /* No read-back: it would double the peak memory; `capgnn info` re-checks a file. */
   struct stat sb;

@@ -570,7 +570,8 @@ static void announce(struct comm *c, const struct comm_sel *sel, int auto_req, c
   }
   switch (sel->path) {
     case COMM_PATH_HOST:
-      LOG_INFO("mpi", "communication path: host (CPU backend: MPI on host memory)");
+      LOG_INFO("mpi", "communication path: host (CPU backend: MPI on host memory)%s",
+               auto_req ? "" : "; the requested --comm applies to GPU ranks only");
       break;
     case COMM_PATH_NCCL:
       LOG_INFO("mpi", "communication path: nccl (%s)", why);

@@ -20,6 +20,7 @@ int rt_backend_open_ordinal(const char *device, int threads, int tf32, int ordin
   if (!device) device = "auto";
   if (strcmp(device, "cpu") == 0) {
     TRY(cg_backend_cpu_create(threads, out));
+    if (tf32) LOG_INFO("train", "--tf32 has no effect on the CPU backend (its products are fp32)");
     return CG_OK;
   }
   if (strcmp(device, "cuda") == 0) {
@@ -47,6 +48,7 @@ int rt_backend_open_ordinal(const char *device, int threads, int tf32, int ordin
     }
 #endif
     TRY(cg_backend_cpu_create(threads, out));
+    if (tf32) LOG_INFO("train", "--tf32 has no effect on the CPU backend (its products are fp32)");
     return CG_OK;
   }
   return cg_err_set(CG_ERR_ARG, "--device %s: expected auto, cpu or cuda", device);
