@@ -7,13 +7,21 @@
 #include <unistd.h>
 
 #include "apps/commands.h"
+#include "apps/config_file.h"
 #include "core/status.h"
+
+/* The argument word being parsed (cli_check_value), -1 outside the option loop. */
+static int cli_word = -1;
+
+void cli_options_done(void) { cli_word = -1; }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "capgnn: error: ");
   vfprintf(stderr, fmt, ap);
+  const char *from = cli_word >= 0 ? config_file_origin(cli_word) : NULL;
+  if (from) fprintf(stderr, " (set in %s)", from);
   fprintf(stderr, " (see capgnn %s --help)\n", cmd);
   va_end(ap);
   return CAPGNN_EXIT_USAGE;
@@ -25,6 +33,7 @@ int cli_runtime_error(void) {
 }
 
 int cli_check_value(const char *cmd, int argc, char **argv, int ind, const char *arg) {
+  cli_word = arg && ind >= 1 ? ind - 1 : -1; /* the word that holds the value */
   /* separate form: "--opt VALUE" leaves VALUE at argv[ind - 1], the option before it */
   if (!arg || ind < 2 || ind > argc || argv[ind - 1] != arg) return 0;
   if (arg[0] != '-' || arg[1] != '-' || arg[2] == '\0') return 0;

@@ -409,6 +409,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       default: rc = cli_bad_option("train", name, longopts); break;
     }
   }
+  cli_options_done();
   if (rc) return rc;
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
   if (rt_config_check(&cfg) != CG_OK) {

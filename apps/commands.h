@@ -22,6 +22,9 @@ int cli_runtime_error(void);
  * option, prints a usage error for command `cmd` and returns CAPGNN_EXIT_USAGE;
  * else 0. "--metrics=--quiet" still means that file. */
 int cli_check_value(const char *cmd, int argc, char **argv, int ind, const char *arg);
+/* Ends the option loop: later usage errors are not about an option's value. (While
+ * parsing, a usage error about a value that came from a settings file names it.) */
+void cli_options_done(void);
 /* The usage error for an option getopt did not accept (`name` as written): a switch
  * given a value ("--layernorm=false") is told so, anything else is unknown. */
 /* Where a command reports what it wrote: stderr when `output` is stdout itself

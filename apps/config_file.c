@@ -115,6 +115,21 @@ static int on_setting(void *user, const char *section, const char *name, const c
   return ok;
 }
 
+/* Words [first, end) of the expanded list came from `path` (config_file_origin). */
+#define CONFIG_MAX_ORIGINS 64
+struct config_origin {
+  int first, end;
+  const char *path;
+};
+static struct config_origin origins[CONFIG_MAX_ORIGINS];
+static int norigins;
+
+const char *config_file_origin(int index) {
+  for (int k = 0; k < norigins; k++)
+    if (index >= origins[k].first && index < origins[k].end) return origins[k].path;
+  return NULL;
+}
+
 static int load_file(const char *path, const struct option *opts, struct argv_buf *out) {
   struct parse_ctx c = {.path = path, .opts = opts, .out = out};
   struct stat sb;
@@ -137,6 +152,7 @@ int config_file_expand(int argc, char **argv, const struct option *longopts, int
   int st = CG_OK;
   *out_argc = 0;
   *out_argv = NULL;
+  norigins = 0;
   int i;
   for (i = 1; i < argc && st == CG_OK; i++) {
     const char *a = argv[i];
@@ -146,9 +162,15 @@ int config_file_expand(int argc, char **argv, const struct option *longopts, int
         st = cg_err_set(CG_ERR_ARG, "option '--config' needs a value (a settings file, e.g. configs/reddit.ini)");
         break;
       }
+      const int before = files.n;
       st = load_file(argv[++i], longopts, &files);
+      if (st == CG_OK && norigins < CONFIG_MAX_ORIGINS) /* + 1: argv[0] comes first */
+        origins[norigins++] = (struct config_origin){1 + before, 1 + files.n, argv[i]};
     } else if (strncmp(a, "--config=", 9) == 0) {
+      const int before = files.n;
       st = load_file(a + 9, longopts, &files);
+      if (st == CG_OK && norigins < CONFIG_MAX_ORIGINS)
+        origins[norigins++] = (struct config_origin){1 + before, 1 + files.n, a + 9};
     } else {
       st = argv_push(&rest, a);
     }

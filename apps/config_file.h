@@ -29,7 +29,7 @@
 #include <getopt.h>
 
 /* Builds the argument list the command should parse: argv[0], then the settings of
- * every "--config FILE" / "--config=FILE" as "--key value" pairs, then the other
+ * every "--config FILE" / "--config=FILE" as "--key=value" words, then the other
  * arguments. The result is heap-allocated (config_file_argv_free); *out_argv is
  * NULL-terminated. On error (unreadable file, INI syntax error, unknown key, bad
  * flag value) returns CG_ERR_ARG or CG_ERR_IO with a message "FILE:LINE: ...".
@@ -40,5 +40,8 @@ void config_file_argv_free(int argc, char **argv);
 /* The config files named on the command line (NULL-terminated list inside `argv`
  * order), for --print-config's header; returns how many were found (up to max). */
 int config_file_names(int argc, char **argv, const char **names, int max);
+/* The settings file that word `index` of the last expanded argument list came from,
+ * or NULL (a command-line word), so that an error about its value can name it. */
+const char *config_file_origin(int index);
 
 #endif

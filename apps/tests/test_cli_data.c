@@ -146,6 +146,23 @@ static void test_value_is_option(void **state) {
   assert_int_equal(r.rc, 2);
   assert_non_null(strstr(r.err, "--epochs 2000000000: expected an integer in [1, 10000000]"));
   run_free(&r);
+  /* a bad value from a settings file names the file; a value starting with -- is
+   * fine there */
+  char ini[4200];
+  snprintf(ini, sizeof ini, "%s/bad_value.ini", tmpdir);
+  const char *text = "[model]\nhidden = abc\n";
+  assert_int_equal(gt_write(ini, text, strlen(text)), 0);
+  r = run(NULL, "--config '%s' --graph synth:tiny", ini);
+  assert_int_equal(r.rc, 2);
+  assert_non_null(strstr(r.err, "--hidden 'abc': expected an integer (set in"));
+  assert_non_null(strstr(r.err, "bad_value.ini"));
+  run_free(&r);
+  text = "[output]\nmetrics = --odd-name.jsonl\n";
+  assert_int_equal(gt_write(ini, text, strlen(text)), 0);
+  r = run(NULL, "--config '%s' --print-config", ini);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "metrics = --odd-name.jsonl"));
+  run_free(&r);
   /* the = form still passes such a value on */
   r = run(NULL, "partition --graph=synth:tiny --parts 2 --quiet --json='%s/--x.json'", tmpdir);
   assert_int_equal(r.rc, 0);
