@@ -20,20 +20,25 @@ int cg_csr_alloc(struct cg_csr *a, int64_t nrows, int64_t ncols, int64_t nnz, in
   return CG_OK;
 }
 
+/* Gives `out` (allocated) copies of the factors rs (out->nrows) and cs (out->ncols)
+ * when both are set; frees `out` on failure. */
+static int copy_scales(struct cg_csr *out, const float *rs, const float *cs) {
+  if (!rs || !cs) return CG_OK;
+  if (cg_csr_alloc_scales(out) != CG_OK) {
+    cg_csr_free(out);
+    return CG_ERR_NOMEM;
+  }
+  if (out->nrows) memcpy(out->row_scale, rs, (size_t)out->nrows * sizeof(float));
+  if (out->ncols) memcpy(out->col_scale, cs, (size_t)out->ncols * sizeof(float));
+  return CG_OK;
+}
+
 int cg_csr_copy(const struct cg_csr *a, struct cg_csr *out) {
   TRY(cg_csr_alloc(out, a->nrows, a->ncols, a->nnz, a->vals != NULL));
   memcpy(out->rowptr, a->rowptr, (size_t)(a->nrows + 1) * sizeof(int64_t));
   if (a->nnz) memcpy(out->colidx, a->colidx, (size_t)a->nnz * sizeof(int32_t));
   if (a->vals && a->nnz) memcpy(out->vals, a->vals, (size_t)a->nnz * sizeof(float));
-  if (a->row_scale && a->col_scale) {
-    if (cg_csr_alloc_scales(out) != CG_OK) {
-      cg_csr_free(out);
-      return CG_ERR_NOMEM;
-    }
-    if (a->nrows) memcpy(out->row_scale, a->row_scale, (size_t)a->nrows * sizeof(float));
-    if (a->ncols) memcpy(out->col_scale, a->col_scale, (size_t)a->ncols * sizeof(float));
-  }
-  return CG_OK;
+  return copy_scales(out, a->row_scale, a->col_scale);
 }
 
 int cg_csr_alloc_scales(struct cg_csr *a) {
@@ -79,15 +84,7 @@ int cg_csr_transpose(const struct cg_csr *a, struct cg_csr *at) {
     }
   }
   cg_free(next);
-  if (a->row_scale && a->col_scale) {
-    if (cg_csr_alloc_scales(at) != CG_OK) {
-      cg_csr_free(at);
-      return CG_ERR_NOMEM;
-    }
-    if (a->ncols) memcpy(at->row_scale, a->col_scale, (size_t)a->ncols * sizeof(float));
-    if (a->nrows) memcpy(at->col_scale, a->row_scale, (size_t)a->nrows * sizeof(float));
-  }
-  return CG_OK;
+  return copy_scales(at, a->col_scale, a->row_scale); /* transposed: swapped */
 }
 
 int cg_csr_check(const struct cg_csr *a, const char *what) {
