@@ -8,13 +8,16 @@
  *   block, column block) tile holding at least CPU_TILE_REUSE * tb nonzeros is
  *   "dense": its source rows are reused so often that the tile is worth processing
  *   on its own, 64 output columns at a time, while the 64-column slice of its
- *   source rows stays in L2 (uint16 column offsets; each slice of X is first packed
- *   into contiguous 256-byte rows, which the L2 can hold without set conflicts). The remaining "far" nonzeros
- *   are pushed by source: groups of 8 * tb rows, each group's nonzeros sorted by
- *   column, 16 columns at a time from a contiguous copy of that panel of X into a
- *   per-thread group buffer. Each output element is the far part (in column order)
- *   plus the dense tiles in column-block order: a fixed order, so results do not
- *   depend on the thread count.
+ *   source rows stays in L2 (uint16 column offsets; each slice of X is first
+ *   packed into contiguous 256-byte rows, which the L2 can hold without set
+ *   conflicts). The remaining "far" nonzeros are pushed by source: groups of
+ *   8 * tb rows, each group's nonzeros sorted by column, 16 columns at a time from
+ *   a contiguous copy of that panel of X into a per-thread group buffer. Each
+ *   output element is the far part (in column order) plus the dense tiles in
+ *   column-block order: a fixed order, so results do not depend on the thread
+ *   count. When the matrix carries factors that reproduce its values (core/csr.h:
+ *   row_scale, col_scale), the tiled layout stores the pattern only and scales X
+ *   as it copies it and each sum as it adds it to Y.
  *
  * CAPGNN_CPU_SPMM=auto (default) | csr | tiled picks the layout (auto: tiled when the
  * matrix is large and at least a quarter of its nonzeros sit in dense tiles; tiled:
