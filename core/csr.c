@@ -1,6 +1,7 @@
 /* core/csr.c — host CSR allocation, transpose and checks. */
 #include "csr.h"
 
+#include <omp.h>
 #include <string.h>
 
 #include "status.h"
@@ -65,23 +66,60 @@ void cg_csr_free(struct cg_csr *a) {
   memset(a, 0, sizeof *a);
 }
 
+/* The first row that starts at or after entry e. */
+static int64_t first_row_at(const struct cg_csr *a, int64_t e) {
+  int64_t lo = 0, hi = a->nrows;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (a->rowptr[mid] < e) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 int cg_csr_transpose(const struct cg_csr *a, struct cg_csr *at) {
   TRY(cg_csr_alloc(at, a->ncols, a->nrows, a->nnz, a->vals != NULL));
-  for (int64_t k = 0; k < a->nnz; k++) at->rowptr[a->colidx[k] + 1]++;
-  for (int64_t r = 0; r < at->nrows; r++) at->rowptr[r + 1] += at->rowptr[r];
-  int64_t *next = cg_malloc((size_t)at->nrows * sizeof(int64_t), "CSR transpose cursor");
+  /* Parallel over row ranges of A, with the result of the sequential scatter: a
+   * thread's entries of column c go after those of the threads with earlier rows,
+   * so visiting rows in order still yields sorted columns in every row of A^T.
+   * (Single-threaded this took ~3 s on synth:reddit's 114M entries.) */
+  const int nt = omp_get_max_threads() > 1 && a->nnz >= (1 << 20) ? omp_get_max_threads() : 1;
+  const int64_t nc = at->nrows;
+  int64_t *next = cg_calloc((size_t)nt * (size_t)(nc > 0 ? nc : 1), sizeof(int64_t),
+                            "CSR transpose cursors");
   if (!next) {
     cg_csr_free(at);
     return CG_ERR_NOMEM;
   }
-  memcpy(next, at->rowptr, (size_t)at->nrows * sizeof(int64_t));
-  /* Visiting rows of A in order yields sorted columns in every row of A^T. */
-  for (int64_t r = 0; r < a->nrows; r++) {
-    for (int64_t k = a->rowptr[r]; k < a->rowptr[r + 1]; k++) {
-      int64_t dst = next[a->colidx[k]]++;
-      at->colidx[dst] = (int32_t)r;
-      if (a->vals) at->vals[dst] = a->vals[k];
+#pragma omp parallel num_threads(nt)
+  {
+    /* rows split by entries among the threads granted (at most nt) */
+    const int t = omp_get_thread_num(), nth = omp_get_num_threads();
+    const int64_t r0 = t == 0 ? 0 : first_row_at(a, a->nnz * t / nth);
+    const int64_t r1 = t == nth - 1 ? a->nrows : first_row_at(a, a->nnz * (t + 1) / nth);
+    int64_t *mine = next + (size_t)t * (size_t)nc;
+    for (int64_t k = a->rowptr[r0]; k < a->rowptr[r1]; k++) mine[a->colidx[k]]++;
+#pragma omp barrier
+#pragma omp single
+    {
+      /* column c's block in A^T, then each thread's start inside it */
+      int64_t pos = 0;
+      for (int64_t c = 0; c < nc; c++) {
+        at->rowptr[c] = pos;
+        for (int u = 0; u < nth; u++) {
+          const int64_t cnt = next[(size_t)u * (size_t)nc + c];
+          next[(size_t)u * (size_t)nc + c] = pos;
+          pos += cnt;
+        }
+      }
+      at->rowptr[nc] = pos;
     }
+    for (int64_t r = r0; r < r1; r++)
+      for (int64_t k = a->rowptr[r]; k < a->rowptr[r + 1]; k++) {
+        const int64_t dst = mine[a->colidx[k]]++;
+        at->colidx[dst] = (int32_t)r;
+        if (a->vals) at->vals[dst] = a->vals[k];
+      }
   }
   cg_free(next);
   return copy_scales(at, a->col_scale, a->row_scale); /* transposed: swapped */

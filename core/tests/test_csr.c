@@ -92,6 +92,38 @@ static void test_transpose(void **state) {
   cg_csr_free(&z);
 }
 
+/* Large enough for the parallel transpose (>= 2^20 entries): the same arrays as the
+ * sequential counting-sort transpose, bit for bit. */
+static void test_transpose_parallel(void **state) {
+  (void)state;
+  struct cg_csr a, at;
+  make_csr(&a, 3001, 1999, 0.25, 1, 21);
+  assert_true(a.nnz >= (1 << 20));
+  assert_int_equal(cg_csr_transpose(&a, &at), CG_OK);
+  int64_t *rp = calloc((size_t)a.ncols + 1, sizeof *rp), *next = calloc((size_t)a.ncols, sizeof *next);
+  int32_t *ci = malloc((size_t)a.nnz * sizeof *ci);
+  float *v = malloc((size_t)a.nnz * sizeof *v);
+  assert_true(rp && next && ci && v);
+  for (int64_t k = 0; k < a.nnz; k++) rp[a.colidx[k] + 1]++;
+  for (int64_t c = 0; c < a.ncols; c++) rp[c + 1] += rp[c];
+  memcpy(next, rp, (size_t)a.ncols * sizeof *next);
+  for (int64_t r = 0; r < a.nrows; r++)
+    for (int64_t k = a.rowptr[r]; k < a.rowptr[r + 1]; k++) {
+      const int64_t d = next[a.colidx[k]]++;
+      ci[d] = (int32_t)r;
+      v[d] = a.vals[k];
+    }
+  assert_memory_equal(at.rowptr, rp, (size_t)(a.ncols + 1) * sizeof *rp);
+  assert_memory_equal(at.colidx, ci, (size_t)a.nnz * sizeof *ci);
+  assert_memory_equal(at.vals, v, (size_t)a.nnz * sizeof *v);
+  free(rp);
+  free(next);
+  free(ci);
+  free(v);
+  cg_csr_free(&at);
+  cg_csr_free(&a);
+}
+
 static void expect_violation(struct cg_csr *a, const char *needle) {
   cg_err_clear();
   assert_int_equal(cg_csr_check(a, "broken"), CG_ERR_INTERNAL);
@@ -181,6 +213,7 @@ static void test_scales(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_transpose),
+      cmocka_unit_test(test_transpose_parallel),
       cmocka_unit_test(test_check),
       cmocka_unit_test(test_scales),
   };
