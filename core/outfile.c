@@ -45,6 +45,7 @@ int cg_outfile_open(struct cg_outfile *o, const char *path, const char *what) {
   if (!path || !*path) return cg_err_set(CG_ERR_ARG, "no file name given for the %s", what);
   struct stat st;
   int exists = 1;
+  const int special = via_special(path);
   if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
     if (stat(path, &st) != 0)
       return cg_err_set(CG_ERR_IO, "cannot write the %s to '%s': it is a symbolic link to %s (%s)",
@@ -52,7 +53,7 @@ int cg_outfile_open(struct cg_outfile *o, const char *path, const char *what) {
                         strerror(errno));
     /* a regular target is replaced by name (the link stays); anything else, e.g.
      * /dev/stdout -> /proc/self/fd/1 -> a pipe, is written through the link */
-    o->path = S_ISREG(st.st_mode) && !via_special(path) ? realpath(path, NULL) : strdup(path);
+    o->path = S_ISREG(st.st_mode) && !special ? realpath(path, NULL) : strdup(path);
     if (!o->path)
       return cg_err_set(CG_ERR_IO, "cannot write the %s to '%s': %s", what, path, strerror(errno));
   } else {
@@ -65,7 +66,7 @@ int cg_outfile_open(struct cg_outfile *o, const char *path, const char *what) {
     outfile_free(o);
     return rc;
   }
-  if (exists && (!S_ISREG(st.st_mode) || via_special(path))) {
+  if (exists && (!S_ISREG(st.st_mode) || special)) {
     /* in place, appending: a file behind /dev/stdout keeps what the shell's >> or the
      * program itself put there before */
     o->fp = fopen(o->path, "ab");
