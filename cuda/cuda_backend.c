@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "cuda/cuda_kernels.h"
+#include "cuda/spmm_tiles.h"
 
 #define CUDA_IMPL_MAGIC 0x43554441u /* "CUDA" */
 #define CUDA_SPMAT_MAGIC 0x5350414du
@@ -40,6 +41,12 @@
 #define CUDA_ARENA_ALIGN ((size_t)256)
 /* Columns per pass of the warp-per-row kernel (CAPGNN_SPMM_MAX_PASS overrides). */
 #define CUDA_SPMM_DEFAULT_MAX_PASS 128
+/* Tiled SpMM layout (cuda/spmm_tiles.h): a tile is dense with >= 4 x 256 nonzeros
+ * (each staged source row used ~4 times; CAPGNN_SPMM_TILE_REUSE overrides), and a
+ * matrix gets tiles only when they hold >= 30 % of its nonzeros. Not calibrated on
+ * a GPU yet (see cuda_backend.h). */
+#define CUDA_TILE_MIN_REUSE 4.0
+#define CUDA_TILE_MIN_SHARE 0.3
 
 struct cuda_impl {
   uint32_t magic;
@@ -59,26 +66,41 @@ struct cuda_impl {
   size_t arena_cap, arena_used;
   enum cg_cuda_spmm_variant spmm_variant;
   int64_t spmm_max_pass; /* columns per pass of the warp/rowsplit kernels */
+  int spmm_tiles;        /* spmat_create builds the tiled layout */
+  double tile_min_reuse;
   int warned_cusparse_fallback;
   char describe[320];
+};
+
+/* A CSR on the device for the hand kernels, with its heavy-row list. */
+struct cuda_csr {
+  int64_t nrows, ncols, nnz;
+  int64_t *d_rowptr;
+  int32_t *d_colidx;
+  float *d_vals;
+  int32_t *d_heavy;    /* rows with degree > heavy_threshold */
+  int64_t n_heavy, heavy_threshold, max_degree;
 };
 
 struct cg_spmat {
   uint32_t magic;
   int64_t nrows, ncols, nnz;
-  int64_t *d_rowptr;   /* hand kernels */
-  int32_t *d_colidx;
-  float *d_vals;
-  int32_t *d_heavy;    /* rows with degree > heavy_threshold */
-  int64_t n_heavy, heavy_threshold, max_degree;
+  struct cuda_csr m;   /* the whole matrix */
   int32_t *d_rowptr32; /* cuSPARSE (32-bit offsets), NULL when nnz >= 2^31 */
   cusparseSpMatDescr_t descr; /* NULL when cuSPARSE is not usable for this matrix */
   void *d_spmm_buf;
   size_t spmm_buf_bytes;
+  /* tiled layout (ntiles == 0: none): far part + tiles, see cuda/spmm_tiles.h */
+  int64_t ntiles, tile_nnz;
+  struct cuda_csr far;
+  int64_t *d_rb_tile, *d_tile_edge;
+  int32_t *d_tile_col, *d_tile_rowptr;
+  uint16_t *d_perm, *d_t_off;
+  float *d_t_val, *d_row_scale, *d_col_scale;
 };
 
 static const char *const spmm_names[CG_CUDA_SPMM_NVARIANTS] = {"auto", "cusparse", "warp", "subwarp",
-                                                              "rowsplit"};
+                                                              "rowsplit", "tiled"};
 
 /* ------------------------------------------------------------------------- */
 /* errors                                                                     */
@@ -346,6 +368,14 @@ static void cu_scale(struct cg_backend *be, int64_t n, float alpha, float *x) {
 /* ------------------------------------------------------------------------- */
 /* sparse                                                                     */
 
+static void csr_release(struct cg_backend *be, struct cuda_csr *d) {
+  be->free(be, d->d_rowptr);
+  be->free(be, d->d_colidx);
+  be->free(be, d->d_vals);
+  be->free(be, d->d_heavy);
+  memset(d, 0, sizeof *d);
+}
+
 static void spmat_release(struct cg_backend *be, struct cg_spmat *a) {
   if (!a) return;
   if (a->descr) {
@@ -353,12 +383,19 @@ static void spmat_release(struct cg_backend *be, struct cg_spmat *a) {
     if (st != CUSPARSE_STATUS_SUCCESS)
       LOG_WARN("cuda", "cusparseDestroySpMat: %s", cusparseGetErrorString(st));
   }
-  be->free(be, a->d_rowptr);
-  be->free(be, a->d_colidx);
-  be->free(be, a->d_vals);
-  be->free(be, a->d_heavy);
+  csr_release(be, &a->m);
   be->free(be, a->d_rowptr32);
   be->free(be, a->d_spmm_buf);
+  csr_release(be, &a->far);
+  be->free(be, a->d_rb_tile);
+  be->free(be, a->d_tile_edge);
+  be->free(be, a->d_tile_col);
+  be->free(be, a->d_tile_rowptr);
+  be->free(be, a->d_perm);
+  be->free(be, a->d_t_off);
+  be->free(be, a->d_t_val);
+  be->free(be, a->d_row_scale);
+  be->free(be, a->d_col_scale);
   a->magic = 0;
   cg_free(a);
 }
@@ -386,7 +423,7 @@ static int spmat_setup_cusparse(struct cg_backend *be, struct cuda_impl *im, str
   TRY(st);
 
   cusparseStatus_t cs = cusparseCreateCsr(&a->descr, a->nrows, a->ncols, a->nnz, a->d_rowptr32,
-                                          a->d_colidx, a->d_vals, CUSPARSE_INDEX_32I,
+                                          a->m.d_colidx, a->m.d_vals, CUSPARSE_INDEX_32I,
                                           CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F);
   if (cs != CUSPARSE_STATUS_SUCCESS) {
     a->descr = NULL;
@@ -402,9 +439,9 @@ static int spmat_setup_cusparse(struct cg_backend *be, struct cuda_impl *im, str
     cusparseConstDnMatDescr_t bx = NULL;
     cusparseDnMatDescr_t cy = NULL;
     size_t sz = 0;
-    cs = cusparseCreateConstDnMat(&bx, a->ncols, w, w, a->d_vals, CUDA_R_32F, CUSPARSE_ORDER_ROW);
+    cs = cusparseCreateConstDnMat(&bx, a->ncols, w, w, a->m.d_vals, CUDA_R_32F, CUSPARSE_ORDER_ROW);
     if (cs == CUSPARSE_STATUS_SUCCESS)
-      cs = cusparseCreateDnMat(&cy, a->nrows, w, w, a->d_vals, CUDA_R_32F, CUSPARSE_ORDER_ROW);
+      cs = cusparseCreateDnMat(&cy, a->nrows, w, w, a->m.d_vals, CUDA_R_32F, CUSPARSE_ORDER_ROW);
     if (cs == CUSPARSE_STATUS_SUCCESS)
       cs = cusparseSpMM_bufferSize(im->cusparse, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                    CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a->descr, bx, &zero, cy,
@@ -427,6 +464,109 @@ static int spmat_setup_cusparse(struct cg_backend *be, struct cuda_impl *im, str
   return CG_OK;
 }
 
+/* Upload a host CSR (values, or explicit ones when it has none) and its heavy-row
+ * list into d. On failure d may be partly filled: csr_release frees it. */
+static int csr_upload(struct cg_backend *be, struct cuda_impl *im, const struct cg_csr *host,
+                      struct cuda_csr *d) {
+  memset(d, 0, sizeof *d);
+  d->nrows = host->nrows;
+  d->ncols = host->ncols;
+  d->nnz = host->nnz;
+  const size_t nnz = (size_t)host->nnz;
+  TRY(be->alloc(be, (void **)&d->d_rowptr, (size_t)(d->nrows + 1) * sizeof(int64_t),
+                "CSR row pointers"));
+  TRY(be->alloc(be, (void **)&d->d_colidx, nnz * sizeof(int32_t), "CSR column indices"));
+  TRY(be->alloc(be, (void **)&d->d_vals, nnz * sizeof(float), "CSR values"));
+  TRY(be->upload(be, d->d_rowptr, host->rowptr, (size_t)(d->nrows + 1) * sizeof(int64_t)));
+  TRY(be->upload(be, d->d_colidx, host->colidx, nnz * sizeof(int32_t)));
+  if (host->vals)
+    TRY(be->upload(be, d->d_vals, host->vals, nnz * sizeof(float)));
+  else /* explicit ones: cuSPARSE needs values and the kernels stay branch-free */
+    cgk_fill(im->stream, d->d_vals, (int64_t)nnz, 1.0f);
+
+  /* heavy rows */
+  int64_t avg = d->nrows ? (d->nnz + d->nrows - 1) / d->nrows : 0;
+  d->heavy_threshold = CUDA_HEAVY_AVG_FACTOR * avg;
+  if (d->heavy_threshold < CUDA_HEAVY_MIN_DEGREE) d->heavy_threshold = CUDA_HEAVY_MIN_DEGREE;
+  for (int64_t r = 0; r < d->nrows; r++) {
+    int64_t deg = host->rowptr[r + 1] - host->rowptr[r];
+    if (deg > d->max_degree) d->max_degree = deg;
+    if (deg > d->heavy_threshold) d->n_heavy++;
+  }
+  if (d->n_heavy == 0) return CG_OK;
+  int32_t *h_heavy = cg_malloc((size_t)d->n_heavy * sizeof(int32_t), "heavy-row list");
+  if (!h_heavy) return CG_ERR_NOMEM;
+  int64_t j = 0;
+  for (int64_t r = 0; r < d->nrows; r++)
+    if (host->rowptr[r + 1] - host->rowptr[r] > d->heavy_threshold) h_heavy[j++] = (int32_t)r;
+  int st = be->alloc(be, (void **)&d->d_heavy, (size_t)d->n_heavy * sizeof(int32_t), "heavy-row list");
+  if (st == CG_OK) st = be->upload(be, d->d_heavy, h_heavy, (size_t)d->n_heavy * sizeof(int32_t));
+  cg_free(h_heavy);
+  return st;
+}
+
+/* Allocate `bytes` on the device and copy `host` there (nothing for 0 bytes). */
+static int upload_new(struct cg_backend *be, void **dst, const void *host, size_t bytes,
+                      const char *what) {
+  *dst = NULL;
+  if (bytes == 0) return CG_OK;
+  TRY(be->alloc(be, dst, bytes, what));
+  return be->upload(be, *dst, host, bytes);
+}
+
+/* The tiled layout (cuda/spmm_tiles.h) on the device; none when the tiles would
+ * hold too small a share of the nonzeros. */
+static int spmat_setup_tiles(struct cg_backend *be, struct cuda_impl *im, struct cg_spmat *a,
+                             const struct cg_csr *host) {
+  struct cgk_tile_params p = {.min_reuse = im->tile_min_reuse,
+                              .skip_degree = a->m.heavy_threshold,
+                              .min_share = CUDA_TILE_MIN_SHARE};
+  struct cgk_tiles_host t;
+  TRY(cgk_tiles_build(host, &p, &t));
+  if (t.ntiles == 0) {
+    LOG_DEBUG("cuda", "spmat %lld x %lld: no tiled layout (dense tiles would hold < %.0f %% of "
+              "the nonzeros)", (long long)a->nrows, (long long)a->ncols, 100.0 * p.min_share);
+    return CG_OK;
+  }
+  int st = csr_upload(be, im, &t.far, &a->far);
+  const size_t nt = (size_t)t.ntiles, nz = (size_t)t.tile_nnz;
+  if (st == CG_OK)
+    st = upload_new(be, (void **)&a->d_rb_tile, t.rb_tile, (size_t)(t.nrb + 1) * sizeof(int64_t),
+                    "SpMM row-block tiles");
+  if (st == CG_OK)
+    st = upload_new(be, (void **)&a->d_tile_edge, t.tile_edge, (nt + 1) * sizeof(int64_t),
+                    "SpMM tile offsets");
+  if (st == CG_OK)
+    st = upload_new(be, (void **)&a->d_tile_col, t.tile_col, nt * sizeof(int32_t), "SpMM tile columns");
+  if (st == CG_OK)
+    st = upload_new(be, (void **)&a->d_tile_rowptr, t.tile_rowptr,
+                    nt * (CGK_TILE_ROWS + 1) * sizeof(int32_t), "SpMM tile segments");
+  if (st == CG_OK)
+    st = upload_new(be, (void **)&a->d_perm, t.perm, (size_t)t.nrb * CGK_TILE_ROWS * sizeof(uint16_t),
+                    "SpMM tile slots");
+  if (st == CG_OK)
+    st = upload_new(be, (void **)&a->d_t_off, t.t_off, nz * sizeof(uint16_t), "SpMM tile columns per nonzero");
+  if (st == CG_OK && t.t_val)
+    st = upload_new(be, (void **)&a->d_t_val, t.t_val, nz * sizeof(float), "SpMM tile values");
+  if (st == CG_OK && t.row_scale)
+    st = upload_new(be, (void **)&a->d_row_scale, t.row_scale, (size_t)t.nrows * sizeof(float),
+                    "SpMM tile row scales");
+  if (st == CG_OK && t.col_scale)
+    st = upload_new(be, (void **)&a->d_col_scale, t.col_scale, (size_t)t.ncols * sizeof(float),
+                    "SpMM tile column scales");
+  if (st == CG_OK) {
+    a->ntiles = t.ntiles;
+    a->tile_nnz = t.tile_nnz;
+    LOG_DEBUG("cuda", "spmat %lld x %lld: tiled layout, %lld tiles hold %.1f %% of %lld nonzeros "
+              "(%s), far part %lld nonzeros with %lld heavy rows",
+              (long long)a->nrows, (long long)a->ncols, (long long)t.ntiles,
+              100.0 * (double)t.tile_nnz / (double)a->nnz, (long long)a->nnz,
+              t.t_val ? "values" : "factored", (long long)t.far.nnz, (long long)a->far.n_heavy);
+  }
+  cgk_tiles_free(&t);
+  return st;
+}
+
 static int cu_spmat_create(struct cg_backend *be, const struct cg_csr *host, struct cg_spmat **out) {
   struct cuda_impl *im = IMPL(be);
   *out = NULL;
@@ -444,56 +584,19 @@ static int cu_spmat_create(struct cg_backend *be, const struct cg_csr *host, str
   a->ncols = host->ncols;
   a->nnz = host->nnz;
   int st = CG_OK;
-  int32_t *h_heavy = NULL;
-
-  size_t nnz = (size_t)host->nnz;
-  TRY_GOTO(be->alloc(be, (void **)&a->d_rowptr, (size_t)(a->nrows + 1) * sizeof(int64_t),
-                     "CSR row pointers"), fail);
-  TRY_GOTO(be->alloc(be, (void **)&a->d_colidx, nnz * sizeof(int32_t), "CSR column indices"), fail);
-  TRY_GOTO(be->alloc(be, (void **)&a->d_vals, nnz * sizeof(float), "CSR values"), fail);
-  TRY_GOTO(be->upload(be, a->d_rowptr, host->rowptr, (size_t)(a->nrows + 1) * sizeof(int64_t)),
-           fail);
-  TRY_GOTO(be->upload(be, a->d_colidx, host->colidx, nnz * sizeof(int32_t)), fail);
-  if (host->vals)
-    TRY_GOTO(be->upload(be, a->d_vals, host->vals, nnz * sizeof(float)), fail);
-  else /* explicit ones: cuSPARSE needs values and the kernels stay branch-free */
-    cgk_fill(im->stream, a->d_vals, (int64_t)nnz, 1.0f);
-
-  /* heavy rows */
-  int64_t avg = a->nrows ? (a->nnz + a->nrows - 1) / a->nrows : 0;
-  a->heavy_threshold = CUDA_HEAVY_AVG_FACTOR * avg;
-  if (a->heavy_threshold < CUDA_HEAVY_MIN_DEGREE) a->heavy_threshold = CUDA_HEAVY_MIN_DEGREE;
-  for (int64_t r = 0; r < a->nrows; r++) {
-    int64_t d = host->rowptr[r + 1] - host->rowptr[r];
-    if (d > a->max_degree) a->max_degree = d;
-    if (d > a->heavy_threshold) a->n_heavy++;
-  }
-  if (a->n_heavy) {
-    h_heavy = cg_malloc((size_t)a->n_heavy * sizeof(int32_t), "heavy-row list");
-    if (!h_heavy) {
-      st = CG_ERR_NOMEM;
-      goto fail;
-    }
-    int64_t j = 0;
-    for (int64_t r = 0; r < a->nrows; r++)
-      if (host->rowptr[r + 1] - host->rowptr[r] > a->heavy_threshold) h_heavy[j++] = (int32_t)r;
-    TRY_GOTO(be->alloc(be, (void **)&a->d_heavy, (size_t)a->n_heavy * sizeof(int32_t),
-                       "heavy-row list"), fail);
-    TRY_GOTO(be->upload(be, a->d_heavy, h_heavy, (size_t)a->n_heavy * sizeof(int32_t)), fail);
-  }
+  TRY_GOTO(csr_upload(be, im, host, &a->m), fail);
   TRY_GOTO(spmat_setup_cusparse(be, im, a, host), fail);
+  if (im->spmm_tiles) TRY_GOTO(spmat_setup_tiles(be, im, a, host), fail);
   TRY_GOTO(cuda_status(cudaStreamSynchronize(im->stream), "spmat_create"), fail); /* surfaces the fill */
-  cg_free(h_heavy);
   LOG_DEBUG("cuda",
             "spmat %lld x %lld, nnz %lld: max degree %lld, %lld heavy rows (> %lld), cuSPARSE %s "
             "(workspace %zu bytes)",
-            (long long)a->nrows, (long long)a->ncols, (long long)a->nnz, (long long)a->max_degree,
-            (long long)a->n_heavy, (long long)a->heavy_threshold, a->descr ? "on" : "off",
+            (long long)a->nrows, (long long)a->ncols, (long long)a->nnz, (long long)a->m.max_degree,
+            (long long)a->m.n_heavy, (long long)a->m.heavy_threshold, a->descr ? "on" : "off",
             a->spmm_buf_bytes);
   *out = a;
   return CG_OK;
 fail:
-  cg_free(h_heavy);
   (void)cudaStreamSynchronize(im->stream);
   (void)cudaGetLastError();
   spmat_release(be, a);
@@ -502,8 +605,8 @@ fail:
 
 void cg_cuda_spmat_heavy_rows(const struct cg_spmat *a, int64_t *n_heavy, int64_t *threshold) {
   SPMAT(a);
-  if (n_heavy) *n_heavy = a->n_heavy;
-  if (threshold) *threshold = a->heavy_threshold;
+  if (n_heavy) *n_heavy = a->m.n_heavy;
+  if (threshold) *threshold = a->m.heavy_threshold;
 }
 
 const char *cg_cuda_spmm_variant_name(enum cg_cuda_spmm_variant v) {
@@ -519,7 +622,7 @@ int cg_cuda_spmm_variant_parse(const char *name, enum cg_cuda_spmm_variant *out)
   }
   return cg_err_set(CG_ERR_ARG,
                     "unknown SpMM variant '%s' (CAPGNN_SPMM): expected auto, cusparse, warp, "
-                    "subwarp or rowsplit",
+                    "subwarp, rowsplit or tiled",
                     name ? name : "(null)");
 }
 
@@ -532,6 +635,14 @@ void cg_cuda_spmm_set_variant(struct cg_backend *be, enum cg_cuda_spmm_variant v
 
 enum cg_cuda_spmm_variant cg_cuda_spmm_get_variant(const struct cg_backend *be) {
   return IMPL(be)->spmm_variant;
+}
+
+void cg_cuda_spmm_set_tiles(struct cg_backend *be, int on) { IMPL(be)->spmm_tiles = on ? 1 : 0; }
+
+void cg_cuda_spmat_tiles(const struct cg_spmat *a, int64_t *ntiles, int64_t *tile_nnz) {
+  SPMAT(a);
+  if (ntiles) *ntiles = a->ntiles;
+  if (tile_nnz) *tile_nnz = a->tile_nnz;
 }
 
 /* The auto rule, calibrated with benchmarks/kernel_lab on an H100 80GB HBM3
@@ -551,11 +662,14 @@ enum cg_cuda_spmm_variant cg_cuda_spmm_get_variant(const struct cg_backend *be) 
  * subwarp (13..15 not measured: the crossover lies between 12 and 16), otherwise
  * warp. Heavy rows go to block-per-row blocks inside the same launch.
  * A forced variant that does not apply falls back: cusparse without a descriptor
- * -> warp, subwarp above 16 columns -> warp. */
+ * -> warp, subwarp above 16 columns -> warp, tiled on a matrix without tiles ->
+ * what auto picks. `auto` never picks tiled yet: its kernel has not been timed on a
+ * GPU (cuda_backend.h). */
 #define CUDA_SPMM_AUTO_SUBWARP_MAX_F 12
 static enum cg_cuda_spmm_variant resolve(const struct cuda_impl *im, const struct cg_spmat *a,
                                          int64_t f) {
   enum cg_cuda_spmm_variant v = im->spmm_variant;
+  if (v == CG_CUDA_SPMM_TILED && a->ntiles == 0) v = CG_CUDA_SPMM_AUTO;
   if (v == CG_CUDA_SPMM_AUTO) {
     if (f == 1 && a->descr)
       v = CG_CUDA_SPMM_CUSPARSE;
@@ -603,10 +717,18 @@ static void cu_spmm(struct cg_backend *be, const struct cg_spmat *a_, const floa
     cgk_scale_strided(im->stream, y, a->nrows, f, ldy, 0.0f);
     return;
   }
-  struct cgk_csr k = {a->nrows,   a->ncols,   a->nnz,           a->d_rowptr,     a->d_colidx,
-                      a->d_vals,   a->d_heavy, a->n_heavy,       a->heavy_threshold,
-                      im->spmm_max_pass};
+  const struct cuda_csr *m = &a->m;
   enum cg_cuda_spmm_variant v = resolve(im, a, f);
+  if (v == CG_CUDA_SPMM_TILED) { /* the far part writes Y, then the tiles add theirs */
+    m = &a->far;
+    v = f <= CUDA_SPMM_AUTO_SUBWARP_MAX_F ? CG_CUDA_SPMM_SUBWARP : CG_CUDA_SPMM_WARP;
+    if (m->nnz == 0) {
+      cgk_scale_strided(im->stream, y, a->nrows, f, ldy, 0.0f);
+      v = CG_CUDA_SPMM_TILED;
+    }
+  }
+  struct cgk_csr k = {m->nrows,   m->ncols,   m->nnz,       m->d_rowptr,        m->d_colidx,
+                      m->d_vals,  m->d_heavy, m->n_heavy,   m->heavy_threshold, im->spmm_max_pass};
   if (v == CG_CUDA_SPMM_CUSPARSE) {
     if (spmm_cusparse(im, a, x, ldx, y, ldy, f)) return;
     if (!im->warned_cusparse_fallback) {
@@ -625,9 +747,19 @@ static void cu_spmm(struct cg_backend *be, const struct cg_spmat *a_, const floa
     case CG_CUDA_SPMM_SUBWARP:
       cgk_spmm_subwarp(im->stream, &k, x, ldx, y, ldy, f, 1);
       break;
+    case CG_CUDA_SPMM_TILED: /* Y already zero: an empty far part */
+      break;
     default:
       cgk_spmm_warp(im->stream, &k, x, ldx, y, ldy, f, 1);
       break;
+  }
+  if (m == &a->far) {
+    const struct cgk_tiles t = {a->nrows,      a->ncols,       (a->nrows + CGK_TILE_ROWS - 1) / CGK_TILE_ROWS,
+                                a->ntiles,     a->d_rb_tile,   a->d_tile_col,
+                                a->d_tile_edge, a->d_tile_rowptr, a->d_perm,
+                                a->d_t_off,    a->d_t_val,     a->d_row_scale,
+                                a->d_col_scale};
+    cgk_spmm_tiled_add(im->stream, &t, x, ldx, y, ldy, f);
   }
 }
 
@@ -850,6 +982,20 @@ int cg_backend_cuda_create(int device_ordinal, int tf32, struct cg_backend **out
                         envp);
     }
     im->spmm_max_pass = v;
+  }
+  im->spmm_tiles = variant == CG_CUDA_SPMM_TILED;
+  im->tile_min_reuse = CUDA_TILE_MIN_REUSE;
+  const char *envr = getenv("CAPGNN_SPMM_TILE_REUSE");
+  if (envr && *envr) {
+    char *end = NULL;
+    double v = strtod(envr, &end);
+    if (*end || !(v >= 0.25 && v <= 1024.0)) {
+      impl_release(im);
+      cg_free(be);
+      return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_TILE_REUSE=%s: expected a number in 0.25..1024 "
+                        "(nonzeros per staged source row that make a tile dense)", envr);
+    }
+    im->tile_min_reuse = v;
   }
   snprintf(im->describe, sizeof im->describe, "%s", describe);
 

@@ -32,13 +32,25 @@
  *             wider calls fall back to warp)
  *   rowsplit  one 256-thread block per row, the 8 warps split the row's nonzeros and
  *             their partial sums are added in a fixed order (deterministic)
+ *   tiled     for clustered graphs (cuda/spmm_tiles.h): the nonzeros of dense
+ *             256 x 256 tiles are summed from source rows staged in shared memory,
+ *             the rest ("far" part) by warp/subwarp first. Needs the layout, built at
+ *             spmat_create only when tiles are on (CAPGNN_SPMM=tiled, or
+ *             cg_cuda_spmm_set_tiles) and they hold >= 30 % of the nonzeros; a matrix
+ *             without it runs what auto picks. Results differ from warp by rounding
+ *             (other order; factored values when the matrix's factors reproduce
+ *             them). NOT YET RUN ON A GPU: written and tested against a host
+ *             emulation of its order without a GPU; auto does not pick it until the
+ *             kernel lab has validated and timed it.
  * With warp and subwarp, rows whose degree exceeds the matrix's heavy-row threshold
  * (max(1024, 8 x average degree)) are computed by rowsplit-style blocks placed at
  * the front of the same launch, so hubs run alongside the other rows. The hand
  * kernels are deterministic (fixed summation order). Environment, read by
- * cg_backend_cuda_create: CAPGNN_SPMM=auto|cusparse|warp|subwarp|rowsplit sets the
- * initial variant (cg_cuda_spmm_set_variant() changes it later);
- * CAPGNN_SPMM_MAX_PASS=32|64|...|1024 the column pass of warp/rowsplit (tuning).
+ * cg_backend_cuda_create: CAPGNN_SPMM=auto|cusparse|warp|subwarp|rowsplit|tiled sets
+ * the initial variant (cg_cuda_spmm_set_variant() changes it later);
+ * CAPGNN_SPMM_MAX_PASS=32|64|...|1024 the column pass of warp/rowsplit (tuning);
+ * CAPGNN_SPMM_TILE_REUSE=R (default 4) the nonzeros per staged source row that make
+ * a tile dense (tuning).
  */
 #ifndef CAPGNN_CUDA_BACKEND_H
 #define CAPGNN_CUDA_BACKEND_H
@@ -100,7 +112,8 @@ enum cg_cuda_spmm_variant {
   CG_CUDA_SPMM_WARP = 2,
   CG_CUDA_SPMM_SUBWARP = 3,
   CG_CUDA_SPMM_ROWSPLIT = 4,
-  CG_CUDA_SPMM_NVARIANTS = 5
+  CG_CUDA_SPMM_TILED = 5,
+  CG_CUDA_SPMM_NVARIANTS = 6
 };
 const char *cg_cuda_spmm_variant_name(enum cg_cuda_spmm_variant v);
 /* "auto", "cusparse", ... -> variant; CG_ERR_ARG with the list of names otherwise. */
@@ -114,6 +127,11 @@ enum cg_cuda_spmm_variant cg_cuda_spmm_resolve(const struct cg_backend *be, cons
 /* Rows of `a` that the warp/subwarp launches compute block-per-row, and the
  * degree threshold above which a row counts as heavy. */
 void cg_cuda_spmat_heavy_rows(const struct cg_spmat *a, int64_t *n_heavy, int64_t *threshold);
+/* on != 0: spmat_create builds the tiled layout (when it pays, see "tiled" above)
+ * for the matrices created afterwards; CAPGNN_SPMM=tiled turns it on at create. */
+void cg_cuda_spmm_set_tiles(struct cg_backend *be, int on);
+/* Tiles of `a` and the nonzeros they hold (0, 0: no tiled layout). */
+void cg_cuda_spmat_tiles(const struct cg_spmat *a, int64_t *ntiles, int64_t *tile_nnz);
 
 #ifdef __cplusplus
 }

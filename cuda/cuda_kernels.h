@@ -118,6 +118,33 @@ void cgk_spmm_rowsplit(cudaStream_t s, const struct cgk_csr *a, const int32_t *r
                        int64_t n_rows, const float *x, int64_t ldx, float *y, int64_t ldy,
                        int64_t f);
 
+/* Widest vector (4, 2 or 1 floats) that the width, both strides and both base
+ * pointers allow. */
+static inline int cgk_pick_vec(const float *x, int64_t ldx, const float *y, int64_t ldy, int64_t f) {
+  uintptr_t px = (uintptr_t)x, py = (uintptr_t)y;
+  if (f % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 && px % 16 == 0 && py % 16 == 0) return 4;
+  if (f % 2 == 0 && ldx % 2 == 0 && ldy % 2 == 0 && px % 8 == 0 && py % 8 == 0) return 2;
+  return 1;
+}
+
+/* ---- tiled SpMM (cuda/spmm_tiled.cu; layout and host builder: cuda/spmm_tiles.h) ---- */
+struct cgk_tiles { /* device copies of struct cgk_tiles_host's arrays */
+  int64_t nrows, ncols, nrb, ntiles;
+  const int64_t *rb_tile;
+  const int32_t *tile_col;
+  const int64_t *tile_edge;
+  const int32_t *tile_rowptr;
+  const uint16_t *perm;
+  const uint16_t *t_off;
+  const float *t_val;     /* NULL when factored */
+  const float *row_scale; /* factored only */
+  const float *col_scale;
+};
+/* Y[nrows x f] += (tile part of A) X. Only rows that hold a slot are read and
+ * written, columns >= f never. */
+void cgk_spmm_tiled_add(cudaStream_t s, const struct cgk_tiles *t, const float *x, int64_t ldx,
+                        float *y, int64_t ldy, int64_t f);
+
 #ifdef __cplusplus
 }
 #endif

@@ -259,14 +259,6 @@ inline unsigned heavy_grid(unsigned row_blocks, int64_t heavy_blocks) {
   return (unsigned)((int64_t)row_blocks + heavy_blocks);
 }
 
-/* Widest vector that f, both strides and both base pointers allow. */
-inline int pick_vec(const float *x, int64_t ldx, const float *y, int64_t ldy, int64_t f) {
-  uintptr_t px = (uintptr_t)x, py = (uintptr_t)y;
-  if (f % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 && px % 16 == 0 && py % 16 == 0) return 4;
-  if (f % 2 == 0 && ldx % 2 == 0 && ldy % 2 == 0 && px % 8 == 0 && py % 8 == 0) return 2;
-  return 1;
-}
-
 /* Smallest NV in 1, 2, 4, 8 (, 16 when VEC <= 2) whose pass covers f, but a pass
  * never exceeds max_pass columns (wider f loops over passes, re-reading the row's
  * indices, which are cheap next to the X rows, instead of holding more
@@ -296,7 +288,7 @@ void cgk_spmm_warp(cudaStream_t s, const struct cgk_csr *a, const float *x, int6
   const int64_t skip_above = split ? a->heavy_threshold : INT64_MAX;
   const int64_t heavy_blocks = split ? a->n_heavy : 0;
   const unsigned grid = heavy_grid(grid_cap((a->nrows + kWarps - 1) / kWarps), heavy_blocks);
-  int vec = pick_vec(x, ldx, y, ldy, f), nv = pick_nv(vec, f, a->max_pass);
+  int vec = cgk_pick_vec(x, ldx, y, ldy, f), nv = pick_nv(vec, f, a->max_pass);
 #define CGK_LAUNCH_WARP(V, N) \
   spmm_warp_kernel<V, N><<<grid, kThreads, 0, s>>>(*a, x, ldx, y, ldy, f, skip_above, heavy_blocks)
   if (vec == 4) {
@@ -321,7 +313,7 @@ void cgk_spmm_rowsplit(cudaStream_t s, const struct cgk_csr *a, const int32_t *r
                        int64_t f) {
   if (n_rows <= 0 || f <= 0) return;
   unsigned grid = grid_cap(n_rows);
-  int vec = pick_vec(x, ldx, y, ldy, f), nv = pick_nv(vec, f, a->max_pass);
+  int vec = cgk_pick_vec(x, ldx, y, ldy, f), nv = pick_nv(vec, f, a->max_pass);
 #define CGK_LAUNCH_RS(V, N) \
   spmm_rowsplit_kernel<V, N><<<grid, kThreads, 0, s>>>(*a, rows, n_rows, x, ldx, y, ldy, f)
   if (vec == 4) {

@@ -24,6 +24,7 @@
 #include "core/ops.h"
 #include "core/status.h"
 #include "cuda/cuda_backend.h"
+#include "tile_matrices.h"
 
 static struct cg_backend *cpu, *gpu;
 
@@ -268,6 +269,13 @@ static void test_variant_selection(void **state) {
   unsetenv("CAPGNN_SPMM_MAX_PASS");
   assert_null(g2);
   cg_err_clear();
+  setenv("CAPGNN_SPMM_TILE_REUSE", "0", 1); /* below 0.25 */
+  assert_int_equal(cg_backend_cuda_create(0, 0, &g2), CG_ERR_ARG);
+  setenv("CAPGNN_SPMM_TILE_REUSE", "4x", 1);
+  assert_int_equal(cg_backend_cuda_create(0, 0, &g2), CG_ERR_ARG);
+  unsetenv("CAPGNN_SPMM_TILE_REUSE");
+  assert_null(g2);
+  cg_err_clear();
   setenv("CAPGNN_SPMM", "rowsplit", 1);
   assert_int_equal(cg_backend_cuda_create(0, 0, &g2), CG_OK);
   unsetenv("CAPGNN_SPMM");
@@ -396,15 +404,24 @@ static void make_csr(struct cg_csr *a, int64_t nrows, int64_t ncols, int with_va
   free(rp);
 }
 
+/* Communities of 300 consecutive rows / columns (density 0.3 inside, 0.01 outside)
+ * and every 150th row a hub over 80 % of the columns: most nonzeros fall in dense
+ * 256 x 256 tiles, so the tiled layout applies. */
+static void make_clustered(struct cg_csr *a, int64_t nrows, int64_t ncols, enum tm_values vals) {
+  static uint64_t seed = 12345;
+  assert_int_equal(tm_clustered(a, nrows, ncols, 300, 0.3, 0.01, 150, 0.8, vals, &seed), CG_OK);
+}
+
 static void spmm_matrix(const struct cg_csr *h, const char *label) {
   struct cg_spmat *ac = NULL, *ag = NULL;
   assert_int_equal(cpu->spmat_create(cpu, h, &ac), CG_OK);
   assert_int_equal(gpu->spmat_create(gpu, h, &ag), CG_OK);
-  int64_t n_heavy = 0, thr = 0;
+  int64_t n_heavy = 0, thr = 0, ntiles = 0, tile_nnz = 0;
   cg_cuda_spmat_heavy_rows(ag, &n_heavy, &thr);
-  printf("  %s: %lld x %lld, nnz %lld, %lld heavy rows (degree > %lld)\n", label,
-         (long long)h->nrows, (long long)h->ncols, (long long)h->nnz, (long long)n_heavy,
-         (long long)thr);
+  cg_cuda_spmat_tiles(ag, &ntiles, &tile_nnz);
+  printf("  %s: %lld x %lld, nnz %lld, %lld heavy rows (degree > %lld), %lld tiles holding %lld "
+         "nonzeros\n", label, (long long)h->nrows, (long long)h->ncols, (long long)h->nnz,
+         (long long)n_heavy, (long long)thr, (long long)ntiles, (long long)tile_nnz);
   assert_true(n_heavy >= 2);
   static const int64_t widths[] = {1, 7, 16, 41, 64, 256, 602};
   for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
@@ -432,6 +449,8 @@ static void spmm_matrix(const struct cg_csr *h, const char *label) {
         cg_cuda_spmm_set_variant(gpu, (enum cg_cuda_spmm_variant)v);
         enum cg_cuda_spmm_variant rv = cg_cuda_spmm_resolve(gpu, ag, f);
         assert_int_not_equal(rv, CG_CUDA_SPMM_AUTO);
+        /* tiled runs where the matrix has tiles, else falls back to auto's choice */
+        if (v == CG_CUDA_SPMM_TILED) assert_true((rv == CG_CUDA_SPMM_TILED) == (ntiles > 0));
         assert_int_equal(gpu->upload(gpu, Y.g, y0, Y.bytes), CG_OK);
         gpu->spmm(gpu, ag, X.g, ld, Y.g, ld, f);
         float *got = down(gpu, Y.g, Y.bytes);
@@ -496,6 +515,37 @@ static void test_spmm(void **state) {
   cg_csr_free(&h);
   gpu = saved;
   cg_backend_destroy(&wide);
+}
+
+/* The tiled variant on clustered matrices (valued, factored, all ones), against the
+ * CPU backend like every other variant; the layout itself is tested on the host in
+ * test_spmm_tiles. */
+static void test_spmm_tiled(void **state) {
+  (void)state;
+  struct cg_csr h;
+  cg_cuda_spmm_set_tiles(gpu, 1);
+  make_clustered(&h, 1300, 1500, TM_RANDOM);
+  spmm_matrix(&h, "clustered, weighted");
+  cg_csr_free(&h);
+  make_clustered(&h, 1100, 1100, TM_FACTORED);
+  spmm_matrix(&h, "clustered, factored");
+  cg_csr_free(&h);
+  make_clustered(&h, 700, 1200, TM_ONES);
+  spmm_matrix(&h, "clustered, unweighted");
+  cg_csr_free(&h);
+  /* tiles off: the same matrix gets no layout and tiled falls back */
+  cg_cuda_spmm_set_tiles(gpu, 0);
+  make_clustered(&h, 700, 1200, TM_RANDOM);
+  struct cg_spmat *ag = NULL;
+  assert_int_equal(gpu->spmat_create(gpu, &h, &ag), CG_OK);
+  int64_t ntiles = -1;
+  cg_cuda_spmat_tiles(ag, &ntiles, NULL);
+  assert_int_equal(ntiles, 0);
+  cg_cuda_spmm_set_variant(gpu, CG_CUDA_SPMM_TILED);
+  assert_int_equal(cg_cuda_spmm_resolve(gpu, ag, 64), CG_CUDA_SPMM_WARP);
+  cg_cuda_spmm_set_variant(gpu, CG_CUDA_SPMM_AUTO);
+  gpu->spmat_destroy(gpu, ag);
+  cg_csr_free(&h);
 }
 
 static void test_spmm_degenerate(void **state) {
@@ -790,7 +840,8 @@ int main(void) {
       cmocka_unit_test(test_device_info),   cmocka_unit_test(test_memory),
       cmocka_unit_test(test_arena),         cmocka_unit_test(test_variant_selection),
       cmocka_unit_test(test_gemm),          cmocka_unit_test(test_blas1),
-      cmocka_unit_test(test_spmm),          cmocka_unit_test(test_spmm_degenerate),
+      cmocka_unit_test(test_spmm),          cmocka_unit_test(test_spmm_tiled),
+      cmocka_unit_test(test_spmm_degenerate),
       cmocka_unit_test(test_bias),          cmocka_unit_test(test_relu),
       cmocka_unit_test(test_dropout),       cmocka_unit_test(test_layernorm),
       cmocka_unit_test(test_losses),        cmocka_unit_test(test_eval_counts),

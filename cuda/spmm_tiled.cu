@@ -1,0 +1,191 @@
+/* cuda/spmm_tiled.cu — the tile part of the "tiled" SpMM: Y += (dense tiles of A) X,
+ * with the layout of cuda/spmm_tiles.h (the far part was written into Y before, by
+ * the warp-per-row kernel).
+ *
+ * One block of CGK_TILE_WARPS warps per (column slice, row block); slices of
+ * SW = 32 * VEC columns (lane l holds columns c0 + l*VEC .. +VEC-1), slice-major
+ * grid so that the blocks in flight share a slice of X in L2. For each dense tile of
+ * its row block, in order, the block
+ *   1. stages the tile's CGK_TILE_COLS source rows of the slice in shared memory
+ *      (scaled by col_scale when factored; rows past ncols and columns past f as 0),
+ *   2. each warp walks the segments of its CGK_TILE_ROWS_PER_WARP slots: 32 column
+ *      offsets (and values) loaded coalesced, broadcast by shuffles, each nonzero
+ *      reading its staged row from shared memory into the slot's accumulators.
+ * Finally each slot's row gets Y[row] += acc (times row_scale when factored); slots
+ * without a row and lanes past f write nothing, so Y's padding is never touched.
+ * Summation order is fixed by the layout: deterministic run to run.
+ *
+ * Shared memory: CGK_TILE_COLS * SW floats (128 KiB for VEC = 4), above the 48 KiB
+ * default, so the launcher raises the kernel's dynamic shared memory limit. */
+#include <stdint.h>
+
+#include "cuda/cuda_kernels.h"
+#include "cuda/spmm_tiles.h"
+
+namespace {
+
+constexpr unsigned kFull = 0xffffffffu;
+constexpr int kThreads = CGK_TILE_WARPS * 32;
+constexpr int kRows = CGK_TILE_ROWS;
+constexpr int kCols = CGK_TILE_COLS;
+constexpr int kRpw = CGK_TILE_ROWS_PER_WARP;
+static_assert(kRpw * CGK_TILE_WARPS == kRows, "slots must cover the row block");
+
+template <int VEC>
+struct vec_io;
+template <>
+struct vec_io<4> {
+  static __device__ __forceinline__ void load(const float *p, float *v) {
+    float4 t = __ldg(reinterpret_cast<const float4 *>(p));
+    v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+  }
+  static __device__ __forceinline__ void store(float *p, const float *v) {
+    *reinterpret_cast<float4 *>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  }
+  static __device__ __forceinline__ void load_rw(const float *p, float *v) {
+    float4 t = *reinterpret_cast<const float4 *>(p);
+    v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+  }
+};
+template <>
+struct vec_io<2> {
+  static __device__ __forceinline__ void load(const float *p, float *v) {
+    float2 t = __ldg(reinterpret_cast<const float2 *>(p));
+    v[0] = t.x, v[1] = t.y;
+  }
+  static __device__ __forceinline__ void store(float *p, const float *v) {
+    *reinterpret_cast<float2 *>(p) = make_float2(v[0], v[1]);
+  }
+  static __device__ __forceinline__ void load_rw(const float *p, float *v) {
+    float2 t = *reinterpret_cast<const float2 *>(p);
+    v[0] = t.x, v[1] = t.y;
+  }
+};
+template <>
+struct vec_io<1> {
+  static __device__ __forceinline__ void load(const float *p, float *v) { v[0] = __ldg(p); }
+  static __device__ __forceinline__ void store(float *p, const float *v) { *p = v[0]; }
+  static __device__ __forceinline__ void load_rw(const float *p, float *v) { v[0] = *p; }
+};
+
+template <int VEC, bool FACT>
+__global__ void __launch_bounds__(kThreads, 1)
+    spmm_tiled_kernel(const cgk_tiles t, const float *__restrict__ x, int64_t ldx,
+                      float *__restrict__ y, int64_t ldy, int64_t f) {
+  constexpr int SW = 32 * VEC;
+  extern __shared__ float4 xs_raw[]; /* kCols x SW floats, 16-byte aligned */
+  float *xs = reinterpret_cast<float *>(xs_raw);
+  const int64_t slice = (int64_t)blockIdx.x / t.nrb, rb = (int64_t)blockIdx.x % t.nrb;
+  const int64_t t0 = t.rb_tile[rb], t1 = t.rb_tile[rb + 1];
+  if (t0 == t1) return; /* block-uniform: no tile, Y already complete */
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const int64_t c0 = slice * SW;
+
+  float acc[kRpw][VEC];
+#pragma unroll
+  for (int j = 0; j < kRpw; j++)
+#pragma unroll
+    for (int e = 0; e < VEC; e++) acc[j][e] = 0.0f;
+
+  for (int64_t tile = t0; tile < t1; tile++) {
+    const int64_t src0 = (int64_t)t.tile_col[tile] * kCols;
+    __syncthreads(); /* every warp is done with the previous tile's rows */
+    /* stage: warp-instruction i covers staged row i / 32's SW columns, coalesced */
+#pragma unroll 4
+    for (int i = threadIdx.x; i < kCols * 32; i += kThreads) {
+      const int rr = i >> 5, l = i & 31;
+      const int64_t src = src0 + rr, c = c0 + (int64_t)l * VEC;
+      float v[VEC];
+#pragma unroll
+      for (int e = 0; e < VEC; e++) v[e] = 0.0f;
+      if (src < t.ncols && c < f) { /* VEC divides f: the whole vector is inside */
+        vec_io<VEC>::load(x + src * ldx + c, v);
+        if (FACT) {
+          const float s = __ldg(t.col_scale + src);
+#pragma unroll
+          for (int e = 0; e < VEC; e++) v[e] *= s;
+        }
+      }
+      vec_io<VEC>::store(xs + rr * SW + l * VEC, v);
+    }
+    __syncthreads();
+    const int32_t *rp = t.tile_rowptr + tile * (kRows + 1) + w * kRpw;
+    const int64_t e0 = t.tile_edge[tile];
+#pragma unroll
+    for (int j = 0; j < kRpw; j++) {
+      const int64_t kb = e0 + __ldg(rp + j), ke = e0 + __ldg(rp + j + 1);
+      for (int64_t k0 = kb; k0 < ke; k0 += 32) {
+        const int64_t k = k0 + lane;
+        int off = 0;
+        float val = 0.0f;
+        if (k < ke) {
+          off = __ldg(t.t_off + k);
+          if (!FACT) val = __ldg(t.t_val + k);
+        }
+        const int cnt = ke - k0 < 32 ? (int)(ke - k0) : 32;
+#pragma unroll 4
+        for (int jj = 0; jj < cnt; jj++) {
+          const int o = __shfl_sync(kFull, off, jj);
+          float xv[VEC];
+          vec_io<VEC>::load_rw(xs + o * SW + lane * VEC, xv);
+          if (FACT) {
+#pragma unroll
+            for (int e = 0; e < VEC; e++) acc[j][e] += xv[e];
+          } else {
+            const float vj = __shfl_sync(kFull, val, jj);
+#pragma unroll
+            for (int e = 0; e < VEC; e++) acc[j][e] += vj * xv[e];
+          }
+        }
+      }
+    }
+  }
+
+  const int64_t cl = c0 + (int64_t)lane * VEC;
+  if (cl >= f) return; /* no shuffles below */
+#pragma unroll
+  for (int j = 0; j < kRpw; j++) {
+    const unsigned lr = t.perm[rb * kRows + w * kRpw + j];
+    if (lr == CGK_TILE_NO_ROW) continue;
+    const int64_t row = rb * kRows + lr;
+    float *yp = y + row * ldy + cl;
+    float cur[VEC];
+    vec_io<VEC>::load_rw(yp, cur);
+    const float s = FACT ? __ldg(t.row_scale + row) : 1.0f;
+#pragma unroll
+    for (int e = 0; e < VEC; e++) cur[e] += FACT ? s * acc[j][e] : acc[j][e];
+    vec_io<VEC>::store(yp, cur);
+  }
+}
+
+#ifndef CGK_CUDA_EMULATE /* cuda/tests/cuda_emu.h runs the kernel on the CPU */
+template <int VEC, bool FACT>
+void launch(cudaStream_t s, const cgk_tiles *t, const float *x, int64_t ldx, float *y, int64_t ldy,
+            int64_t f) {
+  constexpr int SW = 32 * VEC;
+  const int64_t slices = (f + SW - 1) / SW;
+  const int64_t blocks = slices * t->nrb;
+  if (blocks > (int64_t)INT32_MAX)
+    cg_cuda_fatal(__FILE__, __LINE__, "cgk_spmm_tiled_add", "too many (slice, row block) pairs");
+  const size_t smem = (size_t)kCols * SW * sizeof(float);
+  /* per-call (cheap, host-side): the attribute belongs to the current device */
+  CG_CUDA_FATAL_ON(cudaFuncSetAttribute(spmm_tiled_kernel<VEC, FACT>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  spmm_tiled_kernel<VEC, FACT><<<(unsigned)blocks, kThreads, smem, s>>>(*t, x, ldx, y, ldy, f);
+  CG_CUDA_LAUNCH_CHECK("spmm_tiled_kernel");
+}
+#endif
+
+} // namespace
+
+#ifndef CGK_CUDA_EMULATE
+extern "C" void cgk_spmm_tiled_add(cudaStream_t s, const struct cgk_tiles *t, const float *x,
+                                   int64_t ldx, float *y, int64_t ldy, int64_t f) {
+  if (t->ntiles <= 0 || t->nrb <= 0 || f <= 0) return;
+  const int vec = cgk_pick_vec(x, ldx, y, ldy, f);
+  const bool fact = t->t_val == nullptr;
+  if (vec == 4) fact ? launch<4, true>(s, t, x, ldx, y, ldy, f) : launch<4, false>(s, t, x, ldx, y, ldy, f);
+  else if (vec == 2) fact ? launch<2, true>(s, t, x, ldx, y, ldy, f) : launch<2, false>(s, t, x, ldx, y, ldy, f);
+  else fact ? launch<1, true>(s, t, x, ldx, y, ldy, f) : launch<1, false>(s, t, x, ldx, y, ldy, f);
+}
+#endif
