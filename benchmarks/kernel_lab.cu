@@ -1,10 +1,12 @@
 /* benchmarks/kernel_lab.cu — validate, then time, every SpMM variant of the CUDA
  * backend on a synthetic CSR shaped like Reddit.
  *
- * Variants: cusparse, warp, subwarp, rowsplit (forced through
+ * Variants: cusparse, warp, subwarp, rowsplit, tiled (forced through
  * cg_cuda_spmm_set_variant) and auto (the backend's rule, reported with the
  * variant it resolved to). A forced variant that does not apply to a width
- * (subwarp above 16 columns) is reported as skipped, not timed twice.
+ * (subwarp above 16 columns, tiled on a matrix without dense tiles) is reported as
+ * skipped, not timed twice. With tiled among the variants the matrices are created
+ * with the tiled layout (cg_cuda_spmm_set_tiles); its share is printed.
  *
  * Graph: --rows rows (default 232,965 = Reddit, times --scale), each with about
  * --deg distinct neighbours (default 492) plus a self-loop, columns sorted;
@@ -12,10 +14,14 @@
  * high locality, like a graph reordered by community) or "random" (uniform over
  * all rows: the worst case for caches). --hubs N adds N rows with 100*deg
  * neighbours (power-law hubs: exercises the rowsplit path). Values in (0, 1].
- * The generator is self-contained (no graph module) and deterministic (--seed).
+ * The generator is deterministic (--seed).
+ * --graph SPEC instead times the GCN operator D^-1/2 (A + I) D^-1/2 of a real or
+ * synthetic graph (a .cgr path, a dataset name or synth:...), the matrix that
+ * training multiplies by: e.g. --graph synth:reddit, whose neighbours are mostly in
+ * the vertex's community (85 %) but whose communities span ~8k rows.
  *
  * Validation: before timing, each variant's output is compared on --check-rows
- * sampled rows (always including the first, the last and the hubs) with a double
+ * sampled rows (always including the first, the last and up to 64 hubs) with a double
  * reference: |y - ref| <= 1e-6 + 2e-5 * sum_k |a_k x_k|. Y is filled with NaN
  * first, so rows a kernel forgets are caught. A mismatch is printed and makes the
  * program exit 1 (the variant is not timed).
@@ -28,7 +34,8 @@
  * can exceed DRAM bandwidth; it is a work rate, comparable across variants.
  *
  * Usage: kernel_lab [--rows N] [--scale F] [--deg D] [--order clustered|random|both]
- *                   [--widths 41,64,128,256,602] [--variants cusparse,warp,subwarp,rowsplit,auto]
+ *                   [--graph SPEC] [--widths 41,64,128,256,602]
+ *                   [--variants cusparse,warp,subwarp,rowsplit,tiled,auto]
  *                   [--runs R] [--warmup W] [--check-rows K] [--hubs N] [--seed S]
  *                   [--device D] [--json PATH]
  * Exit: 0 ok, 1 validation failure, 2 usage or setup error, 77 no CUDA device. */
@@ -49,6 +56,7 @@
 #include "core/ops.h"
 #include "core/status.h"
 #include "cuda/cuda_backend.h"
+#include "graph/graph.h"
 
 namespace {
 
@@ -60,7 +68,8 @@ struct options {
   std::vector<int64_t> widths{41, 64, 128, 256, 602};
   std::vector<enum cg_cuda_spmm_variant> variants{CG_CUDA_SPMM_CUSPARSE, CG_CUDA_SPMM_WARP,
                                                   CG_CUDA_SPMM_SUBWARP, CG_CUDA_SPMM_ROWSPLIT,
-                                                  CG_CUDA_SPMM_AUTO};
+                                                  CG_CUDA_SPMM_TILED,   CG_CUDA_SPMM_AUTO};
+  const char *graph = nullptr; /* --graph: the GCN operator of this graph instead */
   int runs = 20;
   int warmup = 3;
   int64_t check_rows = 2000;
@@ -193,7 +202,8 @@ int main(int argc, char **argv) {
       const char *s = need();
       o.orders = !strcmp(s, "clustered") ? 1 : !strcmp(s, "random") ? 2 : !strcmp(s, "both") ? 3 : 0;
       if (!o.orders) die("--order expects clustered, random or both");
-    } else if (!strcmp(a, "--widths")) o.widths = parse_list(need());
+    } else if (!strcmp(a, "--graph")) o.graph = need();
+    else if (!strcmp(a, "--widths")) o.widths = parse_list(need());
     else if (!strcmp(a, "--variants")) {
       o.variants.clear();
       char buf[256];
@@ -234,7 +244,10 @@ int main(int argc, char **argv) {
   struct cg_backend *be = nullptr;
   check_st(cg_backend_cuda_create(o.device, 0, &be), "creating the CUDA backend");
   cudaStream_t stream = cg_cuda_stream(be);
-  printf("# kernel_lab: SpMM variants on a Reddit-shaped synthetic CSR\n");
+  if (std::find(o.variants.begin(), o.variants.end(), CG_CUDA_SPMM_TILED) != o.variants.end())
+    cg_cuda_spmm_set_tiles(be, 1);
+  printf("# kernel_lab: SpMM variants on %s\n",
+         o.graph ? "the GCN operator of a graph" : "a Reddit-shaped synthetic CSR");
   printf("# GPU: %s\n# reproduce: %s\n", cg_cuda_describe(be), cmdline.c_str());
   printf("# GB/s = (nnz*f*4 + nrows*f*4 + nnz*8 + (nrows+1)*8) / median time\n");
 
@@ -244,36 +257,52 @@ int main(int argc, char **argv) {
   cudaEvent_t ev0, ev1;
   check_cuda(cudaEventCreate(&ev0), "cudaEventCreate");
   check_cuda(cudaEventCreate(&ev1), "cudaEventCreate");
-  int64_t nnz_reported[2] = {0, 0};
+  int64_t nnz_reported[3] = {0, 0, 0}, rows_reported[3] = {0, 0, 0}, tiles_reported[3][2] = {};
 
-  for (int ord = 0; ord < 2; ord++) {
+  if (o.graph) o.orders = 4;
+  for (int ord = 0; ord < 3; ord++) {
     if (!(o.orders & (1 << ord))) continue;
-    const char *order = ord == 0 ? "clustered" : "random";
+    const char *order = ord == 0 ? "clustered" : ord == 1 ? "random" : "graph";
     struct cg_csr h;
     memset(&h, 0, sizeof h);
-    build_csr(o, n, ord == 0, &h);
+    if (ord < 2) {
+      build_csr(o, n, ord == 0, &h);
+    } else {
+      struct graph g;
+      memset(&g, 0, sizeof g);
+      check_st(graph_open(o.graph, &g), "--graph");
+      check_st(graph_aggr_build(&g, GRAPH_NORM_GCN, 1, &h), "building the GCN operator");
+      graph_free(&g);
+    }
+    const int64_t nr = h.nrows;
     nnz_reported[ord] = h.nnz;
+    rows_reported[ord] = nr;
     struct cg_spmat *A = nullptr;
     check_st(be->spmat_create(be, &h, &A), "uploading the matrix");
-    int64_t n_heavy = 0, thr = 0;
+    int64_t n_heavy = 0, thr = 0, ntiles = 0, tile_nnz = 0;
     cg_cuda_spmat_heavy_rows(A, &n_heavy, &thr);
-    printf("# %s: %lld rows, nnz %lld (%.1f per row), %lld heavy rows (degree > %lld)\n", order,
-           (long long)n, (long long)h.nnz, (double)h.nnz / (double)n, (long long)n_heavy,
-           (long long)thr);
+    cg_cuda_spmat_tiles(A, &ntiles, &tile_nnz);
+    tiles_reported[ord][0] = ntiles;
+    tiles_reported[ord][1] = tile_nnz;
+    printf("# %s%s%s: %lld rows, nnz %lld (%.1f per row), %lld heavy rows (degree > %lld), "
+           "%lld dense tiles hold %.1f %% of the nonzeros\n",
+           order, ord == 2 ? " " : "", ord == 2 ? o.graph : "", (long long)nr, (long long)h.nnz,
+           (double)h.nnz / (double)nr, (long long)n_heavy, (long long)thr, (long long)ntiles,
+           h.nnz ? 100.0 * (double)tile_nnz / (double)h.nnz : 0.0);
 
     /* sampled rows: first, last, hubs, then random */
-    std::vector<int32_t> sample{0, (int32_t)(n - 1)};
-    for (int64_t r = 0; r < n; r++)
+    std::vector<int32_t> sample{0, (int32_t)(nr - 1)};
+    for (int64_t r = 0; r < nr && sample.size() < 66; r++) /* up to 64 hubs */
       if (h.rowptr[r + 1] - h.rowptr[r] > 4 * o.deg) sample.push_back((int32_t)r);
     rng gs{o.seed + 7};
-    while ((int64_t)sample.size() < std::min<int64_t>(o.check_rows, n))
-      sample.push_back((int32_t)(gs.next() % (uint64_t)n));
+    while ((int64_t)sample.size() < std::min<int64_t>(o.check_rows, nr))
+      sample.push_back((int32_t)(gs.next() % (uint64_t)nr));
     const int64_t ns = (int64_t)sample.size();
 
     float *dX = nullptr, *dY = nullptr, *dS = nullptr;
     int32_t *dIdx = nullptr;
-    check_st(be->alloc(be, (void **)&dX, (size_t)(n * fmax) * sizeof(float), "X"), "alloc X");
-    check_st(be->alloc(be, (void **)&dY, (size_t)(n * fmax) * sizeof(float), "Y"), "alloc Y");
+    check_st(be->alloc(be, (void **)&dX, (size_t)(nr * fmax) * sizeof(float), "X"), "alloc X");
+    check_st(be->alloc(be, (void **)&dY, (size_t)(nr * fmax) * sizeof(float), "Y"), "alloc Y");
     check_st(be->alloc(be, (void **)&dS, (size_t)(ns * fmax) * sizeof(float), "sample"), "alloc");
     check_st(be->alloc(be, (void **)&dIdx, (size_t)ns * sizeof(int32_t), "sample ids"), "alloc");
     check_st(be->upload(be, dIdx, sample.data(), (size_t)ns * sizeof(int32_t)), "upload ids");
@@ -281,9 +310,9 @@ int main(int argc, char **argv) {
     std::vector<double> ref, absref;
 
     for (int64_t f : o.widths) {
-      /* X[n x f], contiguous (ld = f) */
+      /* X[nr x f], contiguous (ld = f) */
       rng gx{o.seed * 31 + (uint64_t)f};
-      hX.resize((size_t)(n * f));
+      hX.resize((size_t)(nr * f));
       for (auto &x : hX) x = (float)(2.0 * gx.unif() - 1.0);
       check_st(be->upload(be, dX, hX.data(), hX.size() * sizeof(float)), "upload X");
       ref.assign((size_t)(ns * f), 0.0);
@@ -299,8 +328,8 @@ int main(int argc, char **argv) {
           }
         }
       }
-      const double bytes = (double)h.nnz * (double)f * 4.0 + (double)n * (double)f * 4.0 +
-                           (double)h.nnz * 8.0 + (double)(n + 1) * 8.0;
+      const double bytes = (double)h.nnz * (double)f * 4.0 + (double)nr * (double)f * 4.0 +
+                           (double)h.nnz * 8.0 + (double)(nr + 1) * 8.0;
       for (enum cg_cuda_spmm_variant v : o.variants) {
         cg_cuda_spmm_set_variant(be, v);
         enum cg_cuda_spmm_variant rv = cg_cuda_spmm_resolve(be, A, f);
@@ -312,7 +341,7 @@ int main(int argc, char **argv) {
           continue;
         }
         /* validate */
-        check_cuda(cudaMemsetAsync(dY, 0xff, (size_t)(n * f) * sizeof(float), stream), "NaN fill");
+        check_cuda(cudaMemsetAsync(dY, 0xff, (size_t)(nr * f) * sizeof(float), stream), "NaN fill");
         be->spmm(be, A, dX, f, dY, f, f);
         be->gather_rows(be, dY, f, dIdx, ns, dS);
         hS.resize((size_t)(ns * f));
@@ -331,7 +360,7 @@ int main(int argc, char **argv) {
         }
         if (bad) {
           printf("VALIDATION FAILED: %s (ran %s) %s f=%lld: %lld of %lld sampled values wrong; "
-                 "worst at row %d col %lld: got %.9g, want %.9g\n",
+                 "worst at row %d col %lld: got %.9g, want %.9g\nr",
                  res.variant, res.ran, order, (long long)f, (long long)bad, (long long)(ns * f),
                  sample[(size_t)(wi / f)], (long long)(wi % f), (double)hS[(size_t)wi],
                  ref[(size_t)wi]);
@@ -357,7 +386,7 @@ int main(int argc, char **argv) {
         res.gbps = bytes / (res.median_ms * 1e-3) / 1e9;
         results.push_back(res);
         printf("  %-9s (ran %-8s) %-9s f=%-4lld median %9.3f ms  min %9.3f ms  %8.1f GB/s  "
-               "[max rel err %.2g of tol]\n",
+               "[max rel err %.2g of tol]\nr",
                res.variant, res.ran, order, (long long)f, res.median_ms, res.min_ms, res.gbps,
                worst);
         fflush(stdout);
@@ -393,6 +422,18 @@ int main(int argc, char **argv) {
     cJSON_AddNumberToObject(root, "hubs", (double)o.hubs);
     cJSON_AddNumberToObject(root, "nnz_clustered", (double)nnz_reported[0]);
     cJSON_AddNumberToObject(root, "nnz_random", (double)nnz_reported[1]);
+    if (o.graph) {
+      cJSON_AddStringToObject(root, "graph", o.graph);
+      cJSON_AddNumberToObject(root, "graph_rows", (double)rows_reported[2]);
+      cJSON_AddNumberToObject(root, "graph_nnz", (double)nnz_reported[2]);
+    }
+    cJSON *tiles = cJSON_AddObjectToObject(root, "dense_tiles");
+    for (int ord = 0; ord < 3; ord++) {
+      if (!(o.orders & (1 << ord))) continue;
+      cJSON *e = cJSON_AddObjectToObject(tiles, ord == 0 ? "clustered" : ord == 1 ? "random" : "graph");
+      cJSON_AddNumberToObject(e, "tiles", (double)tiles_reported[ord][0]);
+      cJSON_AddNumberToObject(e, "nonzeros", (double)tiles_reported[ord][1]);
+    }
     cJSON_AddNumberToObject(root, "runs", o.runs);
     cJSON_AddNumberToObject(root, "warmup", o.warmup);
     cJSON_AddStringToObject(root, "gbps_formula",

@@ -2,14 +2,20 @@
 # One-call verification on the GPU test host (../shared/GPU_HOST.md), designed for a
 # short device lease: runs prebuilt binaries from BUILD (a Release build made with
 # -DCAPGNN_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90) and writes logs/JSON to OUT.
-#   scripts/gpu-verify.sh BUILD OUT [quick]
-#  1. every CUDA op vs the CPU backend; a whole CUDA training run vs the CPU run;
-#     the GPU communication paths (staged, NCCL at np 1)
-#  2. mpirun -np 1|2|4 on the one GPU: per-epoch losses (compared afterwards)
-#  3. compute-sanitizer memcheck on a short run
-#  4. synth:reddit, GCN 3x256: capgnn epoch benchmark, then capgnn and PyTorch
-#     training on the same .cgr file (median epoch, peak memory, accuracy)
-# Each step has a time limit so that one hang cannot eat the lease.
+#   scripts/gpu-verify.sh BUILD OUT [PARTS]
+# PARTS: a comma list of perf, tiled, correct (default: all three; "quick" = correct).
+#  perf:    synth:reddit, GCN 3x256: capgnn epoch benchmark, then capgnn and PyTorch
+#           training on the same .cgr file (median epoch, peak memory, accuracy)
+#  tiled:   the tiled SpMM on that graph: kernel lab (validated against the CPU,
+#           then timed against warp at widths 41 and 256), the epoch benchmark and
+#           a training run with CAPGNN_SPMM=tiled (needs /tmp/reddit.cgr from perf)
+#  correct: every CUDA op vs the CPU backend (tiled included); a whole CUDA training
+#           run vs the CPU run; the GPU communication paths (staged, NCCL at np 1);
+#           mpirun -np 1|2|4 on the one GPU (per-epoch losses, compared afterwards);
+#           compute-sanitizer memcheck on a short run (and on the tiled kernel)
+# A device command may run 10 minutes: all three parts may not fit one call; run
+# "perf,tiled" and "correct" as two. Each step has a time limit so that one hang
+# cannot eat the lease.
 set -u
 B=$(cd "$1" && pwd); O=$2; mkdir -p "$O"
 cd "$(dirname "$0")/.."
@@ -23,8 +29,11 @@ step() { # step NAME SECONDS CMD...
   local rc=$?
   printf '%-22s rc=%-3s %6.1f s\n' "$name" "$rc" "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')" | tee -a "$O/steps.txt"
 }
+parts=${3:-perf,tiled,correct}
+[ "$parts" = quick ] && parts=correct
+has() { case ",$parts," in *",$1,"*) return 0;; esac; return 1; }
 # Performance first (the lease may end early), then correctness.
-if [ "${3:-}" != quick ]; then
+if has perf; then
   step bench_gpu 90 "$B/bin/bench_epoch" --graph synth:reddit --device cuda --epochs 20 --warmup 3 \
        --profile-epochs 2 --save-graph /tmp/reddit.cgr --json "$O/bench_gpu.json"
   step capgnn_reddit 60 "$B/bin/capgnn" --graph /tmp/reddit.cgr --layers 3 --hidden 256 --dropout 0.5 \
@@ -32,6 +41,17 @@ if [ "${3:-}" != quick ]; then
   step torch_reddit 90 env PYTHONUNBUFFERED=1 python3 benchmarks/torch_gcn.py --graph /tmp/reddit.cgr \
        --epochs 30 --json "$O/torch_reddit.json"
 fi
+if has tiled; then
+  [ -f /tmp/reddit.cgr ] || step save_reddit 120 "$B/bin/capgnn" gen synth:reddit --output /tmp/reddit.cgr --quiet
+  step lab_reddit 150 "$B/bin/kernel_lab" --graph /tmp/reddit.cgr --widths 41,256 \
+       --variants warp,tiled --runs 10 --json "$O/lab_reddit.json"
+  step bench_gpu_tiled 90 env CAPGNN_SPMM=tiled "$B/bin/bench_epoch" --graph /tmp/reddit.cgr \
+       --device cuda --epochs 20 --warmup 3 --profile-epochs 2 --json "$O/bench_gpu_tiled.json"
+  step capgnn_reddit_tiled 60 env CAPGNN_SPMM=tiled "$B/bin/capgnn" --graph /tmp/reddit.cgr --layers 3 \
+       --hidden 256 --dropout 0.5 --lr 0.01 --weight-decay 0 --epochs 30 --device cuda \
+       --metrics "$O/capgnn_reddit_tiled.jsonl" --quiet
+fi
+has correct || exit 0
 for np in 1 2 4; do
   step "mpirun_np$np" 40 mpirun --oversubscribe -np "$np" "$B/bin/capgnn" --graph synth:small \
        --model gcn --layers 3 --hidden 64 --dropout 0.5 --epochs 20 --device cuda \
@@ -42,4 +62,8 @@ step test_cuda_ops 40 "$B/bin/test_cuda_ops"
 [ -x "$B/bin/test_gpu_comm" ] && step test_gpu_comm_np2 40 mpirun --oversubscribe -np 2 "$B/bin/test_gpu_comm"
 step sanitizer 60 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
      "$B/bin/capgnn" --graph synth:tiny --epochs 3 --device cuda --quiet
+step sanitizer_tiled 120 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+     "$B/bin/kernel_lab" --graph synth:small --widths 41,256 --variants tiled --runs 1 --warmup 0
+step racecheck_tiled 120 compute-sanitizer --tool racecheck --error-exitcode 9 \
+     "$B/bin/kernel_lab" --graph synth:small --widths 256 --variants tiled --runs 1 --warmup 0
 exit 0
