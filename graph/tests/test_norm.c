@@ -146,6 +146,9 @@ static void test_properties_synth(void **state) {
   assert_int_equal(memcmp(a.rowptr, at.rowptr, 8 * (size_t)(g.n + 1)), 0);
   assert_int_equal(memcmp(a.colidx, at.colidx, 4 * (size_t)a.nnz), 0);
   assert_int_equal(memcmp(a.vals, at.vals, 4 * (size_t)a.nnz), 0);
+  /* the factors too (runtime/model.c shares Â as Âᵀ on this premise) */
+  assert_int_equal(memcmp(a.row_scale, a.col_scale, 4 * (size_t)g.n), 0);
+  assert_int_equal(memcmp(a.row_scale, at.row_scale, 4 * (size_t)g.n), 0);
   for (int64_t u = 0; u < g.n; u++) {
     int diag = 0;
     for (int64_t k = a.rowptr[u]; k < a.rowptr[u + 1]; k++) {
