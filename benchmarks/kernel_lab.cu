@@ -360,7 +360,7 @@ int main(int argc, char **argv) {
         }
         if (bad) {
           printf("VALIDATION FAILED: %s (ran %s) %s f=%lld: %lld of %lld sampled values wrong; "
-                 "worst at row %d col %lld: got %.9g, want %.9g\nr",
+                 "worst at row %d col %lld: got %.9g, want %.9g\n",
                  res.variant, res.ran, order, (long long)f, (long long)bad, (long long)(ns * f),
                  sample[(size_t)(wi / f)], (long long)(wi % f), (double)hS[(size_t)wi],
                  ref[(size_t)wi]);
@@ -386,7 +386,7 @@ int main(int argc, char **argv) {
         res.gbps = bytes / (res.median_ms * 1e-3) / 1e9;
         results.push_back(res);
         printf("  %-9s (ran %-8s) %-9s f=%-4lld median %9.3f ms  min %9.3f ms  %8.1f GB/s  "
-               "[max rel err %.2g of tol]\nr",
+               "[max rel err %.2g of tol]\n",
                res.variant, res.ran, order, (long long)f, res.median_ms, res.min_ms, res.gbps,
                worst);
         fflush(stdout);

@@ -67,6 +67,7 @@ struct cuda_impl {
   enum cg_cuda_spmm_variant spmm_variant;
   int64_t spmm_max_pass; /* columns per pass of the warp/rowsplit kernels */
   int spmm_tiles;        /* spmat_create builds the tiled layout */
+  size_t smem_optin;     /* shared memory per block a kernel may opt in to */
   double tile_min_reuse;
   int warned_cusparse_fallback;
   char describe[320];
@@ -759,7 +760,7 @@ static void cu_spmm(struct cg_backend *be, const struct cg_spmat *a_, const floa
                                 a->d_tile_edge, a->d_tile_rowptr, a->d_perm,
                                 a->d_t_off,    a->d_t_val,     a->d_row_scale,
                                 a->d_col_scale};
-    cgk_spmm_tiled_add(im->stream, &t, x, ldx, y, ldy, f);
+    cgk_spmm_tiled_add(im->stream, &t, x, ldx, y, ldy, f, im->smem_optin);
   }
 }
 
@@ -1000,6 +1001,11 @@ int cg_backend_cuda_create(int device_ordinal, int tf32, struct cg_backend **out
   snprintf(im->describe, sizeof im->describe, "%s", describe);
 
   CUDA_TRY_GOTO(cudaSetDevice(device_ordinal));
+  {
+    int smem = 0;
+    CUDA_TRY_GOTO(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_ordinal));
+    im->smem_optin = (size_t)smem;
+  }
   CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
   TRY_GOTO(device_malloc(im, &im->d_cublas_ws, CUDA_CUBLAS_WS_BYTES, "the cuBLAS workspace"), fail);
   {

@@ -8,15 +8,23 @@
  * its row block, in order, the block
  *   1. stages the tile's CGK_TILE_COLS source rows of the slice in shared memory
  *      (scaled by col_scale when factored; rows past ncols and columns past f as 0),
- *   2. each warp walks the segments of its CGK_TILE_ROWS_PER_WARP slots: 32 column
- *      offsets (and values) loaded coalesced, broadcast by shuffles, each nonzero
- *      reading its staged row from shared memory into the slot's accumulators.
+ *   2. each warp walks the segments of its CGK_TILE_ROWS_PER_WARP slots, which are
+ *      consecutive in t_off, as one range: the 17 segment bounds in one load
+ *      (broadcast by shuffles), column offsets (and values) 32 at a time in
+ *      coalesced loads, the next 32 loaded while the current ones are used (a
+ *      warp's ~170 nonzeros per tile in ~6 loads instead of a dependent pair per
+ *      segment); each nonzero reads its staged row from shared memory into the
+ *      slot's accumulators.
  * Finally each slot's row gets Y[row] += acc (times row_scale when factored); slots
  * without a row and lanes past f write nothing, so Y's padding is never touched.
  * Summation order is fixed by the layout: deterministic run to run.
  *
  * Shared memory: CGK_TILE_COLS * SW floats (128 KiB for VEC = 4), above the 48 KiB
- * default, so the launcher raises the kernel's dynamic shared memory limit. */
+ * default, so the launcher raises the kernel's dynamic shared memory limit; where
+ * the device allows less per block (sm_70..sm_89: 64-99 KiB) it narrows the vector
+ * (64 KiB for VEC = 2, 32 KiB for VEC = 1).
+ * Not done yet (ideas for when it runs on a GPU): staging overlapped with compute
+ * (cp.async double buffering), the next tile's bounds loaded before the barrier. */
 #include <stdint.h>
 
 #include "cuda/cuda_kernels.h"
@@ -30,6 +38,14 @@ constexpr int kRows = CGK_TILE_ROWS;
 constexpr int kCols = CGK_TILE_COLS;
 constexpr int kRpw = CGK_TILE_ROWS_PER_WARP;
 static_assert(kRpw * CGK_TILE_WARPS == kRows, "slots must cover the row block");
+static_assert(kRpw < 32, "a warp's segment bounds must fit in one load");
+
+/* Dynamic shared memory of a launch with VEC floats per lane, and its grid (one
+ * block per column slice and row block); the emulation test uses them too. */
+constexpr size_t tiled_smem_bytes(int vec) { return (size_t)kCols * 32 * (size_t)vec * sizeof(float); }
+inline int64_t tiled_blocks(int vec, int64_t f, int64_t nrb) {
+  return (f + 32 * vec - 1) / (32 * vec) * nrb;
+}
 
 template <int VEC>
 struct vec_io;
@@ -109,33 +125,45 @@ __global__ void __launch_bounds__(kThreads, 1)
       vec_io<VEC>::store(xs + rr * SW + l * VEC, v);
     }
     __syncthreads();
-    const int32_t *rp = t.tile_rowptr + tile * (kRows + 1) + w * kRpw;
     const int64_t e0 = t.tile_edge[tile];
+    const int32_t *rp = t.tile_rowptr + tile * (kRows + 1) + w * kRpw;
+    const int bnd = lane <= kRpw ? __ldg(rp + lane) : 0; /* lane j: start of slot j */
+    const int wend = __shfl_sync(kFull, bnd, kRpw);
+    /* offsets [cbase, cbase + 32) in off/val, the next 32 in off_next/val_next */
+    auto load32 = [&](int base, int &o, float &v) {
+      const int kk = base + lane;
+      o = 0;
+      v = 0.0f;
+      if (kk < wend) {
+        o = __ldg(t.t_off + e0 + kk);
+        if (!FACT) v = __ldg(t.t_val + e0 + kk);
+      }
+    };
+    int k = __shfl_sync(kFull, bnd, 0), cbase = k;
+    int off, off_next;
+    float val, val_next;
+    load32(cbase, off, val);
+    load32(cbase + 32, off_next, val_next);
 #pragma unroll
     for (int j = 0; j < kRpw; j++) {
-      const int64_t kb = e0 + __ldg(rp + j), ke = e0 + __ldg(rp + j + 1);
-      for (int64_t k0 = kb; k0 < ke; k0 += 32) {
-        const int64_t k = k0 + lane;
-        int off = 0;
-        float val = 0.0f;
-        if (k < ke) {
-          off = __ldg(t.t_off + k);
-          if (!FACT) val = __ldg(t.t_val + k);
+      const int ke = __shfl_sync(kFull, bnd, j + 1);
+      for (; k < ke; k++) {
+        if (k - cbase == 32) { /* warp-uniform */
+          cbase += 32;
+          off = off_next;
+          val = val_next;
+          load32(cbase + 32, off_next, val_next);
         }
-        const int cnt = ke - k0 < 32 ? (int)(ke - k0) : 32;
-#pragma unroll 4
-        for (int jj = 0; jj < cnt; jj++) {
-          const int o = __shfl_sync(kFull, off, jj);
-          float xv[VEC];
-          vec_io<VEC>::load_rw(xs + o * SW + lane * VEC, xv);
-          if (FACT) {
+        const int o = __shfl_sync(kFull, off, k - cbase);
+        float xv[VEC];
+        vec_io<VEC>::load_rw(xs + o * SW + lane * VEC, xv);
+        if (FACT) {
 #pragma unroll
-            for (int e = 0; e < VEC; e++) acc[j][e] += xv[e];
-          } else {
-            const float vj = __shfl_sync(kFull, val, jj);
+          for (int e = 0; e < VEC; e++) acc[j][e] += xv[e];
+        } else {
+          const float vj = __shfl_sync(kFull, val, k - cbase);
 #pragma unroll
-            for (int e = 0; e < VEC; e++) acc[j][e] += vj * xv[e];
-          }
+          for (int e = 0; e < VEC; e++) acc[j][e] += vj * xv[e];
         }
       }
     }
@@ -162,12 +190,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 template <int VEC, bool FACT>
 void launch(cudaStream_t s, const cgk_tiles *t, const float *x, int64_t ldx, float *y, int64_t ldy,
             int64_t f) {
-  constexpr int SW = 32 * VEC;
-  const int64_t slices = (f + SW - 1) / SW;
-  const int64_t blocks = slices * t->nrb;
+  const int64_t blocks = tiled_blocks(VEC, f, t->nrb);
   if (blocks > (int64_t)INT32_MAX)
     cg_cuda_fatal(__FILE__, __LINE__, "cgk_spmm_tiled_add", "too many (slice, row block) pairs");
-  const size_t smem = (size_t)kCols * SW * sizeof(float);
+  const size_t smem = tiled_smem_bytes(VEC);
   /* per-call (cheap, host-side): the attribute belongs to the current device */
   CG_CUDA_FATAL_ON(cudaFuncSetAttribute(spmm_tiled_kernel<VEC, FACT>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
@@ -180,9 +206,13 @@ void launch(cudaStream_t s, const cgk_tiles *t, const float *x, int64_t ldx, flo
 
 #ifndef CGK_CUDA_EMULATE
 extern "C" void cgk_spmm_tiled_add(cudaStream_t s, const struct cgk_tiles *t, const float *x,
-                                   int64_t ldx, float *y, int64_t ldy, int64_t f) {
+                                   int64_t ldx, float *y, int64_t ldy, int64_t f,
+                                   size_t max_smem) {
   if (t->ntiles <= 0 || t->nrb <= 0 || f <= 0) return;
-  const int vec = cgk_pick_vec(x, ldx, y, ldy, f);
+  int vec = cgk_pick_vec(x, ldx, y, ldy, f);
+  while (vec > 1 && tiled_smem_bytes(vec) > max_smem) vec /= 2; /* a narrower vector is always valid */
+  if (tiled_smem_bytes(vec) > max_smem)
+    cg_cuda_fatal(__FILE__, __LINE__, "cgk_spmm_tiled_add", "the device has too little shared memory");
   const bool fact = t->t_val == nullptr;
   if (vec == 4) fact ? launch<4, true>(s, t, x, ldx, y, ldy, f) : launch<4, false>(s, t, x, ldx, y, ldy, f);
   else if (vec == 2) fact ? launch<2, true>(s, t, x, ldx, y, ldy, f) : launch<2, false>(s, t, x, ldx, y, ldy, f);

@@ -406,8 +406,11 @@ static void make_csr(struct cg_csr *a, int64_t nrows, int64_t ncols, int with_va
 
 /* Communities of 300 consecutive rows / columns (density 0.3 inside, 0.01 outside)
  * and every 150th row a hub over 80 % of the columns: most nonzeros fall in dense
- * 256 x 256 tiles, so the tiled layout applies. */
+ * 256 x 256 tiles, so the tiled layout applies. ncols >= 1450 puts the hubs
+ * (~0.8 ncols nonzeros) above the heavy-row threshold of 1024 (spmm_matrix
+ * requires heavy rows; the tiled layout keeps them in the far part). */
 static void make_clustered(struct cg_csr *a, int64_t nrows, int64_t ncols, enum tm_values vals) {
+  assert_true(ncols >= 1450);
   static uint64_t seed = 12345;
   assert_int_equal(tm_clustered(a, nrows, ncols, 300, 0.3, 0.01, 150, 0.8, vals, &seed), CG_OK);
 }
@@ -527,15 +530,15 @@ static void test_spmm_tiled(void **state) {
   make_clustered(&h, 1300, 1500, TM_RANDOM);
   spmm_matrix(&h, "clustered, weighted");
   cg_csr_free(&h);
-  make_clustered(&h, 1100, 1100, TM_FACTORED);
+  make_clustered(&h, 1100, 1450, TM_FACTORED);
   spmm_matrix(&h, "clustered, factored");
   cg_csr_free(&h);
-  make_clustered(&h, 700, 1200, TM_ONES);
+  make_clustered(&h, 700, 1450, TM_ONES);
   spmm_matrix(&h, "clustered, unweighted");
   cg_csr_free(&h);
   /* tiles off: the same matrix gets no layout and tiled falls back */
   cg_cuda_spmm_set_tiles(gpu, 0);
-  make_clustered(&h, 700, 1200, TM_RANDOM);
+  make_clustered(&h, 700, 1450, TM_RANDOM);
   struct cg_spmat *ag = NULL;
   assert_int_equal(gpu->spmat_create(gpu, &h, &ag), CG_OK);
   int64_t ntiles = -1;

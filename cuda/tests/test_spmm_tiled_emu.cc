@@ -31,14 +31,22 @@ extern "C" {
 #include "tile_matrices.h"
 
 namespace {
-/* the kernel's dynamic shared memory (blocks run one at a time) */
-float4 xs_raw[CGK_TILE_COLS * 128 / 4];
+/* The kernel's dynamic shared memory (blocks run one at a time), with room past the
+ * largest launch. Before each launch every word is set to a NaN pattern: a read
+ * past the launch's own size (tiled_smem_bytes) turns results into NaN, a write
+ * there is seen afterwards. */
+constexpr size_t kSmemWords = 2 * tiled_smem_bytes(4) / sizeof(float);
+float4 xs_raw[kSmemWords / 4];
+constexpr uint32_t kPoison = 0x7fc0dead;
 
 template <int VEC, bool FACT>
 void emu_add(const cgk_tiles &t, const float *x, int64_t ldx, float *y, int64_t ldy, int64_t f) {
-  const int64_t slices = (f + 32 * VEC - 1) / (32 * VEC);
-  emu_launch((unsigned)(slices * t.nrb), (unsigned)kThreads, spmm_tiled_kernel<VEC, FACT>, t, x, ldx,
-             y, ldy, f);
+  uint32_t *words = reinterpret_cast<uint32_t *>(xs_raw);
+  for (size_t i = 0; i < kSmemWords; i++) words[i] = kPoison;
+  emu_launch((unsigned)tiled_blocks(VEC, f, t.nrb), (unsigned)kThreads, spmm_tiled_kernel<VEC, FACT>, t,
+             x, ldx, y, ldy, f);
+  for (size_t i = tiled_smem_bytes(VEC) / sizeof(float); i < kSmemWords; i++)
+    if (words[i] != kPoison) fail_msg("shared memory word %zu written past the launch's size", i);
 }
 
 /* cgk_spmm_tiled_add's dispatch, on the emulator */
@@ -66,9 +74,10 @@ void run_case(const struct cg_csr *a, const char *label, int64_t skip_degree, in
   static const int64_t widths[][2] = {{41, 44}, {130, 130}, {256, 256}};
   for (const auto &wd : widths) {
     const int64_t f = wd[0], ld = wd[1];
-    /* 16-byte aligned, as device allocations are */
-    float *x = static_cast<float *>(aligned_alloc(64, (size_t)(a->ncols * ld + 16) * sizeof(float)));
-    float *y = static_cast<float *>(aligned_alloc(64, (size_t)(a->nrows * ld + 16) * sizeof(float)));
+    /* aligned, as device allocations are (aligned_alloc wants a multiple of 64) */
+    auto bytes64 = [](int64_t floats) { return ((size_t)floats * sizeof(float) + 63) / 64 * 64; };
+    float *x = static_cast<float *>(aligned_alloc(64, bytes64(a->ncols * ld)));
+    float *y = static_cast<float *>(aligned_alloc(64, bytes64(a->nrows * ld)));
     assert_non_null(x);
     assert_non_null(y);
     for (int64_t i = 0; i < a->ncols * ld; i++) x[i] = (float)(2.0 * tm_unif(&seed) - 1.0);
