@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-call verification on the GPU test host (../shared/GPU_HOST.md), designed for a
 # short device lease: runs prebuilt binaries from BUILD (a Release build made with
-# -DCAPGNN_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90) and writes logs/JSON to OUT.
+# -DCAPGNN_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90, e.g. .gpu-carry as made by
+# scripts/gpu-carry.sh) and writes logs/JSON to OUT.
 #   scripts/gpu-verify.sh BUILD OUT [PARTS]
 # PARTS: a comma list of perf, tiled, correct (default: all three; "quick" = correct).
 #  perf:    synth:reddit, GCN 3x256: capgnn epoch benchmark, then capgnn and PyTorch
