@@ -7,6 +7,8 @@
  * (subwarp above 16 columns, tiled on a matrix without dense tiles) is reported as
  * skipped, not timed twice. With tiled among the variants the matrices are created
  * with the tiled layout (cg_cuda_spmm_set_tiles); its share is printed.
+ * --tile-reuse R1,R2,... also times tiled layouts built with those density
+ * thresholds (a tile is dense with >= R x 256 nonzeros), reported as "tiled@R".
  *
  * Graph: --rows rows (default 232,965 = Reddit, times --scale), each with about
  * --deg distinct neighbours (default 492) plus a self-loop, columns sorted;
@@ -35,7 +37,7 @@
  *
  * Usage: kernel_lab [--rows N] [--scale F] [--deg D] [--order clustered|random|both]
  *                   [--graph SPEC] [--widths 41,64,128,256,602]
- *                   [--variants cusparse,warp,subwarp,rowsplit,tiled,auto]
+ *                   [--variants cusparse,warp,subwarp,rowsplit,tiled,auto] [--tile-reuse 2,4,8]
  *                   [--runs R] [--warmup W] [--check-rows K] [--hubs N] [--seed S]
  *                   [--device D] [--json PATH]
  * Exit: 0 ok, 1 validation failure, 2 usage or setup error, 77 no CUDA device. */
@@ -46,6 +48,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -70,6 +73,7 @@ struct options {
                                                   CG_CUDA_SPMM_SUBWARP, CG_CUDA_SPMM_ROWSPLIT,
                                                   CG_CUDA_SPMM_TILED,   CG_CUDA_SPMM_AUTO};
   const char *graph = nullptr; /* --graph: the GCN operator of this graph instead */
+  std::vector<double> tile_reuse; /* --tile-reuse: extra tiled layouts to time */
   int runs = 20;
   int warmup = 3;
   int64_t check_rows = 2000;
@@ -203,6 +207,9 @@ int main(int argc, char **argv) {
       o.orders = !strcmp(s, "clustered") ? 1 : !strcmp(s, "random") ? 2 : !strcmp(s, "both") ? 3 : 0;
       if (!o.orders) die("--order expects clustered, random or both");
     } else if (!strcmp(a, "--graph")) o.graph = need();
+    else if (!strcmp(a, "--tile-reuse")) {
+      for (int64_t r : parse_list(need())) o.tile_reuse.push_back((double)r);
+    }
     else if (!strcmp(a, "--widths")) o.widths = parse_list(need());
     else if (!strcmp(a, "--variants")) {
       o.variants.clear();
@@ -244,8 +251,11 @@ int main(int argc, char **argv) {
   struct cg_backend *be = nullptr;
   check_st(cg_backend_cuda_create(o.device, 0, &be), "creating the CUDA backend");
   cudaStream_t stream = cg_cuda_stream(be);
-  if (std::find(o.variants.begin(), o.variants.end(), CG_CUDA_SPMM_TILED) != o.variants.end())
-    cg_cuda_spmm_set_tiles(be, 1);
+  const bool tiled_listed =
+      std::find(o.variants.begin(), o.variants.end(), CG_CUDA_SPMM_TILED) != o.variants.end();
+  cg_cuda_spmm_set_tiles(be, tiled_listed, 0.0);
+  const double reuse0 = cg_cuda_spmm_tile_reuse(be);
+  std::deque<std::string> labels; /* "tiled@R" names, alive as long as the results */
   printf("# kernel_lab: SpMM variants on %s\n",
          o.graph ? "the GCN operator of a graph" : "a Reddit-shaped synthetic CSR");
   printf("# GPU: %s\n# reproduce: %s\n", cg_cuda_describe(be), cmdline.c_str());
@@ -290,6 +300,29 @@ int main(int argc, char **argv) {
            (double)h.nnz / (double)nr, (long long)n_heavy, (long long)thr, (long long)ntiles,
            h.nnz ? 100.0 * (double)tile_nnz / (double)h.nnz : 0.0);
 
+    /* what to time: each variant on A, then tiled on a layout per --tile-reuse value */
+    struct run_spec {
+      struct cg_spmat *A;
+      enum cg_cuda_spmm_variant v;
+      const char *label;
+    };
+    std::vector<run_spec> specs;
+    for (enum cg_cuda_spmm_variant v : o.variants) specs.push_back({A, v, cg_cuda_spmm_variant_name(v)});
+    std::vector<struct cg_spmat *> extra;
+    for (double r : o.tile_reuse) {
+      struct cg_spmat *Ar = nullptr;
+      cg_cuda_spmm_set_tiles(be, 1, r);
+      check_st(be->spmat_create(be, &h, &Ar), "uploading the matrix (tiled layout)");
+      extra.push_back(Ar);
+      int64_t nt = 0, tn = 0;
+      cg_cuda_spmat_tiles(Ar, &nt, &tn);
+      labels.push_back("tiled@" + std::to_string((long long)r));
+      printf("# %s: %lld dense tiles hold %.1f %% of the nonzeros\n", labels.back().c_str(),
+             (long long)nt, h.nnz ? 100.0 * (double)tn / (double)h.nnz : 0.0);
+      specs.push_back({Ar, CG_CUDA_SPMM_TILED, labels.back().c_str()});
+    }
+    cg_cuda_spmm_set_tiles(be, tiled_listed, reuse0);
+
     /* sampled rows: first, last, hubs, then random */
     std::vector<int32_t> sample{0, (int32_t)(nr - 1)};
     for (int64_t r = 0; r < nr && sample.size() < 66; r++) /* up to 64 hubs */
@@ -330,11 +363,12 @@ int main(int argc, char **argv) {
       }
       const double bytes = (double)h.nnz * (double)f * 4.0 + (double)nr * (double)f * 4.0 +
                            (double)h.nnz * 8.0 + (double)(nr + 1) * 8.0;
-      for (enum cg_cuda_spmm_variant v : o.variants) {
+      for (const run_spec &sp : specs) {
+        const enum cg_cuda_spmm_variant v = sp.v;
+        struct cg_spmat *const Am = sp.A;
         cg_cuda_spmm_set_variant(be, v);
-        enum cg_cuda_spmm_variant rv = cg_cuda_spmm_resolve(be, A, f);
-        result res{cg_cuda_spmm_variant_name(v), cg_cuda_spmm_variant_name(rv), order, f, 0, 0, 0,
-                   false};
+        enum cg_cuda_spmm_variant rv = cg_cuda_spmm_resolve(be, Am, f);
+        result res{sp.label, cg_cuda_spmm_variant_name(rv), order, f, 0, 0, 0, false};
         if (v != CG_CUDA_SPMM_AUTO && rv != v) {
           res.skipped = true;
           results.push_back(res);
@@ -342,7 +376,7 @@ int main(int argc, char **argv) {
         }
         /* validate */
         check_cuda(cudaMemsetAsync(dY, 0xff, (size_t)(nr * f) * sizeof(float), stream), "NaN fill");
-        be->spmm(be, A, dX, f, dY, f, f);
+        be->spmm(be, Am, dX, f, dY, f, f);
         be->gather_rows(be, dY, f, dIdx, ns, dS);
         hS.resize((size_t)(ns * f));
         check_st(be->download(be, hS.data(), dS, hS.size() * sizeof(float)), "download sample");
@@ -370,11 +404,11 @@ int main(int argc, char **argv) {
           continue;
         }
         /* time */
-        for (int w = 0; w < o.warmup; w++) be->spmm(be, A, dX, f, dY, f, f);
+        for (int w = 0; w < o.warmup; w++) be->spmm(be, Am, dX, f, dY, f, f);
         std::vector<float> ms((size_t)o.runs);
         for (int it = 0; it < o.runs; it++) {
           check_cuda(cudaEventRecord(ev0, stream), "cudaEventRecord");
-          be->spmm(be, A, dX, f, dY, f, f);
+          be->spmm(be, Am, dX, f, dY, f, f);
           check_cuda(cudaEventRecord(ev1, stream), "cudaEventRecord");
           check_cuda(cudaEventSynchronize(ev1), "cudaEventSynchronize");
           check_cuda(cudaEventElapsedTime(&ms[(size_t)it], ev0, ev1), "cudaEventElapsedTime");
@@ -398,6 +432,7 @@ int main(int argc, char **argv) {
     be->free(be, dS);
     be->free(be, dIdx);
     be->spmat_destroy(be, A);
+    for (struct cg_spmat *Ar : extra) be->spmat_destroy(be, Ar);
     cg_csr_free(&h);
   }
 

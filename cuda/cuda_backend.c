@@ -638,7 +638,13 @@ enum cg_cuda_spmm_variant cg_cuda_spmm_get_variant(const struct cg_backend *be) 
   return IMPL(be)->spmm_variant;
 }
 
-void cg_cuda_spmm_set_tiles(struct cg_backend *be, int on) { IMPL(be)->spmm_tiles = on ? 1 : 0; }
+double cg_cuda_spmm_tile_reuse(const struct cg_backend *be) { return IMPL(be)->tile_min_reuse; }
+
+void cg_cuda_spmm_set_tiles(struct cg_backend *be, int on, double min_reuse) {
+  struct cuda_impl *im = IMPL(be);
+  im->spmm_tiles = on ? 1 : 0;
+  if (min_reuse > 0.0) im->tile_min_reuse = min_reuse;
+}
 
 void cg_cuda_spmat_tiles(const struct cg_spmat *a, int64_t *ntiles, int64_t *tile_nnz) {
   SPMAT(a);

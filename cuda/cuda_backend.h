@@ -128,8 +128,12 @@ enum cg_cuda_spmm_variant cg_cuda_spmm_resolve(const struct cg_backend *be, cons
  * degree threshold above which a row counts as heavy. */
 void cg_cuda_spmat_heavy_rows(const struct cg_spmat *a, int64_t *n_heavy, int64_t *threshold);
 /* on != 0: spmat_create builds the tiled layout (when it pays, see "tiled" above)
- * for the matrices created afterwards; CAPGNN_SPMM=tiled turns it on at create. */
-void cg_cuda_spmm_set_tiles(struct cg_backend *be, int on);
+ * for the matrices created afterwards, a tile being dense with >= min_reuse x 256
+ * nonzeros (min_reuse <= 0 keeps the current threshold: CAPGNN_SPMM_TILE_REUSE or
+ * 4); CAPGNN_SPMM=tiled turns it on at create. */
+void cg_cuda_spmm_set_tiles(struct cg_backend *be, int on, double min_reuse);
+/* The current density threshold of the tiled layout (nonzeros per staged row). */
+double cg_cuda_spmm_tile_reuse(const struct cg_backend *be);
 /* Tiles of `a` and the nonzeros they hold (0, 0: no tiled layout). */
 void cg_cuda_spmat_tiles(const struct cg_spmat *a, int64_t *ntiles, int64_t *tile_nnz);
 

@@ -526,7 +526,7 @@ static void test_spmm(void **state) {
 static void test_spmm_tiled(void **state) {
   (void)state;
   struct cg_csr h;
-  cg_cuda_spmm_set_tiles(gpu, 1);
+  cg_cuda_spmm_set_tiles(gpu, 1, 0.0);
   make_clustered(&h, 1300, 1500, TM_RANDOM);
   spmm_matrix(&h, "clustered, weighted");
   cg_csr_free(&h);
@@ -537,7 +537,7 @@ static void test_spmm_tiled(void **state) {
   spmm_matrix(&h, "clustered, unweighted");
   cg_csr_free(&h);
   /* tiles off: the same matrix gets no layout and tiled falls back */
-  cg_cuda_spmm_set_tiles(gpu, 0);
+  cg_cuda_spmm_set_tiles(gpu, 0, 0.0);
   make_clustered(&h, 700, 1450, TM_RANDOM);
   struct cg_spmat *ag = NULL;
   assert_int_equal(gpu->spmat_create(gpu, &h, &ag), CG_OK);
