@@ -7,8 +7,9 @@
  * (subwarp above 16 columns, tiled on a matrix without dense tiles) is reported as
  * skipped, not timed twice. With tiled among the variants the matrices are created
  * with the tiled layout (cg_cuda_spmm_set_tiles); its share is printed.
- * --tile-reuse R1,R2,... also times tiled layouts built with those density
- * thresholds (a tile is dense with >= R x 256 nonzeros), reported as "tiled@R".
+ * --tile-layouts R1,R2h,... also times tiled layouts built with those density
+ * thresholds (a tile is dense with >= R x 256 nonzeros; suffix h: heavy rows'
+ * dense part in the tiles too), reported as "tiled@R" / "tiled@Rh".
  *
  * Graph: --rows rows (default 232,965 = Reddit, times --scale), each with about
  * --deg distinct neighbours (default 492) plus a self-loop, columns sorted;
@@ -37,7 +38,7 @@
  *
  * Usage: kernel_lab [--rows N] [--scale F] [--deg D] [--order clustered|random|both]
  *                   [--graph SPEC] [--widths 41,64,128,256,602]
- *                   [--variants cusparse,warp,subwarp,rowsplit,tiled,auto] [--tile-reuse 2,4,8]
+ *                   [--variants cusparse,warp,subwarp,rowsplit,tiled,auto] [--tile-layouts 2,4,8,4h]
  *                   [--runs R] [--warmup W] [--check-rows K] [--hubs N] [--seed S]
  *                   [--device D] [--json PATH]
  * Exit: 0 ok, 1 validation failure, 2 usage or setup error, 77 no CUDA device. */
@@ -73,7 +74,7 @@ struct options {
                                                   CG_CUDA_SPMM_SUBWARP, CG_CUDA_SPMM_ROWSPLIT,
                                                   CG_CUDA_SPMM_TILED,   CG_CUDA_SPMM_AUTO};
   const char *graph = nullptr; /* --graph: the GCN operator of this graph instead */
-  std::vector<double> tile_reuse; /* --tile-reuse: extra tiled layouts to time */
+  std::vector<std::string> tile_layouts; /* --tile-layouts: extra tiled layouts to time */
   int runs = 20;
   int warmup = 3;
   int64_t check_rows = 2000;
@@ -207,8 +208,17 @@ int main(int argc, char **argv) {
       o.orders = !strcmp(s, "clustered") ? 1 : !strcmp(s, "random") ? 2 : !strcmp(s, "both") ? 3 : 0;
       if (!o.orders) die("--order expects clustered, random or both");
     } else if (!strcmp(a, "--graph")) o.graph = need();
-    else if (!strcmp(a, "--tile-reuse")) {
-      for (int64_t r : parse_list(need())) o.tile_reuse.push_back((double)r);
+    else if (!strcmp(a, "--tile-layouts")) {
+      char buf[256];
+      snprintf(buf, sizeof buf, "%s", need());
+      for (char *tok = strtok(buf, ","); tok; tok = strtok(nullptr, ",")) {
+        char *end = nullptr;
+        double r = strtod(tok, &end);
+        if (end == tok || !(r >= 0.25 && r <= 1024.0) || (*end && strcmp(end, "h") != 0))
+          die("--tile-layouts expects a comma list of thresholds in 0.25..1024, each optionally "
+              "followed by h (e.g. 2,4,4h)");
+        o.tile_layouts.push_back(tok);
+      }
     }
     else if (!strcmp(a, "--widths")) o.widths = parse_list(need());
     else if (!strcmp(a, "--variants")) {
@@ -253,8 +263,9 @@ int main(int argc, char **argv) {
   cudaStream_t stream = cg_cuda_stream(be);
   const bool tiled_listed =
       std::find(o.variants.begin(), o.variants.end(), CG_CUDA_SPMM_TILED) != o.variants.end();
-  cg_cuda_spmm_set_tiles(be, tiled_listed, 0.0);
-  const double reuse0 = cg_cuda_spmm_tile_reuse(be);
+  cg_cuda_spmm_set_tiles(be, tiled_listed, nullptr);
+  struct cg_cuda_tile_opts opts0;
+  cg_cuda_spmm_get_tile_opts(be, &opts0);
   std::deque<std::string> labels; /* "tiled@R" names, alive as long as the results */
   printf("# kernel_lab: SpMM variants on %s\n",
          o.graph ? "the GCN operator of a graph" : "a Reddit-shaped synthetic CSR");
@@ -309,19 +320,20 @@ int main(int argc, char **argv) {
     std::vector<run_spec> specs;
     for (enum cg_cuda_spmm_variant v : o.variants) specs.push_back({A, v, cg_cuda_spmm_variant_name(v)});
     std::vector<struct cg_spmat *> extra;
-    for (double r : o.tile_reuse) {
+    for (const std::string &lay : o.tile_layouts) {
       struct cg_spmat *Ar = nullptr;
-      cg_cuda_spmm_set_tiles(be, 1, r);
+      const struct cg_cuda_tile_opts opts = {strtod(lay.c_str(), nullptr), lay.back() == 'h'};
+      cg_cuda_spmm_set_tiles(be, 1, &opts);
       check_st(be->spmat_create(be, &h, &Ar), "uploading the matrix (tiled layout)");
       extra.push_back(Ar);
       int64_t nt = 0, tn = 0;
       cg_cuda_spmat_tiles(Ar, &nt, &tn);
-      labels.push_back("tiled@" + std::to_string((long long)r));
+      labels.push_back("tiled@" + lay);
       printf("# %s: %lld dense tiles hold %.1f %% of the nonzeros\n", labels.back().c_str(),
              (long long)nt, h.nnz ? 100.0 * (double)tn / (double)h.nnz : 0.0);
       specs.push_back({Ar, CG_CUDA_SPMM_TILED, labels.back().c_str()});
     }
-    cg_cuda_spmm_set_tiles(be, tiled_listed, reuse0);
+    cg_cuda_spmm_set_tiles(be, tiled_listed, &opts0);
 
     /* sampled rows: first, last, hubs, then random */
     std::vector<int32_t> sample{0, (int32_t)(nr - 1)};

@@ -68,7 +68,7 @@ struct cuda_impl {
   int64_t spmm_max_pass; /* columns per pass of the warp/rowsplit kernels */
   int spmm_tiles;        /* spmat_create builds the tiled layout */
   size_t smem_optin;     /* shared memory per block a kernel may opt in to */
-  double tile_min_reuse;
+  struct cg_cuda_tile_opts tile_opts;
   int warned_cusparse_fallback;
   char describe[320];
 };
@@ -519,8 +519,8 @@ static int upload_new(struct cg_backend *be, void **dst, const void *host, size_
  * hold too small a share of the nonzeros. */
 static int spmat_setup_tiles(struct cg_backend *be, struct cuda_impl *im, struct cg_spmat *a,
                              const struct cg_csr *host) {
-  struct cgk_tile_params p = {.min_reuse = im->tile_min_reuse,
-                              .skip_degree = a->m.heavy_threshold,
+  struct cgk_tile_params p = {.min_reuse = im->tile_opts.min_reuse,
+                              .skip_degree = im->tile_opts.heavy_in_tiles ? INT64_MAX : a->m.heavy_threshold,
                               .min_share = CUDA_TILE_MIN_SHARE};
   struct cgk_tiles_host t;
   TRY(cgk_tiles_build(host, &p, &t));
@@ -638,12 +638,18 @@ enum cg_cuda_spmm_variant cg_cuda_spmm_get_variant(const struct cg_backend *be) 
   return IMPL(be)->spmm_variant;
 }
 
-double cg_cuda_spmm_tile_reuse(const struct cg_backend *be) { return IMPL(be)->tile_min_reuse; }
+void cg_cuda_spmm_get_tile_opts(const struct cg_backend *be, struct cg_cuda_tile_opts *out) {
+  *out = IMPL(be)->tile_opts;
+}
 
-void cg_cuda_spmm_set_tiles(struct cg_backend *be, int on, double min_reuse) {
+void cg_cuda_spmm_set_tiles(struct cg_backend *be, int on, const struct cg_cuda_tile_opts *opts) {
   struct cuda_impl *im = IMPL(be);
   im->spmm_tiles = on ? 1 : 0;
-  if (min_reuse > 0.0) im->tile_min_reuse = min_reuse;
+  if (opts) {
+    if (!(opts->min_reuse >= 0.25 && opts->min_reuse <= 1024.0))
+      cg_cuda_fatal(__FILE__, __LINE__, "cg_cuda_spmm_set_tiles", "min_reuse outside 0.25..1024");
+    im->tile_opts = *opts;
+  }
 }
 
 void cg_cuda_spmat_tiles(const struct cg_spmat *a, int64_t *ntiles, int64_t *tile_nnz) {
@@ -991,7 +997,7 @@ int cg_backend_cuda_create(int device_ordinal, int tf32, struct cg_backend **out
     im->spmm_max_pass = v;
   }
   im->spmm_tiles = variant == CG_CUDA_SPMM_TILED;
-  im->tile_min_reuse = CUDA_TILE_MIN_REUSE;
+  im->tile_opts.min_reuse = CUDA_TILE_MIN_REUSE;
   const char *envr = getenv("CAPGNN_SPMM_TILE_REUSE");
   if (envr && *envr) {
     char *end = NULL;
@@ -1002,7 +1008,17 @@ int cg_backend_cuda_create(int device_ordinal, int tf32, struct cg_backend **out
       return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_TILE_REUSE=%s: expected a number in 0.25..1024 "
                         "(nonzeros per staged source row that make a tile dense)", envr);
     }
-    im->tile_min_reuse = v;
+    im->tile_opts.min_reuse = v;
+  }
+  const char *envh = getenv("CAPGNN_SPMM_TILE_HEAVY");
+  if (envh && *envh) {
+    if (strcmp(envh, "far") != 0 && strcmp(envh, "tiles") != 0) {
+      impl_release(im);
+      cg_free(be);
+      return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_TILE_HEAVY=%s: expected far or tiles (where the "
+                        "heavy rows' nonzeros go in the tiled SpMM)", envh);
+    }
+    im->tile_opts.heavy_in_tiles = strcmp(envh, "tiles") == 0;
   }
   snprintf(im->describe, sizeof im->describe, "%s", describe);
 

@@ -50,7 +50,7 @@
  * the initial variant (cg_cuda_spmm_set_variant() changes it later);
  * CAPGNN_SPMM_MAX_PASS=32|64|...|1024 the column pass of warp/rowsplit (tuning);
  * CAPGNN_SPMM_TILE_REUSE=R (default 4) the nonzeros per staged source row that make
- * a tile dense (tuning).
+ * a tile dense, CAPGNN_SPMM_TILE_HEAVY=far|tiles where heavy rows go (tuning).
  */
 #ifndef CAPGNN_CUDA_BACKEND_H
 #define CAPGNN_CUDA_BACKEND_H
@@ -127,13 +127,20 @@ enum cg_cuda_spmm_variant cg_cuda_spmm_resolve(const struct cg_backend *be, cons
 /* Rows of `a` that the warp/subwarp launches compute block-per-row, and the
  * degree threshold above which a row counts as heavy. */
 void cg_cuda_spmat_heavy_rows(const struct cg_spmat *a, int64_t *n_heavy, int64_t *threshold);
-/* on != 0: spmat_create builds the tiled layout (when it pays, see "tiled" above)
- * for the matrices created afterwards, a tile being dense with >= min_reuse x 256
- * nonzeros (min_reuse <= 0 keeps the current threshold: CAPGNN_SPMM_TILE_REUSE or
- * 4); CAPGNN_SPMM=tiled turns it on at create. */
-void cg_cuda_spmm_set_tiles(struct cg_backend *be, int on, double min_reuse);
-/* The current density threshold of the tiled layout (nonzeros per staged row). */
-double cg_cuda_spmm_tile_reuse(const struct cg_backend *be);
+/* How spmat_create builds the tiled layout: a tile is dense with >= min_reuse x 256
+ * nonzeros (default 4, CAPGNN_SPMM_TILE_REUSE); rows above the heavy-row threshold
+ * keep all their nonzeros in the far part (computed block-per-row) unless
+ * heavy_in_tiles (default 0, CAPGNN_SPMM_TILE_HEAVY=tiles), which moves their dense
+ * part into the tiles at the price of less even warps. */
+struct cg_cuda_tile_opts {
+  double min_reuse;
+  int heavy_in_tiles;
+};
+/* on != 0: the matrices created afterwards get the tiled layout (when it pays, see
+ * "tiled" above) with opts (NULL: keep the current ones); CAPGNN_SPMM=tiled turns
+ * it on at create. */
+void cg_cuda_spmm_set_tiles(struct cg_backend *be, int on, const struct cg_cuda_tile_opts *opts);
+void cg_cuda_spmm_get_tile_opts(const struct cg_backend *be, struct cg_cuda_tile_opts *out);
 /* Tiles of `a` and the nonzeros they hold (0, 0: no tiled layout). */
 void cg_cuda_spmat_tiles(const struct cg_spmat *a, int64_t *ntiles, int64_t *tile_nnz);
 

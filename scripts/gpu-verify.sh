@@ -45,7 +45,7 @@ fi
 if has tiled; then
   [ -f /tmp/reddit.cgr ] || step save_reddit 120 "$B/bin/capgnn" gen synth:reddit --output /tmp/reddit.cgr --quiet
   step lab_reddit 150 "$B/bin/kernel_lab" --graph /tmp/reddit.cgr --widths 41,256 \
-       --variants warp,tiled --tile-reuse 2,8 --runs 10 --json "$O/lab_reddit.json"
+       --variants warp,tiled --tile-layouts 2,8,4h --runs 10 --json "$O/lab_reddit.json"
   step bench_gpu_tiled 90 env CAPGNN_SPMM=tiled "$B/bin/bench_epoch" --graph /tmp/reddit.cgr \
        --device cuda --epochs 20 --warmup 3 --profile-epochs 2 --json "$O/bench_gpu_tiled.json"
   step capgnn_reddit_tiled 60 env CAPGNN_SPMM=tiled "$B/bin/capgnn" --graph /tmp/reddit.cgr --layers 3 \

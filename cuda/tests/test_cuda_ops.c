@@ -274,6 +274,9 @@ static void test_variant_selection(void **state) {
   setenv("CAPGNN_SPMM_TILE_REUSE", "4x", 1);
   assert_int_equal(cg_backend_cuda_create(0, 0, &g2), CG_ERR_ARG);
   unsetenv("CAPGNN_SPMM_TILE_REUSE");
+  setenv("CAPGNN_SPMM_TILE_HEAVY", "near", 1);
+  assert_int_equal(cg_backend_cuda_create(0, 0, &g2), CG_ERR_ARG);
+  unsetenv("CAPGNN_SPMM_TILE_HEAVY");
   assert_null(g2);
   cg_err_clear();
   setenv("CAPGNN_SPMM", "rowsplit", 1);
@@ -526,7 +529,7 @@ static void test_spmm(void **state) {
 static void test_spmm_tiled(void **state) {
   (void)state;
   struct cg_csr h;
-  cg_cuda_spmm_set_tiles(gpu, 1, 0.0);
+  cg_cuda_spmm_set_tiles(gpu, 1, NULL);
   make_clustered(&h, 1300, 1500, TM_RANDOM);
   spmm_matrix(&h, "clustered, weighted");
   cg_csr_free(&h);
@@ -536,8 +539,16 @@ static void test_spmm_tiled(void **state) {
   make_clustered(&h, 700, 1450, TM_ONES);
   spmm_matrix(&h, "clustered, unweighted");
   cg_csr_free(&h);
+  /* heavy rows' dense part in the tiles, a looser density threshold */
+  struct cg_cuda_tile_opts saved, opts = {.min_reuse = 2.0, .heavy_in_tiles = 1};
+  cg_cuda_spmm_get_tile_opts(gpu, &saved);
+  cg_cuda_spmm_set_tiles(gpu, 1, &opts);
+  make_clustered(&h, 900, 1450, TM_FACTORED);
+  spmm_matrix(&h, "clustered, heavy rows in tiles");
+  cg_csr_free(&h);
+  cg_cuda_spmm_set_tiles(gpu, 1, &saved);
   /* tiles off: the same matrix gets no layout and tiled falls back */
-  cg_cuda_spmm_set_tiles(gpu, 0, 0.0);
+  cg_cuda_spmm_set_tiles(gpu, 0, NULL);
   make_clustered(&h, 700, 1450, TM_RANDOM);
   struct cg_spmat *ag = NULL;
   assert_int_equal(gpu->spmat_create(gpu, &h, &ag), CG_OK);
