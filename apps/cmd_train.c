@@ -69,6 +69,14 @@ void cmd_train_usage(FILE *out) {
           "  --metrics FILE                write JSON Lines metrics: one object per epoch, then a\n"
           "                                summary object\n"
           "  --quiet                       no per-epoch log lines and no progress lines\n"
+          "checkpoints\n"
+          "  --checkpoint FILE             save the training state (parameters, Adam state, losses)\n"
+          "                                after the last epoch, written whole or not at all\n"
+          "  --checkpoint-every N          ... and every N epochs (default 0: after the last only)\n"
+          "  --resume FILE                 continue from a checkpoint up to --epochs: the same\n"
+          "                                losses and parameters, bit for bit, as a run that never\n"
+          "                                stopped (same settings, device and thread count); a\n"
+          "                                resumed run appends to its --metrics file\n"
           "parallel (mpiexec -n P capgnn ..., one partition per rank; P = 1 trains as without MPI)\n"
           "  --partition metis|random      how vertices are split over the ranks (default metis)\n"
           "  --part-seed N                 seed of METIS / the random split (default 1)\n"
@@ -88,7 +96,8 @@ enum {
   OPT_GRAPH = 256, OPT_FEAT_NORM, OPT_MODEL, OPT_LAYERS, OPT_HIDDEN, OPT_DROPOUT, OPT_INPUT_DROPOUT, OPT_LAYERNORM,
   OPT_OPTIMIZER, OPT_LR, OPT_WD, OPT_WD_SCOPE, OPT_EPOCHS, OPT_EVAL_EVERY, OPT_SEED, OPT_DEVICE,
   OPT_THREADS, OPT_TF32, OPT_METRICS, OPT_QUIET, OPT_CONFIG, OPT_PRINT_CONFIG,
-  OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM
+  OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
+  OPT_CHECKPOINT_EVERY, OPT_RESUME
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
@@ -173,6 +182,10 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   if (c->metrics_path) fprintf(out, "metrics = %s\n", c->metrics_path);
   else fprintf(out, "# metrics = FILE (none)\n");
   fprintf(out, "quiet = %s\n", c->quiet ? "true" : "false");
+  fprintf(out, "\n[checkpoints]\n");
+  if (c->checkpoint_path) fprintf(out, "checkpoint = %s\ncheckpoint-every = %d\n", c->checkpoint_path, c->checkpoint_every);
+  else fprintf(out, "# checkpoint = FILE (none)\n");
+  if (c->resume_path) fprintf(out, "resume = %s\n", c->resume_path);
   fprintf(out, "\n[parallel]\npartition = %s\npart-seed = %llu\n", par->partition,
           (unsigned long long)par->part_seed);
   if (par->part_cache) fprintf(out, "part-cache = %s\n", par->part_cache);
@@ -309,6 +322,9 @@ int cmd_train(int argc, char **argv) {
       {"tf32", no_argument, NULL, OPT_TF32},
       {"metrics", required_argument, NULL, OPT_METRICS},
       {"quiet", no_argument, NULL, OPT_QUIET},
+      {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
+      {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
+      {"resume", required_argument, NULL, OPT_RESUME},
       {"config", required_argument, NULL, OPT_CONFIG},
       {"print-config", no_argument, NULL, OPT_PRINT_CONFIG},
       {"partition", required_argument, NULL, OPT_PARTITION},
@@ -390,6 +406,9 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_TF32: cfg.tf32 = 1; break;
       case OPT_METRICS: cfg.metrics_path = optarg; break;
       case OPT_QUIET: cfg.quiet = 1; break;
+      case OPT_CHECKPOINT: cfg.checkpoint_path = optarg; break;
+      case OPT_CHECKPOINT_EVERY: rc = parse_int("--checkpoint-every", optarg, &cfg.checkpoint_every); break;
+      case OPT_RESUME: cfg.resume_path = optarg; break;
       case OPT_PRINT_CONFIG: print = 1; break;
       case OPT_PARTITION:
         if (strcmp(optarg, "metis") == 0 || strcmp(optarg, "random") == 0) par.partition = optarg;
@@ -417,6 +436,8 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     return CAPGNN_EXIT_USAGE;
   }
   if (cfg.metrics_path && !cfg.metrics_path[0]) return usage_error("--metrics: empty file name");
+  if (cfg.checkpoint_path && !cfg.checkpoint_path[0]) return usage_error("--checkpoint: empty file name");
+  if (cfg.resume_path && !cfg.resume_path[0]) return usage_error("--resume: empty file name");
   if (par.part_cache && par.no_part_cache) return usage_error("--part-cache and --no-part-cache exclude each other");
   if (print) {
     print_config(stdout, &cfg, &par, files, nfiles);

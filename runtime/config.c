@@ -30,6 +30,9 @@ void rt_config_defaults(struct rt_config *c) {
   c->tf32 = 0;
   c->metrics_path = NULL;
   c->quiet = 0;
+  c->checkpoint_path = NULL;
+  c->checkpoint_every = 0;
+  c->resume_path = NULL;
 }
 
 float rt_config_layer_dropout(const struct rt_config *c, int l) {
@@ -85,6 +88,11 @@ int rt_config_check(const struct rt_config *c) {
   if (c->threads < 0 || c->threads > 4096)
     return cg_err_set(CG_ERR_ARG, "--threads %d: expected an integer in [0, 4096] (0 = all cores)",
                       c->threads);
+  if (c->checkpoint_every < 0)
+    return cg_err_set(CG_ERR_ARG, "--checkpoint-every %d: expected an integer >= 0 (0 = after the last "
+                      "epoch only)", c->checkpoint_every);
+  if (c->checkpoint_every > 0 && !c->checkpoint_path)
+    return cg_err_set(CG_ERR_ARG, "--checkpoint-every needs --checkpoint FILE (where to write)");
   if (!c->device || (strcmp(c->device, "auto") && strcmp(c->device, "cpu") && strcmp(c->device, "cuda")))
     return cg_err_set(CG_ERR_ARG, "--device %s: expected auto, cpu or cuda", c->device ? c->device : "(null)");
   return CG_OK;

@@ -54,6 +54,7 @@ int rt_local_from_part(const struct graph *g, const struct part_local *pl, struc
   out->nranks = pl->nparts;
   out->n_global = g->n;
   out->m_global = g->m;
+  out->graph_checksum = g->checksum;
   out->n_inner = pl->n_inner;
   out->n_halo = pl->n_halo;
   out->norm = pl->norm;

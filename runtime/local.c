@@ -40,6 +40,7 @@ int rt_local_from_graph(const struct graph *g, enum rt_model_kind kind, struct r
   out->nranks = 1;
   out->n_global = g->n;
   out->m_global = g->m;
+  out->graph_checksum = g->checksum;
   out->n_inner = g->n;
   out->n_halo = 0;
   out->feat_dim = g->feat_dim;

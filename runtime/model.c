@@ -437,6 +437,25 @@ int rt_model_params_set(struct rt_model *m, const float *host) {
 int rt_model_grads_get(const struct rt_model *m, float *host) {
   return m->be->download(m->be, host, m->g, (size_t)m->nparams * sizeof(float));
 }
+int rt_model_state_get(const struct rt_model *m, float *params, float *adam_m, float *adam_v,
+                       int64_t *steps) {
+  const size_t bytes = (size_t)m->nparams * sizeof(float);
+  TRY(m->be->download(m->be, params, m->p, bytes));
+  TRY(m->be->download(m->be, adam_m, m->m1, bytes));
+  TRY(m->be->download(m->be, adam_v, m->m2, bytes));
+  *steps = m->t_step;
+  return CG_OK;
+}
+int rt_model_state_set(struct rt_model *m, const float *params, const float *adam_m,
+                       const float *adam_v, int64_t steps) {
+  if (steps < 0) return cg_err_set(CG_ERR_ARG, "rt_model_state_set: %lld steps", (long long)steps);
+  const size_t bytes = (size_t)m->nparams * sizeof(float);
+  TRY(m->be->upload(m->be, m->p, params, bytes));
+  TRY(m->be->upload(m->be, m->m1, adam_m, bytes));
+  TRY(m->be->upload(m->be, m->m2, adam_v, bytes));
+  m->t_step = steps;
+  return CG_OK;
+}
 
 /* ---- communication wrappers (timed; no-ops for a single process) ------------ */
 

@@ -81,6 +81,10 @@ struct rt_config {
   int tf32;               /* CUDA: allow TF32 GEMM (off by default: exactness) */
   const char *metrics_path; /* JSON Lines metrics file, NULL = none */
   int quiet;              /* 1: no per-epoch INFO lines */
+  /* checkpoints (rt_train) */
+  const char *checkpoint_path; /* write the training state here, NULL = never */
+  int checkpoint_every;   /* ... every N epochs and after the last; 0 = after the last only */
+  const char *resume_path; /* continue from this checkpoint, NULL = start afresh */
 };
 
 /* Defaults: synth:small, GCN, 2 layers, 16 hidden, dropout 0.5, no LayerNorm, Adam
@@ -107,6 +111,7 @@ struct rt_local {
   char name[64];             /* graph name, for logs and metrics */
   int rank, nranks;          /* 0 and 1 for a single process */
   int64_t n_global, m_global;/* vertices and directed edges of the whole graph */
+  uint32_t graph_checksum;   /* the graph's checksum (struct graph), for checkpoints */
   int64_t n_inner, n_halo;
   int32_t *gid;              /* n_inner + n_halo global ids (dropout keys) */
   enum graph_norm norm;      /* which operator `agg` holds (must match the model) */
@@ -213,6 +218,12 @@ int rt_model_layer_transform_first(const struct rt_model *m, int l);
 int rt_model_params_get(const struct rt_model *m, float *host);
 int rt_model_params_set(struct rt_model *m, const float *host);
 int rt_model_grads_get(const struct rt_model *m, float *host);
+/* The whole training state: parameters, Adam's first and second moments (host
+ * arrays of rt_model_num_params floats each) and the optimizer steps taken. */
+int rt_model_state_get(const struct rt_model *m, float *params, float *adam_m, float *adam_v,
+                       int64_t *steps);
+int rt_model_state_set(struct rt_model *m, const float *params, const float *adam_m,
+                       const float *adam_v, int64_t steps);
 
 /* Forward pass and loss only. train = 1 applies dropout with the masks of `epoch`. */
 int rt_model_loss(struct rt_model *m, uint32_t epoch, int train, double *loss);
@@ -264,7 +275,7 @@ const char *rt_backend_describe(const struct cg_backend *be);
  *     device, threads,
  *     ranks, model, layers, hidden, dropout, input_dropout, layernorm, optimizer, lr,
  *     weight_decay,
- *     wd_scope, feat_norm, eval_every, seed, params, epochs, best_val_acc,
+ *     wd_scope, feat_norm, eval_every, seed, params, epochs, resumed_from_epoch, best_val_acc,
  *     test_acc_at_best_val, best_epoch, final_loss, final_train_acc, final_val_acc,
  *     final_test_acc, median_epoch_s, total_s, peak_rss_bytes}.
  * Timers (the backend is synchronised before every reading):
@@ -287,6 +298,51 @@ const char *rt_backend_describe(const struct cg_backend *be);
  * The cross-rank sums and extremes are gathered after each step, outside epoch_s. */
 int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_exchange *ex,
              const struct rt_config *cfg, struct rt_result *res);
+
+/* ---- checkpoints ------------------------------------------------------------ */
+/* A training state after `epoch` epochs, enough to continue bit for bit (the
+ * dropout masks depend on the epoch number, Adam on the step count): what the run
+ * was (graph, model, optimizer), the parameters and Adam moments, the per-epoch
+ * losses so far and the best-epoch bookkeeping, so that a resumed run reports what
+ * an uninterrupted one would. Independent of the number of ranks (every rank holds
+ * the same parameters): a run may resume on another rank count or device, equal up
+ * to rounding then.
+ * File: "CAPGNN-CKPT" magic, format version, a JSON header (readable with `head`),
+ * the float32 arrays and float64 losses (little-endian), and a CRC-32 of everything
+ * before it; written whole or not at all (core/outfile.h). */
+struct rt_checkpoint {
+  /* what was trained */
+  char graph[64];
+  uint32_t graph_checksum;
+  int64_t nodes, features, classes;
+  enum rt_model_kind model;
+  int layers, layernorm;
+  int64_t hidden;
+  float dropout, input_dropout; /* as in rt_config */
+  enum rt_optimizer optimizer;
+  float lr, weight_decay, beta1, beta2, adam_eps;
+  enum rt_wd_scope wd_scope;
+  uint64_t seed;
+  /* where it stands */
+  int epoch;                 /* epochs completed */
+  int64_t steps;             /* optimizer steps taken */
+  int64_t num_params;
+  float *params, *adam_m, *adam_v; /* num_params each (cg_malloc) */
+  double *loss;              /* epoch entries (cg_malloc) */
+  double best_val_acc, best_val_loss, test_acc_at_best_val; /* NaN / inf when none */
+  int best_epoch;
+  double final_train_acc, final_val_acc, final_test_acc, last_val_acc;
+};
+/* CG_ERR_IO / CG_ERR_FORMAT with a message naming the file and what is wrong. */
+int rt_checkpoint_write(const char *path, const struct rt_checkpoint *c);
+int rt_checkpoint_read(const char *path, struct rt_checkpoint *c);
+void rt_checkpoint_free(struct rt_checkpoint *c); /* accepts a zeroed struct; leaves it zeroed */
+
+/* Checkpoints in rt_train: cfg->resume_path is read after the model is built (its
+ * graph and model shape must match; other settings that differ are warned about);
+ * cfg->checkpoint_path is probed at start and written by rank 0 after epochs that
+ * are multiples of cfg->checkpoint_every and after the last, every rank agreeing
+ * on success. */
 
 /* One process, end to end: open the graph, normalise features, build the local
  * problem, open the backend, train. `res` may be NULL. */

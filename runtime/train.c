@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/log.h"
+#include "core/outfile.h"
 #include "core/status.h"
 #include "core/timer.h"
 #include "graph/progress.h"
@@ -75,6 +76,119 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
   }
 }
 
+/* Where the run stands between epochs besides the model and rt_result. */
+struct train_track {
+  double best_val_loss, last_val;
+};
+
+/* Continue from cfg->resume_path: the run must be the same model on the same graph
+ * (else an error naming the difference); other settings that differ are allowed
+ * with a warning, since the result is then not the uninterrupted run. Fills the
+ * model state, the losses so far and the best-epoch bookkeeping; *done gets the
+ * checkpoint's epoch. */
+static int ckpt_resume(struct rt_model *m, const struct rt_local *loc, const struct rt_config *cfg,
+                       struct rt_result *r, struct train_track *tr, int *done) {
+  struct rt_checkpoint c;
+  const char *path = cfg->resume_path;
+  TRY(rt_checkpoint_read(path, &c));
+  int st = CG_OK;
+  if (c.graph_checksum != loc->graph_checksum || c.nodes != loc->n_global ||
+      c.features != loc->feat_dim || c.classes != loc->num_classes) {
+    st = cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint was written for graph %s (%lld vertices, "
+                    "checksum %08x), this run trains %s (%lld vertices, checksum %08x)", path, c.graph,
+                    (long long)c.nodes, c.graph_checksum, loc->name, (long long)loc->n_global,
+                    loc->graph_checksum);
+    goto out;
+  }
+  if (c.model != cfg->model || c.layers != cfg->layers || c.hidden != cfg->hidden ||
+      c.layernorm != cfg->layernorm || c.num_params != rt_model_num_params(m)) {
+    st = cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint holds a %s model with %d layers, hidden "
+                    "%lld%s (%lld parameters); this run asks for %s, %d layers, hidden %lld%s", path,
+                    rt_model_kind_str(c.model), c.layers, (long long)c.hidden,
+                    c.layernorm ? ", layernorm" : "", (long long)c.num_params,
+                    rt_model_kind_str(cfg->model), cfg->layers, (long long)cfg->hidden,
+                    cfg->layernorm ? ", layernorm" : "");
+    goto out;
+  }
+  if (c.epoch >= cfg->epochs) {
+    st = cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint is at epoch %d and --epochs is %d: nothing "
+                    "left to train (raise --epochs to continue)", path, c.epoch, cfg->epochs);
+    goto out;
+  }
+#define CKPT_SAME(field, name, fmt, a, b)                                                         \
+  if (c.field != cfg->field)                                                                      \
+  LOG_WARN_COMMON("train", "--resume %s: %s is " fmt " in this run, " fmt " in the checkpoint's: "  \
+                  "the continuation differs from an uninterrupted run", path, name, a, b)
+  CKPT_SAME(dropout, "dropout", "%g", (double)cfg->dropout, (double)c.dropout);
+  CKPT_SAME(input_dropout, "input dropout", "%g", (double)cfg->input_dropout, (double)c.input_dropout);
+  CKPT_SAME(optimizer, "the optimizer", "%s", rt_optimizer_str(cfg->optimizer), rt_optimizer_str(c.optimizer));
+  CKPT_SAME(lr, "lr", "%g", (double)cfg->lr, (double)c.lr);
+  CKPT_SAME(weight_decay, "weight decay", "%g", (double)cfg->weight_decay, (double)c.weight_decay);
+  CKPT_SAME(wd_scope, "wd-scope", "%s", rt_wd_scope_str(cfg->wd_scope), rt_wd_scope_str(c.wd_scope));
+  CKPT_SAME(beta1, "Adam beta1", "%g", (double)cfg->beta1, (double)c.beta1);
+  CKPT_SAME(beta2, "Adam beta2", "%g", (double)cfg->beta2, (double)c.beta2);
+  CKPT_SAME(adam_eps, "Adam eps", "%g", (double)cfg->adam_eps, (double)c.adam_eps);
+  CKPT_SAME(seed, "the seed", "%llu", (unsigned long long)cfg->seed, (unsigned long long)c.seed);
+#undef CKPT_SAME
+  TRY_GOTO(rt_model_state_set(m, c.params, c.adam_m, c.adam_v, c.steps), out);
+  memcpy(r->loss, c.loss, (size_t)c.epoch * sizeof(double));
+  r->best_val_acc = c.best_val_acc;
+  r->test_acc_at_best_val = c.test_acc_at_best_val;
+  r->best_epoch = c.best_epoch;
+  r->final_train_acc = c.final_train_acc;
+  r->final_val_acc = c.final_val_acc;
+  r->final_test_acc = c.final_test_acc;
+  tr->best_val_loss = c.best_val_loss;
+  tr->last_val = c.last_val_acc;
+  *done = c.epoch;
+  LOG_INFO("train", "resuming from %s after epoch %d (%lld optimizer steps)", path, c.epoch,
+           (long long)c.steps);
+out:
+  rt_checkpoint_free(&c);
+  return st;
+}
+
+/* Write the state after `epoch` epochs to cfg->checkpoint_path. Every rank holds the
+ * same parameters: rank 0 writes, and all ranks learn whether it worked (so that a
+ * failed write stops every rank, not rank 0 alone). */
+static int ckpt_save(struct rt_model *m, const struct rt_local *loc, const struct rt_exchange *ex,
+                     const struct rt_config *cfg, const struct rt_result *r,
+                     const struct train_track *tr, int epoch) {
+  int st = CG_OK;
+  if (loc->rank == 0) {
+    struct rt_checkpoint c = {
+        .graph_checksum = loc->graph_checksum, .nodes = loc->n_global, .features = loc->feat_dim,
+        .classes = loc->num_classes, .model = cfg->model, .layers = cfg->layers,
+        .layernorm = cfg->layernorm, .hidden = cfg->hidden, .dropout = cfg->dropout,
+        .input_dropout = cfg->input_dropout, .optimizer = cfg->optimizer, .lr = cfg->lr,
+        .weight_decay = cfg->weight_decay, .beta1 = cfg->beta1, .beta2 = cfg->beta2,
+        .adam_eps = cfg->adam_eps, .wd_scope = cfg->wd_scope, .seed = cfg->seed, .epoch = epoch,
+        .num_params = rt_model_num_params(m), .loss = r->loss, /* borrowed */
+        .best_val_acc = r->best_val_acc, .best_val_loss = tr->best_val_loss,
+        .test_acc_at_best_val = r->test_acc_at_best_val, .best_epoch = r->best_epoch,
+        .final_train_acc = r->final_train_acc, .final_val_acc = r->final_val_acc,
+        .final_test_acc = r->final_test_acc, .last_val_acc = tr->last_val};
+    snprintf(c.graph, sizeof c.graph, "%s", loc->name);
+    const size_t bytes = (size_t)c.num_params * sizeof(float);
+    c.params = cg_malloc(bytes, "checkpoint parameters");
+    c.adam_m = cg_malloc(bytes, "checkpoint Adam moments");
+    c.adam_v = cg_malloc(bytes, "checkpoint Adam moments");
+    if (!c.params || !c.adam_m || !c.adam_v) st = CG_ERR_NOMEM;
+    if (st == CG_OK) st = rt_model_state_get(m, c.params, c.adam_m, c.adam_v, &c.steps);
+    if (st == CG_OK) st = rt_checkpoint_write(cfg->checkpoint_path, &c);
+    cg_free(c.params);
+    cg_free(c.adam_m);
+    cg_free(c.adam_v);
+  }
+  if (ex && ex->allreduce_host) {
+    double failed = st != CG_OK;
+    TRY(ex->allreduce_host(ex->ctx, &failed, 1));
+    if (failed > 0 && st == CG_OK)
+      st = cg_err_set(CG_ERR_IO, "rank 0 could not write checkpoint %s", cfg->checkpoint_path);
+  }
+  return st;
+}
+
 int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_exchange *ex,
              const struct rt_config *cfg, struct rt_result *res) {
   int st = CG_OK;
@@ -90,8 +204,13 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
   TRY(rt_config_check(cfg));
   const double t_start = cg_time_now();
 
+  if (cfg->checkpoint_path && loc->rank == 0) { /* fail now, not after the last epoch */
+    struct cg_outfile probe;
+    TRY(cg_outfile_open(&probe, cfg->checkpoint_path, "checkpoint"));
+    cg_outfile_abort(&probe);
+  }
   if (cfg->metrics_path && loc->rank == 0) {
-    mf = fopen(cfg->metrics_path, "w");
+    mf = fopen(cfg->metrics_path, cfg->resume_path ? "a" : "w"); /* a resumed run continues the file */
     if (!mf) return cg_err_set(CG_ERR_IO, "cannot create metrics file %s (check the folder exists and is writable)",
                                cfg->metrics_path);
   }
@@ -119,14 +238,15 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
   r.best_val_acc = NAN;
   r.test_acc_at_best_val = NAN;
   r.final_train_acc = r.final_val_acc = r.final_test_acc = NAN;
-  double best_val_loss = INFINITY;
+  struct train_track tr = {INFINITY, NAN};
+  int e_done = 0; /* epochs before this run (resumed) */
+  if (cfg->resume_path) TRY_GOTO(ckpt_resume(m, loc, cfg, &r, &tr, &e_done), done);
   const char *acc_name = loc->multilabel ? "f1" : "acc";
   /* On a terminal one live line (epoch, loss, accuracy, time per epoch, ETA) replaces
    * the per-evaluation log lines; elsewhere (files, CI) the log lines stay. */
   live = !cfg->quiet && graph_progress_effective_mode() == GRAPH_PROGRESS_TTY;
   if (live) graph_progress_begin(&pr, "training", E, "epochs");
-  double last_val = NAN;
-  for (int e = 1; e <= E; e++) {
+  for (int e = e_done + 1; e <= E; e++) {
     struct rt_step_stats ss;
     be->sync(be);
     double t0 = cg_time_now();
@@ -158,17 +278,17 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
       eval_s = cg_time_now() - te;
       int better = isnan(r.best_val_acc) ||
                    ev.val_acc > r.best_val_acc ||
-                   (ev.val_acc == r.best_val_acc && ev.val_loss < best_val_loss);
+                   (ev.val_acc == r.best_val_acc && ev.val_loss < tr.best_val_loss);
       if (better && !isnan(ev.val_acc)) {
         r.best_val_acc = ev.val_acc;
-        best_val_loss = ev.val_loss;
+        tr.best_val_loss = ev.val_loss;
         r.test_acc_at_best_val = ev.test_acc;
         r.best_epoch = e;
       }
       r.final_train_acc = ev.train_acc;
       r.final_val_acc = ev.val_acc;
       r.final_test_acc = ev.test_acc;
-      last_val = ev.val_acc;
+      tr.last_val = ev.val_acc;
       if (!cfg->quiet && !live)
         LOG_INFO("train", "epoch %4d  loss %.4f  train %s %.4f  val %s %.4f  test %s %.4f  %.2f ms",
                  e, ss.loss, acc_name, ev.train_acc, acc_name, ev.val_acc, acc_name, ev.test_acc,
@@ -177,7 +297,7 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
     if (live) {
       char detail[128];
       snprintf(detail, sizeof detail, "loss %.4f  val %s %.4f  %.1f ms/epoch", ss.loss, acc_name,
-               last_val, dt * 1e3);
+               tr.last_val, dt * 1e3);
       graph_progress_update_detail(&pr, e, detail);
     }
 
@@ -209,9 +329,11 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
       cJSON_Delete(o);
       o = NULL;
     }
+    if (cfg->checkpoint_path && (e == E || (cfg->checkpoint_every > 0 && e % cfg->checkpoint_every == 0)))
+      TRY_GOTO(ckpt_save(m, loc, ex, cfg, &r, &tr, e), done);
   }
   if (live) graph_progress_end(&pr);
-  r.median_epoch_s = median(epoch_s, E, tmp);
+  r.median_epoch_s = median(epoch_s + e_done, E - e_done, tmp); /* epochs run here */
   if (r.best_epoch > 0)
     LOG_INFO("train", "done: best val %s %.4f at epoch %d, test %s there %.4f; median epoch %.2f ms",
              acc_name, r.best_val_acc, r.best_epoch, acc_name, r.test_acc_at_best_val,
@@ -241,6 +363,7 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
     add_config(o, cfg);
     cJSON_AddNumberToObject(o, "params", (double)r.num_params);
     cJSON_AddNumberToObject(o, "epochs", E);
+    cJSON_AddNumberToObject(o, "resumed_from_epoch", e_done);
     json_num(o, "best_val_acc", r.best_val_acc);
     json_num(o, "test_acc_at_best_val", r.test_acc_at_best_val);
     cJSON_AddNumberToObject(o, "best_epoch", r.best_epoch);

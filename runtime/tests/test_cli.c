@@ -119,6 +119,9 @@ static void bad_options(void **state) {
   expect_error(2, (const char *const[]){"--eval-every", "0", NULL});
   expect_error(2, (const char *const[]){"--graph", "synth:tiny", "extra", NULL});
   expect_error(2, (const char *const[]){"frobnicate", NULL});
+  expect_error(2, (const char *const[]){"--checkpoint-every", "3", NULL}); /* no --checkpoint */
+  expect_error(2, (const char *const[]){"--checkpoint", "x.ckpt", "--checkpoint-every", "-1", NULL});
+  expect_error(2, (const char *const[]){"--resume", "", NULL});
 }
 
 static void bad_files(void **state) {
@@ -132,6 +135,9 @@ static void bad_files(void **state) {
   fclose(f);
   expect_error(1, (const char *const[]){"--graph", junk, "--epochs", "1", NULL});
   expect_error(1, (const char *const[]){"--graph", "synth:nosuchpreset", "--epochs", "1", NULL});
+  expect_error(1, (const char *const[]){"--graph", "synth:tiny", "--epochs", "2", "--resume",
+                                        "/nonexistent/dir/x.ckpt", NULL});
+  expect_error(1, (const char *const[]){"--graph", "synth:tiny", "--epochs", "2", "--resume", junk, NULL});
   expect_error(1, (const char *const[]){"--graph", "synth:tiny", "--epochs", "1", "--metrics",
                                         "/nonexistent/dir/m.jsonl", NULL});
 }

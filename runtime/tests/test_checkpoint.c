@@ -1,0 +1,197 @@
+/* runtime/tests/test_checkpoint.c — checkpoints (runtime.h): a run stopped after k
+ * epochs and resumed to E equals the uninterrupted E-epoch run bit for bit (the
+ * checkpoint files after E epochs are byte-identical, and so are the per-epoch
+ * losses and the best-epoch summary); checkpoints that do not fit the run, or that
+ * are damaged, are refused with a message naming the problem; a checkpoint that
+ * cannot be written fails the run. CPU backend, 2 threads. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/log.h"
+#include "core/status.h"
+#include "runtime/runtime.h"
+
+static char dir[] = "/tmp/capgnn_ckpt_XXXXXX";
+
+static void path(char *buf, size_t len, const char *name) { snprintf(buf, len, "%s/%s", dir, name); }
+
+static void base_config(struct rt_config *cfg) {
+  rt_config_defaults(cfg);
+  cfg->graph = "synth:small";
+  cfg->model = RT_MODEL_SAGE; /* two weight matrices per layer, biases and LayerNorm */
+  cfg->layernorm = 1;
+  cfg->layers = 3;
+  cfg->hidden = 24;
+  cfg->epochs = 12;
+  cfg->eval_every = 4;
+  cfg->threads = 2;
+  cfg->device = "cpu";
+  cfg->quiet = 1;
+  cfg->seed = 11;
+}
+
+static unsigned char *slurp(const char *p, size_t *n) {
+  FILE *f = fopen(p, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = malloc((size_t)len + 1);
+  assert_non_null(b);
+  assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
+  fclose(f);
+  *n = (size_t)len;
+  return b;
+}
+
+static void same_double(double a, double b) { assert_true((isnan(a) && isnan(b)) || a == b); }
+
+static void test_resume_is_bit_exact(void **state) {
+  (void)state;
+  char full[256], half[256], resumed[256];
+  path(full, sizeof full, "full.ckpt");
+  path(half, sizeof half, "half.ckpt");
+  path(resumed, sizeof resumed, "resumed.ckpt");
+  struct rt_config cfg;
+  struct rt_result a, b, c;
+  base_config(&cfg);
+  cfg.checkpoint_path = full;
+  assert_int_equal(rt_run(&cfg, &a), CG_OK);
+  /* 5 epochs (checkpoints after 2 and 4 on the way, then 5), then resume to 12 */
+  cfg.epochs = 5;
+  cfg.checkpoint_path = half;
+  cfg.checkpoint_every = 2;
+  assert_int_equal(rt_run(&cfg, &b), CG_OK);
+  struct rt_checkpoint ck;
+  assert_int_equal(rt_checkpoint_read(half, &ck), CG_OK);
+  assert_int_equal(ck.epoch, 5);
+  assert_int_equal(ck.steps, 5);
+  for (int e = 0; e < 5; e++) assert_true(ck.loss[e] == a.loss[e]);
+  rt_checkpoint_free(&ck);
+  cfg.epochs = 12;
+  cfg.checkpoint_every = 0;
+  cfg.checkpoint_path = resumed;
+  cfg.resume_path = half;
+  assert_int_equal(rt_run(&cfg, &c), CG_OK);
+  for (int e = 0; e < 12; e++) {
+    if (c.loss[e] != a.loss[e]) fail_msg("epoch %d: loss %.17g resumed, %.17g uninterrupted", e + 1, c.loss[e], a.loss[e]);
+  }
+  same_double(c.best_val_acc, a.best_val_acc);
+  same_double(c.test_acc_at_best_val, a.test_acc_at_best_val);
+  assert_int_equal(c.best_epoch, a.best_epoch);
+  same_double(c.final_test_acc, a.final_test_acc);
+  size_t n1, n2;
+  unsigned char *f1 = slurp(full, &n1), *f2 = slurp(resumed, &n2);
+  assert_int_equal(n1, n2);
+  assert_memory_equal(f1, f2, n1);
+  printf("  12 epochs straight = 5 + resumed 7: checkpoints byte-identical (%zu bytes), best val %.4f "
+         "at epoch %d\n", n1, a.best_val_acc, a.best_epoch);
+  free(f1);
+  free(f2);
+  rt_result_free(&a);
+  rt_result_free(&b);
+  rt_result_free(&c);
+}
+
+static void expect_resume_error(struct rt_config *cfg, int code, const char *needle) {
+  cg_err_clear();
+  int st = rt_run(cfg, NULL);
+  if (st != code || !strstr(cg_err_msg(), needle))
+    fail_msg("expected status %d with '%s', got %d: %s", code, needle, st, cg_err_msg());
+  printf("  refused as expected: %s\n", cg_err_msg());
+  cg_err_clear();
+}
+
+static void test_mismatch_and_damage(void **state) {
+  (void)state;
+  char ck[256], bad[256];
+  path(ck, sizeof ck, "m.ckpt");
+  path(bad, sizeof bad, "bad.ckpt");
+  struct rt_config cfg;
+  base_config(&cfg);
+  cfg.epochs = 3;
+  cfg.checkpoint_path = ck;
+  assert_int_equal(rt_run(&cfg, NULL), CG_OK);
+  cfg.checkpoint_path = NULL;
+  cfg.resume_path = ck;
+  cfg.epochs = 6;
+  cfg.hidden = 32;
+  expect_resume_error(&cfg, CG_ERR_ARG, "hidden");
+  cfg.hidden = 24;
+  cfg.graph = "synth:tiny";
+  expect_resume_error(&cfg, CG_ERR_ARG, "graph");
+  cfg.graph = "synth:small";
+  cfg.epochs = 3;
+  expect_resume_error(&cfg, CG_ERR_ARG, "nothing left to train");
+  cfg.epochs = 6;
+  /* another learning rate: allowed (a warning), the run continues */
+  cfg.lr = 0.005f;
+  assert_int_equal(rt_run(&cfg, NULL), CG_OK);
+  cfg.lr = 0.01f;
+  /* damaged copies: one flipped byte, a truncated file, not a checkpoint at all */
+  size_t n;
+  unsigned char *b = slurp(ck, &n);
+  b[n / 2] ^= 0x40;
+  FILE *f = fopen(bad, "wb");
+  assert_non_null(f);
+  fwrite(b, 1, n, f);
+  fclose(f);
+  cfg.resume_path = bad;
+  expect_resume_error(&cfg, CG_ERR_FORMAT, "CRC-32 mismatch");
+  b[n / 2] ^= 0x40;
+  f = fopen(bad, "wb");
+  fwrite(b, 1, n - 9, f);
+  fclose(f);
+  expect_resume_error(&cfg, CG_ERR_FORMAT, bad);
+  f = fopen(bad, "wb");
+  fputs("just some text, long enough to pass the length check of the reader", f);
+  fclose(f);
+  expect_resume_error(&cfg, CG_ERR_FORMAT, "wrong magic");
+  cfg.resume_path = "/nonexistent/dir/x.ckpt";
+  expect_resume_error(&cfg, CG_ERR_IO, "cannot open");
+  free(b);
+}
+
+static void test_write_failure(void **state) {
+  (void)state;
+  struct rt_config cfg;
+  base_config(&cfg);
+  cfg.epochs = 2;
+  cfg.checkpoint_path = "/nonexistent/dir/x.ckpt";
+  cg_err_clear();
+  assert_int_not_equal(rt_run(&cfg, NULL), CG_OK);
+  printf("  unwritable checkpoint: %s\n", cg_err_msg());
+  cg_err_clear();
+  cfg.checkpoint_path = NULL;
+  cfg.checkpoint_every = 2;
+  assert_int_equal(rt_config_check(&cfg), CG_ERR_ARG);
+  cg_err_clear();
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+  cg_log_set_level(CG_LOG_ERROR);
+  if (!mkdtemp(dir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_resume_is_bit_exact),
+                                     cmocka_unit_test(test_mismatch_and_damage),
+                                     cmocka_unit_test(test_write_failure)};
+  return cmocka_run_group_tests(tests, NULL, teardown);
+}
