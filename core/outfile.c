@@ -117,6 +117,11 @@ int cg_outfile_commit(struct cg_outfile *o) {
   if (ferror(o->fp)) {
     fclose(o->fp);
     rc = cg_err_set(CG_ERR_IO, "writing '%s' failed (is the disk full?)", name);
+  } else if (o->tmp && (fflush(o->fp) != 0 || fsync(fileno(o->fp)) != 0)) {
+    /* on the disk before the rename makes it the file: a power loss then leaves the old
+     * file or the new one, not a renamed empty one */
+    rc = cg_err_set(CG_ERR_IO, "writing '%s' failed: %s (is the disk full?)", name, strerror(errno));
+    fclose(o->fp);
   } else if (fclose(o->fp) != 0) {
     rc = cg_err_set(CG_ERR_IO, "writing '%s' failed: %s (is the disk full?)", name, strerror(errno));
   }

@@ -9,14 +9,18 @@
  * The reader checks the magic, the version, the header's fields and their ranges,
  * the sizes against the file's length, then the CRC, before anything is used. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <zlib.h>
 
+#include "core/log.h"
 #include "core/outfile.h"
 #include "core/status.h"
 #include "runtime/runtime.h"
@@ -25,6 +29,7 @@
 #define CKPT_MAGIC_LEN 12
 #define CKPT_VERSION 1u
 #define CKPT_MAX_HEADER (1u << 20)
+#define CKPT_MAX_PARAMS 2147483648.0 /* 2^31 floats per array */
 
 void rt_checkpoint_free(struct rt_checkpoint *c) {
   if (!c) return;
@@ -76,12 +81,13 @@ static char *header_json(const struct rt_checkpoint *c) {
   cJSON_AddNumberToObject(o, "nodes", (double)c->nodes);
   cJSON_AddNumberToObject(o, "features", (double)c->features);
   cJSON_AddNumberToObject(o, "classes", (double)c->classes);
+  cJSON_AddStringToObject(o, "feat_norm", c->feat_norm_row ? "row" : "none");
   cJSON_AddStringToObject(o, "model", rt_model_kind_str(c->model));
   cJSON_AddNumberToObject(o, "layers", c->layers);
   cJSON_AddNumberToObject(o, "hidden", (double)c->hidden);
   cJSON_AddBoolToObject(o, "layernorm", c->layernorm != 0);
   cJSON_AddNumberToObject(o, "dropout", c->dropout);
-  cJSON_AddNumberToObject(o, "input_dropout", c->input_dropout);
+  cJSON_AddNumberToObject(o, "input_dropout", c->input_dropout < 0.0f ? -1.0 : c->input_dropout);
   cJSON_AddStringToObject(o, "optimizer", rt_optimizer_str(c->optimizer));
   cJSON_AddNumberToObject(o, "lr", c->lr);
   cJSON_AddNumberToObject(o, "weight_decay", c->weight_decay);
@@ -90,6 +96,7 @@ static char *header_json(const struct rt_checkpoint *c) {
   cJSON_AddNumberToObject(o, "adam_eps", c->adam_eps);
   cJSON_AddStringToObject(o, "wd_scope", rt_wd_scope_str(c->wd_scope));
   cJSON_AddStringToObject(o, "seed", seed);
+  cJSON_AddNumberToObject(o, "eval_every", c->eval_every);
   cJSON_AddNumberToObject(o, "epoch", c->epoch);
   cJSON_AddNumberToObject(o, "steps", (double)c->steps);
   cJSON_AddNumberToObject(o, "params", (double)c->num_params);
@@ -107,6 +114,9 @@ static char *header_json(const struct rt_checkpoint *c) {
 }
 
 int rt_checkpoint_write(const char *path, const struct rt_checkpoint *c) {
+  if (c->num_params < 1 || (double)c->num_params > CKPT_MAX_PARAMS || c->epoch < 1 || c->epoch > RT_MAX_EPOCHS)
+    return cg_err_set(CG_ERR_ARG, "checkpoint %s: %lld parameters after %d epochs cannot be saved "
+                      "(at most 2^31 parameters)", path, (long long)c->num_params, c->epoch);
   char *json = header_json(c);
   if (!json) return cg_err_set(CG_ERR_NOMEM, "checkpoint %s: out of memory for its header", path);
   struct cg_outfile of;
@@ -141,16 +151,20 @@ int rt_checkpoint_write(const char *path, const struct rt_checkpoint *c) {
 
 /* ---- reading ---------------------------------------------------------------- */
 
+/* flags: null reads as NaN; the value must be an integer */
+enum { JSON_NULL_OK = 1, JSON_INTEGER = 2 };
+
 static int json_number(const cJSON *h, const char *key, double lo, double hi, double *out,
-                       const char *path, int nan_ok) {
+                       const char *path, int flags) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(h, key);
-  if (nan_ok && cJSON_IsNull(v)) {
+  if ((flags & JSON_NULL_OK) && cJSON_IsNull(v)) {
     *out = NAN;
     return CG_OK;
   }
-  if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi))
-    return cg_err_set(CG_ERR_FORMAT, "checkpoint %s: header field '%s' is missing or outside [%g, %g]",
-                      path, key, lo, hi);
+  if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
+      ((flags & JSON_INTEGER) && v->valuedouble != floor(v->valuedouble)))
+    return cg_err_set(CG_ERR_FORMAT, "checkpoint %s: header field '%s' is missing, outside [%g, %g]%s",
+                      path, key, lo, hi, (flags & JSON_INTEGER) ? " or not an integer" : "");
   *out = v->valuedouble;
   return CG_OK;
 }
@@ -181,24 +195,30 @@ static int parse_header(const char *json, size_t len, const char *path, struct r
     goto done;
   }
   snprintf(c->graph, sizeof c->graph, "%s", v->valuestring);
-#define NUM(key, lo, hi, dst, type)                                   \
-  do {                                                                \
-    TRY_GOTO(json_number(h, key, lo, hi, &d, path, 0), done);         \
-    dst = (type)d;                                                    \
+#define NUM(key, lo, hi, dst, type)                                        \
+  do {                                                                     \
+    TRY_GOTO(json_number(h, key, lo, hi, &d, path, 0), done);              \
+    dst = (type)d;                                                         \
   } while (0)
-#define NUM_OR_NAN(key, dst)                                          \
-  do {                                                                \
-    TRY_GOTO(json_number(h, key, -INFINITY, INFINITY, &d, path, 1), done); \
-    dst = d;                                                          \
+#define INT(key, lo, hi, dst, type)                                        \
+  do {                                                                     \
+    TRY_GOTO(json_number(h, key, lo, hi, &d, path, JSON_INTEGER), done);   \
+    dst = (type)d;                                                         \
   } while (0)
-  NUM("graph_checksum", 0, 4294967295.0, c->graph_checksum, uint32_t);
-  NUM("nodes", 0, 9e15, c->nodes, int64_t);
-  NUM("features", 0, 9e15, c->features, int64_t);
-  NUM("classes", 0, 9e15, c->classes, int64_t);
+#define NUM_OR_NAN(key, lo, hi, dst)                                       \
+  do {                                                                     \
+    TRY_GOTO(json_number(h, key, lo, hi, &d, path, JSON_NULL_OK), done);   \
+    dst = d;                                                               \
+  } while (0)
+  INT("graph_checksum", 0, 4294967295.0, c->graph_checksum, uint32_t);
+  INT("nodes", 0, 9e15, c->nodes, int64_t);
+  INT("features", 0, 9e15, c->features, int64_t);
+  INT("classes", 0, 9e15, c->classes, int64_t);
+  TRY_GOTO(json_choice(h, "feat_norm", "none", "row", &c->feat_norm_row, path), done);
   TRY_GOTO(json_choice(h, "model", "gcn", "sage", &k, path), done);
   c->model = k ? RT_MODEL_SAGE : RT_MODEL_GCN;
-  NUM("layers", 1, 64, c->layers, int);
-  NUM("hidden", 1, 1 << 20, c->hidden, int64_t);
+  INT("layers", 1, 64, c->layers, int);
+  INT("hidden", 1, 1 << 20, c->hidden, int64_t);
   v = cJSON_GetObjectItemCaseSensitive(h, "layernorm");
   if (!cJSON_IsBool(v)) {
     st = cg_err_set(CG_ERR_FORMAT, "checkpoint %s: header field 'layernorm' is missing", path);
@@ -218,23 +238,32 @@ static int parse_header(const char *json, size_t len, const char *path, struct r
   c->wd_scope = k ? RT_WD_FIRST : RT_WD_ALL;
   v = cJSON_GetObjectItemCaseSensitive(h, "seed");
   char *end = NULL;
-  if (!cJSON_IsString(v) || (c->seed = strtoull(v->valuestring, &end, 10), *end != '\0')) {
+  if (!cJSON_IsString(v) || strspn(v->valuestring, "0123456789") != strlen(v->valuestring) ||
+      !v->valuestring[0] || strlen(v->valuestring) > 20 ||
+      (errno = 0, c->seed = strtoull(v->valuestring, &end, 10), errno != 0)) {
     st = cg_err_set(CG_ERR_FORMAT, "checkpoint %s: header field 'seed' should be a decimal string", path);
     goto done;
   }
-  NUM("epoch", 1, RT_MAX_EPOCHS, c->epoch, int);
-  NUM("steps", 0, 9e15, c->steps, int64_t);
-  NUM("params", 1, 2147483648.0, c->num_params, int64_t);
-  NUM_OR_NAN("best_val_acc", c->best_val_acc);
-  NUM_OR_NAN("best_val_loss", c->best_val_loss);
-  NUM_OR_NAN("test_acc_at_best_val", c->test_acc_at_best_val);
-  NUM("best_epoch", 0, RT_MAX_EPOCHS, c->best_epoch, int);
-  NUM_OR_NAN("final_train_acc", c->final_train_acc);
-  NUM_OR_NAN("final_val_acc", c->final_val_acc);
-  NUM_OR_NAN("final_test_acc", c->final_test_acc);
-  NUM_OR_NAN("last_val_acc", c->last_val_acc);
+  INT("eval_every", 1, 2147483647.0, c->eval_every, int);
+  INT("epoch", 1, RT_MAX_EPOCHS, c->epoch, int);
+  INT("steps", 0, c->epoch, c->steps, int64_t); /* one optimizer step an epoch */
+  INT("params", 1, CKPT_MAX_PARAMS, c->num_params, int64_t);
+  NUM_OR_NAN("best_val_acc", 0, 1, c->best_val_acc);
+  NUM_OR_NAN("best_val_loss", 0, 1e300, c->best_val_loss);
+  NUM_OR_NAN("test_acc_at_best_val", 0, 1, c->test_acc_at_best_val);
+  INT("best_epoch", 0, c->epoch, c->best_epoch, int);
+  NUM_OR_NAN("final_train_acc", 0, 1, c->final_train_acc);
+  NUM_OR_NAN("final_val_acc", 0, 1, c->final_val_acc);
+  NUM_OR_NAN("final_test_acc", 0, 1, c->final_test_acc);
+  NUM_OR_NAN("last_val_acc", 0, 1, c->last_val_acc);
   if (isnan(c->best_val_loss)) c->best_val_loss = INFINITY; /* "no best yet" */
+  if ((c->best_epoch == 0) != isnan(c->best_val_acc)) {
+    st = cg_err_set(CG_ERR_FORMAT, "checkpoint %s: best_epoch %d and best_val_acc disagree", path,
+                    c->best_epoch);
+    goto done;
+  }
 #undef NUM
+#undef INT
 #undef NUM_OR_NAN
 done:
   cJSON_Delete(h);
@@ -245,28 +274,34 @@ int rt_checkpoint_read(const char *path, struct rt_checkpoint *c) {
   memset(c, 0, sizeof *c);
   int st = CG_OK;
   unsigned char *buf = NULL;
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return cg_err_set(CG_ERR_IO, "checkpoint %s: cannot open: %s", path, strerror(errno));
-  /* whole file: a few MB (parameters and Adam state), read once */
-  long size = -1;
-  if (fseek(fp, 0, SEEK_END) == 0) size = ftell(fp);
-  if (size < 0 || fseek(fp, 0, SEEK_SET) != 0) {
-    fclose(fp);
-    return cg_err_set(CG_ERR_IO, "checkpoint %s: not a regular, seekable file", path);
+  /* O_NONBLOCK: a FIFO given by mistake must not block the open */
+  const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return cg_err_set(CG_ERR_IO, "checkpoint %s: cannot open: %s", path, strerror(errno));
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(fd);
+    return cg_err_set(CG_ERR_IO, "checkpoint %s: not a regular file", path);
   }
-  const size_t n = (size_t)size;
+  /* whole file: parameters and Adam state, read once */
+  const size_t n = (size_t)sb.st_size;
   const size_t fixed = CKPT_MAGIC_LEN + 4 + 8;
   if (n < fixed + 4) {
-    fclose(fp);
+    close(fd);
     return cg_err_set(CG_ERR_FORMAT, "checkpoint %s: %zu bytes, too short to be a checkpoint", path, n);
   }
   buf = cg_malloc(n, "checkpoint file");
   if (!buf) {
-    fclose(fp);
+    close(fd);
     return CG_ERR_NOMEM;
   }
-  const size_t got = fread(buf, 1, n, fp);
-  fclose(fp);
+  size_t got = 0;
+  while (got < n) {
+    ssize_t k = read(fd, buf + got, n - got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    got += (size_t)k;
+  }
+  close(fd);
   if (got != n) {
     st = cg_err_set(CG_ERR_IO, "checkpoint %s: read %zu of %zu bytes", path, got, n);
     goto fail;
@@ -324,5 +359,68 @@ int rt_checkpoint_read(const char *path, struct rt_checkpoint *c) {
 fail:
   cg_free(buf);
   rt_checkpoint_free(c);
+  return st;
+}
+
+/* ---- fitting a run -------------------------------------------------------------- */
+
+int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const struct rt_config *cfg,
+                       int warn) {
+  if (c->model != cfg->model || c->layers != cfg->layers || c->hidden != cfg->hidden ||
+      c->layernorm != cfg->layernorm)
+    return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint holds a %s model with %d layers, hidden "
+                      "%lld%s; this run asks for %s, %d layers, hidden %lld%s", path,
+                      rt_model_kind_str(c->model), c->layers, (long long)c->hidden,
+                      c->layernorm ? ", layernorm" : "", rt_model_kind_str(cfg->model), cfg->layers,
+                      (long long)cfg->hidden, cfg->layernorm ? ", layernorm" : "");
+  if (c->epoch >= cfg->epochs)
+    return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint is at epoch %d and --epochs is %d: nothing "
+                      "left to train (raise --epochs to continue)", path, c->epoch, cfg->epochs);
+  if (!warn) return CG_OK;
+  const float in_c = c->input_dropout < 0.0f ? -1.0f : c->input_dropout;
+  const float in_r = cfg->input_dropout < 0.0f ? -1.0f : cfg->input_dropout;
+#define CKPT_DIFF(differs, name, fmt, now, then)                                                    \
+  if (differs)                                                                                      \
+  LOG_WARN_COMMON("train", "--resume %s: %s is " fmt " in this run, " fmt " in the checkpoint's: "    \
+                  "the continuation differs from an uninterrupted run", path, name, now, then)
+  CKPT_DIFF(c->feat_norm_row != cfg->feat_norm_row, "feat-norm", "%s", cfg->feat_norm_row ? "row" : "none",
+            c->feat_norm_row ? "row" : "none");
+  CKPT_DIFF(c->dropout != cfg->dropout, "dropout", "%g", (double)cfg->dropout, (double)c->dropout);
+  CKPT_DIFF(in_c != in_r, "input-dropout", "%g", (double)in_r, (double)in_c);
+  CKPT_DIFF(c->optimizer != cfg->optimizer, "the optimizer", "%s", rt_optimizer_str(cfg->optimizer),
+            rt_optimizer_str(c->optimizer));
+  CKPT_DIFF(c->lr != cfg->lr, "lr", "%g", (double)cfg->lr, (double)c->lr);
+  CKPT_DIFF(c->weight_decay != cfg->weight_decay, "weight-decay", "%g", (double)cfg->weight_decay,
+            (double)c->weight_decay);
+  CKPT_DIFF(c->wd_scope != cfg->wd_scope, "wd-scope", "%s", rt_wd_scope_str(cfg->wd_scope),
+            rt_wd_scope_str(c->wd_scope));
+  CKPT_DIFF(c->beta1 != cfg->beta1 || c->beta2 != cfg->beta2 || c->adam_eps != cfg->adam_eps,
+            "Adam's beta1/beta2/eps", "%s", "other", "these");
+  CKPT_DIFF(c->seed != cfg->seed, "the seed", "%llu", (unsigned long long)cfg->seed,
+            (unsigned long long)c->seed);
+  CKPT_DIFF(c->eval_every != cfg->eval_every, "eval-every (which epochs can be the best)", "%d",
+            cfg->eval_every, c->eval_every);
+#undef CKPT_DIFF
+  return CG_OK;
+}
+
+int rt_checkpoint_probe_target(const char *path) {
+  struct stat sb;
+  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && strcmp(path, "/dev/null") != 0)
+    return cg_err_set(CG_ERR_IO, "--checkpoint %s: not a regular file (a checkpoint must be a file "
+                      "that --resume can read back)", path);
+  struct cg_outfile probe;
+  TRY(cg_outfile_open(&probe, path, "checkpoint"));
+  cg_outfile_abort(&probe);
+  return CG_OK;
+}
+
+int rt_checkpoint_precheck(const struct rt_config *cfg, int writer) {
+  if (writer && cfg->checkpoint_path) TRY(rt_checkpoint_probe_target(cfg->checkpoint_path));
+  if (!cfg->resume_path) return CG_OK;
+  struct rt_checkpoint c;
+  TRY(rt_checkpoint_read(cfg->resume_path, &c));
+  const int st = rt_checkpoint_fits(&c, cfg->resume_path, cfg, 0);
+  rt_checkpoint_free(&c);
   return st;
 }

@@ -315,6 +315,7 @@ struct rt_checkpoint {
   char graph[64];
   uint32_t graph_checksum;
   int64_t nodes, features, classes;
+  int feat_norm_row;
   enum rt_model_kind model;
   int layers, layernorm;
   int64_t hidden;
@@ -323,19 +324,35 @@ struct rt_checkpoint {
   float lr, weight_decay, beta1, beta2, adam_eps;
   enum rt_wd_scope wd_scope;
   uint64_t seed;
+  int eval_every;
   /* where it stands */
   int epoch;                 /* epochs completed */
   int64_t steps;             /* optimizer steps taken */
   int64_t num_params;
   float *params, *adam_m, *adam_v; /* num_params each (cg_malloc) */
   double *loss;              /* epoch entries (cg_malloc) */
-  double best_val_acc, best_val_loss, test_acc_at_best_val; /* NaN / inf when none */
+  /* the best over the --eval-every schedule's evaluations (NaN / inf, epoch 0: none) */
+  double best_val_acc, best_val_loss, test_acc_at_best_val;
   int best_epoch;
   double final_train_acc, final_val_acc, final_test_acc, last_val_acc;
 };
 /* CG_ERR_IO / CG_ERR_FORMAT with a message naming the file and what is wrong. */
 int rt_checkpoint_write(const char *path, const struct rt_checkpoint *c);
 int rt_checkpoint_read(const char *path, struct rt_checkpoint *c);
+/* Whether checkpoint c (read from `path`) can continue the run cfg describes: the
+ * same model shape and epochs left to train (CG_ERR_ARG naming the difference
+ * otherwise; the graph is checked once it is loaded, in rt_train). With warn, each
+ * other setting that differs (learning rate, dropout, seed, ...) is logged: the
+ * continuation is then not the uninterrupted run. */
+int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const struct rt_config *cfg,
+                       int warn);
+/* Whether a checkpoint can be written at `path` (a regular file or a new one in a
+ * writable folder; /dev/null too): a temporary is created beside it and removed. */
+int rt_checkpoint_probe_target(const char *path);
+/* Checks a run can do before loading the graph (the command line calls it so that
+ * every rank agrees before training): the checkpoint target (when `writer`) and the
+ * resume file (read, checked, rt_checkpoint_fits without warnings). */
+int rt_checkpoint_precheck(const struct rt_config *cfg, int writer);
 void rt_checkpoint_free(struct rt_checkpoint *c); /* accepts a zeroed struct; leaves it zeroed */
 
 /* Checkpoints in rt_train: cfg->resume_path is read after the model is built (its

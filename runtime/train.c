@@ -8,7 +8,6 @@
 #include <cjson/cJSON.h>
 
 #include "core/log.h"
-#include "core/outfile.h"
 #include "core/status.h"
 #include "core/timer.h"
 #include "graph/progress.h"
@@ -76,81 +75,70 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
   }
 }
 
-/* Where the run stands between epochs besides the model and rt_result. */
-struct train_track {
-  double best_val_loss, last_val;
+/* The best evaluation so far: the highest validation accuracy, ties to the lower
+ * validation loss, then to the earlier epoch. */
+struct train_best {
+  double val_acc, val_loss, test_acc;
+  int epoch; /* 0: none yet */
 };
 
-/* Continue from cfg->resume_path: the run must be the same model on the same graph
- * (else an error naming the difference); other settings that differ are allowed
- * with a warning, since the result is then not the uninterrupted run. Fills the
- * model state, the losses so far and the best-epoch bookkeeping; *done gets the
- * checkpoint's epoch. */
+static void best_consider(struct train_best *b, const struct rt_eval *ev, int e) {
+  if (isnan(ev->val_acc)) return;
+  if (b->epoch == 0 || ev->val_acc > b->val_acc || (ev->val_acc == b->val_acc && ev->val_loss < b->val_loss))
+    *b = (struct train_best){ev->val_acc, ev->val_loss, ev->test_acc, e};
+}
+
+/* Where the run stands between epochs besides the model and rt_result: the best over
+ * the evaluations of the --eval-every schedule (the one after the last epoch, off
+ * the schedule, is reported but not kept: a longer run would not have made it, so a
+ * run extended from a checkpoint must not remember it), and the last validation
+ * accuracy (for the live line). */
+struct train_track {
+  struct train_best best;
+  double last_val;
+};
+
+/* Continue from cfg->resume_path (rt_checkpoint_fits: the same model on the same
+ * graph, or an error naming the difference; other settings that differ are warned
+ * about). Fills the model state, the losses so far and the bookkeeping; *done gets
+ * the checkpoint's epoch. */
 static int ckpt_resume(struct rt_model *m, const struct rt_local *loc, const struct rt_config *cfg,
                        struct rt_result *r, struct train_track *tr, int *done) {
   struct rt_checkpoint c;
   const char *path = cfg->resume_path;
   TRY(rt_checkpoint_read(path, &c));
-  int st = CG_OK;
-  if (c.graph_checksum != loc->graph_checksum || c.nodes != loc->n_global ||
-      c.features != loc->feat_dim || c.classes != loc->num_classes) {
+  int st = rt_checkpoint_fits(&c, path, cfg, 1);
+  if (st == CG_OK && (c.graph_checksum != loc->graph_checksum || c.nodes != loc->n_global ||
+                      c.features != loc->feat_dim || c.classes != loc->num_classes))
     st = cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint was written for graph %s (%lld vertices, "
                     "checksum %08x), this run trains %s (%lld vertices, checksum %08x)", path, c.graph,
                     (long long)c.nodes, c.graph_checksum, loc->name, (long long)loc->n_global,
                     loc->graph_checksum);
-    goto out;
+  if (st == CG_OK && c.num_params != rt_model_num_params(m))
+    st = cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint has %lld parameters, this model %lld", path,
+                    (long long)c.num_params, (long long)rt_model_num_params(m));
+  if (st == CG_OK) st = rt_model_state_set(m, c.params, c.adam_m, c.adam_v, c.steps);
+  if (st == CG_OK) {
+    memcpy(r->loss, c.loss, (size_t)c.epoch * sizeof(double));
+    tr->best = (struct train_best){c.best_val_acc, c.best_val_loss, c.test_acc_at_best_val, c.best_epoch};
+    r->best_val_acc = c.best_val_acc;
+    r->test_acc_at_best_val = c.test_acc_at_best_val;
+    r->best_epoch = c.best_epoch;
+    r->final_train_acc = c.final_train_acc;
+    r->final_val_acc = c.final_val_acc;
+    r->final_test_acc = c.final_test_acc;
+    tr->last_val = c.last_val_acc;
+    *done = c.epoch;
+    LOG_INFO("train", "resuming from %s after epoch %d (%lld optimizer steps)", path, c.epoch,
+             (long long)c.steps);
   }
-  if (c.model != cfg->model || c.layers != cfg->layers || c.hidden != cfg->hidden ||
-      c.layernorm != cfg->layernorm || c.num_params != rt_model_num_params(m)) {
-    st = cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint holds a %s model with %d layers, hidden "
-                    "%lld%s (%lld parameters); this run asks for %s, %d layers, hidden %lld%s", path,
-                    rt_model_kind_str(c.model), c.layers, (long long)c.hidden,
-                    c.layernorm ? ", layernorm" : "", (long long)c.num_params,
-                    rt_model_kind_str(cfg->model), cfg->layers, (long long)cfg->hidden,
-                    cfg->layernorm ? ", layernorm" : "");
-    goto out;
-  }
-  if (c.epoch >= cfg->epochs) {
-    st = cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint is at epoch %d and --epochs is %d: nothing "
-                    "left to train (raise --epochs to continue)", path, c.epoch, cfg->epochs);
-    goto out;
-  }
-#define CKPT_SAME(field, name, fmt, a, b)                                                         \
-  if (c.field != cfg->field)                                                                      \
-  LOG_WARN_COMMON("train", "--resume %s: %s is " fmt " in this run, " fmt " in the checkpoint's: "  \
-                  "the continuation differs from an uninterrupted run", path, name, a, b)
-  CKPT_SAME(dropout, "dropout", "%g", (double)cfg->dropout, (double)c.dropout);
-  CKPT_SAME(input_dropout, "input dropout", "%g", (double)cfg->input_dropout, (double)c.input_dropout);
-  CKPT_SAME(optimizer, "the optimizer", "%s", rt_optimizer_str(cfg->optimizer), rt_optimizer_str(c.optimizer));
-  CKPT_SAME(lr, "lr", "%g", (double)cfg->lr, (double)c.lr);
-  CKPT_SAME(weight_decay, "weight decay", "%g", (double)cfg->weight_decay, (double)c.weight_decay);
-  CKPT_SAME(wd_scope, "wd-scope", "%s", rt_wd_scope_str(cfg->wd_scope), rt_wd_scope_str(c.wd_scope));
-  CKPT_SAME(beta1, "Adam beta1", "%g", (double)cfg->beta1, (double)c.beta1);
-  CKPT_SAME(beta2, "Adam beta2", "%g", (double)cfg->beta2, (double)c.beta2);
-  CKPT_SAME(adam_eps, "Adam eps", "%g", (double)cfg->adam_eps, (double)c.adam_eps);
-  CKPT_SAME(seed, "the seed", "%llu", (unsigned long long)cfg->seed, (unsigned long long)c.seed);
-#undef CKPT_SAME
-  TRY_GOTO(rt_model_state_set(m, c.params, c.adam_m, c.adam_v, c.steps), out);
-  memcpy(r->loss, c.loss, (size_t)c.epoch * sizeof(double));
-  r->best_val_acc = c.best_val_acc;
-  r->test_acc_at_best_val = c.test_acc_at_best_val;
-  r->best_epoch = c.best_epoch;
-  r->final_train_acc = c.final_train_acc;
-  r->final_val_acc = c.final_val_acc;
-  r->final_test_acc = c.final_test_acc;
-  tr->best_val_loss = c.best_val_loss;
-  tr->last_val = c.last_val_acc;
-  *done = c.epoch;
-  LOG_INFO("train", "resuming from %s after epoch %d (%lld optimizer steps)", path, c.epoch,
-           (long long)c.steps);
-out:
   rt_checkpoint_free(&c);
   return st;
 }
 
 /* Write the state after `epoch` epochs to cfg->checkpoint_path. Every rank holds the
  * same parameters: rank 0 writes, and all ranks learn whether it worked (so that a
- * failed write stops every rank, not rank 0 alone). */
+ * failed write stops every rank, or none). */
 static int ckpt_save(struct rt_model *m, const struct rt_local *loc, const struct rt_exchange *ex,
                      const struct rt_config *cfg, const struct rt_result *r,
                      const struct train_track *tr, int epoch) {
@@ -158,14 +146,15 @@ static int ckpt_save(struct rt_model *m, const struct rt_local *loc, const struc
   if (loc->rank == 0) {
     struct rt_checkpoint c = {
         .graph_checksum = loc->graph_checksum, .nodes = loc->n_global, .features = loc->feat_dim,
-        .classes = loc->num_classes, .model = cfg->model, .layers = cfg->layers,
-        .layernorm = cfg->layernorm, .hidden = cfg->hidden, .dropout = cfg->dropout,
-        .input_dropout = cfg->input_dropout, .optimizer = cfg->optimizer, .lr = cfg->lr,
-        .weight_decay = cfg->weight_decay, .beta1 = cfg->beta1, .beta2 = cfg->beta2,
-        .adam_eps = cfg->adam_eps, .wd_scope = cfg->wd_scope, .seed = cfg->seed, .epoch = epoch,
-        .num_params = rt_model_num_params(m), .loss = r->loss, /* borrowed */
-        .best_val_acc = r->best_val_acc, .best_val_loss = tr->best_val_loss,
-        .test_acc_at_best_val = r->test_acc_at_best_val, .best_epoch = r->best_epoch,
+        .classes = loc->num_classes, .feat_norm_row = cfg->feat_norm_row, .model = cfg->model,
+        .layers = cfg->layers, .layernorm = cfg->layernorm, .hidden = cfg->hidden,
+        .dropout = cfg->dropout, .input_dropout = cfg->input_dropout, .optimizer = cfg->optimizer,
+        .lr = cfg->lr, .weight_decay = cfg->weight_decay, .beta1 = cfg->beta1, .beta2 = cfg->beta2,
+        .adam_eps = cfg->adam_eps, .wd_scope = cfg->wd_scope, .seed = cfg->seed,
+        .eval_every = cfg->eval_every, .epoch = epoch, .num_params = rt_model_num_params(m),
+        .loss = r->loss, /* borrowed */
+        .best_val_acc = tr->best.val_acc, .best_val_loss = tr->best.val_loss,
+        .test_acc_at_best_val = tr->best.test_acc, .best_epoch = tr->best.epoch,
         .final_train_acc = r->final_train_acc, .final_val_acc = r->final_val_acc,
         .final_test_acc = r->final_test_acc, .last_val_acc = tr->last_val};
     snprintf(c.graph, sizeof c.graph, "%s", loc->name);
@@ -204,11 +193,8 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
   TRY(rt_config_check(cfg));
   const double t_start = cg_time_now();
 
-  if (cfg->checkpoint_path && loc->rank == 0) { /* fail now, not after the last epoch */
-    struct cg_outfile probe;
-    TRY(cg_outfile_open(&probe, cfg->checkpoint_path, "checkpoint"));
-    cg_outfile_abort(&probe);
-  }
+  if (cfg->checkpoint_path && loc->rank == 0) /* fail now, not after the last epoch */
+    TRY(rt_checkpoint_probe_target(cfg->checkpoint_path));
   if (cfg->metrics_path && loc->rank == 0) {
     mf = fopen(cfg->metrics_path, cfg->resume_path ? "a" : "w"); /* a resumed run continues the file */
     if (!mf) return cg_err_set(CG_ERR_IO, "cannot create metrics file %s (check the folder exists and is writable)",
@@ -238,14 +224,14 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
   r.best_val_acc = NAN;
   r.test_acc_at_best_val = NAN;
   r.final_train_acc = r.final_val_acc = r.final_test_acc = NAN;
-  struct train_track tr = {INFINITY, NAN};
+  struct train_track tr = {{NAN, INFINITY, NAN, 0}, NAN};
   int e_done = 0; /* epochs before this run (resumed) */
   if (cfg->resume_path) TRY_GOTO(ckpt_resume(m, loc, cfg, &r, &tr, &e_done), done);
   const char *acc_name = loc->multilabel ? "f1" : "acc";
   /* On a terminal one live line (epoch, loss, accuracy, time per epoch, ETA) replaces
    * the per-evaluation log lines; elsewhere (files, CI) the log lines stay. */
   live = !cfg->quiet && graph_progress_effective_mode() == GRAPH_PROGRESS_TTY;
-  if (live) graph_progress_begin(&pr, "training", E, "epochs");
+  if (live) graph_progress_begin(&pr, "training", E - e_done, "epochs"); /* this run's */
   for (int e = e_done + 1; e <= E; e++) {
     struct rt_step_stats ss;
     be->sync(be);
@@ -268,7 +254,8 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
     if (ex && ex->allreduce_host) TRY_GOTO(ex->allreduce_host(ex->ctx, sums, 2), done);
     if (ex && ex->allreduce_host_max) TRY_GOTO(ex->allreduce_host_max(ex->ctx, ext, 2), done);
 
-    int do_eval = (e % cfg->eval_every) == 0 || e == E;
+    const int on_schedule = (e % cfg->eval_every) == 0;
+    const int do_eval = on_schedule || e == E;
     struct rt_eval ev = {NAN, NAN, NAN, NAN, NAN};
     double eval_s = NAN;
     if (do_eval) {
@@ -276,14 +263,13 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
       TRY_GOTO(rt_model_evaluate(m, &ev, NULL), done);
       be->sync(be);
       eval_s = cg_time_now() - te;
-      int better = isnan(r.best_val_acc) ||
-                   ev.val_acc > r.best_val_acc ||
-                   (ev.val_acc == r.best_val_acc && ev.val_loss < tr.best_val_loss);
-      if (better && !isnan(ev.val_acc)) {
-        r.best_val_acc = ev.val_acc;
-        tr.best_val_loss = ev.val_loss;
-        r.test_acc_at_best_val = ev.test_acc;
-        r.best_epoch = e;
+      if (on_schedule) best_consider(&tr.best, &ev, e);
+      struct train_best shown = tr.best; /* the off-schedule last evaluation counts here only */
+      if (!on_schedule) best_consider(&shown, &ev, e);
+      if (shown.epoch > 0) {
+        r.best_val_acc = shown.val_acc;
+        r.test_acc_at_best_val = shown.test_acc;
+        r.best_epoch = shown.epoch;
       }
       r.final_train_acc = ev.train_acc;
       r.final_val_acc = ev.val_acc;
@@ -298,7 +284,7 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
       char detail[128];
       snprintf(detail, sizeof detail, "loss %.4f  val %s %.4f  %.1f ms/epoch", ss.loss, acc_name,
                tr.last_val, dt * 1e3);
-      graph_progress_update_detail(&pr, e, detail);
+      graph_progress_update_detail(&pr, e - e_done, detail);
     }
 
     if (mf) {
@@ -329,8 +315,16 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
       cJSON_Delete(o);
       o = NULL;
     }
-    if (cfg->checkpoint_path && (e == E || (cfg->checkpoint_every > 0 && e % cfg->checkpoint_every == 0)))
+    if (cfg->checkpoint_path && e == E) {
       TRY_GOTO(ckpt_save(m, loc, ex, cfg, &r, &tr, e), done);
+    } else if (cfg->checkpoint_path && cfg->checkpoint_every > 0 && e % cfg->checkpoint_every == 0) {
+      /* an intermediate checkpoint that fails (disk full) must not end a long run:
+       * every rank got the same answer, all warn and go on; the previous one stays */
+      if (ckpt_save(m, loc, ex, cfg, &r, &tr, e) != CG_OK) {
+        LOG_WARN_COMMON("train", "epoch %d: %s; training goes on", e, cg_err_msg());
+        cg_err_clear();
+      }
+    }
   }
   if (live) graph_progress_end(&pr);
   r.median_epoch_s = median(epoch_s + e_done, E - e_done, tmp); /* epochs run here */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -55,15 +56,14 @@ static unsigned char *slurp(const char *p, size_t *n) {
 
 static void same_double(double a, double b) { assert_true((isnan(a) && isnan(b)) || a == b); }
 
-static void test_resume_is_bit_exact(void **state) {
-  (void)state;
+/* 12 epochs straight against 5 (checkpoints after 2, 4 and 5) then resumed to 12. */
+static void resume_case(const struct rt_config *base, const char *label) {
   char full[256], half[256], resumed[256];
   path(full, sizeof full, "full.ckpt");
   path(half, sizeof half, "half.ckpt");
   path(resumed, sizeof resumed, "resumed.ckpt");
-  struct rt_config cfg;
+  struct rt_config cfg = *base;
   struct rt_result a, b, c;
-  base_config(&cfg);
   cfg.checkpoint_path = full;
   assert_int_equal(rt_run(&cfg, &a), CG_OK);
   /* 5 epochs (checkpoints after 2 and 4 on the way, then 5), then resume to 12 */
@@ -93,13 +93,31 @@ static void test_resume_is_bit_exact(void **state) {
   unsigned char *f1 = slurp(full, &n1), *f2 = slurp(resumed, &n2);
   assert_int_equal(n1, n2);
   assert_memory_equal(f1, f2, n1);
-  printf("  12 epochs straight = 5 + resumed 7: checkpoints byte-identical (%zu bytes), best val %.4f "
-         "at epoch %d\n", n1, a.best_val_acc, a.best_epoch);
+  printf("  %s: 12 epochs straight = 5 + resumed 7: checkpoints byte-identical (%zu bytes), best val "
+         "%.4f at epoch %d\n", label, n1, a.best_val_acc, a.best_epoch);
   free(f1);
   free(f2);
   rt_result_free(&a);
   rt_result_free(&b);
   rt_result_free(&c);
+}
+
+static void test_resume_is_bit_exact(void **state) {
+  (void)state;
+  struct rt_config cfg;
+  base_config(&cfg);
+  resume_case(&cfg, "sage, layernorm, 3 layers");
+  /* GCN defaults: the 5-epoch run's last evaluation (epoch 5, off the every-4
+   * schedule) was its best; the longer run never evaluates epoch 5, so the resumed
+   * run must not remember it */
+  rt_config_defaults(&cfg);
+  cfg.epochs = 12;
+  cfg.eval_every = 4;
+  cfg.seed = 11;
+  cfg.threads = 2;
+  cfg.device = "cpu";
+  cfg.quiet = 1;
+  resume_case(&cfg, "gcn defaults, eval every 4");
 }
 
 static void expect_resume_error(struct rt_config *cfg, int code, const char *needle) {
@@ -158,6 +176,26 @@ static void test_mismatch_and_damage(void **state) {
   expect_resume_error(&cfg, CG_ERR_FORMAT, "wrong magic");
   cfg.resume_path = "/nonexistent/dir/x.ckpt";
   expect_resume_error(&cfg, CG_ERR_IO, "cannot open");
+  /* a folder and a FIFO: refused at once (a FIFO must not block the open) */
+  cfg.resume_path = dir;
+  expect_resume_error(&cfg, CG_ERR_IO, "not a regular file");
+  char fifo[256];
+  path(fifo, sizeof fifo, "fifo");
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  cfg.resume_path = fifo;
+  expect_resume_error(&cfg, CG_ERR_IO, "not a regular file");
+  cfg.resume_path = NULL;
+  cfg.checkpoint_path = fifo;
+  expect_resume_error(&cfg, CG_ERR_IO, "not a regular file");
+  cfg.checkpoint_path = NULL;
+  /* a header whose fields disagree, behind a valid CRC: the best epoch after the last */
+  struct rt_checkpoint c;
+  assert_int_equal(rt_checkpoint_read(ck, &c), CG_OK);
+  c.best_epoch = c.epoch + 5;
+  assert_int_equal(rt_checkpoint_write(bad, &c), CG_OK);
+  rt_checkpoint_free(&c);
+  cfg.resume_path = bad;
+  expect_resume_error(&cfg, CG_ERR_FORMAT, "best_epoch");
   free(b);
 }
 
