@@ -272,10 +272,16 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   /* Rank 0 alone writes the metrics: it checks the file, the others wait for its word
    * and leave silently on failure (one error line for the job). */
   int st = rank == 0 && cfg->metrics_path ? metrics_probe(cfg->metrics_path) : CG_OK;
-  /* checkpoint target (rank 0 writes it) and resume file (every rank reads it) */
-  if (st == CG_OK) st = rt_checkpoint_precheck(cfg, rank == 0);
+  if (st == CG_OK && rank == 0 && cfg->checkpoint_path) st = rt_checkpoint_probe_target(cfg->checkpoint_path);
   if (comm_agree(c, st, "checking the metrics and checkpoint files") != CG_OK) {
     if (rank == 0 || st != CG_OK) fprintf(stderr, "capgnn: error: %s\n", err_text());
+    comm_finalize(&c);
+    return CAPGNN_EXIT_FAILURE;
+  }
+  /* every rank reads the checkpoint it resumes from: usually all fail alike (one line) */
+  st = rt_checkpoint_check_resume(cfg);
+  if (comm_agree(c, st, "reading the checkpoint to resume from") != CG_OK) {
+    report_setup_error(c);
     comm_finalize(&c);
     return CAPGNN_EXIT_FAILURE;
   }
@@ -295,7 +301,8 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
 #else
   (void)par;
   if ((cfg->metrics_path && metrics_probe(cfg->metrics_path) != CG_OK) ||
-      rt_checkpoint_precheck(cfg, 1) != CG_OK || rt_run(cfg, NULL) != CG_OK) {
+      (cfg->checkpoint_path && rt_checkpoint_probe_target(cfg->checkpoint_path) != CG_OK) ||
+      rt_checkpoint_check_resume(cfg) != CG_OK || rt_run(cfg, NULL) != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", err_text());
     return CAPGNN_EXIT_FAILURE;
   }

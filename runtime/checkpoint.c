@@ -415,8 +415,7 @@ int rt_checkpoint_probe_target(const char *path) {
   return CG_OK;
 }
 
-int rt_checkpoint_precheck(const struct rt_config *cfg, int writer) {
-  if (writer && cfg->checkpoint_path) TRY(rt_checkpoint_probe_target(cfg->checkpoint_path));
+int rt_checkpoint_check_resume(const struct rt_config *cfg) {
   if (!cfg->resume_path) return CG_OK;
   struct rt_checkpoint c;
   TRY(rt_checkpoint_read(cfg->resume_path, &c));

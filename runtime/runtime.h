@@ -349,10 +349,10 @@ int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const st
 /* Whether a checkpoint can be written at `path` (a regular file or a new one in a
  * writable folder; /dev/null too): a temporary is created beside it and removed. */
 int rt_checkpoint_probe_target(const char *path);
-/* Checks a run can do before loading the graph (the command line calls it so that
- * every rank agrees before training): the checkpoint target (when `writer`) and the
- * resume file (read, checked, rt_checkpoint_fits without warnings). */
-int rt_checkpoint_precheck(const struct rt_config *cfg, int writer);
+/* The check of cfg->resume_path a run can make before loading the graph (the
+ * command line makes it on every rank before training, so that all agree): the file
+ * reads back and rt_checkpoint_fits (without warnings). CG_OK without resume_path. */
+int rt_checkpoint_check_resume(const struct rt_config *cfg);
 void rt_checkpoint_free(struct rt_checkpoint *c); /* accepts a zeroed struct; leaves it zeroed */
 
 /* Checkpoints in rt_train: cfg->resume_path is read after the model is built (its
