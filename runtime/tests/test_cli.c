@@ -244,6 +244,32 @@ static void train_metrics(void **state) {
   assert_null(lb);
 }
 
+/* `capgnn info` on a training checkpoint: its summary, exit 0; damaged: exit 1. */
+static void checkpoint_info(void **state) {
+  (void)state;
+  char ck[300];
+  snprintf(ck, sizeof ck, "%s/run.ckpt", tmpdir);
+  struct run_out *r = malloc(sizeof *r);
+  assert_non_null(r);
+  run_capgnn(r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--threads", "1",
+                                      "--quiet", "--checkpoint", ck, NULL});
+  assert_int_equal(r->exit_code, 0);
+  run_capgnn(r, (const char *const[]){"info", ck, NULL});
+  assert_int_equal(r->exit_code, 0);
+  assert_non_null(strstr(r->out, "training checkpoint"));
+  assert_non_null(strstr(r->out, "progress:   epoch 3 (3 optimizer steps)"));
+  assert_non_null(strstr(r->out, "checksum:   OK"));
+  FILE *f = fopen(ck, "r+b");
+  assert_non_null(f);
+  fseek(f, 100, SEEK_SET);
+  fputc('#', f);
+  fclose(f);
+  run_capgnn(r, (const char *const[]){"info", ck, NULL});
+  assert_int_equal(r->exit_code, 1);
+  assert_non_null(strstr(r->out, "checksum:   FAILED"));
+  free(r);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: test_cli PATH_TO_CAPGNN\n");
@@ -257,7 +283,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(help), cmocka_unit_test(bad_options),
-                                     cmocka_unit_test(bad_files), cmocka_unit_test(train_metrics)};
+                                     cmocka_unit_test(bad_files), cmocka_unit_test(train_metrics),
+                                     cmocka_unit_test(checkpoint_info)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
