@@ -4,6 +4,7 @@
  * apps/config_file.h) expand to the same options before the command line, so the
  * command line wins; --print-config prints the resolved settings as a settings file. */
 #include <errno.h>
+#include <signal.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -71,12 +72,16 @@ void cmd_train_usage(FILE *out) {
           "  --quiet                       no per-epoch log lines and no progress lines\n"
           "checkpoints\n"
           "  --checkpoint FILE             save the training state (parameters, Adam state, losses)\n"
-          "                                after the last epoch, written whole or not at all\n"
-          "  --checkpoint-every N          ... and every N epochs (default 0: after the last only)\n"
+          "                                after the last epoch, and when Ctrl-C or SIGTERM stops\n"
+          "                                the run (after the current epoch; exit status 130);\n"
+          "                                written whole or not at all; FILE must be new, an earlier\n"
+          "                                checkpoint (replaced) or /dev/null\n"
+          "  --checkpoint-every N          ... and every N epochs (default 0: not in between)\n"
           "  --resume FILE                 continue from a checkpoint up to --epochs: the same\n"
           "                                losses and parameters, bit for bit, as a run that never\n"
-          "                                stopped (same settings, device and thread count); a\n"
-          "                                resumed run appends to its --metrics file\n"
+          "                                stopped (same settings, device and thread count); writes\n"
+          "                                no checkpoint without --checkpoint (which may be FILE);\n"
+          "                                a resumed run appends to its --metrics file\n"
           "parallel (mpiexec -n P capgnn ..., one partition per rank; P = 1 trains as without MPI)\n"
           "  --partition metis|random      how vertices are split over the ranks (default metis)\n"
           "  --part-seed N                 seed of METIS / the random split (default 1)\n"
@@ -245,6 +250,26 @@ static void report_setup_error(struct comm *c) {
 }
 #endif
 
+/* SIGINT / SIGTERM (Ctrl-C, a batch system's time limit) during training stop it
+ * after the current epoch, with a checkpoint when --checkpoint is given; outside the
+ * training loop, and at a second signal, the default action (termination) applies. */
+static void on_stop_signal(int sig) {
+  if (!rt_train_request_stop()) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+}
+
+static void install_stop_handlers(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESETHAND; /* the second signal terminates */
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
 /* MPI starts for every training run (a singleton without mpiexec). One rank trains
  * exactly as without MPI; P > 1 ranks train one partition each (runtime/dist.h). A set-up
  * error is agreed by all ranks, which leave cleanly; a failure once training has started
@@ -271,8 +296,10 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   if (rank != 0) graph_progress_set_mode(GRAPH_PROGRESS_OFF); /* every rank opens the graph: one progress line */
   /* Rank 0 alone writes the metrics: it checks the file, the others wait for its word
    * and leave silently on failure (one error line for the job). */
-  int st = rank == 0 && cfg->metrics_path ? metrics_probe(cfg->metrics_path) : CG_OK;
-  if (st == CG_OK && rank == 0 && cfg->checkpoint_path) st = rt_checkpoint_probe_target(cfg->checkpoint_path);
+  int st = rt_checkpoint_check_paths(cfg);
+  if (st == CG_OK && rank == 0 && cfg->metrics_path) st = metrics_probe(cfg->metrics_path);
+  if (st == CG_OK && rank == 0 && cfg->checkpoint_path)
+    st = rt_checkpoint_probe_target(cfg->checkpoint_path, !cfg->resume_path);
   if (comm_agree(c, st, "checking the metrics and checkpoint files") != CG_OK) {
     if (rank == 0 || st != CG_OK) fprintf(stderr, "capgnn: error: %s\n", err_text());
     comm_finalize(&c);
@@ -286,7 +313,14 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
     return CAPGNN_EXIT_FAILURE;
   }
   int fatal = 0;
-  if (rt_run_dist(c, cfg, &o, path, NULL, &fatal) != CG_OK) {
+  install_stop_handlers();
+  st = rt_run_dist(c, cfg, &o, path, NULL, &fatal);
+  if (st == CG_ERR_INTERRUPTED) { /* every rank stopped after the same epoch */
+    if (rank == 0) fprintf(stderr, "capgnn: %s\n", err_text());
+    comm_finalize(&c);
+    return CAPGNN_EXIT_INTERRUPTED;
+  }
+  if (st != CG_OK) {
     if (fatal && size > 1) {
       LOG_ERROR("train", "rank %d of %d failed during training: %s", rank, size, err_text());
       cg_err_report("capgnn");
@@ -300,9 +334,19 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   return CAPGNN_EXIT_OK;
 #else
   (void)par;
-  if ((cfg->metrics_path && metrics_probe(cfg->metrics_path) != CG_OK) ||
-      (cfg->checkpoint_path && rt_checkpoint_probe_target(cfg->checkpoint_path) != CG_OK) ||
-      rt_checkpoint_check_resume(cfg) != CG_OK || rt_run(cfg, NULL) != CG_OK) {
+  if (rt_checkpoint_check_paths(cfg) != CG_OK || (cfg->metrics_path && metrics_probe(cfg->metrics_path) != CG_OK) ||
+      (cfg->checkpoint_path && rt_checkpoint_probe_target(cfg->checkpoint_path, !cfg->resume_path) != CG_OK) ||
+      rt_checkpoint_check_resume(cfg) != CG_OK) {
+    fprintf(stderr, "capgnn: error: %s\n", err_text());
+    return CAPGNN_EXIT_FAILURE;
+  }
+  install_stop_handlers();
+  const int st = rt_run(cfg, NULL);
+  if (st == CG_ERR_INTERRUPTED) {
+    fprintf(stderr, "capgnn: %s\n", err_text());
+    return CAPGNN_EXIT_INTERRUPTED;
+  }
+  if (st != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", err_text());
     return CAPGNN_EXIT_FAILURE;
   }

@@ -10,6 +10,7 @@
 #define CAPGNN_EXIT_OK 0
 #define CAPGNN_EXIT_FAILURE 1
 #define CAPGNN_EXIT_USAGE 2
+#define CAPGNN_EXIT_INTERRUPTED 130 /* stopped by SIGINT/SIGTERM (128 + SIGINT, as shells report) */
 
 /* Shared by the subcommands (apps/cli.c): print one line
  * "capgnn: error: MESSAGE (see capgnn CMD --help)" and return CAPGNN_EXIT_USAGE;

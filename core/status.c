@@ -30,6 +30,7 @@ const char *cg_status_str(int status) {
     case CG_ERR_METIS: return "METIS error";
     case CG_ERR_INTERNAL: return "internal error";
     case CG_ERR_NOT_FOUND: return "not found";
+    case CG_ERR_INTERRUPTED: return "interrupted";
     default: return "unknown error";
   }
 }

@@ -26,6 +26,7 @@ enum cg_status {
   CG_ERR_METIS = -8,       /* METIS failure */
   CG_ERR_INTERNAL = -9,    /* invariant violated: a bug */
   CG_ERR_NOT_FOUND = -10,  /* a named thing (dataset, file, device) does not exist */
+  CG_ERR_INTERRUPTED = -11, /* stopped on request (a signal), state saved where asked */
 };
 
 /* Short name of a status ("format error", ...). */

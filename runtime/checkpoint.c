@@ -97,6 +97,9 @@ static char *header_json(const struct rt_checkpoint *c) {
   cJSON_AddStringToObject(o, "wd_scope", rt_wd_scope_str(c->wd_scope));
   cJSON_AddStringToObject(o, "seed", seed);
   cJSON_AddNumberToObject(o, "eval_every", c->eval_every);
+  cJSON_AddStringToObject(o, "device", c->device);
+  cJSON_AddNumberToObject(o, "threads", c->threads);
+  cJSON_AddNumberToObject(o, "ranks", c->ranks);
   cJSON_AddNumberToObject(o, "epoch", c->epoch);
   cJSON_AddNumberToObject(o, "steps", (double)c->steps);
   cJSON_AddNumberToObject(o, "params", (double)c->num_params);
@@ -110,7 +113,17 @@ static char *header_json(const struct rt_checkpoint *c) {
   num_or_null(o, "last_val_acc", c->last_val_acc);
   char *txt = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
-  return txt;
+  if (!txt) return NULL;
+  /* a newline ends the header, so that `head -1 FILE` shows it alone */
+  size_t n = strlen(txt);
+  char *line = realloc(txt, n + 2);
+  if (!line) {
+    free(txt);
+    return NULL;
+  }
+  line[n] = '\n';
+  line[n + 1] = '\0';
+  return line;
 }
 
 int rt_checkpoint_write(const char *path, const struct rt_checkpoint *c) {
@@ -245,6 +258,14 @@ static int parse_header(const char *json, size_t len, const char *path, struct r
     goto done;
   }
   INT("eval_every", 1, 2147483647.0, c->eval_every, int);
+  v = cJSON_GetObjectItemCaseSensitive(h, "device");
+  if (!cJSON_IsString(v)) {
+    st = cg_err_set(CG_ERR_FORMAT, "checkpoint %s: header field 'device' is missing", path);
+    goto done;
+  }
+  snprintf(c->device, sizeof c->device, "%s", v->valuestring);
+  INT("threads", 0, 4096, c->threads, int);
+  INT("ranks", 1, 1 << 24, c->ranks, int);
   INT("epoch", 1, RT_MAX_EPOCHS, c->epoch, int);
   INT("steps", 0, c->epoch, c->steps, int64_t); /* one optimizer step an epoch */
   INT("params", 1, CKPT_MAX_PARAMS, c->num_params, int64_t);
@@ -377,8 +398,9 @@ int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const st
     return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint is at epoch %d and --epochs is %d: nothing "
                       "left to train (raise --epochs to continue)", path, c->epoch, cfg->epochs);
   if (!warn) return CG_OK;
-  const float in_c = c->input_dropout < 0.0f ? -1.0f : c->input_dropout;
-  const float in_r = cfg->input_dropout < 0.0f ? -1.0f : cfg->input_dropout;
+  const float in_c = rt_config_layer_dropout(&(struct rt_config){.dropout = c->dropout,
+                                                                  .input_dropout = c->input_dropout}, 0);
+  const float in_r = rt_config_layer_dropout(cfg, 0);
 #define CKPT_DIFF(differs, name, fmt, now, then)                                                    \
   if (differs)                                                                                      \
   LOG_WARN_COMMON("train", "--resume %s: %s is " fmt " in this run, " fmt " in the checkpoint's: "    \
@@ -386,7 +408,7 @@ int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const st
   CKPT_DIFF(c->feat_norm_row != cfg->feat_norm_row, "feat-norm", "%s", cfg->feat_norm_row ? "row" : "none",
             c->feat_norm_row ? "row" : "none");
   CKPT_DIFF(c->dropout != cfg->dropout, "dropout", "%g", (double)cfg->dropout, (double)c->dropout);
-  CKPT_DIFF(in_c != in_r, "input-dropout", "%g", (double)in_r, (double)in_c);
+  CKPT_DIFF(in_c != in_r, "the input features' dropout", "%g", (double)in_r, (double)in_c);
   CKPT_DIFF(c->optimizer != cfg->optimizer, "the optimizer", "%s", rt_optimizer_str(cfg->optimizer),
             rt_optimizer_str(c->optimizer));
   CKPT_DIFF(c->lr != cfg->lr, "lr", "%g", (double)cfg->lr, (double)c->lr);
@@ -400,15 +422,40 @@ int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const st
             (unsigned long long)c->seed);
   CKPT_DIFF(c->eval_every != cfg->eval_every, "eval-every (which epochs can be the best)", "%d",
             cfg->eval_every, c->eval_every);
+  if (c->threads != cfg->threads && strcmp(c->device, "cpu") == 0)
+    LOG_WARN_COMMON("train", "--resume %s: the checkpoint was made with --threads %d, this run uses %d: "
+                    "results differ from an uninterrupted run by rounding", path, c->threads,
+                    cfg->threads);
 #undef CKPT_DIFF
   return CG_OK;
 }
 
-int rt_checkpoint_probe_target(const char *path) {
+/* Whether an existing regular file starts with the checkpoint magic. */
+static int file_is_checkpoint(const char *path) {
+  char magic[CKPT_MAGIC_LEN];
+  const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const ssize_t got = read(fd, magic, sizeof magic);
+  close(fd);
+  return got == (ssize_t)sizeof magic && memcmp(magic, CKPT_MAGIC, sizeof magic) == 0;
+}
+
+int rt_checkpoint_probe_target(const char *path, int warn_replace) {
   struct stat sb;
-  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && strcmp(path, "/dev/null") != 0)
-    return cg_err_set(CG_ERR_IO, "--checkpoint %s: not a regular file (a checkpoint must be a file "
-                      "that --resume can read back)", path);
+  if (stat(path, &sb) == 0) {
+    char *real = realpath(path, NULL);
+    const int devnull = real && strcmp(real, "/dev/null") == 0;
+    free(real);
+    if (!devnull && !S_ISREG(sb.st_mode))
+      return cg_err_set(CG_ERR_IO, "--checkpoint %s: not a regular file (a checkpoint must be a file "
+                        "that --resume can read back)", path);
+    if (!devnull && sb.st_size > 0 && !file_is_checkpoint(path))
+      return cg_err_set(CG_ERR_IO, "--checkpoint %s: the file exists and is not a capgnn checkpoint; "
+                        "refusing to replace it (remove it or choose another path)", path);
+    if (!devnull && sb.st_size > 0 && warn_replace)
+      LOG_WARN_COMMON("train", "--checkpoint %s: replacing the checkpoint there (written by an earlier "
+                      "run); to continue that run instead, pass --resume %s", path, path);
+  }
   struct cg_outfile probe;
   TRY(cg_outfile_open(&probe, path, "checkpoint"));
   cg_outfile_abort(&probe);
@@ -422,4 +469,32 @@ int rt_checkpoint_check_resume(const struct rt_config *cfg) {
   const int st = rt_checkpoint_fits(&c, cfg->resume_path, cfg, 0);
   rt_checkpoint_free(&c);
   return st;
+}
+
+/* Whether a and b name the same file: the same inode when both exist, else the same
+ * string. */
+static int same_file(const char *a, const char *b) {
+  if (!a || !b) return 0;
+  struct stat sa, sb;
+  if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  return strcmp(a, b) == 0;
+}
+
+int rt_checkpoint_check_paths(const struct rt_config *cfg) {
+  struct {
+    const char *opt, *path;
+  } f[4] = {{"--checkpoint", cfg->checkpoint_path},
+            {"--resume", cfg->resume_path},
+            {"--metrics", cfg->metrics_path},
+            {"--graph", NULL}};
+  struct stat sb;
+  if (cfg->graph && strncmp(cfg->graph, "synth:", 6) != 0 && stat(cfg->graph, &sb) == 0) f[3].path = cfg->graph;
+  for (int i = 0; i < 4; i++)
+    for (int j = i + 1; j < 4; j++) {
+      if (i == 0 && j == 1) continue; /* resuming a run into its own checkpoint is the usual case */
+      if (f[i].path && f[j].path && same_file(f[i].path, f[j].path) && strcmp(f[i].path, "/dev/null") != 0)
+        return cg_err_set(CG_ERR_ARG, "%s and %s name the same file (%s): use two files", f[i].opt, f[j].opt,
+                          f[i].path);
+    }
+  return CG_OK;
 }

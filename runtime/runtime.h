@@ -325,6 +325,10 @@ struct rt_checkpoint {
   enum rt_wd_scope wd_scope;
   uint64_t seed;
   int eval_every;
+  /* where it ran (a resume elsewhere is equal up to rounding only) */
+  char device[16];           /* be->name: "cpu", "cuda" */
+  int threads;               /* rt_config threads (CPU backend) */
+  int ranks;
   /* where it stands */
   int epoch;                 /* epochs completed */
   int64_t steps;             /* optimizer steps taken */
@@ -346,14 +350,27 @@ int rt_checkpoint_read(const char *path, struct rt_checkpoint *c);
  * continuation is then not the uninterrupted run. */
 int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const struct rt_config *cfg,
                        int warn);
-/* Whether a checkpoint can be written at `path` (a regular file or a new one in a
- * writable folder; /dev/null too): a temporary is created beside it and removed. */
-int rt_checkpoint_probe_target(const char *path);
+/* Whether a checkpoint can be written at `path`: a new file in a writable folder, or
+ * an existing capgnn checkpoint (replaced; with warn_replace, a warning says so), or
+ * /dev/null; anything else that exists (a dataset, a folder, a FIFO) is refused. A
+ * temporary is created beside it and removed. */
+int rt_checkpoint_probe_target(const char *path, int warn_replace);
+/* The run's files must be distinct: the checkpoint, the resume file, the metrics
+ * file and the graph file (when --graph names a file) cannot be one another (the
+ * metrics appended to a checkpoint, a checkpoint written over the dataset). */
+int rt_checkpoint_check_paths(const struct rt_config *cfg);
 /* The check of cfg->resume_path a run can make before loading the graph (the
  * command line makes it on every rank before training, so that all agree): the file
  * reads back and rt_checkpoint_fits (without warnings). CG_OK without resume_path. */
 int rt_checkpoint_check_resume(const struct rt_config *cfg);
 void rt_checkpoint_free(struct rt_checkpoint *c); /* accepts a zeroed struct; leaves it zeroed */
+
+/* Ask a running rt_train to stop after its current epoch; async-signal-safe (for
+ * SIGINT/SIGTERM handlers). Returns 1 when a training loop is running (it will stop:
+ * every rank at the same epoch, which is checkpointed when cfg->checkpoint_path is
+ * set, and rt_train returns CG_ERR_INTERRUPTED), 0 when none is (the caller then
+ * applies the signal's default action). */
+int rt_train_request_stop(void);
 
 /* Checkpoints in rt_train: cfg->resume_path is read after the model is built (its
  * graph and model shape must match; other settings that differ are warned about);

@@ -1,6 +1,7 @@
 /* runtime/train.c — the training loop, evaluation schedule and JSON Lines metrics
  * (record layout and timer definitions: runtime/runtime.h, rt_train). */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,16 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
   }
 }
 
+/* A stop requested by a signal handler (rt_train_request_stop), honoured between
+ * epochs; `active` while a training loop runs. */
+static volatile sig_atomic_t train_active, train_stop;
+
+int rt_train_request_stop(void) {
+  if (!train_active) return 0;
+  train_stop = 1;
+  return 1;
+}
+
 /* The best evaluation so far: the highest validation accuracy, ties to the lower
  * validation loss, then to the earlier epoch. */
 struct train_best {
@@ -139,9 +150,9 @@ static int ckpt_resume(struct rt_model *m, const struct rt_local *loc, const str
 /* Write the state after `epoch` epochs to cfg->checkpoint_path. Every rank holds the
  * same parameters: rank 0 writes, and all ranks learn whether it worked (so that a
  * failed write stops every rank, or none). */
-static int ckpt_save(struct rt_model *m, const struct rt_local *loc, const struct rt_exchange *ex,
-                     const struct rt_config *cfg, const struct rt_result *r,
-                     const struct train_track *tr, int epoch) {
+static int ckpt_save(struct rt_model *m, const char *be_name, const struct rt_local *loc,
+                     const struct rt_exchange *ex, const struct rt_config *cfg,
+                     const struct rt_result *r, const struct train_track *tr, int epoch) {
   int st = CG_OK;
   if (loc->rank == 0) {
     struct rt_checkpoint c = {
@@ -151,13 +162,15 @@ static int ckpt_save(struct rt_model *m, const struct rt_local *loc, const struc
         .dropout = cfg->dropout, .input_dropout = cfg->input_dropout, .optimizer = cfg->optimizer,
         .lr = cfg->lr, .weight_decay = cfg->weight_decay, .beta1 = cfg->beta1, .beta2 = cfg->beta2,
         .adam_eps = cfg->adam_eps, .wd_scope = cfg->wd_scope, .seed = cfg->seed,
-        .eval_every = cfg->eval_every, .epoch = epoch, .num_params = rt_model_num_params(m),
+        .eval_every = cfg->eval_every, .threads = cfg->threads, .ranks = loc->nranks,
+        .epoch = epoch, .num_params = rt_model_num_params(m),
         .loss = r->loss, /* borrowed */
         .best_val_acc = tr->best.val_acc, .best_val_loss = tr->best.val_loss,
         .test_acc_at_best_val = tr->best.test_acc, .best_epoch = tr->best.epoch,
         .final_train_acc = r->final_train_acc, .final_val_acc = r->final_val_acc,
         .final_test_acc = r->final_test_acc, .last_val_acc = tr->last_val};
     snprintf(c.graph, sizeof c.graph, "%s", loc->name);
+    snprintf(c.device, sizeof c.device, "%s", be_name);
     const size_t bytes = (size_t)c.num_params * sizeof(float);
     c.params = cg_malloc(bytes, "checkpoint parameters");
     c.adam_m = cg_malloc(bytes, "checkpoint Adam moments");
@@ -193,8 +206,12 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
   TRY(rt_config_check(cfg));
   const double t_start = cg_time_now();
 
+  TRY(rt_checkpoint_check_paths(cfg));
   if (cfg->checkpoint_path && loc->rank == 0) /* fail now, not after the last epoch */
-    TRY(rt_checkpoint_probe_target(cfg->checkpoint_path));
+    TRY(rt_checkpoint_probe_target(cfg->checkpoint_path, 0)); /* (the command warns) */
+  if (cfg->resume_path && !cfg->checkpoint_path)
+    LOG_WARN_COMMON("train", "--resume %s without --checkpoint: this run saves no checkpoint of its own",
+                    cfg->resume_path);
   if (cfg->metrics_path && loc->rank == 0) {
     mf = fopen(cfg->metrics_path, cfg->resume_path ? "a" : "w"); /* a resumed run continues the file */
     if (!mf) return cg_err_set(CG_ERR_IO, "cannot create metrics file %s (check the folder exists and is writable)",
@@ -232,6 +249,8 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
    * the per-evaluation log lines; elsewhere (files, CI) the log lines stay. */
   live = !cfg->quiet && graph_progress_effective_mode() == GRAPH_PROGRESS_TTY;
   if (live) graph_progress_begin(&pr, "training", E - e_done, "epochs"); /* this run's */
+  train_stop = 0;
+  train_active = 1;
   for (int e = e_done + 1; e <= E; e++) {
     struct rt_step_stats ss;
     be->sync(be);
@@ -249,9 +268,12 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
     /* Cross-rank sums and extremes, gathered outside the timed step (every rank
      * takes this path: the loss above is global, so all stop or none). */
     const double compute_s = dt - ss.comm_s;
-    double sums[2] = {(double)ss.halo_bytes, (double)ss.allreduce_bytes};
+    /* sums[2]: ranks asked to stop (a signal may reach them in different epochs; the
+     * sum makes every rank stop after the same one) */
+    double sums[3] = {(double)ss.halo_bytes, (double)ss.allreduce_bytes, (double)train_stop};
     double ext[2] = {compute_s, -compute_s}; /* max, -min */
-    if (ex && ex->allreduce_host) TRY_GOTO(ex->allreduce_host(ex->ctx, sums, 2), done);
+    if (ex && ex->allreduce_host) TRY_GOTO(ex->allreduce_host(ex->ctx, sums, 3), done);
+    const int stop = sums[2] > 0 && e < E;
     if (ex && ex->allreduce_host_max) TRY_GOTO(ex->allreduce_host_max(ex->ctx, ext, 2), done);
 
     const int on_schedule = (e % cfg->eval_every) == 0;
@@ -315,15 +337,24 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
       cJSON_Delete(o);
       o = NULL;
     }
-    if (cfg->checkpoint_path && e == E) {
-      TRY_GOTO(ckpt_save(m, loc, ex, cfg, &r, &tr, e), done);
+    if (cfg->checkpoint_path && (e == E || stop)) {
+      TRY_GOTO(ckpt_save(m, be->name, loc, ex, cfg, &r, &tr, e), done);
     } else if (cfg->checkpoint_path && cfg->checkpoint_every > 0 && e % cfg->checkpoint_every == 0) {
       /* an intermediate checkpoint that fails (disk full) must not end a long run:
        * every rank got the same answer, all warn and go on; the previous one stays */
-      if (ckpt_save(m, loc, ex, cfg, &r, &tr, e) != CG_OK) {
+      if (ckpt_save(m, be->name, loc, ex, cfg, &r, &tr, e) != CG_OK) {
         LOG_WARN_COMMON("train", "epoch %d: %s; training goes on", e, cg_err_msg());
         cg_err_clear();
       }
+    }
+    if (stop) {
+      if (cfg->checkpoint_path)
+        st = cg_err_set(CG_ERR_INTERRUPTED, "interrupted after epoch %d of %d; checkpoint %s holds it: "
+                        "continue with --resume %s", e, E, cfg->checkpoint_path, cfg->checkpoint_path);
+      else
+        st = cg_err_set(CG_ERR_INTERRUPTED, "interrupted after epoch %d of %d; no checkpoint (pass "
+                        "--checkpoint FILE to keep the state when stopped)", e, E);
+      goto done;
     }
   }
   if (live) graph_progress_end(&pr);
@@ -372,6 +403,7 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
   }
 
 done:
+  train_active = 0;
   if (live && st < 0) graph_progress_cancel(&pr);
   cJSON_Delete(o);
   if (mf && fclose(mf) != 0 && st == CG_OK)

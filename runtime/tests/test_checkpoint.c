@@ -187,6 +187,19 @@ static void test_mismatch_and_damage(void **state) {
   cfg.resume_path = NULL;
   cfg.checkpoint_path = fifo;
   expect_resume_error(&cfg, CG_ERR_IO, "not a regular file");
+  /* files of the run are never one another, and a file that is not a checkpoint is
+   * never replaced by one (a dataset given as --checkpoint) */
+  char other[256];
+  path(other, sizeof other, "notes.txt");
+  f = fopen(other, "w");
+  fputs("not a checkpoint", f);
+  fclose(f);
+  cfg.checkpoint_path = other;
+  expect_resume_error(&cfg, CG_ERR_IO, "not a capgnn checkpoint");
+  cfg.checkpoint_path = ck;
+  cfg.metrics_path = ck;
+  expect_resume_error(&cfg, CG_ERR_ARG, "name the same file");
+  cfg.metrics_path = NULL;
   cfg.checkpoint_path = NULL;
   /* a header whose fields disagree, behind a valid CRC: the best epoch after the last */
   struct rt_checkpoint c;
