@@ -3,8 +3,10 @@
  * the warp-per-row kernel).
  *
  * One block of CGK_TILE_WARPS warps per (column slice, row block); slices of
- * SW = 32 * VEC columns (lane l holds columns c0 + l*VEC .. +VEC-1), slice-major
- * grid so that the blocks in flight share a slice of X in L2. For each dense tile of
+ * SW = 32 * VEC * NV columns (lane l holds the VEC columns c0 + (q*32 + l)*VEC for
+ * q < NV: NV = 2 only for scalar widths above 32, e.g. 41, so that they take one
+ * slice, not a second one that is mostly padding), slice-major grid so that the
+ * blocks in flight share a slice of X in L2. For each dense tile of
  * its row block, in order, the block
  *   1. stages the tile's CGK_TILE_COLS source rows of the slice in shared memory
  *      (scaled by col_scale when factored; rows past ncols and columns past f as 0),
@@ -22,7 +24,7 @@
  * Shared memory: CGK_TILE_COLS * SW floats (128 KiB for VEC = 4), above the 48 KiB
  * default, so the launcher raises the kernel's dynamic shared memory limit; where
  * the device allows less per block (sm_70..sm_89: 64-99 KiB) it narrows the vector
- * (64 KiB for VEC = 2, 32 KiB for VEC = 1).
+ * (64 KiB for VEC = 2 or VEC = 1 x NV = 2, 32 KiB for VEC = 1).
  * Not done yet (ideas for when it runs on a GPU): staging overlapped with compute
  * (cp.async double buffering), the next tile's bounds loaded before the barrier. */
 #include <stdint.h>
@@ -40,11 +42,14 @@ constexpr int kRpw = CGK_TILE_ROWS_PER_WARP;
 static_assert(kRpw * CGK_TILE_WARPS == kRows, "slots must cover the row block");
 static_assert(kRpw < 32, "a warp's segment bounds must fit in one load");
 
-/* Dynamic shared memory of a launch with VEC floats per lane, and its grid (one
- * block per column slice and row block); the emulation test uses them too. */
-constexpr size_t tiled_smem_bytes(int vec) { return (size_t)kCols * 32 * (size_t)vec * sizeof(float); }
-inline int64_t tiled_blocks(int vec, int64_t f, int64_t nrb) {
-  return (f + 32 * vec - 1) / (32 * vec) * nrb;
+/* Dynamic shared memory of a launch with w = VEC x NV floats per lane, and its grid
+ * (one block per column slice and row block); the emulation test uses them too. */
+constexpr size_t tiled_smem_bytes(int w) { return (size_t)kCols * 32 * (size_t)w * sizeof(float); }
+inline int64_t tiled_blocks(int w, int64_t f, int64_t nrb) { return (f + 32 * w - 1) / (32 * w) * nrb; }
+/* Two scalar columns per lane when the width needs more than one 32-column slice
+ * and the device has room; else one. */
+inline int tiled_nv(int vec, int64_t f, size_t max_smem) {
+  return vec == 1 && f > 32 && tiled_smem_bytes(2) <= max_smem ? 2 : 1;
 }
 
 template <int VEC>
@@ -84,11 +89,11 @@ struct vec_io<1> {
   static __device__ __forceinline__ void load_rw(const float *p, float *v) { v[0] = *p; }
 };
 
-template <int VEC, bool FACT>
+template <int VEC, int NV, bool FACT>
 __global__ void __launch_bounds__(kThreads, 1)
     spmm_tiled_kernel(const cgk_tiles t, const float *__restrict__ x, int64_t ldx,
                       float *__restrict__ y, int64_t ldy, int64_t f) {
-  constexpr int SW = 32 * VEC;
+  constexpr int SW = 32 * VEC * NV;
   extern __shared__ float4 xs_raw[]; /* kCols x SW floats, 16-byte aligned */
   float *xs = reinterpret_cast<float *>(xs_raw);
   const int64_t slice = (int64_t)blockIdx.x / t.nrb, rb = (int64_t)blockIdx.x % t.nrb;
@@ -97,19 +102,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int64_t c0 = slice * SW;
 
-  float acc[kRpw][VEC];
+  float acc[kRpw][NV * VEC];
 #pragma unroll
   for (int j = 0; j < kRpw; j++)
 #pragma unroll
-    for (int e = 0; e < VEC; e++) acc[j][e] = 0.0f;
+    for (int e = 0; e < NV * VEC; e++) acc[j][e] = 0.0f;
 
   for (int64_t tile = t0; tile < t1; tile++) {
     const int64_t src0 = (int64_t)t.tile_col[tile] * kCols;
     __syncthreads(); /* every warp is done with the previous tile's rows */
-    /* stage: warp-instruction i covers staged row i / 32's SW columns, coalesced */
+    /* stage: chunk i (VEC floats) is column chunk i % (32 NV) of staged row
+     * i / (32 NV): consecutive threads, consecutive chunks, coalesced */
 #pragma unroll 4
-    for (int i = threadIdx.x; i < kCols * 32; i += kThreads) {
-      const int rr = i >> 5, l = i & 31;
+    for (int i = threadIdx.x; i < kCols * 32 * NV; i += kThreads) {
+      const int rr = i / (32 * NV), l = i % (32 * NV);
       const int64_t src = src0 + rr, c = c0 + (int64_t)l * VEC;
       float v[VEC];
 #pragma unroll
@@ -155,49 +161,51 @@ __global__ void __launch_bounds__(kThreads, 1)
           load32(cbase + 32, off_next, val_next);
         }
         const int o = __shfl_sync(kFull, off, k - cbase);
-        float xv[VEC];
-        vec_io<VEC>::load_rw(xs + o * SW + lane * VEC, xv);
-        if (FACT) {
+        const float vj = FACT ? 1.0f : __shfl_sync(kFull, val, k - cbase);
 #pragma unroll
-          for (int e = 0; e < VEC; e++) acc[j][e] += xv[e];
-        } else {
-          const float vj = __shfl_sync(kFull, val, k - cbase);
+        for (int q = 0; q < NV; q++) {
+          float xv[VEC];
+          vec_io<VEC>::load_rw(xs + o * SW + (q * 32 + lane) * VEC, xv);
 #pragma unroll
-          for (int e = 0; e < VEC; e++) acc[j][e] += vj * xv[e];
+          for (int e = 0; e < VEC; e++) acc[j][q * VEC + e] += FACT ? xv[e] : vj * xv[e];
         }
       }
     }
   }
 
-  const int64_t cl = c0 + (int64_t)lane * VEC;
-  if (cl >= f) return; /* no shuffles below */
+  /* no shuffles below: lanes past f may skip */
 #pragma unroll
   for (int j = 0; j < kRpw; j++) {
     const unsigned lr = t.perm[rb * kRows + w * kRpw + j];
     if (lr == CGK_TILE_NO_ROW) continue;
     const int64_t row = rb * kRows + lr;
-    float *yp = y + row * ldy + cl;
-    float cur[VEC];
-    vec_io<VEC>::load_rw(yp, cur);
     const float s = FACT ? __ldg(t.row_scale + row) : 1.0f;
 #pragma unroll
-    for (int e = 0; e < VEC; e++) cur[e] += FACT ? s * acc[j][e] : acc[j][e];
-    vec_io<VEC>::store(yp, cur);
+    for (int q = 0; q < NV; q++) {
+      const int64_t cl = c0 + (int64_t)(q * 32 + lane) * VEC;
+      if (cl >= f) continue;
+      float *yp = y + row * ldy + cl;
+      float cur[VEC];
+      vec_io<VEC>::load_rw(yp, cur);
+#pragma unroll
+      for (int e = 0; e < VEC; e++) cur[e] += FACT ? s * acc[j][q * VEC + e] : acc[j][q * VEC + e];
+      vec_io<VEC>::store(yp, cur);
+    }
   }
 }
 
 #ifndef CGK_CUDA_EMULATE /* cuda/tests/cuda_emu.h runs the kernel on the CPU */
-template <int VEC, bool FACT>
+template <int VEC, int NV, bool FACT>
 void launch(cudaStream_t s, const cgk_tiles *t, const float *x, int64_t ldx, float *y, int64_t ldy,
             int64_t f) {
-  const int64_t blocks = tiled_blocks(VEC, f, t->nrb);
+  const int64_t blocks = tiled_blocks(VEC * NV, f, t->nrb);
   if (blocks > (int64_t)INT32_MAX)
     cg_cuda_fatal(__FILE__, __LINE__, "cgk_spmm_tiled_add", "too many (slice, row block) pairs");
-  const size_t smem = tiled_smem_bytes(VEC);
+  const size_t smem = tiled_smem_bytes(VEC * NV);
   /* per-call (cheap, host-side): the attribute belongs to the current device */
-  CG_CUDA_FATAL_ON(cudaFuncSetAttribute(spmm_tiled_kernel<VEC, FACT>,
+  CG_CUDA_FATAL_ON(cudaFuncSetAttribute(spmm_tiled_kernel<VEC, NV, FACT>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  spmm_tiled_kernel<VEC, FACT><<<(unsigned)blocks, kThreads, smem, s>>>(*t, x, ldx, y, ldy, f);
+  spmm_tiled_kernel<VEC, NV, FACT><<<(unsigned)blocks, kThreads, smem, s>>>(*t, x, ldx, y, ldy, f);
   CG_CUDA_LAUNCH_CHECK("spmm_tiled_kernel");
 }
 #endif
@@ -213,9 +221,11 @@ extern "C" void cgk_spmm_tiled_add(cudaStream_t s, const struct cgk_tiles *t, co
   while (vec > 1 && tiled_smem_bytes(vec) > max_smem) vec /= 2; /* a narrower vector is always valid */
   if (tiled_smem_bytes(vec) > max_smem)
     cg_cuda_fatal(__FILE__, __LINE__, "cgk_spmm_tiled_add", "the device has too little shared memory");
+  const int nv = tiled_nv(vec, f, max_smem);
   const bool fact = t->t_val == nullptr;
-  if (vec == 4) fact ? launch<4, true>(s, t, x, ldx, y, ldy, f) : launch<4, false>(s, t, x, ldx, y, ldy, f);
-  else if (vec == 2) fact ? launch<2, true>(s, t, x, ldx, y, ldy, f) : launch<2, false>(s, t, x, ldx, y, ldy, f);
-  else fact ? launch<1, true>(s, t, x, ldx, y, ldy, f) : launch<1, false>(s, t, x, ldx, y, ldy, f);
+  if (vec == 4) fact ? launch<4, 1, true>(s, t, x, ldx, y, ldy, f) : launch<4, 1, false>(s, t, x, ldx, y, ldy, f);
+  else if (vec == 2) fact ? launch<2, 1, true>(s, t, x, ldx, y, ldy, f) : launch<2, 1, false>(s, t, x, ldx, y, ldy, f);
+  else if (nv == 2) fact ? launch<1, 2, true>(s, t, x, ldx, y, ldy, f) : launch<1, 2, false>(s, t, x, ldx, y, ldy, f);
+  else fact ? launch<1, 1, true>(s, t, x, ldx, y, ldy, f) : launch<1, 1, false>(s, t, x, ldx, y, ldy, f);
 }
 #endif

@@ -7,8 +7,9 @@
  * Y starts as the far part (computed here on the host, as the warp kernel would),
  * the emulated kernel adds the tiles, and the result must match A X in double
  * (|y - ref| <= 1e-6 + 2e-5 * sum |terms|) with the padding columns untouched.
- * Widths cover every vector width (4: 256 columns, 2: 130, 1: 41 with a padded
- * stride) and both kinds of tiles (factored, valued). Small matrices: each emulated
+ * Widths cover every launch shape (float4: 256 columns, float2: 130, scalar with two
+ * columns per lane: 41 with a padded stride, scalar: 7) and both kinds of tiles
+ * (factored, valued). Small matrices: each emulated
  * shuffle costs two 32-thread barriers. */
 #include <math.h>
 #include <setjmp.h>
@@ -39,23 +40,25 @@ constexpr size_t kSmemWords = 2 * tiled_smem_bytes(4) / sizeof(float);
 float4 xs_raw[kSmemWords / 4];
 constexpr uint32_t kPoison = 0x7fc0dead;
 
-template <int VEC, bool FACT>
+template <int VEC, int NV, bool FACT>
 void emu_add(const cgk_tiles &t, const float *x, int64_t ldx, float *y, int64_t ldy, int64_t f) {
   uint32_t *words = reinterpret_cast<uint32_t *>(xs_raw);
   for (size_t i = 0; i < kSmemWords; i++) words[i] = kPoison;
-  emu_launch((unsigned)tiled_blocks(VEC, f, t.nrb), (unsigned)kThreads, spmm_tiled_kernel<VEC, FACT>, t,
-             x, ldx, y, ldy, f);
-  for (size_t i = tiled_smem_bytes(VEC) / sizeof(float); i < kSmemWords; i++)
+  emu_launch((unsigned)tiled_blocks(VEC * NV, f, t.nrb), (unsigned)kThreads, spmm_tiled_kernel<VEC, NV, FACT>,
+             t, x, ldx, y, ldy, f);
+  for (size_t i = tiled_smem_bytes(VEC * NV) / sizeof(float); i < kSmemWords; i++)
     if (words[i] != kPoison) fail_msg("shared memory word %zu written past the launch's size", i);
 }
 
-/* cgk_spmm_tiled_add's dispatch, on the emulator */
+/* cgk_spmm_tiled_add's dispatch (an H100's shared memory), on the emulator */
 void emu_tiled_add(const cgk_tiles &t, const float *x, int64_t ldx, float *y, int64_t ldy, int64_t f) {
   const int vec = cgk_pick_vec(x, ldx, y, ldy, f);
+  const int nv = tiled_nv(vec, f, 227 * 1024);
   const bool fact = t.t_val == nullptr;
-  if (vec == 4) fact ? emu_add<4, true>(t, x, ldx, y, ldy, f) : emu_add<4, false>(t, x, ldx, y, ldy, f);
-  else if (vec == 2) fact ? emu_add<2, true>(t, x, ldx, y, ldy, f) : emu_add<2, false>(t, x, ldx, y, ldy, f);
-  else fact ? emu_add<1, true>(t, x, ldx, y, ldy, f) : emu_add<1, false>(t, x, ldx, y, ldy, f);
+  if (vec == 4) fact ? emu_add<4, 1, true>(t, x, ldx, y, ldy, f) : emu_add<4, 1, false>(t, x, ldx, y, ldy, f);
+  else if (vec == 2) fact ? emu_add<2, 1, true>(t, x, ldx, y, ldy, f) : emu_add<2, 1, false>(t, x, ldx, y, ldy, f);
+  else if (nv == 2) fact ? emu_add<1, 2, true>(t, x, ldx, y, ldy, f) : emu_add<1, 2, false>(t, x, ldx, y, ldy, f);
+  else fact ? emu_add<1, 1, true>(t, x, ldx, y, ldy, f) : emu_add<1, 1, false>(t, x, ldx, y, ldy, f);
 }
 
 uint64_t seed = 77;
@@ -71,7 +74,9 @@ void run_case(const struct cg_csr *a, const char *label, int64_t skip_degree, in
   const cgk_tiles t = {h.nrows,     h.ncols,  h.nrb,   h.ntiles,    h.rb_tile,   h.tile_col,
                        h.tile_edge, h.tile_rowptr, h.perm, h.t_off, h.t_val, h.row_scale,
                        h.col_scale};
-  static const int64_t widths[][2] = {{41, 44}, {130, 130}, {256, 256}};
+  /* 41 (scalar, one 64-column slice of two columns per lane), 7 (scalar, one 32-column
+   * slice), 130 (float2), 256 (float4) */
+  static const int64_t widths[][2] = {{41, 44}, {7, 7}, {130, 130}, {256, 256}};
   for (const auto &wd : widths) {
     const int64_t f = wd[0], ld = wd[1];
     /* aligned, as device allocations are (aligned_alloc wants a multiple of 64) */
