@@ -142,11 +142,8 @@ int cmd_partition(int argc, char **argv) {
   if (parts == 0) return usage_error("--parts is required");
   if (no_cache && cache) return usage_error("--cache and --no-cache exclude each other");
   if (quiet) graph_progress_set_mode(GRAPH_PROGRESS_OFF);
-  if (json) { /* an unwritable --json fails now, not after the partitioning */
-    struct cg_outfile probe;
-    if (cg_outfile_open(&probe, json, "partition statistics") != CG_OK) return runtime_error();
-    cg_outfile_abort(&probe);
-  }
+  /* an unwritable --json fails now, not after the partitioning */
+  if (json && cg_outfile_probe(json, "partition statistics") != CG_OK) return runtime_error();
 
   struct graph g;
   memset(&g, 0, sizeof g);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "apps/commands.h"
@@ -204,6 +205,8 @@ static const char *err_text(void) { return cg_err_msg()[0] ? cg_err_msg() : cg_s
  * epoch: can the metrics file be created? Opened for appending so that an existing
  * file is not truncated by a run that may still fail; a file made here is removed. */
 static int metrics_probe(const char *path) {
+  struct stat sb; /* a FIFO would block the open until a reader comes: leave it to the run */
+  if (stat(path, &sb) == 0 && S_ISFIFO(sb.st_mode)) return CG_OK;
   const int existed = access(path, F_OK) == 0;
   FILE *f = fopen(path, "a");
   if (!f)

@@ -138,3 +138,13 @@ void cg_outfile_abort(struct cg_outfile *o) {
   if (o->tmp) remove(o->tmp);
   outfile_free(o);
 }
+
+int cg_outfile_probe(const char *path, const char *what) {
+  struct stat sb;
+  if (stat(path, &sb) == 0 && (S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode) || S_ISCHR(sb.st_mode)))
+    return CG_OK;
+  struct cg_outfile o;
+  TRY(cg_outfile_open(&o, path, what));
+  cg_outfile_abort(&o);
+  return CG_OK;
+}

@@ -27,5 +27,10 @@ int cg_outfile_open(struct cg_outfile *o, const char *path, const char *what);
 int cg_outfile_commit(struct cg_outfile *o);
 /* Closes and removes the temporary (the target is left as it was); frees *o. */
 void cg_outfile_abort(struct cg_outfile *o);
+/* Whether `path` can be written, checked before long work so that a bad path fails
+ * early: cg_outfile_open then abort. An existing FIFO, socket or character device is
+ * not opened (opening a FIFO blocks until a reader comes; the real write will wait
+ * for it then): CG_OK. */
+int cg_outfile_probe(const char *path, const char *what);
 
 #endif

@@ -456,10 +456,7 @@ int rt_checkpoint_probe_target(const char *path, int warn_replace) {
       LOG_WARN_COMMON("train", "--checkpoint %s: replacing the checkpoint there (written by an earlier "
                       "run); to continue that run instead, pass --resume %s", path, path);
   }
-  struct cg_outfile probe;
-  TRY(cg_outfile_open(&probe, path, "checkpoint"));
-  cg_outfile_abort(&probe);
-  return CG_OK;
+  return cg_outfile_probe(path, "checkpoint");
 }
 
 int rt_checkpoint_check_resume(const struct rt_config *cfg) {

@@ -146,10 +146,27 @@ static void test_links_and_devices(void **state) {
   expect_entries(4);
 }
 
+/* The early check of a path never blocks on a FIFO (no reader yet), and still
+ * refuses a missing folder. */
+static void test_probe(void **state) {
+  (void)state;
+  const char *fifo = in_dir("fifo");
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  alarm(10); /* a blocking open would hang the test: fail it instead */
+  assert_int_equal(cg_outfile_probe(fifo, "test output"), CG_OK);
+  alarm(0);
+  assert_int_equal(cg_outfile_probe(in_dir("new.txt"), "test output"), CG_OK);
+  assert_int_equal(access(in_dir("new.txt"), F_OK), -1); /* nothing left behind */
+  assert_int_not_equal(cg_outfile_probe(in_dir("nodir/x.txt"), "test output"), CG_OK);
+  cg_err_clear();
+  remove(fifo);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_new_and_replace),
       cmocka_unit_test(test_links_and_devices),
+      cmocka_unit_test(test_probe),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
