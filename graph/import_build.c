@@ -205,6 +205,9 @@ int graph_edges_to_csr(struct graph_edges *e, int64_t n, const char *source, str
   st->duplicates = dups;
   st->reverse_added = added;
   st->isolated = isolated;
+  if (out == 0) /* legal, but almost always a wrong file or wrong columns */
+    graph_import_note(st, "%s holds no edge once self-loops are dropped: every vertex is isolated, so a GNN "
+                      "sees only the features (check the file and its format)", source);
 
   int32_t *colidx;
   if (out < total) {

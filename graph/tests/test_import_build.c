@@ -27,7 +27,7 @@
 #include "import_test_util.h"
 
 static char *tmpdir;
-static char pbuf[4][4200];
+static char pbuf[5][4200];
 
 static const char *P(int slot, const char *name) {
   snprintf(pbuf[slot], sizeof pbuf[slot], "%s/%s", tmpdir, name);
@@ -441,6 +441,20 @@ static void test_edgelist_import(void **state) {
   assert_memory_equal(g.split, s, (size_t)n);
   assert_int_equal(g.num_classes, 4);
   assert_int_equal(graph_check(&g, "imported"), CG_OK);
+  graph_free(&g);
+
+  /* An edge list with self-loops only: a graph without edges, imported, with a note. */
+  FILE *fl = fopen(P(4, "loops.txt"), "w");
+  assert_non_null(fl);
+  fputs("# only loops\n3 3\n7 7\n", fl);
+  fclose(fl);
+  struct graph_import_opts o2 = o;
+  o2.input = pbuf[4];
+  assert_int_equal(graph_import("edgelist", &o2, &g, &st), CG_OK);
+  assert_int_equal(g.m, 0);
+  int noted = 0;
+  for (int i = 0; i < st.nnotes; i++) noted |= strstr(st.notes[i], "holds no edge") != NULL;
+  assert_true(noted);
   graph_free(&g);
 
   /* A label without a vertex in a split, and a split value out of range. */
