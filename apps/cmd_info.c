@@ -144,6 +144,8 @@ static void print_info(const struct graph *g) {
 /* A checkpoint written by `capgnn train --checkpoint`: its magic, then its summary. */
 static int is_checkpoint(const char *path) {
   char magic[12] = {0};
+  struct stat sb;
+  if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return 0; /* (never opens a FIFO) */
   FILE *fp = fopen(path, "rb");
   if (!fp) return 0;
   size_t got = fread(magic, 1, sizeof magic, fp);

@@ -260,15 +260,20 @@ static void on_stop_signal(int sig) {
   if (!rt_train_request_stop()) {
     signal(sig, SIG_DFL);
     raise(sig);
+    return;
   }
+  signal(SIGINT, SIG_DFL); /* the next one, of either kind, terminates */
+  signal(SIGTERM, SIG_DFL);
 }
 
 static void install_stop_handlers(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
-  sa.sa_flags = SA_RESETHAND; /* the second signal terminates */
-  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART; /* an interrupted write (a log line into a pipe) resumes */
+  sigemptyset(&sa.sa_mask); /* both blocked while it runs: a second one arrives after the reset */
+  sigaddset(&sa.sa_mask, SIGINT);
+  sigaddset(&sa.sa_mask, SIGTERM);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 }

@@ -448,8 +448,9 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   /* From here on the ranks no longer agree on each status: a rank that fails may leave
    * its peers inside a collective, so the caller must end the job (comm_abort). */
   *fatal = 1;
-  TRY_GOTO(rt_train(be, rt_dist_local(d), &ex, cfg, res), done);
-  *fatal = 0;
+  st = rt_train(be, rt_dist_local(d), &ex, cfg, res);
+  /* a stop on request is agreed (every rank stopped after the same epoch): clean up */
+  if (st == CG_OK || st == CG_ERR_INTERRUPTED) *fatal = 0;
 done:
   if (!*fatal) {
     rt_dist_destroy(&d);

@@ -74,9 +74,10 @@ void run_case(const struct cg_csr *a, const char *label, int64_t skip_degree, in
   const cgk_tiles t = {h.nrows,     h.ncols,  h.nrb,   h.ntiles,    h.rb_tile,   h.tile_col,
                        h.tile_edge, h.tile_rowptr, h.perm, h.t_off, h.t_val, h.row_scale,
                        h.col_scale};
-  /* 41 (scalar, one 64-column slice of two columns per lane), 7 (scalar, one 32-column
-   * slice), 130 (float2), 256 (float4) */
-  static const int64_t widths[][2] = {{41, 44}, {7, 7}, {130, 130}, {256, 256}};
+  /* 41 (scalar, one 64-column slice of two columns per lane), 67 (scalar, two such
+   * slices, the second nearly empty), 7 (scalar, one 32-column slice), 130 (float2),
+   * 256 (float4) */
+  static const int64_t widths[][2] = {{41, 44}, {67, 68}, {7, 7}, {130, 130}, {256, 256}};
   for (const auto &wd : widths) {
     const int64_t f = wd[0], ld = wd[1];
     /* aligned, as device allocations are (aligned_alloc wants a multiple of 64) */
