@@ -276,6 +276,9 @@ static void install_stop_handlers(void) {
   sigaddset(&sa.sa_mask, SIGTERM);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  /* a log reader that went away (a `| tee` hit by the same Ctrl-C) must not kill the
+   * run before its checkpoint: writes to it fail instead */
+  signal(SIGPIPE, SIG_IGN);
 }
 
 /* MPI starts for every training run (a singleton without mpiexec). One rank trains
