@@ -263,7 +263,9 @@ int main(int argc, char **argv) {
   cudaStream_t stream = cg_cuda_stream(be);
   const bool tiled_listed =
       std::find(o.variants.begin(), o.variants.end(), CG_CUDA_SPMM_TILED) != o.variants.end();
-  cg_cuda_spmm_set_tiles(be, tiled_listed, nullptr);
+  /* tiled listed: every matrix gets the layout; else what auto does */
+  const int tile_mode = tiled_listed ? CG_CUDA_TILES_ON : CG_CUDA_TILES_AUTO;
+  cg_cuda_spmm_set_tiles(be, tile_mode, nullptr);
   struct cg_cuda_tile_opts opts0;
   cg_cuda_spmm_get_tile_opts(be, &opts0);
   std::deque<std::string> labels; /* "tiled@R" names, alive as long as the results */
@@ -323,7 +325,7 @@ int main(int argc, char **argv) {
     for (const std::string &lay : o.tile_layouts) {
       struct cg_spmat *Ar = nullptr;
       const struct cg_cuda_tile_opts opts = {strtod(lay.c_str(), nullptr), lay.back() == 'h'};
-      cg_cuda_spmm_set_tiles(be, 1, &opts);
+      cg_cuda_spmm_set_tiles(be, CG_CUDA_TILES_ON, &opts);
       check_st(be->spmat_create(be, &h, &Ar), "uploading the matrix (tiled layout)");
       extra.push_back(Ar);
       int64_t nt = 0, tn = 0;
@@ -333,7 +335,7 @@ int main(int argc, char **argv) {
              (long long)nt, h.nnz ? 100.0 * (double)tn / (double)h.nnz : 0.0);
       specs.push_back({Ar, CG_CUDA_SPMM_TILED, labels.back().c_str()});
     }
-    cg_cuda_spmm_set_tiles(be, tiled_listed, &opts0);
+    cg_cuda_spmm_set_tiles(be, tile_mode, &opts0);
 
     /* sampled rows: first, last, hubs, then random */
     std::vector<int32_t> sample{0, (int32_t)(nr - 1)};

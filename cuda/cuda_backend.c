@@ -41,12 +41,25 @@
 #define CUDA_ARENA_ALIGN ((size_t)256)
 /* Columns per pass of the warp-per-row kernel (CAPGNN_SPMM_MAX_PASS overrides). */
 #define CUDA_SPMM_DEFAULT_MAX_PASS 128
+/* Columns per launch of the row kernels (CAPGNN_SPMM_SLICE overrides, 0: the whole
+ * width in one launch). On the H100, synth:reddit's operator at width 256: warp
+ * 16.7 ms in one launch, 14.9 ms as two 128-column launches (each launch's slice
+ * of X, 119 MB, is twice the L2 but the rows a wave of blocks gathers repeat more),
+ * 22.3 / 42.3 ms as 64 / 32-column launches (narrower loads, more of them). */
+#define CUDA_SPMM_DEFAULT_SLICE 128
 /* Tiled SpMM layout (cuda/spmm_tiles.h): a tile is dense with >= 4 x 256 nonzeros
  * (each staged source row used ~4 times; CAPGNN_SPMM_TILE_REUSE overrides), and a
- * matrix gets tiles only when they hold >= 30 % of its nonzeros. Not calibrated on
- * a GPU yet (see cuda_backend.h). */
+ * matrix gets tiles only when they hold >= 30 % of its nonzeros. On the H100, for
+ * synth:reddit's operator (69 % of the nonzeros in tiles), thresholds 2 / 4 / 8 ran
+ * 11.63 / 11.58 / 12.19 ms at width 256 and 4.58 / 4.56 / 4.99 ms at width 41.
+ * Under auto, only matrices with >= CUDA_TILE_AUTO_MIN_NNZ nonzeros get the layout:
+ * below that a product takes a fraction of a millisecond, and the host build
+ * (~25 ns per nonzero per core: 1.1-1.7 s for synth:reddit on 2 cores) and the
+ * extra device memory (up to ~8 bytes per nonzero) buy little (the kernel was
+ * timed on synth:reddit only). CAPGNN_SPMM=tiled builds it for every matrix. */
 #define CUDA_TILE_MIN_REUSE 4.0
 #define CUDA_TILE_MIN_SHARE 0.3
+#define CUDA_TILE_AUTO_MIN_NNZ ((int64_t)1 << 20)
 
 struct cuda_impl {
   uint32_t magic;
@@ -66,7 +79,9 @@ struct cuda_impl {
   size_t arena_cap, arena_used;
   enum cg_cuda_spmm_variant spmm_variant;
   int64_t spmm_max_pass; /* columns per pass of the warp/rowsplit kernels */
-  int spmm_tiles;        /* spmat_create builds the tiled layout */
+  int64_t spmm_slice;    /* > 0: warp/subwarp/rowsplit run slice by slice of this many columns */
+  int tile_max_vec;      /* widest vector per lane of the tiled kernel (1, 2, 4) */
+  int spmm_tiles;        /* CUDA_TILES_*: when spmat_create builds the tiled layout */
   size_t smem_optin;     /* shared memory per block a kernel may opt in to */
   struct cg_cuda_tile_opts tile_opts;
   int warned_cusparse_fallback;
@@ -530,7 +545,7 @@ static int spmat_setup_tiles(struct cg_backend *be, struct cuda_impl *im, struct
     return CG_OK;
   }
   int st = csr_upload(be, im, &t.far, &a->far);
-  const size_t nt = (size_t)t.ntiles, nz = (size_t)t.tile_nnz;
+  const size_t nt = (size_t)t.ntiles, nz = (size_t)t.tile_len; /* entries, padding included */
   if (st == CG_OK)
     st = upload_new(be, (void **)&a->d_rb_tile, t.rb_tile, (size_t)(t.nrb + 1) * sizeof(int64_t),
                     "SpMM row-block tiles");
@@ -587,7 +602,8 @@ static int cu_spmat_create(struct cg_backend *be, const struct cg_csr *host, str
   int st = CG_OK;
   TRY_GOTO(csr_upload(be, im, host, &a->m), fail);
   TRY_GOTO(spmat_setup_cusparse(be, im, a, host), fail);
-  if (im->spmm_tiles) TRY_GOTO(spmat_setup_tiles(be, im, a, host), fail);
+  if (im->spmm_tiles == CG_CUDA_TILES_ON || (im->spmm_tiles == CG_CUDA_TILES_AUTO && host->nnz >= CUDA_TILE_AUTO_MIN_NNZ))
+    TRY_GOTO(spmat_setup_tiles(be, im, a, host), fail);
   TRY_GOTO(cuda_status(cudaStreamSynchronize(im->stream), "spmat_create"), fail); /* surfaces the fill */
   LOG_DEBUG("cuda",
             "spmat %lld x %lld, nnz %lld: max degree %lld, %lld heavy rows (> %lld), cuSPARSE %s "
@@ -642,9 +658,11 @@ void cg_cuda_spmm_get_tile_opts(const struct cg_backend *be, struct cg_cuda_tile
   *out = IMPL(be)->tile_opts;
 }
 
-void cg_cuda_spmm_set_tiles(struct cg_backend *be, int on, const struct cg_cuda_tile_opts *opts) {
+void cg_cuda_spmm_set_tiles(struct cg_backend *be, int mode, const struct cg_cuda_tile_opts *opts) {
   struct cuda_impl *im = IMPL(be);
-  im->spmm_tiles = on ? 1 : 0;
+  if (mode != CG_CUDA_TILES_OFF && mode != CG_CUDA_TILES_ON && mode != CG_CUDA_TILES_AUTO)
+    cg_cuda_fatal(__FILE__, __LINE__, "cg_cuda_spmm_set_tiles", "mode is not a CG_CUDA_TILES_* value");
+  im->spmm_tiles = mode;
   if (opts) {
     if (!(opts->min_reuse >= 0.25 && opts->min_reuse <= 1024.0))
       cg_cuda_fatal(__FILE__, __LINE__, "cg_cuda_spmm_set_tiles", "min_reuse outside 0.25..1024");
@@ -674,10 +692,27 @@ void cg_cuda_spmat_tiles(const struct cg_spmat *a, int64_t *ntiles, int64_t *til
  * hence: f == 1 -> cuSPARSE (when it has a workspace for this matrix), f <= 12 ->
  * subwarp (13..15 not measured: the crossover lies between 12 and 16), otherwise
  * warp. Heavy rows go to block-per-row blocks inside the same launch.
+ * A matrix with the tiled layout runs subwarp up to 16 columns and tiled above: on
+ * synth:reddit's GCN operator (114.6M nonzeros, 69 % in dense tiles; H100,
+ * 2026-11-23, kernel_lab --graph), median ms:
+ *   f      subwarp   warp     tiled    cusparse
+ *   8      2.01      4.98     3.85     5.02
+ *   12     2.42      5.08     3.96     5.19
+ *   13     2.62      3.71     2.88     5.23
+ *   16     4.44      5.11     4.44     5.30
+ *   32     -         5.27     4.55     5.54
+ *   41     -         6.55     4.55
+ *   64     -         5.57     4.78     6.00
+ *   128    -         7.47     5.89     7.33
+ *   256    -         14.95    11.59
+ *   602    -         52.93    40.71    39.34
+ * (warp and the far part of tiled in 128-column launches above 128 columns; warp
+ * took 16.67 ms at 256 in one launch). At 602 cuSPARSE is 3 % faster than tiled;
+ * GCN never multiplies at that width (it aggregates at the narrower side), so the
+ * rule keeps tiled there.
  * A forced variant that does not apply falls back: cusparse without a descriptor
  * -> warp, subwarp above 16 columns -> warp, tiled on a matrix without tiles ->
- * what auto picks. `auto` never picks tiled yet: its kernel has not been timed on a
- * GPU (cuda_backend.h). */
+ * what auto picks. */
 #define CUDA_SPMM_AUTO_SUBWARP_MAX_F 12
 static enum cg_cuda_spmm_variant resolve(const struct cuda_impl *im, const struct cg_spmat *a,
                                          int64_t f) {
@@ -686,8 +721,10 @@ static enum cg_cuda_spmm_variant resolve(const struct cuda_impl *im, const struc
   if (v == CG_CUDA_SPMM_AUTO) {
     if (f == 1 && a->descr)
       v = CG_CUDA_SPMM_CUSPARSE;
+    else if (f <= (a->ntiles > 0 ? CGK_SUBWARP_MAX_F : CUDA_SPMM_AUTO_SUBWARP_MAX_F))
+      v = CG_CUDA_SPMM_SUBWARP;
     else
-      v = f <= CUDA_SPMM_AUTO_SUBWARP_MAX_F ? CG_CUDA_SPMM_SUBWARP : CG_CUDA_SPMM_WARP;
+      v = a->ntiles > 0 ? CG_CUDA_SPMM_TILED : CG_CUDA_SPMM_WARP;
   }
   if (v == CG_CUDA_SPMM_CUSPARSE && !a->descr) v = CG_CUDA_SPMM_WARP;
   if (v == CG_CUDA_SPMM_SUBWARP && f > CGK_SUBWARP_MAX_F) v = CG_CUDA_SPMM_WARP;
@@ -752,19 +789,23 @@ static void cu_spmm(struct cg_backend *be, const struct cg_spmat *a_, const floa
     }
     v = f <= CGK_SUBWARP_MAX_F ? CG_CUDA_SPMM_SUBWARP : CG_CUDA_SPMM_WARP;
   }
-  /* warp and subwarp run the heavy rows in the same launch (block per row) */
-  switch (v) {
-    case CG_CUDA_SPMM_ROWSPLIT:
-      cgk_spmm_rowsplit(im->stream, &k, NULL, a->nrows, x, ldx, y, ldy, f);
-      break;
-    case CG_CUDA_SPMM_SUBWARP:
-      cgk_spmm_subwarp(im->stream, &k, x, ldx, y, ldy, f, 1);
-      break;
-    case CG_CUDA_SPMM_TILED: /* Y already zero: an empty far part */
-      break;
-    default:
-      cgk_spmm_warp(im->stream, &k, x, ldx, y, ldy, f, 1);
-      break;
+  /* warp and subwarp run the heavy rows in the same launch (block per row); with a
+   * slice width, one launch per column slice, in order, so that the rows they gather
+   * (the slice of X) can stay in L2 */
+  const int64_t sw = im->spmm_slice > 0 && im->spmm_slice < f ? im->spmm_slice : f;
+  for (int64_t c0 = 0; c0 < f && v != CG_CUDA_SPMM_TILED; c0 += sw) {
+    const int64_t fs = f - c0 < sw ? f - c0 : sw;
+    switch (v) {
+      case CG_CUDA_SPMM_ROWSPLIT:
+        cgk_spmm_rowsplit(im->stream, &k, NULL, a->nrows, x + c0, ldx, y + c0, ldy, fs);
+        break;
+      case CG_CUDA_SPMM_SUBWARP:
+        cgk_spmm_subwarp(im->stream, &k, x + c0, ldx, y + c0, ldy, fs, 1);
+        break;
+      default:
+        cgk_spmm_warp(im->stream, &k, x + c0, ldx, y + c0, ldy, fs, 1);
+        break;
+    }
   }
   if (m == &a->far) {
     const struct cgk_tiles t = {a->nrows,      a->ncols,       (a->nrows + CGK_TILE_ROWS - 1) / CGK_TILE_ROWS,
@@ -772,7 +813,7 @@ static void cu_spmm(struct cg_backend *be, const struct cg_spmat *a_, const floa
                                 a->d_tile_edge, a->d_tile_rowptr, a->d_perm,
                                 a->d_t_off,    a->d_t_val,     a->d_row_scale,
                                 a->d_col_scale};
-    cgk_spmm_tiled_add(im->stream, &t, x, ldx, y, ldy, f, im->smem_optin);
+    cgk_spmm_tiled_add(im->stream, &t, x, ldx, y, ldy, f, im->smem_optin, im->tile_max_vec);
   }
 }
 
@@ -996,7 +1037,33 @@ int cg_backend_cuda_create(int device_ordinal, int tf32, struct cg_backend **out
     }
     im->spmm_max_pass = v;
   }
-  im->spmm_tiles = variant == CG_CUDA_SPMM_TILED;
+  im->spmm_slice = CUDA_SPMM_DEFAULT_SLICE;
+  const char *envs = getenv("CAPGNN_SPMM_SLICE");
+  if (envs && *envs) {
+    char *end = NULL;
+    long long v = strtoll(envs, &end, 10);
+    if (*end || (v != 0 && (v < 4 || v > 4096 || v % 4))) {
+      impl_release(im);
+      cg_free(be);
+      return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_SLICE=%s: expected 0 (whole width) or a multiple "
+                        "of 4 in 4..4096 (columns per launch of the row kernels)", envs);
+    }
+    im->spmm_slice = v;
+  }
+  im->tile_max_vec = 4;
+  const char *envv = getenv("CAPGNN_SPMM_TILE_VEC");
+  if (envv && *envv) {
+    if (strcmp(envv, "1") != 0 && strcmp(envv, "2") != 0 && strcmp(envv, "4") != 0) {
+      impl_release(im);
+      cg_free(be);
+      return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_TILE_VEC=%s: expected 1, 2 or 4 (floats per lane "
+                        "of the tiled SpMM)", envv);
+    }
+    im->tile_max_vec = atoi(envv);
+  }
+  im->spmm_tiles = variant == CG_CUDA_SPMM_TILED  ? CG_CUDA_TILES_ON
+                   : variant == CG_CUDA_SPMM_AUTO ? CG_CUDA_TILES_AUTO
+                                                  : CG_CUDA_TILES_OFF;
   im->tile_opts.min_reuse = CUDA_TILE_MIN_REUSE;
   const char *envr = getenv("CAPGNN_SPMM_TILE_REUSE");
   if (envr && *envr) {

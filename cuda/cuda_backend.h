@@ -21,8 +21,10 @@
  * workspace and the cuSPARSE SpMM workspace are allocated in create / spmat_create.
  *
  * SpMM variants (selected per call; see cuda/spmm.cu for the kernels):
- *   auto      default: f == 1 -> cusparse, f <= 12 -> subwarp, else warp (the rule
- *             and the H100 measurements behind it are in cuda/cuda_backend.c)
+ *   auto      default: f == 1 -> cusparse; on a matrix with the tiled layout
+ *             f <= 16 -> subwarp, else tiled; without it f <= 12 -> subwarp, else
+ *             warp (the rule and the H100 measurements behind it are in
+ *             cuda/cuda_backend.c)
  *   cusparse  cusparseSpMM (CSR, row-major dense operands, CUSPARSE_SPMM_ALG_DEFAULT)
  *   warp      one warp per row, lanes across columns (float4/float2 loads when the
  *             width, strides and pointers allow), columns in passes of at most
@@ -35,13 +37,12 @@
  *   tiled     for clustered graphs (cuda/spmm_tiles.h): the nonzeros of dense
  *             256 x 256 tiles are summed from source rows staged in shared memory,
  *             the rest ("far" part) by warp/subwarp first. Needs the layout, built at
- *             spmat_create only when tiles are on (CAPGNN_SPMM=tiled, or
- *             cg_cuda_spmm_set_tiles) and they hold >= 30 % of the nonzeros; a matrix
+ *             spmat_create when the dense tiles hold >= 30 % of the nonzeros, for
+ *             every matrix under CAPGNN_SPMM=tiled, for matrices of >= 2^20
+ *             nonzeros under auto (cg_cuda_spmm_set_tiles changes this); a matrix
  *             without it runs what auto picks. Results differ from warp by rounding
  *             (other order; factored values when the matrix's factors reproduce
- *             them). NOT YET RUN ON A GPU: written and tested against a host
- *             emulation of its order without a GPU; auto does not pick it until the
- *             kernel lab has validated and timed it.
+ *             them).
  * With warp and subwarp, rows whose degree exceeds the matrix's heavy-row threshold
  * (max(1024, 8 x average degree)) are computed by rowsplit-style blocks placed at
  * the front of the same launch, so hubs run alongside the other rows. The hand
@@ -49,6 +50,10 @@
  * cg_backend_cuda_create: CAPGNN_SPMM=auto|cusparse|warp|subwarp|rowsplit|tiled sets
  * the initial variant (cg_cuda_spmm_set_variant() changes it later);
  * CAPGNN_SPMM_MAX_PASS=32|64|...|1024 the column pass of warp/rowsplit (tuning);
+ * CAPGNN_SPMM_SLICE=N (default 128, 0: off) columns per launch of the row kernels
+ * (wider products run as several launches, one column slice after the other);
+ * CAPGNN_SPMM_TILE_VEC=1|2|4 (default 4) the widest vector per lane of the tiled
+ * kernel (tuning);
  * CAPGNN_SPMM_TILE_REUSE=R (default 4) the nonzeros per staged source row that make
  * a tile dense, CAPGNN_SPMM_TILE_HEAVY=far|tiles where heavy rows go (tuning).
  */
@@ -136,10 +141,15 @@ struct cg_cuda_tile_opts {
   double min_reuse;
   int heavy_in_tiles;
 };
-/* on != 0: the matrices created afterwards get the tiled layout (when it pays, see
- * "tiled" above) with opts (NULL: keep the current ones); CAPGNN_SPMM=tiled turns
- * it on at create. */
-void cg_cuda_spmm_set_tiles(struct cg_backend *be, int on, const struct cg_cuda_tile_opts *opts);
+/* Which matrices created afterwards get the tiled layout (each only when it pays,
+ * see "tiled" above), built with opts (NULL: keep the current ones). The backend
+ * starts with ON under CAPGNN_SPMM=tiled, AUTO under auto, else OFF. */
+enum {
+  CG_CUDA_TILES_OFF = 0,
+  CG_CUDA_TILES_ON = 1,   /* every matrix */
+  CG_CUDA_TILES_AUTO = 2, /* matrices with >= 2^20 nonzeros */
+};
+void cg_cuda_spmm_set_tiles(struct cg_backend *be, int mode, const struct cg_cuda_tile_opts *opts);
 void cg_cuda_spmm_get_tile_opts(const struct cg_backend *be, struct cg_cuda_tile_opts *out);
 /* Tiles of `a` and the nonzeros they hold (0, 0: no tiled layout). */
 void cg_cuda_spmat_tiles(const struct cg_spmat *a, int64_t *ntiles, int64_t *tile_nnz);

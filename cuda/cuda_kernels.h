@@ -142,9 +142,10 @@ struct cgk_tiles { /* device copies of struct cgk_tiles_host's arrays */
 };
 /* Y[nrows x f] += (tile part of A) X. Only rows that hold a slot are read and
  * written, columns >= f never. max_smem: the device's shared memory per block
- * (opt-in maximum); up to 128 KiB are used, less with narrower vectors. */
+ * (opt-in maximum); up to 128.5 KiB are used, less with narrower vectors. max_vec
+ * (1, 2 or 4): the widest vector per lane to use. */
 void cgk_spmm_tiled_add(cudaStream_t s, const struct cgk_tiles *t, const float *x, int64_t ldx,
-                        float *y, int64_t ldy, int64_t f, size_t max_smem);
+                        float *y, int64_t ldy, int64_t f, size_t max_smem, int max_vec);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,7 @@
  * with the layout of cuda/spmm_tiles.h (the far part was written into Y before, by
  * the warp-per-row kernel).
  *
- * One block of CGK_TILE_WARPS warps per (column slice, row block); slices of
+ * One block of CGK_TILE_WARPS (32) warps per (column slice, row block); slices of
  * SW = 32 * VEC * NV columns (lane l holds the VEC columns c0 + (q*32 + l)*VEC for
  * q < NV: NV = 2 only for scalar widths above 32, e.g. 41, so that they take one
  * slice, not a second one that is mostly padding), slice-major grid so that the
@@ -10,23 +10,31 @@
  * its row block, in order, the block
  *   1. stages the tile's CGK_TILE_COLS source rows of the slice in shared memory
  *      (scaled by col_scale when factored; rows past ncols and columns past f as 0),
- *   2. each warp walks the segments of its CGK_TILE_ROWS_PER_WARP slots, which are
- *      consecutive in t_off, as one range: the 17 segment bounds in one load
+ *   2. each warp walks the segments of its CGK_TILE_ROWS_PER_WARP (8) slots, which
+ *      are consecutive in t_off, as one range: the 9 segment bounds in one load
  *      (broadcast by shuffles), column offsets (and values) 32 at a time in
- *      coalesced loads, the next 32 loaded while the current ones are used (a
- *      warp's ~170 nonzeros per tile in ~6 loads instead of a dependent pair per
- *      segment); each nonzero reads its staged row from shared memory into the
- *      slot's accumulators.
+ *      coalesced loads, the next 32 loaded while the current ones are used; the
+ *      nonzeros CGK_TILE_GROUP (4) at a time (segments are padded to that), all
+ *      four staged rows loaded before the first is added to the slot's accumulators.
  * Finally each slot's row gets Y[row] += acc (times row_scale when factored); slots
  * without a row and lanes past f write nothing, so Y's padding is never touched.
  * Summation order is fixed by the layout: deterministic run to run.
  *
- * Shared memory: CGK_TILE_COLS * SW floats (128 KiB for VEC = 4), above the 48 KiB
- * default, so the launcher raises the kernel's dynamic shared memory limit; where
- * the device allows less per block (sm_70..sm_89: 64-99 KiB) it narrows the vector
- * (64 KiB for VEC = 2 or VEC = 1 x NV = 2, 32 KiB for VEC = 1).
- * Not done yet (ideas for when it runs on a GPU): staging overlapped with compute
- * (cp.async double buffering), the next tile's bounds loaded before the barrier. */
+ * Shared memory: (CGK_TILE_COLS + 1) * SW floats (128.5 KiB for VEC = 4: the last
+ * row is zeros for the padding), above the 48 KiB default, so the launcher raises
+ * the kernel's dynamic shared memory limit; where the device allows less per block
+ * (sm_70..sm_89: 64-99 KiB) it narrows the vector (64 KiB for VEC = 2 or VEC = 1 x
+ * NV = 2, 32 KiB for VEC = 1). 1024 threads: 64 registers each, so the accumulators
+ * (8 slots x VEC x NV) stay in registers with no spills in the loop.
+ * Measured on the H100 (synth:reddit's operator, width 256, tile part alone, ncu):
+ * 16 warps of 16 slots, one nonzero at a time: 9.1 ms (latency-bound: 25 % of the
+ * warps resident, ~21 instructions per nonzero); 32 warps of 8 slots: 8.2 ms; with
+ * padded groups of 4: 6.85 ms (50 % resident, stalls mostly on shared-memory and
+ * shuffle latency; its shared-memory traffic alone would take ~4 ms). Two blocks of
+ * 16 warps with 64-column slices were slower (15.2-18.7 ms for the whole product,
+ * twice the staging and offset loads).
+ * Not done: staging overlapped with compute (cp.async double buffering needs a
+ * second 128 KiB buffer, which does not fit beside the first). */
 #include <stdint.h>
 
 #include "cuda/cuda_kernels.h"
@@ -41,10 +49,12 @@ constexpr int kCols = CGK_TILE_COLS;
 constexpr int kRpw = CGK_TILE_ROWS_PER_WARP;
 static_assert(kRpw * CGK_TILE_WARPS == kRows, "slots must cover the row block");
 static_assert(kRpw < 32, "a warp's segment bounds must fit in one load");
+constexpr int kG = CGK_TILE_GROUP; /* entries per step of a segment (loads in flight together) */
+static_assert(32 % kG == 0, "a step's offsets must lie in one 32-entry chunk");
 
 /* Dynamic shared memory of a launch with w = VEC x NV floats per lane, and its grid
  * (one block per column slice and row block); the emulation test uses them too. */
-constexpr size_t tiled_smem_bytes(int w) { return (size_t)kCols * 32 * (size_t)w * sizeof(float); }
+constexpr size_t tiled_smem_bytes(int w) { return (size_t)(kCols + 1) * 32 * (size_t)w * sizeof(float); }
 inline int64_t tiled_blocks(int w, int64_t f, int64_t nrb) { return (f + 32 * w - 1) / (32 * w) * nrb; }
 /* Two scalar columns per lane when the width needs more than one 32-column slice
  * and the device has room; else one. */
@@ -94,7 +104,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     spmm_tiled_kernel(const cgk_tiles t, const float *__restrict__ x, int64_t ldx,
                       float *__restrict__ y, int64_t ldy, int64_t f) {
   constexpr int SW = 32 * VEC * NV;
-  extern __shared__ float4 xs_raw[]; /* kCols x SW floats, 16-byte aligned */
+  extern __shared__ float4 xs_raw[]; /* (kCols + 1) x SW floats, 16-byte aligned */
   float *xs = reinterpret_cast<float *>(xs_raw);
   const int64_t slice = (int64_t)blockIdx.x / t.nrb, rb = (int64_t)blockIdx.x % t.nrb;
   const int64_t t0 = t.rb_tile[rb], t1 = t.rb_tile[rb + 1];
@@ -107,6 +117,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int j = 0; j < kRpw; j++)
 #pragma unroll
     for (int e = 0; e < NV * VEC; e++) acc[j][e] = 0.0f;
+  /* row kCols: zeros for the padding entries (visible after the first barrier) */
+  for (int i = threadIdx.x; i < SW; i += kThreads) xs[kCols * SW + i] = 0.0f;
 
   for (int64_t tile = t0; tile < t1; tile++) {
     const int64_t src0 = (int64_t)t.tile_col[tile] * kCols;
@@ -150,25 +162,39 @@ __global__ void __launch_bounds__(kThreads, 1)
     float val, val_next;
     load32(cbase, off, val);
     load32(cbase + 32, off_next, val_next);
+    /* Segments are padded to kG entries (CGK_TILE_GROUP; padding reads the zero row
+     * kCols), so the warp walks its range kG at a time and k - cbase is a multiple
+     * of kG in [0, 32): a step's offsets all lie in off. Each step loads its kG
+     * offsets and staged rows before the first is added, so the warp waits for one
+     * shuffle and one shared-memory latency per kG nonzeros, not per nonzero; the
+     * sums stay in nonzero order. */
+    const float *xl = xs + lane * VEC;
 #pragma unroll
     for (int j = 0; j < kRpw; j++) {
       const int ke = __shfl_sync(kFull, bnd, j + 1);
-      for (; k < ke; k++) {
+      for (; k < ke; k += kG) {
         if (k - cbase == 32) { /* warp-uniform */
           cbase += 32;
           off = off_next;
           val = val_next;
           load32(cbase + 32, off_next, val_next);
         }
-        const int o = __shfl_sync(kFull, off, k - cbase);
-        const float vj = FACT ? 1.0f : __shfl_sync(kFull, val, k - cbase);
+        const int i = k - cbase;
+        int o[kG];
+        float vj[kG], xv[kG][NV * VEC];
 #pragma unroll
-        for (int q = 0; q < NV; q++) {
-          float xv[VEC];
-          vec_io<VEC>::load_rw(xs + o * SW + (q * 32 + lane) * VEC, xv);
-#pragma unroll
-          for (int e = 0; e < VEC; e++) acc[j][q * VEC + e] += FACT ? xv[e] : vj * xv[e];
+        for (int u = 0; u < kG; u++) {
+          o[u] = __shfl_sync(kFull, off, i + u);
+          vj[u] = FACT ? 1.0f : __shfl_sync(kFull, val, i + u);
         }
+#pragma unroll
+        for (int u = 0; u < kG; u++)
+#pragma unroll
+          for (int q = 0; q < NV; q++) vec_io<VEC>::load_rw(xl + o[u] * SW + q * 32 * VEC, xv[u] + q * VEC);
+#pragma unroll
+        for (int u = 0; u < kG; u++)
+#pragma unroll
+          for (int e = 0; e < NV * VEC; e++) acc[j][e] += FACT ? xv[u][e] : vj[u] * xv[u][e];
       }
     }
   }
@@ -215,9 +241,10 @@ void launch(cudaStream_t s, const cgk_tiles *t, const float *x, int64_t ldx, flo
 #ifndef CGK_CUDA_EMULATE
 extern "C" void cgk_spmm_tiled_add(cudaStream_t s, const struct cgk_tiles *t, const float *x,
                                    int64_t ldx, float *y, int64_t ldy, int64_t f,
-                                   size_t max_smem) {
+                                   size_t max_smem, int max_vec) {
   if (t->ntiles <= 0 || t->nrb <= 0 || f <= 0) return;
   int vec = cgk_pick_vec(x, ldx, y, ldy, f);
+  while (vec > 1 && vec > max_vec) vec /= 2;
   while (vec > 1 && tiled_smem_bytes(vec) > max_smem) vec /= 2; /* a narrower vector is always valid */
   if (tiled_smem_bytes(vec) > max_smem)
     cg_cuda_fatal(__FILE__, __LINE__, "cgk_spmm_tiled_add", "the device has too little shared memory");

@@ -5,8 +5,9 @@
  *    pick the dense tiles, count each row's far nonzeros and the block's tile
  *    nonzeros; prefix sums then place every block's tiles and every row's far part;
  * 2. recount (same rule, same result), deal rows to slots, count each slot's
- *    segment per tile, then copy the nonzeros: tile nonzeros in slot order, far
- *    nonzeros in the row's column order.
+ *    segment per tile (padded to CGK_TILE_GROUP), then copy the nonzeros: tile
+ *    nonzeros in slot order, each segment's padding after it, far nonzeros in the
+ *    row's column order.
  * The result depends only on the matrix and the parameters, never on threads. */
 #include "cuda/spmm_tiles.h"
 
@@ -16,6 +17,10 @@
 #include <string.h>
 
 #include "core/status.h"
+
+static inline int64_t pad_group(int64_t n) {
+  return (n + CGK_TILE_GROUP - 1) / CGK_TILE_GROUP * CGK_TILE_GROUP;
+}
 
 static inline int64_t rows_in_block(int64_t nrows, int64_t rb) {
   int64_t r0 = rb * CGK_TILE_ROWS, r1 = r0 + CGK_TILE_ROWS;
@@ -119,7 +124,7 @@ void cgk_tiles_free(struct cgk_tiles_host *t) {
 /* Pass 2 for row block rb: slots, tile segments, tile and far nonzeros. Returns the
  * number of tile values that row_scale * col_scale does not reproduce to 1e-5. */
 static int64_t fill_block(const struct cg_csr *a, const struct cgk_tile_params *p, int64_t rb,
-                          const int64_t *tnnz_before, struct tile_scratch *s,
+                          const int64_t *len_before, struct tile_scratch *s,
                           struct cgk_tiles_host *t) {
   const int64_t r0 = rb * CGK_TILE_ROWS, nr = rows_in_block(a->nrows, rb);
   const int64_t nt = scan_block(a, p, rb, s), t0 = t->rb_tile[rb];
@@ -150,10 +155,10 @@ static int64_t fill_block(const struct cg_csr *a, const struct cgk_tile_params *
       if (tl >= 0) rp0[tl * (CGK_TILE_ROWS + 1) + sl + 1]++;
     }
   }
-  int64_t edge = tnnz_before[rb];
+  int64_t edge = len_before[rb];
   for (int64_t i = 0; i < nt; i++) {
     int32_t *rp = rp0 + i * (CGK_TILE_ROWS + 1);
-    for (int sl = 0; sl < CGK_TILE_ROWS; sl++) rp[sl + 1] += rp[sl];
+    for (int sl = 0; sl < CGK_TILE_ROWS; sl++) rp[sl + 1] = rp[sl] + (int32_t)pad_group(rp[sl + 1]);
     t->tile_edge[t0 + i] = edge;
     s->cur[i] = edge;
     edge += rp[CGK_TILE_ROWS];
@@ -176,6 +181,15 @@ static int64_t fill_block(const struct cg_csr *a, const struct cgk_tile_params *
           if (!(fabs(f - (double)a->vals[k]) <= 1e-5 * fabs((double)a->vals[k]))) bad++;
         }
       }
+    }
+    /* pad this slot's segment of every tile to its end */
+    for (int64_t i = 0; i < nt; i++) {
+      const int64_t end = t->tile_edge[t0 + i] + rp0[i * (CGK_TILE_ROWS + 1) + sl + 1];
+      for (int64_t e = s->cur[i]; e < end; e++) {
+        t->t_off[e] = CGK_TILE_PAD_OFF;
+        if (t->t_val) t->t_val[e] = 0.0f;
+      }
+      s->cur[i] = end;
     }
   }
   /* far nonzeros: everything of a heavy row, the rest outside dense tiles */
@@ -212,8 +226,9 @@ int cgk_tiles_build(const struct cg_csr *a, const struct cgk_tile_params *p,
   struct tile_scratch *sc = cg_calloc((size_t)nth, sizeof *sc, "SpMM tile scratch");
   int64_t *rb_nt = cg_calloc((size_t)nrb + 1, sizeof *rb_nt, "SpMM tiles per row block");
   int64_t *rb_nnz = cg_calloc((size_t)nrb + 1, sizeof *rb_nnz, "SpMM tile nonzeros per row block");
+  int64_t *rb_len = cg_calloc((size_t)nrb + 1, sizeof *rb_len, "SpMM tile entries per row block");
   int64_t *far_deg = cg_calloc((size_t)a->nrows + 1, sizeof *far_deg, "SpMM far degrees");
-  if (!sc || !rb_nt || !rb_nnz || !far_deg) {
+  if (!sc || !rb_nt || !rb_nnz || !rb_len || !far_deg) {
     st = CG_ERR_NOMEM;
     goto done;
   }
@@ -228,27 +243,38 @@ int cgk_tiles_build(const struct cg_csr *a, const struct cgk_tile_params *p,
     const int64_t nt = scan_block(a, p, rb, s);
     for (int64_t i = 0; i < nt; i++) s->tmap[s->list[i]] = 1;
     const int64_t r0 = rb * CGK_TILE_ROWS, r1 = r0 + rows_in_block(a->nrows, rb);
-    int64_t in_tiles = 0;
+    int64_t in_tiles = 0, stored = 0;
     for (int64_t r = r0; r < r1; r++) {
       const int64_t deg = a->rowptr[r + 1] - a->rowptr[r];
       int64_t near = 0;
-      if (deg <= p->skip_degree)
-        for (int64_t k = a->rowptr[r]; k < a->rowptr[r + 1]; k++)
-          near += s->tmap[a->colidx[k] / CGK_TILE_COLS] >= 0;
+      if (deg <= p->skip_degree) {
+        for (int64_t k = a->rowptr[r]; k < a->rowptr[r + 1]; k++) {
+          const int64_t cb = a->colidx[k] / CGK_TILE_COLS;
+          if (s->tmap[cb] >= 0) near++, s->cnt[cb]++;
+        }
+        /* the row's segment in each of its tiles, padded (s->cnt back to zero) */
+        for (int64_t k = a->rowptr[r]; k < a->rowptr[r + 1]; k++) {
+          const int64_t cb = a->colidx[k] / CGK_TILE_COLS;
+          stored += pad_group(s->cnt[cb]);
+          s->cnt[cb] = 0;
+        }
+      }
       far_deg[r] = deg - near;
       in_tiles += near;
     }
     for (int64_t i = 0; i < nt; i++) s->tmap[s->list[i]] = -1;
     rb_nt[rb] = nt;
     rb_nnz[rb] = in_tiles;
+    rb_len[rb] = stored;
   }
-  int64_t ntiles = 0, tile_nnz = 0;
+  int64_t ntiles = 0, tile_nnz = 0, tile_len = 0;
   for (int64_t rb = 0; rb < nrb; rb++) {
-    int64_t nt = rb_nt[rb], nz = rb_nnz[rb];
+    int64_t nt = rb_nt[rb], len = rb_len[rb];
     rb_nt[rb] = ntiles;
-    rb_nnz[rb] = tile_nnz;
+    rb_len[rb] = tile_len;
     ntiles += nt;
-    tile_nnz += nz;
+    tile_nnz += rb_nnz[rb];
+    tile_len += len;
   }
   if (ntiles == 0 || (double)tile_nnz < p->min_share * (double)a->nnz) goto done; /* not worth it */
 
@@ -257,14 +283,15 @@ int cgk_tiles_build(const struct cg_csr *a, const struct cgk_tile_params *p,
   t->nrb = nrb;
   t->ntiles = ntiles;
   t->tile_nnz = tile_nnz;
+  t->tile_len = tile_len;
   t->rb_tile = cg_malloc((size_t)(nrb + 1) * sizeof *t->rb_tile, "SpMM row-block tiles");
   t->tile_col = cg_malloc((size_t)ntiles * sizeof *t->tile_col, "SpMM tile columns");
   t->tile_edge = cg_malloc((size_t)(ntiles + 1) * sizeof *t->tile_edge, "SpMM tile offsets");
   t->tile_rowptr = cg_malloc((size_t)ntiles * (CGK_TILE_ROWS + 1) * sizeof *t->tile_rowptr,
                              "SpMM tile segments");
   t->perm = cg_malloc((size_t)nrb * CGK_TILE_ROWS * sizeof *t->perm, "SpMM tile slots");
-  t->t_off = cg_malloc((size_t)tile_nnz * sizeof *t->t_off, "SpMM tile columns per nonzero");
-  if (a->vals) t->t_val = cg_malloc((size_t)tile_nnz * sizeof *t->t_val, "SpMM tile values");
+  t->t_off = cg_malloc((size_t)tile_len * sizeof *t->t_off, "SpMM tile columns per nonzero");
+  if (a->vals) t->t_val = cg_malloc((size_t)tile_len * sizeof *t->t_val, "SpMM tile values");
   if (!t->rb_tile || !t->tile_col || !t->tile_edge || !t->tile_rowptr || !t->perm || !t->t_off ||
       (a->vals && !t->t_val)) {
     st = CG_ERR_NOMEM;
@@ -272,7 +299,7 @@ int cgk_tiles_build(const struct cg_csr *a, const struct cgk_tile_params *p,
   }
   memcpy(t->rb_tile, rb_nt, (size_t)nrb * sizeof *rb_nt);
   t->rb_tile[nrb] = ntiles;
-  t->tile_edge[ntiles] = tile_nnz;
+  t->tile_edge[ntiles] = tile_len;
   int64_t far_nnz = 0;
   for (int64_t r = 0; r < a->nrows; r++) far_nnz += far_deg[r];
   st = cg_csr_alloc(&t->far, a->nrows, a->ncols, far_nnz, a->vals != NULL);
@@ -283,7 +310,7 @@ int cgk_tiles_build(const struct cg_csr *a, const struct cgk_tile_params *p,
   int64_t bad = 0;
 #pragma omp parallel for schedule(dynamic, 4) reduction(+ : bad)
   for (int64_t rb = 0; rb < nrb; rb++)
-    bad += fill_block(a, p, rb, rb_nnz, &sc[omp_get_thread_num()], t);
+    bad += fill_block(a, p, rb, rb_len, &sc[omp_get_thread_num()], t);
 
   /* factored: no values (all ones), or factors that reproduce every tile value */
   if (!a->vals || (a->row_scale && a->col_scale && bad == 0)) {
@@ -303,6 +330,7 @@ done:
   cg_free(sc);
   cg_free(rb_nt);
   cg_free(rb_nnz);
+  cg_free(rb_len);
   cg_free(far_deg);
   if (st != CG_OK) cgk_tiles_free(t);
   return st;
@@ -316,7 +344,7 @@ int cgk_tiles_check(const struct cgk_tiles_host *t) {
     return cg_err_set(CG_ERR_INTERNAL, "tiles: %lld row blocks for %lld rows", (long long)t->nrb,
                       (long long)t->nrows);
   if (t->rb_tile[0] != 0 || t->rb_tile[nrb] != t->ntiles || t->tile_edge[0] != 0 ||
-      t->tile_edge[t->ntiles] != t->tile_nnz)
+      t->tile_edge[t->ntiles] != t->tile_len || t->tile_len < t->tile_nnz)
     return cg_err_set(CG_ERR_INTERNAL, "tiles: bounds of rb_tile / tile_edge are wrong");
   if (t->far.nrows != t->nrows || t->far.ncols != t->ncols)
     return cg_err_set(CG_ERR_INTERNAL, "tiles: far part has the wrong shape");
@@ -351,10 +379,22 @@ int cgk_tiles_check(const struct cgk_tiles_host *t) {
         if (rp[sl + 1] > rp[sl] && perm[sl] == CGK_TILE_NO_ROW)
           return cg_err_set(CG_ERR_INTERNAL, "tiles: tile %lld has nonzeros in empty slot %d",
                             (long long)tl, sl);
-        for (int64_t e = t->tile_edge[tl] + rp[sl]; e < t->tile_edge[tl] + rp[sl + 1]; e++)
-          if (t->t_off[e] >= CGK_TILE_COLS || base + t->t_off[e] >= t->ncols)
-            return cg_err_set(CG_ERR_INTERNAL, "tiles: nonzero %lld has column %lld (of %lld)",
-                              (long long)e, (long long)(base + t->t_off[e]), (long long)t->ncols);
+        if ((rp[sl + 1] - rp[sl]) % CGK_TILE_GROUP)
+          return cg_err_set(CG_ERR_INTERNAL, "tiles: tile %lld segment %d is not a multiple of %d",
+                            (long long)tl, sl, CGK_TILE_GROUP);
+        int padding = 0; /* padding entries end a segment, fewer than a group of them */
+        for (int64_t e = t->tile_edge[tl] + rp[sl]; e < t->tile_edge[tl] + rp[sl + 1]; e++) {
+          if (t->t_off[e] == CGK_TILE_PAD_OFF) {
+            if (++padding >= CGK_TILE_GROUP || (t->t_val && t->t_val[e] != 0.0f))
+              return cg_err_set(CG_ERR_INTERNAL, "tiles: tile %lld segment %d: bad padding",
+                                (long long)tl, sl);
+            continue;
+          }
+          if (padding || t->t_off[e] >= CGK_TILE_COLS || base + t->t_off[e] >= t->ncols)
+            return cg_err_set(CG_ERR_INTERNAL, "tiles: nonzero %lld has column %lld (of %lld)%s",
+                              (long long)e, (long long)(base + t->t_off[e]), (long long)t->ncols,
+                              padding ? " after padding" : "");
+        }
       }
     }
   }
@@ -383,6 +423,7 @@ void cgk_tiles_spmm_host(const struct cgk_tiles_host *t, const float *x, int64_t
       const int64_t base = (int64_t)t->tile_col[tl] * CGK_TILE_COLS;
       for (int sl = 0; sl < CGK_TILE_ROWS; sl++)
         for (int64_t e = t->tile_edge[tl] + rp[sl]; e < t->tile_edge[tl] + rp[sl + 1]; e++) {
+          if (t->t_off[e] == CGK_TILE_PAD_OFF) continue; /* the kernel adds a zero */
           const int64_t c = base + t->t_off[e];
           const float *xr = x + c * ldx;
           for (int64_t j = 0; j < f; j++)

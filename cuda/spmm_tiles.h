@@ -23,7 +23,11 @@
  * the fewest tile nonzeros so far (slots that get no row hold CGK_TILE_NO_ROW), so
  * the warps of a block finish a tile at about the same time.
  * Per tile, tile_rowptr gives each slot's segment (offsets from tile_edge[tile])
- * in slot order; t_off holds column - tile_col * CGK_TILE_COLS.
+ * in slot order; t_off holds column - tile_col * CGK_TILE_COLS. Every segment is
+ * padded to a multiple of CGK_TILE_GROUP entries with CGK_TILE_PAD_OFF (a row of
+ * zeros the kernel keeps after the staged rows; value 0 when valued), so the
+ * kernel reads CGK_TILE_GROUP offsets and rows at a time with no remainder loop
+ * (synth:reddit: 14 % more entries, each a zero added).
  * Factored: when the matrix has row_scale / col_scale that reproduce every tile
  * value to 1e-5 relative (core/csr.h), or has no values at all (all ones, factors
  * of 1), t_val is NULL: the kernel scales X by col_scale when it stages it and the
@@ -41,9 +45,11 @@ extern "C" {
 
 #define CGK_TILE_ROWS 256 /* rows per row block */
 #define CGK_TILE_COLS 256 /* source rows (columns of A) per tile */
-#define CGK_TILE_WARPS 16 /* warps of the tiled kernel's block */
+#define CGK_TILE_WARPS 32 /* warps of the tiled kernel's block */
 #define CGK_TILE_ROWS_PER_WARP (CGK_TILE_ROWS / CGK_TILE_WARPS)
 #define CGK_TILE_NO_ROW 0xFFFFu
+#define CGK_TILE_GROUP 4                /* segment lengths are multiples of this */
+#define CGK_TILE_PAD_OFF CGK_TILE_COLS /* t_off of a padding entry: the zero row */
 
 struct cgk_tile_params {
   double min_reuse;    /* a dense tile holds >= min_reuse * CGK_TILE_COLS nonzeros */
@@ -52,14 +58,16 @@ struct cgk_tile_params {
 };
 
 struct cgk_tiles_host {
-  int64_t nrows, ncols, nrb, ntiles, tile_nnz;
+  int64_t nrows, ncols, nrb, ntiles;
+  int64_t tile_nnz;     /* nonzeros of A in the tiles */
+  int64_t tile_len;     /* entries stored: tile_nnz plus the padding */
   int64_t *rb_tile;     /* nrb + 1: first tile of each row block */
   int32_t *tile_col;    /* ntiles: column block of each tile */
-  int64_t *tile_edge;   /* ntiles + 1: first nonzero of each tile in t_off / t_val */
+  int64_t *tile_edge;   /* ntiles + 1: first entry of each tile in t_off / t_val */
   int32_t *tile_rowptr; /* ntiles x (CGK_TILE_ROWS + 1): slot segments, from tile_edge */
   uint16_t *perm;       /* nrb x CGK_TILE_ROWS: local row of each slot, or CGK_TILE_NO_ROW */
-  uint16_t *t_off;      /* tile_nnz */
-  float *t_val;         /* tile_nnz; NULL when factored */
+  uint16_t *t_off;      /* tile_len */
+  float *t_val;         /* tile_len; NULL when factored */
   float *row_scale;     /* factored: nrows, ncols (copies; ones for a matrix */
   float *col_scale;     /*   without values) */
   struct cg_csr far;    /* nrows x ncols, the other nonzeros, values as in the matrix */

@@ -488,8 +488,9 @@ static void spmm_matrix(const struct cg_csr *h, const char *label) {
   /* the auto rule and the fallbacks resolve as documented */
   assert_int_equal(cg_cuda_spmm_resolve(gpu, ag, 1), CG_CUDA_SPMM_CUSPARSE);
   assert_int_equal(cg_cuda_spmm_resolve(gpu, ag, 7), CG_CUDA_SPMM_SUBWARP);
-  assert_int_equal(cg_cuda_spmm_resolve(gpu, ag, 16), CG_CUDA_SPMM_WARP);
-  assert_int_equal(cg_cuda_spmm_resolve(gpu, ag, 64), CG_CUDA_SPMM_WARP);
+  assert_int_equal(cg_cuda_spmm_resolve(gpu, ag, 16),
+                   ntiles > 0 ? CG_CUDA_SPMM_SUBWARP : CG_CUDA_SPMM_WARP);
+  assert_int_equal(cg_cuda_spmm_resolve(gpu, ag, 64), ntiles > 0 ? CG_CUDA_SPMM_TILED : CG_CUDA_SPMM_WARP);
   cg_cuda_spmm_set_variant(gpu, CG_CUDA_SPMM_SUBWARP);
   assert_int_equal(cg_cuda_spmm_resolve(gpu, ag, 64), CG_CUDA_SPMM_WARP);
   cg_cuda_spmm_set_variant(gpu, CG_CUDA_SPMM_CUSPARSE);
@@ -529,7 +530,7 @@ static void test_spmm(void **state) {
 static void test_spmm_tiled(void **state) {
   (void)state;
   struct cg_csr h;
-  cg_cuda_spmm_set_tiles(gpu, 1, NULL);
+  cg_cuda_spmm_set_tiles(gpu, CG_CUDA_TILES_ON, NULL);
   make_clustered(&h, 1300, 1500, TM_RANDOM);
   spmm_matrix(&h, "clustered, weighted");
   cg_csr_free(&h);
@@ -542,13 +543,13 @@ static void test_spmm_tiled(void **state) {
   /* heavy rows' dense part in the tiles, a looser density threshold */
   struct cg_cuda_tile_opts saved, opts = {.min_reuse = 2.0, .heavy_in_tiles = 1};
   cg_cuda_spmm_get_tile_opts(gpu, &saved);
-  cg_cuda_spmm_set_tiles(gpu, 1, &opts);
+  cg_cuda_spmm_set_tiles(gpu, CG_CUDA_TILES_ON, &opts);
   make_clustered(&h, 900, 1450, TM_FACTORED);
   spmm_matrix(&h, "clustered, heavy rows in tiles");
   cg_csr_free(&h);
-  cg_cuda_spmm_set_tiles(gpu, 1, &saved);
+  cg_cuda_spmm_set_tiles(gpu, CG_CUDA_TILES_ON, &saved);
   /* tiles off: the same matrix gets no layout and tiled falls back */
-  cg_cuda_spmm_set_tiles(gpu, 0, NULL);
+  cg_cuda_spmm_set_tiles(gpu, CG_CUDA_TILES_OFF, NULL);
   make_clustered(&h, 700, 1450, TM_RANDOM);
   struct cg_spmat *ag = NULL;
   assert_int_equal(gpu->spmat_create(gpu, &h, &ag), CG_OK);
@@ -559,6 +560,20 @@ static void test_spmm_tiled(void **state) {
   assert_int_equal(cg_cuda_spmm_resolve(gpu, ag, 64), CG_CUDA_SPMM_WARP);
   cg_cuda_spmm_set_variant(gpu, CG_CUDA_SPMM_AUTO);
   gpu->spmat_destroy(gpu, ag);
+  cg_csr_free(&h);
+  /* the default (auto): a matrix of >= 2^20 nonzeros gets the layout and auto picks
+   * tiled above 16 columns; every variant and width still matches the CPU */
+  cg_cuda_spmm_set_tiles(gpu, CG_CUDA_TILES_AUTO, NULL);
+  make_clustered(&h, 8000, 8000, TM_FACTORED);
+  assert_true(h.nnz >= (int64_t)1 << 20);
+  ag = NULL;
+  assert_int_equal(gpu->spmat_create(gpu, &h, &ag), CG_OK);
+  cg_cuda_spmat_tiles(ag, &ntiles, NULL);
+  assert_true(ntiles > 0);
+  assert_int_equal(cg_cuda_spmm_resolve(gpu, ag, 17), CG_CUDA_SPMM_TILED);
+  assert_int_equal(cg_cuda_spmm_resolve(gpu, ag, 16), CG_CUDA_SPMM_SUBWARP);
+  gpu->spmat_destroy(gpu, ag);
+  spmm_matrix(&h, "clustered, >= 2^20 nonzeros, tiles under auto");
   cg_csr_free(&h);
 }
 

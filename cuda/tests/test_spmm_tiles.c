@@ -34,7 +34,8 @@ static void make_matrix(struct cg_csr *a, int64_t nrows, int64_t ncols, int64_t 
                    CG_OK);
 }
 
-/* Every nonzero of a is found exactly once in t (far or tiles), with its value. */
+/* Every nonzero of a is found exactly once in t (far or tiles), with its value;
+ * every tile segment is padded to CGK_TILE_GROUP entries with zeros at its end. */
 static void check_cover(const struct cg_csr *a, const struct cgk_tiles_host *t, int64_t skip_degree) {
   /* dense marks: 0 absent, else 1 + index of the nonzero */
   int64_t n = a->nrows * a->ncols;
@@ -44,7 +45,7 @@ static void check_cover(const struct cg_csr *a, const struct cgk_tiles_host *t, 
   assert_non_null(seen);
   for (int64_t r = 0; r < a->nrows; r++)
     for (int64_t k = a->rowptr[r]; k < a->rowptr[r + 1]; k++) slot[r * a->ncols + a->colidx[k]] = k + 1;
-  int64_t found = 0;
+  int64_t found = 0, padding = 0;
   for (int64_t r = 0; r < a->nrows; r++)
     for (int64_t k = t->far.rowptr[r]; k < t->far.rowptr[r + 1]; k++) {
       int64_t at = r * a->ncols + t->far.colidx[k];
@@ -57,7 +58,14 @@ static void check_cover(const struct cg_csr *a, const struct cgk_tiles_host *t, 
     for (int64_t tl = t->rb_tile[rb]; tl < t->rb_tile[rb + 1]; tl++) {
       const int32_t *rp = t->tile_rowptr + tl * (CGK_TILE_ROWS + 1);
       for (int sl = 0; sl < CGK_TILE_ROWS; sl++) {
+        assert_int_equal((rp[sl + 1] - rp[sl]) % CGK_TILE_GROUP, 0);
         for (int64_t e = t->tile_edge[tl] + rp[sl]; e < t->tile_edge[tl] + rp[sl + 1]; e++) {
+          if (t->t_off[e] == CGK_TILE_PAD_OFF) { /* padding: a zero, after the segment's nonzeros */
+            assert_true(e + 1 == t->tile_edge[tl] + rp[sl + 1] || t->t_off[e + 1] == CGK_TILE_PAD_OFF);
+            if (t->t_val) assert_true(t->t_val[e] == 0.0f);
+            padding++;
+            continue;
+          }
           int64_t r = rb * CGK_TILE_ROWS + t->perm[rb * CGK_TILE_ROWS + sl];
           int64_t c = (int64_t)t->tile_col[tl] * CGK_TILE_COLS + t->t_off[e];
           int64_t at = r * a->ncols + c;
@@ -80,6 +88,8 @@ static void check_cover(const struct cg_csr *a, const struct cgk_tiles_host *t, 
   }
   assert_int_equal(found, a->nnz);
   assert_int_equal(t->far.nnz + t->tile_nnz, a->nnz);
+  assert_int_equal(t->tile_nnz + padding, t->tile_len);
+  assert_true(padding < (CGK_TILE_GROUP - 1) * (int64_t)CGK_TILE_ROWS * (t->ntiles > 0 ? t->ntiles : 1));
   free(slot);
   free(seen);
 }
