@@ -80,21 +80,41 @@ __global__ void relu_bwd_kernel(const float *__restrict__ y, float *__restrict__
 }
 
 /* One thread per (row, group of 4 columns): one Philox call gives the 4 uniforms. */
+/* One thread per group of 4 columns of a row (one Philox call). VEC4: cols % 4 == 0
+ * and both pointers 16-byte aligned, so the group is one float4 load and store.
+ * The row of group t comes from a 32-bit division when all indices fit (the
+ * common case; a 64-bit division is a long software sequence on the GPU). */
+template <bool VEC4>
 __global__ void dropout_kernel(const float *in, float *out, int64_t rows, int64_t cols,
                                const int32_t *__restrict__ gid, float p, float inv_keep,
                                uint64_t seed, uint32_t epoch, uint32_t layer) {
-  int64_t groups = (cols + 3) / 4;
-  int64_t n = rows * groups;
+  const int64_t groups = (cols + 3) / 4;
+  const int64_t n = rows * groups;
+  const bool narrow = n <= (int64_t)UINT32_MAX;
   for (int64_t t = gtid(); t < n; t += gstride()) {
-    int64_t r = t / groups, g = t - r * groups;
+    int64_t r;
+    if (narrow)
+      r = (uint32_t)t / (uint32_t)groups;
+    else
+      r = t / groups;
+    const int64_t g = t - r * groups;
     cg_philox_out o = cg_philox4x32_10((uint32_t)g, (uint32_t)gid[r], layer, epoch,
                                        (uint32_t)seed, (uint32_t)(seed >> 32));
-    int64_t base = r * cols + 4 * g;
+    const int64_t base = r * cols + 4 * g;
+    if (VEC4) {
+      float4 v = *reinterpret_cast<const float4 *>(in + base);
+      v.x = cg_dropout_keep(cg_u32_to_unit(o.v[0]), p) ? v.x * inv_keep : 0.0f;
+      v.y = cg_dropout_keep(cg_u32_to_unit(o.v[1]), p) ? v.y * inv_keep : 0.0f;
+      v.z = cg_dropout_keep(cg_u32_to_unit(o.v[2]), p) ? v.z * inv_keep : 0.0f;
+      v.w = cg_dropout_keep(cg_u32_to_unit(o.v[3]), p) ? v.w * inv_keep : 0.0f;
+      *reinterpret_cast<float4 *>(out + base) = v;
+    } else {
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-      if (4 * g + j < cols) {
-        float u = cg_u32_to_unit(o.v[j]);
-        out[base + j] = cg_dropout_keep(u, p) ? in[base + j] * inv_keep : 0.0f;
+      for (int j = 0; j < 4; j++) {
+        if (4 * g + j < cols) {
+          float u = cg_u32_to_unit(o.v[j]);
+          out[base + j] = cg_dropout_keep(u, p) ? in[base + j] * inv_keep : 0.0f;
+        }
       }
     }
   }
@@ -255,8 +275,13 @@ void cgk_dropout(cudaStream_t s, const float *in, float *out, int64_t rows, int6
   /* Same expression as the CPU backend: kept values times 1/(1-p) in float. */
   float inv_keep = 1.0f / (1.0f - p);
   int64_t work = rows * ((cols + 3) / 4);
-  dropout_kernel<<<grid_for(work), kThreads, 0, s>>>(in, out, rows, cols, gid, p, inv_keep, seed,
-                                                     epoch, layer);
+  const bool vec4 = cols % 4 == 0 && ((uintptr_t)in | (uintptr_t)out) % 16 == 0;
+  if (vec4)
+    dropout_kernel<true><<<grid_for(work), kThreads, 0, s>>>(in, out, rows, cols, gid, p, inv_keep,
+                                                             seed, epoch, layer);
+  else
+    dropout_kernel<false><<<grid_for(work), kThreads, 0, s>>>(in, out, rows, cols, gid, p, inv_keep,
+                                                              seed, epoch, layer);
   CG_CUDA_LAUNCH_CHECK("dropout_kernel");
 }
 
