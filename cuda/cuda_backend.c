@@ -392,6 +392,20 @@ static void csr_release(struct cg_backend *be, struct cuda_csr *d) {
   memset(d, 0, sizeof *d);
 }
 
+/* Frees the tiled layout's device arrays; the matrix then has no tiles. */
+static void tiles_release(struct cg_backend *be, struct cg_spmat *a) {
+  csr_release(be, &a->far);
+  void **arrays[] = {(void **)&a->d_rb_tile,     (void **)&a->d_tile_edge, (void **)&a->d_tile_col,
+                     (void **)&a->d_tile_rowptr, (void **)&a->d_perm,      (void **)&a->d_t_off,
+                     (void **)&a->d_t_val,       (void **)&a->d_row_scale, (void **)&a->d_col_scale};
+  for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+    be->free(be, *arrays[i]);
+    *arrays[i] = NULL;
+  }
+  a->ntiles = 0;
+  a->tile_nnz = 0;
+}
+
 static void spmat_release(struct cg_backend *be, struct cg_spmat *a) {
   if (!a) return;
   if (a->descr) {
@@ -402,16 +416,7 @@ static void spmat_release(struct cg_backend *be, struct cg_spmat *a) {
   csr_release(be, &a->m);
   be->free(be, a->d_rowptr32);
   be->free(be, a->d_spmm_buf);
-  csr_release(be, &a->far);
-  be->free(be, a->d_rb_tile);
-  be->free(be, a->d_tile_edge);
-  be->free(be, a->d_tile_col);
-  be->free(be, a->d_tile_rowptr);
-  be->free(be, a->d_perm);
-  be->free(be, a->d_t_off);
-  be->free(be, a->d_t_val);
-  be->free(be, a->d_row_scale);
-  be->free(be, a->d_col_scale);
+  tiles_release(be, a);
   a->magic = 0;
   cg_free(a);
 }
@@ -602,8 +607,17 @@ static int cu_spmat_create(struct cg_backend *be, const struct cg_csr *host, str
   int st = CG_OK;
   TRY_GOTO(csr_upload(be, im, host, &a->m), fail);
   TRY_GOTO(spmat_setup_cusparse(be, im, a, host), fail);
-  if (im->spmm_tiles == CG_CUDA_TILES_ON || (im->spmm_tiles == CG_CUDA_TILES_AUTO && host->nnz >= CUDA_TILE_AUTO_MIN_NNZ))
+  if (im->spmm_tiles == CG_CUDA_TILES_ON)
     TRY_GOTO(spmat_setup_tiles(be, im, a, host), fail);
+  else if (im->spmm_tiles == CG_CUDA_TILES_AUTO && host->nnz >= CUDA_TILE_AUTO_MIN_NNZ &&
+           spmat_setup_tiles(be, im, a, host) != CG_OK) {
+    /* an optimisation auto chose: without memory for it the plain kernels still work */
+    LOG_WARN("cuda", "spmat %lld x %lld: no tiled layout (%s); SpMM uses the row kernels",
+             (long long)a->nrows, (long long)a->ncols, cg_err_msg());
+    cg_err_clear();
+    (void)cudaGetLastError();
+    tiles_release(be, a);
+  }
   TRY_GOTO(cuda_status(cudaStreamSynchronize(im->stream), "spmat_create"), fail); /* surfaces the fill */
   LOG_DEBUG("cuda",
             "spmat %lld x %lld, nnz %lld: max degree %lld, %lld heavy rows (> %lld), cuSPARSE %s "

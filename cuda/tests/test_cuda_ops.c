@@ -260,25 +260,26 @@ static void test_variant_selection(void **state) {
   assert_int_equal(cg_cuda_spmm_variant_parse("bogus", &v), CG_ERR_ARG);
   cg_err_clear();
   struct cg_backend *g2 = NULL;
-  setenv("CAPGNN_SPMM", "bogus", 1);
-  assert_int_equal(cg_backend_cuda_create(0, 0, &g2), CG_ERR_ARG);
-  assert_null(g2);
-  cg_err_clear();
-  setenv("CAPGNN_SPMM_MAX_PASS", "100", 1); /* not a power of two */
-  assert_int_equal(cg_backend_cuda_create(0, 0, &g2), CG_ERR_ARG);
-  unsetenv("CAPGNN_SPMM_MAX_PASS");
-  assert_null(g2);
-  cg_err_clear();
-  setenv("CAPGNN_SPMM_TILE_REUSE", "0", 1); /* below 0.25 */
-  assert_int_equal(cg_backend_cuda_create(0, 0, &g2), CG_ERR_ARG);
-  setenv("CAPGNN_SPMM_TILE_REUSE", "4x", 1);
-  assert_int_equal(cg_backend_cuda_create(0, 0, &g2), CG_ERR_ARG);
-  unsetenv("CAPGNN_SPMM_TILE_REUSE");
-  setenv("CAPGNN_SPMM_TILE_HEAVY", "near", 1);
-  assert_int_equal(cg_backend_cuda_create(0, 0, &g2), CG_ERR_ARG);
-  unsetenv("CAPGNN_SPMM_TILE_HEAVY");
-  assert_null(g2);
-  cg_err_clear();
+  /* each bad setting is refused with a message naming its variable */
+  static const char *const bad[][2] = {
+      {"CAPGNN_SPMM", "bogus"},
+      {"CAPGNN_SPMM_MAX_PASS", "100"}, /* not a power of two */
+      {"CAPGNN_SPMM_TILE_REUSE", "0"}, /* below 0.25 */
+      {"CAPGNN_SPMM_TILE_REUSE", "4x"},
+      {"CAPGNN_SPMM_TILE_HEAVY", "near"},
+      {"CAPGNN_SPMM_SLICE", "6"}, /* not a multiple of 4 */
+      {"CAPGNN_SPMM_SLICE", "-4"},
+      {"CAPGNN_SPMM_TILE_VEC", "3"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv(bad[i][0], bad[i][1], 1);
+    assert_int_equal(cg_backend_cuda_create(0, 0, &g2), CG_ERR_ARG);
+    unsetenv(bad[i][0]);
+    assert_null(g2);
+    if (!strstr(cg_err_msg(), bad[i][0]) || !strstr(cg_err_msg(), bad[i][1]))
+      fail_msg("message for %s=%s: %s", bad[i][0], bad[i][1], cg_err_msg());
+    cg_err_clear();
+  }
   setenv("CAPGNN_SPMM", "rowsplit", 1);
   assert_int_equal(cg_backend_cuda_create(0, 0, &g2), CG_OK);
   unsetenv("CAPGNN_SPMM");
@@ -509,19 +510,25 @@ static void test_spmm(void **state) {
   make_csr(&h, 300, 1300, 0);
   spmm_matrix(&h, "unweighted");
   cg_csr_free(&h);
-  /* one pass over up to 1024 columns (the default pass is narrower): covers the
-   * kernels' widest register layouts */
-  struct cg_backend *wide = NULL, *saved = gpu;
-  setenv("CAPGNN_SPMM_MAX_PASS", "1024", 1);
-  int st = cg_backend_cuda_create(0, 0, &wide);
-  unsetenv("CAPGNN_SPMM_MAX_PASS");
-  assert_int_equal(st, CG_OK);
-  gpu = wide;
-  make_csr(&h, 200, 1300, 1);
-  spmm_matrix(&h, "1024-col passes");
-  cg_csr_free(&h);
-  gpu = saved;
-  cg_backend_destroy(&wide);
+  /* whole widths in one launch (no column slices): one pass over up to 1024
+   * columns covers the kernels' widest register layouts; the default 128-column
+   * pass covers the passes inside a launch */
+  static const char *const passes[] = {"1024", NULL};
+  for (int i = 0; i < 2; i++) {
+    struct cg_backend *other = NULL, *saved = gpu;
+    setenv("CAPGNN_SPMM_SLICE", "0", 1);
+    if (passes[i]) setenv("CAPGNN_SPMM_MAX_PASS", passes[i], 1);
+    int st = cg_backend_cuda_create(0, 0, &other);
+    unsetenv("CAPGNN_SPMM_MAX_PASS");
+    unsetenv("CAPGNN_SPMM_SLICE");
+    assert_int_equal(st, CG_OK);
+    gpu = other;
+    make_csr(&h, 200, 1300, 1);
+    spmm_matrix(&h, passes[i] ? "one launch, 1024-col passes" : "one launch, 128-col passes");
+    cg_csr_free(&h);
+    gpu = saved;
+    cg_backend_destroy(&other);
+  }
 }
 
 /* The tiled variant on clustered matrices (valued, factored, all ones), against the
