@@ -63,6 +63,10 @@ step test_cuda_ops 40 "$B/bin/test_cuda_ops"
 [ -x "$B/bin/test_gpu_comm" ] && step test_gpu_comm_np2 40 mpirun --oversubscribe -np 2 "$B/bin/test_gpu_comm"
 step sanitizer 60 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
      "$B/bin/capgnn" --graph synth:tiny --epochs 3 --device cuda --quiet
+# the whole training path with the tiled SpMM (auto builds tiles only from 2^20 nonzeros)
+step sanitizer_train_tiled 120 env CAPGNN_SPMM=tiled compute-sanitizer --tool memcheck \
+     --report-api-errors no --error-exitcode 9 "$B/bin/capgnn" --graph synth:small --epochs 3 \
+     --device cuda --quiet
 # synth:small's operator is factored; the lab's own clustered matrix has values
 step sanitizer_tiled 120 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
      "$B/bin/kernel_lab" --graph synth:small --widths 41,130,256 --variants tiled --runs 1 --warmup 0
