@@ -989,6 +989,56 @@ static void cu_destroy(struct cg_backend *be) {
   cg_free(be);
 }
 
+/* The SpMM tuning settings: defaults, then the CAPGNN_SPMM_* variables (see
+ * cuda_backend.h). CG_ERR_ARG with a message naming the variable on a bad value. */
+static int spmm_settings_from_env(struct cuda_impl *im) {
+  im->spmm_max_pass = CUDA_SPMM_DEFAULT_MAX_PASS;
+  im->spmm_slice = CUDA_SPMM_DEFAULT_SLICE;
+  im->tile_max_vec = 4;
+  im->tile_opts.min_reuse = CUDA_TILE_MIN_REUSE;
+  im->tile_opts.heavy_in_tiles = 0;
+  const char *env = getenv("CAPGNN_SPMM_MAX_PASS");
+  char *end = NULL;
+  if (env && *env) {
+    long long v = strtoll(env, &end, 10);
+    if (*end || v < 32 || v > 1024 || (v & (v - 1)))
+      return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_MAX_PASS=%s: expected a power of two in 32..1024",
+                        env);
+    im->spmm_max_pass = v;
+  }
+  env = getenv("CAPGNN_SPMM_SLICE");
+  if (env && *env) {
+    long long v = strtoll(env, &end, 10);
+    if (*end || (v != 0 && (v < 4 || v > 4096 || v % 4)))
+      return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_SLICE=%s: expected 0 (whole width) or a multiple "
+                        "of 4 in 4..4096 (columns per launch of the row kernels)", env);
+    im->spmm_slice = v;
+  }
+  env = getenv("CAPGNN_SPMM_TILE_VEC");
+  if (env && *env) {
+    if (strcmp(env, "1") != 0 && strcmp(env, "2") != 0 && strcmp(env, "4") != 0)
+      return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_TILE_VEC=%s: expected 1, 2 or 4 (floats per lane "
+                        "of the tiled SpMM)", env);
+    im->tile_max_vec = atoi(env);
+  }
+  env = getenv("CAPGNN_SPMM_TILE_REUSE");
+  if (env && *env) {
+    double v = strtod(env, &end);
+    if (*end || !(v >= 0.25 && v <= 1024.0))
+      return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_TILE_REUSE=%s: expected a number in 0.25..1024 "
+                        "(nonzeros per staged source row that make a tile dense)", env);
+    im->tile_opts.min_reuse = v;
+  }
+  env = getenv("CAPGNN_SPMM_TILE_HEAVY");
+  if (env && *env) {
+    if (strcmp(env, "far") != 0 && strcmp(env, "tiles") != 0)
+      return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_TILE_HEAVY=%s: expected far or tiles (where the "
+                        "heavy rows' nonzeros go in the tiled SpMM)", env);
+    im->tile_opts.heavy_in_tiles = strcmp(env, "tiles") == 0;
+  }
+  return CG_OK;
+}
+
 #define CUBLAS_TRY(call)                                                                   \
   do {                                                                                     \
     cublasStatus_t cst_ = (call);                                                          \
@@ -1038,68 +1088,14 @@ int cg_backend_cuda_create(int device_ordinal, int tf32, struct cg_backend **out
   im->device = device_ordinal;
   im->tf32 = tf32 ? 1 : 0;
   im->spmm_variant = variant;
-  im->spmm_max_pass = CUDA_SPMM_DEFAULT_MAX_PASS;
-  const char *envp = getenv("CAPGNN_SPMM_MAX_PASS");
-  if (envp && *envp) {
-    char *end = NULL;
-    long long v = strtoll(envp, &end, 10);
-    if (*end || v < 32 || v > 1024 || (v & (v - 1))) {
-      impl_release(im);
-      cg_free(be);
-      return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_MAX_PASS=%s: expected a power of two in 32..1024",
-                        envp);
-    }
-    im->spmm_max_pass = v;
-  }
-  im->spmm_slice = CUDA_SPMM_DEFAULT_SLICE;
-  const char *envs = getenv("CAPGNN_SPMM_SLICE");
-  if (envs && *envs) {
-    char *end = NULL;
-    long long v = strtoll(envs, &end, 10);
-    if (*end || (v != 0 && (v < 4 || v > 4096 || v % 4))) {
-      impl_release(im);
-      cg_free(be);
-      return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_SLICE=%s: expected 0 (whole width) or a multiple "
-                        "of 4 in 4..4096 (columns per launch of the row kernels)", envs);
-    }
-    im->spmm_slice = v;
-  }
-  im->tile_max_vec = 4;
-  const char *envv = getenv("CAPGNN_SPMM_TILE_VEC");
-  if (envv && *envv) {
-    if (strcmp(envv, "1") != 0 && strcmp(envv, "2") != 0 && strcmp(envv, "4") != 0) {
-      impl_release(im);
-      cg_free(be);
-      return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_TILE_VEC=%s: expected 1, 2 or 4 (floats per lane "
-                        "of the tiled SpMM)", envv);
-    }
-    im->tile_max_vec = atoi(envv);
-  }
   im->spmm_tiles = variant == CG_CUDA_SPMM_TILED  ? CG_CUDA_TILES_ON
                    : variant == CG_CUDA_SPMM_AUTO ? CG_CUDA_TILES_AUTO
                                                   : CG_CUDA_TILES_OFF;
-  im->tile_opts.min_reuse = CUDA_TILE_MIN_REUSE;
-  const char *envr = getenv("CAPGNN_SPMM_TILE_REUSE");
-  if (envr && *envr) {
-    char *end = NULL;
-    double v = strtod(envr, &end);
-    if (*end || !(v >= 0.25 && v <= 1024.0)) {
-      impl_release(im);
-      cg_free(be);
-      return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_TILE_REUSE=%s: expected a number in 0.25..1024 "
-                        "(nonzeros per staged source row that make a tile dense)", envr);
-    }
-    im->tile_opts.min_reuse = v;
-  }
-  const char *envh = getenv("CAPGNN_SPMM_TILE_HEAVY");
-  if (envh && *envh) {
-    if (strcmp(envh, "far") != 0 && strcmp(envh, "tiles") != 0) {
-      impl_release(im);
-      cg_free(be);
-      return cg_err_set(CG_ERR_ARG, "CAPGNN_SPMM_TILE_HEAVY=%s: expected far or tiles (where the "
-                        "heavy rows' nonzeros go in the tiled SpMM)", envh);
-    }
-    im->tile_opts.heavy_in_tiles = strcmp(envh, "tiles") == 0;
+  int env_st = spmm_settings_from_env(im);
+  if (env_st != CG_OK) {
+    impl_release(im);
+    cg_free(be);
+    return env_st;
   }
   snprintf(im->describe, sizeof im->describe, "%s", describe);
 
