@@ -14,7 +14,7 @@
 #include "core/timer.h"
 #include "graph/graph.h"
 #include "graph/import.h"
-#include "graph/progress.h"
+#include "core/progress.h"
 
 static void cmd_convert_usage(FILE *out) {
   fprintf(out,
@@ -140,7 +140,7 @@ int cmd_convert(int argc, char **argv) {
     return usage_error("--features, --labels and --split are for --from edgelist; %s reads them from --input",
                        from);
   if (o.ogb_split && strcmp(from, "ogb") != 0) return usage_error("--ogb-split is for --from ogb");
-  if (quiet) graph_progress_set_mode(GRAPH_PROGRESS_OFF);
+  if (quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
 
   struct graph_import_stats s;
   double t0 = cg_time_now();
@@ -153,9 +153,9 @@ int cmd_convert(int argc, char **argv) {
   /* No read-back: it would double the peak memory; `capgnn info` re-checks a file. */
   struct stat sb;
   char size[48] = "?";
-  if (stat(output, &sb) == 0) graph_progress_amount(size, sizeof size, (double)sb.st_size, "B");
+  if (stat(output, &sb) == 0) cg_progress_amount(size, sizeof size, (double)sb.st_size, "B");
   char nv[48];
-  graph_progress_amount(nv, sizeof nv, (double)s.n, "");
+  cg_progress_amount(nv, sizeof nv, (double)s.n, "");
   FILE *rep = cli_report_stream(output);
   fprintf(rep, "converted %s (%s) -> %s in %.1f s\n", o.input, from, output, cg_time_now() - t0);
   fprintf(rep, "  name:     %s\n  vertices: %s\n", s.name, nv);

@@ -12,7 +12,7 @@
 #include "core/status.h"
 #include "core/timer.h"
 #include "graph/graph.h"
-#include "graph/progress.h"
+#include "core/progress.h"
 
 static void cmd_gen_usage(FILE *out) {
   fprintf(out,
@@ -56,7 +56,7 @@ int cmd_gen(int argc, char **argv) {
       case 'h': cmd_gen_usage(stdout); return CAPGNN_EXIT_OK;
       case 'o': output = optarg; break;
       case 's': spec_arg = optarg; break;
-      case 'q': graph_progress_set_mode(GRAPH_PROGRESS_OFF); break;
+      case 'q': cg_progress_set_mode(CG_PROGRESS_OFF); break;
       case ':': return usage_error("option '%s' needs a value", name);
       default: return cli_bad_option("gen", name, longopts);
     }
@@ -71,36 +71,36 @@ int cmd_gen(int argc, char **argv) {
   snprintf(spec, sizeof spec, "%s%s", strncmp(spec_arg, "synth:", 6) == 0 ? "" : "synth:", spec_arg);
 
   struct graph g;
-  struct graph_progress pr;
+  struct cg_progress pr;
   char what[1200];
   snprintf(what, sizeof what, "generating %s", spec);
-  graph_progress_begin(&pr, what, 0, "");
-  graph_progress_update(&pr, 0);
+  cg_progress_begin(&pr, what, 0, "");
+  cg_progress_update(&pr, 0);
   double t0 = cg_time_now();
   if (graph_synth(spec, &g) != CG_OK) {
-    graph_progress_cancel(&pr);
+    cg_progress_cancel(&pr);
     if (cg_err_status() == CG_ERR_ARG) {
       fprintf(stderr, "capgnn: error: %s (see capgnn gen --help)\n", cg_err_msg());
       return CAPGNN_EXIT_USAGE;
     }
     return runtime_error();
   }
-  graph_progress_end(&pr);
+  cg_progress_end(&pr);
   double t_gen = cg_time_now() - t0;
   snprintf(what, sizeof what, "writing %s", output);
-  graph_progress_begin(&pr, what, 0, "");
-  graph_progress_update(&pr, 0);
+  cg_progress_begin(&pr, what, 0, "");
+  cg_progress_update(&pr, 0);
   if (graph_save_cgr(output, &g) != CG_OK) {
-    graph_progress_cancel(&pr);
+    cg_progress_cancel(&pr);
     graph_free(&g);
     return runtime_error();
   }
-  graph_progress_end(&pr);
+  cg_progress_end(&pr);
   struct stat sb;
   char size[48] = "?", nv[48], ne[48];
-  if (stat(output, &sb) == 0) graph_progress_amount(size, sizeof size, (double)sb.st_size, "B");
-  graph_progress_amount(nv, sizeof nv, (double)g.n, "");
-  graph_progress_amount(ne, sizeof ne, (double)g.m, "");
+  if (stat(output, &sb) == 0) cg_progress_amount(size, sizeof size, (double)sb.st_size, "B");
+  cg_progress_amount(nv, sizeof nv, (double)g.n, "");
+  cg_progress_amount(ne, sizeof ne, (double)g.m, "");
   fprintf(cli_report_stream(output),
           "wrote %s: %s (generated in %.1f s): %s vertices, %s directed entries, %lld features, %lld "
           "classes%s; %s, checksum 0x%08x\n",

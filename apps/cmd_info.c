@@ -18,7 +18,7 @@
 #include "core/timer.h"
 #include "graph/graph.h"
 #include "graph/import.h"
-#include "graph/progress.h"
+#include "core/progress.h"
 #include "runtime/runtime.h"
 
 static void cmd_info_usage(FILE *out) {
@@ -35,7 +35,7 @@ static void cmd_info_usage(FILE *out) {
 }
 
 static const char *num(char *buf, size_t len, int64_t v) {
-  graph_progress_amount(buf, len, (double)v, "");
+  cg_progress_amount(buf, len, (double)v, "");
   return buf;
 }
 
@@ -137,7 +137,7 @@ static void print_info(const struct graph *g) {
   double bytes = 8.0 * (double)(n + 1) + 4.0 * (double)g->m + 4.0 * (double)g->feat_nnz +
                  (g->sparse_feat ? 8.0 * (double)(n + 1) + 4.0 * (double)g->feat_nnz : 0) +
                  (g->multilabel ? (double)n * (double)nc : 4.0 * (double)n) + (double)n;
-  graph_progress_amount(a, sizeof a, bytes, "B");
+  cg_progress_amount(a, sizeof a, bytes, "B");
   printf("memory:     %s when loaded\n", a);
 }
 
@@ -196,7 +196,7 @@ int cmd_info(int argc, char **argv) {
       return CAPGNN_EXIT_OK;
     }
     if (c == 'q') {
-      graph_progress_set_mode(GRAPH_PROGRESS_OFF);
+      cg_progress_set_mode(CG_PROGRESS_OFF);
       continue;
     }
     fprintf(stderr, "capgnn: error: unknown option '%s' (see capgnn info --help)\n", argv[optind - 1]);
@@ -235,7 +235,7 @@ int cmd_info(int argc, char **argv) {
     snprintf(path, sizeof path, "%s", what);
     if (stat(path, &sb) != 0) snprintf(path, sizeof path, "%s/%s%s", graph_data_dir(), what,
                                        strlen(what) > 4 && strcmp(what + strlen(what) - 4, ".cgr") == 0 ? "" : ".cgr");
-    if (stat(path, &sb) == 0) graph_progress_amount(size, sizeof size, (double)sb.st_size, "B");
+    if (stat(path, &sb) == 0) cg_progress_amount(size, sizeof size, (double)sb.st_size, "B");
     printf("file:       %s (%s, read and checked in %.2f s)\n", path, size, dt);
   }
   print_info(&g);

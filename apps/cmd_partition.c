@@ -16,7 +16,7 @@
 #include "core/outfile.h"
 #include "core/status.h"
 #include "graph/graph.h"
-#include "graph/progress.h"
+#include "core/progress.h"
 #include "partition/partition.h"
 
 static void cmd_partition_usage(FILE *out) {
@@ -141,7 +141,7 @@ int cmd_partition(int argc, char **argv) {
   if (!graph_name) return usage_error("--graph is required");
   if (parts == 0) return usage_error("--parts is required");
   if (no_cache && cache) return usage_error("--cache and --no-cache exclude each other");
-  if (quiet) graph_progress_set_mode(GRAPH_PROGRESS_OFF);
+  if (quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
   /* an unwritable --json fails now, not after the partitioning */
   if (json && cg_outfile_probe(json, "partition statistics") != CG_OK) return runtime_error();
 

@@ -19,7 +19,7 @@
 #include "apps/config_file.h"
 #include "core/log.h"
 #include "core/status.h"
-#include "graph/progress.h"
+#include "core/progress.h"
 #include "runtime/runtime.h"
 #ifdef CAPGNN_HAVE_DIST
 #include "mpi/comm.h"
@@ -304,7 +304,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   o.use_cache = !par->no_part_cache;
   o.cache_dir = par->part_cache;
   const int rank = comm_rank(c), size = comm_size(c);
-  if (rank != 0) graph_progress_set_mode(GRAPH_PROGRESS_OFF); /* every rank opens the graph: one progress line */
+  if (rank != 0) cg_progress_set_mode(CG_PROGRESS_OFF); /* every rank opens the graph: one progress line */
   /* Rank 0 alone writes the metrics: it checks the file, the others wait for its word
    * and leave silently on failure (one error line for the job). */
   int st = rt_checkpoint_check_paths(cfg);
@@ -508,6 +508,6 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     print_config(stdout, &cfg, &par, files, nfiles);
     return CAPGNN_EXIT_OK;
   }
-  if (cfg.quiet) graph_progress_set_mode(GRAPH_PROGRESS_OFF);
+  if (cfg.quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
   return run_training(&cfg, &par);
 }

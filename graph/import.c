@@ -14,7 +14,7 @@
 #include "core/status.h"
 #include "core/timer.h"
 #include "graph/import_internal.h"
-#include "graph/progress.h"
+#include "core/progress.h"
 #include "graph_internal.h"
 
 const char *const graph_import_sources[] = {"dgl-reddit", "ogb", "saint", "edgelist", NULL};
@@ -144,24 +144,24 @@ int graph_convert(const char *from, const struct graph_import_opts *o, const cha
   }
   struct graph g;
   TRY(graph_import(from, &opts, &g, stats));
-  struct graph_progress pr;
+  struct cg_progress pr;
   char what[4200];
   snprintf(what, sizeof what, "writing %s", output);
   const void *ptr[GRAPH_CGR_NUM_SECTIONS];
   uint64_t size[GRAPH_CGR_NUM_SECTIONS], total = GRAPH_CGR_HEADER_BYTES;
   graph_sections(&g, ptr, size);
   for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) total += size[s];
-  graph_progress_begin(&pr, what, (int64_t)total, "B");
+  cg_progress_begin(&pr, what, (int64_t)total, "B");
   int st = graph_save_cgr(output, &g);
-  if (st == CG_OK) graph_progress_end(&pr);
-  else graph_progress_cancel(&pr);
+  if (st == CG_OK) cg_progress_end(&pr);
+  else cg_progress_cancel(&pr);
   graph_free(&g);
   TRY(st);
   return CG_OK;
 }
 
 static const char *num(char *buf, size_t len, int64_t v) {
-  graph_progress_amount(buf, len, (double)v, "");
+  cg_progress_amount(buf, len, (double)v, "");
   return buf;
 }
 

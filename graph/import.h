@@ -34,7 +34,7 @@
  * Memory: the edge list is kept once as int32 pairs and the CSR is built with
  * counting passes (O(n + m), no sort), so the peak is about 16 bytes per input edge
  * or the final graph plus its features, whichever is larger (ogbn-products: ~2 GB).
- * Long steps report progress through graph/progress.h. */
+ * Long steps report progress through core/progress.h. */
 #ifndef CAPGNN_GRAPH_IMPORT_H
 #define CAPGNN_GRAPH_IMPORT_H
 

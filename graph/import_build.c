@@ -26,7 +26,7 @@
 #include "core/philox.h"
 #include "core/status.h"
 #include "graph/import_internal.h"
-#include "graph/progress.h"
+#include "core/progress.h"
 
 #define TAG_MIRROR 0x80000000u
 #define ID_MASK 0x7fffffffu
@@ -104,8 +104,8 @@ int graph_edges_to_csr(struct graph_edges *e, int64_t n, const char *source, str
   int64_t *rowptr = NULL, *pos = NULL;
   uint32_t *B = NULL, *C = NULL;
   const int64_t E = e->count;
-  struct graph_progress pr;
-  graph_progress_begin(&pr, "building the graph (CSR)", 3 * E, "entries");
+  struct cg_progress pr;
+  cg_progress_begin(&pr, "building the graph (CSR)", 3 * E, "entries");
   if (n < 1 || n >= ((int64_t)1 << 31)) {
     status = cg_err_set(CG_ERR_FORMAT, "%s: %lld vertices; a graph needs 1 <= n < 2^31", source, (long long)n);
     goto done;
@@ -140,7 +140,7 @@ int graph_edges_to_csr(struct graph_edges *e, int64_t n, const char *source, str
       rowptr[a + 1]++;
       rowptr[c + 1]++;
     }
-    graph_progress_update(&pr, b * GRAPH_EDGE_BLOCK + len);
+    cg_progress_update(&pr, b * GRAPH_EDGE_BLOCK + len);
   }
   for (int64_t x = 0; x < n; x++) rowptr[x + 1] += rowptr[x];
   const int64_t total = rowptr[n];
@@ -162,7 +162,7 @@ int graph_edges_to_csr(struct graph_edges *e, int64_t n, const char *source, str
       B[pos[c]++] = a | TAG_MIRROR;
     }
     edges_free_block(e, b);
-    graph_progress_update(&pr, E + b * GRAPH_EDGE_BLOCK + len);
+    cg_progress_update(&pr, E + b * GRAPH_EDGE_BLOCK + len);
   }
   graph_edges_free(e);
 
@@ -177,7 +177,7 @@ int graph_edges_to_csr(struct graph_edges *e, int64_t n, const char *source, str
       uint32_t x = B[k];
       C[pos[x & ID_MASK]++] = (uint32_t)r | ((x & TAG_MIRROR) ^ TAG_MIRROR);
     }
-    if ((r & 0xffff) == 0) graph_progress_update(&pr, 2 * E + rowptr[r] / 2);
+    if ((r & 0xffff) == 0) cg_progress_update(&pr, 2 * E + rowptr[r] / 2);
   }
   cg_free(B);
   B = NULL;
@@ -201,7 +201,7 @@ int graph_edges_to_csr(struct graph_edges *e, int64_t n, const char *source, str
     rowptr[x + 1] = out;
     begin = end;
   }
-  graph_progress_end(&pr);
+  cg_progress_end(&pr);
   st->duplicates = dups;
   st->reverse_added = added;
   st->isolated = isolated;
@@ -230,7 +230,7 @@ int graph_edges_to_csr(struct graph_edges *e, int64_t n, const char *source, str
   LOG_DEBUG("graph", "%s: %lld edges -> %lld CSR entries (%lld self-loops, %lld duplicates, %lld reverse added)",
             source, (long long)E, (long long)out, (long long)loops, (long long)dups, (long long)added);
 done:
-  graph_progress_cancel(&pr);
+  cg_progress_cancel(&pr);
   graph_edges_free(e);
   cg_free(rowptr);
   cg_free(pos);

@@ -7,18 +7,18 @@
 #include "core/status.h"
 #include "graph/import_internal.h"
 #include "graph/npy.h"
-#include "graph/progress.h"
+#include "core/progress.h"
 
 static int is_sep(char c) { return c == ' ' || c == '\t' || c == ','; }
 
 static int read_edge_file(const char *path, int64_t n, struct graph_edges *e, struct graph_import_stats *stats) {
   struct graph_text t;
   TRY(graph_text_open(&t, path));
-  struct graph_progress pr;
+  struct cg_progress pr;
   char what[1100];
   const char *base = strrchr(path, '/');
   snprintf(what, sizeof what, "reading %s", base ? base + 1 : path);
-  graph_progress_begin(&pr, what, t.file_bytes, "B");
+  cg_progress_begin(&pr, what, t.file_bytes, "B");
   char *line;
   int st = CG_OK, r;
   int64_t extra = 0, first_extra = 0;
@@ -50,17 +50,17 @@ static int read_edge_file(const char *path, int64_t n, struct graph_edges *e, st
       break;
     }
     if ((st = graph_edges_push(e, (int32_t)u, (int32_t)v)) != CG_OK) break;
-    if ((t.line & 0xfffff) == 0) graph_progress_update(&pr, graph_text_offset(&t));
+    if ((t.line & 0xfffff) == 0) cg_progress_update(&pr, graph_text_offset(&t));
   }
   if (r < 0) st = r;
   if (st == CG_OK) {
-    graph_progress_end(&pr);
+    cg_progress_end(&pr);
     if (extra)
       graph_import_note(stats, "ignored the columns after \"u v\" on %lld lines (first: line %lld); edge weights "
                         "are not used",
                         (long long)extra, (long long)first_extra);
   } else {
-    graph_progress_cancel(&pr);
+    cg_progress_cancel(&pr);
   }
   graph_text_close(&t);
   return st;

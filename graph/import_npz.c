@@ -8,15 +8,15 @@
 #include "core/status.h"
 #include "graph/import_internal.h"
 #include "graph/npy.h"
-#include "graph/progress.h"
+#include "core/progress.h"
 
 /* Reads `a` (count int32 values) into the v (or u) blocks of e. */
-static int read_into_blocks(struct graph_npy *a, struct graph_edges *e, int use_u, struct graph_progress *pr,
+static int read_into_blocks(struct graph_npy *a, struct graph_edges *e, int use_u, struct cg_progress *pr,
                             int64_t base) {
   for (int64_t b = 0; b < e->nblocks; b++) {
     int64_t len = graph_edges_block_len(e, b);
     TRY(graph_npy_read(a, GRAPH_NPY_TO_I32, use_u ? e->u[b] : e->v[b], len));
-    graph_progress_update(pr, base + b * GRAPH_EDGE_BLOCK + len);
+    cg_progress_update(pr, base + b * GRAPH_EDGE_BLOCK + len);
   }
   return CG_OK;
 }
@@ -29,9 +29,9 @@ int graph_import_scipy_npz(const char *path, int64_t *n_out, struct graph_edges 
   memset(&b, 0, sizeof b);
   int64_t *indptr = NULL;
   int st = CG_OK;
-  struct graph_progress pr;
+  struct cg_progress pr;
   memset(&pr, 0, sizeof pr);
-  pr.mode = GRAPH_PROGRESS_OFF;
+  pr.mode = CG_PROGRESS_OFF;
   TRY(graph_npz_open(&z, path));
 
   char fmt[16] = "";
@@ -95,9 +95,9 @@ int graph_import_scipy_npz(const char *path, int64_t *n_out, struct graph_edges 
         e->u[k >> GRAPH_EDGE_BLOCK_SHIFT][k & (GRAPH_EDGE_BLOCK - 1)] = (int32_t)r;
     char what[1100];
     snprintf(what, sizeof what, "reading %s", path);
-    graph_progress_begin(&pr, what, nnz, "edges");
+    cg_progress_begin(&pr, what, nnz, "edges");
     TRY_GOTO(read_into_blocks(&b, e, 0, &pr, 0), done);
-    graph_progress_end(&pr);
+    cg_progress_end(&pr);
   } else if (strcmp(fmt, "coo") == 0) {
     TRY_GOTO(graph_npy_open_npz(&a, &z, "row"), done);
     TRY_GOTO(graph_npy_open_npz(&b, &z, "col"), done);
@@ -109,10 +109,10 @@ int graph_import_scipy_npz(const char *path, int64_t *n_out, struct graph_edges 
     TRY_GOTO(graph_edges_alloc(e, nnz), done);
     char what[1100];
     snprintf(what, sizeof what, "reading %s", path);
-    graph_progress_begin(&pr, what, 2 * nnz, "edges");
+    cg_progress_begin(&pr, what, 2 * nnz, "edges");
     TRY_GOTO(read_into_blocks(&a, e, 1, &pr, 0), done);
     TRY_GOTO(read_into_blocks(&b, e, 0, &pr, nnz), done);
-    graph_progress_end(&pr);
+    cg_progress_end(&pr);
   } else {
     st = cg_err_set(CG_ERR_UNSUPPORTED,
                     "%s: sparse format '%s' is not supported (expected csr, csc or coo; convert with "
@@ -122,7 +122,7 @@ int graph_import_scipy_npz(const char *path, int64_t *n_out, struct graph_edges 
   }
 done:
   if (st != CG_OK) {
-    graph_progress_cancel(&pr);
+    cg_progress_cancel(&pr);
     graph_edges_free(e);
   }
   free(indptr);
@@ -142,22 +142,22 @@ int graph_import_npy_features(struct graph_npy *a, struct graph *g, struct graph
                       (long long)f);
   float *x = cg_malloc((size_t)(n * f > 0 ? n * f : 1) * sizeof *x, "dense features");
   if (!x) return CG_ERR_NOMEM;
-  struct graph_progress pr;
+  struct cg_progress pr;
   char what[1300];
   snprintf(what, sizeof what, "reading %s", a->name);
-  graph_progress_begin(&pr, what, a->data_bytes, "B");
+  cg_progress_begin(&pr, what, a->data_bytes, "B");
   const int64_t chunk = f ? ((int64_t)4 << 20) / f + 1 : n; /* rows per read: about 16 MB */
   for (int64_t r = 0; r < n; r += chunk) {
     int64_t rows = n - r < chunk ? n - r : chunk;
     int s = graph_npy_read(a, GRAPH_NPY_TO_F32, x + r * f, rows * f);
     if (s != CG_OK) {
-      graph_progress_cancel(&pr);
+      cg_progress_cancel(&pr);
       cg_free(x);
       return s;
     }
-    graph_progress_update(&pr, (r + rows) * f * a->itemsize);
+    cg_progress_update(&pr, (r + rows) * f * a->itemsize);
   }
-  graph_progress_end(&pr);
+  cg_progress_end(&pr);
   g->feat_values = x;
   g->feat_dim = f;
   if (g->n <= 0) g->n = n;

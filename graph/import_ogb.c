@@ -12,7 +12,7 @@
 
 #include "core/status.h"
 #include "graph/import_internal.h"
-#include "graph/progress.h"
+#include "core/progress.h"
 
 /* raw/NAME.csv.gz, else raw/NAME.csv; CG_ERR_NOT_FOUND naming both when neither exists. */
 static int find_csv(char *buf, size_t len, const char *dir, const char *name, int required) {
@@ -31,11 +31,11 @@ static int find_csv(char *buf, size_t len, const char *dir, const char *name, in
                     dir, name);
 }
 
-static int text_progress_begin(struct graph_progress *pr, struct graph_text *t) {
+static int text_progress_begin(struct cg_progress *pr, struct graph_text *t) {
   char what[1100];
   const char *base = strrchr(t->name, '/');
   snprintf(what, sizeof what, "reading %s", base ? base + 1 : t->name);
-  graph_progress_begin(pr, what, t->file_bytes, "B");
+  cg_progress_begin(pr, what, t->file_bytes, "B");
   return CG_OK;
 }
 
@@ -71,7 +71,7 @@ static int read_count(const char *path, int64_t *out) {
 static int read_edges(const char *path, int64_t n, struct graph_edges *e) {
   struct graph_text t;
   TRY(graph_text_open(&t, path));
-  struct graph_progress pr;
+  struct cg_progress pr;
   text_progress_begin(&pr, &t);
   char *line;
   int st = CG_OK, r;
@@ -98,11 +98,11 @@ static int read_edges(const char *path, int64_t n, struct graph_edges *e) {
       break;
     }
     if ((st = graph_edges_push(e, (int32_t)u, (int32_t)v)) != CG_OK) break;
-    if ((t.line & 0xfffff) == 0) graph_progress_update(&pr, graph_text_offset(&t));
+    if ((t.line & 0xfffff) == 0) cg_progress_update(&pr, graph_text_offset(&t));
   }
   if (r < 0) st = r;
-  if (st == CG_OK) graph_progress_end(&pr);
-  else graph_progress_cancel(&pr);
+  if (st == CG_OK) cg_progress_end(&pr);
+  else cg_progress_cancel(&pr);
   graph_text_close(&t);
   return st;
 }
@@ -111,7 +111,7 @@ static int read_features(const char *path, struct graph *g, struct graph_import_
   const int64_t n = g->n;
   struct graph_text t;
   TRY(graph_text_open(&t, path));
-  struct graph_progress pr;
+  struct cg_progress pr;
   text_progress_begin(&pr, &t);
   char *line;
   int st = CG_OK, r;
@@ -165,20 +165,20 @@ static int read_features(const char *path, struct graph *g, struct graph_import_
       break;
     }
     row++;
-    if ((row & 0xffff) == 0) graph_progress_update(&pr, graph_text_offset(&t));
+    if ((row & 0xffff) == 0) cg_progress_update(&pr, graph_text_offset(&t));
   }
   if (r < 0) st = r;
   if (st == CG_OK && row != n)
     st = cg_err_set(CG_ERR_FORMAT, "%s: %lld rows of features, expected %lld (one per vertex)", t.name,
                     (long long)row, (long long)n);
   if (st == CG_OK) {
-    graph_progress_end(&pr);
+    cg_progress_end(&pr);
     g->feat_values = x;
     g->feat_dim = f;
     snprintf(stats->feat_dtype, sizeof stats->feat_dtype, "csv text");
     stats->feat_converted = 1;
   } else {
-    graph_progress_cancel(&pr);
+    cg_progress_cancel(&pr);
     cg_free(x);
   }
   graph_text_close(&t);

@@ -22,7 +22,7 @@
 #include "core/status.h"
 #include "graph/import_internal.h"
 #include "graph/npy.h"
-#include "graph/progress.h"
+#include "core/progress.h"
 
 /* ---- the top-level member walker ---------------------------------------------------- */
 
@@ -171,8 +171,8 @@ static int read_class_map(const char *path, struct graph *g, int64_t want_classe
   const int64_t n = g->n;
   struct json_walk w;
   TRY(json_open(&w, path));
-  struct graph_progress pr;
-  graph_progress_begin(&pr, "reading class_map.json", (int64_t)w.size, "B");
+  struct cg_progress pr;
+  cg_progress_begin(&pr, "reading class_map.json", (int64_t)w.size, "B");
   uint8_t *seen = cg_calloc((size_t)n, 1, "class map bookkeeping");
   int st = seen ? CG_OK : CG_ERR_NOMEM, r;
   int kind = 0; /* 1 single-label, 2 multi-label */
@@ -237,16 +237,16 @@ static int read_class_map(const char *path, struct graph *g, int64_t want_classe
     cJSON_Delete(val);
     key = val = NULL;
     count++;
-    if ((count & 0xffff) == 0) graph_progress_update(&pr, (int64_t)(w.p - w.base));
+    if ((count & 0xffff) == 0) cg_progress_update(&pr, (int64_t)(w.p - w.base));
   }
   if (st == CG_OK && r < 0) st = r;
   if (st == CG_OK && !kind) st = cg_err_set(CG_ERR_FORMAT, "%s: no vertex has a label", path);
   if (st == CG_OK) {
-    graph_progress_end(&pr);
+    cg_progress_end(&pr);
     g->multilabel = kind == 2;
     g->num_classes = kind == 2 ? c : want_classes > 0 ? want_classes : (maxl >= 0 ? maxl + 1 : 1);
   } else {
-    graph_progress_cancel(&pr);
+    cg_progress_cancel(&pr);
   }
   cg_free(seen);
   json_close(&w);

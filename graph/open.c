@@ -7,34 +7,34 @@
 #include "core/status.h"
 #include "graph/graph.h"
 #include "graph/import.h" /* GRAPH_DEFAULT_DATA_DIR, graph_dataset_hint */
-#include "graph/progress.h"
+#include "core/progress.h"
 
-/* Loading (or generating) a large graph takes seconds: show it (graph/progress.h;
+/* Loading (or generating) a large graph takes seconds: show it (core/progress.h;
  * silent for short steps unless on a terminal, and off with --quiet). */
 static int load_with_progress(const char *path, struct graph *g) {
   struct stat sb;
-  struct graph_progress pr;
+  struct cg_progress pr;
   char what[4200];
   snprintf(what, sizeof what, "loading %s", path);
-  graph_progress_begin(&pr, what, stat(path, &sb) == 0 ? (int64_t)sb.st_size : 0, "B");
-  graph_progress_update(&pr, 0);
+  cg_progress_begin(&pr, what, stat(path, &sb) == 0 ? (int64_t)sb.st_size : 0, "B");
+  cg_progress_update(&pr, 0);
   int st = graph_load_cgr(path, g);
-  if (st == CG_OK) graph_progress_end(&pr);
-  else graph_progress_cancel(&pr);
+  if (st == CG_OK) cg_progress_end(&pr);
+  else cg_progress_cancel(&pr);
   return st;
 }
 
 static int synth_with_progress(const char *spec, struct graph *g) {
-  struct graph_progress pr;
+  struct cg_progress pr;
   char what[4200];
   snprintf(what, sizeof what, "generating %s", spec);
-  graph_progress_begin(&pr, what, 0, "edges");
-  graph_progress_update(&pr, 0);
+  cg_progress_begin(&pr, what, 0, "edges");
+  cg_progress_update(&pr, 0);
   int st = graph_synth(spec, g);
   /* The size is known only at the end: report the edges made ("done, 0 in ..." before). */
   pr.done = g->m;
-  if (st == CG_OK) graph_progress_end(&pr);
-  else graph_progress_cancel(&pr);
+  if (st == CG_OK) cg_progress_end(&pr);
+  else cg_progress_cancel(&pr);
   return st;
 }
 

@@ -11,7 +11,7 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "core/timer.h"
-#include "graph/progress.h"
+#include "core/progress.h"
 #include "runtime/runtime.h"
 
 void rt_result_free(struct rt_result *r) {
@@ -198,7 +198,7 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
   FILE *mf = NULL;
   cJSON *o = NULL;
   double *epoch_s = NULL, *tmp = NULL;
-  struct graph_progress pr; /* the live training line, used when `live` */
+  struct cg_progress pr; /* the live training line, used when `live` */
   int live = 0;
   struct rt_result r;
   memset(&r, 0, sizeof r);
@@ -247,8 +247,8 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
   const char *acc_name = loc->multilabel ? "f1" : "acc";
   /* On a terminal one live line (epoch, loss, accuracy, time per epoch, ETA) replaces
    * the per-evaluation log lines; elsewhere (files, CI) the log lines stay. */
-  live = !cfg->quiet && graph_progress_effective_mode() == GRAPH_PROGRESS_TTY;
-  if (live) graph_progress_begin(&pr, "training", E - e_done, "epochs"); /* this run's */
+  live = !cfg->quiet && cg_progress_effective_mode() == CG_PROGRESS_TTY;
+  if (live) cg_progress_begin(&pr, "training", E - e_done, "epochs"); /* this run's */
   train_stop = 0;
   train_active = 1;
   for (int e = e_done + 1; e <= E; e++) {
@@ -306,7 +306,7 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
       char detail[128];
       snprintf(detail, sizeof detail, "loss %.4f  val %s %.4f  %.1f ms/epoch", ss.loss, acc_name,
                tr.last_val, dt * 1e3);
-      graph_progress_update_detail(&pr, e - e_done, detail);
+      cg_progress_update_detail(&pr, e - e_done, detail);
     }
 
     if (mf) {
@@ -357,7 +357,7 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
       goto done;
     }
   }
-  if (live) graph_progress_end(&pr);
+  if (live) cg_progress_end(&pr);
   r.median_epoch_s = median(epoch_s + e_done, E - e_done, tmp); /* epochs run here */
   if (r.best_epoch > 0)
     LOG_INFO("train", "done: best val %s %.4f at epoch %d, test %s there %.4f; median epoch %.2f ms",
@@ -404,7 +404,7 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
 
 done:
   train_active = 0;
-  if (live && st < 0) graph_progress_cancel(&pr);
+  if (live && st < 0) cg_progress_cancel(&pr);
   cJSON_Delete(o);
   if (mf && fclose(mf) != 0 && st == CG_OK)
     st = cg_err_set(CG_ERR_IO, "cannot close metrics file %s", cfg->metrics_path);

@@ -22,7 +22,7 @@
 #include "graph/graph.h"
 #include "graph/import.h"
 #include "graph/import_internal.h"
-#include "graph/progress.h"
+#include "core/progress.h"
 #include "graph_test_util.h"
 #include "import_test_util.h"
 
@@ -491,7 +491,7 @@ static void test_edgelist_import(void **state) {
 int main(void) {
   tmpdir = gt_mkdtemp();
   if (!tmpdir) return 1;
-  graph_progress_set_mode(GRAPH_PROGRESS_OFF);
+  cg_progress_set_mode(CG_PROGRESS_OFF);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_f32_matches_strtof), cmocka_unit_test(test_parse_i64),
       cmocka_unit_test(test_text_reader),             cmocka_unit_test(test_csr_builder),

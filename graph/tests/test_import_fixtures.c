@@ -18,7 +18,7 @@
 #include "core/status.h"
 #include "graph/graph.h"
 #include "graph/import.h"
-#include "graph/progress.h"
+#include "core/progress.h"
 #include "graph_test_util.h"
 
 #ifndef IMPORT_FIXTURES_PY
@@ -264,7 +264,7 @@ static void test_malformed(void **state) {
 int main(void) {
   tmpdir = gt_mkdtemp();
   if (!tmpdir) return 1;
-  graph_progress_set_mode(GRAPH_PROGRESS_OFF);
+  cg_progress_set_mode(CG_PROGRESS_OFF);
   char cmd[8400];
   snprintf(cmd, sizeof cmd, "'%s' '%s' '%s'", FIXTURE_PYTHON, IMPORT_FIXTURES_PY, tmpdir);
   int rc = access(FIXTURE_PYTHON, X_OK) == 0 ? system(cmd) : -1;

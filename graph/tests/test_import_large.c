@@ -23,7 +23,7 @@
 #include "core/timer.h"
 #include "graph/graph.h"
 #include "graph/import.h"
-#include "graph/progress.h"
+#include "core/progress.h"
 #include "graph_test_util.h"
 
 static uint64_t rs = 0x243f6a8885a308d3ull;

@@ -1,5 +1,5 @@
-/* graph/progress.c — progress lines on stderr (see progress.h). */
-#include "graph/progress.h"
+/* core/progress.c — progress lines on stderr (see progress.h). */
+#include "core/progress.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,16 +14,16 @@
 #define PROGRESS_LOG_MIN_S 1.0  /* log mode: steps shorter than this print nothing */
 #define PROGRESS_LOG_EVERY_S 10.0
 
-static enum graph_progress_mode progress_mode = GRAPH_PROGRESS_AUTO;
+static enum cg_progress_mode progress_mode = CG_PROGRESS_AUTO;
 
-void graph_progress_set_mode(enum graph_progress_mode mode) { progress_mode = mode; }
-enum graph_progress_mode graph_progress_get_mode(void) { return progress_mode; }
+void cg_progress_set_mode(enum cg_progress_mode mode) { progress_mode = mode; }
+enum cg_progress_mode cg_progress_get_mode(void) { return progress_mode; }
 
-enum graph_progress_mode graph_progress_effective_mode(void) {
-  if (progress_mode == GRAPH_PROGRESS_OFF || !cg_log_enabled(CG_LOG_INFO, PROGRESS_SUBSYS))
-    return GRAPH_PROGRESS_OFF;
-  if (progress_mode == GRAPH_PROGRESS_AUTO)
-    return isatty(STDERR_FILENO) ? GRAPH_PROGRESS_TTY : GRAPH_PROGRESS_LOG;
+enum cg_progress_mode cg_progress_effective_mode(void) {
+  if (progress_mode == CG_PROGRESS_OFF || !cg_log_enabled(CG_LOG_INFO, PROGRESS_SUBSYS))
+    return CG_PROGRESS_OFF;
+  if (progress_mode == CG_PROGRESS_AUTO)
+    return isatty(STDERR_FILENO) ? CG_PROGRESS_TTY : CG_PROGRESS_LOG;
   return progress_mode;
 }
 
@@ -47,7 +47,7 @@ static size_t group_digits(char *buf, size_t len, long long v) {
   return clamp_len(snprintf(buf, len, "%s", out), len);
 }
 
-size_t graph_progress_amount(char *buf, size_t len, double amount, const char *unit) {
+size_t cg_progress_amount(char *buf, size_t len, double amount, const char *unit) {
   if (len == 0) return 0;
   if (unit && strcmp(unit, "B") == 0) {
     static const char *const suffix[] = {"B", "kB", "MB", "GB", "TB"};
@@ -66,7 +66,7 @@ size_t graph_progress_amount(char *buf, size_t len, double amount, const char *u
   return k;
 }
 
-size_t graph_progress_duration(char *buf, size_t len, double seconds) {
+size_t cg_progress_duration(char *buf, size_t len, double seconds) {
   if (len == 0) return 0;
   if (!isfinite(seconds) || seconds < 0) return clamp_len(snprintf(buf, len, "?"), len);
   long long s = llround(seconds);
@@ -79,7 +79,7 @@ static size_t rate_text(char *buf, size_t len, double amount, const char *unit, 
   if (elapsed_s <= 0) return clamp_len(snprintf(buf, len, "-"), len);
   double r = amount / elapsed_s;
   if (unit && strcmp(unit, "B") == 0) {
-    size_t k = graph_progress_amount(buf, len, r, "B");
+    size_t k = cg_progress_amount(buf, len, r, "B");
     return k + clamp_len(snprintf(buf + k, len - k, "/s"), len - k);
   }
   /* Counts: 3 significant figures with k/M/G, the noun after. */
@@ -95,7 +95,7 @@ static size_t rate_text(char *buf, size_t len, double amount, const char *unit, 
                    len);
 }
 
-size_t graph_progress_format(char *buf, size_t len, const char *what, int64_t done, int64_t total,
+size_t cg_progress_format(char *buf, size_t len, const char *what, int64_t done, int64_t total,
                              const char *unit, const char *detail, double elapsed_s) {
   if (len == 0) return 0;
   char a[48], b[48], r[48], eta[24];
@@ -103,18 +103,18 @@ size_t graph_progress_format(char *buf, size_t len, const char *what, int64_t do
   if (total > 0) {
     double frac = (double)done / (double)total;
     if (frac > 1.0) frac = 1.0;
-    graph_progress_amount(a, sizeof a, (double)done, unit && strcmp(unit, "B") == 0 ? "B" : "");
-    graph_progress_amount(b, sizeof b, (double)total, unit);
+    cg_progress_amount(a, sizeof a, (double)done, unit && strcmp(unit, "B") == 0 ? "B" : "");
+    cg_progress_amount(b, sizeof b, (double)total, unit);
     rate_text(r, sizeof r, (double)done, unit, elapsed_s);
     double left = done > 0 ? elapsed_s * (double)(total - done) / (double)done : -1.0;
-    graph_progress_duration(eta, sizeof eta, done >= total ? 0.0 : left);
+    cg_progress_duration(eta, sizeof eta, done >= total ? 0.0 : left);
     k = clamp_len(snprintf(buf, len, "%s  %5.1f%%  %s / %s  %s%s%s  ETA %s", what, 100.0 * frac, a, b,
                            detail && *detail ? detail : "", detail && *detail ? "  " : "", r, eta),
                   len);
   } else {
-    graph_progress_amount(a, sizeof a, (double)done, unit);
+    cg_progress_amount(a, sizeof a, (double)done, unit);
     rate_text(r, sizeof r, (double)done, unit, elapsed_s);
-    graph_progress_duration(eta, sizeof eta, elapsed_s);
+    cg_progress_duration(eta, sizeof eta, elapsed_s);
     k = clamp_len(snprintf(buf, len, "%s  %s  %s%s%s  elapsed %s", what, a, detail && *detail ? detail : "",
                            detail && *detail ? "  " : "", r, eta),
                   len);
@@ -122,31 +122,31 @@ size_t graph_progress_format(char *buf, size_t len, const char *what, int64_t do
   return k;
 }
 
-void graph_progress_begin(struct graph_progress *p, const char *what, int64_t total, const char *unit) {
+void cg_progress_begin(struct cg_progress *p, const char *what, int64_t total, const char *unit) {
   memset(p, 0, sizeof *p);
   snprintf(p->what, sizeof p->what, "%s", what ? what : "");
   snprintf(p->unit, sizeof p->unit, "%s", unit ? unit : "");
   p->total = total;
-  p->mode = (int)graph_progress_effective_mode();
+  p->mode = (int)cg_progress_effective_mode();
   p->t0 = cg_time_now();
   p->t_draw = p->t0;
   p->next_decile = 1;
 }
 
-static void draw_tty(struct graph_progress *p, double now) {
+static void draw_tty(struct cg_progress *p, double now) {
   char line[512];
-  graph_progress_format(line, sizeof line, p->what, p->done, p->total, p->unit, p->detail, now - p->t0);
+  cg_progress_format(line, sizeof line, p->what, p->done, p->total, p->unit, p->detail, now - p->t0);
   fprintf(stderr, "\r%s\033[K", line);
   fflush(stderr);
   p->drawn = 1;
   p->t_draw = now;
 }
 
-void graph_progress_update(struct graph_progress *p, int64_t done) {
+void cg_progress_update(struct cg_progress *p, int64_t done) {
   p->done = done;
-  if (p->mode == GRAPH_PROGRESS_OFF) return;
+  if (p->mode == CG_PROGRESS_OFF) return;
   double now = cg_time_now();
-  if (p->mode == GRAPH_PROGRESS_TTY) {
+  if (p->mode == CG_PROGRESS_TTY) {
     if (now - p->t_draw >= PROGRESS_REDRAW_S || !p->drawn) draw_tty(p, now);
     return;
   }
@@ -158,40 +158,40 @@ void graph_progress_update(struct graph_progress *p, int64_t done) {
   if (!due) return;
   if (decile >= p->next_decile) p->next_decile = decile + 1;
   char line[512];
-  graph_progress_format(line, sizeof line, p->what, done, p->total, p->unit, p->detail, now - p->t0);
+  cg_progress_format(line, sizeof line, p->what, done, p->total, p->unit, p->detail, now - p->t0);
   LOG_INFO(PROGRESS_SUBSYS, "%s", line);
   p->drawn = 1;
   p->t_draw = now;
 }
 
-void graph_progress_update_detail(struct graph_progress *p, int64_t done, const char *detail) {
+void cg_progress_update_detail(struct cg_progress *p, int64_t done, const char *detail) {
   snprintf(p->detail, sizeof p->detail, "%s", detail ? detail : "");
-  graph_progress_update(p, done);
+  cg_progress_update(p, done);
 }
 
-void graph_progress_end(struct graph_progress *p) {
-  if (p->mode == GRAPH_PROGRESS_OFF) return;
+void cg_progress_end(struct cg_progress *p) {
+  if (p->mode == CG_PROGRESS_OFF) return;
   double el = cg_time_now() - p->t0;
-  if (p->mode == GRAPH_PROGRESS_LOG && !p->drawn && el < PROGRESS_LOG_MIN_S) return;
+  if (p->mode == CG_PROGRESS_LOG && !p->drawn && el < PROGRESS_LOG_MIN_S) return;
   char a[48], r[48], t[24];
   /* A finished step did all of its work, even if the last update lagged behind. */
   int64_t amount = p->total > 0 ? p->total : p->done;
-  graph_progress_amount(a, sizeof a, (double)amount, p->unit);
+  cg_progress_amount(a, sizeof a, (double)amount, p->unit);
   rate_text(r, sizeof r, (double)amount, p->unit, el);
   snprintf(t, sizeof t, el < 10 ? "%.2f s" : "%.1f s", el);
-  if (p->mode == GRAPH_PROGRESS_TTY) {
+  if (p->mode == CG_PROGRESS_TTY) {
     fprintf(stderr, "\r%s: done, %s in %s (%s)\033[K\n", p->what, a, t, r);
     fflush(stderr);
   } else {
     LOG_INFO(PROGRESS_SUBSYS, "%s: done, %s in %s (%s)", p->what, a, t, r);
   }
-  p->mode = GRAPH_PROGRESS_OFF; /* _end twice prints once */
+  p->mode = CG_PROGRESS_OFF; /* _end twice prints once */
 }
 
-void graph_progress_cancel(struct graph_progress *p) {
-  if (p->mode == GRAPH_PROGRESS_TTY && p->drawn) {
+void cg_progress_cancel(struct cg_progress *p) {
+  if (p->mode == CG_PROGRESS_TTY && p->drawn) {
     fprintf(stderr, "\r\033[K");
     fflush(stderr);
   }
-  p->mode = GRAPH_PROGRESS_OFF;
+  p->mode = CG_PROGRESS_OFF;
 }

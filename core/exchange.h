@@ -1,0 +1,87 @@
+/* core/exchange.h — the exchange seam: how a model reaches the other ranks.
+ *
+ * The model (runtime/) talks to other ranks only through this table: the halo
+ * exchange, begun and ended per direction, the flat gradient all-reduce, small
+ * reductions of host values, and the counters behind the metrics. What sits behind
+ * it is the implementation's business: mpi/ provides the plain exchange
+ * (comm_exchange_create in mpi/comm.h); a halo cache or a fault injector wraps
+ * another exchange and forwards what it does not serve itself. A single process
+ * trains with no exchange at all (NULL).
+ *
+ * Rows are laid out as in ARCHITECTURE.md: local rows [0, n_inner) are this rank's
+ * own ("inner"), rows [n_inner, n_inner + n_halo) are halo rows owned by others.
+ * Matrices are backend memory of the backend the exchange was created over, row
+ * stride `cols`, and calls are enqueued on that backend's stream where the
+ * implementation uses one.
+ *
+ * Direction:
+ *  CG_HALO_FORWARD   the owners' rows fill the halo rows of x.
+ *                    Between begin and end the halo rows of x must not be read or
+ *                    written; inner rows may be read, not written.
+ *  CG_HALO_BACKWARD  the halo rows of dx (gradients) go back to their owners, which
+ *                    ADD them into their inner rows (the reverse of FORWARD); the
+ *                    halo rows of dx are left as they were. Between begin and end
+ *                    dx must not be written.
+ * end must get the same direction, matrix and cols as the begin it completes; one
+ * halo exchange is in flight at a time, and every rank calls begin and end in the
+ * same order (the calls are collective over the ranks that share halos).
+ *
+ * Errors are returned as a negative cg_status with a message naming the rank and
+ * the failing call. Inside a training step such an error is fatal to the job: a
+ * peer may be waiting in a collective (the caller ends the job, comm_abort).
+ */
+#ifndef CAPGNN_CORE_EXCHANGE_H
+#define CAPGNN_CORE_EXCHANGE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum cg_halo_dir { CG_HALO_FORWARD = 0, CG_HALO_BACKWARD = 1 };
+enum cg_reduce { CG_REDUCE_SUM = 0, CG_REDUCE_MAX = 1 };
+
+/* Cumulative counters since the exchange was created; the runtime reports the
+ * per-epoch differences. Bytes are those this rank SENDS, so that the sum over
+ * ranks is the traffic. */
+struct cg_exchange_counters {
+  int64_t halo_bytes;      /* forward rows it owns + backward gradients of its halo rows */
+  int64_t allreduce_bytes; /* flat gradient buffer size per all-reduce */
+  int64_t cache_hits;      /* halo rows served from a cache ... */
+  int64_t cache_lookups;   /* ... of those looked up; both 0 without a cache */
+};
+
+struct cg_exchange {
+  const char *name; /* for logs: "mpi", ... */
+  /* Start / complete one halo exchange of x (forward) or dx (backward), see above. */
+  int (*halo_begin)(struct cg_exchange *ex, enum cg_halo_dir dir, float *x, int64_t cols);
+  int (*halo_end)(struct cg_exchange *ex, enum cg_halo_dir dir, float *x, int64_t cols);
+  /* Sum buf[0..n) over the ranks, in place: the one flat gradient buffer per step. */
+  int (*allreduce_grads)(struct cg_exchange *ex, float *buf, int64_t n);
+  /* Sum or maximum over the ranks of n host doubles, in place (losses, counts). */
+  int (*allreduce_host)(struct cg_exchange *ex, double *v, int n, enum cg_reduce op);
+  void (*counters)(const struct cg_exchange *ex, struct cg_exchange_counters *out);
+  /* Release the exchange (collective when it holds communicators). */
+  void (*destroy)(struct cg_exchange *ex);
+};
+
+/* begin + end. */
+static inline int cg_exchange_halo(struct cg_exchange *ex, enum cg_halo_dir dir, float *x,
+                                   int64_t cols) {
+  int st = ex->halo_begin(ex, dir, x, cols);
+  return st < 0 ? st : ex->halo_end(ex, dir, x, cols);
+}
+
+/* Accepts NULL and *ex NULL; sets *ex to NULL. */
+static inline void cg_exchange_destroy(struct cg_exchange **ex) {
+  if (ex && *ex) {
+    (*ex)->destroy(*ex);
+    *ex = NULL;
+  }
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif
