@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/exchange.h"
 #include "core/ops.h"
 
 #ifdef __cplusplus
@@ -290,6 +291,18 @@ int64_t comm_halo_send_rows(const struct comm_halo *h);
 int64_t comm_halo_recv_rows(const struct comm_halo *h);
 /* The path the exchange uses (fixed at create; see enum comm_path). */
 enum comm_path comm_halo_path(const struct comm_halo *h);
+
+/* ---- the exchange seam -------------------------------------------------------- */
+
+/* The plain exchange of core/exchange.h over MPI/NCCL: a comm_halo over `plan` for
+ * rows of up to max_cols values (comm_halo_create), the flat gradient all-reduce
+ * (comm_grad, created at the first call with that call's size: every rank reaches it
+ * together), host reductions over the world and the byte counters of comm_stats (no
+ * cache: cache counters stay 0). Errors name the failing call and its size.
+ * Collective over the world (every rank fails together); `c` and `be` must outlive
+ * it. Release with cg_exchange_destroy (collective). */
+int comm_exchange_create(struct comm *c, struct cg_backend *be, const struct comm_halo_plan *plan,
+                         int64_t max_cols, struct cg_exchange **out);
 
 #ifdef __cplusplus
 }
