@@ -15,7 +15,6 @@
 #include "core/timer.h"
 #include "graph/import_internal.h"
 #include "core/progress.h"
-#include "graph_internal.h"
 
 const char *const graph_import_sources[] = {"dgl-reddit", "ogb", "saint", "edgelist", NULL};
 
@@ -147,11 +146,7 @@ int graph_convert(const char *from, const struct graph_import_opts *o, const cha
   struct cg_progress pr;
   char what[4200];
   snprintf(what, sizeof what, "writing %s", output);
-  const void *ptr[GRAPH_CGR_NUM_SECTIONS];
-  uint64_t size[GRAPH_CGR_NUM_SECTIONS], total = GRAPH_CGR_HEADER_BYTES;
-  graph_sections(&g, ptr, size);
-  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) total += size[s];
-  cg_progress_begin(&pr, what, (int64_t)total, "B");
+  cg_progress_begin(&pr, what, (int64_t)graph_cgr_data_bytes(&g), "B");
   int st = graph_save_cgr(output, &g);
   if (st == CG_OK) cg_progress_end(&pr);
   else cg_progress_cancel(&pr);

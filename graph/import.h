@@ -104,20 +104,6 @@ void graph_import_stats_print(FILE *out, const struct graph_import_stats *s, con
 /* The source names ("dgl-reddit", "ogb", "saint", "edgelist"), NULL-terminated. */
 extern const char *const graph_import_sources[];
 
-/* ---- datasets by name (graph/datasets.c) ----------------------------------------------
- * graph_open("NAME") reads $CAPGNN_DATA/NAME.cgr, or GRAPH_DEFAULT_DATA_DIR/NAME.cgr
- * when CAPGNN_DATA is unset. Known names: reddit, ogbn-arxiv, ogbn-products, flickr,
- * yelp, amazon-products (converted from their public downloads), cora, citeseer
- * (shipped as .cgr). */
-#define GRAPH_DEFAULT_DATA_DIR "./data"
-const char *graph_data_dir(void); /* $CAPGNN_DATA, else GRAPH_DEFAULT_DATA_DIR */
-/* How to obtain NAME as `dir`/NAME.cgr (dir NULL: graph_data_dir()): which files to
- * download and the exact `capgnn convert` command. Returns 1 for a known name, 0
- * otherwise (then buf holds the generic instructions). */
-int graph_dataset_hint(const char *name, const char *dir, char *buf, size_t len);
-/* One line per known dataset: name, source format, what to download. */
-void graph_dataset_list(FILE *out);
-
 #ifdef __cplusplus
 }
 #endif
