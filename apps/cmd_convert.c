@@ -13,7 +13,7 @@
 #include "core/status.h"
 #include "core/timer.h"
 #include "graph/graph.h"
-#include "graph/import.h"
+#include "import/import.h"
 #include "core/progress.h"
 
 static void cmd_convert_usage(FILE *out) {

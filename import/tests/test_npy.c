@@ -1,4 +1,4 @@
-/* graph/tests/test_npy.c — the .npy/.npz reader: header forms numpy writes, every
+/* import/tests/test_npy.c — the .npy/.npz reader: header forms numpy writes, every
  * supported dtype converted exactly, and each malformed header, dtype, shape and
  * truncation rejected with a message naming the file and the problem. Fixtures are
  * written here (libzip for the archives); no Python needed. */
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "core/status.h"
-#include "graph/npy.h"
+#include "import/npy_internal.h"
 #include "graph_test_util.h"
 #include "import_test_util.h"
 

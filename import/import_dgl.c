@@ -1,12 +1,12 @@
-/* graph/import_dgl.c — DGL's RedditDataset files (reddit_data.npz with feature,
+/* import/import_dgl.c — DGL's RedditDataset files (reddit_data.npz with feature,
  * label, node_types; reddit_graph.npz with the SciPy adjacency). Node order is the
  * order of the arrays; node_types 1/2/3 are train/val/test as in DGL's loader. */
 #include <stdio.h>
 #include <string.h>
 
 #include "core/status.h"
-#include "graph/import_internal.h"
-#include "graph/npy.h"
+#include "import/import_internal.h"
+#include "import/npy_internal.h"
 
 static int need_file(char *buf, size_t len, const char *dir, const char *name) {
   TRY(graph_path_join(buf, len, dir, name));

@@ -1,4 +1,4 @@
-/* graph/import_ogb.c — an OGB node-property-prediction folder as downloaded
+/* import/import_ogb.c — an OGB node-property-prediction folder as downloaded
  * (ogbn-arxiv, ogbn-products, ...): gzip CSV files in raw/ and the standard split
  * in split/<name>/. Everything streams through graph_text (gzread in 4 MB chunks);
  * the only large allocations are the edge list, the CSR and the n x f features. */
@@ -11,7 +11,7 @@
 #include <strings.h>
 
 #include "core/status.h"
-#include "graph/import_internal.h"
+#include "import/import_internal.h"
 #include "core/progress.h"
 
 /* raw/NAME.csv.gz, else raw/NAME.csv; CG_ERR_NOT_FOUND naming both when neither exists. */

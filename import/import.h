@@ -1,4 +1,4 @@
-/* graph/import.h — importers: datasets in the formats users already have -> struct
+/* import/import.h — importers: datasets in the formats users already have -> struct
  * graph (and -> .cgr with graph_convert).
  *
  * Sources (`from`):
@@ -35,8 +35,8 @@
  * counting passes (O(n + m), no sort), so the peak is about 16 bytes per input edge
  * or the final graph plus its features, whichever is larger (ogbn-products: ~2 GB).
  * Long steps report progress through core/progress.h. */
-#ifndef CAPGNN_GRAPH_IMPORT_H
-#define CAPGNN_GRAPH_IMPORT_H
+#ifndef CAPGNN_IMPORT_H
+#define CAPGNN_IMPORT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* graph/npy.c — .npy headers, element conversion, and .npz members through libzip.
+/* import/npy.c — .npy headers, element conversion, and .npz members through libzip.
  *
  * The header is a Python dict literal, e.g.
  *   {'descr': '<f4', 'fortran_order': False, 'shape': (232965, 602), }
@@ -7,7 +7,7 @@
  * thing it does not understand. Decompression is libzip's (stored and deflated,
  * zip64), never ours. */
 #define _GNU_SOURCE
-#include "graph/npy.h"
+#include "import/npy_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -26,7 +26,7 @@
 #define NPY_SCRATCH (1 << 20)
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "graph/npy.c converts little-endian arrays with memcpy: little-endian host only"
+#error "import/npy.c converts little-endian arrays with memcpy: little-endian host only"
 #endif
 
 /* ---- .npz archives ---------------------------------------------------------- */

@@ -1,4 +1,4 @@
-/* graph/import_build.c — the CSR builder and the finishing steps shared by every
+/* import/import_build.c — the CSR builder and the finishing steps shared by every
  * importer.
  *
  * CSR from an edge list in O(n + m) without sorting:
@@ -25,7 +25,7 @@
 #include "core/log.h"
 #include "core/philox.h"
 #include "core/status.h"
-#include "graph/import_internal.h"
+#include "import/import_internal.h"
 #include "core/progress.h"
 
 #define TAG_MIRROR 0x80000000u

@@ -1,4 +1,4 @@
-/* graph/import_text.c — line reader over zlib's gzread (gzip or plain text alike)
+/* import/import_text.c — line reader over zlib's gzread (gzip or plain text alike)
  * with large buffers, and number parsers fast enough for ogbn-products' 245 M
  * feature values. */
 #define _GNU_SOURCE
@@ -11,7 +11,7 @@
 #include <zlib.h>
 
 #include "core/status.h"
-#include "graph/import_internal.h"
+#include "import/import_internal.h"
 
 #define TEXT_CHUNK ((size_t)4 << 20)
 

@@ -1,15 +1,15 @@
-/* graph/import_internal.h — pieces shared by the importers (private to graph/):
+/* import/import_internal.h — pieces shared by the importers (private to import/):
  * an edge accumulator and the CSR builder, a buffered (gzip) text reader with fast
  * number parsers, and the finishing steps (feature storage, labels, split). */
-#ifndef CAPGNN_GRAPH_IMPORT_INTERNAL_H
-#define CAPGNN_GRAPH_IMPORT_INTERNAL_H
+#ifndef CAPGNN_IMPORT_INTERNAL_H
+#define CAPGNN_IMPORT_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "core/status.h"
 #include "graph/graph.h"
-#include "graph/import.h"
+#include "import/import.h"
 
 /* ---- edges ----------------------------------------------------------------------
  * Edges arrive as (u, v) pairs in fixed-size blocks (no realloc copies of a

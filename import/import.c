@@ -1,6 +1,6 @@
-/* graph/import.c — the importer dispatcher, graph_convert and the change report. */
+/* import/import.c — the importer dispatcher, graph_convert and the change report. */
 #define _GNU_SOURCE
-#include "graph/import.h"
+#include "import/import.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "core/timer.h"
-#include "graph/import_internal.h"
+#include "import/import_internal.h"
 #include "core/progress.h"
 
 const char *const graph_import_sources[] = {"dgl-reddit", "ogb", "saint", "edgelist", NULL};

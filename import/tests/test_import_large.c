@@ -1,4 +1,4 @@
-/* graph/tests/test_import_large.c — streaming conversion of a large OGB-style
+/* import/tests/test_import_large.c — streaming conversion of a large OGB-style
  * folder shaped like ogbn-products (2,449,029 vertices, 61,859,140 edges listed
  * once, 100 features as CSV text, 47 classes, sales-ranking-like split), at a
  * fraction `scale` of its size. Checks the result against the generator's own
@@ -22,7 +22,7 @@
 #include "core/status.h"
 #include "core/timer.h"
 #include "graph/graph.h"
-#include "graph/import.h"
+#include "import/import.h"
 #include "core/progress.h"
 #include "graph_test_util.h"
 

@@ -1,4 +1,4 @@
-/* graph/tests/test_import_build.c — the importers' building blocks, without Python:
+/* import/tests/test_import_build.c — the importers' building blocks, without Python:
  * the float/integer parsers against strtof/strtoll, the (gzip) line reader across
  * chunk boundaries and on damaged files, the CSR builder against a sort-based
  * reference (across edge blocks), feature storage choices, the random split, and
@@ -20,8 +20,8 @@
 #include "core/philox.h"
 #include "core/status.h"
 #include "graph/graph.h"
-#include "graph/import.h"
-#include "graph/import_internal.h"
+#include "import/import.h"
+#include "import/import_internal.h"
 #include "core/progress.h"
 #include "graph_test_util.h"
 #include "import_test_util.h"

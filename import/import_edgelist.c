@@ -1,12 +1,12 @@
-/* graph/import_edgelist.c — a text edge list ("u v" per line, optionally gzip) with
+/* import/import_edgelist.c — a text edge list ("u v" per line, optionally gzip) with
  * features, labels and optionally a split as .npy files. The vertex count is the
  * number of feature rows, so an id outside it is caught on its line. */
 #include <stdio.h>
 #include <string.h>
 
 #include "core/status.h"
-#include "graph/import_internal.h"
-#include "graph/npy.h"
+#include "import/import_internal.h"
+#include "import/npy_internal.h"
 #include "core/progress.h"
 
 static int is_sep(char c) { return c == ' ' || c == '\t' || c == ','; }

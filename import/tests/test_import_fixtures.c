@@ -1,4 +1,4 @@
-/* graph/tests/test_import_fixtures.c — every importer against fixtures written by
+/* import/tests/test_import_fixtures.c — every importer against fixtures written by
  * import_fixtures.py (numpy/scipy, an independent .cgr writer): the converted file
  * must equal the expected one byte for byte (graph, features, labels, split,
  * checksum) and report the same changes; every malformed input must fail with a
@@ -17,7 +17,7 @@
 
 #include "core/status.h"
 #include "graph/graph.h"
-#include "graph/import.h"
+#include "import/import.h"
 #include "core/progress.h"
 #include "graph_test_util.h"
 

@@ -1,4 +1,4 @@
-/* graph/npy.h — streaming reader of NumPy arrays: .npy files and the members of
+/* import/npy_internal.h — streaming reader of NumPy arrays: .npy files and the members of
  * .npz archives (zip files written by numpy.savez / savez_compressed /
  * scipy.sparse.save_npz, members stored or deflated; read with libzip).
  *
@@ -15,8 +15,8 @@
  * elements into the caller's buffer, so a 2 GB float64 feature matrix becomes a
  * 1 GB float32 one with a few MB of scratch. A struct graph_npy is caller-owned;
  * graph_npy_close releases it (accepts a zeroed or closed struct). */
-#ifndef CAPGNN_GRAPH_NPY_H
-#define CAPGNN_GRAPH_NPY_H
+#ifndef CAPGNN_IMPORT_NPY_INTERNAL_H
+#define CAPGNN_IMPORT_NPY_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* graph/import_npz.c — NumPy/SciPy inputs shared by several importers: a SciPy
+/* import/import_npz.c — NumPy/SciPy inputs shared by several importers: a SciPy
  * sparse adjacency (scipy.sparse.save_npz) as an edge list, and feature, label and
  * split arrays from .npy data. */
 #include <stdio.h>
@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "core/status.h"
-#include "graph/import_internal.h"
-#include "graph/npy.h"
+#include "import/import_internal.h"
+#include "import/npy_internal.h"
 #include "core/progress.h"
 
 /* Reads `a` (count int32 values) into the v (or u) blocks of e. */

@@ -1,4 +1,4 @@
-/* graph/import_saint.c — a GraphSAINT data folder (Flickr, Yelp, Amazon, Reddit,
+/* import/import_saint.c — a GraphSAINT data folder (Flickr, Yelp, Amazon, Reddit,
  * PPI): adj_full.npz (SciPy CSR), feats.npy, class_map.json, role.json.
  *
  * JSON: class_map.json of GraphSAINT's Amazon holds 1.6 M lists of 107 numbers
@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "core/status.h"
-#include "graph/import_internal.h"
-#include "graph/npy.h"
+#include "import/import_internal.h"
+#include "import/npy_internal.h"
 #include "core/progress.h"
 
 /* ---- the top-level member walker ---------------------------------------------------- */
