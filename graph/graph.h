@@ -1,5 +1,6 @@
 /* graph/graph.h — the in-memory graph dataset, the .cgr reader/writer,
- * synthetic generators, feature and adjacency normalisation.
+ * synthetic generators, feature and adjacency normalisation, and graph_open with
+ * the datasets known by name. (Importers of other formats: import/import.h.)
  *
  * A `struct graph` is caller-owned (graph_free releases its arrays). The graph is
  * undirected, stored as a symmetric CSR with sorted rows and no self-loops,
