@@ -13,7 +13,7 @@
 #include "core/status.h"
 #include "core/timer.h"
 #include "graph/graph.h"
-#include "graph/import.h"
+#include "import/import.h"
 #include "core/progress.h"
 
 static void cmd_convert_usage(FILE *out) {
@@ -86,7 +86,7 @@ int cmd_convert(int argc, char **argv) {
       {"ogb-split", required_argument, NULL, OPT_OGB_SPLIT}, {"name", required_argument, NULL, OPT_NAME},
       {"feat-storage", required_argument, NULL, OPT_FEAT_STORAGE}, {"quiet", no_argument, NULL, OPT_QUIET},
       {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
-  struct graph_import_opts o;
+  struct import_opts o;
   memset(&o, 0, sizeof o);
   o.seed = 1;
   const char *from = NULL, *output = NULL;
@@ -115,9 +115,9 @@ int cmd_convert(int argc, char **argv) {
       case OPT_OGB_SPLIT: o.ogb_split = optarg; break;
       case OPT_NAME: o.name = optarg; break;
       case OPT_FEAT_STORAGE:
-        if (strcmp(optarg, "auto") == 0) o.feat_storage = GRAPH_FEAT_AUTO;
-        else if (strcmp(optarg, "dense") == 0) o.feat_storage = GRAPH_FEAT_DENSE;
-        else if (strcmp(optarg, "sparse") == 0) o.feat_storage = GRAPH_FEAT_SPARSE;
+        if (strcmp(optarg, "auto") == 0) o.feat_storage = IMPORT_FEAT_AUTO;
+        else if (strcmp(optarg, "dense") == 0) o.feat_storage = IMPORT_FEAT_DENSE;
+        else if (strcmp(optarg, "sparse") == 0) o.feat_storage = IMPORT_FEAT_SPARSE;
         else rc = usage_error("--feat-storage '%s': expected auto, dense or sparse", optarg);
         break;
       case OPT_QUIET: quiet = 1; break;
@@ -129,7 +129,7 @@ int cmd_convert(int argc, char **argv) {
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
   if (!from) return usage_error("--from is required (dgl-reddit, ogb, saint or edgelist)");
   int known = 0;
-  for (int i = 0; graph_import_sources[i]; i++) known |= strcmp(from, graph_import_sources[i]) == 0;
+  for (int i = 0; import_sources[i]; i++) known |= strcmp(from, import_sources[i]) == 0;
   if (!known) return usage_error("--from '%s': expected dgl-reddit, ogb, saint or edgelist", from);
   if (!o.input) return usage_error("--input is required");
   if (!output) return usage_error("--output is required");
@@ -142,9 +142,9 @@ int cmd_convert(int argc, char **argv) {
   if (o.ogb_split && strcmp(from, "ogb") != 0) return usage_error("--ogb-split is for --from ogb");
   if (quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
 
-  struct graph_import_stats s;
+  struct import_stats s;
   double t0 = cg_time_now();
-  if (graph_convert(from, &o, output, &s) != CG_OK) {
+  if (import_convert(from, &o, output, &s) != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()));
     /* an option the importer refused (--name, a missing companion file option) is a
      * usage error like the ones found here */
@@ -159,7 +159,7 @@ int cmd_convert(int argc, char **argv) {
   FILE *rep = cli_report_stream(output);
   fprintf(rep, "converted %s (%s) -> %s in %.1f s\n", o.input, from, output, cg_time_now() - t0);
   fprintf(rep, "  name:     %s\n  vertices: %s\n", s.name, nv);
-  graph_import_stats_print(rep, &s, "  ");
+  import_stats_print(rep, &s, "  ");
   fprintf(rep, "  file:     %s, checksum 0x%08x (capgnn info %s re-checks it)\n", size, s.checksum,
           output);
   return CAPGNN_EXIT_OK;

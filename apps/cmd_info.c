@@ -17,7 +17,6 @@
 #include "core/status.h"
 #include "core/timer.h"
 #include "graph/graph.h"
-#include "graph/import.h"
 #include "core/progress.h"
 #include "runtime/runtime.h"
 

@@ -112,6 +112,14 @@ void graph_checksum_update(struct graph *g) {
                                          (uint64_t)g->feat_dim, (uint64_t)g->num_classes);
 }
 
+uint64_t graph_cgr_data_bytes(const struct graph *g) {
+  const void *ptr[GRAPH_CGR_NUM_SECTIONS];
+  uint64_t size[GRAPH_CGR_NUM_SECTIONS], total = GRAPH_CGR_HEADER_BYTES;
+  graph_sections(g, ptr, size);
+  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) total += size[s];
+  return total;
+}
+
 /* ---- the invariant checker -------------------------------------------------- */
 
 /* Structural checks of a CSR (FORMAT.md check 6 plus sorted rows); `graph` adds the

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/import.h"
+#include "graph/graph.h"
 
 struct known_dataset {
   const char *name;

@@ -1,5 +1,6 @@
 /* graph/graph.h — the in-memory graph dataset, the .cgr reader/writer,
- * synthetic generators, feature and adjacency normalisation.
+ * synthetic generators, feature and adjacency normalisation, and graph_open with
+ * the datasets known by name. (Importers of other formats: import/import.h.)
  *
  * A `struct graph` is caller-owned (graph_free releases its arrays). The graph is
  * undirected, stored as a symmetric CSR with sorted rows and no self-loops,
@@ -7,7 +8,9 @@
 #ifndef CAPGNN_GRAPH_H
 #define CAPGNN_GRAPH_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/csr.h"
 
@@ -47,6 +50,12 @@ int graph_save_cgr(const char *path, const struct graph *g);
 /* The strong checks on an in-memory graph (same messages as the reader, `what` names it). */
 int graph_check(const struct graph *g, const char *what);
 void graph_free(struct graph *g); /* accepts a zeroed struct; leaves it zeroed */
+/* Sets g->checksum from the arrays (the value graph_load_cgr reports for the saved
+ * file); for code that builds a graph in memory, e.g. the importers. */
+void graph_checksum_update(struct graph *g);
+/* The bytes graph_save_cgr writes for g apart from the alignment padding: the
+ * header plus the seven sections (a progress total known before writing). */
+uint64_t graph_cgr_data_bytes(const struct graph *g);
 
 /* Synthetic graph from a spec "synth:PRESET[:key=value[,key=value...]]".
  * Presets: reddit (232,965 nodes, ~114.6M directed edges, 602 features, 41 classes),
@@ -62,6 +71,20 @@ int graph_synth(const char *spec, struct graph *g);
 /* Open a graph by name: "synth:..." generates; a path that exists (or ends in .cgr)
  * is read; otherwise NAME resolves to $CAPGNN_DATA/NAME.cgr. */
 int graph_open(const char *name, struct graph *g);
+
+/* ---- datasets by name (graph/datasets.c) ----------------------------------------------
+ * graph_open("NAME") reads $CAPGNN_DATA/NAME.cgr, or GRAPH_DEFAULT_DATA_DIR/NAME.cgr
+ * when CAPGNN_DATA is unset. Known names: reddit, ogbn-arxiv, ogbn-products, flickr,
+ * yelp, amazon-products (converted from their public downloads), cora, citeseer
+ * (shipped as .cgr). */
+#define GRAPH_DEFAULT_DATA_DIR "./data"
+const char *graph_data_dir(void); /* $CAPGNN_DATA, else GRAPH_DEFAULT_DATA_DIR */
+/* How to obtain NAME as `dir`/NAME.cgr (dir NULL: graph_data_dir()): which files to
+ * download and the exact `capgnn convert` command. Returns 1 for a known name, 0
+ * otherwise (then buf holds the generic instructions). */
+int graph_dataset_hint(const char *name, const char *dir, char *buf, size_t len);
+/* One line per known dataset: name, source format, what to download. */
+void graph_dataset_list(FILE *out);
 
 /* Feature normalisation in place: each row divided by its sum (rows summing to 0
  * are left as they are). Works on dense and sparse features. */

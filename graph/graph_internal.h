@@ -40,7 +40,5 @@ void graph_sections(const struct graph *g, const void *ptr[GRAPH_CGR_NUM_SECTION
 /* g->checksum from the seven section CRCs and n, m, f, c (see graph.h). */
 uint32_t graph_checksum_from_crcs(const uint32_t crc[GRAPH_CGR_NUM_SECTIONS], uint64_t n, uint64_t m,
                                   uint64_t f, uint64_t c);
-/* Computes the section CRCs from the arrays and sets g->checksum. */
-void graph_checksum_update(struct graph *g);
 
 #endif

@@ -6,7 +6,6 @@
 
 #include "core/status.h"
 #include "graph/graph.h"
-#include "graph/import.h" /* GRAPH_DEFAULT_DATA_DIR, graph_dataset_hint */
 #include "core/progress.h"
 
 /* Loading (or generating) a large graph takes seconds: show it (core/progress.h;

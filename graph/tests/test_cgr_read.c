@@ -135,6 +135,9 @@ static void test_round_trip(void **state) {
     printf("  %s: original %zu bytes, rewritten %zu bytes\n", expects[i].name, s1, s2);
     assert_int_equal(s1, s2);
     assert_true(gt_same_bytes(expects[i].name, b1, b2, s1));
+    /* graph_cgr_data_bytes: the file less its alignment padding (< 64 per section). */
+    const uint64_t data = graph_cgr_data_bytes(&g);
+    assert_true(data <= s2 && s2 - data < 64 * 7);
     free(b1);
     free(b2);
     load_ok(out, &h);

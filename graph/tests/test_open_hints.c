@@ -14,7 +14,6 @@
 
 #include "core/status.h"
 #include "graph/graph.h"
-#include "graph/import.h"
 #include "graph_test_util.h"
 
 static char *tmpdir;

@@ -1,4 +1,4 @@
-/* graph/import_build.c — the CSR builder and the finishing steps shared by every
+/* import/import_build.c — the CSR builder and the finishing steps shared by every
  * importer.
  *
  * CSR from an edge list in O(n + m) without sorting:
@@ -25,7 +25,7 @@
 #include "core/log.h"
 #include "core/philox.h"
 #include "core/status.h"
-#include "graph/import_internal.h"
+#include "import/import_internal.h"
 #include "core/progress.h"
 
 #define TAG_MIRROR 0x80000000u
@@ -33,7 +33,7 @@
 
 /* ---- edges ------------------------------------------------------------------------ */
 
-int graph_edges_grow(struct graph_edges *e) {
+int import_edges_grow(struct import_edges *e) {
   if (e->nblocks == e->cap) {
     int64_t cap = e->cap ? 2 * e->cap : 16;
     int32_t **u = realloc(e->u, (size_t)cap * sizeof *u), **v;
@@ -44,8 +44,8 @@ int graph_edges_grow(struct graph_edges *e) {
     e->v = v;
     e->cap = cap;
   }
-  e->u[e->nblocks] = malloc((size_t)GRAPH_EDGE_BLOCK * sizeof(int32_t));
-  e->v[e->nblocks] = malloc((size_t)GRAPH_EDGE_BLOCK * sizeof(int32_t));
+  e->u[e->nblocks] = malloc((size_t)IMPORT_EDGE_BLOCK * sizeof(int32_t));
+  e->v[e->nblocks] = malloc((size_t)IMPORT_EDGE_BLOCK * sizeof(int32_t));
   if (!e->u[e->nblocks] || !e->v[e->nblocks]) {
     free(e->u[e->nblocks]);
     free(e->v[e->nblocks]);
@@ -56,23 +56,23 @@ int graph_edges_grow(struct graph_edges *e) {
   return CG_OK;
 }
 
-int graph_edges_alloc(struct graph_edges *e, int64_t count) {
+int import_edges_alloc(struct import_edges *e, int64_t count) {
   memset(e, 0, sizeof *e);
-  int64_t nb = (count + GRAPH_EDGE_BLOCK - 1) / GRAPH_EDGE_BLOCK;
+  int64_t nb = (count + IMPORT_EDGE_BLOCK - 1) / IMPORT_EDGE_BLOCK;
   e->cap = nb ? nb : 1;
   e->u = calloc((size_t)e->cap, sizeof *e->u);
   e->v = calloc((size_t)e->cap, sizeof *e->v);
   if (!e->u || !e->v) {
-    graph_edges_free(e);
+    import_edges_free(e);
     return cg_err_set(CG_ERR_NOMEM, "out of memory for the edge block table");
   }
   for (int64_t b = 0; b < nb; b++) {
-    int64_t len = count - b * GRAPH_EDGE_BLOCK < GRAPH_EDGE_BLOCK ? count - b * GRAPH_EDGE_BLOCK : GRAPH_EDGE_BLOCK;
+    int64_t len = count - b * IMPORT_EDGE_BLOCK < IMPORT_EDGE_BLOCK ? count - b * IMPORT_EDGE_BLOCK : IMPORT_EDGE_BLOCK;
     e->u[b] = malloc((size_t)len * sizeof(int32_t));
     e->v[b] = malloc((size_t)len * sizeof(int32_t));
     e->nblocks = b + 1;
     if (!e->u[b] || !e->v[b]) {
-      graph_edges_free(e);
+      import_edges_free(e);
       return cg_err_set(CG_ERR_NOMEM, "out of memory for an edge list of %lld edges (%lld MB)",
                         (long long)count, (long long)(count * 8 >> 20));
     }
@@ -81,7 +81,7 @@ int graph_edges_alloc(struct graph_edges *e, int64_t count) {
   return CG_OK;
 }
 
-void graph_edges_free(struct graph_edges *e) {
+void import_edges_free(struct import_edges *e) {
   if (!e) return;
   for (int64_t b = 0; b < e->nblocks; b++) {
     if (e->u) free(e->u[b]);
@@ -92,14 +92,14 @@ void graph_edges_free(struct graph_edges *e) {
   memset(e, 0, sizeof *e);
 }
 
-static void edges_free_block(struct graph_edges *e, int64_t b) {
+static void edges_free_block(struct import_edges *e, int64_t b) {
   free(e->u[b]);
   free(e->v[b]);
   e->u[b] = e->v[b] = NULL;
 }
 
-int graph_edges_to_csr(struct graph_edges *e, int64_t n, const char *source, struct graph *g,
-                       struct graph_import_stats *st) {
+int import_edges_to_csr(struct import_edges *e, int64_t n, const char *source, struct graph *g,
+                        struct import_stats *st) {
   int status = CG_OK;
   int64_t *rowptr = NULL, *pos = NULL;
   uint32_t *B = NULL, *C = NULL;
@@ -121,7 +121,7 @@ int graph_edges_to_csr(struct graph_edges *e, int64_t n, const char *source, str
   int64_t loops = 0;
   for (int64_t b = 0; b < e->nblocks; b++) {
     const int32_t *u = e->u[b], *v = e->v[b];
-    int64_t len = graph_edges_block_len(e, b);
+    int64_t len = import_edges_block_len(e, b);
     for (int64_t i = 0; i < len; i++) {
       int64_t a = u[i], c = v[i];
       if (a < 0 || a >= n || c < 0 || c >= n) {
@@ -129,7 +129,7 @@ int graph_edges_to_csr(struct graph_edges *e, int64_t n, const char *source, str
         status = cg_err_set(CG_ERR_FORMAT,
                             "%s: vertex id out of range in edge %lld (%lld, %lld): %lld, expected a value "
                             "in [0, %lld) (n = %lld vertices)",
-                            source, (long long)(b * GRAPH_EDGE_BLOCK + i), (long long)a, (long long)c,
+                            source, (long long)(b * IMPORT_EDGE_BLOCK + i), (long long)a, (long long)c,
                             (long long)bad, (long long)n, (long long)n);
         goto done;
       }
@@ -140,7 +140,7 @@ int graph_edges_to_csr(struct graph_edges *e, int64_t n, const char *source, str
       rowptr[a + 1]++;
       rowptr[c + 1]++;
     }
-    cg_progress_update(&pr, b * GRAPH_EDGE_BLOCK + len);
+    cg_progress_update(&pr, b * IMPORT_EDGE_BLOCK + len);
   }
   for (int64_t x = 0; x < n; x++) rowptr[x + 1] += rowptr[x];
   const int64_t total = rowptr[n];
@@ -154,7 +154,7 @@ int graph_edges_to_csr(struct graph_edges *e, int64_t n, const char *source, str
   memcpy(pos, rowptr, (size_t)n * sizeof *pos);
   for (int64_t b = 0; b < e->nblocks; b++) {
     const int32_t *u = e->u[b], *v = e->v[b];
-    int64_t len = graph_edges_block_len(e, b);
+    int64_t len = import_edges_block_len(e, b);
     for (int64_t i = 0; i < len; i++) {
       uint32_t a = (uint32_t)u[i], c = (uint32_t)v[i];
       if (a == c) continue;
@@ -162,9 +162,9 @@ int graph_edges_to_csr(struct graph_edges *e, int64_t n, const char *source, str
       B[pos[c]++] = a | TAG_MIRROR;
     }
     edges_free_block(e, b);
-    cg_progress_update(&pr, E + b * GRAPH_EDGE_BLOCK + len);
+    cg_progress_update(&pr, E + b * IMPORT_EDGE_BLOCK + len);
   }
-  graph_edges_free(e);
+  import_edges_free(e);
 
   C = cg_malloc((size_t)(total ? total : 1) * sizeof *C, "CSR entries (sorted)");
   if (!C) {
@@ -206,8 +206,8 @@ int graph_edges_to_csr(struct graph_edges *e, int64_t n, const char *source, str
   st->reverse_added = added;
   st->isolated = isolated;
   if (out == 0) /* legal, but almost always a wrong file or wrong columns */
-    graph_import_note(st, "%s holds no edge once self-loops are dropped: every vertex is isolated, so a GNN "
-                      "sees only the features (check the file and its format)", source);
+    import_note(st, "%s holds no edge once self-loops are dropped: every vertex is isolated, so a GNN "
+                "sees only the features (check the file and its format)", source);
 
   int32_t *colidx;
   if (out < total) {
@@ -231,7 +231,7 @@ int graph_edges_to_csr(struct graph_edges *e, int64_t n, const char *source, str
             source, (long long)E, (long long)out, (long long)loops, (long long)dups, (long long)added);
 done:
   cg_progress_cancel(&pr);
-  graph_edges_free(e);
+  import_edges_free(e);
   cg_free(rowptr);
   cg_free(pos);
   cg_free(B);
@@ -247,7 +247,7 @@ static inline int value_nonzero(const float *p) {
   return bits != 0; /* bitwise, so -0.0 survives a round trip through sparse storage */
 }
 
-int graph_import_feat_store(struct graph *g, enum graph_feat_storage mode, struct graph_import_stats *st) {
+int import_feat_store(struct graph *g, enum import_feat_storage mode, struct import_stats *st) {
   const int64_t n = g->n, f = g->feat_dim;
   int64_t nnz = 0;
 #pragma omp parallel for reduction(+ : nnz)
@@ -255,8 +255,8 @@ int graph_import_feat_store(struct graph *g, enum graph_feat_storage mode, struc
   st->nonzero_feats = nnz;
   g->sparse_feat = 0;
   g->feat_nnz = n * f;
-  int sparse = mode == GRAPH_FEAT_SPARSE ||
-               (mode == GRAPH_FEAT_AUTO && 8 * nnz + 8 * (n + 1) <= 2 * n * f);
+  int sparse = mode == IMPORT_FEAT_SPARSE ||
+               (mode == IMPORT_FEAT_AUTO && 8 * nnz + 8 * (n + 1) <= 2 * n * f);
   if (!sparse) return CG_OK;
 
   int64_t *rp = cg_malloc((size_t)(n + 1) * sizeof *rp, "feature row pointers");
@@ -299,7 +299,7 @@ int graph_import_feat_store(struct graph *g, enum graph_feat_storage mode, struc
 
 /* ---- labels and split ------------------------------------------------------------ */
 
-int graph_import_random_split(struct graph *g, uint64_t seed) {
+int import_random_split(struct graph *g, uint64_t seed) {
   const int64_t n = g->n, c = g->num_classes;
   int32_t *ids = cg_malloc((size_t)n * sizeof *ids, "random split order");
   if (!ids) return CG_ERR_NOMEM;
@@ -331,7 +331,7 @@ int graph_import_random_split(struct graph *g, uint64_t seed) {
   return CG_OK;
 }
 
-int graph_import_label_classes(struct graph *g, int64_t want, const char *source) {
+int import_label_classes(struct graph *g, int64_t want, const char *source) {
   int64_t maxl = -1, bad = -1;
   for (int64_t u = 0; u < g->n; u++) {
     int32_t l = g->labels[u];
@@ -353,7 +353,7 @@ int graph_import_label_classes(struct graph *g, int64_t want, const char *source
   return CG_OK;
 }
 
-int graph_import_check_split(const struct graph *g, const char *split_source, const char *label_source) {
+int import_check_split(const struct graph *g, const char *split_source, const char *label_source) {
   if (g->multilabel) return CG_OK;
   static const char *const names[] = {"no", "train", "val", "test"};
   for (int64_t u = 0; u < g->n; u++)
@@ -365,8 +365,8 @@ int graph_import_check_split(const struct graph *g, const char *split_source, co
   return CG_OK;
 }
 
-void graph_import_note(struct graph_import_stats *st, const char *fmt, ...) {
-  if (st->nnotes >= GRAPH_IMPORT_MAX_NOTES) return;
+void import_note(struct import_stats *st, const char *fmt, ...) {
+  if (st->nnotes >= IMPORT_MAX_NOTES) return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(st->notes[st->nnotes++], sizeof st->notes[0], fmt, ap);
@@ -375,18 +375,18 @@ void graph_import_note(struct graph_import_stats *st, const char *fmt, ...) {
 
 /* ---- paths ------------------------------------------------------------------------ */
 
-int graph_path_join(char *buf, size_t len, const char *dir, const char *name) {
+int import_path_join(char *buf, size_t len, const char *dir, const char *name) {
   int k = snprintf(buf, len, "%s%s%s", dir, (*dir && dir[strlen(dir) - 1] != '/') ? "/" : "", name);
   if (k < 0 || (size_t)k >= len) return cg_err_set(CG_ERR_ARG, "path too long: %s/%s", dir, name);
   return CG_OK;
 }
 
-int graph_path_is_file(const char *p) {
+int import_path_is_file(const char *p) {
   struct stat sb;
   return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-int graph_path_is_dir(const char *p) {
+int import_path_is_dir(const char *p) {
   struct stat sb;
   return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
 }

@@ -1,6 +1,6 @@
-/* graph/import.c — the importer dispatcher, graph_convert and the change report. */
+/* import/import.c — the importer dispatcher, import_convert and the change report. */
 #define _GNU_SOURCE
-#include "graph/import.h"
+#include "import/import.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -13,15 +13,14 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "core/timer.h"
-#include "graph/import_internal.h"
+#include "import/import_internal.h"
 #include "core/progress.h"
-#include "graph_internal.h"
 
-const char *const graph_import_sources[] = {"dgl-reddit", "ogb", "saint", "edgelist", NULL};
+const char *const import_sources[] = {"dgl-reddit", "ogb", "saint", "edgelist", NULL};
 
-typedef int (*importer_fn)(const struct graph_import_opts *, struct graph *, struct graph_import_stats *);
-static const importer_fn importers[] = {graph_import_dgl_reddit, graph_import_ogb, graph_import_saint,
-                                        graph_import_edgelist};
+typedef int (*importer_fn)(const struct import_opts *, struct graph *, struct import_stats *);
+static const importer_fn importers[] = {import_dgl_reddit, import_ogb, import_saint,
+                                        import_edgelist};
 
 /* The last path component without trailing slashes and, for files, extensions
  * such as .cgr, .txt, .gz (so "data/flickr/" -> "flickr", "out/cora.cgr" -> "cora"). */
@@ -63,15 +62,15 @@ static int set_name(struct graph *g, const char *name, int explicit_name) {
 }
 
 static int source_index(const char *from) {
-  for (int i = 0; graph_import_sources[i]; i++)
-    if (from && strcmp(from, graph_import_sources[i]) == 0) return i;
+  for (int i = 0; import_sources[i]; i++)
+    if (from && strcmp(from, import_sources[i]) == 0) return i;
   return -1;
 }
 
-int graph_import(const char *from, const struct graph_import_opts *o, struct graph *out,
-                 struct graph_import_stats *stats) {
+int import_graph(const char *from, const struct import_opts *o, struct graph *out,
+                 struct import_stats *stats) {
   memset(out, 0, sizeof *out);
-  struct graph_import_stats local;
+  struct import_stats local;
   if (!stats) stats = &local;
   memset(stats, 0, sizeof *stats);
   int idx = source_index(from);
@@ -89,7 +88,7 @@ int graph_import(const char *from, const struct graph_import_opts *o, struct gra
   double t0 = cg_time_now();
   int st = CG_OK;
   TRY_GOTO(importers[idx](o, out, stats), fail);
-  TRY_GOTO(graph_import_feat_store(out, o->feat_storage, stats), fail);
+  TRY_GOTO(import_feat_store(out, o->feat_storage, stats), fail);
   if (o->name) {
     TRY_GOTO(set_name(out, o->name, 1), fail);
   } else {
@@ -126,8 +125,8 @@ fail:
   return st;
 }
 
-int graph_convert(const char *from, const struct graph_import_opts *o, const char *output,
-                  struct graph_import_stats *stats) {
+int import_convert(const char *from, const struct import_opts *o, const char *output,
+                   struct import_stats *stats) {
   if (!output || !*output) return cg_err_set(CG_ERR_ARG, "no output file given (--output FILE.cgr)");
   /* Fail before a long import when the output cannot be written. */
   char dirbuf[4096];
@@ -135,7 +134,7 @@ int graph_convert(const char *from, const struct graph_import_opts *o, const cha
   const char *dir = dirname(dirbuf);
   if (access(dir, W_OK) != 0)
     return cg_err_set(CG_ERR_IO, "%s: cannot write into the folder %s: %s", output, dir, strerror(errno));
-  struct graph_import_opts opts = *o;
+  struct import_opts opts = *o;
   char stem[4096];
   if (!opts.name) {
     stem_of(output, 1, stem, sizeof stem);
@@ -143,15 +142,11 @@ int graph_convert(const char *from, const struct graph_import_opts *o, const cha
     opts.name = stem;
   }
   struct graph g;
-  TRY(graph_import(from, &opts, &g, stats));
+  TRY(import_graph(from, &opts, &g, stats));
   struct cg_progress pr;
   char what[4200];
   snprintf(what, sizeof what, "writing %s", output);
-  const void *ptr[GRAPH_CGR_NUM_SECTIONS];
-  uint64_t size[GRAPH_CGR_NUM_SECTIONS], total = GRAPH_CGR_HEADER_BYTES;
-  graph_sections(&g, ptr, size);
-  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) total += size[s];
-  cg_progress_begin(&pr, what, (int64_t)total, "B");
+  cg_progress_begin(&pr, what, (int64_t)graph_cgr_data_bytes(&g), "B");
   int st = graph_save_cgr(output, &g);
   if (st == CG_OK) cg_progress_end(&pr);
   else cg_progress_cancel(&pr);
@@ -165,7 +160,7 @@ static const char *num(char *buf, size_t len, int64_t v) {
   return buf;
 }
 
-void graph_import_stats_print(FILE *out, const struct graph_import_stats *s, const char *ind) {
+void import_stats_print(FILE *out, const struct import_stats *s, const char *ind) {
   char a[48], b[48], c[48], d[48];
   if (!ind) ind = "";
   fprintf(out, "%sedges:    read %s entries\n", ind, num(a, sizeof a, s->edges_read));

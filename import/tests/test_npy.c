@@ -1,4 +1,4 @@
-/* graph/tests/test_npy.c — the .npy/.npz reader: header forms numpy writes, every
+/* import/tests/test_npy.c — the .npy/.npz reader: header forms numpy writes, every
  * supported dtype converted exactly, and each malformed header, dtype, shape and
  * truncation rejected with a message naming the file and the problem. Fixtures are
  * written here (libzip for the archives); no Python needed. */
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "core/status.h"
-#include "graph/npy.h"
+#include "import/npy_internal.h"
 #include "graph_test_util.h"
 #include "import_test_util.h"
 
@@ -46,13 +46,13 @@ static void write_raw(const char *name, int version, const char *dict, const voi
 
 /* Open must fail with `status` and a message holding the file name and `what`. */
 static void open_fails(const char *name, int status, const char *what) {
-  struct graph_npy a;
-  int st = graph_npy_open(&a, p_(name));
+  struct import_npy a;
+  int st = import_npy_open(&a, p_(name));
   printf("  %-14s -> %s\n", name, cg_err_msg());
   assert_int_equal(st, status);
   assert_non_null(strstr(cg_err_msg(), name));
   assert_non_null(strstr(cg_err_msg(), what));
-  graph_npy_close(&a);
+  import_npy_close(&a);
 }
 
 static void test_header_forms(void **state) {
@@ -67,8 +67,8 @@ static void test_header_forms(void **state) {
   for (int version = 1; version <= 2; version++)
     for (size_t i = 0; i < sizeof dicts / sizeof dicts[0]; i++) {
       write_raw("h.npy", version, dicts[i], v, sizeof v);
-      struct graph_npy a;
-      int st = graph_npy_open(&a, p_("h.npy"));
+      struct import_npy a;
+      int st = import_npy_open(&a, p_("h.npy"));
       if (st) cg_err_report("header");
       assert_int_equal(st, CG_OK);
       assert_int_equal(a.ndim, 2);
@@ -76,23 +76,23 @@ static void test_header_forms(void **state) {
       assert_int_equal(a.shape[1], 3);
       assert_int_equal(a.count, 6);
       float out[6];
-      assert_int_equal(graph_npy_read(&a, GRAPH_NPY_TO_F32, out, 6), CG_OK);
+      assert_int_equal(import_npy_read(&a, IMPORT_NPY_TO_F32, out, 6), CG_OK);
       assert_memory_equal(out, v, sizeof v);
-      graph_npy_close(&a);
+      import_npy_close(&a);
     }
   /* 0-d and 1-D; Fortran order is fine for 1-D (same bytes). */
   int64_t one = 42;
   write_raw("s.npy", 1, "{'descr': '<i8', 'fortran_order': True, 'shape': (), }", &one, 8);
-  struct graph_npy a;
-  assert_int_equal(graph_npy_open(&a, p_("s.npy")), CG_OK);
+  struct import_npy a;
+  assert_int_equal(import_npy_open(&a, p_("s.npy")), CG_OK);
   assert_int_equal(a.ndim, 0);
   assert_int_equal(a.count, 1);
   int64_t got;
-  assert_int_equal(graph_npy_read(&a, GRAPH_NPY_TO_I64, &got, 1), CG_OK);
+  assert_int_equal(import_npy_read(&a, IMPORT_NPY_TO_I64, &got, 1), CG_OK);
   assert_int_equal(got, 42);
   char sh[32];
-  assert_string_equal(graph_npy_shape_str(&a, sh, sizeof sh), "()");
-  graph_npy_close(&a);
+  assert_string_equal(import_npy_shape_str(&a, sh, sizeof sh), "()");
+  import_npy_close(&a);
 }
 
 static void test_dtypes(void **state) {
@@ -128,38 +128,38 @@ static void test_dtypes(void **state) {
     char dict[128];
     snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (4,), }", cases[c].descr);
     write_raw("t.npy", 1, dict, cases[c].data, 4 * cases[c].size);
-    struct graph_npy a;
+    struct import_npy a;
     float f[4];
-    assert_int_equal(graph_npy_open(&a, p_("t.npy")), CG_OK);
-    assert_int_equal(graph_npy_read(&a, GRAPH_NPY_TO_F32, f, 4), CG_OK);
-    graph_npy_close(&a);
+    assert_int_equal(import_npy_open(&a, p_("t.npy")), CG_OK);
+    assert_int_equal(import_npy_read(&a, IMPORT_NPY_TO_F32, f, 4), CG_OK);
+    import_npy_close(&a);
     for (int i = 0; i < 4; i++) assert_true(f[i] == (float)cases[c].expect[i]);
     if (strcmp(cases[c].descr, "<f8") == 0) {
       /* A float array is not an integer array. */
       int64_t x[4];
-      assert_int_equal(graph_npy_open(&a, p_("t.npy")), CG_OK);
-      assert_int_equal(graph_npy_read(&a, GRAPH_NPY_TO_I64, x, 4), CG_ERR_FORMAT);
+      assert_int_equal(import_npy_open(&a, p_("t.npy")), CG_OK);
+      assert_int_equal(import_npy_read(&a, IMPORT_NPY_TO_I64, x, 4), CG_ERR_FORMAT);
       assert_non_null(strstr(cg_err_msg(), "wrong dtype '<f8'"));
-      assert_int_equal(graph_npy_expect_integer(&a, "labels"), CG_ERR_FORMAT);
-      graph_npy_close(&a);
+      assert_int_equal(import_npy_expect_integer(&a, "labels"), CG_ERR_FORMAT);
+      import_npy_close(&a);
       continue;
     }
     int64_t x[4];
-    assert_int_equal(graph_npy_open(&a, p_("t.npy")), CG_OK);
-    assert_int_equal(graph_npy_read(&a, GRAPH_NPY_TO_I64, x, 4), CG_OK);
-    graph_npy_close(&a);
+    assert_int_equal(import_npy_open(&a, p_("t.npy")), CG_OK);
+    assert_int_equal(import_npy_read(&a, IMPORT_NPY_TO_I64, x, 4), CG_OK);
+    import_npy_close(&a);
     for (int i = 0; i < 4; i++) assert_true((double)x[i] == cases[c].expect[i]);
     /* Narrowing: in range converts, out of range names the element. */
     int32_t y[4];
-    assert_int_equal(graph_npy_open(&a, p_("t.npy")), CG_OK);
-    int st = graph_npy_read(&a, GRAPH_NPY_TO_I32, y, 4);
+    assert_int_equal(import_npy_open(&a, p_("t.npy")), CG_OK);
+    int st = import_npy_read(&a, IMPORT_NPY_TO_I32, y, 4);
     int fits = 1;
     for (int i = 0; i < 4; i++) fits &= cases[c].expect[i] >= INT32_MIN && cases[c].expect[i] <= INT32_MAX;
     assert_int_equal(st, fits ? CG_OK : CG_ERR_FORMAT);
     if (!fits) assert_non_null(strstr(cg_err_msg(), "out of range"));
     else
       for (int i = 0; i < 4; i++) assert_true((double)y[i] == cases[c].expect[i]);
-    graph_npy_close(&a);
+    import_npy_close(&a);
   }
 }
 
@@ -168,38 +168,38 @@ static void test_values_checked(void **state) {
   /* float64 beyond float32's range, NaN, and a float32 infinity. */
   const double big[3] = {1.0, 1e300, 2.0};
   write_raw("big.npy", 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 1), }", big, sizeof big);
-  struct graph_npy a;
+  struct import_npy a;
   float f[3];
-  assert_int_equal(graph_npy_open(&a, p_("big.npy")), CG_OK);
-  assert_int_equal(graph_npy_read(&a, GRAPH_NPY_TO_F32, f, 3), CG_ERR_FORMAT);
+  assert_int_equal(import_npy_open(&a, p_("big.npy")), CG_OK);
+  assert_int_equal(import_npy_read(&a, IMPORT_NPY_TO_F32, f, 3), CG_ERR_FORMAT);
   printf("  -> %s\n", cg_err_msg());
   assert_non_null(strstr(cg_err_msg(), "element (1, 0)"));
   assert_non_null(strstr(cg_err_msg(), "overflows float32"));
-  graph_npy_close(&a);
+  import_npy_close(&a);
   const float nan3[3] = {1.0f, 2.0f, NAN};
   write_raw("nan.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", nan3, sizeof nan3);
-  assert_int_equal(graph_npy_open(&a, p_("nan.npy")), CG_OK);
-  assert_int_equal(graph_npy_read(&a, GRAPH_NPY_TO_F32, f, 3), CG_ERR_FORMAT);
+  assert_int_equal(import_npy_open(&a, p_("nan.npy")), CG_OK);
+  assert_int_equal(import_npy_read(&a, IMPORT_NPY_TO_F32, f, 3), CG_ERR_FORMAT);
   assert_non_null(strstr(cg_err_msg(), "element 2 is nan, expected a finite value"));
-  graph_npy_close(&a);
+  import_npy_close(&a);
   /* uint64 beyond int64. */
   const uint64_t huge[2] = {1, UINT64_MAX};
   write_raw("huge.npy", 1, "{'descr': '<u8', 'fortran_order': False, 'shape': (2,), }", huge, sizeof huge);
   int64_t x[2];
-  assert_int_equal(graph_npy_open(&a, p_("huge.npy")), CG_OK);
-  assert_int_equal(graph_npy_read(&a, GRAPH_NPY_TO_I64, x, 2), CG_ERR_FORMAT);
+  assert_int_equal(import_npy_open(&a, p_("huge.npy")), CG_OK);
+  assert_int_equal(import_npy_read(&a, IMPORT_NPY_TO_I64, x, 2), CG_ERR_FORMAT);
   assert_non_null(strstr(cg_err_msg(), "18446744073709551615, out of range"));
-  graph_npy_close(&a);
+  import_npy_close(&a);
   /* Reading in pieces gives the same as one read. */
   int32_t big_i[5000], got[5000];
   for (int i = 0; i < 5000; i++) big_i[i] = i * 7 - 3;
   write_raw("ints.npy", 2, "{'descr': '<i4', 'fortran_order': False, 'shape': (5000,), }", big_i, sizeof big_i);
-  assert_int_equal(graph_npy_open(&a, p_("ints.npy")), CG_OK);
-  assert_int_equal(graph_npy_read(&a, GRAPH_NPY_TO_I32, got, 1), CG_OK);
-  assert_int_equal(graph_npy_read(&a, GRAPH_NPY_TO_I32, got + 1, 2999), CG_OK);
-  assert_int_equal(graph_npy_read(&a, GRAPH_NPY_TO_I32, got + 3000, 2000), CG_OK);
+  assert_int_equal(import_npy_open(&a, p_("ints.npy")), CG_OK);
+  assert_int_equal(import_npy_read(&a, IMPORT_NPY_TO_I32, got, 1), CG_OK);
+  assert_int_equal(import_npy_read(&a, IMPORT_NPY_TO_I32, got + 1, 2999), CG_OK);
+  assert_int_equal(import_npy_read(&a, IMPORT_NPY_TO_I32, got + 3000, 2000), CG_OK);
   assert_memory_equal(got, big_i, sizeof got);
-  graph_npy_close(&a);
+  import_npy_close(&a);
 }
 
 static void test_bad_headers(void **state) {
@@ -242,16 +242,16 @@ static void test_shape_checks(void **state) {
   (void)state;
   const int32_t v[6] = {0, 1, 2, 3, 4, 5};
   write_raw("m.npy", 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }", v, sizeof v);
-  struct graph_npy a;
-  assert_int_equal(graph_npy_open(&a, p_("m.npy")), CG_OK);
-  assert_int_equal(graph_npy_expect_shape(&a, 2, (int64_t[]){2, -1}, NULL), CG_OK);
-  assert_int_equal(graph_npy_expect_shape(&a, 2, (int64_t[]){3, -1}, "(one row per vertex)"), CG_ERR_FORMAT);
+  struct import_npy a;
+  assert_int_equal(import_npy_open(&a, p_("m.npy")), CG_OK);
+  assert_int_equal(import_npy_expect_shape(&a, 2, (int64_t[]){2, -1}, NULL), CG_OK);
+  assert_int_equal(import_npy_expect_shape(&a, 2, (int64_t[]){3, -1}, "(one row per vertex)"), CG_ERR_FORMAT);
   assert_non_null(strstr(cg_err_msg(), "wrong shape (2, 3), expected (3, *) (one row per vertex)"));
-  assert_int_equal(graph_npy_expect_shape(&a, 1, (int64_t[]){6}, NULL), CG_ERR_FORMAT);
+  assert_int_equal(import_npy_expect_shape(&a, 1, (int64_t[]){6}, NULL), CG_ERR_FORMAT);
   assert_non_null(strstr(cg_err_msg(), "expected (6,)"));
-  assert_int_equal(graph_npy_expect_integer(&a, "labels"), CG_OK);
-  assert_int_equal(graph_npy_expect_numeric(&a, "features"), CG_OK);
-  graph_npy_close(&a);
+  assert_int_equal(import_npy_expect_integer(&a, "labels"), CG_OK);
+  assert_int_equal(import_npy_expect_numeric(&a, "features"), CG_OK);
+  import_npy_close(&a);
 }
 
 static void test_npz(void **state) {
@@ -268,40 +268,40 @@ static void test_npz(void **state) {
       {"uformat", "<U3", "()", ufmt, 12, 1},
   };
   assert_int_equal(it_write_npz(p_("a.npz"), m, 4), 0);
-  struct graph_npz z;
-  assert_int_equal(graph_npz_open(&z, p_("a.npz")), CG_OK);
-  assert_true(graph_npz_has(&z, "indices"));
-  assert_false(graph_npz_has(&z, "indptr"));
-  struct graph_npy a;
+  struct import_npz z;
+  assert_int_equal(import_npz_open(&z, p_("a.npz")), CG_OK);
+  assert_true(import_npz_has(&z, "indices"));
+  assert_false(import_npz_has(&z, "indptr"));
+  struct import_npy a;
   int32_t got[1000];
-  assert_int_equal(graph_npy_open_npz(&a, &z, "indices"), CG_OK); /* deflated */
+  assert_int_equal(import_npy_open_npz(&a, &z, "indices"), CG_OK); /* deflated */
   assert_non_null(strstr(a.name, "a.npz (array 'indices')"));
-  assert_int_equal(graph_npy_read(&a, GRAPH_NPY_TO_I32, got, 1000), CG_OK);
+  assert_int_equal(import_npy_read(&a, IMPORT_NPY_TO_I32, got, 1000), CG_OK);
   assert_memory_equal(got, idx, sizeof idx);
-  graph_npy_close(&a);
+  import_npy_close(&a);
   int64_t s[2];
-  assert_int_equal(graph_npy_open_npz(&a, &z, "shape"), CG_OK); /* stored */
-  assert_int_equal(graph_npy_read(&a, GRAPH_NPY_TO_I64, s, 2), CG_OK);
+  assert_int_equal(import_npy_open_npz(&a, &z, "shape"), CG_OK); /* stored */
+  assert_int_equal(import_npy_read(&a, IMPORT_NPY_TO_I64, s, 2), CG_OK);
   assert_int_equal(s[0], 1001);
-  graph_npy_close(&a);
+  import_npy_close(&a);
   char str[16];
-  assert_int_equal(graph_npy_open_npz(&a, &z, "format"), CG_OK);
-  assert_int_equal(graph_npy_read_string(&a, str, sizeof str), CG_OK);
+  assert_int_equal(import_npy_open_npz(&a, &z, "format"), CG_OK);
+  assert_int_equal(import_npy_read_string(&a, str, sizeof str), CG_OK);
   assert_string_equal(str, "csr");
-  graph_npy_close(&a);
-  assert_int_equal(graph_npy_open_npz(&a, &z, "uformat"), CG_OK);
-  assert_int_equal(graph_npy_read_string(&a, str, sizeof str), CG_OK);
+  import_npy_close(&a);
+  assert_int_equal(import_npy_open_npz(&a, &z, "uformat"), CG_OK);
+  assert_int_equal(import_npy_read_string(&a, str, sizeof str), CG_OK);
   assert_string_equal(str, "coo");
-  graph_npy_close(&a);
-  assert_int_equal(graph_npy_open_npz(&a, &z, "nope"), CG_ERR_FORMAT);
+  import_npy_close(&a);
+  assert_int_equal(import_npy_open_npz(&a, &z, "nope"), CG_ERR_FORMAT);
   assert_non_null(strstr(cg_err_msg(), "has no array 'nope'"));
-  graph_npz_close(&z);
+  import_npz_close(&z);
 
   /* Truncated archive: cut in half. */
   size_t size;
   unsigned char *b = gt_read(p_("a.npz"), &size);
   assert_int_equal(gt_write(p_("cut.npz"), b, size / 2), 0);
-  assert_int_equal(graph_npz_open(&z, p_("cut.npz")), CG_ERR_FORMAT);
+  assert_int_equal(import_npz_open(&z, p_("cut.npz")), CG_ERR_FORMAT);
   printf("  -> %s\n", cg_err_msg());
   assert_non_null(strstr(cg_err_msg(), "cut.npz"));
   assert_non_null(strstr(cg_err_msg(), "truncated"));
@@ -310,21 +310,21 @@ static void test_npz(void **state) {
   for (size_t i = 30 + 11 + 40; i < 30 + 11 + 60; i++) b[i] ^= 0x5a;
   assert_int_equal(gt_write(p_("bad.npz"), b, size), 0);
   free(b);
-  int st = graph_npz_open(&z, p_("bad.npz"));
+  int st = import_npz_open(&z, p_("bad.npz"));
   if (st == CG_OK) {
-    st = graph_npy_open_npz(&a, &z, "indices");
-    if (st == CG_OK) st = graph_npy_read(&a, GRAPH_NPY_TO_I32, got, 1000);
-    graph_npy_close(&a);
-    graph_npz_close(&z);
+    st = import_npy_open_npz(&a, &z, "indices");
+    if (st == CG_OK) st = import_npy_read(&a, IMPORT_NPY_TO_I32, got, 1000);
+    import_npy_close(&a);
+    import_npz_close(&z);
   }
   printf("  -> %s\n", cg_err_msg());
   assert_int_equal(st, CG_ERR_FORMAT);
   assert_non_null(strstr(cg_err_msg(), "bad.npz"));
   /* Not a zip at all. */
   assert_int_equal(gt_write(p_("text.npz"), "hello", 5), 0);
-  assert_int_equal(graph_npz_open(&z, p_("text.npz")), CG_ERR_FORMAT);
+  assert_int_equal(import_npz_open(&z, p_("text.npz")), CG_ERR_FORMAT);
   assert_non_null(strstr(cg_err_msg(), "not an .npz"));
-  assert_int_equal(graph_npz_open(&z, p_("missing.npz")), CG_ERR_NOT_FOUND);
+  assert_int_equal(import_npz_open(&z, p_("missing.npz")), CG_ERR_NOT_FOUND);
 }
 
 int main(void) {

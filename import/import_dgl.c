@@ -1,16 +1,16 @@
-/* graph/import_dgl.c — DGL's RedditDataset files (reddit_data.npz with feature,
+/* import/import_dgl.c — DGL's RedditDataset files (reddit_data.npz with feature,
  * label, node_types; reddit_graph.npz with the SciPy adjacency). Node order is the
  * order of the arrays; node_types 1/2/3 are train/val/test as in DGL's loader. */
 #include <stdio.h>
 #include <string.h>
 
 #include "core/status.h"
-#include "graph/import_internal.h"
-#include "graph/npy.h"
+#include "import/import_internal.h"
+#include "import/npy_internal.h"
 
 static int need_file(char *buf, size_t len, const char *dir, const char *name) {
-  TRY(graph_path_join(buf, len, dir, name));
-  if (!graph_path_is_file(buf))
+  TRY(import_path_join(buf, len, dir, name));
+  if (!import_path_is_file(buf))
     return cg_err_set(CG_ERR_NOT_FOUND,
                       "%s: missing %s (expected DGL's RedditDataset files reddit_data.npz and "
                       "reddit_graph.npz in this folder; they come in DGL's reddit.zip)",
@@ -18,9 +18,9 @@ static int need_file(char *buf, size_t len, const char *dir, const char *name) {
   return CG_OK;
 }
 
-int graph_import_dgl_reddit(const struct graph_import_opts *o, struct graph *g, struct graph_import_stats *stats) {
+int import_dgl_reddit(const struct import_opts *o, struct graph *g, struct import_stats *stats) {
   const char *dir = o->input;
-  if (!graph_path_is_dir(dir))
+  if (!import_path_is_dir(dir))
     return cg_err_set(CG_ERR_NOT_FOUND, "%s: not a folder (--from dgl-reddit expects the folder holding "
                       "reddit_data.npz and reddit_graph.npz)",
                       dir);
@@ -28,54 +28,54 @@ int graph_import_dgl_reddit(const struct graph_import_opts *o, struct graph *g, 
   TRY(need_file(data_path, sizeof data_path, dir, "reddit_data.npz"));
   TRY(need_file(graph_path, sizeof graph_path, dir, "reddit_graph.npz"));
 
-  struct graph_npz z;
-  struct graph_npy a;
+  struct import_npz z;
+  struct import_npy a;
   memset(&a, 0, sizeof a);
   int st = CG_OK;
-  TRY(graph_npz_open(&z, data_path));
+  TRY(import_npz_open(&z, data_path));
   /* The vertex count comes from the feature rows: open the header only. */
   static const char *const keys[] = {"feature", "label", "node_types"};
   for (int i = 0; i < 3; i++)
-    if (!graph_npz_has(&z, keys[i])) {
+    if (!import_npz_has(&z, keys[i])) {
       st = cg_err_set(CG_ERR_FORMAT, "%s: the array '%s' is missing (expected feature, label and node_types)",
                      data_path, keys[i]);
       goto fail;
     }
-  TRY_GOTO(graph_npy_open_npz(&a, &z, "feature"), fail);
-  TRY_GOTO(graph_npy_expect_shape(&a, 2, (int64_t[]){-1, -1}, "(vertices x features)"), fail);
+  TRY_GOTO(import_npy_open_npz(&a, &z, "feature"), fail);
+  TRY_GOTO(import_npy_expect_shape(&a, 2, (int64_t[]){-1, -1}, "(vertices x features)"), fail);
   const int64_t n = a.shape[0];
-  graph_npy_close(&a);
+  import_npy_close(&a);
 
   /* Graph first: its edge list is the largest temporary, freed before features. */
-  struct graph_edges e;
+  struct import_edges e;
   int64_t n_adj = 0;
-  TRY_GOTO(graph_import_scipy_npz(graph_path, &n_adj, &e), fail);
+  TRY_GOTO(import_scipy_npz(graph_path, &n_adj, &e), fail);
   if (n_adj != n) {
-    graph_edges_free(&e);
+    import_edges_free(&e);
     st = cg_err_set(CG_ERR_FORMAT, "%s: the adjacency matrix is %lld x %lld but %s has %lld feature rows; "
                    "both must describe the same vertices",
                    graph_path, (long long)n_adj, (long long)n_adj, data_path, (long long)n);
     goto fail;
   }
-  TRY_GOTO(graph_edges_to_csr(&e, n, graph_path, g, stats), fail);
+  TRY_GOTO(import_edges_to_csr(&e, n, graph_path, g, stats), fail);
 
-  TRY_GOTO(graph_npy_open_npz(&a, &z, "feature"), fail);
-  TRY_GOTO(graph_import_npy_features(&a, g, stats), fail);
-  graph_npy_close(&a);
-  TRY_GOTO(graph_npy_open_npz(&a, &z, "label"), fail);
-  TRY_GOTO(graph_import_npy_labels(&a, g, o->num_classes), fail);
-  graph_npy_close(&a);
-  TRY_GOTO(graph_npy_open_npz(&a, &z, "node_types"), fail);
-  TRY_GOTO(graph_import_npy_split(&a, g), fail);
-  graph_npy_close(&a);
+  TRY_GOTO(import_npy_open_npz(&a, &z, "feature"), fail);
+  TRY_GOTO(import_npy_features(&a, g, stats), fail);
+  import_npy_close(&a);
+  TRY_GOTO(import_npy_open_npz(&a, &z, "label"), fail);
+  TRY_GOTO(import_npy_labels(&a, g, o->num_classes), fail);
+  import_npy_close(&a);
+  TRY_GOTO(import_npy_open_npz(&a, &z, "node_types"), fail);
+  TRY_GOTO(import_npy_split(&a, g), fail);
+  import_npy_close(&a);
   char split_name[4200], label_name[4200];
   snprintf(split_name, sizeof split_name, "%s (array 'node_types')", data_path);
   snprintf(label_name, sizeof label_name, "array 'label'");
-  TRY_GOTO(graph_import_check_split(g, split_name, label_name), fail);
-  graph_npz_close(&z);
+  TRY_GOTO(import_check_split(g, split_name, label_name), fail);
+  import_npz_close(&z);
   return CG_OK;
 fail:
-  graph_npy_close(&a);
-  graph_npz_close(&z);
+  import_npy_close(&a);
+  import_npz_close(&z);
   return st;
 }

@@ -1,4 +1,4 @@
-/* graph/import_text.c — line reader over zlib's gzread (gzip or plain text alike)
+/* import/import_text.c — line reader over zlib's gzread (gzip or plain text alike)
  * with large buffers, and number parsers fast enough for ogbn-products' 245 M
  * feature values. */
 #define _GNU_SOURCE
@@ -11,11 +11,11 @@
 #include <zlib.h>
 
 #include "core/status.h"
-#include "graph/import_internal.h"
+#include "import/import_internal.h"
 
 #define TEXT_CHUNK ((size_t)4 << 20)
 
-int graph_text_open(struct graph_text *t, const char *path) {
+int import_text_open(struct import_text *t, const char *path) {
   memset(t, 0, sizeof *t);
   snprintf(t->name, sizeof t->name, "%s", path);
   struct stat sb;
@@ -31,14 +31,14 @@ int graph_text_open(struct graph_text *t, const char *path) {
   t->cap = TEXT_CHUNK;
   t->buf = malloc(t->cap + 1);
   if (!t->buf) {
-    graph_text_close(t);
+    import_text_close(t);
     return cg_err_set(CG_ERR_NOMEM, "out of memory for a read buffer");
   }
   t->buf[0] = '\0';
   return CG_OK;
 }
 
-void graph_text_close(struct graph_text *t) {
+void import_text_close(struct import_text *t) {
   if (!t) return;
   if (t->gz) gzclose_r((gzFile)t->gz);
   free(t->buf);
@@ -46,7 +46,7 @@ void graph_text_close(struct graph_text *t) {
   t->buf = NULL;
 }
 
-int64_t graph_text_offset(struct graph_text *t) {
+int64_t import_text_offset(struct import_text *t) {
   if (!t->gz) return 0;
   z_off_t off = gzoffset((gzFile)t->gz);
   return off < 0 ? 0 : (int64_t)off;
@@ -54,7 +54,7 @@ int64_t graph_text_offset(struct graph_text *t) {
 
 /* Appends more data after the unread part; grows the buffer for a line longer
  * than it. Sets eof at the end of the stream and reports a truncated gzip. */
-static int text_fill(struct graph_text *t) {
+static int text_fill(struct import_text *t) {
   if (t->pos > 0) {
     memmove(t->buf, t->buf + t->pos, t->len - t->pos);
     t->len -= t->pos;
@@ -95,7 +95,7 @@ static int text_fill(struct graph_text *t) {
   return CG_OK;
 }
 
-int graph_text_next(struct graph_text *t, char **line) {
+int import_text_next(struct import_text *t, char **line) {
   for (;;) {
     char *start = t->buf + t->pos;
     char *nl = memchr(start, '\n', t->len - t->pos);
@@ -123,7 +123,7 @@ int graph_text_next(struct graph_text *t, char **line) {
 
 /* ---- numbers ------------------------------------------------------------------------ */
 
-int graph_parse_i64(const char **p, int64_t *out) {
+int import_parse_i64(const char **p, int64_t *out) {
   const char *s = *p;
   int neg = 0;
   if (*s == '-' || *s == '+') neg = *s++ == '-';
@@ -143,7 +143,7 @@ int graph_parse_i64(const char **p, int64_t *out) {
  * times a power of two. */
 static const float pow10f_exact[] = {1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f, 1e8f, 1e9f, 1e10f};
 
-int graph_parse_f32(const char **p, float *out) {
+int import_parse_f32(const char **p, float *out) {
   const char *s = *p, *start = s;
   int neg = 0;
   if (*s == '-' || *s == '+') neg = *s++ == '-';

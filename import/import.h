@@ -1,5 +1,14 @@
-/* graph/import.h — importers: datasets in the formats users already have -> struct
- * graph (and -> .cgr with graph_convert).
+/* import/import.h — the import module (library capgnn_import): datasets in the
+ * formats users already have -> struct graph (import_graph) and -> .cgr
+ * (import_convert), with a report of everything the import changed
+ * (import_stats_print). This is the module's only public header; the CSR builder,
+ * the text reader and the .npy/.npz reader are private to import/ (*_internal.h).
+ * Used by `capgnn convert`; nothing else links it. Depends on core and graph (the
+ * result is a struct graph, checked by graph_check and written by graph_save_cgr);
+ * the datasets capgnn knows by name (graph_dataset_hint) belong to graph/graph.h.
+ * Ownership: the caller owns the struct graph it passes (graph_free) and the
+ * options' strings; nothing here keeps a pointer after returning. No global state
+ * apart from the error message of core/status.h and progress lines (core/progress.h).
  *
  * Sources (`from`):
  *   "dgl-reddit"  input = folder with DGL's RedditDataset files reddit_data.npz
@@ -25,7 +34,7 @@
  *                 60/20/20 split of the labelled vertices is drawn.
  *
  * Every source is made to satisfy ../shared/datasets/FORMAT.md: edges symmetrised,
- * duplicates merged, self-loops removed (counted in struct graph_import_stats);
+ * duplicates merged, self-loops removed (counted in struct import_stats);
  * features stored as in the source (float64 rounded to float32), dense or sparse
  * (auto: sparse when that at least halves their size); node order is the
  * source's. Errors name the file and the problem (CG_ERR_FORMAT for bad content,
@@ -35,8 +44,8 @@
  * counting passes (O(n + m), no sort), so the peak is about 16 bytes per input edge
  * or the final graph plus its features, whichever is larger (ogbn-products: ~2 GB).
  * Long steps report progress through core/progress.h. */
-#ifndef CAPGNN_GRAPH_IMPORT_H
-#define CAPGNN_GRAPH_IMPORT_H
+#ifndef CAPGNN_IMPORT_H
+#define CAPGNN_IMPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -48,25 +57,25 @@
 extern "C" {
 #endif
 
-enum graph_feat_storage { GRAPH_FEAT_AUTO = 0, GRAPH_FEAT_DENSE, GRAPH_FEAT_SPARSE };
+enum import_feat_storage { IMPORT_FEAT_AUTO = 0, IMPORT_FEAT_DENSE, IMPORT_FEAT_SPARSE };
 
-struct graph_import_opts {
+struct import_opts {
   const char *input;     /* folder (dgl-reddit, ogb, saint) or edge file (edgelist) */
   const char *features;  /* edgelist: features .npy */
   const char *labels;    /* edgelist: labels .npy */
   const char *split;     /* edgelist: split .npy (optional) */
   const char *ogb_split; /* ogb: the folder under split/ (NULL: the only one there) */
   const char *name;      /* dataset name stored in the file (<= 15 chars); NULL: from `output`
-                            in graph_convert, else from the input */
+                            in import_convert, else from the input */
   int64_t num_classes;   /* single-label: 0 = max label + 1; else labels must lie in [-1, c) */
   uint64_t seed;         /* the random split of "edgelist" without opts.split */
-  enum graph_feat_storage feat_storage;
+  enum import_feat_storage feat_storage;
 };
 
-#define GRAPH_IMPORT_MAX_NOTES 8
+#define IMPORT_MAX_NOTES 8
 
-/* What the import changed and found; every count is printed by graph_import_stats_print. */
-struct graph_import_stats {
+/* What the import changed and found; every count is printed by import_stats_print. */
+struct import_stats {
   int64_t edges_read;    /* directed entries in the source (an undirected list counts each once) */
   int64_t self_loops;    /* entries (u, u) removed */
   int64_t duplicates;    /* repeated entries (u, v) merged */
@@ -86,37 +95,23 @@ struct graph_import_stats {
   int sparse_feat, multilabel;
   uint32_t checksum;
   int nnotes;
-  char notes[GRAPH_IMPORT_MAX_NOTES][256]; /* other changes, e.g. "ignored the 3rd column..." */
+  char notes[IMPORT_MAX_NOTES][256]; /* other changes, e.g. "ignored the 3rd column..." */
 };
 
 /* Import `from` (see above) into *out (caller-owned, graph_free). On failure *out is
  * zeroed and nothing is written anywhere. `stats` may be NULL. */
-int graph_import(const char *from, const struct graph_import_opts *o, struct graph *out,
-                 struct graph_import_stats *stats);
-/* graph_import + graph_save_cgr(output) (temporary name, then rename: a failure
+int import_graph(const char *from, const struct import_opts *o, struct graph *out,
+                 struct import_stats *stats);
+/* import_graph + graph_save_cgr(output) (temporary name, then rename: a failure
  * never leaves a partial `output`). The name defaults to the output's file name
  * without ".cgr". */
-int graph_convert(const char *from, const struct graph_import_opts *o, const char *output,
-                  struct graph_import_stats *stats);
+int import_convert(const char *from, const struct import_opts *o, const char *output,
+                   struct import_stats *stats);
 /* Human-readable summary of the changes, one item per line, each prefixed by `indent`. */
-void graph_import_stats_print(FILE *out, const struct graph_import_stats *s, const char *indent);
+void import_stats_print(FILE *out, const struct import_stats *s, const char *indent);
 
 /* The source names ("dgl-reddit", "ogb", "saint", "edgelist"), NULL-terminated. */
-extern const char *const graph_import_sources[];
-
-/* ---- datasets by name (graph/datasets.c) ----------------------------------------------
- * graph_open("NAME") reads $CAPGNN_DATA/NAME.cgr, or GRAPH_DEFAULT_DATA_DIR/NAME.cgr
- * when CAPGNN_DATA is unset. Known names: reddit, ogbn-arxiv, ogbn-products, flickr,
- * yelp, amazon-products (converted from their public downloads), cora, citeseer
- * (shipped as .cgr). */
-#define GRAPH_DEFAULT_DATA_DIR "./data"
-const char *graph_data_dir(void); /* $CAPGNN_DATA, else GRAPH_DEFAULT_DATA_DIR */
-/* How to obtain NAME as `dir`/NAME.cgr (dir NULL: graph_data_dir()): which files to
- * download and the exact `capgnn convert` command. Returns 1 for a known name, 0
- * otherwise (then buf holds the generic instructions). */
-int graph_dataset_hint(const char *name, const char *dir, char *buf, size_t len);
-/* One line per known dataset: name, source format, what to download. */
-void graph_dataset_list(FILE *out);
+extern const char *const import_sources[];
 
 #ifdef __cplusplus
 }

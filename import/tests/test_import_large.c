@@ -1,4 +1,4 @@
-/* graph/tests/test_import_large.c — streaming conversion of a large OGB-style
+/* import/tests/test_import_large.c — streaming conversion of a large OGB-style
  * folder shaped like ogbn-products (2,449,029 vertices, 61,859,140 edges listed
  * once, 100 features as CSV text, 47 classes, sales-ranking-like split), at a
  * fraction `scale` of its size. Checks the result against the generator's own
@@ -22,7 +22,7 @@
 #include "core/status.h"
 #include "core/timer.h"
 #include "graph/graph.h"
-#include "graph/import.h"
+#include "import/import.h"
 #include "core/progress.h"
 #include "graph_test_util.h"
 
@@ -130,10 +130,10 @@ int main(int argc, char **argv) {
          cg_time_now() - t0);
   int64_t rss0 = peak_rss();
   snprintf(out, sizeof out, "%s/products.cgr", base);
-  struct graph_import_opts o = {.input = dir};
-  struct graph_import_stats s;
+  struct import_opts o = {.input = dir};
+  struct import_stats s;
   t0 = cg_time_now();
-  int st = graph_convert("ogb", &o, out, &s);
+  int st = import_convert("ogb", &o, out, &s);
   double dt = cg_time_now() - t0;
   if (st != CG_OK) {
     cg_err_report("convert");
@@ -159,7 +159,7 @@ int main(int argc, char **argv) {
   const double bound = (build > final_bytes ? build : final_bytes) * 1.1 + (64 << 20);
   printf("converted in %.1f s; peak RSS %.0f MB (before: %.0f MB); output %.0f MB in memory; bound %.0f MB\n", dt,
          (double)rss / 1e6, (double)rss0 / 1e6, final_bytes / 1e6, bound / 1e6);
-  graph_import_stats_print(stdout, &s, "  ");
+  import_stats_print(stdout, &s, "  ");
   if (!ok) printf("FAIL: counts do not add up\n");
 #if defined(__SANITIZE_ADDRESS__)
   /* Shadow memory and the free quarantine make RSS meaningless here. */

@@ -1,7 +1,7 @@
-/* graph/tests/import_test_util.h — writers of .npy files and .npz archives for the
+/* import/tests/import_test_util.h — writers of .npy files and .npz archives for the
  * importer tests that need no Python (libzip writes the archives). */
-#ifndef CAPGNN_GRAPH_TESTS_IMPORT_UTIL_H
-#define CAPGNN_GRAPH_TESTS_IMPORT_UTIL_H
+#ifndef CAPGNN_IMPORT_TESTS_UTIL_H
+#define CAPGNN_IMPORT_TESTS_UTIL_H
 
 #include <stdint.h>
 #include <stdio.h>

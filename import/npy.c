@@ -1,4 +1,4 @@
-/* graph/npy.c — .npy headers, element conversion, and .npz members through libzip.
+/* import/npy.c — .npy headers, element conversion, and .npz members through libzip.
  *
  * The header is a Python dict literal, e.g.
  *   {'descr': '<f4', 'fortran_order': False, 'shape': (232965, 602), }
@@ -7,7 +7,7 @@
  * thing it does not understand. Decompression is libzip's (stored and deflated,
  * zip64), never ours. */
 #define _GNU_SOURCE
-#include "graph/npy.h"
+#include "import/npy_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -26,12 +26,12 @@
 #define NPY_SCRATCH (1 << 20)
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "graph/npy.c converts little-endian arrays with memcpy: little-endian host only"
+#error "import/npy.c converts little-endian arrays with memcpy: little-endian host only"
 #endif
 
 /* ---- .npz archives ---------------------------------------------------------- */
 
-int graph_npz_open(struct graph_npz *z, const char *path) {
+int import_npz_open(struct import_npz *z, const char *path) {
   memset(z, 0, sizeof *z);
   snprintf(z->path, sizeof z->path, "%s", path);
   struct stat sb;
@@ -55,7 +55,7 @@ int graph_npz_open(struct graph_npz *z, const char *path) {
   return CG_OK;
 }
 
-static zip_int64_t npz_locate(const struct graph_npz *z, const char *key) {
+static zip_int64_t npz_locate(const struct import_npz *z, const char *key) {
   char member[512];
   snprintf(member, sizeof member, "%s.npy", key);
   zip_int64_t idx = zip_name_locate((zip_t *)z->zip, member, 0);
@@ -63,9 +63,9 @@ static zip_int64_t npz_locate(const struct graph_npz *z, const char *key) {
   return idx;
 }
 
-int graph_npz_has(const struct graph_npz *z, const char *key) { return z->zip && npz_locate(z, key) >= 0; }
+int import_npz_has(const struct import_npz *z, const char *key) { return z->zip && npz_locate(z, key) >= 0; }
 
-void graph_npz_close(struct graph_npz *z) {
+void import_npz_close(struct import_npz *z) {
   if (z && z->zip) zip_discard((zip_t *)z->zip); /* read-only: nothing to write back */
   if (z) z->zip = NULL;
 }
@@ -74,7 +74,7 @@ void graph_npz_close(struct graph_npz *z) {
 
 /* Reads up to n bytes; returns the count (short only at the end) or -1 with the
  * error set. */
-static int64_t src_read(struct graph_npy *a, void *buf, size_t n) {
+static int64_t src_read(struct import_npy *a, void *buf, size_t n) {
   if (a->zf) {
     zip_int64_t got = zip_fread((zip_file_t *)a->zf, buf, (zip_uint64_t)n);
     if (got < 0) {
@@ -93,7 +93,7 @@ static int64_t src_read(struct graph_npy *a, void *buf, size_t n) {
   return (int64_t)got;
 }
 
-static int src_read_exact(struct graph_npy *a, void *buf, size_t n, const char *what) {
+static int src_read_exact(struct import_npy *a, void *buf, size_t n, const char *what) {
   int64_t got = src_read(a, buf, n);
   if (got < 0) return cg_err_status();
   if ((size_t)got != n)
@@ -145,7 +145,7 @@ static int hp_char(struct hparse *p, char c, const char *expected) {
   return CG_OK;
 }
 
-static int hp_shape(struct hparse *p, struct graph_npy *a) {
+static int hp_shape(struct hparse *p, struct import_npy *a) {
   TRY(hp_char(p, '(', "'(' opening the shape tuple"));
   a->ndim = 0;
   for (;;) {
@@ -161,7 +161,7 @@ static int hp_shape(struct hparse *p, struct graph_npy *a) {
       v = v * 10 + (uint64_t)(*p->s++ - '0');
     }
     if (p->s < p->end && *p->s == 'L') p->s++; /* Python 2 long */
-    if (a->ndim == GRAPH_NPY_MAX_DIMS) return hp_fail(p, "at most 8 dimensions");
+    if (a->ndim == IMPORT_NPY_MAX_DIMS) return hp_fail(p, "at most 8 dimensions");
     a->shape[a->ndim++] = (int64_t)v;
     hp_ws(p);
     if (p->s < p->end && *p->s == ',') {
@@ -173,7 +173,7 @@ static int hp_shape(struct hparse *p, struct graph_npy *a) {
   }
 }
 
-static int parse_descr(struct graph_npy *a, const char *d) {
+static int parse_descr(struct import_npy *a, const char *d) {
   snprintf(a->descr, sizeof a->descr, "%s", d);
   size_t len = strlen(d);
   if (len < 2)
@@ -195,12 +195,12 @@ static int parse_descr(struct graph_npy *a, const char *d) {
                       a->name, d);
   int ok = 0;
   switch (kind) {
-    case 'b': a->kind = GRAPH_NPY_BOOL; ok = size == 1; break;
-    case 'i': a->kind = GRAPH_NPY_INT; ok = size == 1 || size == 2 || size == 4 || size == 8; break;
-    case 'u': a->kind = GRAPH_NPY_UINT; ok = size == 1 || size == 2 || size == 4 || size == 8; break;
-    case 'f': a->kind = GRAPH_NPY_FLOAT; ok = size == 4 || size == 8; break;
-    case 'S': a->kind = GRAPH_NPY_BYTES; ok = 1; break;
-    case 'U': a->kind = GRAPH_NPY_UNICODE; ok = 1; size *= 4; break;
+    case 'b': a->kind = IMPORT_NPY_BOOL; ok = size == 1; break;
+    case 'i': a->kind = IMPORT_NPY_INT; ok = size == 1 || size == 2 || size == 4 || size == 8; break;
+    case 'u': a->kind = IMPORT_NPY_UINT; ok = size == 1 || size == 2 || size == 4 || size == 8; break;
+    case 'f': a->kind = IMPORT_NPY_FLOAT; ok = size == 4 || size == 8; break;
+    case 'S': a->kind = IMPORT_NPY_BYTES; ok = 1; break;
+    case 'U': a->kind = IMPORT_NPY_UNICODE; ok = 1; size *= 4; break;
     default: break;
   }
   if (!ok)
@@ -208,7 +208,7 @@ static int parse_descr(struct graph_npy *a, const char *d) {
                       "%s: unsupported dtype '%s' (supported: bool, int8/16/32/64, uint8/16/32/64, "
                       "float32/64; convert the array with numpy's astype, e.g. astype('<f4'))",
                       a->name, d);
-  int multibyte = a->kind == GRAPH_NPY_UNICODE || (a->kind != GRAPH_NPY_BYTES && size > 1);
+  int multibyte = a->kind == IMPORT_NPY_UNICODE || (a->kind != IMPORT_NPY_BYTES && size > 1);
   if (order == '>' && multibyte)
     return cg_err_set(CG_ERR_FORMAT,
                       "%s: dtype '%s' is big-endian; only little-endian arrays are supported (convert "
@@ -218,7 +218,7 @@ static int parse_descr(struct graph_npy *a, const char *d) {
   return CG_OK;
 }
 
-static int parse_header(struct graph_npy *a, const char *h, size_t hlen) {
+static int parse_header(struct import_npy *a, const char *h, size_t hlen) {
   struct hparse p = {h, h + hlen, a->name};
   int have_descr = 0, have_order = 0, have_shape = 0, fortran = 0;
   TRY(hp_char(&p, '{', "'{'"));
@@ -293,7 +293,7 @@ static int parse_header(struct graph_npy *a, const char *h, size_t hlen) {
     return cg_err_set(CG_ERR_UNSUPPORTED,
                       "%s: the array %s is stored in Fortran (column-major) order; save it in C order "
                       "(numpy.save(path, numpy.ascontiguousarray(arr)))",
-                      a->name, graph_npy_shape_str(a, sh, sizeof sh));
+                      a->name, import_npy_shape_str(a, sh, sizeof sh));
   }
   a->count = count;
   a->data_bytes = count * a->itemsize;
@@ -301,7 +301,7 @@ static int parse_header(struct graph_npy *a, const char *h, size_t hlen) {
 }
 
 /* Reads and parses the header; `avail` is the size of the whole stream (-1: unknown). */
-static int npy_start(struct graph_npy *a, int64_t avail) {
+static int npy_start(struct import_npy *a, int64_t avail) {
   unsigned char pre[12];
   if (avail >= 0 && avail < 10)
     return cg_err_set(CG_ERR_FORMAT, "%s: not a .npy array: only %lld bytes, too short for the header",
@@ -341,7 +341,7 @@ static int npy_start(struct graph_npy *a, int64_t avail) {
     return cg_err_set(CG_ERR_FORMAT,
                       "%s: truncated: shape %s of '%s' needs %lld data bytes, the file holds only %lld "
                       "(download or write it again)",
-                      a->name, graph_npy_shape_str(a, sh, sizeof sh), a->descr, (long long)a->data_bytes,
+                      a->name, import_npy_shape_str(a, sh, sizeof sh), a->descr, (long long)a->data_bytes,
                       (long long)(avail - (int64_t)(pre_len + hlen)));
   }
   a->scratch = malloc(NPY_SCRATCH);
@@ -349,7 +349,7 @@ static int npy_start(struct graph_npy *a, int64_t avail) {
   return CG_OK;
 }
 
-int graph_npy_open(struct graph_npy *a, const char *path) {
+int import_npy_open(struct import_npy *a, const char *path) {
   memset(a, 0, sizeof *a);
   snprintf(a->name, sizeof a->name, "%s", path);
   FILE *fp = fopen(path, "rb");
@@ -362,13 +362,13 @@ int graph_npy_open(struct graph_npy *a, const char *path) {
   a->source_bytes = avail;
   int st = npy_start(a, avail);
   if (st != CG_OK) {
-    graph_npy_close(a);
+    import_npy_close(a);
     cg_err_trail(__FILE__, __LINE__, "npy_start(a, avail)");
   }
   return st;
 }
 
-int graph_npy_open_npz(struct graph_npy *a, const struct graph_npz *z, const char *key) {
+int import_npy_open_npz(struct import_npy *a, const struct import_npz *z, const char *key) {
   memset(a, 0, sizeof *a);
   snprintf(a->name, sizeof a->name, "%s (array '%s')", z->path, key);
   zip_int64_t idx = npz_locate(z, key);
@@ -389,13 +389,13 @@ int graph_npy_open_npz(struct graph_npy *a, const struct graph_npz *z, const cha
   a->source_bytes = (zs.valid & ZIP_STAT_COMP_SIZE) ? (int64_t)zs.comp_size : avail;
   int st = npy_start(a, avail);
   if (st != CG_OK) {
-    graph_npy_close(a);
+    import_npy_close(a);
     cg_err_trail(__FILE__, __LINE__, "npy_start(a, avail)");
   }
   return st;
 }
 
-void graph_npy_close(struct graph_npy *a) {
+void import_npy_close(struct import_npy *a) {
   if (!a) return;
   if (a->zf) zip_fclose((zip_file_t *)a->zf);
   if (a->fp) fclose((FILE *)a->fp);
@@ -405,7 +405,7 @@ void graph_npy_close(struct graph_npy *a) {
   a->scratch = NULL;
 }
 
-const char *graph_npy_shape_str(const struct graph_npy *a, char *buf, size_t len) {
+const char *import_npy_shape_str(const struct import_npy *a, char *buf, size_t len) {
   size_t k = 0;
   if (len == 0) return buf;
   buf[0] = '\0';
@@ -416,7 +416,7 @@ const char *graph_npy_shape_str(const struct graph_npy *a, char *buf, size_t len
   return buf;
 }
 
-int graph_npy_expect_shape(const struct graph_npy *a, int ndim, const int64_t *shape, const char *why) {
+int import_npy_expect_shape(const struct import_npy *a, int ndim, const int64_t *shape, const char *why) {
   int ok = a->ndim == ndim;
   for (int i = 0; ok && i < ndim; i++)
     if (shape[i] >= 0 && a->shape[i] != shape[i]) ok = 0;
@@ -431,18 +431,18 @@ int graph_npy_expect_shape(const struct graph_npy *a, int ndim, const int64_t *s
   }
   if (k < sizeof want) snprintf(want + k, sizeof want - k, ndim == 1 ? ",)" : ")");
   return cg_err_set(CG_ERR_FORMAT, "%s: wrong shape %s, expected %s%s%s", a->name,
-                    graph_npy_shape_str(a, got, sizeof got), want, why && *why ? " " : "", why ? why : "");
+                    import_npy_shape_str(a, got, sizeof got), want, why && *why ? " " : "", why ? why : "");
 }
 
-int graph_npy_expect_integer(const struct graph_npy *a, const char *what) {
-  if (a->kind == GRAPH_NPY_INT || a->kind == GRAPH_NPY_UINT || a->kind == GRAPH_NPY_BOOL) return CG_OK;
+int import_npy_expect_integer(const struct import_npy *a, const char *what) {
+  if (a->kind == IMPORT_NPY_INT || a->kind == IMPORT_NPY_UINT || a->kind == IMPORT_NPY_BOOL) return CG_OK;
   return cg_err_set(CG_ERR_FORMAT, "%s: wrong dtype '%s' for %s: expected an integer array (int32, int64, "
                     "uint8, ...)",
                     a->name, a->descr, what);
 }
 
-int graph_npy_expect_numeric(const struct graph_npy *a, const char *what) {
-  if (a->kind != GRAPH_NPY_BYTES && a->kind != GRAPH_NPY_UNICODE) return CG_OK;
+int import_npy_expect_numeric(const struct import_npy *a, const char *what) {
+  if (a->kind != IMPORT_NPY_BYTES && a->kind != IMPORT_NPY_UNICODE) return CG_OK;
   return cg_err_set(CG_ERR_FORMAT, "%s: wrong dtype '%s' for %s: expected a numeric array (float32, "
                     "float64 or an integer type)",
                     a->name, a->descr, what);
@@ -451,7 +451,7 @@ int graph_npy_expect_numeric(const struct graph_npy *a, const char *what) {
 /* ---- data ----------------------------------------------------------------------- */
 
 /* "(r, c)" for 2-D arrays, the flat index otherwise. */
-static const char *elem_str(const struct graph_npy *a, int64_t i, char *buf, size_t len) {
+static const char *elem_str(const struct import_npy *a, int64_t i, char *buf, size_t len) {
   if (a->ndim == 2 && a->shape[1] > 0)
     snprintf(buf, len, "element (%lld, %lld)", (long long)(i / a->shape[1]), (long long)(i % a->shape[1]));
   else
@@ -462,21 +462,21 @@ static const char *elem_str(const struct graph_npy *a, int64_t i, char *buf, siz
 static inline int64_t load_int(const unsigned char *p, int kind, int size, uint64_t *uval, int *is_huge) {
   *is_huge = 0;
   switch (size) {
-    case 1: return kind == GRAPH_NPY_INT ? (int64_t)(int8_t)p[0] : (int64_t)p[0];
+    case 1: return kind == IMPORT_NPY_INT ? (int64_t)(int8_t)p[0] : (int64_t)p[0];
     case 2: {
       uint16_t v;
       memcpy(&v, p, 2);
-      return kind == GRAPH_NPY_INT ? (int64_t)(int16_t)v : (int64_t)v;
+      return kind == IMPORT_NPY_INT ? (int64_t)(int16_t)v : (int64_t)v;
     }
     case 4: {
       uint32_t v;
       memcpy(&v, p, 4);
-      return kind == GRAPH_NPY_INT ? (int64_t)(int32_t)v : (int64_t)v;
+      return kind == IMPORT_NPY_INT ? (int64_t)(int32_t)v : (int64_t)v;
     }
     default: {
       uint64_t v;
       memcpy(&v, p, 8);
-      if (kind == GRAPH_NPY_UINT && v > (uint64_t)INT64_MAX) {
+      if (kind == IMPORT_NPY_UINT && v > (uint64_t)INT64_MAX) {
         *is_huge = 1;
         *uval = v;
         return INT64_MAX;
@@ -487,15 +487,15 @@ static inline int64_t load_int(const unsigned char *p, int kind, int size, uint6
 }
 
 /* Converts k elements of raw bytes (element index of the first: first) into dst. */
-static int convert(struct graph_npy *a, enum graph_npy_target t, const unsigned char *src, void *dst,
+static int convert(struct import_npy *a, enum import_npy_target t, const unsigned char *src, void *dst,
                    int64_t k, int64_t first) {
   char where[64];
   const int size = a->itemsize, kind = (int)a->kind;
-  if (t == GRAPH_NPY_TO_F32) {
+  if (t == IMPORT_NPY_TO_F32) {
     float *out = dst;
-    if (kind == GRAPH_NPY_FLOAT && size == 4) {
+    if (kind == IMPORT_NPY_FLOAT && size == 4) {
       memcpy(out, src, (size_t)k * 4);
-    } else if (kind == GRAPH_NPY_FLOAT) {
+    } else if (kind == IMPORT_NPY_FLOAT) {
       for (int64_t i = 0; i < k; i++) {
         double d;
         memcpy(&d, src + 8 * i, 8);
@@ -512,21 +512,21 @@ static int convert(struct graph_npy *a, enum graph_npy_target t, const unsigned 
     for (int64_t i = 0; i < k; i++)
       if (!isfinite(out[i])) {
         double orig = out[i];
-        if (kind == GRAPH_NPY_FLOAT && size == 8) memcpy(&orig, src + 8 * i, 8);
+        if (kind == IMPORT_NPY_FLOAT && size == 8) memcpy(&orig, src + 8 * i, 8);
         return cg_err_set(CG_ERR_FORMAT, "%s: %s is %g, expected a finite value%s", a->name,
                           elem_str(a, first + i, where, sizeof where), orig,
                           isfinite(orig) ? " (it overflows float32)" : "");
       }
     return CG_OK;
   }
-  int64_t lo = t == GRAPH_NPY_TO_I32 ? INT32_MIN : t == GRAPH_NPY_TO_U8 ? 0 : INT64_MIN;
-  int64_t hi = t == GRAPH_NPY_TO_I32 ? INT32_MAX : t == GRAPH_NPY_TO_U8 ? 255 : INT64_MAX;
+  int64_t lo = t == IMPORT_NPY_TO_I32 ? INT32_MIN : t == IMPORT_NPY_TO_U8 ? 0 : INT64_MIN;
+  int64_t hi = t == IMPORT_NPY_TO_I32 ? INT32_MAX : t == IMPORT_NPY_TO_U8 ? 255 : INT64_MAX;
   /* Fast paths for the common vertex-id/label arrays. */
-  if (t == GRAPH_NPY_TO_I32 && kind == GRAPH_NPY_INT && size == 4) {
+  if (t == IMPORT_NPY_TO_I32 && kind == IMPORT_NPY_INT && size == 4) {
     memcpy(dst, src, (size_t)k * 4);
     return CG_OK;
   }
-  if (t == GRAPH_NPY_TO_I64 && kind == GRAPH_NPY_INT && size == 8) {
+  if (t == IMPORT_NPY_TO_I64 && kind == IMPORT_NPY_INT && size == 8) {
     memcpy(dst, src, (size_t)k * 8);
     return CG_OK;
   }
@@ -542,21 +542,21 @@ static int convert(struct graph_npy *a, enum graph_npy_target t, const unsigned 
                         a->name, elem_str(a, first + i, where, sizeof where), (long long)v, (long long)lo,
                         (long long)hi);
     }
-    if (t == GRAPH_NPY_TO_I64) ((int64_t *)dst)[i] = v;
-    else if (t == GRAPH_NPY_TO_I32) ((int32_t *)dst)[i] = (int32_t)v;
+    if (t == IMPORT_NPY_TO_I64) ((int64_t *)dst)[i] = v;
+    else if (t == IMPORT_NPY_TO_I32) ((int32_t *)dst)[i] = (int32_t)v;
     else ((uint8_t *)dst)[i] = (uint8_t)v;
   }
   return CG_OK;
 }
 
-static size_t target_size(enum graph_npy_target t) {
-  return t == GRAPH_NPY_TO_I64 ? 8 : t == GRAPH_NPY_TO_U8 ? 1 : 4;
+static size_t target_size(enum import_npy_target t) {
+  return t == IMPORT_NPY_TO_I64 ? 8 : t == IMPORT_NPY_TO_U8 ? 1 : 4;
 }
 
-int graph_npy_read(struct graph_npy *a, enum graph_npy_target t, void *dst, int64_t count) {
-  if (a->kind == GRAPH_NPY_BYTES || a->kind == GRAPH_NPY_UNICODE)
+int import_npy_read(struct import_npy *a, enum import_npy_target t, void *dst, int64_t count) {
+  if (a->kind == IMPORT_NPY_BYTES || a->kind == IMPORT_NPY_UNICODE)
     return cg_err_set(CG_ERR_FORMAT, "%s: wrong dtype '%s': expected a numeric array", a->name, a->descr);
-  if (t != GRAPH_NPY_TO_F32 && a->kind == GRAPH_NPY_FLOAT)
+  if (t != IMPORT_NPY_TO_F32 && a->kind == IMPORT_NPY_FLOAT)
     return cg_err_set(CG_ERR_FORMAT, "%s: wrong dtype '%s': expected an integer array", a->name, a->descr);
   if (count < 0 || count > a->count - a->pos)
     return cg_err_set(CG_ERR_INTERNAL, "%s: read of %lld elements past the end (%lld of %lld read)", a->name,
@@ -574,7 +574,7 @@ int graph_npy_read(struct graph_npy *a, enum graph_npy_target t, void *dst, int6
       return cg_err_set(CG_ERR_FORMAT,
                         "%s: truncated: the data of shape %s ('%s') end after %lld of %lld bytes "
                         "(download or write the file again)",
-                        a->name, graph_npy_shape_str(a, sh, sizeof sh), a->descr,
+                        a->name, import_npy_shape_str(a, sh, sizeof sh), a->descr,
                         (long long)(a->pos * a->itemsize + got), (long long)a->data_bytes);
     }
     TRY(convert(a, t, a->scratch, out, k, a->pos));
@@ -585,8 +585,8 @@ int graph_npy_read(struct graph_npy *a, enum graph_npy_target t, void *dst, int6
   return CG_OK;
 }
 
-int graph_npy_read_string(struct graph_npy *a, char *out, size_t outlen) {
-  if (a->kind != GRAPH_NPY_BYTES && a->kind != GRAPH_NPY_UNICODE)
+int import_npy_read_string(struct import_npy *a, char *out, size_t outlen) {
+  if (a->kind != IMPORT_NPY_BYTES && a->kind != IMPORT_NPY_UNICODE)
     return cg_err_set(CG_ERR_FORMAT, "%s: wrong dtype '%s': expected a string", a->name, a->descr);
   if (a->count != 1)
     return cg_err_set(CG_ERR_FORMAT, "%s: expected a single string, found %lld elements", a->name,
@@ -596,7 +596,7 @@ int graph_npy_read_string(struct graph_npy *a, char *out, size_t outlen) {
   TRY(src_read_exact(a, a->scratch, n, "string value"));
   a->pos = 1;
   size_t k = 0;
-  size_t step = a->kind == GRAPH_NPY_UNICODE ? 4 : 1;
+  size_t step = a->kind == IMPORT_NPY_UNICODE ? 4 : 1;
   for (size_t i = 0; i < n; i += step) {
     uint32_t c = a->scratch[i];
     if (step == 4) memcpy(&c, a->scratch + i, 4);

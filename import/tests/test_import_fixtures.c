@@ -1,4 +1,4 @@
-/* graph/tests/test_import_fixtures.c — every importer against fixtures written by
+/* import/tests/test_import_fixtures.c — every importer against fixtures written by
  * import_fixtures.py (numpy/scipy, an independent .cgr writer): the converted file
  * must equal the expected one byte for byte (graph, features, labels, split,
  * checksum) and report the same changes; every malformed input must fail with a
@@ -17,7 +17,7 @@
 
 #include "core/status.h"
 #include "graph/graph.h"
-#include "graph/import.h"
+#include "import/import.h"
 #include "core/progress.h"
 #include "graph_test_util.h"
 
@@ -34,7 +34,7 @@ static void path_of(char *buf, size_t len, const char *c, const char *file) {
   snprintf(buf, len, "%s/%s/%s", tmpdir, c, file);
 }
 
-static void opts_for(struct graph_import_opts *o, const char *c, char bufs[4][4200], const char *from) {
+static void opts_for(struct import_opts *o, const char *c, char bufs[4][4200], const char *from) {
   memset(o, 0, sizeof *o);
   o->seed = 1;
   if (strcmp(from, "edgelist") == 0) {
@@ -64,12 +64,12 @@ static void read_stats(const char *c, long long v[5]) {
 /* Convert case `c` and compare with expected.cgr, file bytes included. */
 static void check_case(const char *c, const char *from) {
   char bufs[4][4200], out[4200], exp[4200];
-  struct graph_import_opts o;
+  struct import_opts o;
   opts_for(&o, c, bufs, from);
   path_of(out, sizeof out, c, "converted.cgr");
   path_of(exp, sizeof exp, c, "expected.cgr");
-  struct graph_import_stats s;
-  int st = graph_convert(from, &o, out, &s);
+  struct import_stats s;
+  int st = import_convert(from, &o, out, &s);
   if (st) cg_err_report(c);
   assert_int_equal(st, CG_OK);
 
@@ -114,7 +114,7 @@ static void check_case(const char *c, const char *from) {
   char *text = NULL;
   size_t tlen = 0;
   FILE *mem = open_memstream(&text, &tlen);
-  graph_import_stats_print(mem, &s, "");
+  import_stats_print(mem, &s, "");
   fclose(mem);
   char want_loops[64];
   snprintf(want_loops, sizeof want_loops, "removed %lld self-loops", want[1]);
@@ -136,11 +136,11 @@ static void test_edgelist(void **state) { (void)state; check_case("edgelist", "e
 static void test_feat_storage(void **state) {
   (void)state;
   char bufs[4][4200], exp[4200];
-  struct graph_import_opts o;
+  struct import_opts o;
   opts_for(&o, "saint_single", bufs, "saint");
-  o.feat_storage = GRAPH_FEAT_DENSE;
+  o.feat_storage = IMPORT_FEAT_DENSE;
   struct graph g, e;
-  assert_int_equal(graph_import("saint", &o, &g, NULL), CG_OK);
+  assert_int_equal(import_graph("saint", &o, &g, NULL), CG_OK);
   path_of(exp, sizeof exp, "saint_single", "expected.cgr");
   assert_int_equal(graph_load_cgr(exp, &e), CG_OK);
   assert_int_equal(e.sparse_feat, 1);
@@ -162,15 +162,15 @@ static void test_feat_storage(void **state) {
 static void test_edgelist_random_split(void **state) {
   (void)state;
   char bufs[4][4200], ym[4200];
-  struct graph_import_opts o;
+  struct import_opts o;
   opts_for(&o, "edgelist", bufs, "edgelist");
   path_of(ym, sizeof ym, "edgelist", "Y_multi.npy");
   o.labels = ym;
   o.split = NULL;
   o.seed = 7;
   struct graph g1, g2, g3;
-  struct graph_import_stats s;
-  assert_int_equal(graph_import("edgelist", &o, &g1, &s), CG_OK);
+  struct import_stats s;
+  assert_int_equal(import_graph("edgelist", &o, &g1, &s), CG_OK);
   assert_int_equal(g1.multilabel, 1);
   assert_int_equal(s.random_split, 1);
   int64_t L = 0, cnt[4] = {0, 0, 0, 0};
@@ -184,10 +184,10 @@ static void test_edgelist_random_split(void **state) {
   assert_int_equal(cnt[1], L * 6 / 10);
   assert_int_equal(cnt[2], L * 2 / 10);
   assert_int_equal(cnt[3], L - L * 6 / 10 - L * 2 / 10);
-  assert_int_equal(graph_import("edgelist", &o, &g2, NULL), CG_OK);
+  assert_int_equal(import_graph("edgelist", &o, &g2, NULL), CG_OK);
   assert_memory_equal(g1.split, g2.split, (size_t)g1.n);
   o.seed = 8;
-  assert_int_equal(graph_import("edgelist", &o, &g3, NULL), CG_OK);
+  assert_int_equal(import_graph("edgelist", &o, &g3, NULL), CG_OK);
   assert_true(memcmp(g1.split, g3.split, (size_t)g1.n) != 0);
   graph_free(&g1);
   graph_free(&g2);
@@ -202,10 +202,10 @@ struct bad_case {
   int status;
 };
 
-static void expect_failure(const struct bad_case *b, const struct graph_import_opts *o) {
+static void expect_failure(const struct bad_case *b, const struct import_opts *o) {
   char out[4200];
   snprintf(out, sizeof out, "%s/%s/failed.cgr", tmpdir, b->dir);
-  int st = graph_convert(b->from, o, out, NULL);
+  int st = import_convert(b->from, o, out, NULL);
   const char *msg = cg_err_msg();
   printf("  %-20s -> %s\n", b->dir, msg);
   assert_int_equal(st, b->status);
@@ -236,13 +236,13 @@ static void test_malformed(void **state) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char bufs[4][4200];
-    struct graph_import_opts o;
+    struct import_opts o;
     opts_for(&o, cases[i].dir, bufs, cases[i].from);
     expect_failure(&cases[i], &o);
   }
   /* Option-level problems on good inputs. */
   char bufs[4][4200], nope[4200];
-  struct graph_import_opts o;
+  struct import_opts o;
   opts_for(&o, "edgelist", bufs, "edgelist");
   o.num_classes = 2;
   struct bad_case c1 = {"edgelist", "edgelist", "Y.npy", "label out of range", CG_ERR_FORMAT};

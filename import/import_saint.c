@@ -1,4 +1,4 @@
-/* graph/import_saint.c — a GraphSAINT data folder (Flickr, Yelp, Amazon, Reddit,
+/* import/import_saint.c — a GraphSAINT data folder (Flickr, Yelp, Amazon, Reddit,
  * PPI): adj_full.npz (SciPy CSR), feats.npy, class_map.json, role.json.
  *
  * JSON: class_map.json of GraphSAINT's Amazon holds 1.6 M lists of 107 numbers
@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "core/status.h"
-#include "graph/import_internal.h"
-#include "graph/npy.h"
+#include "import/import_internal.h"
+#include "import/npy_internal.h"
 #include "core/progress.h"
 
 /* ---- the top-level member walker ---------------------------------------------------- */
@@ -157,7 +157,7 @@ static int json_next(struct json_walk *w, cJSON **key, cJSON **value) {
 static int key_to_vertex(const struct json_walk *w, const cJSON *key, int64_t n, int64_t *u) {
   const char *s = key->valuestring, *p = s;
   int64_t v;
-  if (graph_parse_i64(&p, &v) != 0 || *p != '\0' || *s == '-' || *s == '+')
+  if (import_parse_i64(&p, &v) != 0 || *p != '\0' || *s == '-' || *s == '+')
     return cg_err_set(CG_ERR_FORMAT, "%s: key \"%s\" is not a vertex id (expected \"0\" .. \"%lld\")", w->path, s,
                       (long long)n - 1);
   if (v < 0 || v >= n)
@@ -305,44 +305,44 @@ static int read_roles(const char *path, struct graph *g) {
 
 /* ---- the importer ----------------------------------------------------------------------------- */
 
-int graph_import_saint(const struct graph_import_opts *o, struct graph *g, struct graph_import_stats *stats) {
+int import_saint(const struct import_opts *o, struct graph *g, struct import_stats *stats) {
   const char *dir = o->input;
-  if (!graph_path_is_dir(dir))
+  if (!import_path_is_dir(dir))
     return cg_err_set(CG_ERR_NOT_FOUND, "%s: not a folder (--from saint expects a GraphSAINT data folder with "
                       "adj_full.npz, feats.npy, class_map.json and role.json)",
                       dir);
   static const char *const files[] = {"adj_full.npz", "feats.npy", "class_map.json", "role.json"};
   char path[4][4096];
   for (int i = 0; i < 4; i++) {
-    TRY(graph_path_join(path[i], sizeof path[i], dir, files[i]));
-    if (!graph_path_is_file(path[i]))
+    TRY(import_path_join(path[i], sizeof path[i], dir, files[i]));
+    if (!import_path_is_file(path[i]))
       return cg_err_set(CG_ERR_NOT_FOUND, "%s: missing %s (a GraphSAINT data folder holds adj_full.npz, "
                         "feats.npy, class_map.json and role.json)",
                         dir, files[i]);
   }
-  struct graph_npy a;
-  TRY(graph_npy_open(&a, path[1]));
-  int st = graph_npy_expect_shape(&a, 2, (int64_t[]){-1, -1}, "(vertices x features)");
+  struct import_npy a;
+  TRY(import_npy_open(&a, path[1]));
+  int st = import_npy_expect_shape(&a, 2, (int64_t[]){-1, -1}, "(vertices x features)");
   const int64_t n = a.shape[0];
-  graph_npy_close(&a);
+  import_npy_close(&a);
   TRY(st);
 
-  struct graph_edges e;
+  struct import_edges e;
   int64_t n_adj = 0;
-  TRY(graph_import_scipy_npz(path[0], &n_adj, &e));
+  TRY(import_scipy_npz(path[0], &n_adj, &e));
   if (n_adj != n) {
-    graph_edges_free(&e);
+    import_edges_free(&e);
     return cg_err_set(CG_ERR_FORMAT, "%s: the adjacency matrix is %lld x %lld but %s has %lld rows; both must "
                       "describe the same vertices",
                       path[0], (long long)n_adj, (long long)n_adj, path[1], (long long)n);
   }
-  TRY(graph_edges_to_csr(&e, n, path[0], g, stats));
-  TRY(graph_npy_open(&a, path[1]));
-  st = graph_import_npy_features(&a, g, stats);
-  graph_npy_close(&a);
+  TRY(import_edges_to_csr(&e, n, path[0], g, stats));
+  TRY(import_npy_open(&a, path[1]));
+  st = import_npy_features(&a, g, stats);
+  import_npy_close(&a);
   TRY(st);
   TRY(read_class_map(path[2], g, o->num_classes));
   TRY(read_roles(path[3], g));
-  TRY(graph_import_check_split(g, path[3], path[2]));
+  TRY(import_check_split(g, path[3], path[2]));
   return CG_OK;
 }

@@ -1,19 +1,19 @@
-/* graph/import_edgelist.c — a text edge list ("u v" per line, optionally gzip) with
+/* import/import_edgelist.c — a text edge list ("u v" per line, optionally gzip) with
  * features, labels and optionally a split as .npy files. The vertex count is the
  * number of feature rows, so an id outside it is caught on its line. */
 #include <stdio.h>
 #include <string.h>
 
 #include "core/status.h"
-#include "graph/import_internal.h"
-#include "graph/npy.h"
+#include "import/import_internal.h"
+#include "import/npy_internal.h"
 #include "core/progress.h"
 
 static int is_sep(char c) { return c == ' ' || c == '\t' || c == ','; }
 
-static int read_edge_file(const char *path, int64_t n, struct graph_edges *e, struct graph_import_stats *stats) {
-  struct graph_text t;
-  TRY(graph_text_open(&t, path));
+static int read_edge_file(const char *path, int64_t n, struct import_edges *e, struct import_stats *stats) {
+  struct import_text t;
+  TRY(import_text_open(&t, path));
   struct cg_progress pr;
   char what[1100];
   const char *base = strrchr(path, '/');
@@ -22,15 +22,15 @@ static int read_edge_file(const char *path, int64_t n, struct graph_edges *e, st
   char *line;
   int st = CG_OK, r;
   int64_t extra = 0, first_extra = 0;
-  while ((r = graph_text_next(&t, &line)) > 0) {
+  while ((r = import_text_next(&t, &line)) > 0) {
     const char *p = line;
     while (is_sep(*p)) p++;
     if (!*p || *p == '#' || *p == '%') continue;
     int64_t u = 0, v = 0;
-    int ok = graph_parse_i64(&p, &u) == 0 && is_sep(*p);
+    int ok = import_parse_i64(&p, &u) == 0 && is_sep(*p);
     if (ok) {
       while (is_sep(*p)) p++;
-      ok = graph_parse_i64(&p, &v) == 0 && (*p == '\0' || is_sep(*p));
+      ok = import_parse_i64(&p, &v) == 0 && (*p == '\0' || is_sep(*p));
     }
     if (!ok) {
       st = cg_err_set(CG_ERR_FORMAT, "%s: line %lld: expected two vertex ids \"u v\", found \"%.60s\"", t.name,
@@ -49,74 +49,74 @@ static int read_edge_file(const char *path, int64_t n, struct graph_edges *e, st
                       t.name, (long long)t.line, (long long)((u < 0 || u >= n) ? u : v), (long long)n, (long long)n);
       break;
     }
-    if ((st = graph_edges_push(e, (int32_t)u, (int32_t)v)) != CG_OK) break;
-    if ((t.line & 0xfffff) == 0) cg_progress_update(&pr, graph_text_offset(&t));
+    if ((st = import_edges_push(e, (int32_t)u, (int32_t)v)) != CG_OK) break;
+    if ((t.line & 0xfffff) == 0) cg_progress_update(&pr, import_text_offset(&t));
   }
   if (r < 0) st = r;
   if (st == CG_OK) {
     cg_progress_end(&pr);
     if (extra)
-      graph_import_note(stats, "ignored the columns after \"u v\" on %lld lines (first: line %lld); edge weights "
-                        "are not used",
-                        (long long)extra, (long long)first_extra);
+      import_note(stats, "ignored the columns after \"u v\" on %lld lines (first: line %lld); edge weights "
+                  "are not used",
+                  (long long)extra, (long long)first_extra);
   } else {
     cg_progress_cancel(&pr);
   }
-  graph_text_close(&t);
+  import_text_close(&t);
   return st;
 }
 
-int graph_import_edgelist(const struct graph_import_opts *o, struct graph *g, struct graph_import_stats *stats) {
+int import_edgelist(const struct import_opts *o, struct graph *g, struct import_stats *stats) {
   if (!o->features || !o->labels)
     return cg_err_set(CG_ERR_ARG, "--from edgelist needs --features X.npy and --labels Y.npy (and optionally "
                       "--split S.npy)");
-  if (!graph_path_is_file(o->input))
+  if (!import_path_is_file(o->input))
     return cg_err_set(CG_ERR_NOT_FOUND, "%s: no such file (--input: the edge list, one \"u v\" per line)",
                       o->input);
-  struct graph_npy a;
-  TRY(graph_npy_open(&a, o->features));
-  int st = graph_npy_expect_numeric(&a, "features");
-  if (st == CG_OK) st = graph_npy_expect_shape(&a, 2, (int64_t[]){-1, -1}, "(vertices x features)");
+  struct import_npy a;
+  TRY(import_npy_open(&a, o->features));
+  int st = import_npy_expect_numeric(&a, "features");
+  if (st == CG_OK) st = import_npy_expect_shape(&a, 2, (int64_t[]){-1, -1}, "(vertices x features)");
   const int64_t n = a.shape[0];
-  graph_npy_close(&a);
+  import_npy_close(&a);
   TRY(st);
   if (n < 1 || n >= ((int64_t)1 << 31))
     return cg_err_set(CG_ERR_FORMAT, "%s: %lld rows; expected 1 <= n < 2^31 vertices", o->features, (long long)n);
   /* Check the small files before the long edge pass, so a typo fails fast. */
-  TRY(graph_npy_open(&a, o->labels));
-  graph_npy_close(&a);
+  TRY(import_npy_open(&a, o->labels));
+  import_npy_close(&a);
   if (o->split) {
-    TRY(graph_npy_open(&a, o->split));
-    graph_npy_close(&a);
+    TRY(import_npy_open(&a, o->split));
+    import_npy_close(&a);
   }
 
-  struct graph_edges e;
+  struct import_edges e;
   memset(&e, 0, sizeof e);
   st = read_edge_file(o->input, n, &e, stats);
   if (st != CG_OK) {
-    graph_edges_free(&e);
+    import_edges_free(&e);
     return st;
   }
-  TRY(graph_edges_to_csr(&e, n, o->input, g, stats));
+  TRY(import_edges_to_csr(&e, n, o->input, g, stats));
 
-  TRY(graph_npy_open(&a, o->features));
-  st = graph_import_npy_features(&a, g, stats);
-  graph_npy_close(&a);
+  TRY(import_npy_open(&a, o->features));
+  st = import_npy_features(&a, g, stats);
+  import_npy_close(&a);
   TRY(st);
-  TRY(graph_npy_open(&a, o->labels));
-  st = graph_import_npy_labels(&a, g, o->num_classes);
-  graph_npy_close(&a);
+  TRY(import_npy_open(&a, o->labels));
+  st = import_npy_labels(&a, g, o->num_classes);
+  import_npy_close(&a);
   TRY(st);
   if (o->split) {
-    TRY(graph_npy_open(&a, o->split));
-    st = graph_import_npy_split(&a, g);
-    graph_npy_close(&a);
+    TRY(import_npy_open(&a, o->split));
+    st = import_npy_split(&a, g);
+    import_npy_close(&a);
     TRY(st);
-    TRY(graph_import_check_split(g, o->split, o->labels));
+    TRY(import_check_split(g, o->split, o->labels));
   } else {
     g->split = cg_malloc((size_t)n, "split");
     if (!g->split) return CG_ERR_NOMEM;
-    TRY(graph_import_random_split(g, o->seed));
+    TRY(import_random_split(g, o->seed));
     stats->random_split = 1;
     stats->seed = o->seed;
   }

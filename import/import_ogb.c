@@ -1,6 +1,6 @@
-/* graph/import_ogb.c — an OGB node-property-prediction folder as downloaded
+/* import/import_ogb.c — an OGB node-property-prediction folder as downloaded
  * (ogbn-arxiv, ogbn-products, ...): gzip CSV files in raw/ and the standard split
- * in split/<name>/. Everything streams through graph_text (gzread in 4 MB chunks);
+ * in split/<name>/. Everything streams through import_text (gzread in 4 MB chunks);
  * the only large allocations are the edge list, the CSR and the n x f features. */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -11,18 +11,18 @@
 #include <strings.h>
 
 #include "core/status.h"
-#include "graph/import_internal.h"
+#include "import/import_internal.h"
 #include "core/progress.h"
 
 /* raw/NAME.csv.gz, else raw/NAME.csv; CG_ERR_NOT_FOUND naming both when neither exists. */
 static int find_csv(char *buf, size_t len, const char *dir, const char *name, int required) {
   char file[256];
   snprintf(file, sizeof file, "%s.csv.gz", name);
-  TRY(graph_path_join(buf, len, dir, file));
-  if (graph_path_is_file(buf)) return CG_OK;
+  TRY(import_path_join(buf, len, dir, file));
+  if (import_path_is_file(buf)) return CG_OK;
   snprintf(file, sizeof file, "%s.csv", name);
-  TRY(graph_path_join(buf, len, dir, file));
-  if (graph_path_is_file(buf)) return CG_OK;
+  TRY(import_path_join(buf, len, dir, file));
+  if (import_path_is_file(buf)) return CG_OK;
   if (!required) return CG_ERR_NOT_FOUND;
   return cg_err_set(CG_ERR_NOT_FOUND,
                     "%s: missing %s.csv.gz (expected an OGB node-property-prediction folder as downloaded "
@@ -31,7 +31,7 @@ static int find_csv(char *buf, size_t len, const char *dir, const char *name, in
                     dir, name);
 }
 
-static int text_progress_begin(struct cg_progress *pr, struct graph_text *t) {
+static int text_progress_begin(struct cg_progress *pr, struct import_text *t) {
   char what[1100];
   const char *base = strrchr(t->name, '/');
   snprintf(what, sizeof what, "reading %s", base ? base + 1 : t->name);
@@ -39,54 +39,54 @@ static int text_progress_begin(struct cg_progress *pr, struct graph_text *t) {
   return CG_OK;
 }
 
-static int bad_line(const struct graph_text *t, const char *what) {
+static int bad_line(const struct import_text *t, const char *what) {
   return cg_err_set(CG_ERR_FORMAT, "%s: line %lld: %s", t->name, (long long)t->line, what);
 }
 
 /* The single integer of a one-line file (num-node-list.csv.gz). */
 static int read_count(const char *path, int64_t *out) {
-  struct graph_text t;
-  TRY(graph_text_open(&t, path));
+  struct import_text t;
+  TRY(import_text_open(&t, path));
   char *line;
-  int st = CG_OK, r = graph_text_next(&t, &line);
+  int st = CG_OK, r = import_text_next(&t, &line);
   if (r < 0) {
     st = r;
   } else if (r == 0) {
     st = cg_err_set(CG_ERR_FORMAT, "%s: empty file, expected the number of vertices", path);
   } else {
-    const char *p = graph_skip_blank(line);
-    if (graph_parse_i64(&p, out) != 0 || *graph_skip_blank(p) != '\0' || *out < 1)
+    const char *p = import_skip_blank(line);
+    if (import_parse_i64(&p, out) != 0 || *import_skip_blank(p) != '\0' || *out < 1)
       st = bad_line(&t, "expected one positive integer (the number of vertices)");
-    else if ((r = graph_text_next(&t, &line)) > 0 && *graph_skip_blank(line))
+    else if ((r = import_text_next(&t, &line)) > 0 && *import_skip_blank(line))
       st = cg_err_set(CG_ERR_FORMAT, "%s: more than one graph listed; only single-graph (node property "
                       "prediction) datasets can be converted",
                       path);
     else if (r < 0)
       st = r;
   }
-  graph_text_close(&t);
+  import_text_close(&t);
   return st;
 }
 
-static int read_edges(const char *path, int64_t n, struct graph_edges *e) {
-  struct graph_text t;
-  TRY(graph_text_open(&t, path));
+static int read_edges(const char *path, int64_t n, struct import_edges *e) {
+  struct import_text t;
+  TRY(import_text_open(&t, path));
   struct cg_progress pr;
   text_progress_begin(&pr, &t);
   char *line;
   int st = CG_OK, r;
-  while ((r = graph_text_next(&t, &line)) > 0) {
-    const char *p = graph_skip_blank(line);
+  while ((r = import_text_next(&t, &line)) > 0) {
+    const char *p = import_skip_blank(line);
     if (!*p) continue;
     int64_t u = 0, v = 0;
-    int ok = graph_parse_i64(&p, &u) == 0;
+    int ok = import_parse_i64(&p, &u) == 0;
     if (ok) {
-      p = graph_skip_blank(p);
+      p = import_skip_blank(p);
       ok = *p == ',';
     }
     if (ok) {
-      p = graph_skip_blank(p + 1);
-      ok = graph_parse_i64(&p, &v) == 0 && *graph_skip_blank(p) == '\0';
+      p = import_skip_blank(p + 1);
+      ok = import_parse_i64(&p, &v) == 0 && *import_skip_blank(p) == '\0';
     }
     if (!ok) {
       st = bad_line(&t, "expected two vertex ids \"u,v\"");
@@ -97,28 +97,28 @@ static int read_edges(const char *path, int64_t n, struct graph_edges *e) {
                       t.name, (long long)t.line, (long long)((u < 0 || u >= n) ? u : v), (long long)n);
       break;
     }
-    if ((st = graph_edges_push(e, (int32_t)u, (int32_t)v)) != CG_OK) break;
-    if ((t.line & 0xfffff) == 0) cg_progress_update(&pr, graph_text_offset(&t));
+    if ((st = import_edges_push(e, (int32_t)u, (int32_t)v)) != CG_OK) break;
+    if ((t.line & 0xfffff) == 0) cg_progress_update(&pr, import_text_offset(&t));
   }
   if (r < 0) st = r;
   if (st == CG_OK) cg_progress_end(&pr);
   else cg_progress_cancel(&pr);
-  graph_text_close(&t);
+  import_text_close(&t);
   return st;
 }
 
-static int read_features(const char *path, struct graph *g, struct graph_import_stats *stats) {
+static int read_features(const char *path, struct graph *g, struct import_stats *stats) {
   const int64_t n = g->n;
-  struct graph_text t;
-  TRY(graph_text_open(&t, path));
+  struct import_text t;
+  TRY(import_text_open(&t, path));
   struct cg_progress pr;
   text_progress_begin(&pr, &t);
   char *line;
   int st = CG_OK, r;
   int64_t f = -1, row = 0;
   float *x = NULL;
-  while ((r = graph_text_next(&t, &line)) > 0) {
-    const char *p = graph_skip_blank(line);
+  while ((r = import_text_next(&t, &line)) > 0) {
+    const char *p = import_skip_blank(line);
     if (!*p) continue;
     if (f < 0) {
       /* The first row fixes the dimension. */
@@ -137,8 +137,8 @@ static int read_features(const char *path, struct graph *g, struct graph_import_
     }
     float *out = x + row * f;
     for (int64_t j = 0; j < f; j++) {
-      p = graph_skip_blank(p);
-      if (graph_parse_f32(&p, &out[j]) != 0) {
+      p = import_skip_blank(p);
+      if (import_parse_f32(&p, &out[j]) != 0) {
         st = cg_err_set(CG_ERR_FORMAT, "%s: line %lld, value %lld: expected a number", t.name, (long long)t.line,
                         (long long)j + 1);
         break;
@@ -148,7 +148,7 @@ static int read_features(const char *path, struct graph *g, struct graph_import_
                         t.name, (long long)t.line, (long long)j + 1, (double)out[j]);
         break;
       }
-      p = graph_skip_blank(p);
+      p = import_skip_blank(p);
       if (j + 1 < f) {
         if (*p != ',') {
           st = cg_err_set(CG_ERR_FORMAT, "%s: line %lld has %lld values, expected %lld (as on the first line)",
@@ -165,7 +165,7 @@ static int read_features(const char *path, struct graph *g, struct graph_import_
       break;
     }
     row++;
-    if ((row & 0xffff) == 0) cg_progress_update(&pr, graph_text_offset(&t));
+    if ((row & 0xffff) == 0) cg_progress_update(&pr, import_text_offset(&t));
   }
   if (r < 0) st = r;
   if (st == CG_OK && row != n)
@@ -181,13 +181,13 @@ static int read_features(const char *path, struct graph *g, struct graph_import_
     cg_progress_cancel(&pr);
     cg_free(x);
   }
-  graph_text_close(&t);
+  import_text_close(&t);
   return st;
 }
 
 /* A label token: an integer, an integral float ("3.0"), or nan/empty (= none: -1). */
 static int parse_label(const char **pp, int64_t *out) {
-  const char *p = graph_skip_blank(*pp);
+  const char *p = import_skip_blank(*pp);
   if (*p == ',' || *p == '\0' || strncasecmp(p, "nan", 3) == 0) {
     if (*p == 'n' || *p == 'N') p += 3;
     *out = -1;
@@ -196,7 +196,7 @@ static int parse_label(const char **pp, int64_t *out) {
   }
   const char *q = p;
   int64_t v;
-  if (graph_parse_i64(&q, &v) == 0 && *q != '.' && *q != 'e' && *q != 'E') {
+  if (import_parse_i64(&q, &v) == 0 && *q != '.' && *q != 'e' && *q != 'E') {
     *out = v;
     *pp = q;
     return 0;
@@ -211,15 +211,15 @@ static int parse_label(const char **pp, int64_t *out) {
 
 static int read_labels(const char *path, struct graph *g, int64_t want_classes, int64_t *n_lines) {
   const int64_t n = g->n; /* 0: count the lines (no num-node-list file) */
-  struct graph_text t;
-  TRY(graph_text_open(&t, path));
+  struct import_text t;
+  TRY(import_text_open(&t, path));
   char *line;
   int st = CG_OK, r;
   int64_t cols = -1, row = 0, cap = n > 0 ? n : 1 << 16;
   int32_t *lab = NULL;
   uint8_t *ml = NULL;
-  while ((r = graph_text_next(&t, &line)) > 0) {
-    const char *p = graph_skip_blank(line);
+  while ((r = import_text_next(&t, &line)) > 0) {
+    const char *p = import_skip_blank(line);
     if (!*p) continue;
     if (cols < 0) {
       cols = 1;
@@ -259,7 +259,7 @@ static int read_labels(const char *path, struct graph *g, int64_t want_classes, 
         st = bad_line(&t, "expected an integer class label");
         break;
       }
-      p = graph_skip_blank(p);
+      p = import_skip_blank(p);
       if (j + 1 < cols) {
         if (*p != ',') {
           st = cg_err_set(CG_ERR_FORMAT, "%s: line %lld has %lld label columns, expected %lld", t.name,
@@ -302,7 +302,7 @@ static int read_labels(const char *path, struct graph *g, int64_t want_classes, 
   if (st == CG_OK && n > 0 && row != n)
     st = cg_err_set(CG_ERR_FORMAT, "%s: %lld label rows, expected %lld (one per vertex)", t.name, (long long)row,
                     (long long)n);
-  graph_text_close(&t);
+  import_text_close(&t);
   if (st != CG_OK) {
     free(lab);
     free(ml);
@@ -328,10 +328,10 @@ static int read_labels(const char *path, struct graph *g, int64_t want_classes, 
 
 static int pick_split_dir(const char *dir, const char *want, char *out, size_t len) {
   char split_root[4096];
-  TRY(graph_path_join(split_root, sizeof split_root, dir, "split"));
+  TRY(import_path_join(split_root, sizeof split_root, dir, "split"));
   if (want && *want) {
-    TRY(graph_path_join(out, len, split_root, want));
-    if (!graph_path_is_dir(out))
+    TRY(import_path_join(out, len, split_root, want));
+    if (!import_path_is_dir(out))
       return cg_err_set(CG_ERR_NOT_FOUND, "%s: missing split folder (--ogb-split %s)", out, want);
     return CG_OK;
   }
@@ -347,7 +347,7 @@ static int pick_split_dir(const char *dir, const char *want, char *out, size_t l
   while ((de = readdir(d)) != NULL) {
     if (de->d_name[0] == '.') continue;
     char p[4400];
-    if (graph_path_join(p, sizeof p, split_root, de->d_name) != CG_OK || !graph_path_is_dir(p)) continue;
+    if (import_path_join(p, sizeof p, split_root, de->d_name) != CG_OK || !import_path_is_dir(p)) continue;
     if (nfound < 8) snprintf(found[nfound], sizeof found[0], "%s", de->d_name);
     nfound++;
   }
@@ -364,19 +364,19 @@ static int pick_split_dir(const char *dir, const char *want, char *out, size_t l
     }
     return cg_err_set(CG_ERR_ARG, "%s: several splits (%s); choose one with --ogb-split NAME", split_root, list);
   }
-  return graph_path_join(out, len, split_root, found[0]);
+  return import_path_join(out, len, split_root, found[0]);
 }
 
 static int read_split_file(const char *path, struct graph *g, uint8_t value, const char *const *names) {
-  struct graph_text t;
-  TRY(graph_text_open(&t, path));
+  struct import_text t;
+  TRY(import_text_open(&t, path));
   char *line;
   int st = CG_OK, r;
-  while ((r = graph_text_next(&t, &line)) > 0) {
-    const char *p = graph_skip_blank(line);
+  while ((r = import_text_next(&t, &line)) > 0) {
+    const char *p = import_skip_blank(line);
     if (!*p) continue;
     int64_t u;
-    if (graph_parse_i64(&p, &u) != 0 || *graph_skip_blank(p) != '\0') {
+    if (import_parse_i64(&p, &u) != 0 || *import_skip_blank(p) != '\0') {
       st = bad_line(&t, "expected one vertex id");
       break;
     }
@@ -394,18 +394,18 @@ static int read_split_file(const char *path, struct graph *g, uint8_t value, con
     g->split[u] = value;
   }
   if (r < 0) st = r;
-  graph_text_close(&t);
+  import_text_close(&t);
   return st;
 }
 
-int graph_import_ogb(const struct graph_import_opts *o, struct graph *g, struct graph_import_stats *stats) {
+int import_ogb(const struct import_opts *o, struct graph *g, struct import_stats *stats) {
   const char *dir = o->input;
-  if (!graph_path_is_dir(dir))
+  if (!import_path_is_dir(dir))
     return cg_err_set(CG_ERR_NOT_FOUND, "%s: not a folder (--from ogb expects an OGB dataset folder such as "
                       "ogbn-arxiv/, holding raw/ and split/)",
                       dir);
   char raw[4096], edge[4200], feat[4200], label[4200], nodes[4200], split_dir[4096];
-  TRY(graph_path_join(raw, sizeof raw, dir, "raw"));
+  TRY(import_path_join(raw, sizeof raw, dir, "raw"));
   TRY(find_csv(edge, sizeof edge, raw, "edge", 1));
   TRY(find_csv(feat, sizeof feat, raw, "node-feat", 1));
   TRY(find_csv(label, sizeof label, raw, "node-label", 1));
@@ -427,17 +427,17 @@ int graph_import_ogb(const struct graph_import_opts *o, struct graph *g, struct 
   }
   TRY(read_labels(label, g, o->num_classes, &rows));
   if (!have_count) n = g->n = rows;
-  if (!g->multilabel) TRY(graph_import_label_classes(g, o->num_classes, label));
+  if (!g->multilabel) TRY(import_label_classes(g, o->num_classes, label));
 
-  struct graph_edges e;
+  struct import_edges e;
   memset(&e, 0, sizeof e);
   int st = read_edges(edge, n, &e);
   if (st != CG_OK) {
-    graph_edges_free(&e);
+    import_edges_free(&e);
     return st;
   }
-  /* graph_edges_to_csr sets n, m, rowptr, colidx. */
-  TRY(graph_edges_to_csr(&e, n, edge, g, stats));
+  /* import_edges_to_csr sets n, m, rowptr, colidx. */
+  TRY(import_edges_to_csr(&e, n, edge, g, stats));
   TRY(read_features(feat, g, stats));
 
   g->split = cg_calloc((size_t)n, 1, "split");

@@ -1,4 +1,4 @@
-/* graph/tests/test_import_build.c — the importers' building blocks, without Python:
+/* import/tests/test_import_build.c — the importers' building blocks, without Python:
  * the float/integer parsers against strtof/strtoll, the (gzip) line reader across
  * chunk boundaries and on damaged files, the CSR builder against a sort-based
  * reference (across edge blocks), feature storage choices, the random split, and
@@ -20,8 +20,8 @@
 #include "core/philox.h"
 #include "core/status.h"
 #include "graph/graph.h"
-#include "graph/import.h"
-#include "graph/import_internal.h"
+#include "import/import.h"
+#include "import/import_internal.h"
 #include "core/progress.h"
 #include "graph_test_util.h"
 #include "import_test_util.h"
@@ -81,7 +81,7 @@ static void test_parse_f32_matches_strtof(void **state) {
     float ours = 0;
     char *end = NULL;
     float ref = strtof(buf, &end);
-    int rc = graph_parse_f32(&p, &ours);
+    int rc = import_parse_f32(&p, &ours);
     assert_int_equal(rc, 0);
     uint32_t a, b;
     memcpy(&a, &ours, 4);
@@ -95,7 +95,7 @@ static void test_parse_f32_matches_strtof(void **state) {
   assert_int_equal(worst, 0);
   const char *p = "x";
   float f;
-  assert_int_equal(graph_parse_f32(&p, &f), -1);
+  assert_int_equal(import_parse_f32(&p, &f), -1);
 }
 
 static void test_parse_i64(void **state) {
@@ -109,7 +109,7 @@ static void test_parse_i64(void **state) {
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
     const char *p = c[i].s;
     int64_t v = -1;
-    assert_int_equal(graph_parse_i64(&p, &v) == 0, c[i].ok);
+    assert_int_equal(import_parse_i64(&p, &v) == 0, c[i].ok);
     if (c[i].ok) assert_int_equal(v, c[i].v);
   }
 }
@@ -138,13 +138,13 @@ static char *make_text(size_t *len) {
 }
 
 static void check_lines(const char *path, const char *text, size_t len) {
-  struct graph_text t;
-  assert_int_equal(graph_text_open(&t, path), CG_OK);
+  struct import_text t;
+  assert_int_equal(import_text_open(&t, path), CG_OK);
   const char *q = text, *end = text + len;
   char *line;
   int64_t nlines = 0;
   int r;
-  while ((r = graph_text_next(&t, &line)) > 0) {
+  while ((r = import_text_next(&t, &line)) > 0) {
     const char *nl = memchr(q, '\n', (size_t)(end - q));
     size_t l = nl ? (size_t)(nl - q) : (size_t)(end - q);
     if (l && q[l - 1] == '\r') l--;
@@ -156,7 +156,7 @@ static void check_lines(const char *path, const char *text, size_t len) {
   }
   assert_int_equal(r, 0);
   assert_ptr_equal(q, end);
-  graph_text_close(&t);
+  import_text_close(&t);
 }
 
 static void test_text_reader(void **state) {
@@ -180,22 +180,22 @@ static void test_text_reader(void **state) {
       for (size_t i = gsize / 3; i < gsize / 3 + 64; i++) g[i] ^= 0xa5;
       assert_int_equal(gt_write(P(2, "bad.gz"), g, gsize), 0);
     }
-    struct graph_text t;
-    assert_int_equal(graph_text_open(&t, which ? P(2, "bad.gz") : P(2, "cut.gz")), CG_OK);
+    struct import_text t;
+    assert_int_equal(import_text_open(&t, which ? P(2, "bad.gz") : P(2, "cut.gz")), CG_OK);
     char *line;
     int r;
-    while ((r = graph_text_next(&t, &line)) > 0) {
+    while ((r = import_text_next(&t, &line)) > 0) {
     }
     printf("  -> %s\n", cg_err_msg());
     assert_int_equal(r, CG_ERR_FORMAT);
     assert_non_null(strstr(cg_err_msg(), which ? "bad.gz" : "cut.gz"));
     assert_non_null(strstr(cg_err_msg(), which ? "corrupt" : "truncated"));
-    graph_text_close(&t);
+    import_text_close(&t);
   }
   free(g);
   free(text);
-  struct graph_text t;
-  assert_int_equal(graph_text_open(&t, P(0, "nope.txt")), CG_ERR_NOT_FOUND);
+  struct import_text t;
+  assert_int_equal(import_text_open(&t, P(0, "nope.txt")), CG_ERR_NOT_FOUND);
 }
 
 /* ---- CSR builder -------------------------------------------------------------------------- */
@@ -252,22 +252,22 @@ static void build_and_compare(int64_t n, int64_t E, int use_alloc) {
     if (u[i] >= n - 2) u[i] = (int32_t)(n - 3); /* ids n-2, n-1: isolated */
     if (i % 97 == 0) v[i] = u[i];
   }
-  struct graph_edges e;
+  struct import_edges e;
   memset(&e, 0, sizeof e);
   if (use_alloc) {
-    assert_int_equal(graph_edges_alloc(&e, E), CG_OK);
+    assert_int_equal(import_edges_alloc(&e, E), CG_OK);
     for (int64_t i = 0; i < E; i++) {
-      e.u[i >> GRAPH_EDGE_BLOCK_SHIFT][i & (GRAPH_EDGE_BLOCK - 1)] = u[i];
-      e.v[i >> GRAPH_EDGE_BLOCK_SHIFT][i & (GRAPH_EDGE_BLOCK - 1)] = v[i];
+      e.u[i >> IMPORT_EDGE_BLOCK_SHIFT][i & (IMPORT_EDGE_BLOCK - 1)] = u[i];
+      e.v[i >> IMPORT_EDGE_BLOCK_SHIFT][i & (IMPORT_EDGE_BLOCK - 1)] = v[i];
     }
   } else {
-    for (int64_t i = 0; i < E; i++) assert_int_equal(graph_edges_push(&e, u[i], v[i]), CG_OK);
+    for (int64_t i = 0; i < E; i++) assert_int_equal(import_edges_push(&e, u[i], v[i]), CG_OK);
   }
   struct graph g;
   memset(&g, 0, sizeof g);
-  struct graph_import_stats st;
+  struct import_stats st;
   memset(&st, 0, sizeof st);
-  int rc = graph_edges_to_csr(&e, n, "test edges", &g, &st);
+  int rc = import_edges_to_csr(&e, n, "test edges", &g, &st);
   if (rc) cg_err_report("csr");
   assert_int_equal(rc, CG_OK);
   assert_null(e.u);
@@ -297,23 +297,23 @@ static void test_csr_builder(void **state) {
   build_and_compare(50, 400, 0);
   build_and_compare(3000, 60000, 1);
   /* Across an edge-block boundary. */
-  build_and_compare(200000, GRAPH_EDGE_BLOCK + 12345, 0);
-  build_and_compare(5000, GRAPH_EDGE_BLOCK + 777, 1);
+  build_and_compare(200000, IMPORT_EDGE_BLOCK + 12345, 0);
+  build_and_compare(5000, IMPORT_EDGE_BLOCK + 777, 1);
   /* A vertex id out of range names the source and the edge. */
-  struct graph_edges e;
+  struct import_edges e;
   memset(&e, 0, sizeof e);
-  assert_int_equal(graph_edges_push(&e, 0, 1), CG_OK);
-  assert_int_equal(graph_edges_push(&e, 2, 10), CG_OK);
+  assert_int_equal(import_edges_push(&e, 0, 1), CG_OK);
+  assert_int_equal(import_edges_push(&e, 2, 10), CG_OK);
   struct graph g;
   memset(&g, 0, sizeof g);
-  struct graph_import_stats st;
-  assert_int_equal(graph_edges_to_csr(&e, 10, "my.npz", &g, &st), CG_ERR_FORMAT);
+  struct import_stats st;
+  assert_int_equal(import_edges_to_csr(&e, 10, "my.npz", &g, &st), CG_ERR_FORMAT);
   assert_non_null(strstr(cg_err_msg(), "my.npz: vertex id out of range in edge 1 (2, 10): 10"));
   assert_null(e.u);
   assert_null(g.rowptr);
   /* No edges at all: every vertex isolated. */
   memset(&e, 0, sizeof e);
-  assert_int_equal(graph_edges_to_csr(&e, 4, "empty", &g, &st), CG_OK);
+  assert_int_equal(import_edges_to_csr(&e, 4, "empty", &g, &st), CG_OK);
   assert_int_equal(g.m, 0);
   assert_int_equal(st.isolated, 4);
   graph_free(&g);
@@ -342,11 +342,11 @@ static void test_feat_store(void **state) {
         memcpy(&bits, &x, 4);
         nz += bits != 0;
       }
-      struct graph_import_stats st;
+      struct import_stats st;
       memset(&st, 0, sizeof st);
-      assert_int_equal(graph_import_feat_store(&g, (enum graph_feat_storage)mode, &st), CG_OK);
+      assert_int_equal(import_feat_store(&g, (enum import_feat_storage)mode, &st), CG_OK);
       assert_int_equal(st.nonzero_feats, nz);
-      int want_sparse = mode == GRAPH_FEAT_SPARSE || (mode == GRAPH_FEAT_AUTO && !density);
+      int want_sparse = mode == IMPORT_FEAT_SPARSE || (mode == IMPORT_FEAT_AUTO && !density);
       assert_int_equal(g.sparse_feat, want_sparse);
       assert_int_equal(g.feat_nnz, want_sparse ? nz : n * f);
       float *back = malloc((size_t)(n * f) * sizeof *back);
@@ -371,7 +371,7 @@ static void test_random_split(void **state) {
     g.labels[u] = u % 10 == 3 ? -1 : (int32_t)(u % 3);
     L += g.labels[u] >= 0;
   }
-  assert_int_equal(graph_import_random_split(&g, 5), CG_OK);
+  assert_int_equal(import_random_split(&g, 5), CG_OK);
   int64_t cnt[4] = {0, 0, 0, 0};
   for (int64_t u = 0; u < g.n; u++) {
     cnt[g.split[u]]++;
@@ -419,10 +419,10 @@ static void test_edgelist_import(void **state) {
   assert_int_equal(it_write_npy(P(1, "X.npy"), "<f4", shape2, x, (size_t)(n * f) * 4), 0);
   assert_int_equal(it_write_npy(P(2, "Y.npy"), "<i4", shape1, y, (size_t)n * 4), 0);
   assert_int_equal(it_write_npy(P(3, "S.npy"), "|u1", shape1, s, (size_t)n), 0);
-  struct graph_import_opts o = {.input = pbuf[0], .features = pbuf[1], .labels = pbuf[2], .split = pbuf[3]};
+  struct import_opts o = {.input = pbuf[0], .features = pbuf[1], .labels = pbuf[2], .split = pbuf[3]};
   struct graph g;
-  struct graph_import_stats st;
-  int rc = graph_import("edgelist", &o, &g, &st);
+  struct import_stats st;
+  int rc = import_graph("edgelist", &o, &g, &st);
   if (rc) cg_err_report("edgelist");
   assert_int_equal(rc, CG_OK);
   assert_string_equal(g.name, "graph"); /* graph.el.gz without its extensions */
@@ -448,9 +448,9 @@ static void test_edgelist_import(void **state) {
   assert_non_null(fl);
   fputs("# only loops\n3 3\n7 7\n", fl);
   fclose(fl);
-  struct graph_import_opts o2 = o;
+  struct import_opts o2 = o;
   o2.input = pbuf[4];
-  assert_int_equal(graph_import("edgelist", &o2, &g, &st), CG_OK);
+  assert_int_equal(import_graph("edgelist", &o2, &g, &st), CG_OK);
   assert_int_equal(g.m, 0);
   int noted = 0;
   for (int i = 0; i < st.nnotes; i++) noted |= strstr(st.notes[i], "holds no edge") != NULL;
@@ -460,23 +460,23 @@ static void test_edgelist_import(void **state) {
   /* A label without a vertex in a split, and a split value out of range. */
   s[9] = 1;
   assert_int_equal(it_write_npy(P(3, "S.npy"), "|u1", shape1, s, (size_t)n), 0);
-  assert_int_equal(graph_import("edgelist", &o, &g, NULL), CG_ERR_FORMAT);
+  assert_int_equal(import_graph("edgelist", &o, &g, NULL), CG_ERR_FORMAT);
   assert_non_null(strstr(cg_err_msg(), "S.npy: vertex 9 is in the train split but has no label (-1 in"));
   s[9] = 4;
   assert_int_equal(it_write_npy(P(3, "S.npy"), "|u1", shape1, s, (size_t)n), 0);
-  assert_int_equal(graph_import("edgelist", &o, &g, NULL), CG_ERR_FORMAT);
+  assert_int_equal(import_graph("edgelist", &o, &g, NULL), CG_ERR_FORMAT);
   assert_non_null(strstr(cg_err_msg(), "S.npy: split value 4 at vertex 9"));
   /* Labels of the wrong dtype and features of the wrong rank. */
   assert_int_equal(it_write_npy(P(2, "Y.npy"), "<f4", shape1, x, (size_t)n * 4), 0);
-  assert_int_equal(graph_import("edgelist", &o, &g, NULL), CG_ERR_FORMAT);
+  assert_int_equal(import_graph("edgelist", &o, &g, NULL), CG_ERR_FORMAT);
   assert_non_null(strstr(cg_err_msg(), "Y.npy: wrong dtype '<f4' for labels"));
   assert_int_equal(it_write_npy(P(1, "X.npy"), "<f4", "(20000,)", x, (size_t)(n * f) * 4), 0);
-  assert_int_equal(graph_import("edgelist", &o, &g, NULL), CG_ERR_FORMAT);
+  assert_int_equal(import_graph("edgelist", &o, &g, NULL), CG_ERR_FORMAT);
   assert_non_null(strstr(cg_err_msg(), "X.npy: wrong shape (20000,), expected (*, *)"));
   /* Missing --labels; unknown source. */
   o.labels = NULL;
-  assert_int_equal(graph_import("edgelist", &o, &g, NULL), CG_ERR_ARG);
-  assert_int_equal(graph_import("planetoid", &o, &g, NULL), CG_ERR_ARG);
+  assert_int_equal(import_graph("edgelist", &o, &g, NULL), CG_ERR_ARG);
+  assert_int_equal(import_graph("planetoid", &o, &g, NULL), CG_ERR_ARG);
   assert_non_null(strstr(cg_err_msg(), "unknown source format 'planetoid'"));
   free(back);
   free(rp);
