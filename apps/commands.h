@@ -28,11 +28,11 @@ int cli_check_value(const char *cmd, int argc, char **argv, int ind, const char 
 void cli_options_done(void);
 /* The usage error for an option getopt did not accept (`name` as written): a switch
  * given a value ("--layernorm=false") is told so, anything else is unknown. */
+struct option;
+int cli_bad_option(const char *cmd, const char *name, const struct option *longopts);
 /* Where a command reports what it wrote: stderr when `output` is stdout itself
  * (-o /dev/stdout), so the report does not end up inside the file; else stdout. */
 FILE *cli_report_stream(const char *output);
-struct option;
-int cli_bad_option(const char *cmd, const char *name, const struct option *longopts);
 
 int cmd_train(int argc, char **argv);
 void cmd_train_usage(FILE *out);
