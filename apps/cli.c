@@ -1,7 +1,13 @@
-/* apps/cli.c — the error lines every subcommand prints (one line, then an exit status). */
+/* apps/cli.c — the error lines every subcommand prints (one line, then an exit status),
+ * and the parsers of numeric option values that all subcommands share. */
+#include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <getopt.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -61,4 +67,68 @@ FILE *cli_report_stream(const char *output) {
       out.st_ino == std.st_ino)
     return stderr;
   return stdout;
+}
+
+/* Option values are parsed whole: strtoll/strtoull/strtod skip leading white space
+ * (trailing white space was always refused), and strtoull takes "-1" and " -1" as
+ * 2^64 - 1. So a value may not start with white space, nor an unsigned one with '-'. */
+static int value_starts_ok(const char *s) { return s[0] != '\0' && !isspace((unsigned char)s[0]); }
+
+/* The whole of `s` as a base-10 integer in [lo, hi]. */
+static int parse_signed(const char *s, long long lo, long long hi, long long *out) {
+  if (!value_starts_ok(s)) return -1;
+  char *end = NULL;
+  errno = 0;
+  const long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end != '\0' || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+int cli_parse_int(const char *cmd, const char *opt, const char *s, int *out) {
+  long long v;
+  if (parse_signed(s, INT_MIN, INT_MAX, &v) != 0)
+    return cli_usage_error(cmd, "%s '%s': expected an integer", opt, s);
+  *out = (int)v;
+  return 0;
+}
+
+int cli_parse_int_in(const char *cmd, const char *opt, const char *s, int lo, int hi, int *out) {
+  long long v;
+  if (parse_signed(s, lo, hi, &v) != 0)
+    return cli_usage_error(cmd, "%s '%s': expected an integer in [%d, %d]", opt, s, lo, hi);
+  *out = (int)v;
+  return 0;
+}
+
+int cli_parse_i64(const char *cmd, const char *opt, const char *s, int64_t *out) {
+  long long v;
+  if (parse_signed(s, INT64_MIN, INT64_MAX, &v) != 0)
+    return cli_usage_error(cmd, "%s '%s': expected an integer", opt, s);
+  *out = (int64_t)v;
+  return 0;
+}
+
+int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out) {
+  char *end = NULL;
+  unsigned long long v = 0;
+  errno = 0;
+  /* no '-' at all: strtoull negates "-1" into 2^64 - 1 instead of failing */
+  if (value_starts_ok(s) && s[0] != '-') v = strtoull(s, &end, 10);
+  if (!end || errno || end == s || *end != '\0')
+    return cli_usage_error(cmd, "%s '%s': expected a non-negative integer", opt, s);
+  *out = (uint64_t)v;
+  return 0;
+}
+
+int cli_parse_float(const char *cmd, const char *opt, const char *s, float *out) {
+  char *end = NULL;
+  double v = 0.0;
+  errno = 0;
+  if (value_starts_ok(s)) v = strtod(s, &end);
+  /* finite as a float too: "1e39" is a double but would become inf */
+  if (!end || errno || end == s || *end != '\0' || !isfinite(v) || !isfinite((float)v))
+    return cli_usage_error(cmd, "%s '%s': expected a number", opt, s);
+  *out = (float)v;
+  return 0;
 }

@@ -62,16 +62,6 @@ static void cmd_convert_usage(FILE *out) {
 
 #define usage_error(...) cli_usage_error("convert", __VA_ARGS__)
 
-static int parse_u64(const char *opt, const char *s, uint64_t *out) {
-  char *end = NULL;
-  errno = 0;
-  if (s[0] == '-') return usage_error("%s '%s': expected a non-negative integer", opt, s);
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || *end != '\0') return usage_error("%s '%s': expected a non-negative integer", opt, s);
-  *out = (uint64_t)v;
-  return 0;
-}
-
 enum {
   OPT_FROM = 256, OPT_INPUT, OPT_OUTPUT, OPT_FEATURES, OPT_LABELS, OPT_SPLIT, OPT_SEED, OPT_CLASSES,
   OPT_OGB_SPLIT, OPT_NAME, OPT_FEAT_STORAGE, OPT_QUIET
@@ -105,9 +95,9 @@ int cmd_convert(int argc, char **argv) {
       case OPT_FEATURES: o.features = optarg; break;
       case OPT_LABELS: o.labels = optarg; break;
       case OPT_SPLIT: o.split = optarg; break;
-      case OPT_SEED: rc = parse_u64("--seed", optarg, &o.seed); break;
+      case OPT_SEED: rc = cli_parse_u64("convert", "--seed", optarg, &o.seed); break;
       case OPT_CLASSES:
-        rc = parse_u64("--classes", optarg, &classes);
+        rc = cli_parse_u64("convert", "--classes", optarg, &classes);
         if (!rc && (classes < 1 || classes >= ((uint64_t)1 << 31)))
           rc = usage_error("--classes '%s': expected 1 <= C < 2^31", optarg);
         o.num_classes = (int64_t)classes;

@@ -2,7 +2,6 @@
  * partition set, print its statistics (and optionally write them as JSON, and check
  * every rank's local graph and exchange plans). Usage errors return 2, runtime
  * failures 1, each with one line "capgnn: error: ..." on stderr. */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -50,27 +49,6 @@ static void cmd_partition_usage(FILE *out) {
 
 #define runtime_error cli_runtime_error
 
-static int parse_ll(const char *opt, const char *s, long long lo, long long hi, long long *out) {
-  char *end = NULL;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end != '\0' || v < lo || v > hi)
-    return usage_error("%s '%s': expected an integer in [%lld, %lld]", opt, s, lo, hi);
-  *out = v;
-  return 0;
-}
-
-static int parse_u64(const char *opt, const char *s, uint64_t *out) {
-  char *end = NULL;
-  errno = 0;
-  if (s[0] == '-') return usage_error("%s '%s': expected a non-negative integer", opt, s);
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || *end != '\0')
-    return usage_error("%s '%s': expected a non-negative integer", opt, s);
-  *out = (uint64_t)v;
-  return 0;
-}
-
 /* Every rank's local graph (GCN operator with self-loops, what training uses by
  * default), each checked, then all plans against each other. */
 static int check_all_ranks(const struct graph *g, const int32_t *owner, int nparts) {
@@ -109,7 +87,7 @@ int cmd_partition(int argc, char **argv) {
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *graph_name = NULL, *json = NULL, *cache = NULL;
-  long long parts = 0, hops = 1;
+  int parts = 0, hops = 1;
   uint64_t seed = 1;
   enum part_method method = PART_METIS;
   int no_cache = 0, check = 0, quiet = 0, c, rc = 0;
@@ -120,13 +98,13 @@ int cmd_partition(int argc, char **argv) {
     switch (c) {
       case 'h': cmd_partition_usage(stdout); return CAPGNN_EXIT_OK;
       case OPT_GRAPH: graph_name = optarg; break;
-      case OPT_PARTS: rc = parse_ll("--parts", optarg, 1, INT_MAX, &parts); break;
+      case OPT_PARTS: rc = cli_parse_int_in("partition", "--parts", optarg, 1, INT_MAX, &parts); break;
       case OPT_METHOD:
         if (part_method_parse(optarg, &method) != CG_OK)
           rc = usage_error("--method '%s': expected metis or random", optarg);
         break;
-      case OPT_SEED: rc = parse_u64("--seed", optarg, &seed); break;
-      case OPT_HOPS: rc = parse_ll("--hops", optarg, 1, 2, &hops); break;
+      case OPT_SEED: rc = cli_parse_u64("partition", "--seed", optarg, &seed); break;
+      case OPT_HOPS: rc = cli_parse_int_in("partition", "--hops", optarg, 1, 2, &hops); break;
       case OPT_JSON: json = optarg; break;
       case OPT_CACHE: cache = optarg; break;
       case OPT_NO_CACHE: no_cache = 1; break;
@@ -156,7 +134,7 @@ int cmd_partition(int argc, char **argv) {
     st = cg_err_set(CG_ERR_NOMEM, "out of memory for the owners of %lld vertices", (long long)g.n);
     goto done;
   }
-  struct part_options o = {.method = method, .nparts = (int)parts, .seed = seed};
+  struct part_options o = {.method = method, .nparts = parts, .seed = seed};
   if (no_cache) st = part_assign(&g, &o, owner);
   else st = part_assign_cached(&g, &o, cache, owner, &reused);
   if (st != CG_OK) goto done;
@@ -168,7 +146,7 @@ int cmd_partition(int argc, char **argv) {
       printf("partition set: %s (%s)\n", path,
              reused ? "reused" : access(path, R_OK) == 0 ? "computed" : "computed, not saved");
   }
-  st = part_stats_compute(&g, owner, (int)parts, (int)hops, &s);
+  st = part_stats_compute(&g, owner, parts, hops, &s);
   if (st != CG_OK) goto done;
   snprintf(s.method, sizeof s.method, "%s", part_method_name(method));
   part_stats_print(stdout, &s);
@@ -176,7 +154,7 @@ int cmd_partition(int argc, char **argv) {
     st = part_stats_write_json(&s, json);
     if (st != CG_OK) goto done;
   }
-  if (check) st = check_all_ranks(&g, owner, (int)parts);
+  if (check) st = check_all_ranks(&g, owner, parts);
 done:
   part_stats_free(&s);
   free(owner);

@@ -108,47 +108,6 @@ enum {
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
 
-static int parse_int(const char *opt, const char *s, int *out) {
-  char *end = NULL;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end != '\0' || v < INT_MIN || v > INT_MAX)
-    return usage_error("%s '%s': expected an integer", opt, s);
-  *out = (int)v;
-  return 0;
-}
-
-static int parse_i64(const char *opt, const char *s, int64_t *out) {
-  char *end = NULL;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end != '\0') return usage_error("%s '%s': expected an integer", opt, s);
-  *out = v;
-  return 0;
-}
-
-static int parse_u64(const char *opt, const char *s, uint64_t *out) {
-  char *end = NULL;
-  errno = 0;
-  const char *p = s;
-  while (*p == ' ' || *p == '\t') p++;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (*p == '-' || errno || end == s || *end != '\0')
-    return usage_error("%s '%s': expected an unsigned integer", opt, s);
-  *out = v;
-  return 0;
-}
-
-static int parse_float(const char *opt, const char *s, float *out) {
-  char *end = NULL;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end != '\0' || !isfinite(v))
-    return usage_error("%s '%s': expected a number", opt, s);
-  *out = (float)v;
-  return 0;
-}
-
 static int cmd_train_parsed(int argc, char **argv, const struct option *longopts, const char *const *files,
                             int nfiles);
 
@@ -438,11 +397,11 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         else if (strcmp(optarg, "sage") == 0 || strcmp(optarg, "graphsage") == 0) cfg.model = RT_MODEL_SAGE;
         else rc = usage_error("--model '%s': expected gcn or sage", optarg);
         break;
-      case OPT_LAYERS: rc = parse_int("--layers", optarg, &cfg.layers); break;
-      case OPT_HIDDEN: rc = parse_i64("--hidden", optarg, &cfg.hidden); break;
-      case OPT_DROPOUT: rc = parse_float("--dropout", optarg, &cfg.dropout); break;
+      case OPT_LAYERS: rc = cli_parse_int("train", "--layers", optarg, &cfg.layers); break;
+      case OPT_HIDDEN: rc = cli_parse_i64("train", "--hidden", optarg, &cfg.hidden); break;
+      case OPT_DROPOUT: rc = cli_parse_float("train", "--dropout", optarg, &cfg.dropout); break;
       case OPT_INPUT_DROPOUT:
-        rc = parse_float("--input-dropout", optarg, &cfg.input_dropout);
+        rc = cli_parse_float("train", "--input-dropout", optarg, &cfg.input_dropout);
         if (rc == 0 && !(cfg.input_dropout >= 0.0f && cfg.input_dropout < 1.0f))
           rc = usage_error("--input-dropout %s: expected a probability in [0, 1)", optarg);
         break;
@@ -452,19 +411,19 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         else if (strcmp(optarg, "adamw") == 0) cfg.optimizer = RT_OPT_ADAMW;
         else rc = usage_error("--optimizer '%s': expected adam or adamw", optarg);
         break;
-      case OPT_LR: rc = parse_float("--lr", optarg, &cfg.lr); break;
-      case OPT_WD: rc = parse_float("--weight-decay", optarg, &cfg.weight_decay); break;
+      case OPT_LR: rc = cli_parse_float("train", "--lr", optarg, &cfg.lr); break;
+      case OPT_WD: rc = cli_parse_float("train", "--weight-decay", optarg, &cfg.weight_decay); break;
       case OPT_WD_SCOPE:
         if (strcmp(optarg, "all") == 0) cfg.wd_scope = RT_WD_ALL;
         else if (strcmp(optarg, "first") == 0) cfg.wd_scope = RT_WD_FIRST;
         else rc = usage_error("--wd-scope '%s': expected all or first", optarg);
         break;
-      case OPT_EPOCHS: rc = parse_int("--epochs", optarg, &cfg.epochs); break;
-      case OPT_EVAL_EVERY: rc = parse_int("--eval-every", optarg, &cfg.eval_every); break;
-      case OPT_SEED: rc = parse_u64("--seed", optarg, &cfg.seed); break;
+      case OPT_EPOCHS: rc = cli_parse_int("train", "--epochs", optarg, &cfg.epochs); break;
+      case OPT_EVAL_EVERY: rc = cli_parse_int("train", "--eval-every", optarg, &cfg.eval_every); break;
+      case OPT_SEED: rc = cli_parse_u64("train", "--seed", optarg, &cfg.seed); break;
       case OPT_DEVICE: cfg.device = optarg; break;
       case OPT_THREADS:
-        rc = parse_int("--threads", optarg, &cfg.threads);
+        rc = cli_parse_int("train", "--threads", optarg, &cfg.threads);
         if (rc == 0 && (cfg.threads < 0 || cfg.threads > 4096))
           rc = usage_error("--threads %d: expected an integer in [0, 4096] (0 = all cores)", cfg.threads);
         break;
@@ -472,14 +431,16 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_METRICS: cfg.metrics_path = optarg; break;
       case OPT_QUIET: cfg.quiet = 1; break;
       case OPT_CHECKPOINT: cfg.checkpoint_path = optarg; break;
-      case OPT_CHECKPOINT_EVERY: rc = parse_int("--checkpoint-every", optarg, &cfg.checkpoint_every); break;
+      case OPT_CHECKPOINT_EVERY:
+        rc = cli_parse_int("train", "--checkpoint-every", optarg, &cfg.checkpoint_every);
+        break;
       case OPT_RESUME: cfg.resume_path = optarg; break;
       case OPT_PRINT_CONFIG: print = 1; break;
       case OPT_PARTITION:
         if (strcmp(optarg, "metis") == 0 || strcmp(optarg, "random") == 0) par.partition = optarg;
         else rc = usage_error("--partition '%s': expected metis or random", optarg);
         break;
-      case OPT_PART_SEED: rc = parse_u64("--part-seed", optarg, &par.part_seed); break;
+      case OPT_PART_SEED: rc = cli_parse_u64("train", "--part-seed", optarg, &par.part_seed); break;
       case OPT_PART_CACHE: par.part_cache = optarg; break;
       case OPT_NO_PART_CACHE: par.no_part_cache = 1; break;
       case OPT_COMM:

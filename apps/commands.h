@@ -5,6 +5,7 @@
 #ifndef CAPGNN_APPS_COMMANDS_H
 #define CAPGNN_APPS_COMMANDS_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #define CAPGNN_EXIT_OK 0
@@ -28,11 +29,29 @@ int cli_check_value(const char *cmd, int argc, char **argv, int ind, const char 
 void cli_options_done(void);
 /* The usage error for an option getopt did not accept (`name` as written): a switch
  * given a value ("--layernorm=false") is told so, anything else is unknown. */
+struct option;
+int cli_bad_option(const char *cmd, const char *name, const struct option *longopts);
 /* Where a command reports what it wrote: stderr when `output` is stdout itself
  * (-o /dev/stdout), so the report does not end up inside the file; else stdout. */
 FILE *cli_report_stream(const char *output);
-struct option;
-int cli_bad_option(const char *cmd, const char *name, const struct option *longopts);
+
+/* Numeric option values, for every subcommand: `s` is the value of option `opt`
+ * (as the message names it, e.g. "--seed") of command `cmd`. The whole word is the
+ * number, in base 10 (a leading '+' is allowed; white space is not). On success
+ * *out is set and 0 returned; otherwise *out is left alone and the usage error
+ * "OPT 'S': expected ..." is printed (naming the settings file the value came
+ * from, see cli_usage_error) and CAPGNN_EXIT_USAGE returned.
+ *   cli_parse_int     an int                   "expected an integer"
+ *   cli_parse_int_in  an int in [lo, hi]       "expected an integer in [LO, HI]"
+ *   cli_parse_i64     an int64_t               "expected an integer"
+ *   cli_parse_u64     a uint64_t, no '-' sign  "expected a non-negative integer"
+ *   cli_parse_float   a float, finite once     "expected a number"
+ *                     rounded to float (no nan, inf or 1e39) */
+int cli_parse_int(const char *cmd, const char *opt, const char *s, int *out);
+int cli_parse_int_in(const char *cmd, const char *opt, const char *s, int lo, int hi, int *out);
+int cli_parse_i64(const char *cmd, const char *opt, const char *s, int64_t *out);
+int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out);
+int cli_parse_float(const char *cmd, const char *opt, const char *s, float *out);
 
 int cmd_train(int argc, char **argv);
 void cmd_train_usage(FILE *out);

@@ -1,4 +1,4 @@
-/* apps/tests/test_cli_data.c — the data commands through the real `capgnn` binary:
+/* tests/test_cli_data.c — the data commands through the real `capgnn` binary:
  * gen -> info, convert (report, malformed input, no partial output, usage errors),
  * `--graph NAME` for a missing dataset (download + convert instructions), and
  * --config with command-line overrides resolved by --print-config for every file

@@ -1,4 +1,4 @@
-/* runtime/tests/test_cli.c — the `capgnn` command as a user meets it.
+/* tests/test_cli.c — the `capgnn` command as a user meets it.
  * Usage: test_cli PATH_TO_CAPGNN
  * Bad options and bad files: the right exit code (2 usage, 1 runtime failure) and
  * exactly one "error:" line on stderr, never a crash. A 3-epoch synth:tiny run

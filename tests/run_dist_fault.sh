@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# runtime/tests/run_dist_fault.sh MPIEXEC CAPGNN MODE [EXPECTED_TEXT...]
+# tests/run_dist_fault.sh MPIEXEC CAPGNN MODE [EXPECTED_TEXT...]
 # Runs `capgnn` on 2 ranks where rank 1 fails on purpose (CAPGNN_TEST_FAIL_RANK=1,
 # CAPGNN_TEST_FAIL_AT=MODE, see runtime/dist.h):
 #   setup  rank 1 cannot open the graph: every rank must leave set-up with exit code 1

@@ -1,4 +1,4 @@
-/* runtime/tests/test_dist_cli.c — the `capgnn` binary under mpiexec, end to end.
+/* tests/test_dist_cli.c — the `capgnn` binary under mpiexec, end to end.
  *
  *   test_dist_cli CAPGNN MPIEXEC
  *
