@@ -11,9 +11,9 @@
  *   Row types are cached by width (layers alternate between a few widths).
  * - CPU backend: MPI reads the gathered rows and writes x's halo block directly
  *   (backend memory is host memory). Device backends use the path chosen at create
- *   (mpi/gpu.c): NCCL or CUDA-aware MPI on device buffers, or staging through host
- *   buffers (pinned, async copies on the backend stream). Everything is allocated
- *   at create; nothing per exchange.
+ *   (mpi/path.c): NCCL or CUDA-aware MPI on device buffers, or staging through host
+ *   buffers (pinned, async copies on the backend stream; mpi/staging.c). Everything
+ *   is allocated at create; nothing per exchange.
  * - Received forward rows land straight in x's halo block on every path (it is one
  *   contiguous block per peer), so no path needs a copy that another avoids.
  * - MPI_CUDA uses MPI_Isend/MPI_Irecv: CUDA-aware Open MPI takes device buffers in
@@ -35,6 +35,9 @@
 #include "core/status.h"
 #include "core/timer.h"
 #include "mpi/comm_internal.h"
+#include "mpi/nccl_internal.h"
+#include "mpi/path_internal.h"
+#include "mpi/staging_internal.h"
 
 #define HALO_TYPE_CACHE 8
 
