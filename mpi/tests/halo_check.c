@@ -79,7 +79,7 @@ static void check_x(const struct hc_case *k, const float *x, int64_t cols, uint6
 
 /* What the owner's row of dx (gid) holds after the backward exchange: its own value
  * plus one block per rank holding it as halo, added in ascending rank order (the
- * order comm_halo_backward_end promises). */
+ * order comm_halo_end promises backward). */
 static float dx_sum(const struct hc_case *k, uint64_t salt, int64_t gid, int64_t j) {
   int P = comm_size(k->c), owner = k->g.owner[gid];
   float v = hval(salt, ROLE_DXI, gid, j);
@@ -138,12 +138,12 @@ uint64_t hc_halo_workout(const struct hc_case *k, struct cg_backend *be, struct 
   MT_OK(be->upload(be, dm[0], hm[0], n * sizeof(float)));
   MT_OK(be->upload(be, dm[1], hm[1], n * sizeof(float)));
   comm_stats_reset(c);
-  MT_OK(comm_halo_forward_begin(h, dm[0], cols));
+  MT_OK(comm_halo_begin(h, CG_HALO_FORWARD, dm[0], cols));
   MT_OK(comm_barrier(c));
-  MT_OK(comm_halo_forward_end(h, dm[0], cols));
-  MT_OK(comm_halo_backward_begin(h, dm[1], cols));
+  MT_OK(comm_halo_end(h, CG_HALO_FORWARD, dm[0], cols));
+  MT_OK(comm_halo_begin(h, CG_HALO_BACKWARD, dm[1], cols));
   MT_OK(comm_barrier(c));
-  MT_OK(comm_halo_backward_end(h, dm[1], cols));
+  MT_OK(comm_halo_end(h, CG_HALO_BACKWARD, dm[1], cols));
   MT_OK(be->download(be, hm[0], dm[0], n * sizeof(float)));
   MT_OK(be->download(be, hm[1], dm[1], n * sizeof(float)));
   check_x(k, hm[0], cols, salt, tag, "forward");
@@ -166,13 +166,13 @@ uint64_t hc_halo_workout(const struct hc_case *k, struct cg_backend *be, struct 
   fill_dx(k, hm[2], cols, salt + 4);
   fill_dx(k, hm[3], cols, salt + 5);
   for (int i = 0; i < 4; i++) MT_OK(be->upload(be, dm[i], hm[i], n * sizeof(float)));
-  MT_OK(comm_halo_forward(h, dm[0], cols));
-  MT_OK(comm_halo_forward(h, dm[1], cols));
-  MT_OK(comm_halo_backward(h, dm[2], cols));
-  MT_OK(comm_halo_backward(h, dm[3], cols));
+  MT_OK(comm_halo_exchange(h, CG_HALO_FORWARD, dm[0], cols));
+  MT_OK(comm_halo_exchange(h, CG_HALO_FORWARD, dm[1], cols));
+  MT_OK(comm_halo_exchange(h, CG_HALO_BACKWARD, dm[2], cols));
+  MT_OK(comm_halo_exchange(h, CG_HALO_BACKWARD, dm[3], cols));
   /* the sums just added into dm[2]'s inner rows, shipped: the gather must wait for the
    * scatter-add still queued on the stream */
-  MT_OK(comm_halo_forward(h, dm[2], cols));
+  MT_OK(comm_halo_exchange(h, CG_HALO_FORWARD, dm[2], cols));
   for (int i = 0; i < 4; i++) MT_OK(be->download(be, hm[i], dm[i], n * sizeof(float)));
   check_x(k, hm[0], cols, salt + 2, tag, "forward (1st of 2 back to back)");
   check_x(k, hm[1], cols, salt + 3, tag, "forward (2nd of 2 back to back)");

@@ -5,8 +5,8 @@
  * (salt, global id, column), so every rank knows what every row must hold. Forward:
  * each halo row must equal its owner's row. Backward: each inner row must equal its
  * own value plus the halo values of the ranks holding it, added one rank at a time in
- * ascending rank order in float arithmetic — the order comm_halo_backward_end
- * promises — so the expected result is exact and the same for every backend and path
+ * ascending rank order in float arithmetic — the order comm_halo_end promises
+ * backward — so the expected result is exact and the same for every backend and path
  * (a different order or a lost block shows up as a wrong bit). Rounds run non-blocking
  * (a barrier between begin and end) and back to back on two matrices with no host
  * synchronisation in between, which catches a staged path that reuses a host buffer
