@@ -20,7 +20,7 @@
 
 #include "core/ops.h"
 #include "halo_fixture.h"
-#include "mpi/comm.h"
+#include "mpi/comm.h" /* and core/exchange.h, the seam */
 
 struct hc_case {
   struct comm *c;
@@ -37,6 +37,13 @@ void hc_case_free(struct hc_case *k);
  * Returns an FNV-1a hash of every value read back. */
 uint64_t hc_halo_workout(const struct hc_case *k, struct cg_backend *be, struct comm_halo *h,
                          int64_t cols, uint64_t salt);
+
+/* The same workout through the seam: ex (comm_exchange_create over k->l.plan and be)
+ * must give exactly what comm_halo gives, so with the same salt the hash equals
+ * hc_halo_workout's. Also checks the seam's counters (halo bytes = forward + backward
+ * bytes sent, no all-reduce bytes, no cache). */
+uint64_t hc_exchange_workout(const struct hc_case *k, struct cg_backend *be, struct cg_exchange *ex,
+                             int64_t cols, uint64_t salt);
 
 /* Two all-reduces of n integer-valued floats (exact in any summation order) through
  * g (created over be for n values), checked after each; returns a hash of the result. */
