@@ -1,4 +1,8 @@
-/* mpi/comm.c — MPI start-up, node layout, small host collectives, counters. */
+/* mpi/comm.c — MPI start-up, node layout, small host collectives, counters.
+ *
+ * The base layer of mpi/: it calls no other file of the module. What the others
+ * start and MPI must outlive (NCCL) they register with comm_on_finalize, so that
+ * comm_finalize can stop it first without knowing what it is. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -19,6 +23,16 @@ int comm_mpi_error(int rc, const char *call, const char *file, int line) {
     msg[len] = '\0';
   const char *base = strrchr(file, '/');
   return cg_err_set(CG_ERR_MPI, "%s failed at %s:%d: %s", call, base ? base + 1 : file, line, msg);
+}
+
+int comm_on_finalize(struct comm *c, void (*fn)(struct comm *c)) {
+  for (int i = 0; i < c->nrelease; i++)
+    if (c->release[i] == fn) return CG_OK;
+  if (c->nrelease == COMM_MAX_RELEASE)
+    return cg_err_set(CG_ERR_INTERNAL, "comm_on_finalize: all %d release slots are taken",
+                      COMM_MAX_RELEASE);
+  c->release[c->nrelease++] = fn;
+  return CG_OK;
 }
 
 /* Number of emulated nodes per host from CAPGNN_EMULATE_NODES (1 when unset). */
@@ -163,7 +177,8 @@ void comm_finalize(struct comm **cp) {
   if (!cp || !*cp) return;
   struct comm *c = *cp;
   int we_init = c->we_initialised;
-  comm_gpu_release(c); /* NCCL was started after MPI: stop it before MPI */
+  /* what was started after MPI (NCCL) stops before MPI, last started first */
+  for (int i = c->nrelease - 1; i >= 0; i--) c->release[i](c);
   comm_free_comms(c);
   cg_free(c);
   *cp = NULL;

@@ -245,45 +245,48 @@ int comm_halo_create(struct comm *c, struct cg_backend *be, const struct comm_ha
                      int64_t max_cols, struct comm_halo **out);
 void comm_halo_destroy(struct comm_halo **h); /* accepts NULL; sets *h to NULL */
 
-/* Forward: owners send their boundary rows, halo rows get filled.
+/* One halo exchange, in either direction (enum cg_halo_dir, core/exchange.h):
+ *  CG_HALO_FORWARD   owners send their boundary rows; x's halo rows get filled:
+ *    received rows are in x rows [n_inner, n_inner + sum recv_count) for every later
+ *    op on the backend stream.
+ *  CG_HALO_BACKWARD  the gradients of halo rows go back to their owners, which ADD
+ *    them to their inner rows (the reverse of the forward plan: x rows [n_inner, ...)
+ *    are sent). end adds each received block into x's inner rows with
+ *    be->scatter_add_rows, one call per peer in ascending peer order, so the result
+ *    does not depend on arrival order (an inner row held by several peers receives
+ *    from each). Halo rows of x are left as they were.
  * x is backend memory of (n_inner + n_halo) x cols floats, row stride cols,
- * 1 <= cols <= max_cols. begin gathers the send rows (be->gather_rows on the
- * backend stream) and starts the transfer; end completes it, so that the received
- * rows are in x rows [n_inner, n_inner + sum recv_count) for every later op on the
- * backend stream. Per path (fixed at create, see enum comm_path):
+ * 1 <= cols <= max_cols. begin starts the transfer (forward: after gathering the send
+ * rows with be->gather_rows on the backend stream); end completes it. Per path (fixed
+ * at create, see enum comm_path), the same in both directions:
  *  HOST: after be->sync, a non-blocking neighbourhood all-to-all
- *    (MPI_Ineighbor_alltoallv) from the gathered rows straight into x; end waits.
+ *    (MPI_Ineighbor_alltoallv) between backend memory directly; end waits.
  *  MPI_CUDA: the same with device pointers, but as MPI_Irecv/MPI_Isend per
  *    neighbour (CUDA-aware MPI supports device buffers in point-to-point calls,
  *    not in non-blocking collectives); in a job where some rank uses MPI_CUDA,
  *    every rank's exchange of that object uses point-to-point calls, so they match.
- *  MPI_STAGED: async copy of the gathered rows to pinned host memory, stream sync,
- *    neighbourhood all-to-all between host buffers; end waits and enqueues the
- *    async copy into x (wrapped backends: be->download / be->upload).
+ *  MPI_STAGED: async copy of the rows to send to pinned host memory, stream sync,
+ *    neighbourhood all-to-all between host buffers; end waits and enqueues the async
+ *    copy of the received rows to their place (wrapped backends: be->download /
+ *    be->upload).
  *  NCCL: one group of ncclSend/ncclRecv per neighbour, enqueued on the backend
- *    stream, received straight into x; begin returns at once, end does nothing
- *    (stream order does the rest).
- * x is not const in begin because MPI or NCCL may write the halo rows any time
- * before end returns. Between begin and end,
- * x's halo rows must not be used; inner rows may be read and x must stay
- * allocated. end must get the same x and cols as begin. One exchange (forward or backward) per
- * object in flight; every rank calls begin/end in the same order (collective). */
-int comm_halo_forward_begin(struct comm_halo *h, float *x, int64_t cols);
-int comm_halo_forward_end(struct comm_halo *h, float *x, int64_t cols);
-
-/* Backward: the gradients of halo rows go back to their owners, which ADD them to
- * their inner rows. dx is laid out like x. begin sends dx rows [n_inner, ...)
- * (the reverse of the forward plan); end waits and adds each received block into
- * dx's inner rows with be->scatter_add_rows, one call per peer in ascending peer
- * order, so the result does not depend on arrival order (an inner row held by
- * several peers receives from each). Between begin and end dx must not be
- * modified. Halo rows of dx are left as they were. */
-int comm_halo_backward_begin(struct comm_halo *h, const float *dx, int64_t cols);
-int comm_halo_backward_end(struct comm_halo *h, float *dx, int64_t cols);
-
+ *    stream, received straight into place; begin returns at once; end enqueues
+ *    nothing forward and the adds backward (stream order does the rest).
+ * Between begin and end: forward, x's halo rows must not be used, inner rows may be
+ * read; backward, x must not be modified; in both, x must stay allocated (MPI or
+ * NCCL may write it any time before end returns). end must get the same direction,
+ * x and cols as begin. One exchange per object in flight; every rank calls begin/end
+ * in the same order (collective).
+ * Counters (comm_stats): begin adds the bytes sent (forward: sum send_count rows,
+ * backward: sum recv_count rows, times cols x 4) and one call to the direction's
+ * counters; begin and end add their time to its seconds.
+ * Misuse (unknown direction, cols out of range, NULL x with rows, begin while an
+ * exchange is in flight, end without the matching begin or with another x or cols)
+ * returns CG_ERR_ARG locally, with a message naming the call and the direction. */
+int comm_halo_begin(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols);
+int comm_halo_end(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols);
 /* begin + end. */
-int comm_halo_forward(struct comm_halo *h, float *x, int64_t cols);
-int comm_halo_backward(struct comm_halo *h, float *dx, int64_t cols);
+int comm_halo_exchange(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols);
 
 /* Rows this rank sends in a forward exchange (sum send_count) and receives (sum
  * recv_count): bytes per exchange are rows * cols * 4. */

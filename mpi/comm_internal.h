@@ -1,5 +1,7 @@
-/* mpi/comm_internal.h — private to mpi/: the comm struct and MPI error helpers.
- * Only files of mpi/ include this (and mpi.h). */
+/* mpi/comm_internal.h — private to mpi/: the comm struct, MPI error helpers and the
+ * finalize hooks. The base layer of the module (comm.c): every other file of mpi/
+ * builds on it, and it depends on none of them. Only files of mpi/ include this (and
+ * mpi.h). */
 #ifndef CAPGNN_MPI_COMM_INTERNAL_H
 #define CAPGNN_MPI_COMM_INTERNAL_H
 
@@ -7,6 +9,9 @@
 
 #include "core/status.h"
 #include "mpi/comm.h"
+
+#define COMM_UUID_LEN 48   /* a GPU UUID: "GPU-" + 36 characters + NUL, rounded up */
+#define COMM_MAX_RELEASE 4 /* finalize hooks (comm_on_finalize) */
 
 struct comm {
   MPI_Comm world; /* dup of MPI_COMM_WORLD, MPI_ERRORS_RETURN */
@@ -17,55 +22,29 @@ struct comm {
   int host_local_rank, host_local_size;
   int we_initialised; /* comm_init called MPI_Init_thread, so finalize calls MPI_Finalize */
   struct comm_stats stats;
-  /* GPU placement and communication path (mpi/gpu.c) */
+  /* GPU placement (gpu_bind.c), communication path (path.c) and NCCL (nccl.c) */
   enum comm_path path_req;    /* comm_set_path (AUTO by default) */
   int path_logged;            /* last path (x16, + request) announced at INFO, -1: none */
   int gpu_ordinal, gpu_share; /* comm_gpu_bind: -1 / 0 before */
   int uuid_dev;               /* device whose UUID is cached in uuid, -1: none */
-  char uuid[48];
+  char uuid[COMM_UUID_LEN];
   int cuda_aware;             /* MPI accepts device pointers: -1 not asked yet, 0, 1 */
   const char *cuda_aware_how; /* where that answer came from (for messages) */
   int warned_host_forced;     /* warned that a forced GPU path does not apply to the CPU backend */
   void *nccl;                 /* ncclComm_t over the world, started by the first NCCL object */
   int nccl_dev;               /* its device */
   int nccl_failed;            /* AUTO tried NCCL and it did not start: do not try again */
+  /* comm_on_finalize: called by comm_finalize, last first */
+  void (*release[COMM_MAX_RELEASE])(struct comm *c);
+  int nrelease;
 };
 
-/* What comm_path_select decided for one object.
- * pinned: MPI_STAGED on the CUDA backend itself (pinned buffers, async copies on its
- *   stream); 0 on MPI_STAGED means staging through be->download / be->upload.
- * p2p: halo by MPI_Isend/Irecv instead of the neighbourhood collective; set on every
- *   rank when any rank uses MPI_CUDA (the two mechanisms do not match each other). */
-struct comm_sel {
-  enum comm_path path; /* HOST, NCCL, MPI_CUDA or MPI_STAGED */
-  int pinned;
-  int p2p;
-};
-
-/* Choose the path of an object over `be` (comm_path_resolve's work; see comm.h).
- * Collective over the world; errors are agreed (every rank fails together). */
-int comm_path_select(struct comm *c, struct cg_backend *be, struct comm_sel *sel);
-/* Release what the GPU paths hold (the NCCL communicator). Called by comm_finalize. */
-void comm_gpu_release(struct comm *c);
-
-/* Device helpers for the pinned staged path and NCCL (mpi/gpu.c). Without CUDA (or
- * NCCL) in the build they return CG_ERR_UNSUPPORTED; comm_path_select never picks a
- * path that needs them then. `be` must be a CUDA backend. */
-int comm_pinned_alloc(void **p, size_t bytes, const char *what);
-void comm_pinned_free(void *p); /* accepts NULL */
-/* cudaMemcpyAsync on the backend's stream (device -> host, host -> device). */
-int comm_dev_d2h(struct cg_backend *be, void *h_dst, const void *d_src, size_t bytes);
-int comm_dev_h2d(struct cg_backend *be, void *d_dst, const void *h_src, size_t bytes);
-/* cudaStreamSynchronize of the backend's stream, as a status. */
-int comm_dev_sync(struct cg_backend *be);
-/* One NCCL group: for each of the n neighbours, send scnt[k] rows of `cols` floats
- * from sbuf + sdsp[k] rows and receive rcnt[k] rows into rbuf + rdsp[k] rows
- * (zero counts skipped), on the backend's stream. */
-int comm_nccl_exchange(struct comm *c, struct cg_backend *be, int n, const int *peer,
-                       const float *sbuf, const int *scnt, const int *sdsp, float *rbuf,
-                       const int *rcnt, const int *rdsp, int64_t cols);
-/* In-place sum of n floats over the world on the backend's stream. */
-int comm_nccl_allreduce(struct comm *c, struct cg_backend *be, float *buf, int64_t n);
+/* Have comm_finalize call fn(c) before it frees the communicators and finalises MPI:
+ * how a part of mpi/ that starts something MPI must outlive (NCCL, nccl.c) gets it
+ * stopped without comm.c knowing about it. Hooks run last registered first; one
+ * registered twice runs once. CG_ERR_INTERNAL when COMM_MAX_RELEASE are taken
+ * (registration follows the same calls on every rank, so it fails on all or none). */
+int comm_on_finalize(struct comm *c, void (*fn)(struct comm *c));
 
 /* Turn an MPI return code into CG_ERR_MPI with "call failed at file:line: MPI string". */
 int comm_mpi_error(int rc, const char *call, const char *file, int line);

@@ -34,22 +34,19 @@ static int call_error(int st, const char *call, int64_t n, const char *unit) {
                     unit, msg[0] ? msg : cg_status_str(st));
 }
 
-static const char *halo_call(enum cg_halo_dir dir) {
-  return dir == CG_HALO_FORWARD ? "comm_halo_forward" : "comm_halo_backward";
+static const char *halo_call(enum cg_halo_dir dir, int end) {
+  if (dir == CG_HALO_FORWARD) return end ? "comm_halo_end(forward)" : "comm_halo_begin(forward)";
+  return end ? "comm_halo_end(backward)" : "comm_halo_begin(backward)";
 }
 
 static int ex_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, float *x, int64_t cols) {
-  struct comm_exchange *e = impl(ex);
-  int st = dir == CG_HALO_FORWARD ? comm_halo_forward_begin(e->halo, x, cols)
-                                  : comm_halo_backward_begin(e->halo, x, cols);
-  return st < 0 ? call_error(st, halo_call(dir), cols, "columns") : CG_OK;
+  int st = comm_halo_begin(impl(ex)->halo, dir, x, cols);
+  return st < 0 ? call_error(st, halo_call(dir, 0), cols, "columns") : CG_OK;
 }
 
 static int ex_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, float *x, int64_t cols) {
-  struct comm_exchange *e = impl(ex);
-  int st = dir == CG_HALO_FORWARD ? comm_halo_forward_end(e->halo, x, cols)
-                                  : comm_halo_backward_end(e->halo, x, cols);
-  return st < 0 ? call_error(st, halo_call(dir), cols, "columns") : CG_OK;
+  int st = comm_halo_end(impl(ex)->halo, dir, x, cols);
+  return st < 0 ? call_error(st, halo_call(dir, 1), cols, "columns") : CG_OK;
 }
 
 static int ex_allreduce_grads(struct cg_exchange *ex, float *buf, int64_t n) {

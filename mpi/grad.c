@@ -2,12 +2,15 @@
  *
  * Gradients of all parameters live in one contiguous buffer so that a step
  * costs one collective, not one per tensor (latency dominates small tensors).
- * The path (mpi/gpu.c) is fixed at create; the staged path's host buffer is
+ * The path (mpi/path.c) is fixed at create; the staged path's host buffer is
  * allocated there (pinned for the CUDA backend), never inside a step. */
 #include "core/log.h"
 #include "core/status.h"
 #include "core/timer.h"
 #include "mpi/comm_internal.h"
+#include "mpi/nccl_internal.h"
+#include "mpi/path_internal.h"
+#include "mpi/staging_internal.h"
 
 /* MPI counts are int; chunks this size keep the common case at one call. */
 #define COMM_GRAD_CHUNK ((int64_t)1 << 30)

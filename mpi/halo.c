@@ -9,11 +9,15 @@
  * - Counts and displacements are in rows, with a contiguous datatype of `cols`
  *   floats, so that a halo of more than 2^31 values still fits MPI's int counts.
  *   Row types are cached by width (layers alternate between a few widths).
+ * - One implementation for both directions: a direction only decides which buffer
+ *   and counts are sent and which receive (struct halo_route), plus what end does
+ *   last (backward adds the received rows). The three paths are then written once,
+ *   so forward and backward cannot drift apart.
  * - CPU backend: MPI reads the gathered rows and writes x's halo block directly
  *   (backend memory is host memory). Device backends use the path chosen at create
- *   (mpi/gpu.c): NCCL or CUDA-aware MPI on device buffers, or staging through host
- *   buffers (pinned, async copies on the backend stream). Everything is allocated
- *   at create; nothing per exchange.
+ *   (mpi/path.c): NCCL or CUDA-aware MPI on device buffers, or staging through host
+ *   buffers (pinned, async copies on the backend stream; mpi/staging.c). Everything
+ *   is allocated at create; nothing per exchange.
  * - Received forward rows land straight in x's halo block on every path (it is one
  *   contiguous block per peer), so no path needs a copy that another avoids.
  * - MPI_CUDA uses MPI_Isend/MPI_Irecv: CUDA-aware Open MPI takes device buffers in
@@ -35,10 +39,11 @@
 #include "core/status.h"
 #include "core/timer.h"
 #include "mpi/comm_internal.h"
+#include "mpi/nccl_internal.h"
+#include "mpi/path_internal.h"
+#include "mpi/staging_internal.h"
 
 #define HALO_TYPE_CACHE 8
-
-enum halo_state { HALO_IDLE = 0, HALO_FWD = 1, HALO_BWD = 2 };
 
 struct comm_halo {
   struct comm *c;
@@ -57,7 +62,8 @@ struct comm_halo {
   /* host staging (staged path; pinned when sel.pinned): max(send, recv) rows x max_cols each */
   float *h_a, *h_b;
   /* exchange in flight: 1 request (neighbourhood collective) or up to 2 per neighbour */
-  enum halo_state state;
+  int in_flight;
+  enum cg_halo_dir flight_dir;
   MPI_Request *reqs;
   int nreq;
   const float *flight_x;
@@ -300,7 +306,7 @@ fail:
 void comm_halo_destroy(struct comm_halo **hp) {
   if (!hp || !*hp) return;
   struct comm_halo *h = *hp;
-  if (h->state != HALO_IDLE && h->nreq > 0) {
+  if (h->in_flight && h->nreq > 0) {
     LOG_WARN("mpi", "comm_halo_destroy: an exchange is still in flight; waiting for it");
     MPI_Waitall(h->nreq, h->reqs, MPI_STATUSES_IGNORE);
   }
@@ -332,6 +338,10 @@ void comm_halo_destroy(struct comm_halo **hp) {
 
 /* ---- exchange ------------------------------------------------------------------------ */
 
+static const char *dir_name(enum cg_halo_dir dir) {
+  return dir == CG_HALO_FORWARD ? "forward" : "backward";
+}
+
 static int halo_row_type(struct comm_halo *h, int64_t cols, MPI_Datatype *t) {
   for (int i = 0; i < h->ntypes; i++)
     if (h->type_cols[i] == cols) {
@@ -355,26 +365,81 @@ static int halo_row_type(struct comm_halo *h, int64_t cols, MPI_Datatype *t) {
   return CG_OK;
 }
 
-static int halo_begin_check(struct comm_halo *h, const float *x, int64_t cols, const char *fn) {
-  if (h->state != HALO_IDLE)
+/* One direction as this rank sees it: the rows it sends (src, scnt[k] rows at row
+ * sdsp[k] for neighbour k) and where the rows it receives land (dst, rcnt, rdsp).
+ * Backward is forward with the roles swapped: the halo rows of x go back to their
+ * owners, which receive them into the row buffer and add them from there. */
+struct halo_route {
+  const float *src;
+  const int *scnt, *sdsp;
+  int64_t srows;
+  float *dst;
+  const int *rcnt, *rdsp;
+  int64_t rrows;
+};
+
+static struct halo_route halo_route(const struct comm_halo *h, enum cg_halo_dir dir, float *x,
+                                    int64_t cols) {
+  float *xhalo = x ? x + h->n_inner * cols : NULL;
+  if (dir == CG_HALO_FORWARD)
+    return (struct halo_route){h->d_rows, h->send_cnt, h->send_dsp, h->send_rows,
+                               xhalo,     h->recv_cnt, h->recv_dsp, h->recv_rows};
+  return (struct halo_route){xhalo,     h->recv_cnt, h->recv_dsp, h->recv_rows,
+                             h->d_rows, h->send_cnt, h->send_dsp, h->send_rows};
+}
+
+/* The counters of one direction (comm_stats). */
+static void halo_count(struct comm *c, enum cg_halo_dir dir, int64_t bytes, int64_t calls,
+                       double s) {
+  if (dir == CG_HALO_FORWARD) {
+    c->stats.halo_fwd_bytes += bytes;
+    c->stats.halo_fwd_calls += calls;
+    c->stats.halo_fwd_s += s;
+  } else {
+    c->stats.halo_bwd_bytes += bytes;
+    c->stats.halo_bwd_calls += calls;
+    c->stats.halo_bwd_s += s;
+  }
+}
+
+static int halo_dir_check(enum cg_halo_dir dir, const char *fn) {
+  if (dir != CG_HALO_FORWARD && dir != CG_HALO_BACKWARD)
     return cg_err_set(CG_ERR_ARG,
-                      "%s: a %s exchange is still in flight on this plan (call its _end first)", fn,
-                      h->state == HALO_FWD ? "forward" : "backward");
-  if (cols < 1 || cols > h->max_cols)
-    return cg_err_set(CG_ERR_ARG, "%s: cols %lld outside [1, max_cols %lld] given at create", fn,
-                      (long long)cols, (long long)h->max_cols);
-  if (!x && h->n_inner + h->n_halo > 0)
-    return cg_err_set(CG_ERR_ARG, "%s: matrix pointer is NULL", fn);
+                      "%s: unknown direction %d (use CG_HALO_FORWARD or CG_HALO_BACKWARD)", fn,
+                      (int)dir);
   return CG_OK;
 }
 
-static int halo_end_check(struct comm_halo *h, enum halo_state want, const float *x, int64_t cols,
-                          const char *fn) {
-  if (h->state != want)
-    return cg_err_set(CG_ERR_ARG, "%s: no %s exchange in flight (call the matching _begin first)",
-                      fn, want == HALO_FWD ? "forward" : "backward");
+static int halo_begin_check(struct comm_halo *h, enum cg_halo_dir dir, const float *x,
+                            int64_t cols) {
+  TRY(halo_dir_check(dir, "comm_halo_begin"));
+  const char *d = dir_name(dir);
+  if (h->in_flight)
+    return cg_err_set(CG_ERR_ARG,
+                      "comm_halo_begin(%s): a %s exchange is still in flight on this plan (call "
+                      "comm_halo_end first)",
+                      d, dir_name(h->flight_dir));
+  if (cols < 1 || cols > h->max_cols)
+    return cg_err_set(CG_ERR_ARG,
+                      "comm_halo_begin(%s): cols %lld outside [1, max_cols %lld] given at create",
+                      d, (long long)cols, (long long)h->max_cols);
+  if (!x && h->n_inner + h->n_halo > 0)
+    return cg_err_set(CG_ERR_ARG, "comm_halo_begin(%s): matrix pointer is NULL", d);
+  return CG_OK;
+}
+
+static int halo_end_check(struct comm_halo *h, enum cg_halo_dir dir, const float *x,
+                          int64_t cols) {
+  TRY(halo_dir_check(dir, "comm_halo_end"));
+  const char *d = dir_name(dir);
+  if (!h->in_flight || h->flight_dir != dir)
+    return cg_err_set(CG_ERR_ARG,
+                      "comm_halo_end(%s): no %s exchange in flight (call comm_halo_begin(%s) "
+                      "first)",
+                      d, d, d);
   if (x != h->flight_x || cols != h->flight_cols)
-    return cg_err_set(CG_ERR_ARG, "%s: matrix or cols differ from the _begin call", fn);
+    return cg_err_set(CG_ERR_ARG,
+                      "comm_halo_end(%s): matrix or cols differ from the comm_halo_begin call", d);
   return CG_OK;
 }
 
@@ -382,7 +447,7 @@ static int halo_end_check(struct comm_halo *h, enum halo_state want, const float
 static int halo_wait(struct comm_halo *h) {
   int rc = h->nreq > 0 ? MPI_Waitall(h->nreq, h->reqs, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
   h->nreq = 0;
-  h->state = HALO_IDLE;
+  h->in_flight = 0;
   h->flight_x = NULL;
   if (rc != MPI_SUCCESS)
     return comm_mpi_error(rc, "MPI_Waitall (halo exchange)", __FILE__, __LINE__);
@@ -420,133 +485,71 @@ static int halo_mpi_start(struct comm_halo *h, const float *sbuf, const int *scn
   return CG_OK;
 }
 
-static void halo_flight(struct comm_halo *h, enum halo_state st, const float *x, int64_t cols) {
-  h->state = st;
+int comm_halo_begin(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols) {
+  struct cg_backend *be = h->be;
+  double t0 = cg_time_now();
+  TRY(halo_begin_check(h, dir, x, cols));
+  MPI_Datatype row = MPI_DATATYPE_NULL; /* set by halo_row_type */
+  TRY(halo_row_type(h, cols, &row));
+  /* forward sends owned rows picked by the plan: gather them into the row buffer */
+  if (dir == CG_HALO_FORWARD && h->send_rows > 0)
+    be->gather_rows(be, x, cols, h->d_idx, h->send_rows, h->d_rows);
+  struct halo_route rt = halo_route(h, dir, x, cols);
+  size_t sbytes = (size_t)(rt.srows * cols) * sizeof(float);
+  switch (h->sel.path) {
+    case COMM_PATH_NCCL:
+      TRY(comm_nccl_exchange(h->c, be, h->nnb, h->nb, rt.src, rt.scnt, rt.sdsp, rt.dst, rt.rcnt,
+                             rt.rdsp, cols));
+      break;
+    case COMM_PATH_MPI_STAGED:
+      if (h->sel.pinned) {
+        TRY(comm_dev_d2h(be, h->h_a, rt.src, sbytes));
+        TRY(comm_dev_sync(be)); /* always: also completes the last end's copy out of h_b */
+      } else if (rt.srows > 0) {
+        TRY(be->download(be, h->h_a, rt.src, sbytes));
+      }
+      TRY(halo_mpi_start(h, h->h_a, rt.scnt, rt.sdsp, h->h_b, rt.rcnt, rt.rdsp, row, cols));
+      break;
+    default: /* HOST, MPI_CUDA: MPI reads the rows to send and writes the received ones */
+      be->sync(be); /* the gather, or the ops that wrote dx's halo rows, may be in flight */
+      TRY(halo_mpi_start(h, rt.src, rt.scnt, rt.sdsp, rt.dst, rt.rcnt, rt.rdsp, row, cols));
+      break;
+  }
+  h->in_flight = 1;
+  h->flight_dir = dir;
   h->flight_x = x;
   h->flight_cols = cols;
-}
-
-int comm_halo_forward_begin(struct comm_halo *h, float *x, int64_t cols) {
-  struct cg_backend *be = h->be;
-  double t0 = cg_time_now();
-  TRY(halo_begin_check(h, x, cols, "comm_halo_forward_begin"));
-  MPI_Datatype row;
-  TRY(halo_row_type(h, cols, &row));
-  if (h->send_rows > 0) be->gather_rows(be, x, cols, h->d_idx, h->send_rows, h->d_rows);
-  float *xhalo = x ? x + h->n_inner * cols : NULL; /* received rows land here */
-  size_t sbytes = (size_t)(h->send_rows * cols) * sizeof(float);
-  switch (h->sel.path) {
-    case COMM_PATH_NCCL:
-      TRY(comm_nccl_exchange(h->c, be, h->nnb, h->nb, h->d_rows, h->send_cnt, h->send_dsp, xhalo,
-                             h->recv_cnt, h->recv_dsp, cols));
-      break;
-    case COMM_PATH_MPI_STAGED:
-      if (h->sel.pinned) {
-        TRY(comm_dev_d2h(be, h->h_a, h->d_rows, sbytes));
-        TRY(comm_dev_sync(be)); /* always: also completes the last end's copy out of h_b */
-      } else if (h->send_rows > 0) {
-        TRY(be->download(be, h->h_a, h->d_rows, sbytes));
-      }
-      TRY(halo_mpi_start(h, h->h_a, h->send_cnt, h->send_dsp, h->h_b, h->recv_cnt, h->recv_dsp, row,
-                         cols));
-      break;
-    default: /* HOST, MPI_CUDA: MPI reads the gathered rows and writes x itself */
-      be->sync(be);
-      TRY(halo_mpi_start(h, h->d_rows, h->send_cnt, h->send_dsp, xhalo, h->recv_cnt, h->recv_dsp,
-                         row, cols));
-      break;
-  }
-  halo_flight(h, HALO_FWD, x, cols);
-  h->c->stats.halo_fwd_bytes += h->send_rows * cols * (int64_t)sizeof(float);
-  h->c->stats.halo_fwd_calls++;
-  h->c->stats.halo_fwd_s += cg_time_now() - t0;
+  halo_count(h->c, dir, rt.srows * cols * (int64_t)sizeof(float), 1, cg_time_now() - t0);
   return CG_OK;
 }
 
-int comm_halo_forward_end(struct comm_halo *h, float *x, int64_t cols) {
+int comm_halo_end(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols) {
   struct cg_backend *be = h->be;
   double t0 = cg_time_now();
-  TRY(halo_end_check(h, HALO_FWD, x, cols, "comm_halo_forward_end"));
+  TRY(halo_end_check(h, dir, x, cols));
+  struct halo_route rt = halo_route(h, dir, x, cols);
   int st = halo_wait(h);
-  if (st == CG_OK && h->sel.path == COMM_PATH_MPI_STAGED && h->recv_rows > 0) {
-    size_t rbytes = (size_t)(h->recv_rows * cols) * sizeof(float);
+  /* staged: the received rows are in host memory (forward: x's halo rows are their
+   * place; backward: the row buffer) */
+  if (st == CG_OK && h->sel.path == COMM_PATH_MPI_STAGED && rt.rrows > 0) {
+    size_t rbytes = (size_t)(rt.rrows * cols) * sizeof(float);
     if (h->sel.pinned)
-      st = comm_dev_h2d(be, x + h->n_inner * cols, h->h_b, rbytes);
+      st = comm_dev_h2d(be, rt.dst, h->h_b, rbytes);
     else
-      st = be->upload(be, x + h->n_inner * cols, h->h_b, rbytes);
+      st = be->upload(be, rt.dst, h->h_b, rbytes);
   }
-  h->c->stats.halo_fwd_s += cg_time_now() - t0;
-  TRY(st);
-  return CG_OK;
-}
-
-int comm_halo_backward_begin(struct comm_halo *h, const float *dx, int64_t cols) {
-  struct cg_backend *be = h->be;
-  double t0 = cg_time_now();
-  TRY(halo_begin_check(h, dx, cols, "comm_halo_backward_begin"));
-  MPI_Datatype row;
-  TRY(halo_row_type(h, cols, &row));
-  const float *dxhalo = dx ? dx + h->n_inner * cols : NULL; /* the rows that go back */
-  size_t hbytes = (size_t)(h->recv_rows * cols) * sizeof(float);
-  /* The reverse of the forward plan: send what we received, receive what we sent. */
-  switch (h->sel.path) {
-    case COMM_PATH_NCCL:
-      TRY(comm_nccl_exchange(h->c, be, h->nnb, h->nb, dxhalo, h->recv_cnt, h->recv_dsp, h->d_rows,
-                             h->send_cnt, h->send_dsp, cols));
-      break;
-    case COMM_PATH_MPI_STAGED:
-      if (h->sel.pinned) {
-        TRY(comm_dev_d2h(be, h->h_a, dxhalo, hbytes));
-        TRY(comm_dev_sync(be));
-      } else if (h->recv_rows > 0) {
-        TRY(be->download(be, h->h_a, dxhalo, hbytes));
-      }
-      TRY(halo_mpi_start(h, h->h_a, h->recv_cnt, h->recv_dsp, h->h_b, h->send_cnt, h->send_dsp, row,
-                         cols));
-      break;
-    default:        /* HOST, MPI_CUDA */
-      be->sync(be); /* ops writing dx's halo rows may still be in flight */
-      TRY(halo_mpi_start(h, dxhalo, h->recv_cnt, h->recv_dsp, h->d_rows, h->send_cnt, h->send_dsp,
-                         row, cols));
-      break;
-  }
-  halo_flight(h, HALO_BWD, dx, cols);
-  h->c->stats.halo_bwd_bytes += h->recv_rows * cols * (int64_t)sizeof(float);
-  h->c->stats.halo_bwd_calls++;
-  h->c->stats.halo_bwd_s += cg_time_now() - t0;
-  return CG_OK;
-}
-
-int comm_halo_backward_end(struct comm_halo *h, float *dx, int64_t cols) {
-  struct cg_backend *be = h->be;
-  double t0 = cg_time_now();
-  TRY(halo_end_check(h, HALO_BWD, dx, cols, "comm_halo_backward_end"));
-  int st = halo_wait(h);
-  if (st == CG_OK && h->sel.path == COMM_PATH_MPI_STAGED && h->send_rows > 0) {
-    size_t sbytes = (size_t)(h->send_rows * cols) * sizeof(float);
-    if (h->sel.pinned)
-      st = comm_dev_h2d(be, h->d_rows, h->h_b, sbytes);
-    else
-      st = be->upload(be, h->d_rows, h->h_b, sbytes);
-  }
-  if (st == CG_OK)
+  if (st == CG_OK && dir == CG_HALO_BACKWARD)
     for (int k = 0; k < h->nnb; k++) /* ascending peer order: deterministic sums */
       if (h->send_cnt[k] > 0)
         be->scatter_add_rows(be, h->d_rows + (int64_t)h->send_dsp[k] * cols, cols,
-                             h->d_idx + h->send_dsp[k], h->send_cnt[k], dx);
-  h->c->stats.halo_bwd_s += cg_time_now() - t0;
+                             h->d_idx + h->send_dsp[k], h->send_cnt[k], x);
+  halo_count(h->c, dir, 0, 0, cg_time_now() - t0);
   TRY(st);
   return CG_OK;
 }
 
-int comm_halo_forward(struct comm_halo *h, float *x, int64_t cols) {
-  TRY(comm_halo_forward_begin(h, x, cols));
-  TRY(comm_halo_forward_end(h, x, cols));
-  return CG_OK;
-}
-
-int comm_halo_backward(struct comm_halo *h, float *dx, int64_t cols) {
-  TRY(comm_halo_backward_begin(h, dx, cols));
-  TRY(comm_halo_backward_end(h, dx, cols));
+int comm_halo_exchange(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols) {
+  TRY(comm_halo_begin(h, dir, x, cols));
+  TRY(comm_halo_end(h, dir, x, cols));
   return CG_OK;
 }

@@ -311,12 +311,21 @@ static int hook_halo(void *ctx, struct cg_backend *be, float *x, int64_t cols, c
   return CG_OK;
 }
 
+/* comm_halo_exchange in one direction, in the shape hook_halo takes. */
+static int halo_forward(struct comm_halo *h, float *x, int64_t cols) {
+  return comm_halo_exchange(h, CG_HALO_FORWARD, x, cols);
+}
+
+static int halo_backward(struct comm_halo *h, float *dx, int64_t cols) {
+  return comm_halo_exchange(h, CG_HALO_BACKWARD, dx, cols);
+}
+
 static int hook_halo_forward(void *ctx, struct cg_backend *be, float *x, int64_t cols) {
-  return hook_halo(ctx, be, x, cols, "comm_halo_forward", comm_halo_forward);
+  return hook_halo(ctx, be, x, cols, "comm_halo_forward", halo_forward);
 }
 
 static int hook_halo_backward(void *ctx, struct cg_backend *be, float *dx, int64_t cols) {
-  return hook_halo(ctx, be, dx, cols, "comm_halo_backward", comm_halo_backward);
+  return hook_halo(ctx, be, dx, cols, "comm_halo_backward", halo_backward);
 }
 
 static int hook_allreduce_grads(void *ctx, struct cg_backend *be, float *flat, int64_t n) {

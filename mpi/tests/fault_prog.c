@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
   be->fill(be, x, (l.n_inner + l.n_halo) * COLS, 1.0f);
 
   for (int it = 0; it < ITERS; it++) {
-    if (comm_halo_forward_begin(h, x, COLS) < 0) fatal(c, "comm_halo_forward_begin", 5);
+    if (comm_halo_begin(h, CG_HALO_FORWARD, x, COLS) < 0) fatal(c, "comm_halo_begin(forward)", 5);
     if (r == 1 && it == 5) {
       fprintf(stderr, "[rank 1] fault_prog: failing now (%s)\n", mode);
       fflush(stderr);
@@ -78,9 +78,10 @@ int main(int argc, char **argv) {
       if (!strcmp(mode, "kill")) raise(SIGKILL);
       if (!strcmp(mode, "segv")) raise(SIGSEGV);
     }
-    if (comm_halo_forward_end(h, x, COLS) < 0) fatal(c, "comm_halo_forward_end", 5);
+    if (comm_halo_end(h, CG_HALO_FORWARD, x, COLS) < 0) fatal(c, "comm_halo_end(forward)", 5);
     int64_t cols = (r == 1 && it == 5 && !strcmp(mode, "abort")) ? COLS + 1 : COLS;
-    if (comm_halo_backward(h, x, cols) < 0) fatal(c, "comm_halo_backward", 6);
+    if (comm_halo_exchange(h, CG_HALO_BACKWARD, x, cols) < 0)
+      fatal(c, "comm_halo_exchange(backward)", 6);
     be->fill(be, grad, 1000, 1.0f);
     if (comm_grad_allreduce(gr, grad) < 0) fatal(c, "comm_grad_allreduce", 7);
   }

@@ -79,7 +79,7 @@ static void check_x(const struct hc_case *k, const float *x, int64_t cols, uint6
 
 /* What the owner's row of dx (gid) holds after the backward exchange: its own value
  * plus one block per rank holding it as halo, added in ascending rank order (the
- * order comm_halo_backward_end promises). */
+ * order comm_halo_end promises backward). */
 static float dx_sum(const struct hc_case *k, uint64_t salt, int64_t gid, int64_t j) {
   int P = comm_size(k->c), owner = k->g.owner[gid];
   float v = hval(salt, ROLE_DXI, gid, j);
@@ -114,8 +114,33 @@ static void check_dx(const struct hc_case *k, const float *dx, int64_t cols, uin
   MT_CHECK(bad == 0, "%lld wrong values after %s on %s", (long long)bad, what, be);
 }
 
-uint64_t hc_halo_workout(const struct hc_case *k, struct cg_backend *be, struct comm_halo *h,
-                         int64_t cols, uint64_t salt) {
+/* The rows the plan sends forward and receives (= sends backward). */
+static void plan_rows(const struct fx_local *l, int64_t *send_rows, int64_t *recv_rows) {
+  *send_rows = *recv_rows = 0;
+  for (int i = 0; i < l->npeers; i++) {
+    *send_rows += l->send_count[i];
+    *recv_rows += l->recv_count[i];
+  }
+}
+
+/* The workout drives either a comm_halo or the seam of core/exchange.h over one. */
+struct hc_target {
+  struct comm_halo *h;
+  struct cg_exchange *ex;
+};
+
+static int t_begin(const struct hc_target *t, enum cg_halo_dir d, float *x, int64_t cols) {
+  return t->h ? comm_halo_begin(t->h, d, x, cols) : t->ex->halo_begin(t->ex, d, x, cols);
+}
+static int t_end(const struct hc_target *t, enum cg_halo_dir d, float *x, int64_t cols) {
+  return t->h ? comm_halo_end(t->h, d, x, cols) : t->ex->halo_end(t->ex, d, x, cols);
+}
+static int t_exchange(const struct hc_target *t, enum cg_halo_dir d, float *x, int64_t cols) {
+  return t->h ? comm_halo_exchange(t->h, d, x, cols) : cg_exchange_halo(t->ex, d, x, cols);
+}
+
+static uint64_t workout(const struct hc_case *k, struct cg_backend *be, const struct hc_target *t,
+                        const char *tag, int64_t cols, uint64_t salt) {
   struct comm *c = k->c;
   const struct fx_local *l = &k->l;
   int64_t rows = l->n_inner + l->n_halo;
@@ -128,9 +153,8 @@ uint64_t hc_halo_workout(const struct hc_case *k, struct cg_backend *be, struct 
     MT_OK(be->alloc(be, (void **)&dm[i], bytes, "test matrix"));
   }
   uint64_t hash = 0xCBF29CE484222325ull;
-  const char *name = comm_path_name(comm_halo_path(h));
-  char tag[64];
-  snprintf(tag, sizeof tag, "%s/%s", be->name, name);
+  int64_t send_rows, recv_rows;
+  plan_rows(l, &send_rows, &recv_rows);
 
   /* non-blocking, other MPI traffic between begin and end */
   fill_x(k, hm[0], cols, salt);
@@ -138,12 +162,14 @@ uint64_t hc_halo_workout(const struct hc_case *k, struct cg_backend *be, struct 
   MT_OK(be->upload(be, dm[0], hm[0], n * sizeof(float)));
   MT_OK(be->upload(be, dm[1], hm[1], n * sizeof(float)));
   comm_stats_reset(c);
-  MT_OK(comm_halo_forward_begin(h, dm[0], cols));
+  struct cg_exchange_counters ec0 = {0}, ec = {0};
+  if (t->ex) t->ex->counters(t->ex, &ec0);
+  MT_OK(t_begin(t, CG_HALO_FORWARD, dm[0], cols));
   MT_OK(comm_barrier(c));
-  MT_OK(comm_halo_forward_end(h, dm[0], cols));
-  MT_OK(comm_halo_backward_begin(h, dm[1], cols));
+  MT_OK(t_end(t, CG_HALO_FORWARD, dm[0], cols));
+  MT_OK(t_begin(t, CG_HALO_BACKWARD, dm[1], cols));
   MT_OK(comm_barrier(c));
-  MT_OK(comm_halo_backward_end(h, dm[1], cols));
+  MT_OK(t_end(t, CG_HALO_BACKWARD, dm[1], cols));
   MT_OK(be->download(be, hm[0], dm[0], n * sizeof(float)));
   MT_OK(be->download(be, hm[1], dm[1], n * sizeof(float)));
   check_x(k, hm[0], cols, salt, tag, "forward");
@@ -152,13 +178,22 @@ uint64_t hc_halo_workout(const struct hc_case *k, struct cg_backend *be, struct 
 
   struct comm_stats s;
   comm_stats_get(c, &s);
-  MT_CHECK(s.halo_fwd_bytes == comm_halo_send_rows(h) * cols * 4 &&
-               s.halo_bwd_bytes == comm_halo_recv_rows(h) * cols * 4,
+  MT_CHECK(s.halo_fwd_bytes == send_rows * cols * 4 && s.halo_bwd_bytes == recv_rows * cols * 4,
            "%s: bytes %lld / %lld, expected rows %lld / %lld x %lld cols x 4", tag,
-           (long long)s.halo_fwd_bytes, (long long)s.halo_bwd_bytes,
-           (long long)comm_halo_send_rows(h), (long long)comm_halo_recv_rows(h), (long long)cols);
+           (long long)s.halo_fwd_bytes, (long long)s.halo_bwd_bytes, (long long)send_rows,
+           (long long)recv_rows, (long long)cols);
   MT_CHECK(s.halo_fwd_calls == 1 && s.halo_bwd_calls == 1, "%s: calls %lld / %lld", tag,
            (long long)s.halo_fwd_calls, (long long)s.halo_bwd_calls);
+  if (t->ex) { /* what the seam counted during the round */
+    t->ex->counters(t->ex, &ec);
+    int64_t halo = ec.halo_bytes - ec0.halo_bytes, ar = ec.allreduce_bytes - ec0.allreduce_bytes;
+    MT_CHECK(halo == (send_rows + recv_rows) * cols * 4 && ar == 0 && ec.cache_hits == 0 &&
+                 ec.cache_lookups == 0,
+             "%s: seam counted %lld halo bytes (expected %lld), %lld all-reduce bytes, cache "
+             "%lld / %lld",
+             tag, (long long)halo, (long long)((send_rows + recv_rows) * cols * 4), (long long)ar,
+             (long long)ec.cache_hits, (long long)ec.cache_lookups);
+  }
 
   /* back to back on two matrices, nothing read on the host in between */
   fill_x(k, hm[0], cols, salt + 2);
@@ -166,13 +201,13 @@ uint64_t hc_halo_workout(const struct hc_case *k, struct cg_backend *be, struct 
   fill_dx(k, hm[2], cols, salt + 4);
   fill_dx(k, hm[3], cols, salt + 5);
   for (int i = 0; i < 4; i++) MT_OK(be->upload(be, dm[i], hm[i], n * sizeof(float)));
-  MT_OK(comm_halo_forward(h, dm[0], cols));
-  MT_OK(comm_halo_forward(h, dm[1], cols));
-  MT_OK(comm_halo_backward(h, dm[2], cols));
-  MT_OK(comm_halo_backward(h, dm[3], cols));
+  MT_OK(t_exchange(t, CG_HALO_FORWARD, dm[0], cols));
+  MT_OK(t_exchange(t, CG_HALO_FORWARD, dm[1], cols));
+  MT_OK(t_exchange(t, CG_HALO_BACKWARD, dm[2], cols));
+  MT_OK(t_exchange(t, CG_HALO_BACKWARD, dm[3], cols));
   /* the sums just added into dm[2]'s inner rows, shipped: the gather must wait for the
    * scatter-add still queued on the stream */
-  MT_OK(comm_halo_forward(h, dm[2], cols));
+  MT_OK(t_exchange(t, CG_HALO_FORWARD, dm[2], cols));
   for (int i = 0; i < 4; i++) MT_OK(be->download(be, hm[i], dm[i], n * sizeof(float)));
   check_x(k, hm[0], cols, salt + 2, tag, "forward (1st of 2 back to back)");
   check_x(k, hm[1], cols, salt + 3, tag, "forward (2nd of 2 back to back)");
@@ -184,6 +219,28 @@ uint64_t hc_halo_workout(const struct hc_case *k, struct cg_backend *be, struct 
     free(hm[i]);
   }
   return hash;
+}
+
+uint64_t hc_halo_workout(const struct hc_case *k, struct cg_backend *be, struct comm_halo *h,
+                         int64_t cols, uint64_t salt) {
+  int64_t send_rows, recv_rows;
+  plan_rows(&k->l, &send_rows, &recv_rows);
+  MT_CHECK(comm_halo_send_rows(h) == send_rows && comm_halo_recv_rows(h) == recv_rows,
+           "comm_halo rows %lld out / %lld in, the plan %lld / %lld",
+           (long long)comm_halo_send_rows(h), (long long)comm_halo_recv_rows(h),
+           (long long)send_rows, (long long)recv_rows);
+  char tag[64];
+  snprintf(tag, sizeof tag, "%s/%s", be->name, comm_path_name(comm_halo_path(h)));
+  struct hc_target t = {.h = h};
+  return workout(k, be, &t, tag, cols, salt);
+}
+
+uint64_t hc_exchange_workout(const struct hc_case *k, struct cg_backend *be, struct cg_exchange *ex,
+                             int64_t cols, uint64_t salt) {
+  char tag[64];
+  snprintf(tag, sizeof tag, "%s/seam %s", be->name, ex->name);
+  struct hc_target t = {.ex = ex};
+  return workout(k, be, &t, tag, cols, salt);
 }
 
 uint64_t hc_grad_workout(struct comm *c, struct cg_backend *be, struct comm_grad *g, int64_t n) {

@@ -5,8 +5,8 @@
  * (salt, global id, column), so every rank knows what every row must hold. Forward:
  * each halo row must equal its owner's row. Backward: each inner row must equal its
  * own value plus the halo values of the ranks holding it, added one rank at a time in
- * ascending rank order in float arithmetic — the order comm_halo_backward_end
- * promises — so the expected result is exact and the same for every backend and path
+ * ascending rank order in float arithmetic — the order comm_halo_end promises
+ * backward — so the expected result is exact and the same for every backend and path
  * (a different order or a lost block shows up as a wrong bit). Rounds run non-blocking
  * (a barrier between begin and end) and back to back on two matrices with no host
  * synchronisation in between, which catches a staged path that reuses a host buffer
@@ -20,7 +20,7 @@
 
 #include "core/ops.h"
 #include "halo_fixture.h"
-#include "mpi/comm.h"
+#include "mpi/comm.h" /* and core/exchange.h, the seam */
 
 struct hc_case {
   struct comm *c;
@@ -37,6 +37,13 @@ void hc_case_free(struct hc_case *k);
  * Returns an FNV-1a hash of every value read back. */
 uint64_t hc_halo_workout(const struct hc_case *k, struct cg_backend *be, struct comm_halo *h,
                          int64_t cols, uint64_t salt);
+
+/* The same workout through the seam: ex (comm_exchange_create over k->l.plan and be)
+ * must give exactly what comm_halo gives, so with the same salt the hash equals
+ * hc_halo_workout's. Also checks the seam's counters (halo bytes = forward + backward
+ * bytes sent, no all-reduce bytes, no cache). */
+uint64_t hc_exchange_workout(const struct hc_case *k, struct cg_backend *be, struct cg_exchange *ex,
+                             int64_t cols, uint64_t salt);
 
 /* Two all-reduces of n integer-valued floats (exact in any summation order) through
  * g (created over be for n values), checked after each; returns a hash of the result. */

@@ -78,11 +78,11 @@ static int64_t round_check(struct ctx *x, struct cg_backend *be, struct comm_hal
   MT_OK(be->upload(be, dx, hx, (size_t)rows * (size_t)cols * sizeof(float)));
   comm_stats_reset(c);
   if (nonblocking) {
-    MT_OK(comm_halo_forward_begin(h, dx, cols));
+    MT_OK(comm_halo_begin(h, CG_HALO_FORWARD, dx, cols));
     MT_OK(comm_barrier(c)); /* other MPI traffic while the exchange is pending */
-    MT_OK(comm_halo_forward_end(h, dx, cols));
+    MT_OK(comm_halo_end(h, CG_HALO_FORWARD, dx, cols));
   } else {
-    MT_OK(comm_halo_forward(h, dx, cols));
+    MT_OK(comm_halo_exchange(h, CG_HALO_FORWARD, dx, cols));
   }
   MT_OK(be->download(be, hx, dx, (size_t)rows * (size_t)cols * sizeof(float)));
   int64_t bad = 0;
@@ -116,11 +116,11 @@ static int64_t round_check(struct ctx *x, struct cg_backend *be, struct comm_hal
                                                 : enc_bwd(g, r, l->gid[i], cols, j));
   MT_OK(be->upload(be, dx, hx, (size_t)rows * (size_t)cols * sizeof(float)));
   if (nonblocking) {
-    MT_OK(comm_halo_backward_begin(h, dx, cols));
+    MT_OK(comm_halo_begin(h, CG_HALO_BACKWARD, dx, cols));
     MT_OK(comm_barrier(c));
-    MT_OK(comm_halo_backward_end(h, dx, cols));
+    MT_OK(comm_halo_end(h, CG_HALO_BACKWARD, dx, cols));
   } else {
-    MT_OK(comm_halo_backward(h, dx, cols));
+    MT_OK(comm_halo_exchange(h, CG_HALO_BACKWARD, dx, cols));
   }
   MT_OK(be->download(be, hx, dx, (size_t)rows * (size_t)cols * sizeof(float)));
   int64_t bad_b = 0;
@@ -303,7 +303,16 @@ static void run_bad_plans(struct comm *c, struct cg_backend *be) {
   if (r == 0) printf("ok: bad plans fail on every rank with the culprit's message\n");
 }
 
-/* Misuse inside a step returns CG_ERR_ARG locally (no collective involved). */
+/* A misused call must return CG_ERR_ARG with a message containing both texts. */
+static void expect_misuse(int st, const char *what, const char *text1, const char *text2) {
+  MT_CHECK(st == CG_ERR_ARG, "%s (returned %d)", what, st);
+  MT_CHECK(strstr(cg_err_msg(), text1) != NULL && strstr(cg_err_msg(), text2) != NULL,
+           "%s: message '%s' lacks '%s' or '%s'", what, cg_err_msg(), text1, text2);
+  cg_err_clear();
+}
+
+/* Misuse inside a step returns CG_ERR_ARG locally (no collective involved), in both
+ * directions; the object stays usable. */
 static void run_misuse(struct comm *c, struct cg_backend *be) {
   int P = comm_size(c), r = comm_rank(c);
   struct fx_opts o = {.seed = 31, .n = 60, .avg_deg = 2};
@@ -317,14 +326,38 @@ static void run_misuse(struct comm *c, struct cg_backend *be) {
   size_t bytes = (size_t)(l.n_inner + l.n_halo + 1) * 8 * sizeof(float);
   MT_OK(be->alloc(be, (void **)&x, bytes, "test matrix"));
   be->fill(be, x, (l.n_inner + l.n_halo) * 8, 0.0f);
-  MT_CHECK(comm_halo_forward_begin(h, x, 9) == CG_ERR_ARG, "cols > max_cols accepted");
-  MT_CHECK(comm_halo_forward_begin(h, x, 0) == CG_ERR_ARG, "cols 0 accepted");
-  MT_CHECK(comm_halo_forward_end(h, x, 8) == CG_ERR_ARG, "end without begin accepted");
-  MT_OK(comm_halo_forward_begin(h, x, 8));
-  MT_CHECK(comm_halo_backward_begin(h, x, 8) == CG_ERR_ARG, "two exchanges in flight accepted");
-  MT_CHECK(comm_halo_backward_end(h, x, 8) == CG_ERR_ARG, "backward end of a forward accepted");
-  MT_CHECK(comm_halo_forward_end(h, x, 4) == CG_ERR_ARG, "end with other cols accepted");
-  MT_OK(comm_halo_forward_end(h, x, 8));
+  const enum cg_halo_dir dirs[] = {CG_HALO_FORWARD, CG_HALO_BACKWARD};
+  for (int i = 0; i < 2; i++) {
+    enum cg_halo_dir d = dirs[i], other = dirs[1 - i];
+    const char *dn = d == CG_HALO_FORWARD ? "forward" : "backward";
+    char begin[64], end[64], none[64];
+    snprintf(begin, sizeof begin, "comm_halo_begin(%s)", dn);
+    snprintf(end, sizeof end, "comm_halo_end(%s)", dn);
+    snprintf(none, sizeof none, "no %s exchange in flight", dn);
+    expect_misuse(comm_halo_begin(h, d, x, 9), "cols > max_cols accepted", begin, "max_cols 8");
+    expect_misuse(comm_halo_begin(h, d, x, 0), "cols 0 accepted", begin, "cols 0");
+    expect_misuse(comm_halo_end(h, d, x, 8), "end without begin accepted", end, none);
+    MT_OK(comm_halo_begin(h, d, x, 8));
+    expect_misuse(comm_halo_begin(h, other, x, 8), "two exchanges in flight accepted", "still in flight",
+                  dn);
+    expect_misuse(comm_halo_begin(h, d, x, 8), "the same exchange begun twice", "still in flight",
+                  dn);
+    expect_misuse(comm_halo_end(h, other, x, 8), "the end of the other direction accepted",
+                  "comm_halo_end", "in flight");
+    expect_misuse(comm_halo_end(h, d, x, 4), "end with other cols accepted", end, "differ");
+    expect_misuse(comm_halo_end(h, d, x + 8, 8), "end with another matrix accepted", end,
+                  "differ");
+    MT_OK(comm_halo_end(h, d, x, 8));
+  }
+  expect_misuse(comm_halo_begin(h, (enum cg_halo_dir)2, x, 8), "direction 2 accepted",
+                "comm_halo_begin", "unknown direction");
+  expect_misuse(comm_halo_end(h, (enum cg_halo_dir)-1, x, 8), "direction -1 accepted",
+                "comm_halo_end", "unknown direction");
+  expect_misuse(comm_halo_exchange(h, (enum cg_halo_dir)7, x, 8), "direction 7 accepted",
+                "comm_halo_begin", "unknown direction");
+  /* after all that misuse the object still works, both ways */
+  MT_OK(comm_halo_exchange(h, CG_HALO_FORWARD, x, 8));
+  MT_OK(comm_halo_exchange(h, CG_HALO_BACKWARD, x, 8));
   cg_err_clear();
   be->free(be, x);
   comm_halo_destroy(&h);
