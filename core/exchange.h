@@ -33,6 +33,7 @@
 #ifndef CAPGNN_CORE_EXCHANGE_H
 #define CAPGNN_CORE_EXCHANGE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
