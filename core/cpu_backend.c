@@ -27,6 +27,7 @@
 
 #include "core/log.h"
 #include "core/cpu_spmm.h"
+#include "core/fatal.h"
 #include "core/ops.h"
 #include "core/philox.h"
 #include "core/status.h"
@@ -55,14 +56,11 @@ struct cpu_impl {
 
 
 /* Programming errors inside ops: the op table has no error return, and going on
- * would compute garbage, so stop with the place and the reason. */
+ * would compute garbage, so stop with the place, the condition and the reason
+ * (core/fatal.h: under MPI the whole job ends, no peer is left waiting). */
 #define CPU_REQUIRE(cond, ...)                                                            \
   do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      LOG_ERROR("core", "%s:%d: cpu backend: %s failed", __FILE__, __LINE__, #cond);      \
-      LOG_ERROR("core", __VA_ARGS__);                                                     \
-      abort();                                                                            \
-    }                                                                                     \
+    if (!(cond)) cg_fatal("core", __FILE__, __LINE__, "cpu backend: " #cond, __VA_ARGS__); \
   } while (0)
 
 /* Below this many elements an elementwise op runs on the calling thread: the

@@ -4,6 +4,7 @@
  *   failing call and the message, flushed before the handler runs, then calls the
  *   installed handler with CG_FATAL_EXIT_CODE and its context (here a handler
  *   that longjmps back);
+ * - the CPU backend's argument checks (CPU_REQUIRE) go through it;
  * - in a child process: the default handler and NULL (restored default) abort,
  *   a handler that returns aborts, and a fatal error inside the handler aborts
  *   instead of recursing (SIGABRT, not a hang: ctest's timeout would say so).
@@ -25,6 +26,7 @@
 
 #include "core/fatal.h"
 #include "core/log.h"
+#include "core/ops.h"
 
 /* ---- stderr capture ---- */
 
@@ -120,6 +122,46 @@ static void test_logs_and_calls_handler(void **state) {
   free(out);
 }
 
+/* Invalid arguments to a CPU op reach the handler, with the condition and the
+ * message in the line; the handler can be installed again after a longjmp. */
+static void test_cpu_backend_require(void **state) {
+  (void)state;
+  struct cg_backend *be = NULL;
+  assert_int_equal(cg_backend_cpu_create(1, &be), 0);
+  float w[4] = {1, 2, 3, 4}, g[4] = {0}, m[4] = {0}, v[4] = {0};
+  const struct cg_adam_params p = {0.01f, 0.9f, 0.999f, 1e-8f, 0.0f, 0};
+  static struct record rec;
+  for (int round = 0; round < 2; round++) {
+    memset(&rec, 0, sizeof rec);
+    cg_fatal_set_handler(jump_handler, &rec);
+    capture_begin();
+    if (!setjmp(rec.back)) {
+      if (round == 0) be->adam(be, w, g, m, v, 4, &p, 0);
+      else be->gemm(be, 0, 0, -1, 2, 2, 1.0f, w, 2, w, 2, 0.0f, w, 2);
+    }
+    char *out = capture_end();
+    cg_fatal_set_handler(NULL, NULL);
+    printf("logged: %s", out);
+    assert_int_equal(rec.calls, 1);
+    assert_int_equal(rec.code, CG_FATAL_EXIT_CODE);
+    assert_int_equal(count_lines(out), 1);
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "[%s:0 core] ERROR ", cg_hostname());
+    assert_true(strncmp(out, prefix, strlen(prefix)) == 0);
+    assert_non_null(strstr(out, "cpu_backend.c:"));
+    if (round == 0)
+      assert_non_null(strstr(out, ": cpu backend: t >= 1 failed: adam: step t=0 must be >= 1 "
+                                  "(fatal inside a training step, aborting)"));
+    else
+      assert_non_null(strstr(out, "failed: gemm: negative size m=-1 n=2 k=2"));
+    free(rec.seen);
+    free(out);
+  }
+  /* nothing was written by the refused calls */
+  assert_true(w[0] == 1.0f && w[3] == 4.0f && m[0] == 0.0f && v[0] == 0.0f);
+  cg_backend_destroy(&be);
+}
+
 /* ---- in a child: how the process ends ---- */
 
 static void returning_handler(int code, void *ctx) {
@@ -201,6 +243,7 @@ static void test_fatal_inside_handler_aborts(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_logs_and_calls_handler),
+      cmocka_unit_test(test_cpu_backend_require),
       cmocka_unit_test(test_default_handler_aborts),
       cmocka_unit_test(test_returning_handler_aborts),
       cmocka_unit_test(test_fatal_inside_handler_aborts),
