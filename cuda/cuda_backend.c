@@ -15,6 +15,7 @@
 #include <cublas_v2.h>
 #include <cusparse.h>
 
+#include "core/fatal.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "cuda/cuda_kernels.h"
@@ -121,11 +122,10 @@ static const char *const spmm_names[CG_CUDA_SPMM_NVARIANTS] = {"auto", "cusparse
 /* ------------------------------------------------------------------------- */
 /* errors                                                                     */
 
+/* The line keeps the "cuda" subsystem; ending the process (MPI_Abort under
+ * comm_init, else abort()) is core/fatal.h's handler. */
 void cg_cuda_fatal(const char *file, int line, const char *call, const char *msg) {
-  LOG_ERROR("cuda", "%s:%d: %s failed: %s (fatal inside a training step, aborting)", file, line,
-            call, msg);
-  fflush(stderr);
-  abort();
+  cg_fatal("cuda", file, line, call, "%s", msg);
 }
 
 #define CUBLAS_FATAL_ON(call)                                                              \

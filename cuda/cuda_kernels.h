@@ -16,9 +16,10 @@
 extern "C" {
 #endif
 
-/* Log "[host:rank cuda] file:line: call failed: msg" and abort(). Inside a step a
- * device failure cannot be handled: aborting makes mpirun tear down the peers
- * instead of leaving them blocked in a collective. */
+/* cg_fatal("cuda", file, line, call, "%s", msg) (core/fatal.h): log
+ * "[host:rank cuda] ERROR file:line: call failed: msg ...", then the fatal handler
+ * ends the process (under MPI the whole job, so no peer is left blocked in a
+ * collective). Inside a step a device failure cannot be handled. */
 void cg_cuda_fatal(const char *file, int line, const char *call, const char *msg)
     __attribute__((noreturn));
 
