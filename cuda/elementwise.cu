@@ -15,6 +15,8 @@
  * - Adam is core/adam.h's cg_adam_update, the CPU backend's own source, with the
  *   coefficients of the step computed on the host (cg_adam_coefs_make). nvcc fuses
  *   its multiply-adds, so the result may differ from the CPU's in the last bits.
+ * - Under CGK_CUDA_EMULATE (cuda/tests/cuda_emu.h) the launchers are left out and
+ *   the kernels run on the CPU (test_adam_emu).
  * - Column sums accumulate in double (as the CPU backend) and are deterministic:
  *   rows are cut into R fixed chunks (R depends only
  *   on rows, cols and the scratch size), each chunk sums in a fixed order, then the
@@ -204,6 +206,7 @@ __global__ void colsum_final_kernel(const double *__restrict__ p, int64_t nchunk
 
 } // namespace
 
+#ifndef CGK_CUDA_EMULATE /* cuda/tests/cuda_emu.h runs the kernels on the CPU */
 extern "C" {
 
 void cgk_fill(cudaStream_t s, float *x, int64_t n, float value) {
@@ -344,3 +347,4 @@ void cgk_colsum(cudaStream_t s, const float *dy, const float *x, const float *me
 }
 
 } // extern "C"
+#endif
