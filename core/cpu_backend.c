@@ -25,8 +25,10 @@
 
 #include <cblas.h>
 
+#include "core/adam.h"
 #include "core/log.h"
 #include "core/cpu_spmm.h"
+#include "core/fatal.h"
 #include "core/ops.h"
 #include "core/philox.h"
 #include "core/status.h"
@@ -55,14 +57,11 @@ struct cpu_impl {
 
 
 /* Programming errors inside ops: the op table has no error return, and going on
- * would compute garbage, so stop with the place and the reason. */
+ * would compute garbage, so stop with the place, the condition and the reason
+ * (core/fatal.h: under MPI the whole job ends, no peer is left waiting). */
 #define CPU_REQUIRE(cond, ...)                                                            \
   do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      LOG_ERROR("core", "%s:%d: cpu backend: %s failed", __FILE__, __LINE__, #cond);      \
-      LOG_ERROR("core", __VA_ARGS__);                                                     \
-      abort();                                                                            \
-    }                                                                                     \
+    if (!(cond)) cg_fatal("core", __FILE__, __LINE__, "cpu backend: " #cond, __VA_ARGS__); \
   } while (0)
 
 /* Below this many elements an elementwise op runs on the calling thread: the
@@ -613,35 +612,16 @@ static void cpu_eval_counts(struct cg_backend *be, const float *logits, int64_t 
 /* optimizer                                                                */
 /* ------------------------------------------------------------------------ */
 
-/* torch.optim.Adam / AdamW (non-amsgrad): bias corrections and step size in
- * double as torch computes them, per-element math in float:
- *   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
- *   w -= (lr / (1-b1^t)) * m / (sqrt(v) / sqrt(1-b2^t) + eps)
- * which is lr * mhat / (sqrt(vhat) + eps). */
+/* The update is core/adam.h's, shared with the CUDA kernel. firstprivate: each
+ * thread's own copy of the coefficients stays in registers (a shared one would be
+ * reloaded after every store to w, m or v). */
 static void cpu_adam(struct cg_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
                      const struct cg_adam_params *p, int64_t t) {
   const int nt = cpu_nt(be);
   CPU_REQUIRE(t >= 1, "adam: step t=%lld must be >= 1", (long long)t);
-  const double bc1 = 1.0 - pow((double)p->beta1, (double)t);
-  const double bc2 = 1.0 - pow((double)p->beta2, (double)t);
-  const float step = (float)((double)p->lr / bc1);
-  const float bc2_sqrt = (float)sqrt(bc2);
-  const float b1 = p->beta1, b2 = p->beta2, eps = p->eps, wd = p->weight_decay;
-  const float omb1 = 1.0f - b1, omb2 = 1.0f - b2;
-  const int decoupled = p->decoupled;
-  const float shrink = (float)(1.0 - (double)p->lr * (double)p->weight_decay);
-#pragma omp parallel for simd num_threads(nt) schedule(static) if (n >= CPU_PAR_MIN)
-  for (int64_t i = 0; i < n; i++) {
-    float wi = w[i], gi = g[i];
-    if (decoupled) wi *= shrink;  /* AdamW: w *= 1 - lr*wd */
-    else gi += wd * wi;            /* Adam: L2 term in the gradient */
-    const float mi = b1 * m[i] + omb1 * gi;
-    const float vi = b2 * v[i] + omb2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    const float denom = sqrtf(vi) / bc2_sqrt + eps;
-    w[i] = wi - step * (mi / denom);
-  }
+  const struct cg_adam_coefs c = cg_adam_coefs_make(p, t);
+#pragma omp parallel for simd num_threads(nt) schedule(static) if (n >= CPU_PAR_MIN) firstprivate(c)
+  for (int64_t i = 0; i < n; i++) cg_adam_update(c, w + i, g[i], m + i, v + i);
 }
 
 /* ------------------------------------------------------------------------ */

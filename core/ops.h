@@ -13,8 +13,9 @@
  *   the work is done. be->sync() waits for all of it. Ops that return a value to
  *   the host (losses, counts) synchronise themselves.
  * - Ops called inside the training step do not allocate and do not fail: invalid
- *   arguments are programming errors. A CUDA launch failure there is fatal
- *   (logged with file:line, then the process aborts so no MPI peer hangs).
+ *   arguments are programming errors, and they and a CUDA failure there are fatal
+ *   (core/fatal.h: logged with file:line, then the process ends, under MPI the
+ *   whole job, so no MPI peer hangs).
  * - Setup calls (create, alloc, spmat_create, upload) return a status.
  * - Reproducibility: the CPU backend is deterministic for a fixed thread count.
  */

@@ -12,11 +12,7 @@
 
 #include <stdint.h>
 
-#if defined(__CUDACC__)
-#define CG_HD __host__ __device__ __forceinline__
-#else
-#define CG_HD static inline
-#endif
+#include "core/hostdev.h"
 
 struct cg_philox_out { uint32_t v[4]; };
 

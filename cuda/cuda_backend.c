@@ -15,6 +15,8 @@
 #include <cublas_v2.h>
 #include <cusparse.h>
 
+#include "core/adam.h"
+#include "core/fatal.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "cuda/cuda_kernels.h"
@@ -121,11 +123,10 @@ static const char *const spmm_names[CG_CUDA_SPMM_NVARIANTS] = {"auto", "cusparse
 /* ------------------------------------------------------------------------- */
 /* errors                                                                     */
 
+/* The line keeps the "cuda" subsystem; ending the process (MPI_Abort under
+ * comm_init, else abort()) is core/fatal.h's handler. */
 void cg_cuda_fatal(const char *file, int line, const char *call, const char *msg) {
-  LOG_ERROR("cuda", "%s:%d: %s failed: %s (fatal inside a training step, aborting)", file, line,
-            call, msg);
-  fflush(stderr);
-  abort();
+  cg_fatal("cuda", file, line, call, "%s", msg);
 }
 
 #define CUBLAS_FATAL_ON(call)                                                              \
@@ -942,14 +943,8 @@ static void cu_eval_counts(struct cg_backend *be, const float *logits, int64_t r
 static void cu_adam(struct cg_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
                     const struct cg_adam_params *p, int64_t t) {
   if (t < 1) cg_cuda_fatal(__FILE__, __LINE__, "adam", "step t must be >= 1");
-  /* host-side constants exactly as core/cpu_backend.c computes them */
-  const double bc1 = 1.0 - pow((double)p->beta1, (double)t);
-  const double bc2 = 1.0 - pow((double)p->beta2, (double)t);
-  const float step = (float)((double)p->lr / bc1);
-  const float bc2_sqrt = (float)sqrt(bc2);
-  const float shrink = (float)(1.0 - (double)p->lr * (double)p->weight_decay);
-  cgk_adam(IMPL(be)->stream, w, g, m, v, n, step, bc2_sqrt, p->beta1, p->beta2, p->eps,
-           p->weight_decay, shrink, p->decoupled);
+  const struct cg_adam_coefs c = cg_adam_coefs_make(p, t); /* as the CPU backend */
+  cgk_adam(IMPL(be)->stream, w, g, m, v, n, &c);
 }
 
 static void cu_gather_rows(struct cg_backend *be, const float *src, int64_t cols,

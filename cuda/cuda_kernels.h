@@ -16,9 +16,10 @@
 extern "C" {
 #endif
 
-/* Log "[host:rank cuda] file:line: call failed: msg" and abort(). Inside a step a
- * device failure cannot be handled: aborting makes mpirun tear down the peers
- * instead of leaving them blocked in a collective. */
+/* cg_fatal("cuda", file, line, call, "%s", msg) (core/fatal.h): log
+ * "[host:rank cuda] ERROR file:line: call failed: msg ...", then the fatal handler
+ * ends the process (under MPI the whole job, so no peer is left blocked in a
+ * collective). Inside a step a device failure cannot be handled. */
 void cg_cuda_fatal(const char *file, int line, const char *call, const char *msg)
     __attribute__((noreturn));
 
@@ -49,12 +50,11 @@ void cgk_relu_fwd(cudaStream_t s, const float *x, float *y, int64_t n);
 void cgk_relu_bwd(cudaStream_t s, const float *y, float *dy, int64_t n);
 void cgk_dropout(cudaStream_t s, const float *in, float *out, int64_t rows, int64_t cols,
                  const int32_t *gid, float p, uint64_t seed, uint32_t epoch, uint32_t layer);
-/* Adam/AdamW exactly as core/cpu_backend.c: step = lr / (1 - beta1^t) and
- * bc2_sqrt = sqrt(1 - beta2^t) and shrink = 1 - lr*wd are computed on the host in
- * double and rounded to float. */
-void cgk_adam(cudaStream_t s, float *w, const float *g, float *m, float *v, int64_t n, float step,
-              float bc2_sqrt, float beta1, float beta2, float eps, float weight_decay,
-              float shrink, int decoupled);
+/* One Adam/AdamW step: core/adam.h's cg_adam_update on every element, with the
+ * coefficients from cg_adam_coefs_make (copied into the launch). */
+struct cg_adam_coefs;
+void cgk_adam(cudaStream_t s, float *w, const float *g, float *m, float *v, int64_t n,
+              const struct cg_adam_coefs *c);
 void cgk_gather_rows(cudaStream_t s, const float *src, int64_t cols, const int32_t *idx, int64_t n,
                      float *dst);
 void cgk_scatter_add_rows(cudaStream_t s, const float *src, int64_t cols, const int32_t *idx,

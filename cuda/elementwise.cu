@@ -12,6 +12,11 @@
  *   of 4 columns, lane j of the output is column 4g+j, i.e. exactly
  *   cg_dropout_uniform(seed, epoch, layer, gid, col); the mask is bit-identical to
  *   the CPU backend's.
+ * - Adam is core/adam.h's cg_adam_update, the CPU backend's own source, with the
+ *   coefficients of the step computed on the host (cg_adam_coefs_make). nvcc fuses
+ *   its multiply-adds, so the result may differ from the CPU's in the last bits.
+ * - Under CGK_CUDA_EMULATE (cuda/tests/cuda_emu.h) the launchers are left out and
+ *   the kernels run on the CPU (test_adam_emu).
  * - Column sums accumulate in double (as the CPU backend) and are deterministic:
  *   rows are cut into R fixed chunks (R depends only
  *   on rows, cols and the scratch size), each chunk sums in a fixed order, then the
@@ -21,6 +26,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "core/adam.h"
 #include "core/philox.h"
 #include "cuda/cuda_kernels.h"
 
@@ -124,24 +130,10 @@ __global__ void copy_kernel(const float *__restrict__ in, float *__restrict__ ou
   for (int64_t i = gtid(); i < n; i += gstride()) out[i] = in[i];
 }
 
-/* torch.optim.Adam / AdamW, the same float expression as core/cpu_backend.c. */
+/* torch.optim.Adam / AdamW: core/adam.h's update, the CPU backend's source. */
 __global__ void adam_kernel(float *__restrict__ w, const float *__restrict__ g, float *__restrict__ m,
-                            float *__restrict__ v, int64_t n, float step, float bc2_sqrt, float b1,
-                            float b2, float eps, float wd, float shrink, int decoupled) {
-  const float omb1 = 1.0f - b1, omb2 = 1.0f - b2;
-  for (int64_t i = gtid(); i < n; i += gstride()) {
-    float wi = w[i], gi = g[i];
-    if (decoupled)
-      wi *= shrink; /* AdamW: w *= 1 - lr*wd */
-    else
-      gi += wd * wi; /* Adam: L2 term in the gradient */
-    const float mi = b1 * m[i] + omb1 * gi;
-    const float vi = b2 * v[i] + omb2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    const float denom = sqrtf(vi) / bc2_sqrt + eps;
-    w[i] = wi - step * (mi / denom);
-  }
+                            float *__restrict__ v, int64_t n, cg_adam_coefs c) {
+  for (int64_t i = gtid(); i < n; i += gstride()) cg_adam_update(c, w + i, g[i], m + i, v + i);
 }
 
 __global__ void gather_rows_kernel(const float *__restrict__ src, int64_t cols,
@@ -214,6 +206,7 @@ __global__ void colsum_final_kernel(const double *__restrict__ p, int64_t nchunk
 
 } // namespace
 
+#ifndef CGK_CUDA_EMULATE /* cuda/tests/cuda_emu.h runs the kernels on the CPU */
 extern "C" {
 
 void cgk_fill(cudaStream_t s, float *x, int64_t n, float value) {
@@ -285,12 +278,10 @@ void cgk_dropout(cudaStream_t s, const float *in, float *out, int64_t rows, int6
   CG_CUDA_LAUNCH_CHECK("dropout_kernel");
 }
 
-void cgk_adam(cudaStream_t s, float *w, const float *g, float *m, float *v, int64_t n, float step,
-              float bc2_sqrt, float beta1, float beta2, float eps, float weight_decay,
-              float shrink, int decoupled) {
+void cgk_adam(cudaStream_t s, float *w, const float *g, float *m, float *v, int64_t n,
+              const struct cg_adam_coefs *c) {
   if (n <= 0) return;
-  adam_kernel<<<grid_for(n), kThreads, 0, s>>>(w, g, m, v, n, step, bc2_sqrt, beta1, beta2, eps,
-                                                weight_decay, shrink, decoupled);
+  adam_kernel<<<grid_for(n), kThreads, 0, s>>>(w, g, m, v, n, *c);
   CG_CUDA_LAUNCH_CHECK("adam_kernel");
 }
 
@@ -356,3 +347,4 @@ void cgk_colsum(cudaStream_t s, const float *dy, const float *x, const float *me
 }
 
 } // extern "C"
+#endif

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/fatal.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "mpi/comm_internal.h"
@@ -110,6 +111,14 @@ done:
   return st;
 }
 
+/* core/fatal.h's handler once MPI runs: a fatal error inside a training step ends
+ * the whole job (MPI_Abort on the world), so no peer waits in a collective for a
+ * rank that is gone. The world, not c->world: it outlives any struct comm. */
+static void comm_fatal_handler(int code, void *ctx) {
+  (void)ctx;
+  comm_abort(NULL, code);
+}
+
 int comm_init(int *argc, char ***argv, struct comm **out) {
   int st = CG_OK;
   *out = NULL;
@@ -154,6 +163,7 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
   COMM_MPI_TRY_GOTO(MPI_Comm_rank(c->world, &c->rank), fail);
   COMM_MPI_TRY_GOTO(MPI_Comm_size(c->world, &c->size), fail);
   cg_log_set_rank(c->rank);
+  cg_fatal_set_handler(comm_fatal_handler, NULL);
   TRY_GOTO(comm_layout(c), fail);
 
   /* One rank is the common case and says nothing new: keep it out of the way (DEBUG). */

@@ -9,10 +9,14 @@
  * - __shfl_sync(mask, v, src) for 32-bit values: every lane of the warp must call
  *   it the same number of times (as the hardware requires for a full mask); a
  *   divergent shuffle deadlocks here, which the test's timeout then reports;
+ * - atomicAdd on floats (std::atomic_ref; the order of additions is the OS
+ *   scheduler's, as on the GPU it is the hardware's);
  * - __ldg, the __global__ / __device__ / __forceinline__ / __launch_bounds__ /
  *   __shared__ qualifiers as no-ops; `extern __shared__ T name[]` must be defined
  *   by the test at namespace scope with room for the dynamic shared memory (blocks
- *   run one after another, so one buffer serves all).
+ *   run one after another, so one buffer serves all). A `__shared__` array declared
+ *   inside a kernel becomes one array per thread: such a kernel compiles here (so
+ *   its file can be included) but must not be run.
  * A thread that returns early leaves its barriers (arrive_and_drop), as an exited
  * GPU thread no longer counts at __syncthreads.
  * What it cannot show: timing, memory-model races between blocks (blocks run one
@@ -20,6 +24,7 @@
 #ifndef CAPGNN_CUDA_EMU_H
 #define CAPGNN_CUDA_EMU_H
 
+#include <atomic>
 #include <barrier>
 #include <cstdint>
 #include <cstring>
@@ -82,6 +87,8 @@ template <class T>
 inline T __ldg(const T *p) {
   return *p;
 }
+
+inline float atomicAdd(float *p, float v) { return std::atomic_ref<float>(*p).fetch_add(v); }
 
 /* Run kernel(args...) over `grid` blocks of `threads` threads (1-D), one block at a
  * time. */

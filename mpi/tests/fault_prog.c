@@ -6,6 +6,10 @@
  *   kill      raise(SIGKILL) in the middle of an exchange
  *   segv      raise(SIGSEGV) (a crash)
  *   abort     a step call fails (cols > max_cols); the rank logs it and calls comm_abort
+ *   fatal     a CPU backend op gets an invalid argument (gemm with m = -1): its check
+ *             fails inside the op, cg_fatal logs it and the handler that comm_init
+ *             installed ends the job with CG_FATAL_EXIT_CODE (core/fatal.h); the
+ *             program itself handles nothing
  *   badinput  (at setup, not iteration 5) rank 1's plan names a peer that does not
  *             exist; comm_halo_create fails on every rank; they log and comm_abort
  * The other ranks are then blocked in an exchange with rank 1; the job must still
@@ -37,8 +41,8 @@ static void fatal(struct comm *c, const char *what, int code) {
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "exit") && strcmp(mode, "kill") && strcmp(mode, "segv") &&
-      strcmp(mode, "abort") && strcmp(mode, "badinput")) {
-    fprintf(stderr, "usage: fault_prog exit|kill|segv|abort|badinput\n");
+      strcmp(mode, "abort") && strcmp(mode, "badinput") && strcmp(mode, "fatal")) {
+    fprintf(stderr, "usage: fault_prog exit|kill|segv|abort|badinput|fatal\n");
     return 2;
   }
   struct comm *c = NULL;
@@ -77,6 +81,8 @@ int main(int argc, char **argv) {
       if (!strcmp(mode, "exit")) exit(3);
       if (!strcmp(mode, "kill")) raise(SIGKILL);
       if (!strcmp(mode, "segv")) raise(SIGSEGV);
+      if (!strcmp(mode, "fatal"))
+        be->gemm(be, 0, 0, -1, COLS, COLS, 1.0f, x, COLS, x, COLS, 0.0f, x, COLS);
     }
     if (comm_halo_end(h, CG_HALO_FORWARD, x, COLS) < 0) fatal(c, "comm_halo_end(forward)", 5);
     int64_t cols = (r == 1 && it == 5 && !strcmp(mode, "abort")) ? COLS + 1 : COLS;

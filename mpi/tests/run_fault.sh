@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # mpi/tests/run_fault.sh MPIEXEC PROG MODE [EXPECTED_TEXT]
-# Runs PROG MODE on 3 ranks, where rank 1 fails on purpose, and checks that the
-# whole job ends within 30 s with a non-zero exit code that is not the hang
-# timeout (124, or timeout's message after it had to kill), and, when given,
-# that EXPECTED_TEXT appears in its output.
+# Runs PROG MODE on 3 ranks (or $FAULT_RANKS), where rank 1 fails on purpose, and
+# checks that the whole job ends within 30 s with a non-zero exit code that is not
+# the hang timeout (124, or timeout's message after it had to kill), and, when
+# given, that EXPECTED_TEXT appears in its output.
 set -u
-mpiexec=$1 prog=$2 mode=$3 expect=${4:-}
+mpiexec=$1 prog=$2 mode=$3 expect=${4:-} np=${FAULT_RANKS:-3}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 start=$(date +%s%N)
-timeout -v -k 5 60 "$mpiexec" -n 3 --oversubscribe --allow-run-as-root "$prog" "$mode" >"$out" 2>&1
+timeout -v -k 5 60 "$mpiexec" -n "$np" --oversubscribe --allow-run-as-root "$prog" "$mode" >"$out" 2>&1
 rc=$?
 elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 cat "$out"
