@@ -18,7 +18,7 @@
  * Backward uses three scratch buffers [n_tot x wmax], wmax = widest gradient, that
  * rotate between dZ, dT/dA and dHd.
  *
- * Halo rows and exchange (single process: n_halo = 0 and no hook is ever called):
+ * Halo rows and exchange (single process: n_halo = 0 and the exchange is never called):
  *   aggregate-first, l > 0: exchange H (width fin), dropout over all n_tot rows
  *     (the mask is keyed by global id, so the halo copy gets the owner's mask);
  *     backward: dHd = Âᵀ dA over n_tot rows, halo rows go back to owners.
@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/exchange.h"
 #include "core/log.h"
 #include "core/philox.h"
 #include "core/status.h"
@@ -58,8 +59,7 @@ struct rt_layer {
 struct rt_model {
   struct cg_backend *be;
   const struct rt_local *loc;
-  struct rt_exchange ex;
-  int has_ex;
+  struct cg_exchange *ex;   /* NULL for a single process */
   struct rt_config cfg;
   int nlayers;
   struct rt_layer *layers;
@@ -168,7 +168,7 @@ static void init_glorot(float *w, int64_t rows, int64_t cols, uint64_t seed, uin
 static int exchange_needed(const struct rt_local *loc) { return loc->n_halo > 0 || loc->nranks > 1; }
 
 int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
-                    const struct rt_exchange *ex, struct rt_model **out) {
+                    struct cg_exchange *ex, struct rt_model **out) {
   int st = CG_OK;
   *out = NULL;
   TRY(rt_config_check(cfg));
@@ -181,9 +181,9 @@ int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const str
     return cg_err_set(CG_ERR_ARG, "graph %s has no train vertices (split == 1); cannot train",
                       loc->name);
   if (exchange_needed(loc) &&
-      (!ex || !ex->halo_forward || !ex->halo_backward || !ex->allreduce_grads || !ex->allreduce_host))
+      (!ex || !ex->halo_begin || !ex->halo_end || !ex->allreduce_grads || !ex->allreduce_host))
     return cg_err_set(CG_ERR_ARG, "local problem of %s has halo rows or several ranks but no "
-                      "exchange hooks were given", loc->name);
+                      "exchange was given", loc->name);
 
   struct rt_model *m = cg_calloc(1, sizeof *m, "model");
   if (!m) return CG_ERR_NOMEM;
@@ -193,10 +193,7 @@ int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const str
   m->cfg.graph = NULL; /* not owned; never used after setup */
   m->cfg.metrics_path = NULL;
   m->cfg.device = NULL;
-  if (ex) {
-    m->ex = *ex;
-    m->has_ex = 1;
-  }
+  m->ex = ex;
   m->nlayers = cfg->layers;
   m->n_in = loc->n_inner;
   m->n_tot = loc->n_inner + loc->n_halo;
@@ -362,7 +359,7 @@ int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const str
   TRY_GOTO(be->upload(be, m->layers[0].in, loc->feat,
                       (size_t)loc->feat_rows * (size_t)loc->feat_dim * sizeof(float)), fail);
   if (loc->feat_rows < m->n_tot)
-    TRY_GOTO(m->ex.halo_forward(m->ex.ctx, be, m->layers[0].in, loc->feat_dim), fail);
+    TRY_GOTO(cg_exchange_halo(m->ex, CG_HALO_FORWARD, m->layers[0].in, loc->feat_dim), fail);
   if (m->layers[0].agg_cached)
     be->spmm(be, m->a, m->layers[0].in, loc->feat_dim, m->layers[0].agg, loc->feat_dim, loc->feat_dim);
   be->sync(be);
@@ -457,63 +454,66 @@ int rt_model_state_set(struct rt_model *m, const float *params, const float *ada
   return CG_OK;
 }
 
-/* ---- communication wrappers (timed; no-ops for a single process) ------------ */
+/* ---- communication (timed; no-ops for a single process) ---------------------- */
+
+/* Counters of the exchange (zeros without one): each step reports its deltas. */
+static void counters_now(const struct rt_model *m, struct cg_exchange_counters *c) {
+  memset(c, 0, sizeof *c);
+  if (m->ex && m->ex->counters) m->ex->counters(m->ex, c);
+}
 
 static void stats_begin(struct rt_model *m, struct rt_step_stats *st) {
+  struct cg_exchange_counters c;
   memset(st, 0, sizeof *st);
-  if (m->has_ex && m->ex.halo_bytes) st->halo_bytes = -m->ex.halo_bytes(m->ex.ctx);
-  if (m->has_ex && m->ex.allreduce_bytes) st->allreduce_bytes = -m->ex.allreduce_bytes(m->ex.ctx);
-  if (m->has_ex && m->ex.cache_stats) {
-    int64_t h = 0, k = 0;
-    if (m->ex.cache_stats(m->ex.ctx, &h, &k) == CG_OK) {
-      st->cache_hits = -h;
-      st->cache_lookups = -k;
-    }
-  }
+  counters_now(m, &c);
+  st->halo_bytes = -c.halo_bytes;
+  st->allreduce_bytes = -c.allreduce_bytes;
+  st->cache_hits = -c.cache_hits;
+  st->cache_lookups = -c.cache_lookups;
 }
 
 static void stats_end(struct rt_model *m, struct rt_step_stats *st) {
-  if (m->has_ex && m->ex.halo_bytes) st->halo_bytes += m->ex.halo_bytes(m->ex.ctx);
-  else st->halo_bytes = 0;
-  if (m->has_ex && m->ex.allreduce_bytes) st->allreduce_bytes += m->ex.allreduce_bytes(m->ex.ctx);
-  else st->allreduce_bytes = 0;
-  int64_t h = 0, k = 0;
-  if (m->has_ex && m->ex.cache_stats && m->ex.cache_stats(m->ex.ctx, &h, &k) == CG_OK) {
-    st->cache_hits += h;
-    st->cache_lookups += k;
-  } else {
-    st->cache_hits = st->cache_lookups = 0;
-  }
+  struct cg_exchange_counters c;
+  counters_now(m, &c);
+  st->halo_bytes += c.halo_bytes;
+  st->allreduce_bytes += c.allreduce_bytes;
+  st->cache_hits += c.cache_hits;
+  st->cache_lookups += c.cache_lookups;
 }
 
-/* The device is synchronised on both sides so that comm_s holds only communication
- * (and waiting for peers), never queued compute. */
-static int comm_halo(struct rt_model *m, int backward, float *x, int64_t cols, struct rt_step_stats *st) {
+/* One halo exchange of x (forward) or of the gradient dx (backward). The device is
+ * synchronised on both sides so that comm_s holds only communication (and waiting for
+ * peers), never queued compute. begin and end are the seam's two halves: this is the
+ * one place where an overlapped schedule would run inner-row work between them. */
+static int model_halo(struct rt_model *m, enum cg_halo_dir dir, float *x, int64_t cols,
+                      struct rt_step_stats *st) {
   if (!exchange_needed(m->loc)) return CG_OK;
   m->be->sync(m->be);
   double t0 = cg_time_now();
-  int rc = backward ? m->ex.halo_backward(m->ex.ctx, m->be, x, cols)
-                    : m->ex.halo_forward(m->ex.ctx, m->be, x, cols);
+  int rc = m->ex->halo_begin(m->ex, dir, x, cols);
+  if (rc == CG_OK) rc = m->ex->halo_end(m->ex, dir, x, cols);
   m->be->sync(m->be);
   st->comm_s += cg_time_now() - t0;
   TRY(rc);
   return CG_OK;
 }
 
-static int comm_host(struct rt_model *m, double *v, int n, struct rt_step_stats *st) {
+/* Sum of a few host values over the ranks (losses, evaluation counts). */
+static int model_reduce_host(struct rt_model *m, double *v, int n, struct rt_step_stats *st) {
   if (!exchange_needed(m->loc)) return CG_OK;
   double t0 = cg_time_now();
-  int rc = m->ex.allreduce_host(m->ex.ctx, v, n);
+  int rc = m->ex->allreduce_host(m->ex, v, n, CG_REDUCE_SUM);
   st->comm_s += cg_time_now() - t0;
   TRY(rc);
   return CG_OK;
 }
 
-static int comm_grads(struct rt_model *m, struct rt_step_stats *st) {
+/* The one all-reduce of the flat gradient per step. */
+static int model_reduce_grads(struct rt_model *m, struct rt_step_stats *st) {
   if (!exchange_needed(m->loc)) return CG_OK;
   m->be->sync(m->be);
   double t0 = cg_time_now();
-  int rc = m->ex.allreduce_grads(m->ex.ctx, m->be, m->g, m->nparams);
+  int rc = m->ex->allreduce_grads(m->ex, m->g, m->nparams);
   m->be->sync(m->be);
   st->comm_s += cg_time_now() - t0;
   TRY(rc);
@@ -546,7 +546,7 @@ static int forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step
      * all n_tot rows; a transform-first hidden layer transforms inner rows only and
      * exchanges the (narrower) result instead. */
     const int64_t rows = (l == 0 || !L->transform_first) ? n_tot : n_in;
-    if (l > 0 && !L->transform_first) TRY(comm_halo(m, 0, L->in, fin, st));
+    if (l > 0 && !L->transform_first) TRY(model_halo(m, CG_HALO_FORWARD, L->in, fin, st));
     const float *hd = L->in;
     if (train && L->p_drop > 0.0f) {
       be->dropout(be, L->in, L->in_d, rows, fin, m->d_gid, L->p_drop, drop_key(m, epoch, l));
@@ -555,7 +555,7 @@ static int forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step
     const float *w = m->p + L->off_w;
     if (L->transform_first) {
       be->gemm(be, 0, 0, rows, fout, fin, 1.0f, hd, fin, w, fout, 0.0f, L->t, fout);
-      if (l > 0) TRY(comm_halo(m, 0, L->t, fout, st));
+      if (l > 0) TRY(model_halo(m, CG_HALO_FORWARD, L->t, fout, st));
       be->spmm(be, m->a, L->t, fout, L->z, fout, fout);
     } else {
       if (!L->agg_cached) be->spmm(be, m->a, hd, fin, L->agg, fin, fin);
@@ -592,7 +592,7 @@ static int loss_train(struct rt_model *m, double *loss, struct rt_step_stats *st
     be->xent(be, last->z, m->n_in, m->classes, m->d_labels, m->d_idx[0], m->n_idx[0],
              (float)(1.0 / denom), m->scratch[0], &sum);
   }
-  TRY(comm_host(m, &sum, 1, st));
+  TRY(model_reduce_host(m, &sum, 1, st));
   *loss = sum / denom;
   return CG_OK;
 }
@@ -625,7 +625,7 @@ static int backward(struct rt_model *m, struct rt_step_stats *st) {
         /* All n_tot rows of T were computed here from local input rows. */
         be->gemm(be, 1, 0, fin, fout, n_tot, 1.0f, hd, fin, dt, fout, 0.0f, gw, fout);
       } else {
-        TRY(comm_halo(m, 1, dt, fout, st)); /* owners add the halo rows of dT */
+        TRY(model_halo(m, CG_HALO_BACKWARD, dt, fout, st)); /* owners add the halo rows of dT */
         be->gemm(be, 1, 0, fin, fout, n_in, 1.0f, hd, fin, dt, fout, 0.0f, gw, fout);
         be->gemm(be, 0, 1, n_in, fin, fout, 1.0f, dt, fout, w, fout, 0.0f, dhd, fin);
       }
@@ -643,7 +643,7 @@ static int backward(struct rt_model *m, struct rt_step_stats *st) {
         be->gemm(be, 0, 1, n_in, fin, fout, 1.0f, dz, fout, m->p + L->off_ws, fout, 1.0f, dhd, fin);
     }
     if (l == 0) break; /* no gradient w.r.t. the input features */
-    if (!L->transform_first) TRY(comm_halo(m, 1, dhd, fin, st));
+    if (!L->transform_first) TRY(model_halo(m, CG_HALO_BACKWARD, dhd, fin, st));
     /* Inner rows of dhd now hold the full gradient w.r.t. Hd; undo dropout with the
      * same mask (keyed by global id), then the previous layer's ReLU and LayerNorm. */
     if (m->last_fwd_train && L->p_drop > 0.0f)
@@ -680,7 +680,7 @@ int rt_model_loss_grad(struct rt_model *m, uint32_t epoch, int train, double *lo
   TRY(forward(m, epoch, train, st));
   TRY(loss_train(m, loss, st));
   TRY(backward(m, st));
-  TRY(comm_grads(m, st));
+  TRY(model_reduce_grads(m, st));
   stats_end(m, st);
   st->loss = *loss;
   return CG_OK;
@@ -737,7 +737,7 @@ int rt_model_evaluate(struct rt_model *m, struct rt_eval *ev, struct rt_step_sta
                m->scratch[0], &sum);
     v[9 + s] = sum;
   }
-  TRY(comm_host(m, v, 11, st));
+  TRY(model_reduce_host(m, v, 11, st));
   double acc[3];
   for (int s = 0; s < 3; s++) {
     if (ml) {

@@ -4,9 +4,10 @@
  * one rank's *local problem* (struct rt_local): the rows this rank owns ("inner"
  * vertices), the halo rows it reads from other ranks, and the layer's aggregation
  * operator restricted to the inner rows. A single process builds the local problem
- * from the whole graph (rt_local_from_graph: no halo, no hooks); partition-parallel
- * training builds it from a partition and passes exchange hooks (struct
- * rt_exchange). The model code is the same in both cases.
+ * from the whole graph (rt_local_from_graph: no halo, no exchange); partition-parallel
+ * training builds it from a partition and passes the exchange seam (struct
+ * cg_exchange, core/exchange.h; runtime/dist.h creates it). The model code is the
+ * same in both cases.
  *
  * What the model computes (ARCHITECTURE.md, exactness contract)
  * - GCN layer:  Z = Â Hd W + b,  Â = D^-1/2 (A+I) D^-1/2 with global degrees.
@@ -39,6 +40,7 @@
 #include <stdint.h>
 
 #include "core/csr.h"
+#include "core/exchange.h"
 #include "core/ops.h"
 #include "graph/graph.h"
 
@@ -139,36 +141,14 @@ int rt_graph_trainable(const struct graph *g);
 int rt_local_check(const struct rt_local *l, const char *what);
 void rt_local_free(struct rt_local *l); /* accepts a zeroed struct; leaves it zeroed */
 
-/* ---- communication hooks ---------------------------------------------------- */
+/* ---- communication ----------------------------------------------------------- */
 
-/* Hooks the model calls; any may be NULL for a single process (n_halo == 0 and
- * nranks == 1). Pointers are backend memory; each hook returns a status. The
- * runtime synchronises the backend before and after each call and counts the time
- * in between as comm_s. */
-struct rt_exchange {
-  void *ctx;
-  /* Fill rows [n_inner, n_inner + n_halo) of x (row stride cols) from their owners. */
-  int (*halo_forward)(void *ctx, struct cg_backend *be, float *x, int64_t cols);
-  /* Send rows [n_inner, n_inner + n_halo) of dx to their owners, which ADD them into
-   * their inner rows (the reverse of halo_forward). */
-  int (*halo_backward)(void *ctx, struct cg_backend *be, float *dx, int64_t cols);
-  /* Sum over ranks, in place (the one flat gradient buffer, once per step). */
-  int (*allreduce_grads)(void *ctx, struct cg_backend *be, float *flat, int64_t n);
-  /* Sum over ranks of a few host doubles (loss sums, evaluation counts). */
-  int (*allreduce_host)(void *ctx, double *v, int n);
-  /* Cumulative counters (may be NULL): halo bytes this rank SENT (forward rows it
-   * owns + backward gradients of its halo rows, so that the sum over ranks is the
-   * traffic); halo cache hits and lookups (JACA). The runtime reports per-epoch deltas. */
-  int64_t (*halo_bytes)(void *ctx);
-  int (*cache_stats)(void *ctx, int64_t *hits, int64_t *lookups);
-  /* Maximum over ranks of a few host doubles, in place (per-epoch load-imbalance
-   * metrics; the runtime gets a minimum as -max(-x)). May be NULL: the rank's own
-   * values are reported. */
-  int (*allreduce_host_max)(void *ctx, double *v, int n);
-  /* Cumulative bytes this rank contributed to gradient all-reduces (the flat buffer
-   * size per call; the wire traffic depends on MPI's algorithm). May be NULL. */
-  int64_t (*allreduce_bytes)(void *ctx);
-};
+/* The model reaches the other ranks only through the exchange seam (struct
+ * cg_exchange, core/exchange.h): a halo exchange is its begin then its end, with the
+ * backend synchronised before begin and after end and the time in between counted as
+ * comm_s; the flat gradient and a few host values are summed over the ranks; the
+ * per-step metrics are deltas of its counters. A single process passes no exchange
+ * (NULL): with n_halo == 0 and nranks == 1 the model never calls one. */
 
 /* ---- the model ------------------------------------------------------------- */
 
@@ -200,11 +180,12 @@ struct rt_step_stats {
 };
 
 /* Build the model for `loc` on `be`: uploads the operator and its transpose, the
- * features (halo feature rows through ex->halo_forward when loc->feat_rows ==
- * n_inner), labels and index arrays; initialises parameters from cfg->seed. `be`,
- * `loc` and `ex` must outlive the model (`ex` may be NULL for one process). */
+ * features (halo feature rows through one forward halo exchange of `ex` when
+ * loc->feat_rows == n_inner), labels and index arrays; initialises parameters from
+ * cfg->seed. `be`, `loc` and `ex` must outlive the model (`ex` may be NULL for one
+ * process; it stays the caller's). */
 int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
-                    const struct rt_exchange *ex, struct rt_model **out);
+                    struct cg_exchange *ex, struct rt_model **out);
 void rt_model_destroy(struct rt_model **m); /* accepts NULL */
 
 int64_t rt_model_num_params(const struct rt_model *m);
@@ -296,7 +277,7 @@ const char *rt_backend_describe(const struct cg_backend *be);
  *              (ranks x parameters x 4); 0 on one rank
  *   cache_hit_rate  halo cache hits / lookups in the step; null without a cache
  * The cross-rank sums and extremes are gathered after each step, outside epoch_s. */
-int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_exchange *ex,
+int rt_train(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
              const struct rt_config *cfg, struct rt_result *res);
 
 /* ---- checkpoints ------------------------------------------------------------ */

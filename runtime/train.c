@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/exchange.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "core/timer.h"
@@ -151,7 +152,7 @@ static int ckpt_resume(struct rt_model *m, const struct rt_local *loc, const str
  * same parameters: rank 0 writes, and all ranks learn whether it worked (so that a
  * failed write stops every rank, or none). */
 static int ckpt_save(struct rt_model *m, const char *be_name, const struct rt_local *loc,
-                     const struct rt_exchange *ex, const struct rt_config *cfg,
+                     struct cg_exchange *ex, const struct rt_config *cfg,
                      const struct rt_result *r, const struct train_track *tr, int epoch) {
   int st = CG_OK;
   if (loc->rank == 0) {
@@ -182,16 +183,16 @@ static int ckpt_save(struct rt_model *m, const char *be_name, const struct rt_lo
     cg_free(c.adam_m);
     cg_free(c.adam_v);
   }
-  if (ex && ex->allreduce_host) {
+  if (ex) {
     double failed = st != CG_OK;
-    TRY(ex->allreduce_host(ex->ctx, &failed, 1));
+    TRY(ex->allreduce_host(ex, &failed, 1, CG_REDUCE_SUM));
     if (failed > 0 && st == CG_OK)
       st = cg_err_set(CG_ERR_IO, "rank 0 could not write checkpoint %s", cfg->checkpoint_path);
   }
   return st;
 }
 
-int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_exchange *ex,
+int rt_train(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
              const struct rt_config *cfg, struct rt_result *res) {
   int st = CG_OK;
   struct rt_model *m = NULL;
@@ -272,9 +273,9 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_
      * sum makes every rank stop after the same one) */
     double sums[3] = {(double)ss.halo_bytes, (double)ss.allreduce_bytes, (double)train_stop};
     double ext[2] = {compute_s, -compute_s}; /* max, -min */
-    if (ex && ex->allreduce_host) TRY_GOTO(ex->allreduce_host(ex->ctx, sums, 3), done);
+    if (ex) TRY_GOTO(ex->allreduce_host(ex, sums, 3, CG_REDUCE_SUM), done);
     const int stop = sums[2] > 0 && e < E;
-    if (ex && ex->allreduce_host_max) TRY_GOTO(ex->allreduce_host_max(ex->ctx, ext, 2), done);
+    if (ex) TRY_GOTO(ex->allreduce_host(ex, ext, 2, CG_REDUCE_MAX), done);
 
     const int on_schedule = (e % cfg->eval_every) == 0;
     const int do_eval = on_schedule || e == E;
