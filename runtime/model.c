@@ -125,13 +125,14 @@ static int symmetric_sample(const struct cg_csr *a) {
   return 1;
 }
 
-static int add_tensor(struct rt_model *m, const char *name, int layer, int64_t rows, int64_t cols,
-                      int decay, int64_t *off) {
+static int add_tensor(struct rt_model *m, const char *name, enum rt_tensor_kind kind, int layer,
+                      int64_t rows, int64_t cols, int decay, int64_t *off) {
   if (m->ntensors >= RT_MAX_TENSORS)
     return cg_err_set(CG_ERR_INTERNAL, "too many parameter tensors (%d)", m->ntensors);
   struct rt_tensor_info *t = &m->tensors[m->ntensors++];
   memset(t, 0, sizeof *t);
   snprintf(t->name, sizeof t->name, "%s", name);
+  t->kind = kind;
   t->offset = m->nparams;
   t->rows = rows;
   t->cols = cols;
@@ -227,20 +228,20 @@ int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const str
     const int decay = cfg->weight_decay > 0.0f && (cfg->wd_scope == RT_WD_ALL || l == 0);
     char name[32];
     snprintf(name, sizeof name, "conv%d.weight", l);
-    TRY_GOTO(add_tensor(m, name, l, L->fin, L->fout, decay, &L->off_w), fail);
+    TRY_GOTO(add_tensor(m, name, RT_TENSOR_WEIGHT, l, L->fin, L->fout, decay, &L->off_w), fail);
     L->off_ws = -1;
     if (cfg->model == RT_MODEL_SAGE) {
       snprintf(name, sizeof name, "conv%d.weight_self", l);
-      TRY_GOTO(add_tensor(m, name, l, L->fin, L->fout, decay, &L->off_ws), fail);
+      TRY_GOTO(add_tensor(m, name, RT_TENSOR_WEIGHT, l, L->fin, L->fout, decay, &L->off_ws), fail);
     }
     snprintf(name, sizeof name, "conv%d.bias", l);
-    TRY_GOTO(add_tensor(m, name, l, 1, L->fout, 0, &L->off_b), fail);
+    TRY_GOTO(add_tensor(m, name, RT_TENSOR_BIAS, l, 1, L->fout, 0, &L->off_b), fail);
     L->off_g = L->off_beta = -1;
     if (L->hidden && cfg->layernorm) {
       snprintf(name, sizeof name, "norm%d.weight", l);
-      TRY_GOTO(add_tensor(m, name, l, 1, L->fout, 0, &L->off_g), fail);
+      TRY_GOTO(add_tensor(m, name, RT_TENSOR_NORM_GAIN, l, 1, L->fout, 0, &L->off_g), fail);
       snprintf(name, sizeof name, "norm%d.bias", l);
-      TRY_GOTO(add_tensor(m, name, l, 1, L->fout, 0, &L->off_beta), fail);
+      TRY_GOTO(add_tensor(m, name, RT_TENSOR_NORM_BIAS, l, 1, L->fout, 0, &L->off_beta), fail);
     }
   }
 
@@ -260,11 +261,14 @@ int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const str
   for (int i = 0; i < m->ntensors; i++) {
     const struct rt_tensor_info *t = &m->tensors[i];
     float *w = host + t->offset;
-    if (strstr(t->name, "weight") && strncmp(t->name, "norm", 4) != 0)
-      init_glorot(w, t->rows, t->cols, cfg->seed, (uint32_t)i);
-    else if (strncmp(t->name, "norm", 4) == 0 && strstr(t->name, "weight"))
-      for (int64_t k = 0; k < t->count; k++) w[k] = 1.0f;
-    /* biases and LayerNorm beta stay 0 */
+    switch (t->kind) {
+      case RT_TENSOR_WEIGHT: init_glorot(w, t->rows, t->cols, cfg->seed, (uint32_t)i); break;
+      case RT_TENSOR_NORM_GAIN:
+        for (int64_t k = 0; k < t->count; k++) w[k] = 1.0f;
+        break;
+      case RT_TENSOR_BIAS:
+      case RT_TENSOR_NORM_BIAS: break; /* stay 0 (calloc) */
+    }
   }
   TRY_GOTO(be->upload(be, m->p, host, (size_t)m->nparams * sizeof(float)), fail);
   cg_free(host);

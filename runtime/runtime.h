@@ -154,9 +154,18 @@ void rt_local_free(struct rt_local *l); /* accepts a zeroed struct; leaves it ze
 
 struct rt_model;
 
+/* What a parameter tensor is; it decides the initialisation (Glorot uniform, 0, 1, 0). */
+enum rt_tensor_kind {
+  RT_TENSOR_WEIGHT = 0,    /* a convolution's weight matrix (W_neigh, SAGE's W_self) */
+  RT_TENSOR_BIAS = 1,      /* a convolution's bias */
+  RT_TENSOR_NORM_GAIN = 2, /* LayerNorm gamma */
+  RT_TENSOR_NORM_BIAS = 3  /* LayerNorm beta */
+};
+
 /* Describes one parameter tensor inside the flat parameter/gradient buffers. */
 struct rt_tensor_info {
   char name[32];           /* "conv0.weight", "conv0.weight_self", "conv0.bias", "norm0.weight" ... */
+  enum rt_tensor_kind kind;
   int64_t offset, count;   /* in floats, within the flat buffer */
   int64_t rows, cols;      /* matrices: fin x fout; vectors: 1 x n */
   int layer;
