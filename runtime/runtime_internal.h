@@ -8,6 +8,64 @@
 #include "core/exchange.h"
 #include "runtime/runtime.h"
 
+/* ---- the model (model_build.c, model.c) -------------------------------------- */
+
+#define RT_LN_EPS 1e-5f        /* LayerNorm's epsilon */
+#define RT_MAX_TENSORS (64 * 5)
+
+/* One convolution layer: its shape, the schedule chosen at build time, where its
+ * parameters sit in the flat buffers, and its backend buffers. */
+struct rt_layer {
+  int64_t fin, fout;
+  int transform_first; /* SpMM at width fout: Â(Hd·W); else (Â·Hd)·W */
+  int agg_cached;      /* layer 0 without input dropout: agg = Â·X computed once */
+  float p_drop;        /* dropout probability on this layer's input */
+  int hidden;          /* not the last layer: [LayerNorm] -> ReLU follow */
+  int64_t off_w, off_ws, off_b, off_g, off_beta; /* offsets in the flat buffers; -1 = absent */
+  float *in, *in_d, *agg, *t, *z;
+  float *ln_y, *ln_mean, *ln_rstd;
+};
+
+/* The model (runtime/model_build.c builds it, runtime/model.c runs its steps; the
+ * shapes of the buffers are described there). */
+struct rt_model {
+  struct cg_backend *be;
+  const struct rt_local *loc;
+  struct cg_exchange *ex;   /* NULL for a single process */
+  struct rt_config cfg;
+  int nlayers;
+  struct rt_layer *layers;
+  int64_t n_in, n_tot, classes;
+
+  struct cg_spmat *a, *at;  /* Â and Âᵀ */
+  int32_t *d_gid;
+  int32_t *d_labels;
+  uint8_t *d_mlabels;
+  int32_t *d_idx[3];        /* inner rows in train, val, test */
+  int64_t n_idx[3];
+  int64_t n_split_global[3];
+
+  int64_t nparams;
+  float *p, *g, *m1, *m2;   /* flat params, grads, Adam moments */
+  struct rt_tensor_info tensors[RT_MAX_TENSORS];
+  int ntensors;
+
+  float *scratch[3];        /* n_tot x wmax each */
+  int64_t wmax;             /* the widest gradient the scratch buffers hold */
+  int64_t t_step;           /* optimizer steps taken */
+  int last_fwd_train;       /* whether the last forward applied dropout */
+  uint32_t last_fwd_epoch;
+};
+
+/* Whether a local problem talks to other ranks at all (a single process does not). */
+static inline int rt_local_exchanges(const struct rt_local *loc) {
+  return loc->n_halo > 0 || loc->nranks > 1;
+}
+
+/* rt_model_create for a configuration that has passed rt_config_check. */
+int rt_model_build(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
+                   struct cg_exchange *ex, struct rt_model **out);
+
 /* ---- test-only fault injection (fault.c; partition-parallel builds) ----------- */
 
 /* What CAPGNN_TEST_FAIL_RANK / CAPGNN_TEST_FAIL_AT ask of rank `rank` (runtime/dist.h):
