@@ -4,6 +4,7 @@
 #define CAPGNN_RUNTIME_INTERNAL_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/exchange.h"
 #include "runtime/runtime.h"
@@ -65,6 +66,77 @@ static inline int rt_local_exchanges(const struct rt_local *loc) {
 /* rt_model_create for a configuration that has passed rt_config_check. */
 int rt_model_build(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
                    struct cg_exchange *ex, struct rt_model **out);
+
+/* ---- the training loop's bookkeeping (train.c, checkpoint_run.c) -------------- */
+
+/* The best evaluation so far: the highest validation accuracy, ties to the lower
+ * validation loss, then to the earlier epoch. */
+struct rt_best {
+  double val_acc, val_loss, test_acc;
+  int epoch; /* 0: none yet */
+};
+
+/* Where a run stands between epochs besides the model and rt_result (what a
+ * checkpoint keeps of it): the best over the evaluations of the --eval-every
+ * schedule (the one after the last epoch, off the schedule, is reported but not kept:
+ * a longer run would not have made it, so a run extended from a checkpoint must not
+ * remember it), and the last validation accuracy (for the live line). */
+struct rt_train_track {
+  struct rt_best best;
+  double last_val;
+};
+
+/* ---- the metrics file (metrics.c) -------------------------------------------- */
+
+/* Without a file (path NULL: no --metrics, or a rank other than 0) every call does
+ * nothing. */
+struct rt_metrics {
+  FILE *f;
+  const char *path;
+};
+
+/* What one epoch's record holds (runtime.h, rt_train, lists the fields). */
+struct rt_epoch_record {
+  int epoch;
+  double loss;
+  struct rt_eval ev;                 /* NaN on epochs without evaluation */
+  double epoch_s, compute_s, comm_s; /* rank 0's */
+  double halo_bytes, allreduce_bytes; /* summed over the ranks */
+  double compute_max_s, compute_min_s;
+  int64_t cache_hits, cache_lookups;
+  double eval_s;                     /* NaN without evaluation */
+};
+
+/* Whether the metrics file can be created, before anything long runs: opened for
+ * appending so that an existing file is not truncated by a run that may still fail;
+ * a file made here is removed. */
+int rt_metrics_probe(const char *path);
+/* A resumed run appends to its file; a fresh one truncates it. */
+int rt_metrics_open(struct rt_metrics *mt, const char *path, int append);
+int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec);
+/* The last line; r->loss has r->epochs entries; total_s counts from t_start. */
+int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const struct cg_backend *be,
+                       const struct rt_config *cfg, const struct rt_result *r, int resumed_from,
+                       double t_start);
+/* Close the file at the end of a run whose status is st: returns st, or CG_ERR_IO when
+ * st is CG_OK and the close fails (an earlier error keeps its message). */
+int rt_metrics_close(struct rt_metrics *mt, int st);
+
+/* ---- checkpoints in a run (checkpoint_run.c) ----------------------------------- */
+
+/* Continue from checkpoint c, read from `path` (rt_checkpoint_fits with warnings: the
+ * same model on the same graph, or an error naming the difference). Fills the model
+ * state, the losses so far (r->loss), the result's bookkeeping and *tr; *done gets
+ * the checkpoint's epoch. */
+int rt_checkpoint_restore(const struct rt_checkpoint *c, const char *path, struct rt_model *m,
+                          const struct rt_local *loc, const struct rt_config *cfg, struct rt_result *r,
+                          struct rt_train_track *tr, int *done);
+/* Write the state after `epoch` epochs to cfg->checkpoint_path. Every rank holds the
+ * same parameters: rank 0 writes, and all ranks learn (through ex, when given)
+ * whether it worked, so that a failed write stops every rank or none. */
+int rt_checkpoint_save(struct rt_model *m, const struct cg_backend *be, const struct rt_local *loc,
+                       struct cg_exchange *ex, const struct rt_config *cfg, const struct rt_result *r,
+                       const struct rt_train_track *tr, int epoch);
 
 /* ---- test-only fault injection (fault.c; partition-parallel builds) ----------- */
 
