@@ -64,12 +64,12 @@ int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const st
   return CG_OK;
 }
 
-int rt_checkpoint_check_resume(const struct rt_config *cfg) {
+int rt_checkpoint_read_resume(const struct rt_config *cfg, struct rt_checkpoint *out) {
+  memset(out, 0, sizeof *out);
   if (!cfg->resume_path) return CG_OK;
-  struct rt_checkpoint c;
-  TRY(rt_checkpoint_read(cfg->resume_path, &c));
-  const int st = rt_checkpoint_fits(&c, cfg->resume_path, cfg, 0);
-  rt_checkpoint_free(&c);
+  TRY(rt_checkpoint_read(cfg->resume_path, out));
+  const int st = rt_checkpoint_fits(out, cfg->resume_path, cfg, 0);
+  if (st < 0) rt_checkpoint_free(out);
   return st;
 }
 

@@ -232,28 +232,58 @@ static int dist_backend_open(struct comm *c, const struct rt_config *cfg, struct
   return CG_OK;
 }
 
+/* Rank 0 checks the run's files (it alone writes them); the others take its answer,
+ * message included, so that the job reports the one error a single process would
+ * (rank 0's, not "rank 0 failed during ..." from every other rank). */
+static int dist_check_files(struct comm *c, const struct rt_config *cfg) {
+  struct {
+    int status;
+    char msg[1024];
+  } r;
+  memset(&r, 0, sizeof r);
+  if (comm_rank(c) == 0) {
+    r.status = rt_run_check_files(cfg);
+    if (r.status < 0) snprintf(r.msg, sizeof r.msg, "%s", cg_err_msg());
+  }
+  TRY(comm_bcast(c, &r, sizeof r, 0));
+  if (r.status >= 0) return CG_OK;
+  if (comm_rank(c) != 0) cg_err_set(r.status, "%s", r.msg);
+  return r.status;
+}
+
 int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dist_options *o,
                 enum comm_path path, struct rt_result *res, int *fatal) {
   int st = CG_OK;
   *fatal = 0;
   if (res) memset(res, 0, sizeof *res);
-  if (comm_size(c) == 1) return rt_run(cfg, res); /* the single-process path, unchanged */
+  st = rt_config_check(cfg);
+  if (comm_size(c) == 1) { /* the single-process path, unchanged */
+    if (st < 0) return st;
+    return rt_run_checked(cfg, res);
+  }
   struct cg_backend *be = NULL;
   struct rt_dist *d = NULL;
   struct cg_exchange *ex = NULL;
-  st = rt_config_check(cfg);
+  struct rt_checkpoint resume;
+  memset(&resume, 0, sizeof resume);
   if (st == CG_OK && path != COMM_PATH_AUTO) st = comm_set_path(c, path);
   TRY_GOTO(comm_agree(c, st, "checking the options"), done);
+  /* before the graph is loaded (rt_run's checks, runtime/run.c) */
+  TRY_GOTO(dist_check_files(c, cfg), done);
+  /* every rank reads the checkpoint it resumes from: usually all fail alike (one line) */
+  st = rt_checkpoint_read_resume(cfg, &resume);
+  TRY_GOTO(comm_agree(c, st, "reading the checkpoint to resume from"), done);
   TRY_GOTO(dist_backend_open(c, cfg, &be), done);
   TRY_GOTO(rt_dist_create(c, cfg, o, &d), done);
   TRY_GOTO(rt_dist_bind(d, be, cfg, &ex), done);
   /* From here on the ranks no longer agree on each status: a rank that fails may leave
    * its peers inside a collective, so the caller must end the job (comm_abort). */
   *fatal = 1;
-  st = rt_train(be, rt_dist_local(d), ex, cfg, res);
+  st = rt_train_checked(be, rt_dist_local(d), ex, cfg, cfg->resume_path ? &resume : NULL, res);
   /* a stop on request is agreed (every rank stopped after the same epoch): clean up */
   if (st == CG_OK || st == CG_ERR_INTERRUPTED) *fatal = 0;
 done:
+  rt_checkpoint_free(&resume);
   if (!*fatal) {
     rt_dist_destroy(&d);
     cg_backend_destroy(&be);

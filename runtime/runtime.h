@@ -83,7 +83,7 @@ struct rt_config {
   int tf32;               /* CUDA: allow TF32 GEMM (off by default: exactness) */
   const char *metrics_path; /* JSON Lines metrics file, NULL = none */
   int quiet;              /* 1: no per-epoch INFO lines */
-  /* checkpoints (rt_train) */
+  /* checkpoints (rt_run, rt_run_dist, rt_train: "checkpoints in a run" below) */
   const char *checkpoint_path; /* write the training state here, NULL = never */
   int checkpoint_every;   /* ... every N epochs and after the last; 0 = after the last only */
   const char *resume_path; /* continue from this checkpoint, NULL = start afresh */
@@ -95,7 +95,13 @@ struct rt_config {
 void rt_config_defaults(struct rt_config *c);
 /* Dropout probability on the input of layer l (input_dropout for l = 0). */
 float rt_config_layer_dropout(const struct rt_config *c, int l);
-/* Range checks; CG_ERR_ARG with a message naming the option and the valid range. */
+/* Range checks; CG_ERR_ARG with a message naming the option and the valid range.
+ * A configuration is checked once, where it enters: every public function that takes
+ * one (rt_run, rt_run_dist, rt_train, rt_model_create) checks it on entry, before it
+ * uses any of it, and hands it on as checked to the internal code it calls (rt_run
+ * does not check again through rt_train and rt_model_create), so a direct caller with
+ * a bad configuration gets this error, never a crash. The command line checks it after
+ * parsing, for its usage error (exit code 2), before MPI starts. */
 int rt_config_check(const struct rt_config *c);
 const char *rt_model_kind_str(enum rt_model_kind k);  /* "gcn", "sage" */
 const char *rt_optimizer_str(enum rt_optimizer o);    /* "adam", "adamw" */
@@ -250,10 +256,17 @@ int rt_backend_open_ordinal(const char *device, int threads, int tf32, int ordin
  * model, memory and UUID for CUDA). */
 const char *rt_backend_describe(const struct cg_backend *be);
 
+struct rt_checkpoint; /* "checkpoints" below */
+
 /* Train on a local problem: epochs of rt_model_step, evaluation every eval_every
  * epochs (and after the last), one INFO line per evaluation, JSON Lines metrics (rank
  * 0 writes them) and a final summary object. The best epoch is the one with the
  * highest validation accuracy (ties: lower validation loss, then the earlier epoch).
+ * `resume` is the checkpoint read from cfg->resume_path (rt_checkpoint_read), given
+ * exactly when cfg->resume_path is set (CG_ERR_ARG otherwise): rt_train restores it
+ * once the model is built and continues after its epoch. rt_train does not check the
+ * run's files (rt_run and rt_run_dist do, before loading the graph): a checkpoint or
+ * metrics path that cannot be written fails when it is written.
  *
  * Metrics file (cfg->metrics_path), one JSON object per line:
  *   per epoch: epoch, loss (training loss of the step, with dropout, before the
@@ -287,7 +300,7 @@ const char *rt_backend_describe(const struct cg_backend *be);
  *   cache_hit_rate  halo cache hits / lookups in the step; null without a cache
  * The cross-rank sums and extremes are gathered after each step, outside epoch_s. */
 int rt_train(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
-             const struct rt_config *cfg, struct rt_result *res);
+             const struct rt_config *cfg, const struct rt_checkpoint *resume, struct rt_result *res);
 
 /* ---- checkpoints ------------------------------------------------------------ */
 /* A training state after `epoch` epochs, enough to continue bit for bit (the
@@ -340,19 +353,6 @@ int rt_checkpoint_read(const char *path, struct rt_checkpoint *c);
  * continuation is then not the uninterrupted run. */
 int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const struct rt_config *cfg,
                        int warn);
-/* Whether a checkpoint can be written at `path`: a new file in a writable folder, or
- * an existing capgnn checkpoint (replaced; with warn_replace, a warning says so), or
- * /dev/null; anything else that exists (a dataset, a folder, a FIFO) is refused. A
- * temporary is created beside it and removed. */
-int rt_checkpoint_probe_target(const char *path, int warn_replace);
-/* The run's files must be distinct: the checkpoint, the resume file, the metrics
- * file and the graph file (when --graph names a file) cannot be one another (the
- * metrics appended to a checkpoint, a checkpoint written over the dataset). */
-int rt_checkpoint_check_paths(const struct rt_config *cfg);
-/* The check of cfg->resume_path a run can make before loading the graph (the
- * command line makes it on every rank before training, so that all agree): the file
- * reads back and rt_checkpoint_fits (without warnings). CG_OK without resume_path. */
-int rt_checkpoint_check_resume(const struct rt_config *cfg);
 void rt_checkpoint_free(struct rt_checkpoint *c); /* accepts a zeroed struct; leaves it zeroed */
 
 /* Ask a running rt_train to stop after its current epoch; async-signal-safe (for
@@ -362,13 +362,19 @@ void rt_checkpoint_free(struct rt_checkpoint *c); /* accepts a zeroed struct; le
  * applies the signal's default action). */
 int rt_train_request_stop(void);
 
-/* Checkpoints in rt_train: cfg->resume_path is read after the model is built (its
- * graph and model shape must match; other settings that differ are warned about);
- * cfg->checkpoint_path is probed at start and written by rank 0 after epochs that
- * are multiples of cfg->checkpoint_every and after the last, every rank agreeing
- * on success. */
+/* Checkpoints in a run. Before the graph is loaded, rt_run (and rt_run_dist, every
+ * rank agreeing on each step) checks the run's files once — the checkpoint, resume,
+ * metrics and graph files are distinct, the metrics file can be created, the
+ * checkpoint target is new, /dev/null or an earlier checkpoint (replacing one that
+ * the run does not resume from is warned about) — and reads cfg->resume_path once:
+ * it must read back and hold the same model shape with epochs left to train. That
+ * checkpoint goes to rt_train, which restores it once the model is built (the graph
+ * must match; other settings that differ are warned about). Rank 0 writes
+ * cfg->checkpoint_path after epochs that are multiples of cfg->checkpoint_every and
+ * after the last, every rank agreeing on success. */
 
-/* One process, end to end: open the graph, normalise features, build the local
+/* One process, end to end: check the configuration and the run's files, read the
+ * checkpoint to resume from, open the graph, normalise features, build the local
  * problem, open the backend, train. `res` may be NULL. */
 int rt_run(const struct rt_config *cfg, struct rt_result *res);
 

@@ -122,7 +122,22 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
  * st is CG_OK and the close fails (an earlier error keeps its message). */
 int rt_metrics_close(struct rt_metrics *mt, int st);
 
-/* ---- checkpoints in a run (checkpoint_run.c) ----------------------------------- */
+/* ---- checkpoints in a run (checkpoint.c, checkpoint_run.c) ---------------------- */
+
+/* Whether a checkpoint can be written at `path`: a new file in a writable folder, or
+ * an existing capgnn checkpoint (replaced; with warn_replace, a warning says so), or
+ * /dev/null; anything else that exists (a dataset, a folder, a FIFO) is refused. A
+ * temporary is created beside it and removed. */
+int rt_checkpoint_probe_target(const char *path, int warn_replace);
+/* The run's files must be distinct: the checkpoint, the resume file, the metrics
+ * file and the graph file (when --graph names a file) cannot be one another (the
+ * metrics appended to a checkpoint, a checkpoint written over the dataset). */
+int rt_checkpoint_check_paths(const struct rt_config *cfg);
+/* The checkpoint a run resumes from, read once, before the graph is loaded:
+ * cfg->resume_path reads back and rt_checkpoint_fits the run (without warnings; the
+ * graph is checked once it is loaded, by rt_checkpoint_restore). Without resume_path
+ * *out is zeroed and CG_OK returned. Release with rt_checkpoint_free. */
+int rt_checkpoint_read_resume(const struct rt_config *cfg, struct rt_checkpoint *out);
 
 /* Continue from checkpoint c, read from `path` (rt_checkpoint_fits with warnings: the
  * same model on the same graph, or an error naming the difference). Fills the model
@@ -137,6 +152,20 @@ int rt_checkpoint_restore(const struct rt_checkpoint *c, const char *path, struc
 int rt_checkpoint_save(struct rt_model *m, const struct cg_backend *be, const struct rt_local *loc,
                        struct cg_exchange *ex, const struct rt_config *cfg, const struct rt_result *r,
                        const struct rt_train_track *tr, int epoch);
+
+/* ---- a whole run (run.c, train.c; dist.c for several ranks) -------------------- */
+
+/* The checks of a run's files before anything long runs, made by the rank that
+ * writes them (rank 0): rt_checkpoint_check_paths, the metrics file can be created
+ * (rt_metrics_probe), the checkpoint target can take one (rt_checkpoint_probe_target,
+ * with a warning when it replaces a checkpoint that this run does not resume from). */
+int rt_run_check_files(const struct rt_config *cfg);
+/* rt_run and rt_train for a configuration that has passed rt_config_check: what
+ * rt_run_dist, which checks it itself, calls. */
+int rt_run_checked(const struct rt_config *cfg, struct rt_result *res);
+int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
+                     const struct rt_config *cfg, const struct rt_checkpoint *resume,
+                     struct rt_result *res);
 
 /* ---- test-only fault injection (fault.c; partition-parallel builds) ----------- */
 

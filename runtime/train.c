@@ -80,7 +80,7 @@ static int train_setup(struct train_run *t) {
   t->epoch_s = cg_calloc((size_t)E, sizeof(double), "per-epoch times");
   t->tmp = cg_calloc((size_t)E, sizeof(double), "median scratch");
   if (!t->r.loss || !t->epoch_s || !t->tmp) return CG_ERR_NOMEM;
-  TRY(rt_model_create(t->be, loc, cfg, t->ex, &t->m));
+  TRY(rt_model_build(t->be, loc, cfg, t->ex, &t->m));
   t->r.num_params = rt_model_num_params(t->m);
   LOG_INFO("train", "graph %s: %lld vertices, %lld edges, %lld features, %lld classes%s; rank %d of %d owns %lld (+%lld halo)",
            loc->name, (long long)loc->n_global, (long long)loc->m_global, (long long)loc->feat_dim,
@@ -98,16 +98,6 @@ static int train_setup(struct train_run *t) {
   t->tr = (struct rt_train_track){{NAN, INFINITY, NAN, 0}, NAN};
   t->acc_name = loc->multilabel ? "f1" : "acc";
   return CG_OK;
-}
-
-/* Continue from cfg->resume_path, read once it is known to fit the model built. */
-static int train_resume(struct train_run *t) {
-  struct rt_checkpoint c;
-  const char *path = t->cfg->resume_path;
-  TRY(rt_checkpoint_read(path, &c));
-  int st = rt_checkpoint_restore(&c, path, t->m, t->loc, t->cfg, &t->r, &t->tr, &t->e_done);
-  rt_checkpoint_free(&c);
-  return st;
 }
 
 /* The full-graph evaluation after epoch e: the best epoch, the result's final values
@@ -226,8 +216,9 @@ static int train_finish(struct train_run *t) {
   return rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start);
 }
 
-int rt_train(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
-             const struct rt_config *cfg, struct rt_result *res) {
+int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
+                     const struct rt_config *cfg, const struct rt_checkpoint *resume,
+                     struct rt_result *res) {
   int st = CG_OK;
   struct train_run t;
   memset(&t, 0, sizeof t);
@@ -235,18 +226,17 @@ int rt_train(struct cg_backend *be, const struct rt_local *loc, struct cg_exchan
   t.loc = loc;
   t.ex = ex;
   t.cfg = cfg;
-  if (res) memset(res, 0, sizeof *res);
-  TRY(rt_config_check(cfg));
   t.t_start = cg_time_now();
-
-  TRY(rt_checkpoint_check_paths(cfg));
-  if (cfg->checkpoint_path && loc->rank == 0) /* fail now, not after the last epoch */
-    TRY(rt_checkpoint_probe_target(cfg->checkpoint_path, 0)); /* (the command warns) */
+  if (res) memset(res, 0, sizeof *res);
+  if ((resume != NULL) != (cfg->resume_path != NULL))
+    return cg_err_set(CG_ERR_ARG, "rt_train: a checkpoint to resume from must be given exactly when "
+                      "the configuration names one (resume_path %s)", cfg->resume_path ? cfg->resume_path : "unset");
   if (cfg->resume_path && !cfg->checkpoint_path)
     LOG_WARN_COMMON("train", "--resume %s without --checkpoint: this run saves no checkpoint of its own",
                     cfg->resume_path);
   TRY_GOTO(train_setup(&t), done);
-  if (cfg->resume_path) TRY_GOTO(train_resume(&t), done);
+  if (resume)
+    TRY_GOTO(rt_checkpoint_restore(resume, cfg->resume_path, t.m, loc, cfg, &t.r, &t.tr, &t.e_done), done);
 
   const int E = cfg->epochs;
   t.live = !cfg->quiet && cg_progress_effective_mode() == CG_PROGRESS_TTY;
@@ -276,23 +266,9 @@ done:
   return st;
 }
 
-int rt_run(const struct rt_config *cfg, struct rt_result *res) {
-  int st = CG_OK;
-  struct graph g;
-  struct rt_local loc;
-  struct cg_backend *be = NULL;
-  memset(&g, 0, sizeof g);
-  memset(&loc, 0, sizeof loc);
+int rt_train(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
+             const struct rt_config *cfg, const struct rt_checkpoint *resume, struct rt_result *res) {
+  if (res) memset(res, 0, sizeof *res);
   TRY(rt_config_check(cfg));
-  TRY_GOTO(graph_open(cfg->graph, &g), done);
-  if (cfg->feat_norm_row) graph_feat_rownorm(&g);
-  TRY_GOTO(rt_local_from_graph(&g, cfg->model, &loc), done);
-  graph_free(&g); /* the local problem holds what training needs */
-  TRY_GOTO(rt_backend_open(cfg->device, cfg->threads, cfg->tf32, &be), done);
-  TRY_GOTO(rt_train(be, &loc, NULL, cfg, res), done);
-done:
-  cg_backend_destroy(&be);
-  rt_local_free(&loc);
-  graph_free(&g);
-  return st;
+  return rt_train_checked(be, loc, ex, cfg, resume, res);
 }
