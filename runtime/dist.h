@@ -78,7 +78,9 @@ int rt_local_from_part(const struct graph *g, const struct part_local *pl, struc
 struct rt_dist; /* opaque: the rank's local problem, exchange plan and MPI objects */
 
 /* Collective set-up from cfg->graph (flow above). `c` must outlive the object.
- * The model kind (normalisation) comes from cfg->model. */
+ * The model kind (normalisation) comes from cfg->model. Here and in rt_dist_bind
+ * (cfg->layers, cfg->hidden: the exchange's width) `cfg` has passed rt_config_check
+ * (rt_run_dist checks it; a direct caller checks it first). */
 int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_dist_options *o,
                    struct rt_dist **out);
 /* The same from a graph every rank already holds (identical on every rank, used as
@@ -104,14 +106,18 @@ int64_t rt_dist_feature_bytes(const struct rt_dist *d);
 /* Widest row the exchange was sized for (0 before rt_dist_bind). */
 int64_t rt_dist_max_cols(const struct rt_dist *d);
 
-/* `capgnn train` on the ranks of `c`. One rank: rt_run, the single-process path
- * (no partition, results as without MPI). Several ranks: comm_set_path(path) (unless
- * COMM_PATH_AUTO), the backend (CUDA: every rank bound to a GPU by comm_gpu_bind and
- * the backend opened on that ordinal; "auto" uses the CPU on every rank unless every
- * rank sees a GPU), rt_dist_create, rt_dist_bind, rt_train (rank 0 writes the
- * metrics file). Collective. Set-up errors are agreed (every rank returns an error,
- * *fatal = 0). *fatal = 1 when the failure happened once training had started: a
- * peer may be waiting in a collective, so the caller must log it and comm_abort(). */
+/* `capgnn train` on the ranks of `c`. The configuration is checked here (every rank,
+ * agreed). One rank: rt_run, the single-process path (no partition, results as
+ * without MPI). Several ranks: comm_set_path(path) (unless COMM_PATH_AUTO); before
+ * the graph is loaded, the run's files checked by rank 0 (runtime.h, "checkpoints in
+ * a run"; its error, message included, reaches every rank, so the job reports it
+ * once) and the checkpoint to resume from read once by every rank; the backend (CUDA:
+ * every rank bound to a GPU by comm_gpu_bind and the backend opened on that ordinal;
+ * "auto" uses the CPU on every rank unless every rank sees a GPU), rt_dist_create,
+ * rt_dist_bind, rt_train with that checkpoint (rank 0 writes the metrics file).
+ * Collective. Set-up errors are agreed (every rank returns an error, *fatal = 0).
+ * *fatal = 1 when the failure happened once training had started: a peer may be
+ * waiting in a collective, so the caller must log it and comm_abort(). */
 int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dist_options *o,
                 enum comm_path path, struct rt_result *res, int *fatal);
 

@@ -96,12 +96,14 @@ void rt_config_defaults(struct rt_config *c);
 /* Dropout probability on the input of layer l (input_dropout for l = 0). */
 float rt_config_layer_dropout(const struct rt_config *c, int l);
 /* Range checks; CG_ERR_ARG with a message naming the option and the valid range.
- * A configuration is checked once, where it enters: every public function that takes
- * one (rt_run, rt_run_dist, rt_train, rt_model_create) checks it on entry, before it
- * uses any of it, and hands it on as checked to the internal code it calls (rt_run
+ * A configuration is checked once, where it enters: every public function that trains
+ * from one (rt_run, rt_run_dist, rt_train, rt_model_create) checks it on entry, before
+ * it uses any of it, and hands it on as checked to the internal code it calls (rt_run
  * does not check again through rt_train and rt_model_create), so a direct caller with
  * a bad configuration gets this error, never a crash. The command line checks it after
- * parsing, for its usage error (exit code 2), before MPI starts. */
+ * parsing, for its usage error (exit code 2), before MPI starts. (rt_dist_create and
+ * rt_dist_bind, runtime/dist.h, read a few fields of a configuration checked by their
+ * caller.) */
 int rt_config_check(const struct rt_config *c);
 const char *rt_model_kind_str(enum rt_model_kind k);  /* "gcn", "sage" */
 const char *rt_optimizer_str(enum rt_optimizer o);    /* "adam", "adamw" */
