@@ -102,20 +102,16 @@ static void dist_log_memory(const struct rt_dist *d) {
             (long long)(l->n_global * l->feat_dim * 4));
 }
 
-static const struct rt_dist_options *options_or_defaults(const struct rt_dist_options *o,
-                                                         struct rt_dist_options *def) {
-  if (o) return o;
-  rt_dist_options_defaults(def);
-  return def;
-}
-
 int rt_dist_create_from_graph(struct comm *c, const struct graph *g, const struct rt_config *cfg,
                               const struct rt_dist_options *o, const int32_t *owner,
                               struct rt_dist **out) {
   int st = CG_OK;
   *out = NULL;
   struct rt_dist_options def;
-  o = options_or_defaults(o, &def);
+  if (!o) {
+    rt_dist_options_defaults(&def);
+    o = &def;
+  }
   struct rt_dist *d = cg_calloc(1, sizeof *d, "distributed training state");
   if (!d) st = CG_ERR_NOMEM;
   TRY(comm_agree(c, st, "allocating the distributed state"));

@@ -368,6 +368,8 @@ void rt_model_destroy(struct rt_model **pm) {
   *pm = NULL;
 }
 
+/* ---- layout and state ---------------------------------------------------------------- */
+
 int64_t rt_model_num_params(const struct rt_model *m) { return m->nparams; }
 int rt_model_num_tensors(const struct rt_model *m) { return m->ntensors; }
 
