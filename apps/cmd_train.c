@@ -160,22 +160,6 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
 
 static const char *err_text(void) { return cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()); }
 
-/* Fail before the (possibly long) graph load and partitioning rather than at the first
- * epoch: can the metrics file be created? Opened for appending so that an existing
- * file is not truncated by a run that may still fail; a file made here is removed. */
-static int metrics_probe(const char *path) {
-  struct stat sb; /* a FIFO would block the open until a reader comes: leave it to the run */
-  if (stat(path, &sb) == 0 && S_ISFIFO(sb.st_mode)) return CG_OK;
-  const int existed = access(path, F_OK) == 0;
-  FILE *f = fopen(path, "a");
-  if (!f)
-    return cg_err_set(CG_ERR_IO, "cannot create metrics file %s: %s (check that the folder exists and is "
-                      "writable, or pass another --metrics path)", path, strerror(errno));
-  fclose(f);
-  if (!existed) remove(path);
-  return CG_OK;
-}
-
 #ifdef CAPGNN_HAVE_DIST
 /* A set-up error agreed by every rank (comm_agree), printed once per distinct message:
  * a rank stays silent when a lower rank holds the same text. When every rank failed
@@ -241,9 +225,11 @@ static void install_stop_handlers(void) {
 }
 
 /* MPI starts for every training run (a singleton without mpiexec). One rank trains
- * exactly as without MPI; P > 1 ranks train one partition each (runtime/dist.h). A set-up
- * error is agreed by all ranks, which leave cleanly; a failure once training has started
- * may leave peers waiting in a collective, so it ends the whole job (comm_abort). */
+ * exactly as without MPI; P > 1 ranks train one partition each (runtime/dist.h). The
+ * run checks its files and reads the checkpoint it resumes from before it loads the
+ * graph (runtime.h, "checkpoints in a run"). A set-up error is agreed by all ranks,
+ * which leave cleanly; a failure once training has started may leave peers waiting in
+ * a collective, so it ends the whole job (comm_abort). */
 static int run_training(const struct rt_config *cfg, const struct train_par *par) {
 #ifdef CAPGNN_HAVE_DIST
   struct comm *c = NULL;
@@ -264,27 +250,9 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   o.cache_dir = par->part_cache;
   const int rank = comm_rank(c), size = comm_size(c);
   if (rank != 0) cg_progress_set_mode(CG_PROGRESS_OFF); /* every rank opens the graph: one progress line */
-  /* Rank 0 alone writes the metrics: it checks the file, the others wait for its word
-   * and leave silently on failure (one error line for the job). */
-  int st = rt_checkpoint_check_paths(cfg);
-  if (st == CG_OK && rank == 0 && cfg->metrics_path) st = metrics_probe(cfg->metrics_path);
-  if (st == CG_OK && rank == 0 && cfg->checkpoint_path)
-    st = rt_checkpoint_probe_target(cfg->checkpoint_path, !cfg->resume_path);
-  if (comm_agree(c, st, "checking the metrics and checkpoint files") != CG_OK) {
-    if (rank == 0 || st != CG_OK) fprintf(stderr, "capgnn: error: %s\n", err_text());
-    comm_finalize(&c);
-    return CAPGNN_EXIT_FAILURE;
-  }
-  /* every rank reads the checkpoint it resumes from: usually all fail alike (one line) */
-  st = rt_checkpoint_check_resume(cfg);
-  if (comm_agree(c, st, "reading the checkpoint to resume from") != CG_OK) {
-    report_setup_error(c);
-    comm_finalize(&c);
-    return CAPGNN_EXIT_FAILURE;
-  }
   int fatal = 0;
   install_stop_handlers();
-  st = rt_run_dist(c, cfg, &o, path, NULL, &fatal);
+  const int st = rt_run_dist(c, cfg, &o, path, NULL, &fatal);
   if (st == CG_ERR_INTERRUPTED) { /* every rank stopped after the same epoch */
     if (rank == 0) fprintf(stderr, "capgnn: %s\n", err_text());
     comm_finalize(&c);
@@ -304,12 +272,6 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   return CAPGNN_EXIT_OK;
 #else
   (void)par;
-  if (rt_checkpoint_check_paths(cfg) != CG_OK || (cfg->metrics_path && metrics_probe(cfg->metrics_path) != CG_OK) ||
-      (cfg->checkpoint_path && rt_checkpoint_probe_target(cfg->checkpoint_path, !cfg->resume_path) != CG_OK) ||
-      rt_checkpoint_check_resume(cfg) != CG_OK) {
-    fprintf(stderr, "capgnn: error: %s\n", err_text());
-    return CAPGNN_EXIT_FAILURE;
-  }
   install_stop_handlers();
   const int st = rt_run(cfg, NULL);
   if (st == CG_ERR_INTERRUPTED) {

@@ -1,4 +1,6 @@
-/* runtime/checkpoint.c — training checkpoints (runtime.h, "checkpoints").
+/* runtime/checkpoint.c — the checkpoint file (runtime.h, "checkpoints"): writing it,
+ * reading it back, and whether a path may take one. How a run fits, restores and
+ * saves a checkpoint is runtime/checkpoint_run.c.
  *
  * Layout (little-endian):
  *   "CAPGNN-CKPT\0" (12 bytes), uint32 format version,
@@ -383,53 +385,6 @@ fail:
   return st;
 }
 
-/* ---- fitting a run -------------------------------------------------------------- */
-
-int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const struct rt_config *cfg,
-                       int warn) {
-  if (c->model != cfg->model || c->layers != cfg->layers || c->hidden != cfg->hidden ||
-      c->layernorm != cfg->layernorm)
-    return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint holds a %s model with %d layers, hidden "
-                      "%lld%s; this run asks for %s, %d layers, hidden %lld%s", path,
-                      rt_model_kind_str(c->model), c->layers, (long long)c->hidden,
-                      c->layernorm ? ", layernorm" : "", rt_model_kind_str(cfg->model), cfg->layers,
-                      (long long)cfg->hidden, cfg->layernorm ? ", layernorm" : "");
-  if (c->epoch >= cfg->epochs)
-    return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint is at epoch %d and --epochs is %d: nothing "
-                      "left to train (raise --epochs to continue)", path, c->epoch, cfg->epochs);
-  if (!warn) return CG_OK;
-  const float in_c = rt_config_layer_dropout(&(struct rt_config){.dropout = c->dropout,
-                                                                  .input_dropout = c->input_dropout}, 0);
-  const float in_r = rt_config_layer_dropout(cfg, 0);
-#define CKPT_DIFF(differs, name, fmt, now, then)                                                    \
-  if (differs)                                                                                      \
-  LOG_WARN_COMMON("train", "--resume %s: %s is " fmt " in this run, " fmt " in the checkpoint's: "    \
-                  "the continuation differs from an uninterrupted run", path, name, now, then)
-  CKPT_DIFF(c->feat_norm_row != cfg->feat_norm_row, "feat-norm", "%s", cfg->feat_norm_row ? "row" : "none",
-            c->feat_norm_row ? "row" : "none");
-  CKPT_DIFF(c->dropout != cfg->dropout, "dropout", "%g", (double)cfg->dropout, (double)c->dropout);
-  CKPT_DIFF(in_c != in_r, "the input features' dropout", "%g", (double)in_r, (double)in_c);
-  CKPT_DIFF(c->optimizer != cfg->optimizer, "the optimizer", "%s", rt_optimizer_str(cfg->optimizer),
-            rt_optimizer_str(c->optimizer));
-  CKPT_DIFF(c->lr != cfg->lr, "lr", "%g", (double)cfg->lr, (double)c->lr);
-  CKPT_DIFF(c->weight_decay != cfg->weight_decay, "weight-decay", "%g", (double)cfg->weight_decay,
-            (double)c->weight_decay);
-  CKPT_DIFF(c->wd_scope != cfg->wd_scope, "wd-scope", "%s", rt_wd_scope_str(cfg->wd_scope),
-            rt_wd_scope_str(c->wd_scope));
-  CKPT_DIFF(c->beta1 != cfg->beta1 || c->beta2 != cfg->beta2 || c->adam_eps != cfg->adam_eps,
-            "Adam's beta1/beta2/eps", "%s", "other", "these");
-  CKPT_DIFF(c->seed != cfg->seed, "the seed", "%llu", (unsigned long long)cfg->seed,
-            (unsigned long long)c->seed);
-  CKPT_DIFF(c->eval_every != cfg->eval_every, "eval-every (which epochs can be the best)", "%d",
-            cfg->eval_every, c->eval_every);
-  if (c->threads != cfg->threads && strcmp(c->device, "cpu") == 0)
-    LOG_WARN_COMMON("train", "--resume %s: the checkpoint was made with --threads %d, this run uses %d: "
-                    "results differ from an uninterrupted run by rounding", path, c->threads,
-                    cfg->threads);
-#undef CKPT_DIFF
-  return CG_OK;
-}
-
 /* Whether an existing regular file starts with the checkpoint magic. */
 static int file_is_checkpoint(const char *path) {
   char magic[CKPT_MAGIC_LEN];
@@ -457,41 +412,4 @@ int rt_checkpoint_probe_target(const char *path, int warn_replace) {
                       "run); to continue that run instead, pass --resume %s", path, path);
   }
   return cg_outfile_probe(path, "checkpoint");
-}
-
-int rt_checkpoint_check_resume(const struct rt_config *cfg) {
-  if (!cfg->resume_path) return CG_OK;
-  struct rt_checkpoint c;
-  TRY(rt_checkpoint_read(cfg->resume_path, &c));
-  const int st = rt_checkpoint_fits(&c, cfg->resume_path, cfg, 0);
-  rt_checkpoint_free(&c);
-  return st;
-}
-
-/* Whether a and b name the same file: the same inode when both exist, else the same
- * string. */
-static int same_file(const char *a, const char *b) {
-  if (!a || !b) return 0;
-  struct stat sa, sb;
-  if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-  return strcmp(a, b) == 0;
-}
-
-int rt_checkpoint_check_paths(const struct rt_config *cfg) {
-  struct {
-    const char *opt, *path;
-  } f[4] = {{"--checkpoint", cfg->checkpoint_path},
-            {"--resume", cfg->resume_path},
-            {"--metrics", cfg->metrics_path},
-            {"--graph", NULL}};
-  struct stat sb;
-  if (cfg->graph && strncmp(cfg->graph, "synth:", 6) != 0 && stat(cfg->graph, &sb) == 0) f[3].path = cfg->graph;
-  for (int i = 0; i < 4; i++)
-    for (int j = i + 1; j < 4; j++) {
-      if (i == 0 && j == 1) continue; /* resuming a run into its own checkpoint is the usual case */
-      if (f[i].path && f[j].path && same_file(f[i].path, f[j].path) && strcmp(f[i].path, "/dev/null") != 0)
-        return cg_err_set(CG_ERR_ARG, "%s and %s name the same file (%s): use two files", f[i].opt, f[j].opt,
-                          f[i].path);
-    }
-  return CG_OK;
 }

@@ -1,34 +1,25 @@
-/* runtime/dist.c — partition-parallel set-up and the MPI exchange hooks
+/* runtime/dist.c — partition-parallel set-up: the local problem of each rank, its
+ * exchange (mpi/'s, behind the seam of core/exchange.h) and the whole multi-rank run
  * (the flow and the contract are in runtime/dist.h). */
-#include <errno.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/log.h"
 #include "core/status.h"
 #include "runtime/dist.h"
+#include "runtime/runtime_internal.h"
 
 #ifdef CAPGNN_HAVE_CUDA
 #include "cuda/cuda_backend.h" /* cg_cuda_device_count */
 #endif
 
-enum dist_fail { DIST_FAIL_NONE = 0, DIST_FAIL_SETUP, DIST_FAIL_TRAIN, DIST_FAIL_KILL };
-
 struct rt_dist {
   struct comm *c;
   struct rt_local loc;
-  struct part_local pl; /* plan arrays and gid; agg freed (the local problem has its copy) */
-  struct cg_backend *be;
-  struct comm_halo *halo;
-  struct comm_grad *grad;
-  int64_t grad_n;
+  struct part_local pl;   /* plan arrays and gid; agg freed (the local problem has its copy) */
+  struct cg_exchange *ex; /* rt_dist_bind's; NULL before */
   int64_t max_cols;
-  enum dist_fail fail;  /* testing only (CAPGNN_TEST_FAIL_RANK / _AT) */
-  int64_t halo_calls;
+  enum rt_fault fail;     /* testing only (CAPGNN_TEST_FAIL_RANK / _AT) */
 };
 
 void rt_dist_options_defaults(struct rt_dist_options *o) {
@@ -39,87 +30,7 @@ void rt_dist_options_defaults(struct rt_dist_options *o) {
   o->cache_dir = NULL;
 }
 
-/* ---- local problem from a local graph ----------------------------------------- */
-
-int rt_local_from_part(const struct graph *g, const struct part_local *pl, struct rt_local *out) {
-  int st = CG_OK;
-  int64_t *rows = NULL;
-  memset(out, 0, sizeof *out);
-  if (pl->n_global != g->n)
-    return cg_err_set(CG_ERR_ARG, "local graph of rank %d was built for %lld vertices, graph %s has %lld",
-                      pl->rank, (long long)pl->n_global, g->name, (long long)g->n);
-  TRY(rt_graph_trainable(g));
-  snprintf(out->name, sizeof out->name, "%s", g->name);
-  out->rank = pl->rank;
-  out->nranks = pl->nparts;
-  out->n_global = g->n;
-  out->m_global = g->m;
-  out->graph_checksum = g->checksum;
-  out->n_inner = pl->n_inner;
-  out->n_halo = pl->n_halo;
-  out->norm = pl->norm;
-  out->feat_dim = g->feat_dim;
-  out->feat_rows = pl->n_inner;
-  out->num_classes = g->num_classes;
-  out->multilabel = g->multilabel;
-  const size_t ni = (size_t)pl->n_inner, nt = (size_t)(pl->n_inner + pl->n_halo);
-
-  st = CG_ERR_NOMEM;
-  out->gid = cg_malloc((nt ? nt : 1) * sizeof(int32_t), "local global ids");
-  if (!out->gid) goto fail;
-  if (nt) memcpy(out->gid, pl->gid, nt * sizeof(int32_t));
-
-  TRY_GOTO(cg_csr_copy(&pl->agg, &out->agg), fail);
-
-  st = CG_ERR_NOMEM;
-  rows = cg_malloc((ni ? ni : 1) * sizeof(int64_t), "inner row list");
-  out->feat = cg_malloc((ni ? ni : 1) * (size_t)g->feat_dim * sizeof(float), "inner feature rows");
-  out->split = cg_malloc(ni ? ni : 1, "inner split");
-  if (!rows || !out->feat || !out->split) goto fail;
-  for (size_t i = 0; i < ni; i++) rows[i] = pl->gid[i];
-  if (ni) graph_feat_dense(g, rows, (int64_t)ni, out->feat);
-  if (g->multilabel) {
-    const size_t c = (size_t)g->num_classes;
-    out->mlabels = cg_malloc((ni ? ni : 1) * c, "inner multi-label targets");
-    if (!out->mlabels) goto fail;
-    for (size_t i = 0; i < ni; i++) memcpy(out->mlabels + i * c, g->mlabels + (size_t)rows[i] * c, c);
-  } else {
-    out->labels = cg_malloc((ni ? ni : 1) * sizeof(int32_t), "inner labels");
-    if (!out->labels) goto fail;
-    for (size_t i = 0; i < ni; i++) out->labels[i] = g->labels[rows[i]];
-  }
-  for (size_t i = 0; i < ni; i++) out->split[i] = g->split[rows[i]];
-  out->n_train_global = graph_split_count(g, GRAPH_SPLIT_TRAIN);
-  out->n_val_global = graph_split_count(g, GRAPH_SPLIT_VAL);
-  out->n_test_global = graph_split_count(g, GRAPH_SPLIT_TEST);
-  cg_free(rows);
-  rows = NULL;
-  st = CG_OK;
-  TRY_GOTO(rt_local_check(out, g->name), fail);
-  return CG_OK;
-
-fail:
-  cg_free(rows);
-  rt_local_free(out);
-  return st < 0 ? st : CG_ERR_INTERNAL;
-}
-
 /* ---- set-up ---------------------------------------------------------------------- */
-
-/* CAPGNN_TEST_FAIL_RANK / CAPGNN_TEST_FAIL_AT (testing only, see dist.h). */
-static enum dist_fail fail_from_env(int rank) {
-  const char *r = getenv("CAPGNN_TEST_FAIL_RANK");
-  if (!r || !r[0]) return DIST_FAIL_NONE;
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(r, &end, 10);
-  if (errno || end == r || *end != '\0' || v != rank) return DIST_FAIL_NONE;
-  const char *at = getenv("CAPGNN_TEST_FAIL_AT");
-  if (!at || !at[0] || strcmp(at, "setup") == 0) return DIST_FAIL_SETUP;
-  if (strcmp(at, "train") == 0) return DIST_FAIL_TRAIN;
-  if (strcmp(at, "kill") == 0) return DIST_FAIL_KILL;
-  return DIST_FAIL_SETUP;
-}
 
 /* Same graph on every rank: a rank that opened another file (or another version of
  * it) would partition a different graph and train garbage. */
@@ -205,7 +116,7 @@ int rt_dist_create_from_graph(struct comm *c, const struct graph *g, const struc
   if (!d) st = CG_ERR_NOMEM;
   TRY(comm_agree(c, st, "allocating the distributed state"));
   d->c = c;
-  d->fail = fail_from_env(comm_rank(c));
+  d->fail = rt_fault_from_env(comm_rank(c));
   TRY_GOTO(dist_build(c, g, cfg, o, owner, d), fail);
   dist_log_memory(d);
   *out = d;
@@ -215,46 +126,31 @@ fail:
   return st;
 }
 
+/* Every rank opens the graph itself, then the set-up above; from then on this rank
+ * holds its partition (plus halos) only. */
 int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_dist_options *o,
                    struct rt_dist **out) {
   int st = CG_OK;
   *out = NULL;
-  struct rt_dist_options def;
-  if (!o) {
-    rt_dist_options_defaults(&def);
-    o = &def;
-  }
   struct graph g;
   memset(&g, 0, sizeof g);
-  struct rt_dist *d = cg_calloc(1, sizeof *d, "distributed training state");
-  if (!d) st = CG_ERR_NOMEM;
-  TRY(comm_agree(c, st, "allocating the distributed state"));
-  d->c = c;
-  d->fail = fail_from_env(comm_rank(c));
-
-  if (d->fail == DIST_FAIL_SETUP)
+  if (rt_fault_from_env(comm_rank(c)) == RT_FAULT_SETUP)
     st = cg_err_set(CG_ERR_IO, "cannot open graph '%s' (simulated failure: "
                     "CAPGNN_TEST_FAIL_RANK=%d is set)", cfg->graph, comm_rank(c));
   else
     st = graph_open(cfg->graph, &g);
-  TRY_GOTO(comm_agree(c, st, "opening the graph"), fail);
+  TRY_GOTO(comm_agree(c, st, "opening the graph"), done);
   if (cfg->feat_norm_row) graph_feat_rownorm(&g);
-  TRY_GOTO(dist_build(c, &g, cfg, o, NULL, d), fail);
-  graph_free(&g); /* from here on this rank holds its partition (plus halos) only */
-  dist_log_memory(d);
-  *out = d;
-  return CG_OK;
-fail:
+  TRY_GOTO(rt_dist_create_from_graph(c, &g, cfg, o, NULL, out), done);
+done:
   graph_free(&g);
-  rt_dist_destroy(&d);
   return st;
 }
 
 void rt_dist_destroy(struct rt_dist **pd) {
   if (!pd || !*pd) return;
   struct rt_dist *d = *pd;
-  comm_grad_destroy(&d->grad);
-  comm_halo_destroy(&d->halo);
+  cg_exchange_destroy(&d->ex);
   part_local_free(&d->pl);
   rt_local_free(&d->loc);
   cg_free(d);
@@ -271,114 +167,13 @@ int64_t rt_dist_feature_bytes(const struct rt_dist *d) {
          (int64_t)sizeof(float);
 }
 
-/* ---- exchange hooks -------------------------------------------------------------- */
-
-/* A failing hook keeps the library's message and names the failing call; the log
- * prefix (and apps/cmd_train.c) adds the rank. */
-static int hook_error(int st, const char *call, int64_t n, const char *unit) {
-  char msg[1024];
-  snprintf(msg, sizeof msg, "%s", cg_err_msg());
-  return cg_err_set(st < 0 ? st : CG_ERR_INTERNAL, "%s (%lld %s) failed: %s", call, (long long)n,
-                    unit, msg[0] ? msg : cg_status_str(st));
-}
-
-static int fail_injected(struct rt_dist *d, const char *call) {
-  d->halo_calls++;
-  if (d->halo_calls < 3 || (d->fail != DIST_FAIL_TRAIN && d->fail != DIST_FAIL_KILL)) return CG_OK;
-  if (d->fail == DIST_FAIL_KILL) {
-    fprintf(stderr, "rank %d: killing myself in %s (CAPGNN_TEST_FAIL_AT=kill)\n", comm_rank(d->c), call);
-    fflush(stderr);
-    raise(SIGKILL);
-  }
-  return cg_err_set(CG_ERR_MPI, "simulated failure (CAPGNN_TEST_FAIL_AT=train)");
-}
-
-static int check_be(struct rt_dist *d, struct cg_backend *be, const char *call) {
-  if (be != d->be)
-    return cg_err_set(CG_ERR_ARG, "rank %d: %s called with another backend than rt_dist_bind's",
-                      comm_rank(d->c), call);
-  return CG_OK;
-}
-
-/* Forward and backward halo hooks differ only in the exchange they call. */
-static int hook_halo(void *ctx, struct cg_backend *be, float *x, int64_t cols, const char *call,
-                     int (*exchange)(struct comm_halo *h, float *x, int64_t cols)) {
-  struct rt_dist *d = ctx;
-  TRY(check_be(d, be, call));
-  int st = fail_injected(d, call);
-  if (st == CG_OK) st = exchange(d->halo, x, cols);
-  if (st < 0) return hook_error(st, call, cols, "columns");
-  return CG_OK;
-}
-
-/* comm_halo_exchange in one direction, in the shape hook_halo takes. */
-static int halo_forward(struct comm_halo *h, float *x, int64_t cols) {
-  return comm_halo_exchange(h, CG_HALO_FORWARD, x, cols);
-}
-
-static int halo_backward(struct comm_halo *h, float *dx, int64_t cols) {
-  return comm_halo_exchange(h, CG_HALO_BACKWARD, dx, cols);
-}
-
-static int hook_halo_forward(void *ctx, struct cg_backend *be, float *x, int64_t cols) {
-  return hook_halo(ctx, be, x, cols, "comm_halo_forward", halo_forward);
-}
-
-static int hook_halo_backward(void *ctx, struct cg_backend *be, float *dx, int64_t cols) {
-  return hook_halo(ctx, be, dx, cols, "comm_halo_backward", halo_backward);
-}
-
-static int hook_allreduce_grads(void *ctx, struct cg_backend *be, float *flat, int64_t n) {
-  struct rt_dist *d = ctx;
-  TRY(check_be(d, be, "allreduce_grads"));
-  int st = CG_OK;
-  /* Created at the first call: the parameter count is known only once the model
-   * exists, and every rank reaches its first all-reduce together (collective). */
-  if (!d->grad || d->grad_n != n) {
-    comm_grad_destroy(&d->grad);
-    st = comm_grad_create(d->c, be, n, &d->grad);
-    if (st < 0) return hook_error(st, "comm_grad_create", n, "values");
-    d->grad_n = n;
-  }
-  st = comm_grad_allreduce(d->grad, flat);
-  if (st < 0) return hook_error(st, "comm_grad_allreduce", n, "values");
-  return CG_OK;
-}
-
-static int hook_allreduce_host(void *ctx, double *v, int n) {
-  struct rt_dist *d = ctx;
-  int st = comm_allreduce_host(d->c, v, n, COMM_SUM);
-  if (st < 0) return hook_error(st, "comm_allreduce_host", n, "values");
-  return CG_OK;
-}
-
-static int hook_allreduce_host_max(void *ctx, double *v, int n) {
-  struct rt_dist *d = ctx;
-  int st = comm_allreduce_host(d->c, v, n, COMM_MAX);
-  if (st < 0) return hook_error(st, "comm_allreduce_host(MAX)", n, "values");
-  return CG_OK;
-}
-
-static int64_t hook_allreduce_bytes(void *ctx) {
-  struct rt_dist *d = ctx;
-  struct comm_stats s;
-  comm_stats_get(d->c, &s);
-  return s.allreduce_bytes;
-}
-
-static int64_t hook_halo_bytes(void *ctx) {
-  struct rt_dist *d = ctx;
-  struct comm_stats s;
-  comm_stats_get(d->c, &s);
-  return s.halo_fwd_bytes + s.halo_bwd_bytes;
-}
+/* ---- the exchange ------------------------------------------------------------------ */
 
 int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_config *cfg,
-                 struct rt_exchange *ex) {
+                 struct cg_exchange **ex) {
   int st = CG_OK;
-  memset(ex, 0, sizeof *ex);
-  if (d->halo || d->be)
-    st = cg_err_set(CG_ERR_ARG, "rt_dist_bind: already bound to a backend");
+  *ex = NULL;
+  if (d->ex) st = cg_err_set(CG_ERR_ARG, "rt_dist_bind: already bound to a backend");
   TRY(comm_agree(d->c, st, "binding the exchange"));
   const struct part_local *pl = &d->pl;
   /* Layer 0's features once; layers l > 0 exchange at most `hidden` columns (their
@@ -396,17 +191,11 @@ int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_confi
   plan.recv_count = pl->recv_count;
   plan.n_inner = pl->n_inner;
   plan.n_halo = pl->n_halo;
-  TRY(comm_halo_create(d->c, be, &plan, d->max_cols, &d->halo)); /* collective, agreed inside */
-  d->be = be;
-  ex->ctx = d;
-  ex->halo_forward = hook_halo_forward;
-  ex->halo_backward = hook_halo_backward;
-  ex->allreduce_grads = hook_allreduce_grads;
-  ex->allreduce_host = hook_allreduce_host;
-  ex->halo_bytes = hook_halo_bytes;
-  ex->cache_stats = NULL;
-  ex->allreduce_host_max = hook_allreduce_host_max;
-  ex->allreduce_bytes = hook_allreduce_bytes;
+  TRY(comm_exchange_create(d->c, be, &plan, d->max_cols, &d->ex)); /* collective, agreed inside */
+  /* testing only: the rank CAPGNN_TEST_FAIL_RANK names fails inside training */
+  st = rt_fault_exchange_wrap(&d->ex, comm_rank(d->c), d->fail);
+  TRY(comm_agree(d->c, st, "installing the test fault injection"));
+  *ex = d->ex;
   return CG_OK;
 }
 
@@ -439,28 +228,58 @@ static int dist_backend_open(struct comm *c, const struct rt_config *cfg, struct
   return CG_OK;
 }
 
+/* Rank 0 checks the run's files (it alone writes them); the others take its answer,
+ * message included, so that the job reports the one error a single process would
+ * (rank 0's, not "rank 0 failed during ..." from every other rank). */
+static int dist_check_files(struct comm *c, const struct rt_config *cfg) {
+  struct {
+    int status;
+    char msg[1024];
+  } r;
+  memset(&r, 0, sizeof r);
+  if (comm_rank(c) == 0) {
+    r.status = rt_run_check_files(cfg);
+    if (r.status < 0) snprintf(r.msg, sizeof r.msg, "%s", cg_err_msg());
+  }
+  TRY(comm_bcast(c, &r, sizeof r, 0));
+  if (r.status >= 0) return CG_OK;
+  if (comm_rank(c) != 0) cg_err_set(r.status, "%s", r.msg);
+  return r.status;
+}
+
 int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dist_options *o,
                 enum comm_path path, struct rt_result *res, int *fatal) {
   int st = CG_OK;
   *fatal = 0;
   if (res) memset(res, 0, sizeof *res);
-  if (comm_size(c) == 1) return rt_run(cfg, res); /* the single-process path, unchanged */
+  st = rt_config_check(cfg);
+  if (comm_size(c) == 1) { /* the single-process path, unchanged */
+    if (st < 0) return st;
+    return rt_run_checked(cfg, res);
+  }
   struct cg_backend *be = NULL;
   struct rt_dist *d = NULL;
-  struct rt_exchange ex;
-  st = rt_config_check(cfg);
+  struct cg_exchange *ex = NULL;
+  struct rt_checkpoint resume;
+  memset(&resume, 0, sizeof resume);
   if (st == CG_OK && path != COMM_PATH_AUTO) st = comm_set_path(c, path);
   TRY_GOTO(comm_agree(c, st, "checking the options"), done);
+  /* before the graph is loaded (rt_run's checks, runtime/run.c) */
+  TRY_GOTO(dist_check_files(c, cfg), done);
+  /* every rank reads the checkpoint it resumes from: usually all fail alike (one line) */
+  st = rt_checkpoint_read_resume(cfg, &resume);
+  TRY_GOTO(comm_agree(c, st, "reading the checkpoint to resume from"), done);
   TRY_GOTO(dist_backend_open(c, cfg, &be), done);
   TRY_GOTO(rt_dist_create(c, cfg, o, &d), done);
   TRY_GOTO(rt_dist_bind(d, be, cfg, &ex), done);
   /* From here on the ranks no longer agree on each status: a rank that fails may leave
    * its peers inside a collective, so the caller must end the job (comm_abort). */
   *fatal = 1;
-  st = rt_train(be, rt_dist_local(d), &ex, cfg, res);
+  st = rt_train_checked(be, rt_dist_local(d), ex, cfg, cfg->resume_path ? &resume : NULL, res);
   /* a stop on request is agreed (every rank stopped after the same epoch): clean up */
   if (st == CG_OK || st == CG_ERR_INTERRUPTED) *fatal = 0;
 done:
+  rt_checkpoint_free(&resume);
   if (!*fatal) {
     rt_dist_destroy(&d);
     cg_backend_destroy(&be);

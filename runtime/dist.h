@@ -2,9 +2,10 @@
  *
  * The glue between partition/ (who owns which vertex, local graphs and exchange
  * plans), mpi/ (halo exchange, gradient all-reduce) and the runtime's model, which
- * only sees a struct rt_local and a struct rt_exchange. With the hooks built here,
- * training on P ranks computes what training on one rank computes (the exactness
- * contract of ARCHITECTURE.md; tested by runtime/tests/test_dist_equiv.c).
+ * only sees a struct rt_local and a struct cg_exchange (core/exchange.h). With the
+ * exchange made here, training on P ranks computes what training on one rank
+ * computes (the exactness contract of ARCHITECTURE.md; tested by
+ * runtime/tests/test_dist_equiv.c).
  *
  * Set-up flow (rt_dist_create, collective over the world of `c`):
  *  1. every rank opens the graph itself (graph_open: a .cgr file every rank can
@@ -20,7 +21,7 @@
  *     normalisation and GLOBAL degrees) and checks it (part_local_check);
  *  5. the rank's local problem (struct rt_local): inner rows' features, labels and
  *     split; feat_rows = n_inner, so the model fetches the halo feature rows once at
- *     set-up through halo_forward; train/val/test counts of the whole graph;
+ *     set-up through a forward halo exchange; train/val/test counts of the whole graph;
  *  6. the global graph and the owner array are freed: after set-up a rank holds the
  *     features of its inner rows (host) and of its halo rows (in the model), never
  *     the whole feature matrix (rt_dist_feature_bytes; logged at DEBUG).
@@ -28,23 +29,25 @@
  * error (the failing rank keeps its message, the others name the failing rank), so
  * a failed set-up never hangs a peer.
  *
- * Exchange hooks (rt_dist_bind, collective): a comm_halo over the rank's plan sized
- * for the widest rows the model exchanges (max(feat_dim, hidden when layers > 1):
- * layer 0 exchanges features once; a layer l > 0 exchanges its hidden input or the
- * narrower transformed rows, never more than `hidden` columns), the flat gradient
- * all-reduce (comm_grad, created at the first all-reduce, when the parameter count is
- * known; all ranks reach it together), host all-reduces (comm_allreduce_host), and
- * the byte counters of comm_stats (bytes SENT by this rank, so that the sum over
+ * The exchange (rt_dist_bind, collective) is mpi/'s plain one (comm_exchange_create):
+ * a comm_halo over the rank's plan sized for the widest rows the model exchanges
+ * (max(feat_dim, hidden when layers > 1): layer 0 exchanges features once; a layer
+ * l > 0 exchanges its hidden input or the narrower transformed rows, never more than
+ * `hidden` columns), the flat gradient all-reduce (created at the first all-reduce,
+ * when the parameter count is known; all ranks reach it together), host all-reduces,
+ * and the byte counters of comm_stats (bytes SENT by this rank, so that the sum over
  * ranks is the traffic).
  *
- * Failures inside the hooks are returned (status + a message naming the rank and the
- * failing call); the caller of rt_train must then end the job with comm_abort, since
- * peers may be waiting in a collective (apps/cmd_train.c does).
+ * Failures inside the exchange are returned (status + a message naming the failing
+ * call; the log prefix names the rank); the caller of rt_train must then end the job
+ * with comm_abort, since peers may be waiting in a collective (apps/cmd_train.c does).
  *
  * Testing only: CAPGNN_TEST_FAIL_RANK=r makes rank r fail on purpose, at the point
  * CAPGNN_TEST_FAIL_AT names: "setup" (default; rt_dist_create fails as if the graph
  * could not be opened), "train" (the 3rd halo exchange returns an error, i.e. inside
- * the first training step) or "kill" (the rank SIGKILLs itself there).
+ * the first training step) or "kill" (the rank SIGKILLs itself there). The last two
+ * wrap rank r's exchange in a fault-injecting one (runtime/fault.c); the other ranks
+ * run the plain exchange.
  */
 #ifndef CAPGNN_RUNTIME_DIST_H
 #define CAPGNN_RUNTIME_DIST_H
@@ -75,7 +78,9 @@ int rt_local_from_part(const struct graph *g, const struct part_local *pl, struc
 struct rt_dist; /* opaque: the rank's local problem, exchange plan and MPI objects */
 
 /* Collective set-up from cfg->graph (flow above). `c` must outlive the object.
- * The model kind (normalisation) comes from cfg->model. */
+ * The model kind (normalisation) comes from cfg->model. Here and in rt_dist_bind
+ * (cfg->layers, cfg->hidden: the exchange's width) `cfg` has passed rt_config_check
+ * (rt_run_dist checks it; a direct caller checks it first). */
 int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_dist_options *o,
                    struct rt_dist **out);
 /* The same from a graph every rank already holds (identical on every rank, used as
@@ -84,10 +89,11 @@ int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_
 int rt_dist_create_from_graph(struct comm *c, const struct graph *g, const struct rt_config *cfg,
                               const struct rt_dist_options *o, const int32_t *owner,
                               struct rt_dist **out);
-/* Create the halo exchange on backend `be` and fill *ex with the hooks (ctx = d).
- * Collective. `be` must outlive d; *ex is valid until rt_dist_destroy. */
+/* Create the rank's exchange on backend `be` (comm_exchange_create over its plan) and
+ * hand it back in *ex, for rt_model_create / rt_train. Collective. `be` must outlive
+ * d; *ex stays owned by d, valid until rt_dist_destroy (which releases it). */
 int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_config *cfg,
-                 struct rt_exchange *ex);
+                 struct cg_exchange **ex);
 /* Collective when bound (frees MPI objects). Accepts NULL / *d NULL. */
 void rt_dist_destroy(struct rt_dist **d);
 
@@ -100,14 +106,18 @@ int64_t rt_dist_feature_bytes(const struct rt_dist *d);
 /* Widest row the exchange was sized for (0 before rt_dist_bind). */
 int64_t rt_dist_max_cols(const struct rt_dist *d);
 
-/* `capgnn train` on the ranks of `c`. One rank: rt_run, the single-process path
- * (no partition, results as without MPI). Several ranks: comm_set_path(path) (unless
- * COMM_PATH_AUTO), the backend (CUDA: every rank bound to a GPU by comm_gpu_bind and
- * the backend opened on that ordinal; "auto" uses the CPU on every rank unless every
- * rank sees a GPU), rt_dist_create, rt_dist_bind, rt_train (rank 0 writes the
- * metrics file). Collective. Set-up errors are agreed (every rank returns an error,
- * *fatal = 0). *fatal = 1 when the failure happened once training had started: a
- * peer may be waiting in a collective, so the caller must log it and comm_abort(). */
+/* `capgnn train` on the ranks of `c`. The configuration is checked here (every rank,
+ * agreed). One rank: rt_run, the single-process path (no partition, results as
+ * without MPI). Several ranks: comm_set_path(path) (unless COMM_PATH_AUTO); before
+ * the graph is loaded, the run's files checked by rank 0 (runtime.h, "checkpoints in
+ * a run"; its error, message included, reaches every rank, so the job reports it
+ * once) and the checkpoint to resume from read once by every rank; the backend (CUDA:
+ * every rank bound to a GPU by comm_gpu_bind and the backend opened on that ordinal;
+ * "auto" uses the CPU on every rank unless every rank sees a GPU), rt_dist_create,
+ * rt_dist_bind, rt_train with that checkpoint (rank 0 writes the metrics file).
+ * Collective. Set-up errors are agreed (every rank returns an error, *fatal = 0).
+ * *fatal = 1 when the failure happened once training had started: a peer may be
+ * waiting in a collective, so the caller must log it and comm_abort(). */
 int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dist_options *o,
                 enum comm_path path, struct rt_result *res, int *fatal);
 

@@ -1,11 +1,14 @@
 /* runtime/local.c — the local problem of one rank: built from the whole graph for
- * a single process, checked and released for every producer (partition/ builds
- * partitioned ones with the same layout). */
+ * a single process, or from a rank's local graph (partition/) for partition-parallel
+ * training, with the same layout; checked and released for every producer. */
 #include <stdio.h>
 #include <string.h>
 
 #include "core/status.h"
 #include "runtime/runtime.h"
+#ifdef CAPGNN_HAVE_DIST
+#include "runtime/dist.h" /* rt_local_from_part: partition/ is part of the build */
+#endif
 
 void rt_local_free(struct rt_local *l) {
   if (!l) return;
@@ -84,6 +87,73 @@ fail:
   rt_local_free(out);
   return st;
 }
+
+#ifdef CAPGNN_HAVE_DIST
+/* ---- from a rank's local graph ------------------------------------------------------ */
+
+int rt_local_from_part(const struct graph *g, const struct part_local *pl, struct rt_local *out) {
+  int st = CG_OK;
+  int64_t *rows = NULL;
+  memset(out, 0, sizeof *out);
+  if (pl->n_global != g->n)
+    return cg_err_set(CG_ERR_ARG, "local graph of rank %d was built for %lld vertices, graph %s has %lld",
+                      pl->rank, (long long)pl->n_global, g->name, (long long)g->n);
+  TRY(rt_graph_trainable(g));
+  snprintf(out->name, sizeof out->name, "%s", g->name);
+  out->rank = pl->rank;
+  out->nranks = pl->nparts;
+  out->n_global = g->n;
+  out->m_global = g->m;
+  out->graph_checksum = g->checksum;
+  out->n_inner = pl->n_inner;
+  out->n_halo = pl->n_halo;
+  out->norm = pl->norm;
+  out->feat_dim = g->feat_dim;
+  out->feat_rows = pl->n_inner;
+  out->num_classes = g->num_classes;
+  out->multilabel = g->multilabel;
+  const size_t ni = (size_t)pl->n_inner, nt = (size_t)(pl->n_inner + pl->n_halo);
+
+  st = CG_ERR_NOMEM;
+  out->gid = cg_malloc((nt ? nt : 1) * sizeof(int32_t), "local global ids");
+  if (!out->gid) goto fail;
+  if (nt) memcpy(out->gid, pl->gid, nt * sizeof(int32_t));
+
+  TRY_GOTO(cg_csr_copy(&pl->agg, &out->agg), fail);
+
+  st = CG_ERR_NOMEM;
+  rows = cg_malloc((ni ? ni : 1) * sizeof(int64_t), "inner row list");
+  out->feat = cg_malloc((ni ? ni : 1) * (size_t)g->feat_dim * sizeof(float), "inner feature rows");
+  out->split = cg_malloc(ni ? ni : 1, "inner split");
+  if (!rows || !out->feat || !out->split) goto fail;
+  for (size_t i = 0; i < ni; i++) rows[i] = pl->gid[i];
+  if (ni) graph_feat_dense(g, rows, (int64_t)ni, out->feat);
+  if (g->multilabel) {
+    const size_t c = (size_t)g->num_classes;
+    out->mlabels = cg_malloc((ni ? ni : 1) * c, "inner multi-label targets");
+    if (!out->mlabels) goto fail;
+    for (size_t i = 0; i < ni; i++) memcpy(out->mlabels + i * c, g->mlabels + (size_t)rows[i] * c, c);
+  } else {
+    out->labels = cg_malloc((ni ? ni : 1) * sizeof(int32_t), "inner labels");
+    if (!out->labels) goto fail;
+    for (size_t i = 0; i < ni; i++) out->labels[i] = g->labels[rows[i]];
+  }
+  for (size_t i = 0; i < ni; i++) out->split[i] = g->split[rows[i]];
+  out->n_train_global = graph_split_count(g, GRAPH_SPLIT_TRAIN);
+  out->n_val_global = graph_split_count(g, GRAPH_SPLIT_VAL);
+  out->n_test_global = graph_split_count(g, GRAPH_SPLIT_TEST);
+  cg_free(rows);
+  rows = NULL;
+  st = CG_OK;
+  TRY_GOTO(rt_local_check(out, g->name), fail);
+  return CG_OK;
+
+fail:
+  cg_free(rows);
+  rt_local_free(out);
+  return st < 0 ? st : CG_ERR_INTERNAL;
+}
+#endif
 
 int rt_local_check(const struct rt_local *l, const char *what) {
   const int64_t n_tot = l->n_inner + l->n_halo;

@@ -4,9 +4,10 @@
  * one rank's *local problem* (struct rt_local): the rows this rank owns ("inner"
  * vertices), the halo rows it reads from other ranks, and the layer's aggregation
  * operator restricted to the inner rows. A single process builds the local problem
- * from the whole graph (rt_local_from_graph: no halo, no hooks); partition-parallel
- * training builds it from a partition and passes exchange hooks (struct
- * rt_exchange). The model code is the same in both cases.
+ * from the whole graph (rt_local_from_graph: no halo, no exchange); partition-parallel
+ * training builds it from a partition and passes the exchange seam (struct
+ * cg_exchange, core/exchange.h; runtime/dist.h creates it). The model code is the
+ * same in both cases.
  *
  * What the model computes (ARCHITECTURE.md, exactness contract)
  * - GCN layer:  Z = Â Hd W + b,  Â = D^-1/2 (A+I) D^-1/2 with global degrees.
@@ -39,6 +40,7 @@
 #include <stdint.h>
 
 #include "core/csr.h"
+#include "core/exchange.h"
 #include "core/ops.h"
 #include "graph/graph.h"
 
@@ -81,7 +83,7 @@ struct rt_config {
   int tf32;               /* CUDA: allow TF32 GEMM (off by default: exactness) */
   const char *metrics_path; /* JSON Lines metrics file, NULL = none */
   int quiet;              /* 1: no per-epoch INFO lines */
-  /* checkpoints (rt_train) */
+  /* checkpoints (rt_run, rt_run_dist, rt_train: "checkpoints in a run" below) */
   const char *checkpoint_path; /* write the training state here, NULL = never */
   int checkpoint_every;   /* ... every N epochs and after the last; 0 = after the last only */
   const char *resume_path; /* continue from this checkpoint, NULL = start afresh */
@@ -93,7 +95,15 @@ struct rt_config {
 void rt_config_defaults(struct rt_config *c);
 /* Dropout probability on the input of layer l (input_dropout for l = 0). */
 float rt_config_layer_dropout(const struct rt_config *c, int l);
-/* Range checks; CG_ERR_ARG with a message naming the option and the valid range. */
+/* Range checks; CG_ERR_ARG with a message naming the option and the valid range.
+ * A configuration is checked once, where it enters: every public function that trains
+ * from one (rt_run, rt_run_dist, rt_train, rt_model_create) checks it on entry, before
+ * it uses any of it, and hands it on as checked to the internal code it calls (rt_run
+ * does not check again through rt_train and rt_model_create), so a direct caller with
+ * a bad configuration gets this error, never a crash. The command line checks it after
+ * parsing, for its usage error (exit code 2), before MPI starts. (rt_dist_create and
+ * rt_dist_bind, runtime/dist.h, read a few fields of a configuration checked by their
+ * caller.) */
 int rt_config_check(const struct rt_config *c);
 const char *rt_model_kind_str(enum rt_model_kind k);  /* "gcn", "sage" */
 const char *rt_optimizer_str(enum rt_optimizer o);    /* "adam", "adamw" */
@@ -139,44 +149,31 @@ int rt_graph_trainable(const struct graph *g);
 int rt_local_check(const struct rt_local *l, const char *what);
 void rt_local_free(struct rt_local *l); /* accepts a zeroed struct; leaves it zeroed */
 
-/* ---- communication hooks ---------------------------------------------------- */
+/* ---- communication ----------------------------------------------------------- */
 
-/* Hooks the model calls; any may be NULL for a single process (n_halo == 0 and
- * nranks == 1). Pointers are backend memory; each hook returns a status. The
- * runtime synchronises the backend before and after each call and counts the time
- * in between as comm_s. */
-struct rt_exchange {
-  void *ctx;
-  /* Fill rows [n_inner, n_inner + n_halo) of x (row stride cols) from their owners. */
-  int (*halo_forward)(void *ctx, struct cg_backend *be, float *x, int64_t cols);
-  /* Send rows [n_inner, n_inner + n_halo) of dx to their owners, which ADD them into
-   * their inner rows (the reverse of halo_forward). */
-  int (*halo_backward)(void *ctx, struct cg_backend *be, float *dx, int64_t cols);
-  /* Sum over ranks, in place (the one flat gradient buffer, once per step). */
-  int (*allreduce_grads)(void *ctx, struct cg_backend *be, float *flat, int64_t n);
-  /* Sum over ranks of a few host doubles (loss sums, evaluation counts). */
-  int (*allreduce_host)(void *ctx, double *v, int n);
-  /* Cumulative counters (may be NULL): halo bytes this rank SENT (forward rows it
-   * owns + backward gradients of its halo rows, so that the sum over ranks is the
-   * traffic); halo cache hits and lookups (JACA). The runtime reports per-epoch deltas. */
-  int64_t (*halo_bytes)(void *ctx);
-  int (*cache_stats)(void *ctx, int64_t *hits, int64_t *lookups);
-  /* Maximum over ranks of a few host doubles, in place (per-epoch load-imbalance
-   * metrics; the runtime gets a minimum as -max(-x)). May be NULL: the rank's own
-   * values are reported. */
-  int (*allreduce_host_max)(void *ctx, double *v, int n);
-  /* Cumulative bytes this rank contributed to gradient all-reduces (the flat buffer
-   * size per call; the wire traffic depends on MPI's algorithm). May be NULL. */
-  int64_t (*allreduce_bytes)(void *ctx);
-};
+/* The model reaches the other ranks only through the exchange seam (struct
+ * cg_exchange, core/exchange.h): a halo exchange is its begin then its end, with the
+ * backend synchronised before begin and after end and the time in between counted as
+ * comm_s; the flat gradient and a few host values are summed over the ranks; the
+ * per-step metrics are deltas of its counters. A single process passes no exchange
+ * (NULL): with n_halo == 0 and nranks == 1 the model never calls one. */
 
 /* ---- the model ------------------------------------------------------------- */
 
 struct rt_model;
 
+/* What a parameter tensor is; it decides the initialisation (Glorot uniform, 0, 1, 0). */
+enum rt_tensor_kind {
+  RT_TENSOR_WEIGHT = 0,    /* a convolution's weight matrix (W_neigh, SAGE's W_self) */
+  RT_TENSOR_BIAS = 1,      /* a convolution's bias */
+  RT_TENSOR_NORM_GAIN = 2, /* LayerNorm gamma */
+  RT_TENSOR_NORM_BIAS = 3  /* LayerNorm beta */
+};
+
 /* Describes one parameter tensor inside the flat parameter/gradient buffers. */
 struct rt_tensor_info {
   char name[32];           /* "conv0.weight", "conv0.weight_self", "conv0.bias", "norm0.weight" ... */
+  enum rt_tensor_kind kind;
   int64_t offset, count;   /* in floats, within the flat buffer */
   int64_t rows, cols;      /* matrices: fin x fout; vectors: 1 x n */
   int layer;
@@ -200,11 +197,12 @@ struct rt_step_stats {
 };
 
 /* Build the model for `loc` on `be`: uploads the operator and its transpose, the
- * features (halo feature rows through ex->halo_forward when loc->feat_rows ==
- * n_inner), labels and index arrays; initialises parameters from cfg->seed. `be`,
- * `loc` and `ex` must outlive the model (`ex` may be NULL for one process). */
+ * features (halo feature rows through one forward halo exchange of `ex` when
+ * loc->feat_rows == n_inner), labels and index arrays; initialises parameters from
+ * cfg->seed. `be`, `loc` and `ex` must outlive the model (`ex` may be NULL for one
+ * process; it stays the caller's). */
 int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
-                    const struct rt_exchange *ex, struct rt_model **out);
+                    struct cg_exchange *ex, struct rt_model **out);
 void rt_model_destroy(struct rt_model **m); /* accepts NULL */
 
 int64_t rt_model_num_params(const struct rt_model *m);
@@ -260,10 +258,17 @@ int rt_backend_open_ordinal(const char *device, int threads, int tf32, int ordin
  * model, memory and UUID for CUDA). */
 const char *rt_backend_describe(const struct cg_backend *be);
 
+struct rt_checkpoint; /* "checkpoints" below */
+
 /* Train on a local problem: epochs of rt_model_step, evaluation every eval_every
  * epochs (and after the last), one INFO line per evaluation, JSON Lines metrics (rank
  * 0 writes them) and a final summary object. The best epoch is the one with the
  * highest validation accuracy (ties: lower validation loss, then the earlier epoch).
+ * `resume` is the checkpoint read from cfg->resume_path (rt_checkpoint_read), given
+ * exactly when cfg->resume_path is set (CG_ERR_ARG otherwise): rt_train restores it
+ * once the model is built and continues after its epoch. rt_train does not check the
+ * run's files (rt_run and rt_run_dist do, before loading the graph): a checkpoint or
+ * metrics path that cannot be written fails when it is written.
  *
  * Metrics file (cfg->metrics_path), one JSON object per line:
  *   per epoch: epoch, loss (training loss of the step, with dropout, before the
@@ -296,8 +301,8 @@ const char *rt_backend_describe(const struct cg_backend *be);
  *              (ranks x parameters x 4); 0 on one rank
  *   cache_hit_rate  halo cache hits / lookups in the step; null without a cache
  * The cross-rank sums and extremes are gathered after each step, outside epoch_s. */
-int rt_train(struct cg_backend *be, const struct rt_local *loc, const struct rt_exchange *ex,
-             const struct rt_config *cfg, struct rt_result *res);
+int rt_train(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
+             const struct rt_config *cfg, const struct rt_checkpoint *resume, struct rt_result *res);
 
 /* ---- checkpoints ------------------------------------------------------------ */
 /* A training state after `epoch` epochs, enough to continue bit for bit (the
@@ -350,19 +355,6 @@ int rt_checkpoint_read(const char *path, struct rt_checkpoint *c);
  * continuation is then not the uninterrupted run. */
 int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const struct rt_config *cfg,
                        int warn);
-/* Whether a checkpoint can be written at `path`: a new file in a writable folder, or
- * an existing capgnn checkpoint (replaced; with warn_replace, a warning says so), or
- * /dev/null; anything else that exists (a dataset, a folder, a FIFO) is refused. A
- * temporary is created beside it and removed. */
-int rt_checkpoint_probe_target(const char *path, int warn_replace);
-/* The run's files must be distinct: the checkpoint, the resume file, the metrics
- * file and the graph file (when --graph names a file) cannot be one another (the
- * metrics appended to a checkpoint, a checkpoint written over the dataset). */
-int rt_checkpoint_check_paths(const struct rt_config *cfg);
-/* The check of cfg->resume_path a run can make before loading the graph (the
- * command line makes it on every rank before training, so that all agree): the file
- * reads back and rt_checkpoint_fits (without warnings). CG_OK without resume_path. */
-int rt_checkpoint_check_resume(const struct rt_config *cfg);
 void rt_checkpoint_free(struct rt_checkpoint *c); /* accepts a zeroed struct; leaves it zeroed */
 
 /* Ask a running rt_train to stop after its current epoch; async-signal-safe (for
@@ -372,13 +364,19 @@ void rt_checkpoint_free(struct rt_checkpoint *c); /* accepts a zeroed struct; le
  * applies the signal's default action). */
 int rt_train_request_stop(void);
 
-/* Checkpoints in rt_train: cfg->resume_path is read after the model is built (its
- * graph and model shape must match; other settings that differ are warned about);
- * cfg->checkpoint_path is probed at start and written by rank 0 after epochs that
- * are multiples of cfg->checkpoint_every and after the last, every rank agreeing
- * on success. */
+/* Checkpoints in a run. Before the graph is loaded, rt_run (and rt_run_dist, every
+ * rank agreeing on each step) checks the run's files once — the checkpoint, resume,
+ * metrics and graph files are distinct, the metrics file can be created, the
+ * checkpoint target is new, /dev/null or an earlier checkpoint (replacing one that
+ * the run does not resume from is warned about) — and reads cfg->resume_path once:
+ * it must read back and hold the same model shape with epochs left to train. That
+ * checkpoint goes to rt_train, which restores it once the model is built (the graph
+ * must match; other settings that differ are warned about). Rank 0 writes
+ * cfg->checkpoint_path after epochs that are multiples of cfg->checkpoint_every and
+ * after the last, every rank agreeing on success. */
 
-/* One process, end to end: open the graph, normalise features, build the local
+/* One process, end to end: check the configuration and the run's files, read the
+ * checkpoint to resume from, open the graph, normalise features, build the local
  * problem, open the backend, train. `res` may be NULL. */
 int rt_run(const struct rt_config *cfg, struct rt_result *res);
 

@@ -79,7 +79,7 @@ struct run_out {
   int64_t widths_sum; /* sum over layers l > 0 of the width layer l exchanges */
 };
 
-static void run_model(struct cg_backend *be, const struct rt_local *loc, const struct rt_exchange *ex,
+static void run_model(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
                       const struct rt_config *cfg, struct run_out *o) {
   struct rt_model *m = NULL;
   OK(rt_model_create(be, loc, cfg, ex, &m));
@@ -209,10 +209,10 @@ static void run_case(const struct tcase *tc) {
   const int64_t halo_total = cnt[1];
 
   struct cg_backend *be = NULL;
-  struct rt_exchange ex;
+  struct cg_exchange *ex = NULL;
   OK(cg_backend_cpu_create(1, &be));
   OK(rt_dist_bind(d, be, &cfg, &ex));
-  run_model(be, loc, &ex, &cfg, &dist);
+  run_model(be, loc, ex, &cfg, &dist);
 
   /* ---- compare ---- */
   double worst_loss = 0.0, worst_w = 0.0;

@@ -64,17 +64,22 @@ static double ref_loss(const struct graph *g, const struct rt_model *m, const st
     assert_true(find_tensor(m, name, &tw));
     assert_int_equal(tw.rows, fin);
     assert_int_equal(tw.cols, fout);
+    assert_int_equal(tw.kind, RT_TENSOR_WEIGHT); /* the kind decides the initialisation */
     snprintf(name, sizeof name, "conv%d.weight_self", l);
     int has_self = find_tensor(m, name, &tws);
     assert_int_equal(has_self, cfg->model == RT_MODEL_SAGE);
+    if (has_self) assert_int_equal(tws.kind, RT_TENSOR_WEIGHT);
     snprintf(name, sizeof name, "conv%d.bias", l);
     assert_true(find_tensor(m, name, &tb));
+    assert_int_equal(tb.kind, RT_TENSOR_BIAS);
     snprintf(name, sizeof name, "norm%d.weight", l);
     int has_ln = find_tensor(m, name, &tg);
     assert_int_equal(has_ln, cfg->layernorm && !last);
     if (has_ln) {
+      assert_int_equal(tg.kind, RT_TENSOR_NORM_GAIN);
       snprintf(name, sizeof name, "norm%d.bias", l);
       assert_true(find_tensor(m, name, &tbeta));
+      assert_int_equal(tbeta.kind, RT_TENSOR_NORM_BIAS);
     }
     /* dropout on the layer input, keyed by (seed, epoch, layer, global id, column) */
     const float pl = rt_config_layer_dropout(cfg, l);

@@ -1,0 +1,176 @@
+/* runtime/checkpoint_run.c — a checkpoint in a training run: whether it fits the run
+ * it should continue, restoring the model and the run's bookkeeping from it, saving
+ * them, and keeping the run's files apart (the file format: runtime/checkpoint.c).
+ *
+ * Design notes (the why):
+ * - A resumed run must report what an uninterrupted one would: the losses so far, the
+ *   best epoch of the --eval-every schedule and the last evaluation travel with the
+ *   parameters and Adam's state.
+ * - Every rank holds the same parameters, so rank 0 alone writes; the others learn
+ *   whether it worked, so that all stop or none. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/log.h"
+#include "core/status.h"
+#include "runtime/runtime_internal.h"
+
+/* ---- fitting a run -------------------------------------------------------------- */
+
+int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const struct rt_config *cfg,
+                       int warn) {
+  if (c->model != cfg->model || c->layers != cfg->layers || c->hidden != cfg->hidden ||
+      c->layernorm != cfg->layernorm)
+    return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint holds a %s model with %d layers, hidden "
+                      "%lld%s; this run asks for %s, %d layers, hidden %lld%s", path,
+                      rt_model_kind_str(c->model), c->layers, (long long)c->hidden,
+                      c->layernorm ? ", layernorm" : "", rt_model_kind_str(cfg->model), cfg->layers,
+                      (long long)cfg->hidden, cfg->layernorm ? ", layernorm" : "");
+  if (c->epoch >= cfg->epochs)
+    return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint is at epoch %d and --epochs is %d: nothing "
+                      "left to train (raise --epochs to continue)", path, c->epoch, cfg->epochs);
+  if (!warn) return CG_OK;
+  const float in_c = rt_config_layer_dropout(&(struct rt_config){.dropout = c->dropout,
+                                                                  .input_dropout = c->input_dropout}, 0);
+  const float in_r = rt_config_layer_dropout(cfg, 0);
+#define CKPT_DIFF(differs, name, fmt, now, then)                                                    \
+  if (differs)                                                                                      \
+  LOG_WARN_COMMON("train", "--resume %s: %s is " fmt " in this run, " fmt " in the checkpoint's: "    \
+                  "the continuation differs from an uninterrupted run", path, name, now, then)
+  CKPT_DIFF(c->feat_norm_row != cfg->feat_norm_row, "feat-norm", "%s", cfg->feat_norm_row ? "row" : "none",
+            c->feat_norm_row ? "row" : "none");
+  CKPT_DIFF(c->dropout != cfg->dropout, "dropout", "%g", (double)cfg->dropout, (double)c->dropout);
+  CKPT_DIFF(in_c != in_r, "the input features' dropout", "%g", (double)in_r, (double)in_c);
+  CKPT_DIFF(c->optimizer != cfg->optimizer, "the optimizer", "%s", rt_optimizer_str(cfg->optimizer),
+            rt_optimizer_str(c->optimizer));
+  CKPT_DIFF(c->lr != cfg->lr, "lr", "%g", (double)cfg->lr, (double)c->lr);
+  CKPT_DIFF(c->weight_decay != cfg->weight_decay, "weight-decay", "%g", (double)cfg->weight_decay,
+            (double)c->weight_decay);
+  CKPT_DIFF(c->wd_scope != cfg->wd_scope, "wd-scope", "%s", rt_wd_scope_str(cfg->wd_scope),
+            rt_wd_scope_str(c->wd_scope));
+  CKPT_DIFF(c->beta1 != cfg->beta1 || c->beta2 != cfg->beta2 || c->adam_eps != cfg->adam_eps,
+            "Adam's beta1/beta2/eps", "%s", "other", "these");
+  CKPT_DIFF(c->seed != cfg->seed, "the seed", "%llu", (unsigned long long)cfg->seed,
+            (unsigned long long)c->seed);
+  CKPT_DIFF(c->eval_every != cfg->eval_every, "eval-every (which epochs can be the best)", "%d",
+            cfg->eval_every, c->eval_every);
+  if (c->threads != cfg->threads && strcmp(c->device, "cpu") == 0)
+    LOG_WARN_COMMON("train", "--resume %s: the checkpoint was made with --threads %d, this run uses %d: "
+                    "results differ from an uninterrupted run by rounding", path, c->threads,
+                    cfg->threads);
+#undef CKPT_DIFF
+  return CG_OK;
+}
+
+int rt_checkpoint_read_resume(const struct rt_config *cfg, struct rt_checkpoint *out) {
+  memset(out, 0, sizeof *out);
+  if (!cfg->resume_path) return CG_OK;
+  TRY(rt_checkpoint_read(cfg->resume_path, out));
+  const int st = rt_checkpoint_fits(out, cfg->resume_path, cfg, 0);
+  if (st < 0) rt_checkpoint_free(out);
+  return st;
+}
+
+/* ---- restoring and saving --------------------------------------------------------- */
+
+int rt_checkpoint_restore(const struct rt_checkpoint *c, const char *path, struct rt_model *m,
+                          const struct rt_local *loc, const struct rt_config *cfg, struct rt_result *r,
+                          struct rt_train_track *tr, int *done) {
+  TRY(rt_checkpoint_fits(c, path, cfg, 1));
+  if (c->graph_checksum != loc->graph_checksum || c->nodes != loc->n_global ||
+      c->features != loc->feat_dim || c->classes != loc->num_classes)
+    return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint was written for graph %s (%lld vertices, "
+                      "checksum %08x), this run trains %s (%lld vertices, checksum %08x)", path, c->graph,
+                      (long long)c->nodes, c->graph_checksum, loc->name, (long long)loc->n_global,
+                      loc->graph_checksum);
+  if (c->num_params != rt_model_num_params(m))
+    return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint has %lld parameters, this model %lld", path,
+                      (long long)c->num_params, (long long)rt_model_num_params(m));
+  TRY(rt_model_state_set(m, c->params, c->adam_m, c->adam_v, c->steps));
+  memcpy(r->loss, c->loss, (size_t)c->epoch * sizeof(double));
+  tr->best = (struct rt_best){c->best_val_acc, c->best_val_loss, c->test_acc_at_best_val, c->best_epoch};
+  r->best_val_acc = c->best_val_acc;
+  r->test_acc_at_best_val = c->test_acc_at_best_val;
+  r->best_epoch = c->best_epoch;
+  r->final_train_acc = c->final_train_acc;
+  r->final_val_acc = c->final_val_acc;
+  r->final_test_acc = c->final_test_acc;
+  tr->last_val = c->last_val_acc;
+  *done = c->epoch;
+  LOG_INFO("train", "resuming from %s after epoch %d (%lld optimizer steps)", path, c->epoch,
+           (long long)c->steps);
+  return CG_OK;
+}
+
+int rt_checkpoint_save(struct rt_model *m, const struct cg_backend *be, const struct rt_local *loc,
+                       struct cg_exchange *ex, const struct rt_config *cfg, const struct rt_result *r,
+                       const struct rt_train_track *tr, int epoch) {
+  int st = CG_OK;
+  if (loc->rank == 0) {
+    struct rt_checkpoint c = {
+        .graph_checksum = loc->graph_checksum, .nodes = loc->n_global, .features = loc->feat_dim,
+        .classes = loc->num_classes, .feat_norm_row = cfg->feat_norm_row, .model = cfg->model,
+        .layers = cfg->layers, .layernorm = cfg->layernorm, .hidden = cfg->hidden,
+        .dropout = cfg->dropout, .input_dropout = cfg->input_dropout, .optimizer = cfg->optimizer,
+        .lr = cfg->lr, .weight_decay = cfg->weight_decay, .beta1 = cfg->beta1, .beta2 = cfg->beta2,
+        .adam_eps = cfg->adam_eps, .wd_scope = cfg->wd_scope, .seed = cfg->seed,
+        .eval_every = cfg->eval_every, .threads = cfg->threads, .ranks = loc->nranks,
+        .epoch = epoch, .num_params = rt_model_num_params(m),
+        .loss = r->loss, /* borrowed */
+        .best_val_acc = tr->best.val_acc, .best_val_loss = tr->best.val_loss,
+        .test_acc_at_best_val = tr->best.test_acc, .best_epoch = tr->best.epoch,
+        .final_train_acc = r->final_train_acc, .final_val_acc = r->final_val_acc,
+        .final_test_acc = r->final_test_acc, .last_val_acc = tr->last_val};
+    snprintf(c.graph, sizeof c.graph, "%s", loc->name);
+    snprintf(c.device, sizeof c.device, "%s", be->name);
+    const size_t bytes = (size_t)c.num_params * sizeof(float);
+    c.params = cg_malloc(bytes, "checkpoint parameters");
+    c.adam_m = cg_malloc(bytes, "checkpoint Adam moments");
+    c.adam_v = cg_malloc(bytes, "checkpoint Adam moments");
+    if (!c.params || !c.adam_m || !c.adam_v) st = CG_ERR_NOMEM;
+    if (st == CG_OK) st = rt_model_state_get(m, c.params, c.adam_m, c.adam_v, &c.steps);
+    if (st == CG_OK) st = rt_checkpoint_write(cfg->checkpoint_path, &c);
+    cg_free(c.params);
+    cg_free(c.adam_m);
+    cg_free(c.adam_v);
+  }
+  if (ex) {
+    double failed = st != CG_OK;
+    TRY(ex->allreduce_host(ex, &failed, 1, CG_REDUCE_SUM));
+    if (failed > 0 && st == CG_OK)
+      st = cg_err_set(CG_ERR_IO, "rank 0 could not write checkpoint %s", cfg->checkpoint_path);
+  }
+  return st;
+}
+
+/* ---- the run's files ----------------------------------------------------------------- */
+
+/* Whether a and b name the same file: the same inode when both exist, else the same
+ * string. */
+static int same_file(const char *a, const char *b) {
+  if (!a || !b) return 0;
+  struct stat sa, sb;
+  if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  return strcmp(a, b) == 0;
+}
+
+int rt_checkpoint_check_paths(const struct rt_config *cfg) {
+  struct {
+    const char *opt, *path;
+  } f[4] = {{"--checkpoint", cfg->checkpoint_path},
+            {"--resume", cfg->resume_path},
+            {"--metrics", cfg->metrics_path},
+            {"--graph", NULL}};
+  struct stat sb;
+  if (cfg->graph && strncmp(cfg->graph, "synth:", 6) != 0 && stat(cfg->graph, &sb) == 0) f[3].path = cfg->graph;
+  for (int i = 0; i < 4; i++)
+    for (int j = i + 1; j < 4; j++) {
+      if (i == 0 && j == 1) continue; /* resuming a run into its own checkpoint is the usual case */
+      if (f[i].path && f[j].path && same_file(f[i].path, f[j].path) && strcmp(f[i].path, "/dev/null") != 0)
+        return cg_err_set(CG_ERR_ARG, "%s and %s name the same file (%s): use two files", f[i].opt, f[j].opt,
+                          f[i].path);
+    }
+  return CG_OK;
+}

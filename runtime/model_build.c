@@ -1,0 +1,415 @@
+/* runtime/model_build.c — building the model: the parameter layout, the initial
+ * values, the operators Â and Âᵀ, the index arrays and every buffer the steps use,
+ * and the layout and state accessors. Everything the model allocates on the backend
+ * is allocated here, so that a training step allocates nothing; the step itself
+ * (and what the buffers hold) is runtime/model.c. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/exchange.h"
+#include "core/log.h"
+#include "core/philox.h"
+#include "core/status.h"
+#include "runtime/runtime_internal.h"
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+/* Same shape, structure and values, bit for bit. */
+static int csr_same(const struct cg_csr *a, const struct cg_csr *b) {
+  if (a->nrows != b->nrows || a->ncols != b->ncols || a->nnz != b->nnz) return 0;
+  if ((a->vals == NULL) != (b->vals == NULL)) return 0;
+  if (memcmp(a->rowptr, b->rowptr, (size_t)(a->nrows + 1) * sizeof *a->rowptr)) return 0;
+  if (a->nnz && memcmp(a->colidx, b->colidx, (size_t)a->nnz * sizeof *a->colidx)) return 0;
+  if (a->vals && a->nnz && memcmp(a->vals, b->vals, (size_t)a->nnz * sizeof *a->vals)) return 0;
+  /* (a backend may compute with the factors instead of vals: they must match too) */
+  if (!a->row_scale != !b->row_scale) return 0;
+  return !a->row_scale ||
+         (memcmp(a->row_scale, b->row_scale, (size_t)a->nrows * sizeof *a->row_scale) == 0 &&
+          memcmp(a->col_scale, b->col_scale, (size_t)a->ncols * sizeof *a->col_scale) == 0);
+}
+
+/* Whether a square operator looks symmetric to the bit on up to 4096 entries
+ * spread evenly over its nonzeros: a(u, v) == a(v, u) (binary search in row v) and
+ * equal factors. A cheap guard on a known property, not a proof. */
+static int symmetric_sample(const struct cg_csr *a) {
+  if (a->nrows != a->ncols) return 0;
+  if (!a->row_scale != !a->col_scale) return 0;
+  if (a->row_scale && memcmp(a->row_scale, a->col_scale, (size_t)a->nrows * sizeof(float)) != 0)
+    return 0;
+  const int64_t step = a->nnz / 4096 + 1;
+  int64_t u = 0;
+  for (int64_t k = 0; k < a->nnz; k += step) {
+    while (a->rowptr[u + 1] <= k) u++;
+    const int64_t v = a->colidx[k];
+    int64_t lo = a->rowptr[v], hi = a->rowptr[v + 1];
+    while (lo < hi) { /* first entry of row v with column >= u */
+      int64_t mid = lo + (hi - lo) / 2;
+      if (a->colidx[mid] < u) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo == a->rowptr[v + 1] || a->colidx[lo] != u) return 0;
+    if (a->vals && memcmp(&a->vals[lo], &a->vals[k], sizeof(float)) != 0) return 0;
+  }
+  return 1;
+}
+
+static int add_tensor(struct rt_model *m, const char *name, enum rt_tensor_kind kind, int layer,
+                      int64_t rows, int64_t cols, int decay, int64_t *off) {
+  if (m->ntensors >= RT_MAX_TENSORS)
+    return cg_err_set(CG_ERR_INTERNAL, "too many parameter tensors (%d)", m->ntensors);
+  struct rt_tensor_info *t = &m->tensors[m->ntensors++];
+  memset(t, 0, sizeof *t);
+  snprintf(t->name, sizeof t->name, "%s", name);
+  t->kind = kind;
+  t->offset = m->nparams;
+  t->rows = rows;
+  t->cols = cols;
+  t->count = rows * cols;
+  t->layer = layer;
+  t->decay = decay;
+  *off = t->offset;
+  m->nparams += t->count;
+  return CG_OK;
+}
+
+static int be_alloc(struct rt_model *m, float **p, int64_t nfloat, const char *what) {
+  void *q = NULL;
+  size_t bytes = (size_t)(nfloat > 0 ? nfloat : 1) * sizeof(float);
+  TRY(m->be->alloc(m->be, &q, bytes, what));
+  *p = q;
+  return CG_OK;
+}
+
+/* Glorot/Xavier uniform U(-a, a), a = sqrt(6 / (fan_in + fan_out)), from Philox keyed by
+ * the seed. Counter: (index / 4, tensor number, 'INIT', 0); dropout uses epoch >= 1 in c3
+ * and small layer numbers in c2, so the two streams never overlap. */
+static void init_glorot(float *w, int64_t rows, int64_t cols, uint64_t seed, uint32_t tensor) {
+  const double a = sqrt(6.0 / (double)(rows + cols));
+  const int64_t n = rows * cols;
+  for (int64_t i = 0; i < n; i += 4) {
+    struct cg_philox_out o = cg_philox4x32_10((uint32_t)(i >> 2), tensor, 0x494E4954u, 0u,
+                                              (uint32_t)seed, (uint32_t)(seed >> 32));
+    for (int j = 0; j < 4 && i + j < n; j++)
+      w[i + j] = (float)((2.0 * (double)cg_u32_to_unit(o.v[j]) - 1.0) * a);
+  }
+}
+
+/* ---- the parts of the model, in the order they are built ---------------------- */
+
+/* Layers and the parameter layout: per layer W_neigh, [W_self], b, [gamma, beta];
+ * m->wmax, the widest gradient the backward scratch buffers hold. */
+static int model_layout(struct rt_model *m, const struct rt_local *loc, const struct rt_config *cfg) {
+  m->layers = cg_calloc((size_t)m->nlayers, sizeof *m->layers, "model layers");
+  if (!m->layers) return CG_ERR_NOMEM;
+  m->wmax = m->classes;
+  for (int l = 0; l < m->nlayers; l++) {
+    struct rt_layer *L = &m->layers[l];
+    L->fin = l == 0 ? loc->feat_dim : cfg->hidden;
+    L->fout = l == m->nlayers - 1 ? m->classes : cfg->hidden;
+    L->hidden = l < m->nlayers - 1;
+    /* Run the SpMM at the smaller width: its cost (and, for hidden layers, the halo
+     * traffic) is nnz x width, while the GEMM costs the same either way. Â(HW) =
+     * (ÂH)W exactly in real arithmetic, so the choice only changes rounding. */
+    L->transform_first = L->fout < L->fin;
+    L->p_drop = rt_config_layer_dropout(cfg, l);
+    /* Layer 0 without dropout aggregates constant features: keep Â·X from setup. */
+    L->agg_cached = l == 0 && L->p_drop == 0.0f;
+    if (L->agg_cached) L->transform_first = 0;
+    if (L->fout > m->wmax) m->wmax = L->fout;
+    if (l > 0 && L->fin > m->wmax) m->wmax = L->fin;
+    const int decay = cfg->weight_decay > 0.0f && (cfg->wd_scope == RT_WD_ALL || l == 0);
+    char name[32];
+    snprintf(name, sizeof name, "conv%d.weight", l);
+    TRY(add_tensor(m, name, RT_TENSOR_WEIGHT, l, L->fin, L->fout, decay, &L->off_w));
+    L->off_ws = -1;
+    if (cfg->model == RT_MODEL_SAGE) {
+      snprintf(name, sizeof name, "conv%d.weight_self", l);
+      TRY(add_tensor(m, name, RT_TENSOR_WEIGHT, l, L->fin, L->fout, decay, &L->off_ws));
+    }
+    snprintf(name, sizeof name, "conv%d.bias", l);
+    TRY(add_tensor(m, name, RT_TENSOR_BIAS, l, 1, L->fout, 0, &L->off_b));
+    L->off_g = L->off_beta = -1;
+    if (L->hidden && cfg->layernorm) {
+      snprintf(name, sizeof name, "norm%d.weight", l);
+      TRY(add_tensor(m, name, RT_TENSOR_NORM_GAIN, l, 1, L->fout, 0, &L->off_g));
+      snprintf(name, sizeof name, "norm%d.bias", l);
+      TRY(add_tensor(m, name, RT_TENSOR_NORM_BIAS, l, 1, L->fout, 0, &L->off_beta));
+    }
+  }
+  return CG_OK;
+}
+
+/* Parameters, gradient and Adam state; initial values by tensor kind: weight matrices
+ * Glorot uniform (keyed by the seed and the tensor's number), LayerNorm gains 1,
+ * biases 0. */
+static int model_params(struct rt_model *m, uint64_t seed) {
+  int st = CG_OK;
+  struct cg_backend *be = m->be;
+  float *host = NULL;
+  TRY(be_alloc(m, &m->p, m->nparams, "model parameters"));
+  TRY(be_alloc(m, &m->g, m->nparams, "flat gradient buffer"));
+  TRY(be_alloc(m, &m->m1, m->nparams, "Adam first moment"));
+  TRY(be_alloc(m, &m->m2, m->nparams, "Adam second moment"));
+  be->fill(be, m->g, m->nparams, 0.0f);
+  be->fill(be, m->m1, m->nparams, 0.0f);
+  be->fill(be, m->m2, m->nparams, 0.0f);
+  host = cg_calloc((size_t)m->nparams, sizeof(float), "parameter initialisation");
+  if (!host) return CG_ERR_NOMEM;
+  for (int i = 0; i < m->ntensors; i++) {
+    const struct rt_tensor_info *t = &m->tensors[i];
+    float *w = host + t->offset;
+    switch (t->kind) {
+      case RT_TENSOR_WEIGHT: init_glorot(w, t->rows, t->cols, seed, (uint32_t)i); break;
+      case RT_TENSOR_NORM_GAIN:
+        for (int64_t k = 0; k < t->count; k++) w[k] = 1.0f;
+        break;
+      case RT_TENSOR_BIAS:
+      case RT_TENSOR_NORM_BIAS: break; /* stay 0 (calloc) */
+    }
+  }
+  TRY_GOTO(be->upload(be, m->p, host, (size_t)m->nparams * sizeof(float)), done);
+done:
+  cg_free(host);
+  return st;
+}
+
+/* Â and Âᵀ on the backend. */
+static int model_operators(struct rt_model *m, const struct rt_local *loc) {
+  int st = CG_OK;
+  struct cg_backend *be = m->be;
+  struct cg_csr at = {0};
+  TRY(be->spmat_create(be, &loc->agg, &m->a));
+  /* GCN's Â on one rank is symmetric to the bit: then Âᵀ shares Â's backend copy
+   * (on Reddit that saves ~0.9 GB and the second upload). Known without building
+   * Âᵀ (1.7 s on Reddit) when the operator is GCN's over the whole graph (every
+   * graph's adjacency is symmetric, graph_check; the weight and the factors are
+   * symmetric in the two degrees, graph/tests/test_norm.c), confirmed on a sample;
+   * otherwise, or if the sample disagrees, Âᵀ is built and compared whole. */
+  if (loc->n_halo == 0 && loc->norm == GRAPH_NORM_GCN && symmetric_sample(&loc->agg)) {
+    m->at = m->a;
+    return CG_OK;
+  }
+  TRY_GOTO(cg_csr_transpose(&loc->agg, &at), done);
+  if (csr_same(&loc->agg, &at)) m->at = m->a;
+  else TRY_GOTO(be->spmat_create(be, &at, &m->at), done);
+done:
+  cg_csr_free(&at);
+  return st;
+}
+
+/* Global ids (dropout keys), labels, and the inner rows of each split. */
+static int model_index_arrays(struct rt_model *m, const struct rt_local *loc) {
+  int st = CG_OK;
+  struct cg_backend *be = m->be;
+  void *q = NULL;
+  int32_t *idx = NULL;
+  TRY(be->alloc(be, &q, (size_t)(m->n_tot > 0 ? m->n_tot : 1) * sizeof(int32_t), "global ids"));
+  m->d_gid = q;
+  if (m->n_tot > 0) TRY(be->upload(be, m->d_gid, loc->gid, (size_t)m->n_tot * sizeof(int32_t)));
+  if (loc->multilabel) {
+    size_t bytes = (size_t)m->n_in * (size_t)m->classes;
+    TRY(be->alloc(be, &q, bytes ? bytes : 1, "multi-label targets"));
+    m->d_mlabels = q;
+    if (bytes) TRY(be->upload(be, m->d_mlabels, loc->mlabels, bytes));
+  } else {
+    size_t bytes = (size_t)m->n_in * sizeof(int32_t);
+    TRY(be->alloc(be, &q, bytes ? bytes : 4, "labels"));
+    m->d_labels = q;
+    if (bytes) TRY(be->upload(be, m->d_labels, loc->labels, bytes));
+  }
+  idx = cg_malloc((size_t)(m->n_in > 0 ? m->n_in : 1) * sizeof(int32_t), "split index");
+  if (!idx) return CG_ERR_NOMEM;
+  static const enum graph_split which[3] = {GRAPH_SPLIT_TRAIN, GRAPH_SPLIT_VAL, GRAPH_SPLIT_TEST};
+  m->n_split_global[0] = loc->n_train_global;
+  m->n_split_global[1] = loc->n_val_global;
+  m->n_split_global[2] = loc->n_test_global;
+  for (int s = 0; s < 3; s++) {
+    int64_t k = 0;
+    for (int64_t i = 0; i < m->n_in; i++)
+      if (loc->split[i] == which[s]) idx[k++] = (int32_t)i;
+    m->n_idx[s] = k;
+    TRY_GOTO(be->alloc(be, &q, (size_t)(k > 0 ? k : 1) * sizeof(int32_t), "split index"), done);
+    m->d_idx[s] = q;
+    if (k) TRY_GOTO(be->upload(be, m->d_idx[s], idx, (size_t)k * sizeof(int32_t)), done);
+  }
+done:
+  cg_free(idx);
+  return st;
+}
+
+/* Activations, saved tensors and the backward scratch buffers (shapes: model.c). */
+static int model_buffers(struct rt_model *m) {
+  struct cg_backend *be = m->be;
+  for (int l = 0; l < m->nlayers; l++) {
+    struct rt_layer *L = &m->layers[l];
+    TRY(be_alloc(m, &L->in, m->n_tot * L->fin, l == 0 ? "input features" : "layer input"));
+    if (L->p_drop > 0.0f) TRY(be_alloc(m, &L->in_d, m->n_tot * L->fin, "dropout output"));
+    if (L->transform_first) TRY(be_alloc(m, &L->t, m->n_tot * L->fout, "transformed rows"));
+    else TRY(be_alloc(m, &L->agg, m->n_in * L->fin, "aggregated rows"));
+    TRY(be_alloc(m, &L->z, m->n_in * L->fout, "convolution output"));
+    if (L->hidden && m->cfg.layernorm) {
+      TRY(be_alloc(m, &L->ln_y, m->n_in * L->fout, "LayerNorm output"));
+      TRY(be_alloc(m, &L->ln_mean, m->n_in, "LayerNorm mean"));
+      TRY(be_alloc(m, &L->ln_rstd, m->n_in, "LayerNorm rstd"));
+    }
+    if (l > 0) be->fill(be, L->in, m->n_tot * L->fin, 0.0f);
+  }
+  for (int s = 0; s < 3; s++) TRY(be_alloc(m, &m->scratch[s], m->n_tot * m->wmax, "backward scratch"));
+  return CG_OK;
+}
+
+/* Features: inner rows (and halo rows when given) uploaded; otherwise the halo rows
+ * come from their owners once, through one halo exchange (not timed: set-up) — they
+ * never change during training. Then layer 0's cached Â·X when it has one. */
+static int model_features(struct rt_model *m, const struct rt_local *loc) {
+  struct cg_backend *be = m->be;
+  struct rt_layer *L0 = &m->layers[0];
+  TRY(be->upload(be, L0->in, loc->feat, (size_t)loc->feat_rows * (size_t)loc->feat_dim * sizeof(float)));
+  if (loc->feat_rows < m->n_tot) TRY(cg_exchange_halo(m->ex, CG_HALO_FORWARD, L0->in, loc->feat_dim));
+  if (L0->agg_cached) be->spmm(be, m->a, L0->in, loc->feat_dim, L0->agg, loc->feat_dim, loc->feat_dim);
+  be->sync(be);
+  return CG_OK;
+}
+
+/* ---- create / destroy --------------------------------------------------------------- */
+
+/* What the model needs of its inputs beyond a checked configuration. */
+static int model_inputs_check(const struct rt_local *loc, const struct rt_config *cfg,
+                              const struct cg_exchange *ex) {
+  TRY(rt_local_check(loc, loc->name));
+  int self_loops = 0;
+  if (loc->norm != rt_model_norm(cfg->model, &self_loops))
+    return cg_err_set(CG_ERR_ARG, "local problem of %s was built for another model's aggregation "
+                      "operator than %s", loc->name, rt_model_kind_str(cfg->model));
+  if (loc->n_train_global < 1)
+    return cg_err_set(CG_ERR_ARG, "graph %s has no train vertices (split == 1); cannot train",
+                      loc->name);
+  if (rt_local_exchanges(loc) &&
+      (!ex || !ex->halo_begin || !ex->halo_end || !ex->allreduce_grads || !ex->allreduce_host))
+    return cg_err_set(CG_ERR_ARG, "local problem of %s has halo rows or several ranks but no "
+                      "exchange was given", loc->name);
+  return CG_OK;
+}
+
+int rt_model_build(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
+                   struct cg_exchange *ex, struct rt_model **out) {
+  int st = CG_OK;
+  *out = NULL;
+  TRY(model_inputs_check(loc, cfg, ex));
+  struct rt_model *m = cg_calloc(1, sizeof *m, "model");
+  if (!m) return CG_ERR_NOMEM;
+  m->be = be;
+  m->loc = loc;
+  m->cfg = *cfg;
+  m->cfg.graph = NULL; /* not owned; never used after setup */
+  m->cfg.metrics_path = NULL;
+  m->cfg.device = NULL;
+  m->ex = ex;
+  m->nlayers = cfg->layers;
+  m->n_in = loc->n_inner;
+  m->n_tot = loc->n_inner + loc->n_halo;
+  m->classes = loc->num_classes;
+  TRY_GOTO(model_layout(m, loc, cfg), fail);
+  TRY_GOTO(model_params(m, cfg->seed), fail);
+  TRY_GOTO(model_operators(m, loc), fail);
+  TRY_GOTO(model_index_arrays(m, loc), fail);
+  TRY_GOTO(model_buffers(m), fail);
+  TRY_GOTO(model_features(m, loc), fail);
+  LOG_DEBUG("train", "model %s: %d layers, %lld parameters in %d tensors", rt_model_kind_str(cfg->model),
+            m->nlayers, (long long)m->nparams, m->ntensors);
+  *out = m;
+  return CG_OK;
+
+fail:
+  rt_model_destroy(&m);
+  return st;
+}
+
+int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
+                    struct cg_exchange *ex, struct rt_model **out) {
+  *out = NULL;
+  TRY(rt_config_check(cfg));
+  return rt_model_build(be, loc, cfg, ex, out);
+}
+
+void rt_model_destroy(struct rt_model **pm) {
+  if (!pm || !*pm) return;
+  struct rt_model *m = *pm;
+  struct cg_backend *be = m->be;
+  if (m->layers) {
+    for (int l = 0; l < m->nlayers; l++) {
+      struct rt_layer *L = &m->layers[l];
+      be->free(be, L->in);
+      be->free(be, L->in_d);
+      be->free(be, L->agg);
+      be->free(be, L->t);
+      be->free(be, L->z);
+      be->free(be, L->ln_y);
+      be->free(be, L->ln_mean);
+      be->free(be, L->ln_rstd);
+    }
+    cg_free(m->layers);
+  }
+  for (int s = 0; s < 3; s++) {
+    be->free(be, m->scratch[s]);
+    be->free(be, m->d_idx[s]);
+  }
+  be->free(be, m->d_gid);
+  be->free(be, m->d_labels);
+  be->free(be, m->d_mlabels);
+  be->free(be, m->p);
+  be->free(be, m->g);
+  be->free(be, m->m1);
+  be->free(be, m->m2);
+  if (m->at != m->a) be->spmat_destroy(be, m->at);
+  be->spmat_destroy(be, m->a);
+  cg_free(m);
+  *pm = NULL;
+}
+
+/* ---- layout and state ---------------------------------------------------------------- */
+
+int64_t rt_model_num_params(const struct rt_model *m) { return m->nparams; }
+int rt_model_num_tensors(const struct rt_model *m) { return m->ntensors; }
+
+int rt_model_tensor(const struct rt_model *m, int i, struct rt_tensor_info *out) {
+  if (i < 0 || i >= m->ntensors)
+    return cg_err_set(CG_ERR_ARG, "parameter tensor %d out of range [0, %d)", i, m->ntensors);
+  *out = m->tensors[i];
+  return CG_OK;
+}
+
+int rt_model_layer_transform_first(const struct rt_model *m, int l) {
+  return l >= 0 && l < m->nlayers ? m->layers[l].transform_first : 0;
+}
+
+int rt_model_params_get(const struct rt_model *m, float *host) {
+  return m->be->download(m->be, host, m->p, (size_t)m->nparams * sizeof(float));
+}
+int rt_model_params_set(struct rt_model *m, const float *host) {
+  return m->be->upload(m->be, m->p, host, (size_t)m->nparams * sizeof(float));
+}
+int rt_model_grads_get(const struct rt_model *m, float *host) {
+  return m->be->download(m->be, host, m->g, (size_t)m->nparams * sizeof(float));
+}
+int rt_model_state_get(const struct rt_model *m, float *params, float *adam_m, float *adam_v,
+                       int64_t *steps) {
+  const size_t bytes = (size_t)m->nparams * sizeof(float);
+  TRY(m->be->download(m->be, params, m->p, bytes));
+  TRY(m->be->download(m->be, adam_m, m->m1, bytes));
+  TRY(m->be->download(m->be, adam_v, m->m2, bytes));
+  *steps = m->t_step;
+  return CG_OK;
+}
+int rt_model_state_set(struct rt_model *m, const float *params, const float *adam_m,
+                       const float *adam_v, int64_t steps) {
+  if (steps < 0) return cg_err_set(CG_ERR_ARG, "rt_model_state_set: %lld steps", (long long)steps);
+  const size_t bytes = (size_t)m->nparams * sizeof(float);
+  TRY(m->be->upload(m->be, m->p, params, bytes));
+  TRY(m->be->upload(m->be, m->m1, adam_m, bytes));
+  TRY(m->be->upload(m->be, m->m2, adam_v, bytes));
+  m->t_step = steps;
+  return CG_OK;
+}
+

@@ -1,0 +1,53 @@
+/* runtime/run.c — a whole run in one process: the checks a run makes before anything
+ * long (its files, the checkpoint it resumes from), then the graph, the local
+ * problem, the backend and the training loop. Several ranks: rt_run_dist
+ * (runtime/dist.c) makes the same checks, agreed over the ranks.
+ *
+ * Design notes (the why):
+ * - The files are checked and the resume checkpoint is read before the graph is
+ *   loaded, which can take minutes: a typo in a path must fail at once, not after
+ *   the load and partitioning, nor after the last epoch.
+ * - Each is done once per run: the checkpoint read here is the one rt_train restores,
+ *   so the file is read (and its CRC computed) once, and what was checked is what is
+ *   used. */
+#include <string.h>
+
+#include "core/status.h"
+#include "runtime/runtime_internal.h"
+
+int rt_run_check_files(const struct rt_config *cfg) {
+  TRY(rt_checkpoint_check_paths(cfg));
+  if (cfg->metrics_path) TRY(rt_metrics_probe(cfg->metrics_path));
+  if (cfg->checkpoint_path) TRY(rt_checkpoint_probe_target(cfg->checkpoint_path, !cfg->resume_path));
+  return CG_OK;
+}
+
+int rt_run_checked(const struct rt_config *cfg, struct rt_result *res) {
+  int st = CG_OK;
+  struct graph g;
+  struct rt_local loc;
+  struct rt_checkpoint resume;
+  struct cg_backend *be = NULL;
+  memset(&g, 0, sizeof g);
+  memset(&loc, 0, sizeof loc);
+  memset(&resume, 0, sizeof resume);
+  TRY(rt_run_check_files(cfg));
+  TRY(rt_checkpoint_read_resume(cfg, &resume));
+  TRY_GOTO(graph_open(cfg->graph, &g), done);
+  if (cfg->feat_norm_row) graph_feat_rownorm(&g);
+  TRY_GOTO(rt_local_from_graph(&g, cfg->model, &loc), done);
+  graph_free(&g); /* the local problem holds what training needs */
+  TRY_GOTO(rt_backend_open(cfg->device, cfg->threads, cfg->tf32, &be), done);
+  TRY_GOTO(rt_train_checked(be, &loc, NULL, cfg, cfg->resume_path ? &resume : NULL, res), done);
+done:
+  cg_backend_destroy(&be);
+  rt_local_free(&loc);
+  graph_free(&g);
+  rt_checkpoint_free(&resume);
+  return st;
+}
+
+int rt_run(const struct rt_config *cfg, struct rt_result *res) {
+  TRY(rt_config_check(cfg));
+  return rt_run_checked(cfg, res);
+}

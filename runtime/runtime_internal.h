@@ -1,0 +1,181 @@
+/* runtime/runtime_internal.h — what the runtime's sources share. Not part of the
+ * public API (runtime/runtime.h, runtime/dist.h). */
+#ifndef CAPGNN_RUNTIME_INTERNAL_H
+#define CAPGNN_RUNTIME_INTERNAL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/exchange.h"
+#include "runtime/runtime.h"
+
+/* ---- the model (model_build.c, model.c) -------------------------------------- */
+
+#define RT_LN_EPS 1e-5f        /* LayerNorm's epsilon */
+#define RT_MAX_TENSORS (64 * 5)
+
+/* One convolution layer: its shape, the schedule chosen at build time, where its
+ * parameters sit in the flat buffers, and its backend buffers. */
+struct rt_layer {
+  int64_t fin, fout;
+  int transform_first; /* SpMM at width fout: Â(Hd·W); else (Â·Hd)·W */
+  int agg_cached;      /* layer 0 without input dropout: agg = Â·X computed once */
+  float p_drop;        /* dropout probability on this layer's input */
+  int hidden;          /* not the last layer: [LayerNorm] -> ReLU follow */
+  int64_t off_w, off_ws, off_b, off_g, off_beta; /* offsets in the flat buffers; -1 = absent */
+  float *in, *in_d, *agg, *t, *z;
+  float *ln_y, *ln_mean, *ln_rstd;
+};
+
+/* The model (runtime/model_build.c builds it, runtime/model.c runs its steps; the
+ * shapes of the buffers are described there). */
+struct rt_model {
+  struct cg_backend *be;
+  const struct rt_local *loc;
+  struct cg_exchange *ex;   /* NULL for a single process */
+  struct rt_config cfg;
+  int nlayers;
+  struct rt_layer *layers;
+  int64_t n_in, n_tot, classes;
+
+  struct cg_spmat *a, *at;  /* Â and Âᵀ */
+  int32_t *d_gid;
+  int32_t *d_labels;
+  uint8_t *d_mlabels;
+  int32_t *d_idx[3];        /* inner rows in train, val, test */
+  int64_t n_idx[3];
+  int64_t n_split_global[3];
+
+  int64_t nparams;
+  float *p, *g, *m1, *m2;   /* flat params, grads, Adam moments */
+  struct rt_tensor_info tensors[RT_MAX_TENSORS];
+  int ntensors;
+
+  float *scratch[3];        /* n_tot x wmax each */
+  int64_t wmax;             /* the widest gradient the scratch buffers hold */
+  int64_t t_step;           /* optimizer steps taken */
+  int last_fwd_train;       /* whether the last forward applied dropout */
+  uint32_t last_fwd_epoch;
+};
+
+/* Whether a local problem talks to other ranks at all (a single process does not). */
+static inline int rt_local_exchanges(const struct rt_local *loc) {
+  return loc->n_halo > 0 || loc->nranks > 1;
+}
+
+/* rt_model_create for a configuration that has passed rt_config_check. */
+int rt_model_build(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
+                   struct cg_exchange *ex, struct rt_model **out);
+
+/* ---- the training loop's bookkeeping (train.c, checkpoint_run.c) -------------- */
+
+/* The best evaluation so far: the highest validation accuracy, ties to the lower
+ * validation loss, then to the earlier epoch. */
+struct rt_best {
+  double val_acc, val_loss, test_acc;
+  int epoch; /* 0: none yet */
+};
+
+/* Where a run stands between epochs besides the model and rt_result (what a
+ * checkpoint keeps of it): the best over the evaluations of the --eval-every
+ * schedule (the one after the last epoch, off the schedule, is reported but not kept:
+ * a longer run would not have made it, so a run extended from a checkpoint must not
+ * remember it), and the last validation accuracy (for the live line). */
+struct rt_train_track {
+  struct rt_best best;
+  double last_val;
+};
+
+/* ---- the metrics file (metrics.c) -------------------------------------------- */
+
+/* Without a file (path NULL: no --metrics, or a rank other than 0) every call does
+ * nothing. */
+struct rt_metrics {
+  FILE *f;
+  const char *path;
+};
+
+/* What one epoch's record holds (runtime.h, rt_train, lists the fields). */
+struct rt_epoch_record {
+  int epoch;
+  double loss;
+  struct rt_eval ev;                 /* NaN on epochs without evaluation */
+  double epoch_s, compute_s, comm_s; /* rank 0's */
+  double halo_bytes, allreduce_bytes; /* summed over the ranks */
+  double compute_max_s, compute_min_s;
+  int64_t cache_hits, cache_lookups;
+  double eval_s;                     /* NaN without evaluation */
+};
+
+/* Whether the metrics file can be created, before anything long runs: opened for
+ * appending so that an existing file is not truncated by a run that may still fail;
+ * a file made here is removed. */
+int rt_metrics_probe(const char *path);
+/* A resumed run appends to its file; a fresh one truncates it. */
+int rt_metrics_open(struct rt_metrics *mt, const char *path, int append);
+int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec);
+/* The last line; r->loss has r->epochs entries; total_s counts from t_start. */
+int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const struct cg_backend *be,
+                       const struct rt_config *cfg, const struct rt_result *r, int resumed_from,
+                       double t_start);
+/* Close the file at the end of a run whose status is st: returns st, or CG_ERR_IO when
+ * st is CG_OK and the close fails (an earlier error keeps its message). */
+int rt_metrics_close(struct rt_metrics *mt, int st);
+
+/* ---- checkpoints in a run (checkpoint.c, checkpoint_run.c) ---------------------- */
+
+/* Whether a checkpoint can be written at `path`: a new file in a writable folder, or
+ * an existing capgnn checkpoint (replaced; with warn_replace, a warning says so), or
+ * /dev/null; anything else that exists (a dataset, a folder, a FIFO) is refused. A
+ * temporary is created beside it and removed. */
+int rt_checkpoint_probe_target(const char *path, int warn_replace);
+/* The run's files must be distinct: the checkpoint, the resume file, the metrics
+ * file and the graph file (when --graph names a file) cannot be one another (the
+ * metrics appended to a checkpoint, a checkpoint written over the dataset). */
+int rt_checkpoint_check_paths(const struct rt_config *cfg);
+/* The checkpoint a run resumes from, read once, before the graph is loaded:
+ * cfg->resume_path reads back and rt_checkpoint_fits the run (without warnings; the
+ * graph is checked once it is loaded, by rt_checkpoint_restore). Without resume_path
+ * *out is zeroed and CG_OK returned. Release with rt_checkpoint_free. */
+int rt_checkpoint_read_resume(const struct rt_config *cfg, struct rt_checkpoint *out);
+
+/* Continue from checkpoint c, read from `path` (rt_checkpoint_fits with warnings: the
+ * same model on the same graph, or an error naming the difference). Fills the model
+ * state, the losses so far (r->loss), the result's bookkeeping and *tr; *done gets
+ * the checkpoint's epoch. */
+int rt_checkpoint_restore(const struct rt_checkpoint *c, const char *path, struct rt_model *m,
+                          const struct rt_local *loc, const struct rt_config *cfg, struct rt_result *r,
+                          struct rt_train_track *tr, int *done);
+/* Write the state after `epoch` epochs to cfg->checkpoint_path. Every rank holds the
+ * same parameters: rank 0 writes, and all ranks learn (through ex, when given)
+ * whether it worked, so that a failed write stops every rank or none. */
+int rt_checkpoint_save(struct rt_model *m, const struct cg_backend *be, const struct rt_local *loc,
+                       struct cg_exchange *ex, const struct rt_config *cfg, const struct rt_result *r,
+                       const struct rt_train_track *tr, int epoch);
+
+/* ---- a whole run (run.c, train.c; dist.c for several ranks) -------------------- */
+
+/* The checks of a run's files before anything long runs, made by the rank that
+ * writes them (rank 0): rt_checkpoint_check_paths, the metrics file can be created
+ * (rt_metrics_probe), the checkpoint target can take one (rt_checkpoint_probe_target,
+ * with a warning when it replaces a checkpoint that this run does not resume from). */
+int rt_run_check_files(const struct rt_config *cfg);
+/* rt_run and rt_train for a configuration that has passed rt_config_check: what
+ * rt_run_dist, which checks it itself, calls. */
+int rt_run_checked(const struct rt_config *cfg, struct rt_result *res);
+int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
+                     const struct rt_config *cfg, const struct rt_checkpoint *resume,
+                     struct rt_result *res);
+
+/* ---- test-only fault injection (fault.c; partition-parallel builds) ----------- */
+
+/* What CAPGNN_TEST_FAIL_RANK / CAPGNN_TEST_FAIL_AT ask of rank `rank` (runtime/dist.h):
+ * SETUP: rt_dist_create fails as if the graph could not be opened; TRAIN / KILL: the
+ * 3rd halo exchange returns an error / SIGKILLs the rank. */
+enum rt_fault { RT_FAULT_NONE = 0, RT_FAULT_SETUP, RT_FAULT_TRAIN, RT_FAULT_KILL };
+enum rt_fault rt_fault_from_env(int rank);
+/* For TRAIN and KILL: replace *ex by an exchange that forwards to it (and owns it)
+ * until the 3rd halo exchange, where it fails as `mode` says. Other modes: nothing. */
+int rt_fault_exchange_wrap(struct cg_exchange **ex, int rank, enum rt_fault mode);
+
+#endif
