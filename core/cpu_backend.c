@@ -12,7 +12,7 @@
  * dropout and Adam). GEMM is OpenBLAS's and only promised for a fixed count.
  *
  * SpMM is the hot op of the CPU backend and lives in cpu_spmm.c (CSR or tiled
- * layout, see cpu_spmm.h). Its AVX2+FMA kernels are chosen at run time when the
+ * layout, see cpu_spmm_internal.h). Its AVX2+FMA kernels are chosen at run time when the
  * CPU has them; otherwise portable loops that the compiler vectorises for the
  * baseline ISA. Dropout has an AVX2 variant too (eight
  * Philox streams per vector; the mask is bit-identical to core/philox.h).
@@ -27,7 +27,7 @@
 
 #include "core/adam.h"
 #include "core/log.h"
-#include "core/cpu_spmm.h"
+#include "core/cpu_spmm_internal.h"
 #include "core/fatal.h"
 #include "core/ops.h"
 #include "core/philox.h"

@@ -1,4 +1,4 @@
-/* core/cpu_spmm.c — CPU sparse matrices and SpMM (layouts described in cpu_spmm.h).
+/* core/cpu_spmm.c — CPU sparse matrices and SpMM (layouts described in cpu_spmm_internal.h).
  *
  * Why tiles. On the 2-core development VM (32 MiB L3 on paper, but a dependent-load
  * test sees ~150 ns beyond 2 MiB: the L3 is shared with other tenants) a 256-wide
@@ -9,7 +9,7 @@
  * keeps its 1024 x 256-byte source slice and the 1024 x 256-byte output slice in
  * L2, so those gathers stop going to DRAM. The far 23 % are pushed by source
  * (build_push) so that they read X panel by panel in order instead of at random. */
-#include "core/cpu_spmm.h"
+#include "core/cpu_spmm_internal.h"
 
 #include <math.h>
 #include <omp.h>

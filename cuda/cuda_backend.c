@@ -4,7 +4,7 @@
  *
  * Why the glue is C and the kernels .cu: the op table, error handling and library
  * calls need no device code, so they build with the project's C warnings; nvcc only
- * compiles the kernels (cuda/cuda_kernels.h lists the launchers). */
+ * compiles the kernels (cuda/cuda_kernels_internal.h lists the launchers). */
 #include "cuda/cuda_backend.h"
 
 #include <math.h>
@@ -19,8 +19,8 @@
 #include "core/fatal.h"
 #include "core/log.h"
 #include "core/status.h"
-#include "cuda/cuda_kernels.h"
-#include "cuda/spmm_tiles.h"
+#include "cuda/cuda_kernels_internal.h"
+#include "cuda/spmm_tiles_internal.h"
 
 #define CUDA_IMPL_MAGIC 0x43554441u /* "CUDA" */
 #define CUDA_SPMAT_MAGIC 0x5350414du
@@ -49,7 +49,7 @@
  * of X, 119 MB, is twice the L2 but the rows a wave of blocks gathers repeat more),
  * 22.3 / 42.3 ms as 64 / 32-column launches (narrower loads, more of them). */
 #define CUDA_SPMM_DEFAULT_SLICE 128
-/* Tiled SpMM layout (cuda/spmm_tiles.h): a tile is dense with >= 4 x 256 nonzeros
+/* Tiled SpMM layout (cuda/spmm_tiles_internal.h): a tile is dense with >= 4 x 256 nonzeros
  * (each staged source row used ~4 times; CAPGNN_SPMM_TILE_REUSE overrides), and a
  * matrix gets tiles only when they hold >= 30 % of its nonzeros. On the H100, for
  * synth:reddit's operator (69 % of the nonzeros in tiles), thresholds 2 / 4 / 8 ran
@@ -108,7 +108,7 @@ struct cg_spmat {
   cusparseSpMatDescr_t descr; /* NULL when cuSPARSE is not usable for this matrix */
   void *d_spmm_buf;
   size_t spmm_buf_bytes;
-  /* tiled layout (ntiles == 0: none): far part + tiles, see cuda/spmm_tiles.h */
+  /* tiled layout (ntiles == 0: none): far part + tiles, see cuda/spmm_tiles_internal.h */
   int64_t ntiles, tile_nnz;
   struct cuda_csr far;
   int64_t *d_rb_tile, *d_tile_edge;
@@ -536,7 +536,7 @@ static int upload_new(struct cg_backend *be, void **dst, const void *host, size_
   return be->upload(be, *dst, host, bytes);
 }
 
-/* The tiled layout (cuda/spmm_tiles.h) on the device; none when the tiles would
+/* The tiled layout (cuda/spmm_tiles_internal.h) on the device; none when the tiles would
  * hold too small a share of the nonzeros. */
 static int spmat_setup_tiles(struct cg_backend *be, struct cuda_impl *im, struct cg_spmat *a,
                              const struct cg_csr *host) {

@@ -34,7 +34,7 @@
  *             wider calls fall back to warp)
  *   rowsplit  one 256-thread block per row, the 8 warps split the row's nonzeros and
  *             their partial sums are added in a fixed order (deterministic)
- *   tiled     for clustered graphs (cuda/spmm_tiles.h): the nonzeros of dense
+ *   tiled     for clustered graphs (cuda/spmm_tiles_internal.h): the nonzeros of dense
  *             256 x 256 tiles are summed from source rows staged in shared memory,
  *             the rest ("far" part) by warp/subwarp first. Needs the layout, built at
  *             spmat_create when the dense tiles hold >= 30 % of the nonzeros, for

@@ -28,7 +28,7 @@
 
 #include "core/adam.h"
 #include "core/philox.h"
-#include "cuda/cuda_kernels.h"
+#include "cuda/cuda_kernels_internal.h"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "cuda/cuda_kernels.h"
+#include "cuda/cuda_kernels_internal.h"
 
 namespace {
 

@@ -39,7 +39,7 @@
  */
 #include <stdint.h>
 
-#include "cuda/cuda_kernels.h"
+#include "cuda/cuda_kernels_internal.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 /* cuda/spmm_tiled.cu — the tile part of the "tiled" SpMM: Y += (dense tiles of A) X,
- * with the layout of cuda/spmm_tiles.h (the far part was written into Y before, by
+ * with the layout of cuda/spmm_tiles_internal.h (the far part was written into Y before, by
  * the warp-per-row kernel).
  *
  * One block of CGK_TILE_WARPS (32) warps per (column slice, row block); slices of
@@ -39,8 +39,8 @@
  * second 128 KiB buffer, which does not fit beside the first). */
 #include <stdint.h>
 
-#include "cuda/cuda_kernels.h"
-#include "cuda/spmm_tiles.h"
+#include "cuda/cuda_kernels_internal.h"
+#include "cuda/spmm_tiles_internal.h"
 
 namespace {
 

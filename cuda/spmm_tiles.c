@@ -1,4 +1,4 @@
-/* cuda/spmm_tiles.c — host construction of the tiled SpMM layout (cuda/spmm_tiles.h).
+/* cuda/spmm_tiles.c — host construction of the tiled SpMM layout (cuda/spmm_tiles_internal.h).
  *
  * Two passes over the row blocks, each block independent (OpenMP over blocks):
  * 1. count the nonzeros of each column block among the block's non-heavy rows,
@@ -9,7 +9,7 @@
  *    nonzeros in slot order, each segment's padding after it, far nonzeros in the
  *    row's column order.
  * The result depends only on the matrix and the parameters, never on threads. */
-#include "cuda/spmm_tiles.h"
+#include "cuda/spmm_tiles_internal.h"
 
 #include <math.h>
 #include <omp.h>

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "core/cpu_spmm.h"
+#include "core/cpu_spmm_internal.h"
 #include "core/csr.h"
 #include "core/ops.h"
 #include "core/philox.h"

@@ -28,7 +28,7 @@ extern "C" {
 
 #include "core/status.h"
 #include "cuda/spmm_tiled.cu"
-#include "cuda/spmm_tiles.h"
+#include "cuda/spmm_tiles_internal.h"
 #include "tile_matrices.h"
 
 namespace {

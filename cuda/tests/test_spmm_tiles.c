@@ -1,4 +1,4 @@
-/* cuda/tests/test_spmm_tiles.c — the tiled SpMM layout (cuda/spmm_tiles.h), built on
+/* cuda/tests/test_spmm_tiles.c — the tiled SpMM layout (cuda/spmm_tiles_internal.h), built on
  * the host; needs no GPU.
  *
  * Checked: the invariants (cgk_tiles_check); every nonzero of the matrix lands
@@ -22,7 +22,7 @@
 
 #include "core/csr.h"
 #include "core/status.h"
-#include "cuda/spmm_tiles.h"
+#include "cuda/spmm_tiles_internal.h"
 #include "tile_matrices.h"
 
 static uint64_t seed = 0x9E3779B97F4A7C15ull;

@@ -1,4 +1,4 @@
-/* core/cpu_spmm.h — the CPU backend's sparse matrices and SpMM kernels (private to
+/* core/cpu_spmm_internal.h — the CPU backend's sparse matrices and SpMM kernels (private to
  * core/: cpu_backend.c wires them into the op table).
  *
  * Two layouts, chosen at creation (cpu_spmm.c has the measurements behind them):

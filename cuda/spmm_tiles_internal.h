@@ -1,4 +1,4 @@
-/* cuda/spmm_tiles.h — private: the tiled layout of a sparse matrix for the CUDA
+/* cuda/spmm_tiles_internal.h — private: the tiled layout of a sparse matrix for the CUDA
  * "tiled" SpMM (cuda/spmm_tiled.cu), built on the host (cuda/spmm_tiles.c, plain C:
  * testable without a GPU).
  *

@@ -1,4 +1,4 @@
-/* cuda/cuda_kernels.h — private: C launchers of the kernels in the cuda/ .cu files.
+/* cuda/cuda_kernels_internal.h — private: C launchers of the kernels in the cuda/ .cu files.
  *
  * Every launcher enqueues on the stream it is given, never allocates, never
  * synchronises, and checks the launch (cudaGetLastError): a failure is fatal
@@ -127,7 +127,7 @@ static inline int cgk_pick_vec(const float *x, int64_t ldx, const float *y, int6
   return 1;
 }
 
-/* ---- tiled SpMM (cuda/spmm_tiled.cu; layout and host builder: cuda/spmm_tiles.h) ---- */
+/* ---- tiled SpMM (cuda/spmm_tiled.cu; layout and host builder: cuda/spmm_tiles_internal.h) ---- */
 struct cgk_tiles { /* device copies of struct cgk_tiles_host's arrays */
   int64_t nrows, ncols, nrb, ntiles;
   const int64_t *rb_tile;
