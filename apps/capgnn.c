@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "apps/commands.h"
+#include "apps/commands_internal.h"
 
 struct capgnn_command {
   const char *name;

@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "apps/commands.h"
-#include "apps/config_file.h"
+#include "apps/commands_internal.h"
+#include "apps/config_file_internal.h"
 #include "core/status.h"
 
 /* The argument word being parsed (cli_check_value), -1 outside the option loop. */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "apps/commands.h"
+#include "apps/commands_internal.h"
 #include "core/status.h"
 #include "core/timer.h"
 #include "graph/graph.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "apps/commands.h"
+#include "apps/commands_internal.h"
 #include "core/outfile.h"
 #include "core/status.h"
 #include "graph/graph.h"

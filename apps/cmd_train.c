@@ -1,7 +1,7 @@
 /* apps/cmd_train.c — `capgnn [train] [options]`: parse options into a struct
  * rt_config and call the runtime. Usage errors exit 2, runtime failures exit 1, each
  * with one line "capgnn: error: ..." on stderr. Settings files (--config, see
- * apps/config_file.h) expand to the same options before the command line, so the
+ * apps/config_file_internal.h) expand to the same options before the command line, so the
  * command line wins; --print-config prints the resolved settings as a settings file. */
 #include <errno.h>
 #include <signal.h>
@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "apps/commands.h"
-#include "apps/config_file.h"
+#include "apps/commands_internal.h"
+#include "apps/config_file_internal.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "core/progress.h"

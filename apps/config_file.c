@@ -3,7 +3,7 @@
  * Going through the command's own option table and parser means a file accepts
  * exactly what the command line accepts, with the same checks and messages. */
 #define _GNU_SOURCE
-#include "apps/config_file.h"
+#include "apps/config_file_internal.h"
 
 #include <errno.h>
 #include <ini.h>

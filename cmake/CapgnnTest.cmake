@@ -9,9 +9,8 @@ function(capgnn_add_test)
     add_executable(${T_NAME} ${T_SOURCES})
     target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} PkgConfig::CMOCKA capgnn_warnings)
     target_compile_definitions(${T_NAME} PRIVATE CAPGNN_TEST_DATASETS="${CAPGNN_TEST_DATASETS}")
-    # Every test sees the public headers; a module's tests (<module>/tests/) may also
-    # use its private headers, tests/ may not.
-    target_include_directories(${T_NAME} PRIVATE ${CAPGNN_PUBLIC_INCLUDE})
+    # A test sees the public headers of the libraries it links; a module's tests
+    # (<module>/tests/) may also use its private headers, tests/ may not.
     get_filename_component(parent ${CMAKE_CURRENT_SOURCE_DIR} DIRECTORY)
     get_filename_component(module ${parent} NAME)
     get_property(priv GLOBAL PROPERTY CAPGNN_PRIVATE_INCLUDE_${module})

@@ -22,8 +22,8 @@
  * CAPGNN_CPU_SPMM=auto (default) | csr | tiled picks the layout (auto: tiled when the
  * matrix is large and at least a quarter of its nonzeros sit in dense tiles; tiled:
  * whenever any tile is dense). CAPGNN_CPU_SPMM_TILE=N sets tb (16..65536). */
-#ifndef CAPGNN_CORE_CPU_SPMM_H
-#define CAPGNN_CORE_CPU_SPMM_H
+#ifndef CAPGNN_CORE_CPU_SPMM_INTERNAL_H
+#define CAPGNN_CORE_CPU_SPMM_INTERNAL_H
 
 #include <stdint.h>
 

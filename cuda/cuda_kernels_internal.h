@@ -4,8 +4,8 @@
  * synchronises, and checks the launch (cudaGetLastError): a failure is fatal
  * (cg_cuda_fatal). Sizes are int64; grids are clamped and the kernels loop
  * (grid-stride), so any size that fits in device memory is accepted. */
-#ifndef CAPGNN_CUDA_KERNELS_H
-#define CAPGNN_CUDA_KERNELS_H
+#ifndef CAPGNN_CUDA_KERNELS_INTERNAL_H
+#define CAPGNN_CUDA_KERNELS_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -32,8 +32,8 @@
  * value to 1e-5 relative (core/csr.h), or has no values at all (all ones, factors
  * of 1), t_val is NULL: the kernel scales X by col_scale when it stages it and the
  * tile sum by row_scale. The far part always keeps its values. */
-#ifndef CAPGNN_CUDA_SPMM_TILES_H
-#define CAPGNN_CUDA_SPMM_TILES_H
+#ifndef CAPGNN_CUDA_SPMM_TILES_INTERNAL_H
+#define CAPGNN_CUDA_SPMM_TILES_INTERNAL_H
 
 #include <stdint.h>
 

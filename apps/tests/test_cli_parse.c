@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "apps/commands.h"
+#include "apps/commands_internal.h"
 
 /* stderr of one parser call, captured through a temporary file. */
 static char err[4096];

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "apps/config_file.h"
+#include "apps/config_file_internal.h"
 #include "core/status.h"
 
 static char dir[] = "/tmp/capgnn_config_XXXXXX";

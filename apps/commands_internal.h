@@ -1,11 +1,11 @@
-/* apps/commands.h — the subcommands of the `capgnn` command.
+/* apps/commands_internal.h — the subcommands of the `capgnn` command.
  * Each takes the arguments after the command name (argv[0] is the command name),
  * prints "capgnn: error: ..." on failure and returns the process exit status:
  * 0 success, 1 runtime failure (bad file, device, I/O), 2 usage error. A fatal
  * error inside a training step ends the whole job from wherever it happens with
  * CG_FATAL_EXIT_CODE, 70 (core/fatal.h: MPI_Abort through comm_init's handler). */
-#ifndef CAPGNN_APPS_COMMANDS_H
-#define CAPGNN_APPS_COMMANDS_H
+#ifndef CAPGNN_APPS_COMMANDS_INTERNAL_H
+#define CAPGNN_APPS_COMMANDS_INTERNAL_H
 
 #include <stdint.h>
 #include <stdio.h>

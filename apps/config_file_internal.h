@@ -1,4 +1,4 @@
-/* apps/config_file.h — settings files for capgnn commands (`--config FILE`).
+/* apps/config_file_internal.h — settings files for capgnn commands (`--config FILE`).
  *
  * A settings file is INI (read with the inih library):
  *
@@ -23,8 +23,8 @@
  * Resolution: the settings of each --config file, in command-line order, then the
  * command-line options, so the command line overrides every file and a later file
  * overrides an earlier one. */
-#ifndef CAPGNN_APPS_CONFIG_FILE_H
-#define CAPGNN_APPS_CONFIG_FILE_H
+#ifndef CAPGNN_APPS_CONFIG_FILE_INTERNAL_H
+#define CAPGNN_APPS_CONFIG_FILE_INTERNAL_H
 
 #include <getopt.h>
 
