@@ -17,6 +17,10 @@
  * Byte counters (struct comm_stats) count the bytes this rank SENDS, so the sum
  * over ranks is the total traffic; seconds are the wall time spent inside the
  * calls of this module (the part of communication not hidden behind compute).
+ * comm_stats adds up every object on a struct comm until comm_stats_reset; each
+ * comm_halo and comm_grad also counts its own bytes since its creation
+ * (comm_halo_bytes_sent, comm_grad_bytes_sent), which is what the exchange seam
+ * reports.
  */
 #ifndef CAPGNN_MPI_COMM_H
 #define CAPGNN_MPI_COMM_H
@@ -206,6 +210,11 @@ int comm_grad_create(struct comm *c, struct cg_backend *be, int64_t n, struct co
 int comm_grad_allreduce(struct comm_grad *g, float *buf);
 void comm_grad_destroy(struct comm_grad **g);             /* accepts NULL; sets *g to NULL */
 enum comm_path comm_grad_path(const struct comm_grad *g); /* the path it uses */
+/* Bytes this rank has contributed through g since it was created: n x 4 per
+ * comm_grad_allreduce that succeeded (what it adds to comm_stats' allreduce_bytes).
+ * Counts g alone: other objects on the same comm do not add to it and
+ * comm_stats_reset does not clear it. */
+int64_t comm_grad_bytes_sent(const struct comm_grad *g);
 
 /* ---- halo exchange ------------------------------------------------------------ */
 
@@ -279,7 +288,8 @@ void comm_halo_destroy(struct comm_halo **h); /* accepts NULL; sets *h to NULL *
  * in the same order (collective).
  * Counters (comm_stats): begin adds the bytes sent (forward: sum send_count rows,
  * backward: sum recv_count rows, times cols x 4) and one call to the direction's
- * counters; begin and end add their time to its seconds.
+ * counters; begin and end add their time to its seconds. begin adds the same bytes to
+ * h's own count (comm_halo_bytes_sent).
  * Misuse (unknown direction, cols out of range, NULL x with rows, begin while an
  * exchange is in flight, end without the matching begin or with another x or cols)
  * returns CG_ERR_ARG locally, with a message naming the call and the direction. */
@@ -294,14 +304,23 @@ int64_t comm_halo_send_rows(const struct comm_halo *h);
 int64_t comm_halo_recv_rows(const struct comm_halo *h);
 /* The path the exchange uses (fixed at create; see enum comm_path). */
 enum comm_path comm_halo_path(const struct comm_halo *h);
+/* Bytes this rank has sent through h since it was created, forward and backward: what
+ * each comm_halo_begin that succeeded adds to comm_stats (see Counters above). Counts
+ * h alone: other objects on the same comm do not add to it and comm_stats_reset does
+ * not clear it. */
+int64_t comm_halo_bytes_sent(const struct comm_halo *h);
 
 /* ---- the exchange seam -------------------------------------------------------- */
 
 /* The plain exchange of core/exchange.h over MPI/NCCL: a comm_halo over `plan` for
  * rows of up to max_cols values (comm_halo_create), the flat gradient all-reduce
- * (comm_grad, created at the first call with that call's size: every rank reaches it
- * together), host reductions over the world and the byte counters of comm_stats (no
- * cache: cache counters stay 0). Errors name the failing call and its size.
+ * (comm_grad, created at the first call with that call's size and again when the size
+ * changes: every rank reaches it together) and host reductions over the world.
+ * Counters: those of its own objects since the exchange was created, counted like
+ * comm_stats (halo_bytes = comm_halo_bytes_sent, allreduce_bytes = the sum of
+ * comm_grad_bytes_sent over its gradient objects); other objects on c and
+ * comm_stats_reset do not change them; no cache, so cache counters stay 0. Errors
+ * name the failing call and its size.
  * Collective over the world (every rank fails together); `c` and `be` must outlive
  * it. Release with cg_exchange_destroy (collective). */
 int comm_exchange_create(struct comm *c, struct cg_backend *be, const struct comm_halo_plan *plan,
