@@ -96,7 +96,12 @@ int comm_exchange_create(struct comm *c, struct cg_backend *be, const struct com
   *out = NULL;
   struct comm_exchange *e = cg_calloc(1, sizeof *e, "exchange");
   if (!e) st = CG_ERR_NOMEM;
-  TRY(comm_agree(c, st, "allocating the exchange"));
+  st = comm_agree(c, st, "allocating the exchange");
+  if (st < 0) { /* all ranks leave; e exists where another rank was the one that failed */
+    cg_free(e);
+    cg_err_trail(__FILE__, __LINE__, "comm_agree");
+    return st;
+  }
   e->c = c;
   e->be = be;
   st = comm_halo_create(c, be, plan, max_cols, &e->halo); /* collective, agreed inside */

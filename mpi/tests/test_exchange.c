@@ -9,14 +9,16 @@
  * comm_stats_reset do), the gradient all-reduce (integer values, exact in any order;
  * created at the first call and again when the size changes), host SUM and MAX, and
  * errors that name the failing call: misuse inside a step (CG_ERR_ARG, local), ranks
- * disagreeing on the gradient size and a bad plan at create (every rank fails). On the
- * CPU backend (host path) and on the fake device (staged path); the registration also
- * runs it with CAPGNN_HALO_P2P=1 (point-to-point calls). */
+ * disagreeing on the gradient size, a bad plan and a failed allocation at create (every
+ * rank fails; nothing is left allocated, alloc_fault.h). On the CPU backend (host
+ * path) and on the fake device (staged path); the registration also runs it with
+ * CAPGNN_HALO_P2P=1 (point-to-point calls). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/exchange.h"
+#include "alloc_fault.h"
 #include "core/ops.h"
 #include "fake_device.h"
 #include "halo_check.h"
@@ -246,6 +248,29 @@ static void check_create_fails(struct comm *c, struct cg_backend *be) {
   if (r == 0) printf("ok: a bad plan fails comm_exchange_create on every rank\n");
 }
 
+/* An allocation failing on one rank: comm_exchange_create fails on every rank, and the
+ * ranks whose own allocation succeeded free it (they once returned without). */
+static void check_create_nomem(struct comm *c, struct cg_backend *be) {
+  int P = comm_size(c), r = comm_rank(c);
+  struct hc_case k;
+  struct fx_opts o = {.seed = 10, .n = 100, .avg_deg = 3};
+  hc_case_make(&k, c, &o);
+  struct cg_exchange *ex = NULL;
+  af_track_begin();
+  if (r == P - 1) af_fail_next(); /* its first allocation: the exchange itself */
+  int st = comm_exchange_create(c, be, &k.l.plan, 8, &ex);
+  int left = af_track_end();
+  MT_CHECK(st == CG_ERR_NOMEM && ex == NULL, "an allocation failing on rank %d: returned %d (%s)",
+           P - 1, st, cg_err_msg());
+  MT_CHECK(strstr(cg_err_msg(), r == P - 1 ? "out of memory" : "failed during allocating the "
+                                                                "exchange") != NULL,
+           "message: %s", cg_err_msg());
+  MT_CHECK(left == 0, "comm_exchange_create failed but left %d block(s) allocated", left);
+  cg_err_clear();
+  hc_case_free(&k);
+  if (r == 0) printf("ok: an allocation failing on one rank fails every rank, nothing leaks\n");
+}
+
 int main(int argc, char **argv) {
   MT_OK(comm_init(&argc, &argv, &mt_comm));
   struct comm *c = mt_comm;
@@ -275,6 +300,7 @@ int main(int argc, char **argv) {
   MT_CHECK(up > 0 && down > 0, "the fake device was never staged through (%lld up, %lld down)",
            (long long)up, (long long)down);
   check_create_fails(c, cpu);
+  check_create_nomem(c, cpu);
   cg_backend_destroy(&dev);
   cg_backend_destroy(&cpu);
   if (comm_rank(c) == 0) printf("test_exchange: all checks passed on %d ranks\n", comm_size(c));
