@@ -15,7 +15,8 @@
  * - default: abort(), the process dies with SIGABRT (a core dump where enabled);
  * - mpi/comm.c's comm_init installs one that calls comm_abort(), i.e. MPI_Abort
  *   on the world with CG_FATAL_EXIT_CODE, so the whole job ends at once and
- *   mpiexec exits with that code;
+ *   mpiexec exits with that code; comm_finalize puts back the handler that was
+ *   installed before comm_init;
  * - tests install one that longjmps back.
  * A handler must not return; if it does, cg_fatal calls abort(). A fatal error
  * raised again while the same thread is inside the handler aborts at once. When
@@ -47,6 +48,11 @@ void cg_fatal(const char *subsys, const char *file, int line, const char *call, 
  * can fail. Also re-arms the calling thread after a handler that left cg_fatal by
  * longjmp (tests). */
 void cg_fatal_set_handler(void (*handler)(int code, void *ctx), void *ctx);
+
+/* The handler installed now and its context (*handler NULL: the default, abort()),
+ * so that code that installs its own for a while (comm_init) can put the previous
+ * one back when it is done (comm_finalize). */
+void cg_fatal_get_handler(void (**handler)(int code, void *ctx), void **ctx);
 
 #ifdef __cplusplus
 }

@@ -163,7 +163,6 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
   COMM_MPI_TRY_GOTO(MPI_Comm_rank(c->world, &c->rank), fail);
   COMM_MPI_TRY_GOTO(MPI_Comm_size(c->world, &c->size), fail);
   cg_log_set_rank(c->rank);
-  cg_fatal_set_handler(comm_fatal_handler, NULL);
   TRY_GOTO(comm_layout(c), fail);
 
   /* One rank is the common case and says nothing new: keep it out of the way (DEBUG). */
@@ -173,6 +172,10 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
            c->size == 1 ? "" : "s", c->nnodes, c->nnodes == 1 ? "" : "s",
            getenv("CAPGNN_EMULATE_NODES") ? " (emulated)" : "", c->node_id, c->local_rank,
            c->local_size);
+  /* Whoever initialised MPI: from now on a fatal step error ends the job. The caller's
+   * handler is kept for comm_finalize to restore, since after it MPI may be gone. */
+  cg_fatal_get_handler(&c->prev_fatal, &c->prev_fatal_ctx);
+  cg_fatal_set_handler(comm_fatal_handler, NULL);
   *out = c;
   return CG_OK;
 
@@ -187,6 +190,8 @@ void comm_finalize(struct comm **cp) {
   if (!cp || !*cp) return;
   struct comm *c = *cp;
   int we_init = c->we_initialised;
+  /* comm's handler calls MPI_Abort: not once MPI is finalised, nor after *c is gone */
+  cg_fatal_set_handler(c->prev_fatal, c->prev_fatal_ctx);
   /* what was started after MPI (NCCL) stops before MPI, last started first */
   for (int i = c->nrelease - 1; i >= 0; i--) c->release[i](c);
   comm_free_comms(c);

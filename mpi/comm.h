@@ -54,13 +54,17 @@ struct comm_halo; /* one halo exchange plan, its communicator and buffers */
  * rank; local ranks within a node follow world rank order.
  *
  * Also sets the log rank (cg_log_set_rank) and MPI_ERRORS_RETURN on every
- * communicator this module creates. On failure *out is NULL and MPI may be
+ * communicator this module creates, and on success installs core/fatal.h's handler
+ * that ends the whole job (comm_abort with CG_FATAL_EXIT_CODE), whoever initialised
+ * MPI; the handler installed before is kept and comm_finalize restores it. On
+ * failure *out is NULL, the fatal handler is left as it was and MPI may be
  * initialised: report the error and call comm_abort(NULL, code).
  * Ownership: *out belongs to the caller; release with comm_finalize. Call once
  * per process (MPI cannot be initialised twice). */
 int comm_init(int *argc, char ***argv, struct comm **out);
 
-/* Free the communicators and call MPI_Finalize if comm_init initialised MPI.
+/* Restore the fatal handler that was installed when comm_init ran (core/fatal.h),
+ * free the communicators and call MPI_Finalize if comm_init initialised MPI.
  * Collective. Destroy every comm_halo / comm_grad first. Accepts NULL / *c NULL;
  * sets *c to NULL. */
 void comm_finalize(struct comm **c);

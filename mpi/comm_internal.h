@@ -21,6 +21,9 @@ struct comm {
   int node_id, nnodes, local_rank, local_size;
   int host_local_rank, host_local_size;
   int we_initialised; /* comm_init called MPI_Init_thread, so finalize calls MPI_Finalize */
+  /* core/fatal.h's handler before comm_init installed comm's; comm_finalize puts it back */
+  void (*prev_fatal)(int code, void *ctx);
+  void *prev_fatal_ctx;
   struct comm_stats stats;
   /* GPU placement (gpu_bind.c), communication path (path.c) and NCCL (nccl.c) */
   enum comm_path path_req;    /* comm_set_path (AUTO by default) */
