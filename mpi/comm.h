@@ -5,7 +5,14 @@
  * without MPI headers.
  *
  * Threading: MPI is initialised with MPI_THREAD_FUNNELED; call every function
- * here from the thread that called comm_init.
+ * here from the thread that called comm_init. That includes comm_abort, which the
+ * fatal handler comm_init installs calls on the thread where cg_fatal was called
+ * (core/fatal.h): a fatal error on another thread makes an MPI_Abort that FUNNELED
+ * does not allow (the job may end, or this process may crash or hang with its peers
+ * waiting). Nothing does so today; a background thread added later must hand its
+ * failure to the thread that called comm_init instead of calling cg_fatal (or an
+ * op), or the program must call MPI_Init_thread with MPI_THREAD_MULTIPLE itself
+ * before comm_init (which then uses MPI as it finds it). See core/fatal.h, Threads.
  *
  * Errors: setup calls return CG_OK or a negative cg_status with a message
  * (core/status.h). Failing MPI calls return CG_ERR_MPI carrying the MPI error
