@@ -72,8 +72,10 @@ int comm_init(int *argc, char ***argv, struct comm **out);
 
 /* Restore the fatal handler that was installed when comm_init ran (core/fatal.h),
  * free the communicators and call MPI_Finalize if comm_init initialised MPI.
- * Collective. Destroy every comm_halo / comm_grad first. Accepts NULL / *c NULL;
- * sets *c to NULL. */
+ * Collective. Destroy every object made over c first: each cg_exchange from
+ * comm_exchange_create, or the wrapper that owns it (cg_exchange_destroy: it holds a
+ * comm_halo and a comm_grad), and each comm_halo / comm_grad. Accepts NULL / *c
+ * NULL; sets *c to NULL. */
 void comm_finalize(struct comm **c);
 
 int comm_rank(const struct comm *c); /* world rank */
