@@ -24,6 +24,11 @@ void cg_fatal_set_handler(void (*handler)(int code, void *ctx), void *ctx) {
   atomic_store(&fatal_taken, 0);
 }
 
+void cg_fatal_get_handler(void (**handler)(int code, void *ctx), void **ctx) {
+  *handler = fatal_handler;
+  *ctx = fatal_ctx;
+}
+
 void cg_fatal(const char *subsys, const char *file, int line, const char *call, const char *fmt,
               ...) {
   char msg[1024];

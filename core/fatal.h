@@ -15,12 +15,28 @@
  * - default: abort(), the process dies with SIGABRT (a core dump where enabled);
  * - mpi/comm.c's comm_init installs one that calls comm_abort(), i.e. MPI_Abort
  *   on the world with CG_FATAL_EXIT_CODE, so the whole job ends at once and
- *   mpiexec exits with that code;
+ *   mpiexec exits with that code; comm_finalize puts back the handler that was
+ *   installed before comm_init;
  * - tests install one that longjmps back.
  * A handler must not return; if it does, cg_fatal calls abort(). A fatal error
  * raised again while the same thread is inside the handler aborts at once. When
  * several threads fail together, the first one runs the handler and the others
- * log their line and wait for it to end the process. */
+ * log their line and wait for it to end the process.
+ *
+ * Threads — a limit, not handled: cg_fatal may be called on any thread and runs the
+ * handler on the thread that failed. comm's handler calls MPI_Abort, but comm_init
+ * initialises MPI with MPI_THREAD_FUNNELED, under which only the thread that called
+ * comm_init may call MPI. MPI_Abort from another thread (perhaps while the main
+ * thread is inside an MPI call) is outside the MPI standard: whether the job ends is
+ * up to the MPI library, and this process may instead crash or hang, leaving its
+ * peers waiting in a collective. Today every cg_fatal runs on the thread that calls
+ * the ops — the CPU backend checks its arguments outside its OpenMP regions and the
+ * CUDA backend checks its calls on the calling thread — and under MPI that is the
+ * thread that called comm_init. A thread added later (a loader, a prefetcher) must
+ * not call cg_fatal, nor an op (whose checks call it): it must hand its failure back
+ * to the main thread, which then calls cg_fatal or returns the error. Otherwise the
+ * program must initialise MPI itself with MPI_THREAD_MULTIPLE before comm_init,
+ * which then uses MPI as it finds it. */
 #ifndef CAPGNN_CORE_FATAL_H
 #define CAPGNN_CORE_FATAL_H
 
@@ -47,6 +63,11 @@ void cg_fatal(const char *subsys, const char *file, int line, const char *call, 
  * can fail. Also re-arms the calling thread after a handler that left cg_fatal by
  * longjmp (tests). */
 void cg_fatal_set_handler(void (*handler)(int code, void *ctx), void *ctx);
+
+/* The handler installed now and its context (*handler NULL: the default, abort()),
+ * so that code that installs its own for a while (comm_init) can put the previous
+ * one back when it is done (comm_finalize). */
+void cg_fatal_get_handler(void (**handler)(int code, void *ctx), void **ctx);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,9 @@
 /* mpi/comm.c — MPI start-up, node layout, small host collectives, counters.
  *
- * The base layer of mpi/: it calls no other file of the module. What the others
- * start and MPI must outlive (NCCL) they register with comm_on_finalize, so that
- * comm_finalize can stop it first without knowing what it is. */
+ * The base layer of mpi/: it calls no other file of the module. What another file
+ * starts and MPI must outlive (NCCL) it hands over as a release function
+ * (comm_release_set), so that comm_finalize can stop it first without knowing what
+ * it is. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -26,15 +27,7 @@ int comm_mpi_error(int rc, const char *call, const char *file, int line) {
   return cg_err_set(CG_ERR_MPI, "%s failed at %s:%d: %s", call, base ? base + 1 : file, line, msg);
 }
 
-int comm_on_finalize(struct comm *c, void (*fn)(struct comm *c)) {
-  for (int i = 0; i < c->nrelease; i++)
-    if (c->release[i] == fn) return CG_OK;
-  if (c->nrelease == COMM_MAX_RELEASE)
-    return cg_err_set(CG_ERR_INTERNAL, "comm_on_finalize: all %d release slots are taken",
-                      COMM_MAX_RELEASE);
-  c->release[c->nrelease++] = fn;
-  return CG_OK;
-}
+void comm_release_set(struct comm *c, void (*fn)(struct comm *c)) { c->release = fn; }
 
 /* Number of emulated nodes per host from CAPGNN_EMULATE_NODES (1 when unset). */
 static int emulate_nodes_from_env(int *k) {
@@ -163,7 +156,6 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
   COMM_MPI_TRY_GOTO(MPI_Comm_rank(c->world, &c->rank), fail);
   COMM_MPI_TRY_GOTO(MPI_Comm_size(c->world, &c->size), fail);
   cg_log_set_rank(c->rank);
-  cg_fatal_set_handler(comm_fatal_handler, NULL);
   TRY_GOTO(comm_layout(c), fail);
 
   /* One rank is the common case and says nothing new: keep it out of the way (DEBUG). */
@@ -173,6 +165,10 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
            c->size == 1 ? "" : "s", c->nnodes, c->nnodes == 1 ? "" : "s",
            getenv("CAPGNN_EMULATE_NODES") ? " (emulated)" : "", c->node_id, c->local_rank,
            c->local_size);
+  /* Whoever initialised MPI: from now on a fatal step error ends the job. The caller's
+   * handler is kept for comm_finalize to restore, since after it MPI may be gone. */
+  cg_fatal_get_handler(&c->prev_fatal, &c->prev_fatal_ctx);
+  cg_fatal_set_handler(comm_fatal_handler, NULL);
   *out = c;
   return CG_OK;
 
@@ -187,8 +183,10 @@ void comm_finalize(struct comm **cp) {
   if (!cp || !*cp) return;
   struct comm *c = *cp;
   int we_init = c->we_initialised;
-  /* what was started after MPI (NCCL) stops before MPI, last started first */
-  for (int i = c->nrelease - 1; i >= 0; i--) c->release[i](c);
+  /* comm's handler calls MPI_Abort: not once MPI is finalised, nor after *c is gone */
+  cg_fatal_set_handler(c->prev_fatal, c->prev_fatal_ctx);
+  /* what was started after MPI (NCCL) stops before MPI */
+  if (c->release) c->release(c);
   comm_free_comms(c);
   cg_free(c);
   *cp = NULL;

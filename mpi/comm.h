@@ -5,7 +5,14 @@
  * without MPI headers.
  *
  * Threading: MPI is initialised with MPI_THREAD_FUNNELED; call every function
- * here from the thread that called comm_init.
+ * here from the thread that called comm_init. That includes comm_abort, which the
+ * fatal handler comm_init installs calls on the thread where cg_fatal was called
+ * (core/fatal.h): a fatal error on another thread makes an MPI_Abort that FUNNELED
+ * does not allow (the job may end, or this process may crash or hang with its peers
+ * waiting). Nothing does so today; a background thread added later must hand its
+ * failure to the thread that called comm_init instead of calling cg_fatal (or an
+ * op), or the program must call MPI_Init_thread with MPI_THREAD_MULTIPLE itself
+ * before comm_init (which then uses MPI as it finds it). See core/fatal.h, Threads.
  *
  * Errors: setup calls return CG_OK or a negative cg_status with a message
  * (core/status.h). Failing MPI calls return CG_ERR_MPI carrying the MPI error
@@ -17,6 +24,10 @@
  * Byte counters (struct comm_stats) count the bytes this rank SENDS, so the sum
  * over ranks is the total traffic; seconds are the wall time spent inside the
  * calls of this module (the part of communication not hidden behind compute).
+ * comm_stats adds up every object on a struct comm until comm_stats_reset; each
+ * comm_halo and comm_grad also counts its own bytes since its creation
+ * (comm_halo_bytes_sent, comm_grad_bytes_sent), which is what the exchange seam
+ * reports.
  */
 #ifndef CAPGNN_MPI_COMM_H
 #define CAPGNN_MPI_COMM_H
@@ -50,15 +61,21 @@ struct comm_halo; /* one halo exchange plan, its communicator and buffers */
  * rank; local ranks within a node follow world rank order.
  *
  * Also sets the log rank (cg_log_set_rank) and MPI_ERRORS_RETURN on every
- * communicator this module creates. On failure *out is NULL and MPI may be
+ * communicator this module creates, and on success installs core/fatal.h's handler
+ * that ends the whole job (comm_abort with CG_FATAL_EXIT_CODE), whoever initialised
+ * MPI; the handler installed before is kept and comm_finalize restores it. On
+ * failure *out is NULL, the fatal handler is left as it was and MPI may be
  * initialised: report the error and call comm_abort(NULL, code).
  * Ownership: *out belongs to the caller; release with comm_finalize. Call once
  * per process (MPI cannot be initialised twice). */
 int comm_init(int *argc, char ***argv, struct comm **out);
 
-/* Free the communicators and call MPI_Finalize if comm_init initialised MPI.
- * Collective. Destroy every comm_halo / comm_grad first. Accepts NULL / *c NULL;
- * sets *c to NULL. */
+/* Restore the fatal handler that was installed when comm_init ran (core/fatal.h),
+ * free the communicators and call MPI_Finalize if comm_init initialised MPI.
+ * Collective. Destroy every object made over c first: each cg_exchange from
+ * comm_exchange_create, or the wrapper that owns it (cg_exchange_destroy: it holds a
+ * comm_halo and a comm_grad), and each comm_halo / comm_grad. Accepts NULL / *c
+ * NULL; sets *c to NULL. */
 void comm_finalize(struct comm **c);
 
 int comm_rank(const struct comm *c); /* world rank */
@@ -206,6 +223,11 @@ int comm_grad_create(struct comm *c, struct cg_backend *be, int64_t n, struct co
 int comm_grad_allreduce(struct comm_grad *g, float *buf);
 void comm_grad_destroy(struct comm_grad **g);             /* accepts NULL; sets *g to NULL */
 enum comm_path comm_grad_path(const struct comm_grad *g); /* the path it uses */
+/* Bytes this rank has contributed through g since it was created: n x 4 per
+ * comm_grad_allreduce that succeeded (what it adds to comm_stats' allreduce_bytes).
+ * Counts g alone: other objects on the same comm do not add to it and
+ * comm_stats_reset does not clear it. */
+int64_t comm_grad_bytes_sent(const struct comm_grad *g);
 
 /* ---- halo exchange ------------------------------------------------------------ */
 
@@ -279,7 +301,8 @@ void comm_halo_destroy(struct comm_halo **h); /* accepts NULL; sets *h to NULL *
  * in the same order (collective).
  * Counters (comm_stats): begin adds the bytes sent (forward: sum send_count rows,
  * backward: sum recv_count rows, times cols x 4) and one call to the direction's
- * counters; begin and end add their time to its seconds.
+ * counters; begin and end add their time to its seconds. begin adds the same bytes to
+ * h's own count (comm_halo_bytes_sent).
  * Misuse (unknown direction, cols out of range, NULL x with rows, begin while an
  * exchange is in flight, end without the matching begin or with another x or cols)
  * returns CG_ERR_ARG locally, with a message naming the call and the direction. */
@@ -294,14 +317,23 @@ int64_t comm_halo_send_rows(const struct comm_halo *h);
 int64_t comm_halo_recv_rows(const struct comm_halo *h);
 /* The path the exchange uses (fixed at create; see enum comm_path). */
 enum comm_path comm_halo_path(const struct comm_halo *h);
+/* Bytes this rank has sent through h since it was created, forward and backward: what
+ * each comm_halo_begin that succeeded adds to comm_stats (see Counters above). Counts
+ * h alone: other objects on the same comm do not add to it and comm_stats_reset does
+ * not clear it. */
+int64_t comm_halo_bytes_sent(const struct comm_halo *h);
 
 /* ---- the exchange seam -------------------------------------------------------- */
 
 /* The plain exchange of core/exchange.h over MPI/NCCL: a comm_halo over `plan` for
  * rows of up to max_cols values (comm_halo_create), the flat gradient all-reduce
- * (comm_grad, created at the first call with that call's size: every rank reaches it
- * together), host reductions over the world and the byte counters of comm_stats (no
- * cache: cache counters stay 0). Errors name the failing call and its size.
+ * (comm_grad, created at the first call with that call's size and again when the size
+ * changes: every rank reaches it together) and host reductions over the world.
+ * Counters: those of its own objects since the exchange was created, counted like
+ * comm_stats (halo_bytes = comm_halo_bytes_sent, allreduce_bytes = the sum of
+ * comm_grad_bytes_sent over its gradient objects); other objects on c and
+ * comm_stats_reset do not change them; no cache, so cache counters stay 0. Errors
+ * name the failing call and its size.
  * Collective over the world (every rank fails together); `c` and `be` must outlive
  * it. Release with cg_exchange_destroy (collective). */
 int comm_exchange_create(struct comm *c, struct cg_backend *be, const struct comm_halo_plan *plan,

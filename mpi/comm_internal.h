@@ -1,5 +1,5 @@
 /* mpi/comm_internal.h — private to mpi/: the comm struct, MPI error helpers and the
- * finalize hooks. The base layer of the module (comm.c): every other file of mpi/
+ * finalize hook. The base layer of the module (comm.c): every other file of mpi/
  * builds on it, and it depends on none of them. Only files of mpi/ include this (and
  * mpi.h). */
 #ifndef CAPGNN_MPI_COMM_INTERNAL_H
@@ -10,8 +10,7 @@
 #include "core/status.h"
 #include "mpi/comm.h"
 
-#define COMM_UUID_LEN 48   /* a GPU UUID: "GPU-" + 36 characters + NUL, rounded up */
-#define COMM_MAX_RELEASE 4 /* finalize hooks (comm_on_finalize) */
+#define COMM_UUID_LEN 48 /* a GPU UUID: "GPU-" + 36 characters + NUL, rounded up */
 
 struct comm {
   MPI_Comm world; /* dup of MPI_COMM_WORLD, MPI_ERRORS_RETURN */
@@ -21,6 +20,9 @@ struct comm {
   int node_id, nnodes, local_rank, local_size;
   int host_local_rank, host_local_size;
   int we_initialised; /* comm_init called MPI_Init_thread, so finalize calls MPI_Finalize */
+  /* core/fatal.h's handler before comm_init installed comm's; comm_finalize puts it back */
+  void (*prev_fatal)(int code, void *ctx);
+  void *prev_fatal_ctx;
   struct comm_stats stats;
   /* GPU placement (gpu_bind.c), communication path (path.c) and NCCL (nccl.c) */
   enum comm_path path_req;    /* comm_set_path (AUTO by default) */
@@ -34,17 +36,14 @@ struct comm {
   void *nccl;                 /* ncclComm_t over the world, started by the first NCCL object */
   int nccl_dev;               /* its device */
   int nccl_failed;            /* AUTO tried NCCL and it did not start: do not try again */
-  /* comm_on_finalize: called by comm_finalize, last first */
-  void (*release[COMM_MAX_RELEASE])(struct comm *c);
-  int nrelease;
+  void (*release)(struct comm *c); /* comm_release_set; NULL: nothing to stop */
 };
 
 /* Have comm_finalize call fn(c) before it frees the communicators and finalises MPI:
- * how a part of mpi/ that starts something MPI must outlive (NCCL, nccl.c) gets it
- * stopped without comm.c knowing about it. Hooks run last registered first; one
- * registered twice runs once. CG_ERR_INTERNAL when COMM_MAX_RELEASE are taken
- * (registration follows the same calls on every rank, so it fails on all or none). */
-int comm_on_finalize(struct comm *c, void (*fn)(struct comm *c));
+ * how the part of mpi/ that starts something MPI must outlive gets it stopped without
+ * comm.c calling into it. One function, since one thing needs it: NCCL (nccl.c sets it
+ * when NCCL has started). Setting it again replaces it; NULL clears it. */
+void comm_release_set(struct comm *c, void (*fn)(struct comm *c));
 
 /* Turn an MPI return code into CG_ERR_MPI with "call failed at file:line: MPI string". */
 int comm_mpi_error(int rc, const char *call, const char *file, int line);

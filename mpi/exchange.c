@@ -6,6 +6,10 @@
  * - The gradient all-reduce is created at its first call: the parameter count is
  *   known only once the model exists, and every rank reaches its first all-reduce
  *   together (comm_grad_create is collective).
+ * - The counters are those of its own comm_halo and comm_grad (comm_*_bytes_sent), not
+ *   comm_stats: that one adds up every object on the comm and comm_stats_reset clears
+ *   it, while the seam promises counts since this exchange was created. A gradient
+ *   object replaced when the size changes leaves its count behind (grad_bytes_before).
  * - A failing call keeps the library's message and names the call and its size, so
  *   the one line the job prints says what broke (the log prefix adds the rank).
  */
@@ -23,6 +27,7 @@ struct comm_exchange {
   struct comm_halo *halo;
   struct comm_grad *grad;
   int64_t grad_n;
+  int64_t grad_bytes_before; /* comm_grad_bytes_sent of the gradient objects replaced */
 };
 
 static struct comm_exchange *impl(struct cg_exchange *ex) { return (struct comm_exchange *)ex; }
@@ -53,6 +58,7 @@ static int ex_allreduce_grads(struct cg_exchange *ex, float *buf, int64_t n) {
   struct comm_exchange *e = impl(ex);
   int st = CG_OK;
   if (!e->grad || e->grad_n != n) {
+    if (e->grad) e->grad_bytes_before += comm_grad_bytes_sent(e->grad);
     comm_grad_destroy(&e->grad);
     st = comm_grad_create(e->c, e->be, n, &e->grad);
     if (st < 0) return call_error(st, "comm_grad_create", n, "values");
@@ -72,11 +78,9 @@ static int ex_allreduce_host(struct cg_exchange *ex, double *v, int n, enum cg_r
 
 static void ex_counters(const struct cg_exchange *ex, struct cg_exchange_counters *out) {
   const struct comm_exchange *e = (const struct comm_exchange *)ex;
-  struct comm_stats s;
-  comm_stats_get(e->c, &s);
   memset(out, 0, sizeof *out);
-  out->halo_bytes = s.halo_fwd_bytes + s.halo_bwd_bytes;
-  out->allreduce_bytes = s.allreduce_bytes;
+  out->halo_bytes = comm_halo_bytes_sent(e->halo);
+  out->allreduce_bytes = e->grad_bytes_before + (e->grad ? comm_grad_bytes_sent(e->grad) : 0);
 }
 
 static void ex_destroy(struct cg_exchange *ex) {
@@ -92,7 +96,12 @@ int comm_exchange_create(struct comm *c, struct cg_backend *be, const struct com
   *out = NULL;
   struct comm_exchange *e = cg_calloc(1, sizeof *e, "exchange");
   if (!e) st = CG_ERR_NOMEM;
-  TRY(comm_agree(c, st, "allocating the exchange"));
+  st = comm_agree(c, st, "allocating the exchange");
+  if (st < 0) { /* all ranks leave; e exists where another rank was the one that failed */
+    cg_free(e);
+    cg_err_trail(__FILE__, __LINE__, "comm_agree");
+    return st;
+  }
   e->c = c;
   e->be = be;
   st = comm_halo_create(c, be, plan, max_cols, &e->halo); /* collective, agreed inside */

@@ -20,10 +20,12 @@ struct comm_grad {
   struct cg_backend *be;
   int64_t n;
   struct comm_sel sel;
+  int64_t bytes_sent; /* since create (comm_grad_bytes_sent) */
   float *h_buf; /* staged path: host copy of the buffer (pinned when sel.pinned) */
 };
 
 enum comm_path comm_grad_path(const struct comm_grad *g) { return g->sel.path; }
+int64_t comm_grad_bytes_sent(const struct comm_grad *g) { return g->bytes_sent; }
 
 int comm_grad_create(struct comm *c, struct cg_backend *be, int64_t n, struct comm_grad **out) {
   int st = CG_OK;
@@ -121,6 +123,7 @@ int comm_grad_allreduce(struct comm_grad *g, float *buf) {
       TRY(grad_mpi_sum(c, buf, g->n));
       break;
   }
+  g->bytes_sent += (int64_t)bytes; /* this object's own count: comm_stats is the whole comm's */
   c->stats.allreduce_bytes += (int64_t)bytes;
   c->stats.allreduce_calls++;
   c->stats.allreduce_s += cg_time_now() - t0;

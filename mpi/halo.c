@@ -55,6 +55,7 @@ struct comm_halo {
   int *recv_cnt, *recv_dsp; /* forward receive = backward send, in rows, per neighbour */
   int64_t n_inner, n_halo, max_cols;
   int64_t send_rows, recv_rows;
+  int64_t bytes_sent; /* since create, both directions (comm_halo_bytes_sent) */
   struct comm_sel sel; /* path, fixed at create */
   int32_t *d_idx;      /* backend memory: packed send list (send_rows) */
   /* backend memory: send_rows x max_cols (forward: gathered rows; backward: received grads) */
@@ -77,6 +78,7 @@ struct comm_halo {
 int64_t comm_halo_send_rows(const struct comm_halo *h) { return h->send_rows; }
 int64_t comm_halo_recv_rows(const struct comm_halo *h) { return h->recv_rows; }
 enum comm_path comm_halo_path(const struct comm_halo *h) { return h->sel.path; }
+int64_t comm_halo_bytes_sent(const struct comm_halo *h) { return h->bytes_sent; }
 
 /* ---- plan checks ------------------------------------------------------------- */
 
@@ -519,7 +521,9 @@ int comm_halo_begin(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t
   h->flight_dir = dir;
   h->flight_x = x;
   h->flight_cols = cols;
-  halo_count(h->c, dir, rt.srows * cols * (int64_t)sizeof(float), 1, cg_time_now() - t0);
+  const int64_t bytes = rt.srows * cols * (int64_t)sizeof(float);
+  h->bytes_sent += bytes; /* this object's own count: comm_stats is the whole comm's */
+  halo_count(h->c, dir, bytes, 1, cg_time_now() - t0);
   return CG_OK;
 }
 

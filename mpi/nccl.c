@@ -5,7 +5,7 @@
  * - One NCCL communicator per struct comm, over the world, started by the first object
  *   that needs it (setup, never inside a step) and kept until comm_finalize: creating
  *   one costs a collective bootstrap, and every object of the job can share it.
- * - Its release is registered with comm_on_finalize when it starts, so comm.c (the
+ * - Once it has started, its release is handed to comm_release_set, so comm.c (the
  *   base of the module) stops NCCL before MPI without knowing NCCL exists.
  * - Without NCCL in the build everything here still compiles and reports
  *   CG_ERR_UNSUPPORTED; comm_path_select never picks NCCL then. */
@@ -34,7 +34,8 @@ static int nccl_fail(struct comm *c, ncclResult_t r, const char *call) {
     if (nr_ != ncclSuccess) return nccl_fail(c, nr_, #call); \
   } while (0)
 
-/* Registered with comm_on_finalize: NCCL was started after MPI, stop it before MPI. */
+/* comm_finalize's release (comm_release_set): NCCL was started after MPI, stop it
+ * before MPI. */
 static void nccl_release(struct comm *c) {
   if (!c || !c->nccl) return;
   ncclResult_t r = ncclCommDestroy((ncclComm_t)c->nccl);
@@ -45,9 +46,6 @@ static void nccl_release(struct comm *c) {
 
 int comm_nccl_start(struct comm *c, int dev) {
   int st = CG_OK;
-  /* Before anything starts. Every rank registers the same hooks in the same order, so
-   * this fails on every rank or on none: returning here leaves no peer waiting. */
-  TRY(comm_on_finalize(c, nccl_release));
   ncclUniqueId id;
   memset(&id, 0, sizeof id);
   int ok = 1;
@@ -83,6 +81,7 @@ int comm_nccl_start(struct comm *c, int dev) {
   }
   c->nccl = nc;
   c->nccl_dev = dev;
+  comm_release_set(c, nccl_release);
   int version = 0;
   if (ncclGetVersion(&version) != ncclSuccess) version = 0;
   if (c->rank == 0)

@@ -10,9 +10,9 @@
 #include "core/ops.h"
 #include "mpi/comm_internal.h"
 
-/* Start NCCL over the world on CUDA device dev (c->nccl, c->nccl_dev) and register
- * its release with comm_on_finalize. Collective; on failure every rank returns an
- * error and nothing is left started. */
+/* Start NCCL over the world on CUDA device dev (c->nccl, c->nccl_dev) and hand its
+ * release to comm_finalize (comm_release_set). Collective; on failure every rank
+ * returns an error and nothing is left started. */
 int comm_nccl_start(struct comm *c, int dev);
 /* One NCCL group: for each of the n neighbours, send scnt[k] rows of `cols` floats
  * from sbuf + sdsp[k] rows and receive rcnt[k] rows into rbuf + rdsp[k] rows

@@ -114,7 +114,8 @@ int rt_dist_create_from_graph(struct comm *c, const struct graph *g, const struc
   }
   struct rt_dist *d = cg_calloc(1, sizeof *d, "distributed training state");
   if (!d) st = CG_ERR_NOMEM;
-  TRY(comm_agree(c, st, "allocating the distributed state"));
+  /* when another rank failed, this one's d exists: fail frees it (and takes NULL) */
+  TRY_GOTO(comm_agree(c, st, "allocating the distributed state"), fail);
   d->c = c;
   d->fail = rt_fault_from_env(comm_rank(c));
   TRY_GOTO(dist_build(c, g, cfg, o, owner, d), fail);

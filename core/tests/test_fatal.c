@@ -3,7 +3,7 @@
  * - cg_fatal writes one ERROR line with host, rank, subsystem, file:line, the
  *   failing call and the message, flushed before the handler runs, then calls the
  *   installed handler with CG_FATAL_EXIT_CODE and its context (here a handler
- *   that longjmps back);
+ *   that longjmps back); cg_fatal_get_handler returns what is installed;
  * - the CPU backend's argument checks (CPU_REQUIRE) go through it;
  * - in a child process: the default handler and NULL (restored default) abort,
  *   a handler that returns aborts, and a fatal error inside the handler aborts
@@ -93,7 +93,15 @@ static void test_logs_and_calls_handler(void **state) {
   static struct record rec; /* static: modified between setjmp and longjmp */
   memset(&rec, 0, sizeof rec);
   cg_log_set_rank(3);
+  void (*h)(int, void *) = jump_handler;
+  void *ctx = &rec;
+  cg_fatal_get_handler(&h, &ctx); /* the default before: NULL, NULL */
+  assert_null(h);
+  assert_null(ctx);
   cg_fatal_set_handler(jump_handler, &rec);
+  cg_fatal_get_handler(&h, &ctx); /* what was installed, to be put back later */
+  assert_ptr_equal(h, jump_handler);
+  assert_ptr_equal(ctx, &rec);
   capture_begin();
   volatile int line = 0;
   if (!setjmp(rec.back)) {

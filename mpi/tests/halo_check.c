@@ -164,6 +164,7 @@ static uint64_t workout(const struct hc_case *k, struct cg_backend *be, const st
   comm_stats_reset(c);
   struct cg_exchange_counters ec0 = {0}, ec = {0};
   if (t->ex) t->ex->counters(t->ex, &ec0);
+  const int64_t own0 = t->h ? comm_halo_bytes_sent(t->h) : 0;
   MT_OK(t_begin(t, CG_HALO_FORWARD, dm[0], cols));
   MT_OK(comm_barrier(c));
   MT_OK(t_end(t, CG_HALO_FORWARD, dm[0], cols));
@@ -184,6 +185,12 @@ static uint64_t workout(const struct hc_case *k, struct cg_backend *be, const st
            (long long)recv_rows, (long long)cols);
   MT_CHECK(s.halo_fwd_calls == 1 && s.halo_bwd_calls == 1, "%s: calls %lld / %lld", tag,
            (long long)s.halo_fwd_calls, (long long)s.halo_bwd_calls);
+  if (t->h) { /* the object's own count: the same bytes */
+    int64_t own = comm_halo_bytes_sent(t->h) - own0;
+    MT_CHECK(own == (send_rows + recv_rows) * cols * 4,
+             "%s: comm_halo_bytes_sent grew by %lld, expected %lld", tag, (long long)own,
+             (long long)((send_rows + recv_rows) * cols * 4));
+  }
   if (t->ex) { /* what the seam counted during the round */
     t->ex->counters(t->ex, &ec);
     int64_t halo = ec.halo_bytes - ec0.halo_bytes, ar = ec.allreduce_bytes - ec0.allreduce_bytes;

@@ -10,7 +10,8 @@
  * (a different order or a lost block shows up as a wrong bit). Rounds run non-blocking
  * (a barrier between begin and end) and back to back on two matrices with no host
  * synchronisation in between, which catches a staged path that reuses a host buffer
- * before its asynchronous copy is done. Byte counters are checked too.
+ * before its asynchronous copy is done. Byte counters are checked too (comm_stats and
+ * the object's own, comm_halo_bytes_sent).
  *
  * Every check that fails aborts the job (mpi_test.h). */
 #ifndef CAPGNN_MPI_TESTS_HALO_CHECK_H

@@ -5,10 +5,12 @@
  * by value, so misrouting is caught) runs through a comm_halo and through the seam over
  * the same plan, and the hashes of everything read back must be equal. Also: the seam's
  * counters (halo bytes = forward + backward bytes sent, all-reduce bytes, cache counters
- * 0), the gradient all-reduce (integer values, exact in any order; created at the first
- * call and again when the size changes), host SUM and MAX, and errors that name the
- * failing call: misuse inside a step (CG_ERR_ARG, local), ranks disagreeing on the
- * gradient size and a bad plan at create (every rank fails). On the CPU backend (host
+ * 0; its own since it was created, whatever other objects on the comm and
+ * comm_stats_reset do), the gradient all-reduce (integer values, exact in any order;
+ * created at the first call and again when the size changes), host SUM and MAX, and
+ * errors that name the failing call: misuse inside a step (CG_ERR_ARG, local), ranks
+ * disagreeing on the gradient size, a bad plan and a failed allocation at create (every
+ * rank fails; nothing is left allocated, alloc_fault.h). On the CPU backend (host
  * path) and on the fake device (staged path); the registration also runs it with
  * CAPGNN_HALO_P2P=1 (point-to-point calls). */
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "core/exchange.h"
+#include "alloc_fault.h"
 #include "core/ops.h"
 #include "fake_device.h"
 #include "halo_check.h"
@@ -160,6 +163,73 @@ static void check_reductions(struct comm *c, struct cg_backend *be) {
   if (r == 0) printf("ok: %s: gradient and host reductions, counters, errors\n", be->name);
 }
 
+/* The seam's counters are its own since it was created: another comm_halo and comm_grad
+ * on the same comm exchanging between two reads, and comm_stats_reset, leave them as
+ * they were (they once read comm_stats, which counts every object on the comm). */
+static void check_own_counters(struct comm *c, struct cg_backend *be) {
+  const int64_t cols = 5, n = 100;
+  struct hc_case k;
+  struct fx_opts o = {.seed = 9, .n = 160, .avg_deg = 3};
+  hc_case_make(&k, c, &o);
+  struct comm_halo *h = NULL;
+  struct comm_grad *g = NULL;
+  struct cg_exchange *ex = NULL;
+  MT_OK(comm_halo_create(c, be, &k.l.plan, cols, &h)); /* the same plan: the same traffic */
+  MT_OK(comm_grad_create(c, be, n, &g));
+  /* traffic on the comm before the seam exists: not the seam's */
+  uint64_t salt = 900;
+  hc_halo_workout(&k, be, h, cols, salt++);
+  const int64_t step = (comm_halo_send_rows(h) + comm_halo_recv_rows(h)) * cols * 4;
+  MT_OK(comm_exchange_create(c, be, &k.l.plan, cols, &ex));
+  struct cg_exchange_counters e0, e1, e2;
+  ex->counters(ex, &e0);
+  MT_CHECK(e0.halo_bytes == 0 && e0.allreduce_bytes == 0,
+           "%s: a new exchange counts %lld halo and %lld all-reduce bytes", be->name,
+           (long long)e0.halo_bytes, (long long)e0.allreduce_bytes);
+
+  size_t xbytes = (size_t)(k.l.n_inner + k.l.n_halo + 1) * (size_t)cols * sizeof(float);
+  float *x = NULL, *buf = NULL;
+  MT_OK(be->alloc(be, (void **)&x, xbytes, "test matrix"));
+  MT_OK(be->alloc(be, (void **)&buf, (size_t)n * sizeof(float), "test gradient"));
+  be->fill(be, x, (k.l.n_inner + k.l.n_halo) * cols, 1.0f);
+  be->fill(be, buf, n, 1.0f);
+  for (int round = 1; round <= 2; round++) {
+    MT_OK(cg_exchange_halo(ex, CG_HALO_FORWARD, x, cols));
+    MT_OK(cg_exchange_halo(ex, CG_HALO_BACKWARD, x, cols));
+    MT_OK(ex->allreduce_grads(ex, buf, n));
+    ex->counters(ex, &e1);
+    /* between two reads: the other objects exchange, the comm's counters are cleared */
+    int64_t hb = comm_halo_bytes_sent(h), gb = comm_grad_bytes_sent(g);
+    hc_halo_workout(&k, be, h, cols, salt++); /* resets comm_stats itself */
+    hc_grad_workout(c, be, g, n);
+    comm_stats_reset(c);
+    ex->counters(ex, &e2);
+    MT_CHECK(e2.halo_bytes == e1.halo_bytes && e2.allreduce_bytes == e1.allreduce_bytes,
+             "%s round %d: the seam's counters moved from %lld / %lld to %lld / %lld halo / "
+             "all-reduce bytes while other objects exchanged",
+             be->name, round, (long long)e1.halo_bytes, (long long)e1.allreduce_bytes,
+             (long long)e2.halo_bytes, (long long)e2.allreduce_bytes);
+    MT_CHECK(e2.halo_bytes == round * step && e2.allreduce_bytes == round * n * 4,
+             "%s round %d: the seam counts %lld halo and %lld all-reduce bytes, expected %lld "
+             "and %lld",
+             be->name, round, (long long)e2.halo_bytes, (long long)e2.allreduce_bytes,
+             (long long)(round * step), (long long)(round * n * 4));
+    /* and the other objects counted only their own traffic */
+    MT_CHECK(comm_grad_bytes_sent(g) - gb == 2 * n * 4, "%s: comm_grad counted %lld bytes",
+             be->name, (long long)(comm_grad_bytes_sent(g) - gb));
+    MT_CHECK(comm_halo_bytes_sent(h) > hb || step == 0, "%s: comm_halo counted nothing",
+             be->name);
+  }
+  be->free(be, x);
+  be->free(be, buf);
+  cg_exchange_destroy(&ex);
+  comm_grad_destroy(&g);
+  comm_halo_destroy(&h);
+  hc_case_free(&k);
+  if (comm_rank(c) == 0)
+    printf("ok: %s: the seam counts its own traffic only, since it was created\n", be->name);
+}
+
 /* A bad plan on one rank: comm_exchange_create fails on every rank, *out NULL. */
 static void check_create_fails(struct comm *c, struct cg_backend *be) {
   int P = comm_size(c), r = comm_rank(c);
@@ -176,6 +246,29 @@ static void check_create_fails(struct comm *c, struct cg_backend *be) {
   cg_err_clear();
   hc_case_free(&k);
   if (r == 0) printf("ok: a bad plan fails comm_exchange_create on every rank\n");
+}
+
+/* An allocation failing on one rank: comm_exchange_create fails on every rank, and the
+ * ranks whose own allocation succeeded free it (they once returned without). */
+static void check_create_nomem(struct comm *c, struct cg_backend *be) {
+  int P = comm_size(c), r = comm_rank(c);
+  struct hc_case k;
+  struct fx_opts o = {.seed = 10, .n = 100, .avg_deg = 3};
+  hc_case_make(&k, c, &o);
+  struct cg_exchange *ex = NULL;
+  af_track_begin();
+  if (r == P - 1) af_fail_next(); /* its first allocation: the exchange itself */
+  int st = comm_exchange_create(c, be, &k.l.plan, 8, &ex);
+  int left = af_track_end();
+  MT_CHECK(st == CG_ERR_NOMEM && ex == NULL, "an allocation failing on rank %d: returned %d (%s)",
+           P - 1, st, cg_err_msg());
+  MT_CHECK(strstr(cg_err_msg(), r == P - 1 ? "out of memory" : "failed during allocating the "
+                                                                "exchange") != NULL,
+           "message: %s", cg_err_msg());
+  MT_CHECK(left == 0, "comm_exchange_create failed but left %d block(s) allocated", left);
+  cg_err_clear();
+  hc_case_free(&k);
+  if (r == 0) printf("ok: an allocation failing on one rank fails every rank, nothing leaks\n");
 }
 
 int main(int argc, char **argv) {
@@ -200,12 +293,14 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)
       check_halo(c, backends[b], &configs[i]);
     check_reductions(c, backends[b]);
+    check_own_counters(c, backends[b]);
   }
   int64_t up = 0, down = 0;
   fake_device_counts(dev, &up, &down);
   MT_CHECK(up > 0 && down > 0, "the fake device was never staged through (%lld up, %lld down)",
            (long long)up, (long long)down);
   check_create_fails(c, cpu);
+  check_create_nomem(c, cpu);
   cg_backend_destroy(&dev);
   cg_backend_destroy(&cpu);
   if (comm_rank(c) == 0) printf("test_exchange: all checks passed on %d ranks\n", comm_size(c));

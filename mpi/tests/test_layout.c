@@ -5,24 +5,57 @@
  * to emulated node r*k/P, and local ranks count up within a node. Each rank
  * checks its own values against that formula, then all ranks check the gathered
  * layout is consistent. With the argument --expect-init-error, comm_init must
- * fail with CG_ERR_ARG (an invalid CAPGNN_EMULATE_NODES). */
+ * fail with CG_ERR_ARG (an invalid CAPGNN_EMULATE_NODES).
+ *
+ * Also core/fatal.h's handler: the program installs its own before comm_init;
+ * comm_init replaces it with comm's (MPI_Abort) on success only, and comm_finalize
+ * puts the program's back, so that a fatal error after comm_finalize reaches it
+ * (here it longjmps back) instead of a comm_abort on a finalised MPI. */
 #include <mpi.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fatal.h"
 #include "mpi/comm.h"
 #include "mpi_test.h"
 
 struct comm *mt_comm;
 
+/* The program's own fatal handler: counts its calls and jumps back. */
+static struct {
+  int calls, code;
+  jmp_buf back;
+} own;
+
+static void own_handler(int code, void *ctx) {
+  (void)ctx;
+  own.calls++;
+  own.code = code;
+  longjmp(own.back, 1);
+}
+
+/* Whether the installed fatal handler is the program's. */
+static int own_installed(void) {
+  void (*h)(int, void *) = NULL;
+  void *ctx = NULL;
+  cg_fatal_get_handler(&h, &ctx);
+  return h == own_handler && ctx == &own;
+}
+
 int main(int argc, char **argv) {
+  cg_fatal_set_handler(own_handler, &own);
   if (argc > 1 && !strcmp(argv[1], "--expect-init-error")) {
     struct comm *c = NULL;
     int st = comm_init(&argc, &argv, &c);
     if (st != CG_ERR_ARG || c != NULL || !strstr(cg_err_msg(), "CAPGNN_EMULATE_NODES")) {
       fprintf(stderr, "FAIL: comm_init returned %d (%s) with CAPGNN_EMULATE_NODES='%s'\n", st,
               cg_err_msg(), getenv("CAPGNN_EMULATE_NODES"));
+      comm_abort(NULL, 1);
+    }
+    if (!own_installed()) {
+      fprintf(stderr, "FAIL: a failed comm_init replaced the program's fatal handler\n");
       comm_abort(NULL, 1);
     }
     printf("ok: comm_init refused it: %s\n", cg_err_msg());
@@ -33,6 +66,7 @@ int main(int argc, char **argv) {
   MT_OK(comm_init(&argc, &argv, &mt_comm));
   struct comm *c = mt_comm;
   int P = comm_size(c), r = comm_rank(c);
+  MT_CHECK(!own_installed(), "comm_init kept the program's fatal handler instead of comm's");
   MT_CHECK(comm_host_local_size(c) == P && comm_host_local_rank(c) == r,
            "this test expects one host: host-local %d of %d, world %d of %d",
            comm_host_local_rank(c), comm_host_local_size(c), r, P);
@@ -70,5 +104,23 @@ int main(int argc, char **argv) {
   free(locals);
   if (r == 0) printf("ok: %d ranks, %d node(s)%s\n", P, comm_nnodes(c), env ? " (emulated)" : "");
   comm_finalize(&mt_comm);
+
+  /* MPI is finalised: the program's handler is back and a fatal error reaches it */
+  if (!own_installed()) {
+    fprintf(stderr, "[rank %d] FAIL: comm_finalize did not restore the fatal handler\n", r);
+    return 1;
+  }
+  if (!setjmp(own.back)) {
+    if (r == 0) printf("a fatal error after comm_finalize (the ERROR line is expected):\n");
+    fflush(stdout);
+    CG_FATAL("test", "after_finalize()", "the program's handler must see this");
+  }
+  cg_fatal_set_handler(NULL, NULL); /* re-arm after the longjmp */
+  if (own.calls != 1 || own.code != CG_FATAL_EXIT_CODE) {
+    fprintf(stderr, "[rank %d] FAIL: the program's handler ran %d times (code %d)\n", r,
+            own.calls, own.code);
+    return 1;
+  }
+  if (r == 0) printf("ok: comm_finalize restored the program's fatal handler\n");
   return 0;
 }
