@@ -266,7 +266,10 @@ static int model_features(struct rt_model *m, const struct rt_local *loc) {
   struct cg_backend *be = m->be;
   struct rt_layer *L0 = &m->layers[0];
   TRY(be->upload(be, L0->in, loc->feat, (size_t)loc->feat_rows * (size_t)loc->feat_dim * sizeof(float)));
-  if (loc->feat_rows < m->n_tot) TRY(cg_exchange_halo(m->ex, CG_HALO_FORWARD, L0->in, loc->feat_dim));
+  if (loc->feat_rows < m->n_tot) {
+    const struct cg_halo_tag features = {0, 0}; /* layer 0's input, outside training */
+    TRY(cg_exchange_halo(m->ex, CG_HALO_FORWARD, features, L0->in, loc->feat_dim));
+  }
   if (L0->agg_cached) be->spmm(be, m->a, L0->in, loc->feat_dim, L0->agg, loc->feat_dim, loc->feat_dim);
   be->sync(be);
   return CG_OK;

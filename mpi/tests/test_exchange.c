@@ -123,16 +123,17 @@ static void check_reductions(struct comm *c, struct cg_backend *be) {
   size_t bytes = (size_t)(k.l.n_inner + k.l.n_halo + 1) * 8 * sizeof(float);
   MT_OK(be->alloc(be, (void **)&x, bytes, "test matrix"));
   be->fill(be, x, (k.l.n_inner + k.l.n_halo) * 8, 0.0f);
-  expect_error(ex->halo_end(ex, CG_HALO_FORWARD, x, 8), CG_ERR_ARG, "end without begin",
+  const struct cg_halo_tag tag = {1, 1};
+  expect_error(ex->halo_end(ex, CG_HALO_FORWARD, tag, x, 8), CG_ERR_ARG, "end without begin",
                "comm_halo_end(forward) (8 columns) failed", "no forward exchange in flight");
-  expect_error(ex->halo_begin(ex, CG_HALO_BACKWARD, x, 9), CG_ERR_ARG, "cols > max_cols",
+  expect_error(ex->halo_begin(ex, CG_HALO_BACKWARD, tag, x, 9), CG_ERR_ARG, "cols > max_cols",
                "comm_halo_begin(backward) (9 columns) failed", "max_cols 8");
-  MT_OK(ex->halo_begin(ex, CG_HALO_BACKWARD, x, 8));
-  expect_error(ex->halo_end(ex, CG_HALO_FORWARD, x, 8), CG_ERR_ARG, "end of the other direction",
+  MT_OK(ex->halo_begin(ex, CG_HALO_BACKWARD, tag, x, 8));
+  expect_error(ex->halo_end(ex, CG_HALO_FORWARD, tag, x, 8), CG_ERR_ARG, "end of the other direction",
                "comm_halo_end(forward) (8 columns) failed", "no forward exchange in flight");
-  expect_error(ex->halo_begin(ex, CG_HALO_FORWARD, x, 8), CG_ERR_ARG, "two in flight",
+  expect_error(ex->halo_begin(ex, CG_HALO_FORWARD, tag, x, 8), CG_ERR_ARG, "two in flight",
                "comm_halo_begin(forward) (8 columns) failed", "backward exchange is still");
-  MT_OK(ex->halo_end(ex, CG_HALO_BACKWARD, x, 8));
+  MT_OK(ex->halo_end(ex, CG_HALO_BACKWARD, tag, x, 8));
   expect_error(ex->allreduce_host(ex, v, -1, CG_REDUCE_SUM), CG_ERR_ARG, "negative count",
                "comm_allreduce_host (-1 values) failed", "negative count");
   expect_error(ex->allreduce_host(ex, v, -2, CG_REDUCE_MAX), CG_ERR_ARG, "negative count (MAX)",
