@@ -8,6 +8,10 @@
  * another exchange and forwards what it does not serve itself. A single process
  * trains with no exchange at all (NULL).
  *
+ * Every member of struct cg_exchange is required: an implementation fills them all
+ * (one that has nothing to count reports zeros), and a caller may call any of them
+ * without checking for NULL (rt_model_create refuses an incomplete table).
+ *
  * Rows are laid out as in ARCHITECTURE.md: local rows [0, n_inner) are this rank's
  * own ("inner"), rows [n_inner, n_inner + n_halo) are halo rows owned by others.
  * Matrices are backend memory of the backend the exchange was created over, row
@@ -31,9 +35,10 @@
  * state per layer (a halo cache: rows keyed by layer, aged by epoch against its
  * staleness bound) reads it; the plain exchange ignores it.
  *
- * Errors are returned as a negative cg_status with a message naming the rank and
- * the failing call. Inside a training step such an error is fatal to the job: a
- * peer may be waiting in a collective (the caller ends the job, comm_abort).
+ * Errors are returned as a negative cg_status with a message naming the failing
+ * call and its size (the log prefix adds the rank). Inside a training step such an
+ * error is fatal to the job: a peer may be waiting in a collective (the caller ends
+ * the job, comm_abort).
  */
 #ifndef CAPGNN_CORE_EXCHANGE_H
 #define CAPGNN_CORE_EXCHANGE_H
@@ -71,7 +76,6 @@ struct cg_exchange_counters {
 };
 
 struct cg_exchange {
-  const char *name; /* for logs: "mpi", ... */
   /* Start / complete one halo exchange of x (forward) or dx (backward), see above. */
   int (*halo_begin)(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
                     int64_t cols);
@@ -81,6 +85,7 @@ struct cg_exchange {
   int (*allreduce_grads)(struct cg_exchange *ex, float *buf, int64_t n);
   /* Sum or maximum over the ranks of n host doubles, in place (losses, counts). */
   int (*allreduce_host)(struct cg_exchange *ex, double *v, int n, enum cg_reduce op);
+  /* The counters so far (struct cg_exchange_counters). */
   void (*counters)(const struct cg_exchange *ex, struct cg_exchange_counters *out);
   /* Release the exchange (collective when it holds communicators). */
   void (*destroy)(struct cg_exchange *ex);

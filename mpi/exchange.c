@@ -105,7 +105,6 @@ int comm_exchange_create(struct comm *c, struct cg_backend *be, const struct com
     cg_err_trail(__FILE__, __LINE__, "comm_halo_create");
     return st;
   }
-  e->ex.name = "mpi";
   e->ex.halo_begin = ex_halo_begin;
   e->ex.halo_end = ex_halo_end;
   e->ex.allreduce_grads = ex_allreduce_grads;

@@ -97,7 +97,6 @@ int rt_fault_exchange_wrap(struct cg_exchange **ex, int rank, enum rt_fault mode
   f->inner = *ex;
   f->mode = mode;
   f->rank = rank;
-  f->ex.name = "fault";
   f->ex.halo_begin = fault_halo_begin;
   f->ex.halo_end = fault_halo_end;
   f->ex.allreduce_grads = fault_allreduce_grads;

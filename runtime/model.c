@@ -48,7 +48,7 @@
 /* Counters of the exchange (zeros without one): each step reports its deltas. */
 static void counters_now(const struct rt_model *m, struct cg_exchange_counters *c) {
   memset(c, 0, sizeof *c);
-  if (m->ex && m->ex->counters) m->ex->counters(m->ex, c);
+  if (m->ex) m->ex->counters(m->ex, c);
 }
 
 static void stats_begin(struct rt_model *m, struct rt_step_stats *st) {

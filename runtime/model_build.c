@@ -288,10 +288,14 @@ static int model_inputs_check(const struct rt_local *loc, const struct rt_config
   if (loc->n_train_global < 1)
     return cg_err_set(CG_ERR_ARG, "graph %s has no train vertices (split == 1); cannot train",
                       loc->name);
-  if (rt_local_exchanges(loc) &&
-      (!ex || !ex->halo_begin || !ex->halo_end || !ex->allreduce_grads || !ex->allreduce_host))
+  if (rt_local_exchanges(loc) && !ex)
     return cg_err_set(CG_ERR_ARG, "local problem of %s has halo rows or several ranks but no "
                       "exchange was given", loc->name);
+  /* every member is required (core/exchange.h): the steps call them unchecked */
+  if (ex && (!ex->halo_begin || !ex->halo_end || !ex->allreduce_grads || !ex->allreduce_host ||
+             !ex->counters || !ex->destroy))
+    return cg_err_set(CG_ERR_ARG, "the exchange given for %s lacks members of its table (every "
+                      "member of struct cg_exchange is required)", loc->name);
   return CG_OK;
 }
 

@@ -246,7 +246,7 @@ uint64_t hc_halo_workout(const struct hc_case *k, struct cg_backend *be, struct 
 uint64_t hc_exchange_workout(const struct hc_case *k, struct cg_backend *be, struct cg_exchange *ex,
                              int64_t cols, uint64_t salt) {
   char tag[64];
-  snprintf(tag, sizeof tag, "%s/seam %s", be->name, ex->name);
+  snprintf(tag, sizeof tag, "%s/seam", be->name);
   struct hc_target t = {.ex = ex};
   return workout(k, be, &t, tag, cols, salt);
 }

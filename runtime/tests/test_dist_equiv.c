@@ -16,7 +16,8 @@
  * 4 bytes x 2 directions), and the tags the model puts on its halo exchanges
  * (core/exchange.h): the features once at set-up as layer 0 outside training, then
  * per step layers 1..L-1 forward and L-1..1 backward with the step's epoch, and
- * evaluation's forward with epoch 0; every end repeats its begin's tag.
+ * evaluation's forward with epoch 0; every end repeats its begin's tag. An exchange
+ * whose table lacks a member is refused by rt_model_create.
  *
  * Why the seed matters (measured, not guessed): reassociation changes values by
  * ~1e-7 relative; a ReLU input within that distance of 0 takes the other branch on
@@ -298,6 +299,15 @@ static void run_case(const struct tcase *tc) {
   OK(rt_dist_bind(d, be, &cfg, &ex));
   static struct tag_recorder rec; /* large: not on the stack */
   rec_init(&rec, ex);
+  { /* every member of the table is required: one missing is refused, before any call */
+    struct rt_model *m = NULL;
+    rec.ex.counters = NULL;
+    CHECK(rt_model_create(be, loc, &cfg, &rec.ex, &m) == CG_ERR_ARG && m == NULL &&
+              strstr(cg_err_msg(), "lacks members") != NULL,
+          "an exchange without counters was accepted: %s", cg_err_msg());
+    cg_err_clear();
+    rec.ex.counters = rec_counters;
+  }
   run_model(be, loc, &rec.ex, &cfg, &dist);
   rec_expect(&rec, loc, cfg.layers, cfg.epochs);
 
