@@ -70,17 +70,18 @@ static void stats_end(struct rt_model *m, struct rt_step_stats *st) {
   st->cache_lookups += c.cache_lookups;
 }
 
-/* One halo exchange of x (forward) or of the gradient dx (backward). The device is
- * synchronised on both sides so that comm_s holds only communication (and waiting for
- * peers), never queued compute. begin and end are the seam's two halves: this is the
- * one place where an overlapped schedule would run inner-row work between them. */
+/* One blocking halo exchange of x (forward) or of the gradient dx (backward), and
+ * where it is timed: the device is synchronised on both sides so that comm_s holds
+ * only communication (and waiting for peers), never queued compute. Nothing runs
+ * between begin and end here; an overlapped schedule will split the aggregation in
+ * forward() and backward() around the seam's begin and end (inner rows in between,
+ * halo rows after), which this call has no access to. */
 static int model_halo(struct rt_model *m, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
                       int64_t cols, struct rt_step_stats *st) {
   if (!rt_local_exchanges(m->loc)) return CG_OK;
   m->be->sync(m->be);
   double t0 = cg_time_now();
-  int rc = m->ex->halo_begin(m->ex, dir, tag, x, cols);
-  if (rc == CG_OK) rc = m->ex->halo_end(m->ex, dir, tag, x, cols);
+  int rc = cg_exchange_halo(m->ex, dir, tag, x, cols);
   m->be->sync(m->be);
   st->comm_s += cg_time_now() - t0;
   TRY(rc);
