@@ -44,8 +44,10 @@ struct fault_exchange {
 
 static struct fault_exchange *impl(struct cg_exchange *ex) { return (struct fault_exchange *)ex; }
 
+/* The call a real failure at begin names (mpi/exchange.c), so that an injected one
+ * reads the same. */
 static const char *halo_call(enum cg_halo_dir dir) {
-  return dir == CG_HALO_FORWARD ? "comm_halo_forward" : "comm_halo_backward";
+  return dir == CG_HALO_FORWARD ? "comm_halo_begin(forward)" : "comm_halo_begin(backward)";
 }
 
 static int fault_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag,
