@@ -140,6 +140,17 @@ static int model_layout(struct rt_model *m, const struct rt_local *loc, const st
   return CG_OK;
 }
 
+int rt_model_count_params(const struct rt_local *loc, const struct rt_config *cfg, int64_t *n) {
+  struct rt_model m;
+  memset(&m, 0, sizeof m);
+  m.nlayers = cfg->layers;
+  m.classes = loc->num_classes;
+  const int st = model_layout(&m, loc, cfg); /* the layout the model will have, no buffers */
+  cg_free(m.layers);
+  *n = m.nparams;
+  return st;
+}
+
 /* Parameters, gradient and Adam state; initial values by tensor kind: weight matrices
  * Glorot uniform (keyed by the seed and the tensor's number), LayerNorm gains 1,
  * biases 0. */

@@ -209,6 +209,13 @@ static void test_mismatch_and_damage(void **state) {
   rt_checkpoint_free(&c);
   cfg.resume_path = bad;
   expect_resume_error(&cfg, CG_ERR_FORMAT, "best_epoch");
+  /* the same graph and model shape but another parameter count: refused before
+   * training (rt_checkpoint_fits_problem), not read past the end of its arrays */
+  assert_int_equal(rt_checkpoint_read(ck, &c), CG_OK);
+  c.num_params -= 1;
+  assert_int_equal(rt_checkpoint_write(bad, &c), CG_OK);
+  rt_checkpoint_free(&c);
+  expect_resume_error(&cfg, CG_ERR_ARG, "parameters, this model");
   free(b);
 }
 
