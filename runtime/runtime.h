@@ -128,8 +128,10 @@ struct rt_local {
   struct cg_csr agg;         /* n_inner x (n_inner + n_halo), GLOBAL-degree weights
                                 (graph_norm_weight) */
   int64_t feat_dim;
-  int64_t feat_rows;         /* n_inner: halo feature rows come from halo_forward at
-                                setup; or n_inner + n_halo: all rows given here */
+  int64_t feat_rows;         /* n_inner: the halo feature rows come from their owners
+                                through one forward halo exchange when the model is
+                                built (rt_model_create); or n_inner + n_halo: all
+                                rows given here */
   float *feat;               /* feat_rows x feat_dim, dense row-major */
   int64_t num_classes;
   int multilabel;
@@ -152,11 +154,13 @@ void rt_local_free(struct rt_local *l); /* accepts a zeroed struct; leaves it ze
 /* ---- communication ----------------------------------------------------------- */
 
 /* The model reaches the other ranks only through the exchange seam (struct
- * cg_exchange, core/exchange.h): a halo exchange is its begin then its end, with the
- * backend synchronised before begin and after end and the time in between counted as
- * comm_s; the flat gradient and a few host values are summed over the ranks; the
- * per-step metrics are deltas of its counters. A single process passes no exchange
- * (NULL): with n_halo == 0 and nranks == 1 the model never calls one. */
+ * cg_exchange, core/exchange.h): a halo exchange is its begin then its end, tagged
+ * with the layer whose rows move and the step's epoch (struct cg_halo_tag; 0 in
+ * evaluation and at set-up), with the backend synchronised before begin and after
+ * end and the time in between counted as comm_s; the flat gradient and a few host
+ * values are summed over the ranks; the per-step metrics are deltas of its counters.
+ * A single process passes no exchange (NULL): with n_halo == 0 and nranks == 1 the
+ * model never calls one. */
 
 /* ---- the model ------------------------------------------------------------- */
 
@@ -200,7 +204,8 @@ struct rt_step_stats {
  * features (halo feature rows through one forward halo exchange of `ex` when
  * loc->feat_rows == n_inner), labels and index arrays; initialises parameters from
  * cfg->seed. `be`, `loc` and `ex` must outlive the model (`ex` may be NULL for one
- * process; it stays the caller's). */
+ * process; it stays the caller's; when given, every member of its table must be set,
+ * CG_ERR_ARG otherwise). */
 int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
                     struct cg_exchange *ex, struct rt_model **out);
 void rt_model_destroy(struct rt_model **m); /* accepts NULL */
