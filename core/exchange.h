@@ -8,6 +8,10 @@
  * another exchange and forwards what it does not serve itself. A single process
  * trains with no exchange at all (NULL).
  *
+ * Every member of struct cg_exchange is required: an implementation fills them all
+ * (one that has nothing to count reports zeros), and a caller may call any of them
+ * without checking for NULL (rt_model_create refuses an incomplete table).
+ *
  * Rows are laid out as in ARCHITECTURE.md: local rows [0, n_inner) are this rank's
  * own ("inner"), rows [n_inner, n_inner + n_halo) are halo rows owned by others.
  * Matrices are backend memory of the backend the exchange was created over, row
@@ -22,13 +26,19 @@
  *                    ADD them into their inner rows (the reverse of FORWARD); the
  *                    halo rows of dx are left as they were. Between begin and end
  *                    dx must not be written.
- * end must get the same direction, matrix and cols as the begin it completes; one
- * halo exchange is in flight at a time, and every rank calls begin and end in the
- * same order (the calls are collective over the ranks that share halos).
+ * end must get the same direction, tag, matrix and cols as the begin it completes;
+ * one halo exchange is in flight at a time, and every rank calls begin and end in
+ * the same order with the same tags (the calls are collective over the ranks that
+ * share halos).
  *
- * Errors are returned as a negative cg_status with a message naming the rank and
- * the failing call. Inside a training step such an error is fatal to the job: a
- * peer may be waiting in a collective (the caller ends the job, comm_abort).
+ * The tag (struct cg_halo_tag) says which rows move: an implementation that keeps
+ * state per layer (a halo cache: rows keyed by layer, aged by epoch against its
+ * staleness bound) reads it; the plain exchange ignores it.
+ *
+ * Errors are returned as a negative cg_status with a message naming the failing
+ * call and its size (the log prefix adds the rank). Inside a training step such an
+ * error is fatal to the job: a peer may be waiting in a collective (the caller ends
+ * the job, comm_abort).
  */
 #ifndef CAPGNN_CORE_EXCHANGE_H
 #define CAPGNN_CORE_EXCHANGE_H
@@ -43,6 +53,18 @@ extern "C" {
 enum cg_halo_dir { CG_HALO_FORWARD = 0, CG_HALO_BACKWARD = 1 };
 enum cg_reduce { CG_REDUCE_SUM = 0, CG_REDUCE_MAX = 1 };
 
+/* Which rows an exchange moves, for implementations that keep state per layer.
+ *  layer  the model layer whose input (forward) or input gradient (backward) moves:
+ *         0 = the input features (fetched once at set-up; no gradient goes back),
+ *         l > 0 = layer l's input, or its transformed rows Hd·W when layer l
+ *         transforms first, and their gradients backward (runtime/model.c).
+ *  epoch  the training epoch of the step (>= 1); 0 outside training: evaluation
+ *         and set-up (the features' exchange). */
+struct cg_halo_tag {
+  int layer;
+  uint32_t epoch;
+};
+
 /* Cumulative counters since the exchange was created; the runtime reports the
  * per-epoch differences. Bytes are those this rank SENDS, so that the sum over
  * ranks is the traffic. */
@@ -54,24 +76,26 @@ struct cg_exchange_counters {
 };
 
 struct cg_exchange {
-  const char *name; /* for logs: "mpi", ... */
   /* Start / complete one halo exchange of x (forward) or dx (backward), see above. */
-  int (*halo_begin)(struct cg_exchange *ex, enum cg_halo_dir dir, float *x, int64_t cols);
-  int (*halo_end)(struct cg_exchange *ex, enum cg_halo_dir dir, float *x, int64_t cols);
+  int (*halo_begin)(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
+                    int64_t cols);
+  int (*halo_end)(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
+                  int64_t cols);
   /* Sum buf[0..n) over the ranks, in place: the one flat gradient buffer per step. */
   int (*allreduce_grads)(struct cg_exchange *ex, float *buf, int64_t n);
   /* Sum or maximum over the ranks of n host doubles, in place (losses, counts). */
   int (*allreduce_host)(struct cg_exchange *ex, double *v, int n, enum cg_reduce op);
+  /* The counters so far (struct cg_exchange_counters). */
   void (*counters)(const struct cg_exchange *ex, struct cg_exchange_counters *out);
   /* Release the exchange (collective when it holds communicators). */
   void (*destroy)(struct cg_exchange *ex);
 };
 
 /* begin + end. */
-static inline int cg_exchange_halo(struct cg_exchange *ex, enum cg_halo_dir dir, float *x,
-                                   int64_t cols) {
-  int st = ex->halo_begin(ex, dir, x, cols);
-  return st < 0 ? st : ex->halo_end(ex, dir, x, cols);
+static inline int cg_exchange_halo(struct cg_exchange *ex, enum cg_halo_dir dir,
+                                   struct cg_halo_tag tag, float *x, int64_t cols) {
+  int st = ex->halo_begin(ex, dir, tag, x, cols);
+  return st < 0 ? st : ex->halo_end(ex, dir, tag, x, cols);
 }
 
 /* Accepts NULL and *ex NULL; sets *ex to NULL. */

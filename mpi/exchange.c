@@ -44,12 +44,16 @@ static const char *halo_call(enum cg_halo_dir dir, int end) {
   return end ? "comm_halo_end(backward)" : "comm_halo_begin(backward)";
 }
 
-static int ex_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, float *x, int64_t cols) {
+/* The tag is for implementations that keep state per layer; every exchange here
+ * moves the rows afresh. */
+static int ex_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag,
+                         float *x, int64_t cols) {
   int st = comm_halo_begin(impl(ex)->halo, dir, x, cols);
   return st < 0 ? call_error(st, halo_call(dir, 0), cols, "columns") : CG_OK;
 }
 
-static int ex_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, float *x, int64_t cols) {
+static int ex_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag,
+                       float *x, int64_t cols) {
   int st = comm_halo_end(impl(ex)->halo, dir, x, cols);
   return st < 0 ? call_error(st, halo_call(dir, 1), cols, "columns") : CG_OK;
 }
@@ -110,7 +114,6 @@ int comm_exchange_create(struct comm *c, struct cg_backend *be, const struct com
     cg_err_trail(__FILE__, __LINE__, "comm_halo_create");
     return st;
   }
-  e->ex.name = "mpi";
   e->ex.halo_begin = ex_halo_begin;
   e->ex.halo_end = ex_halo_end;
   e->ex.allreduce_grads = ex_allreduce_grads;

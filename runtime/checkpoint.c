@@ -5,7 +5,8 @@
  * Layout (little-endian):
  *   "CAPGNN-CKPT\0" (12 bytes), uint32 format version,
  *   uint64 header length H, H bytes of JSON (the run's description and where it
- *   stands; NaN written as null, the 64-bit seed as a string),
+ *   stands; the best and final accuracies and losses with 17 digits, so that they
+ *   read back exactly, NaN written as null, the 64-bit seed as a string),
  *   float32 params[P], adam_m[P], adam_v[P], float64 loss[epoch],
  *   uint32 CRC-32 (zlib) of every byte before it.
  * The reader checks the magic, the version, the header's fields and their ranges,
@@ -67,9 +68,20 @@ static void put(struct ckpt_out *o, const void *p, size_t n) {
   o->crc = crc_add(o->crc, p, n);
 }
 
-static void num_or_null(cJSON *o, const char *key, double v) {
-  if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
-  else cJSON_AddNullToObject(o, key);
+/* A double the reader gets back bit for bit: a resumed run compares its evaluations
+ * with the best so far, and one ulp decides the best epoch. cJSON prints 15 digits
+ * whenever they round-trip within its epsilon (41/46 comes back one ulp off); "%.17g"
+ * always round-trips through strtod, which cJSON's parser uses. Non-finite values are
+ * not JSON: null. (runtime/metrics.c keeps cJSON's printing: its numbers are read by
+ * people and scripts, never resumed from.) */
+static void num_exact_or_null(cJSON *o, const char *key, double v) {
+  char txt[32];
+  if (!isfinite(v)) {
+    cJSON_AddNullToObject(o, key);
+    return;
+  }
+  snprintf(txt, sizeof txt, "%.17g", v);
+  cJSON_AddRawToObject(o, key, txt);
 }
 
 static char *header_json(const struct rt_checkpoint *c) {
@@ -105,14 +117,14 @@ static char *header_json(const struct rt_checkpoint *c) {
   cJSON_AddNumberToObject(o, "epoch", c->epoch);
   cJSON_AddNumberToObject(o, "steps", (double)c->steps);
   cJSON_AddNumberToObject(o, "params", (double)c->num_params);
-  num_or_null(o, "best_val_acc", c->best_val_acc);
-  num_or_null(o, "best_val_loss", c->best_val_loss);
-  num_or_null(o, "test_acc_at_best_val", c->test_acc_at_best_val);
+  num_exact_or_null(o, "best_val_acc", c->best_val_acc);
+  num_exact_or_null(o, "best_val_loss", c->best_val_loss);
+  num_exact_or_null(o, "test_acc_at_best_val", c->test_acc_at_best_val);
   cJSON_AddNumberToObject(o, "best_epoch", c->best_epoch);
-  num_or_null(o, "final_train_acc", c->final_train_acc);
-  num_or_null(o, "final_val_acc", c->final_val_acc);
-  num_or_null(o, "final_test_acc", c->final_test_acc);
-  num_or_null(o, "last_val_acc", c->last_val_acc);
+  num_exact_or_null(o, "final_train_acc", c->final_train_acc);
+  num_exact_or_null(o, "final_val_acc", c->final_val_acc);
+  num_exact_or_null(o, "final_test_acc", c->final_test_acc);
+  num_exact_or_null(o, "last_val_acc", c->last_val_acc);
   char *txt = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   if (!txt) return NULL;

@@ -73,21 +73,32 @@ int rt_checkpoint_read_resume(const struct rt_config *cfg, struct rt_checkpoint 
   return st;
 }
 
-/* ---- restoring and saving --------------------------------------------------------- */
-
-int rt_checkpoint_restore(const struct rt_checkpoint *c, const char *path, struct rt_model *m,
-                          const struct rt_local *loc, const struct rt_config *cfg, struct rt_result *r,
-                          struct rt_train_track *tr, int *done) {
-  TRY(rt_checkpoint_fits(c, path, cfg, 1));
+int rt_checkpoint_fits_problem(const struct rt_checkpoint *c, const char *path,
+                               const struct rt_local *loc, const struct rt_config *cfg) {
   if (c->graph_checksum != loc->graph_checksum || c->nodes != loc->n_global ||
       c->features != loc->feat_dim || c->classes != loc->num_classes)
     return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint was written for graph %s (%lld vertices, "
                       "checksum %08x), this run trains %s (%lld vertices, checksum %08x)", path, c->graph,
                       (long long)c->nodes, c->graph_checksum, loc->name, (long long)loc->n_global,
                       loc->graph_checksum);
-  if (c->num_params != rt_model_num_params(m))
+  int64_t n = 0;
+  TRY(rt_model_count_params(loc, cfg, &n));
+  if (c->num_params != n)
     return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint has %lld parameters, this model %lld", path,
-                      (long long)c->num_params, (long long)rt_model_num_params(m));
+                      (long long)c->num_params, (long long)n);
+  return CG_OK;
+}
+
+/* ---- restoring and saving --------------------------------------------------------- */
+
+int rt_checkpoint_restore(const struct rt_checkpoint *c, const char *path, struct rt_model *m,
+                          const struct rt_local *loc, const struct rt_config *cfg, struct rt_result *r,
+                          struct rt_train_track *tr, int *done) {
+  TRY(rt_checkpoint_fits(c, path, cfg, 1));
+  TRY(rt_checkpoint_fits_problem(c, path, loc, cfg));
+  if (c->num_params != rt_model_num_params(m)) /* the layout counted above is the model's */
+    return cg_err_set(CG_ERR_INTERNAL, "--resume %s: the checkpoint has %lld parameters, the model "
+                      "built %lld", path, (long long)c->num_params, (long long)rt_model_num_params(m));
   TRY(rt_model_state_set(m, c->params, c->adam_m, c->adam_v, c->steps));
   memcpy(r->loss, c->loss, (size_t)c->epoch * sizeof(double));
   tr->best = (struct rt_best){c->best_val_acc, c->best_val_loss, c->test_acc_at_best_val, c->best_epoch};

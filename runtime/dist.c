@@ -272,6 +272,11 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   TRY_GOTO(comm_agree(c, st, "reading the checkpoint to resume from"), done);
   TRY_GOTO(dist_backend_open(c, cfg, &be), done);
   TRY_GOTO(rt_dist_create(c, cfg, o, &d), done);
+  /* the checkpoint against the graph, before training: a wrong --graph is a set-up
+   * error (one line), not a failure inside rt_train that aborts the job */
+  st = cfg->resume_path ? rt_checkpoint_fits_problem(&resume, cfg->resume_path, rt_dist_local(d), cfg)
+                        : CG_OK;
+  TRY_GOTO(comm_agree(c, st, "checking the checkpoint against the graph"), done);
   TRY_GOTO(rt_dist_bind(d, be, cfg, &ex), done);
   /* From here on the ranks no longer agree on each status: a rank that fails may leave
    * its peers inside a collective, so the caller must end the job (comm_abort). */

@@ -114,7 +114,9 @@ int64_t rt_dist_max_cols(const struct rt_dist *d);
  * once) and the checkpoint to resume from read once by every rank; the backend (CUDA:
  * every rank bound to a GPU by comm_gpu_bind and the backend opened on that ordinal;
  * "auto" uses the CPU on every rank unless every rank sees a GPU), rt_dist_create,
- * rt_dist_bind, rt_train with that checkpoint (rank 0 writes the metrics file).
+ * the checkpoint checked against the graph (every rank agreeing: a checkpoint of
+ * another graph is a set-up error), rt_dist_bind, rt_train with that checkpoint
+ * (rank 0 writes the metrics file).
  * Collective. Set-up errors are agreed (every rank returns an error, *fatal = 0).
  * *fatal = 1 when the failure happened once training had started: a peer may be
  * waiting in a collective, so the caller must log it and comm_abort(). */

@@ -44,11 +44,14 @@ struct fault_exchange {
 
 static struct fault_exchange *impl(struct cg_exchange *ex) { return (struct fault_exchange *)ex; }
 
+/* The call a real failure at begin names (mpi/exchange.c), so that an injected one
+ * reads the same. */
 static const char *halo_call(enum cg_halo_dir dir) {
-  return dir == CG_HALO_FORWARD ? "comm_halo_forward" : "comm_halo_backward";
+  return dir == CG_HALO_FORWARD ? "comm_halo_begin(forward)" : "comm_halo_begin(backward)";
 }
 
-static int fault_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, float *x, int64_t cols) {
+static int fault_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag,
+                            float *x, int64_t cols) {
   struct fault_exchange *f = impl(ex);
   if (++f->halo_calls >= 3) {
     if (f->mode == RT_FAULT_KILL) {
@@ -59,12 +62,13 @@ static int fault_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, float 
     return cg_err_set(CG_ERR_MPI, "%s (%lld columns) failed: simulated failure (CAPGNN_TEST_FAIL_AT=train)",
                       halo_call(dir), (long long)cols);
   }
-  return f->inner->halo_begin(f->inner, dir, x, cols);
+  return f->inner->halo_begin(f->inner, dir, tag, x, cols);
 }
 
-static int fault_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, float *x, int64_t cols) {
+static int fault_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag,
+                          float *x, int64_t cols) {
   struct fault_exchange *f = impl(ex);
-  return f->inner->halo_end(f->inner, dir, x, cols);
+  return f->inner->halo_end(f->inner, dir, tag, x, cols);
 }
 
 static int fault_allreduce_grads(struct cg_exchange *ex, float *buf, int64_t n) {
@@ -95,7 +99,6 @@ int rt_fault_exchange_wrap(struct cg_exchange **ex, int rank, enum rt_fault mode
   f->inner = *ex;
   f->mode = mode;
   f->rank = rank;
-  f->ex.name = "fault";
   f->ex.halo_begin = fault_halo_begin;
   f->ex.halo_end = fault_halo_end;
   f->ex.allreduce_grads = fault_allreduce_grads;

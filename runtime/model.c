@@ -48,7 +48,7 @@
 /* Counters of the exchange (zeros without one): each step reports its deltas. */
 static void counters_now(const struct rt_model *m, struct cg_exchange_counters *c) {
   memset(c, 0, sizeof *c);
-  if (m->ex && m->ex->counters) m->ex->counters(m->ex, c);
+  if (m->ex) m->ex->counters(m->ex, c);
 }
 
 static void stats_begin(struct rt_model *m, struct rt_step_stats *st) {
@@ -70,21 +70,31 @@ static void stats_end(struct rt_model *m, struct rt_step_stats *st) {
   st->cache_lookups += c.cache_lookups;
 }
 
-/* One halo exchange of x (forward) or of the gradient dx (backward). The device is
- * synchronised on both sides so that comm_s holds only communication (and waiting for
- * peers), never queued compute. begin and end are the seam's two halves: this is the
- * one place where an overlapped schedule would run inner-row work between them. */
-static int model_halo(struct rt_model *m, enum cg_halo_dir dir, float *x, int64_t cols,
-                      struct rt_step_stats *st) {
+/* One blocking halo exchange of x (forward) or of the gradient dx (backward), and
+ * where it is timed: the device is synchronised on both sides so that comm_s holds
+ * only communication (and waiting for peers), never queued compute. Nothing runs
+ * between begin and end here; an overlapped schedule will split the aggregation in
+ * forward() and backward() around the seam's begin and end (inner rows in between,
+ * halo rows after), which this call has no access to. */
+static int model_halo(struct rt_model *m, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
+                      int64_t cols, struct rt_step_stats *st) {
   if (!rt_local_exchanges(m->loc)) return CG_OK;
   m->be->sync(m->be);
   double t0 = cg_time_now();
-  int rc = m->ex->halo_begin(m->ex, dir, x, cols);
-  if (rc == CG_OK) rc = m->ex->halo_end(m->ex, dir, x, cols);
+  int rc = cg_exchange_halo(m->ex, dir, tag, x, cols);
   m->be->sync(m->be);
   st->comm_s += cg_time_now() - t0;
   TRY(rc);
   return CG_OK;
+}
+
+/* What the exchanges of layer l move (core/exchange.h): a training step's rows carry
+ * its epoch, evaluation's (no dropout) epoch 0. */
+static struct cg_halo_tag halo_tag(int layer, uint32_t epoch, int train) {
+  struct cg_halo_tag t;
+  t.layer = layer;
+  t.epoch = train ? epoch : 0u;
+  return t;
 }
 
 /* Sum of a few host values over the ranks (losses, evaluation counts). */
@@ -135,7 +145,8 @@ static int forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step
      * all n_tot rows; a transform-first hidden layer transforms inner rows only and
      * exchanges the (narrower) result instead. */
     const int64_t rows = (l == 0 || !L->transform_first) ? n_tot : n_in;
-    if (l > 0 && !L->transform_first) TRY(model_halo(m, CG_HALO_FORWARD, L->in, fin, st));
+    const struct cg_halo_tag tag = halo_tag(l, epoch, train);
+    if (l > 0 && !L->transform_first) TRY(model_halo(m, CG_HALO_FORWARD, tag, L->in, fin, st));
     const float *hd = L->in;
     if (train && L->p_drop > 0.0f) {
       be->dropout(be, L->in, L->in_d, rows, fin, m->d_gid, L->p_drop, drop_key(m, epoch, l));
@@ -144,7 +155,7 @@ static int forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step
     const float *w = m->p + L->off_w;
     if (L->transform_first) {
       be->gemm(be, 0, 0, rows, fout, fin, 1.0f, hd, fin, w, fout, 0.0f, L->t, fout);
-      if (l > 0) TRY(model_halo(m, CG_HALO_FORWARD, L->t, fout, st));
+      if (l > 0) TRY(model_halo(m, CG_HALO_FORWARD, tag, L->t, fout, st));
       be->spmm(be, m->a, L->t, fout, L->z, fout, fout);
     } else {
       if (!L->agg_cached) be->spmm(be, m->a, hd, fin, L->agg, fin, fin);
@@ -205,6 +216,7 @@ static int backward(struct rt_model *m, struct rt_step_stats *st) {
     const float *w = m->p + L->off_w;
     float *gw = m->g + L->off_w;
     float *dhd = r; /* gradient w.r.t. this layer's (dropped) input, l > 0 */
+    const struct cg_halo_tag tag = halo_tag(l, m->last_fwd_epoch, m->last_fwd_train);
 
     be->bias_grad(be, dz, n_in, fout, m->g + L->off_b);
     if (L->transform_first) {
@@ -214,7 +226,7 @@ static int backward(struct rt_model *m, struct rt_step_stats *st) {
         /* All n_tot rows of T were computed here from local input rows. */
         be->gemm(be, 1, 0, fin, fout, n_tot, 1.0f, hd, fin, dt, fout, 0.0f, gw, fout);
       } else {
-        TRY(model_halo(m, CG_HALO_BACKWARD, dt, fout, st)); /* owners add the halo rows of dT */
+        TRY(model_halo(m, CG_HALO_BACKWARD, tag, dt, fout, st)); /* owners add the halo rows of dT */
         be->gemm(be, 1, 0, fin, fout, n_in, 1.0f, hd, fin, dt, fout, 0.0f, gw, fout);
         be->gemm(be, 0, 1, n_in, fin, fout, 1.0f, dt, fout, w, fout, 0.0f, dhd, fin);
       }
@@ -232,7 +244,7 @@ static int backward(struct rt_model *m, struct rt_step_stats *st) {
         be->gemm(be, 0, 1, n_in, fin, fout, 1.0f, dz, fout, m->p + L->off_ws, fout, 1.0f, dhd, fin);
     }
     if (l == 0) break; /* no gradient w.r.t. the input features */
-    if (!L->transform_first) TRY(model_halo(m, CG_HALO_BACKWARD, dhd, fin, st));
+    if (!L->transform_first) TRY(model_halo(m, CG_HALO_BACKWARD, tag, dhd, fin, st));
     /* Inner rows of dhd now hold the full gradient w.r.t. Hd; undo dropout with the
      * same mask (keyed by global id), then the previous layer's ReLU and LayerNorm. */
     if (m->last_fwd_train && L->p_drop > 0.0f)

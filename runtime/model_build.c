@@ -140,6 +140,17 @@ static int model_layout(struct rt_model *m, const struct rt_local *loc, const st
   return CG_OK;
 }
 
+int rt_model_count_params(const struct rt_local *loc, const struct rt_config *cfg, int64_t *n) {
+  struct rt_model m;
+  memset(&m, 0, sizeof m);
+  m.nlayers = cfg->layers;
+  m.classes = loc->num_classes;
+  const int st = model_layout(&m, loc, cfg); /* the layout the model will have, no buffers */
+  cg_free(m.layers);
+  *n = m.nparams;
+  return st;
+}
+
 /* Parameters, gradient and Adam state; initial values by tensor kind: weight matrices
  * Glorot uniform (keyed by the seed and the tensor's number), LayerNorm gains 1,
  * biases 0. */
@@ -266,7 +277,10 @@ static int model_features(struct rt_model *m, const struct rt_local *loc) {
   struct cg_backend *be = m->be;
   struct rt_layer *L0 = &m->layers[0];
   TRY(be->upload(be, L0->in, loc->feat, (size_t)loc->feat_rows * (size_t)loc->feat_dim * sizeof(float)));
-  if (loc->feat_rows < m->n_tot) TRY(cg_exchange_halo(m->ex, CG_HALO_FORWARD, L0->in, loc->feat_dim));
+  if (loc->feat_rows < m->n_tot) {
+    const struct cg_halo_tag features = {0, 0}; /* layer 0's input, outside training */
+    TRY(cg_exchange_halo(m->ex, CG_HALO_FORWARD, features, L0->in, loc->feat_dim));
+  }
   if (L0->agg_cached) be->spmm(be, m->a, L0->in, loc->feat_dim, L0->agg, loc->feat_dim, loc->feat_dim);
   be->sync(be);
   return CG_OK;
@@ -285,10 +299,14 @@ static int model_inputs_check(const struct rt_local *loc, const struct rt_config
   if (loc->n_train_global < 1)
     return cg_err_set(CG_ERR_ARG, "graph %s has no train vertices (split == 1); cannot train",
                       loc->name);
-  if (rt_local_exchanges(loc) &&
-      (!ex || !ex->halo_begin || !ex->halo_end || !ex->allreduce_grads || !ex->allreduce_host))
+  if (rt_local_exchanges(loc) && !ex)
     return cg_err_set(CG_ERR_ARG, "local problem of %s has halo rows or several ranks but no "
                       "exchange was given", loc->name);
+  /* every member is required (core/exchange.h): the steps call them unchecked */
+  if (ex && (!ex->halo_begin || !ex->halo_end || !ex->allreduce_grads || !ex->allreduce_host ||
+             !ex->counters || !ex->destroy))
+    return cg_err_set(CG_ERR_ARG, "the exchange given for %s lacks members of its table (every "
+                      "member of struct cg_exchange is required)", loc->name);
   return CG_OK;
 }
 

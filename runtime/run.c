@@ -9,7 +9,12 @@
  *   the load and partitioning, nor after the last epoch.
  * - Each is done once per run: the checkpoint read here is the one rt_train restores,
  *   so the file is read (and its CRC computed) once, and what was checked is what is
- *   used. */
+ *   used.
+ * - The checkpoint is checked against the graph as soon as the local problem exists,
+ *   before the backend is opened and training starts; rt_run_dist does the same,
+ *   agreed over the ranks, so that a checkpoint of another graph is one set-up error
+ *   there too, not a failure inside training (rt_train checks it again when it
+ *   restores, for its direct callers). */
 #include <string.h>
 
 #include "core/status.h"
@@ -37,6 +42,7 @@ int rt_run_checked(const struct rt_config *cfg, struct rt_result *res) {
   if (cfg->feat_norm_row) graph_feat_rownorm(&g);
   TRY_GOTO(rt_local_from_graph(&g, cfg->model, &loc), done);
   graph_free(&g); /* the local problem holds what training needs */
+  if (cfg->resume_path) TRY_GOTO(rt_checkpoint_fits_problem(&resume, cfg->resume_path, &loc, cfg), done);
   TRY_GOTO(rt_backend_open(cfg->device, cfg->threads, cfg->tf32, &be), done);
   TRY_GOTO(rt_train_checked(be, &loc, NULL, cfg, cfg->resume_path ? &resume : NULL, res), done);
 done:

@@ -128,8 +128,10 @@ struct rt_local {
   struct cg_csr agg;         /* n_inner x (n_inner + n_halo), GLOBAL-degree weights
                                 (graph_norm_weight) */
   int64_t feat_dim;
-  int64_t feat_rows;         /* n_inner: halo feature rows come from halo_forward at
-                                setup; or n_inner + n_halo: all rows given here */
+  int64_t feat_rows;         /* n_inner: the halo feature rows come from their owners
+                                through one forward halo exchange when the model is
+                                built (rt_model_create); or n_inner + n_halo: all
+                                rows given here */
   float *feat;               /* feat_rows x feat_dim, dense row-major */
   int64_t num_classes;
   int multilabel;
@@ -152,11 +154,13 @@ void rt_local_free(struct rt_local *l); /* accepts a zeroed struct; leaves it ze
 /* ---- communication ----------------------------------------------------------- */
 
 /* The model reaches the other ranks only through the exchange seam (struct
- * cg_exchange, core/exchange.h): a halo exchange is its begin then its end, with the
- * backend synchronised before begin and after end and the time in between counted as
- * comm_s; the flat gradient and a few host values are summed over the ranks; the
- * per-step metrics are deltas of its counters. A single process passes no exchange
- * (NULL): with n_halo == 0 and nranks == 1 the model never calls one. */
+ * cg_exchange, core/exchange.h): a halo exchange is its begin then its end, tagged
+ * with the layer whose rows move and the step's epoch (struct cg_halo_tag; 0 in
+ * evaluation and at set-up), with the backend synchronised before begin and after
+ * end and the time in between counted as comm_s; the flat gradient and a few host
+ * values are summed over the ranks; the per-step metrics are deltas of its counters.
+ * A single process passes no exchange (NULL): with n_halo == 0 and nranks == 1 the
+ * model never calls one. */
 
 /* ---- the model ------------------------------------------------------------- */
 
@@ -200,7 +204,8 @@ struct rt_step_stats {
  * features (halo feature rows through one forward halo exchange of `ex` when
  * loc->feat_rows == n_inner), labels and index arrays; initialises parameters from
  * cfg->seed. `be`, `loc` and `ex` must outlive the model (`ex` may be NULL for one
- * process; it stays the caller's). */
+ * process; it stays the caller's; when given, every member of its table must be set,
+ * CG_ERR_ARG otherwise). */
 int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
                     struct cg_exchange *ex, struct rt_model **out);
 void rt_model_destroy(struct rt_model **m); /* accepts NULL */
@@ -266,7 +271,9 @@ struct rt_checkpoint; /* "checkpoints" below */
  * highest validation accuracy (ties: lower validation loss, then the earlier epoch).
  * `resume` is the checkpoint read from cfg->resume_path (rt_checkpoint_read), given
  * exactly when cfg->resume_path is set (CG_ERR_ARG otherwise): rt_train restores it
- * once the model is built and continues after its epoch. rt_train does not check the
+ * once the model is built (an error when it does not fit the graph or the model;
+ * rt_run and rt_run_dist have checked that before) and continues after its epoch.
+ * rt_train does not check the
  * run's files (rt_run and rt_run_dist do, before loading the graph): a checkpoint or
  * metrics path that cannot be written fails when it is written.
  *
@@ -350,7 +357,8 @@ int rt_checkpoint_write(const char *path, const struct rt_checkpoint *c);
 int rt_checkpoint_read(const char *path, struct rt_checkpoint *c);
 /* Whether checkpoint c (read from `path`) can continue the run cfg describes: the
  * same model shape and epochs left to train (CG_ERR_ARG naming the difference
- * otherwise; the graph is checked once it is loaded, in rt_train). With warn, each
+ * otherwise; the graph and the parameter count are checked once the graph is loaded:
+ * "checkpoints in a run" below). With warn, each
  * other setting that differs (learning rate, dropout, seed, ...) is logged: the
  * continuation is then not the uninterrupted run. */
 int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const struct rt_config *cfg,
@@ -369,15 +377,20 @@ int rt_train_request_stop(void);
  * metrics and graph files are distinct, the metrics file can be created, the
  * checkpoint target is new, /dev/null or an earlier checkpoint (replacing one that
  * the run does not resume from is warned about) — and reads cfg->resume_path once:
- * it must read back and hold the same model shape with epochs left to train. That
- * checkpoint goes to rt_train, which restores it once the model is built (the graph
- * must match; other settings that differ are warned about). Rank 0 writes
+ * it must read back and hold the same model shape with epochs left to train. Once the
+ * graph is loaded and the local problem built, before the backend is opened (rt_run)
+ * or the exchange created (rt_run_dist, every rank agreeing, so that the job reports
+ * one error), the checkpoint must have been written for that graph (checksum,
+ * vertices, features, classes) and hold the parameter count the configuration gives
+ * on it. That checkpoint goes to rt_train, which restores it once the model is built
+ * (other settings that differ are warned about). Rank 0 writes
  * cfg->checkpoint_path after epochs that are multiples of cfg->checkpoint_every and
  * after the last, every rank agreeing on success. */
 
 /* One process, end to end: check the configuration and the run's files, read the
  * checkpoint to resume from, open the graph, normalise features, build the local
- * problem, open the backend, train. `res` may be NULL. */
+ * problem, check the checkpoint against it, open the backend, train. `res` may be
+ * NULL. */
 int rt_run(const struct rt_config *cfg, struct rt_result *res);
 
 #ifdef __cplusplus

@@ -63,6 +63,10 @@ static inline int rt_local_exchanges(const struct rt_local *loc) {
   return loc->n_halo > 0 || loc->nranks > 1;
 }
 
+/* The number of parameters the model for `loc` and `cfg` has (its layout, without
+ * building it): what a checkpoint must hold to continue on this problem. */
+int rt_model_count_params(const struct rt_local *loc, const struct rt_config *cfg, int64_t *n);
+
 /* rt_model_create for a configuration that has passed rt_config_check. */
 int rt_model_build(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
                    struct cg_exchange *ex, struct rt_model **out);
@@ -135,14 +139,23 @@ int rt_checkpoint_probe_target(const char *path, int warn_replace);
 int rt_checkpoint_check_paths(const struct rt_config *cfg);
 /* The checkpoint a run resumes from, read once, before the graph is loaded:
  * cfg->resume_path reads back and rt_checkpoint_fits the run (without warnings; the
- * graph is checked once it is loaded, by rt_checkpoint_restore). Without resume_path
- * *out is zeroed and CG_OK returned. Release with rt_checkpoint_free. */
+ * graph is checked once it is loaded, by rt_checkpoint_fits_problem). Without
+ * resume_path *out is zeroed and CG_OK returned. Release with rt_checkpoint_free. */
 int rt_checkpoint_read_resume(const struct rt_config *cfg, struct rt_checkpoint *out);
 
-/* Continue from checkpoint c, read from `path` (rt_checkpoint_fits with warnings: the
- * same model on the same graph, or an error naming the difference). Fills the model
- * state, the losses so far (r->loss), the result's bookkeeping and *tr; *done gets
- * the checkpoint's epoch. */
+/* Whether checkpoint c, read from `path`, fits the local problem: written for the
+ * same graph (checksum, vertices, features, classes) and holding the parameter count
+ * that cfg's model has on it (rt_model_count_params). CG_ERR_ARG naming the
+ * difference otherwise. Depends only on the whole graph and cfg, so every rank of a
+ * run gets the same answer and message: rt_run and rt_run_dist (agreed over the
+ * ranks) check it before training starts. */
+int rt_checkpoint_fits_problem(const struct rt_checkpoint *c, const char *path,
+                               const struct rt_local *loc, const struct rt_config *cfg);
+
+/* Continue from checkpoint c, read from `path` (rt_checkpoint_fits with warnings and
+ * rt_checkpoint_fits_problem: the same model on the same graph, or an error naming
+ * the difference). Fills the model state, the losses so far (r->loss), the result's
+ * bookkeeping and *tr; *done gets the checkpoint's epoch. */
 int rt_checkpoint_restore(const struct rt_checkpoint *c, const char *path, struct rt_model *m,
                           const struct rt_local *loc, const struct rt_config *cfg, struct rt_result *r,
                           struct rt_train_track *tr, int *done);

@@ -13,8 +13,10 @@
  *    the width the 2-layer GCN exchanges x 4 bytes x 2 directions); allreduce_bytes =
  *    2 ranks x parameters x 4; compute_max_s >= compute_min_s > 0.
  * 3. Set-up errors on 2 ranks print one "capgnn: error:" line for the job and leave
- *    through MPI_Finalize with exit code 1 (no MPI_Abort): a graph no rank finds, and
- *    a --metrics path rank 0 cannot create (found before the graph is opened).
+ *    through MPI_Finalize with exit code 1 (no MPI_Abort): a graph no rank finds, a
+ *    --metrics path rank 0 cannot create (found before the graph is opened), and a
+ *    --resume checkpoint of another graph (found once the graph is loaded, before
+ *    training starts).
  * The runs are a few seconds on synth:small (CPU backend, 1 thread). */
 #include <math.h>
 #include <signal.h>
@@ -281,13 +283,17 @@ int main(int argc, char **argv) {
   }
 
   /* ---- 3. agreed set-up errors: one line, clean exit ---- */
-  const char *bad[2] = {"--graph %s/missing.cgr", "--graph synth:tiny --metrics %s/nodir/m.jsonl"};
-  const char *want[2] = {"missing.cgr", "cannot create metrics file"};
-  for (int k = 0; k < 2; k++) {
+  const char *bad[3] = {"--graph %s/missing.cgr --epochs 1",
+                        "--graph synth:tiny --metrics %s/nodir/m.jsonl --epochs 1",
+                        /* the 4-epoch checkpoint of synth:small above, on another graph */
+                        "--graph synth:tiny --epochs 8 --resume %s/half.ckpt"};
+  const char *want[3] = {"missing.cgr", "cannot create metrics file",
+                         "the checkpoint was written for graph small"};
+  for (int k = 0; k < 3; k++) {
     char opt[1024];
     snprintf(opt, sizeof opt, bad[k], g_dir);
     snprintf(log, sizeof log, "%s/bad%d.log", g_dir, k);
-    snprintf(cmd, sizeof cmd, "%s -n 2 %s %s %s --epochs 1 --device cpu --threads 1 --no-part-cache --quiet",
+    snprintf(cmd, sizeof cmd, "%s -n 2 %s %s %s --device cpu --threads 1 --no-part-cache --quiet",
              mpiexec, mpi, capgnn, opt);
     int rc = run(cmd, log);
     char *out = slurp(log);

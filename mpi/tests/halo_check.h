@@ -41,8 +41,9 @@ uint64_t hc_halo_workout(const struct hc_case *k, struct cg_backend *be, struct 
 
 /* The same workout through the seam: ex (comm_exchange_create over k->l.plan and be)
  * must give exactly what comm_halo gives, so with the same salt the hash equals
- * hc_halo_workout's. Also checks the seam's counters (halo bytes = forward + backward
- * bytes sent, no all-reduce bytes, no cache). */
+ * hc_halo_workout's, whatever tags the calls carry (they vary with the direction
+ * and the width; the plain exchange ignores them). Also checks the seam's counters
+ * (halo bytes = forward + backward bytes sent, no all-reduce bytes, no cache). */
 uint64_t hc_exchange_workout(const struct hc_case *k, struct cg_backend *be, struct cg_exchange *ex,
                              int64_t cols, uint64_t salt);
 

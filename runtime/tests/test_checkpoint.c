@@ -3,7 +3,8 @@
  * checkpoint files after E epochs are byte-identical, and so are the per-epoch
  * losses and the best-epoch summary); checkpoints that do not fit the run, or that
  * are damaged, are refused with a message naming the problem; a checkpoint that
- * cannot be written fails the run. CPU backend, 2 threads. */
+ * cannot be written fails the run; the header's doubles (best and final accuracies)
+ * read back bit for bit. CPU backend, 2 threads. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -209,6 +210,13 @@ static void test_mismatch_and_damage(void **state) {
   rt_checkpoint_free(&c);
   cfg.resume_path = bad;
   expect_resume_error(&cfg, CG_ERR_FORMAT, "best_epoch");
+  /* the same graph and model shape but another parameter count: refused before
+   * training (rt_checkpoint_fits_problem), not read past the end of its arrays */
+  assert_int_equal(rt_checkpoint_read(ck, &c), CG_OK);
+  c.num_params -= 1;
+  assert_int_equal(rt_checkpoint_write(bad, &c), CG_OK);
+  rt_checkpoint_free(&c);
+  expect_resume_error(&cfg, CG_ERR_ARG, "parameters, this model");
   free(b);
 }
 
@@ -228,6 +236,71 @@ static void test_write_failure(void **state) {
   cg_err_clear();
 }
 
+/* The header's doubles read back bit for bit: a resumed run compares its evaluations
+ * with the best so far, so a best_val_acc one ulp off can pick another best epoch than
+ * the uninterrupted run. The values are ones that 15 significant digits do not
+ * preserve (what cJSON prints when they round-trip within its epsilon). */
+static void test_header_doubles_exact(void **state) {
+  (void)state;
+  const double v[7] = {41.0 / 46.0, 1.1 * 1.1, 0.1 + 0.2, 0.7 + 0.1, 29.0 / 31.0, 0.3 - 0.1,
+                       1.0 - 0x1p-53};
+  for (int i = 0; i < 7; i++) { /* the test means something only if 15 digits lose them */
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.15g", v[i]);
+    if (strtod(buf, NULL) == v[i]) fail_msg("value %d (%.17g) survives 15 digits", i, v[i]);
+  }
+  float params[4] = {1.0f, -2.0f, 0.5f, 0.25f}, am[4] = {0}, av[4] = {0};
+  double loss[3] = {1.0 / 3.0, 41.0 / 46.0, 0.1 + 0.2};
+  struct rt_checkpoint c;
+  memset(&c, 0, sizeof c);
+  snprintf(c.graph, sizeof c.graph, "%s", "exact");
+  snprintf(c.device, sizeof c.device, "%s", "cpu");
+  c.layers = 2;
+  c.hidden = 4;
+  c.eval_every = 1;
+  c.ranks = 1;
+  c.epoch = 3;
+  c.steps = 3;
+  c.num_params = 4;
+  c.params = params;
+  c.adam_m = am;
+  c.adam_v = av;
+  c.loss = loss;
+  c.best_epoch = 2;
+  c.best_val_acc = v[0];
+  c.best_val_loss = v[1];
+  c.test_acc_at_best_val = v[2];
+  c.final_train_acc = v[3];
+  c.final_val_acc = v[4];
+  c.final_test_acc = v[5];
+  c.last_val_acc = v[6];
+  char p[256];
+  path(p, sizeof p, "exact.ckpt");
+  assert_int_equal(rt_checkpoint_write(p, &c), CG_OK);
+  struct rt_checkpoint r;
+  assert_int_equal(rt_checkpoint_read(p, &r), CG_OK);
+  const double got[7] = {r.best_val_acc, r.best_val_loss, r.test_acc_at_best_val, r.final_train_acc,
+                         r.final_val_acc, r.final_test_acc, r.last_val_acc};
+  const char *names[7] = {"best_val_acc", "best_val_loss", "test_acc_at_best_val", "final_train_acc",
+                          "final_val_acc", "final_test_acc", "last_val_acc"};
+  for (int i = 0; i < 7; i++)
+    if (memcmp(&got[i], &v[i], sizeof(double)) != 0)
+      fail_msg("%s: wrote %.17g, read back %.17g", names[i], v[i], got[i]);
+  assert_int_equal(r.best_epoch, 2);
+  rt_checkpoint_free(&r);
+  /* non-finite values are not JSON: null, read back as "none" */
+  c.best_epoch = 0;
+  c.best_val_acc = c.test_acc_at_best_val = c.final_val_acc = NAN;
+  c.best_val_loss = INFINITY;
+  assert_int_equal(rt_checkpoint_write(p, &c), CG_OK);
+  assert_int_equal(rt_checkpoint_read(p, &r), CG_OK);
+  assert_true(isnan(r.best_val_acc) && isnan(r.test_acc_at_best_val) && isnan(r.final_val_acc));
+  assert_true(isinf(r.best_val_loss) && r.best_val_loss > 0);
+  assert_true(r.final_train_acc == v[3]);
+  rt_checkpoint_free(&r);
+  printf("  header doubles read back bit for bit (%.17g, ...); NaN and inf as null\n", v[0]);
+}
+
 static int teardown(void **state) {
   (void)state;
   char cmd[300];
@@ -243,6 +316,7 @@ int main(void) {
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_resume_is_bit_exact),
                                      cmocka_unit_test(test_mismatch_and_damage),
-                                     cmocka_unit_test(test_write_failure)};
+                                     cmocka_unit_test(test_write_failure),
+                                     cmocka_unit_test(test_header_doubles_exact)};
   return cmocka_run_group_tests(tests, NULL, teardown);
 }

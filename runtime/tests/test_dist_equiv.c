@@ -13,7 +13,11 @@
  * dense synthetic graph. Also checked per case: each rank holds only its inner + halo feature
  * rows after set-up, and the halo bytes counted in a training step equal the bytes
  * modelled from the partition (sum of halo rows x the widths the model exchanges x
- * 4 bytes x 2 directions).
+ * 4 bytes x 2 directions), and the tags the model puts on its halo exchanges
+ * (core/exchange.h): the features once at set-up as layer 0 outside training, then
+ * per step layers 1..L-1 forward and L-1..1 backward with the step's epoch, and
+ * evaluation's forward with epoch 0; every end repeats its begin's tag. An exchange
+ * whose table lacks a member is refused by rt_model_create.
  *
  * Why the seed matters (measured, not guessed): reassociation changes values by
  * ~1e-7 relative; a ReLU input within that distance of 0 takes the other branch on
@@ -78,6 +82,87 @@ struct run_out {
   struct rt_eval ev;
   int64_t widths_sum; /* sum over layers l > 0 of the width layer l exchanges */
 };
+
+/* ---- a recording exchange: forwards to the real one, logs the tags ---- */
+
+#define TAG_LOG_MAX 4096
+struct tag_entry {
+  enum cg_halo_dir dir;
+  struct cg_halo_tag tag;
+};
+struct tag_recorder {
+  struct cg_exchange ex; /* first: the seam's table */
+  struct cg_exchange *inner; /* not owned */
+  struct tag_entry log[TAG_LOG_MAX];
+  int n, open; /* entries; 1 while a begin awaits its end */
+};
+
+static struct tag_recorder *rec_of(struct cg_exchange *ex) { return (struct tag_recorder *)ex; }
+
+static int rec_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
+                     int64_t cols) {
+  struct tag_recorder *r = rec_of(ex);
+  CHECK(!r->open && r->n < TAG_LOG_MAX, "halo_begin with %d entries, one open: %d", r->n, r->open);
+  r->log[r->n++] = (struct tag_entry){dir, tag};
+  r->open = 1;
+  return r->inner->halo_begin(r->inner, dir, tag, x, cols);
+}
+static int rec_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
+                   int64_t cols) {
+  struct tag_recorder *r = rec_of(ex);
+  CHECK(r->open, "halo_end without a begin");
+  const struct tag_entry *b = &r->log[r->n - 1];
+  CHECK(b->dir == dir && b->tag.layer == tag.layer && b->tag.epoch == tag.epoch,
+        "halo_end(dir %d, layer %d, epoch %u) does not match its begin (dir %d, layer %d, epoch %u)",
+        (int)dir, tag.layer, tag.epoch, (int)b->dir, b->tag.layer, b->tag.epoch);
+  r->open = 0;
+  return r->inner->halo_end(r->inner, dir, tag, x, cols);
+}
+static int rec_grads(struct cg_exchange *ex, float *buf, int64_t n) {
+  return rec_of(ex)->inner->allreduce_grads(rec_of(ex)->inner, buf, n);
+}
+static int rec_host(struct cg_exchange *ex, double *v, int n, enum cg_reduce op) {
+  return rec_of(ex)->inner->allreduce_host(rec_of(ex)->inner, v, n, op);
+}
+static void rec_counters(const struct cg_exchange *ex, struct cg_exchange_counters *out) {
+  const struct tag_recorder *r = (const struct tag_recorder *)ex;
+  r->inner->counters(r->inner, out);
+}
+static void rec_destroy(struct cg_exchange *ex) { (void)ex; } /* the test owns both */
+
+static void rec_init(struct tag_recorder *r, struct cg_exchange *inner) {
+  memset(r, 0, sizeof *r);
+  r->inner = inner;
+  r->ex.halo_begin = rec_begin;
+  r->ex.halo_end = rec_end;
+  r->ex.allreduce_grads = rec_grads;
+  r->ex.allreduce_host = rec_host;
+  r->ex.counters = rec_counters;
+  r->ex.destroy = rec_destroy;
+}
+
+/* The tags run_model's calls must carry: set-up (the features, when the rank has halo
+ * rows to fetch), rt_model_loss_grad at epoch 1, the steps 1..epochs, evaluation. */
+static void rec_expect(const struct tag_recorder *r, const struct rt_local *loc, int layers, int epochs) {
+  struct tag_entry want[TAG_LOG_MAX];
+  int n = 0;
+  if (loc->feat_rows < loc->n_inner + loc->n_halo) want[n++] = (struct tag_entry){CG_HALO_FORWARD, {0, 0}};
+  if (loc->n_halo > 0 || loc->nranks > 1) {
+    for (int pass = 0; pass <= epochs + 1; pass++) {
+      const uint32_t epoch = pass == epochs + 1 ? 0u : (uint32_t)(pass == 0 ? 1 : pass);
+      for (int l = 1; l < layers; l++) want[n++] = (struct tag_entry){CG_HALO_FORWARD, {l, epoch}};
+      if (pass <= epochs)
+        for (int l = layers - 1; l >= 1; l--) want[n++] = (struct tag_entry){CG_HALO_BACKWARD, {l, epoch}};
+    }
+  }
+  CHECK(r->n == n, "%d halo exchanges recorded, %d expected", r->n, n);
+  for (int i = 0; i < n; i++)
+    CHECK(r->log[i].dir == want[i].dir && r->log[i].tag.layer == want[i].tag.layer &&
+              r->log[i].tag.epoch == want[i].tag.epoch,
+          "halo exchange %d: dir %d, layer %d, epoch %u; expected dir %d, layer %d, epoch %u", i,
+          (int)r->log[i].dir, r->log[i].tag.layer, r->log[i].tag.epoch, (int)want[i].dir,
+          want[i].tag.layer, want[i].tag.epoch);
+}
 
 static void run_model(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
                       const struct rt_config *cfg, struct run_out *o) {
@@ -212,7 +297,19 @@ static void run_case(const struct tcase *tc) {
   struct cg_exchange *ex = NULL;
   OK(cg_backend_cpu_create(1, &be));
   OK(rt_dist_bind(d, be, &cfg, &ex));
-  run_model(be, loc, ex, &cfg, &dist);
+  static struct tag_recorder rec; /* large: not on the stack */
+  rec_init(&rec, ex);
+  { /* every member of the table is required: one missing is refused, before any call */
+    struct rt_model *m = NULL;
+    rec.ex.counters = NULL;
+    CHECK(rt_model_create(be, loc, &cfg, &rec.ex, &m) == CG_ERR_ARG && m == NULL &&
+              strstr(cg_err_msg(), "lacks members") != NULL,
+          "an exchange without counters was accepted: %s", cg_err_msg());
+    cg_err_clear();
+    rec.ex.counters = rec_counters;
+  }
+  run_model(be, loc, &rec.ex, &cfg, &dist);
+  rec_expect(&rec, loc, cfg.layers, cfg.epochs);
 
   /* ---- compare ---- */
   double worst_loss = 0.0, worst_w = 0.0;
