@@ -35,8 +35,8 @@
  * l > 0 exchanges its hidden input or the narrower transformed rows, never more than
  * `hidden` columns), the flat gradient all-reduce (created at the first all-reduce,
  * when the parameter count is known; all ranks reach it together), host all-reduces,
- * and the byte counters of comm_stats (bytes SENT by this rank, so that the sum over
- * ranks is the traffic).
+ * and its own byte counters since it was created (bytes SENT by this rank, so that the
+ * sum over ranks is the traffic).
  *
  * Failures inside the exchange are returned (status + a message naming the failing
  * call; the log prefix names the rank); the caller of rt_train must then end the job

@@ -197,8 +197,9 @@ static void check_own_counters(struct comm *c, struct cg_backend *be) {
   be->fill(be, x, (k.l.n_inner + k.l.n_halo) * cols, 1.0f);
   be->fill(be, buf, n, 1.0f);
   for (int round = 1; round <= 2; round++) {
-    MT_OK(cg_exchange_halo(ex, CG_HALO_FORWARD, x, cols));
-    MT_OK(cg_exchange_halo(ex, CG_HALO_BACKWARD, x, cols));
+    const struct cg_halo_tag tag = {1, (uint32_t)round};
+    MT_OK(cg_exchange_halo(ex, CG_HALO_FORWARD, tag, x, cols));
+    MT_OK(cg_exchange_halo(ex, CG_HALO_BACKWARD, tag, x, cols));
     MT_OK(ex->allreduce_grads(ex, buf, n));
     ex->counters(ex, &e1);
     /* between two reads: the other objects exchange, the comm's counters are cleared */
