@@ -184,6 +184,55 @@ int comm_allgather_i64(struct comm *c, int64_t value, int64_t *out);
  * lowest failing rank. Lets every rank leave a failed setup together. */
 int comm_agree(struct comm *c, int status, const char *what);
 
+/* ---- measurement helpers (mpi/probe.c; the link benchmarks of rapa/ use them) --- */
+
+/* Barrier over the ranks of this rank's physical host (comm_host_local_size ranks,
+ * whatever CAPGNN_EMULATE_NODES says): lets the ranks of one host take turns on its
+ * shared CPUs and GPUs. Collective over the host. */
+int comm_host_barrier(struct comm *c);
+
+/* Gather one NUL-terminated string from every rank at `root`. On root, *out gets an
+ * array of comm_size(c) strings (rank order, each cg_malloc'ed; release with
+ * comm_texts_free(*out, comm_size(c))); elsewhere *out is NULL. Strings up to 1 GiB.
+ * Collective over the world; on any rank's error every rank returns an error. */
+int comm_gather_text(struct comm *c, const char *text, int root, char ***out);
+void comm_texts_free(char **texts, int n); /* accepts NULL */
+
+/* A blocking ping-pong of `bytes` bytes between this rank and `peer` (both call it
+ * with the same bytes and reps; ranks other than the two do not take part). The lower
+ * rank of the two is the initiator: per repetition it sends sbuf and receives the
+ * echo into rbuf; the other receives into rbuf and sends rbuf back. After the call,
+ * rbuf holds the initiator's sbuf on both ranks (the caller checks it: the payload
+ * went there and back). seconds[r] (reps entries) is repetition r's round-trip time
+ * on this rank's monotonic clock, synchronising the backend stream first on the
+ * device paths. Paths:
+ *  COMM_PATH_HOST      MPI_Send/MPI_Recv on host memory (`be` may be NULL);
+ *  COMM_PATH_MPI_CUDA  the same on device pointers of `be` (a CUDA backend); needs a
+ *                      CUDA-aware MPI (comm_lib_info), CG_ERR_UNSUPPORTED otherwise;
+ *  COMM_PATH_NCCL      ncclSend/ncclRecv on be's stream; needs NCCL running, i.e. a
+ *                      comm_path_resolve over `be` that answered COMM_PATH_NCCL
+ *                      (CG_ERR_UNSUPPORTED otherwise).
+ * 1 <= bytes <= 2^30, reps >= 1, peer a rank other than this one (CG_ERR_ARG). A
+ * failure of the transport returns CG_ERR_MPI (or CG_ERR_CUDA); the peer may then be
+ * left waiting, so treat it like a failure inside a step (comm_abort). */
+int comm_pingpong(struct comm *c, struct cg_backend *be, enum comm_path path, int peer,
+                  const void *sbuf, void *rbuf, size_t bytes, int reps, double *seconds);
+
+/* What can be learnt about the communication libraries on this rank. */
+struct comm_lib_info {
+  char mpi_library[256];    /* MPI_Get_library_version, first line ("Open MPI v4.1.4, ...") */
+  int mpi_version, mpi_subversion; /* MPI standard, e.g. 3.1 */
+  int cuda_aware;           /* MPI takes device pointers (see comm_set_path) */
+  char cuda_aware_how[160]; /* where that answer came from */
+  int nccl_version;         /* ncclGetVersion (e.g. 22703), 0 when the build has no NCCL */
+  /* The transport as far as the environment tells it: Open MPI's OMPI_MCA_pml and
+   * OMPI_MCA_btl, UCX_TLS when set, and the InfiniBand devices under
+   * /sys/class/infiniband ("none" when there are none). */
+  char transport[256];
+};
+/* Local (not collective). */
+int comm_lib_info(struct comm *c, struct comm_lib_info *out);
+
 /* ---- counters -------------------------------------------------------------- */
 
 struct comm_stats {

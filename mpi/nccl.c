@@ -126,6 +126,26 @@ int comm_nccl_allreduce(struct comm *c, struct cg_backend *be, float *buf, int64
   return CG_OK;
 }
 
+int comm_nccl_roundtrip(struct comm *c, struct cg_backend *be, int initiator, int peer,
+                        const void *sbuf, void *rbuf, size_t bytes) {
+  ncclComm_t nc = (ncclComm_t)c->nccl;
+  cudaStream_t s = cg_cuda_stream(be);
+  if (initiator) {
+    COMM_NCCL_TRY(ncclSend(sbuf, bytes, ncclChar, peer, nc, s));
+    COMM_NCCL_TRY(ncclRecv(rbuf, bytes, ncclChar, peer, nc, s));
+  } else {
+    COMM_NCCL_TRY(ncclRecv(rbuf, bytes, ncclChar, peer, nc, s));
+    COMM_NCCL_TRY(ncclSend(rbuf, bytes, ncclChar, peer, nc, s));
+  }
+  return CG_OK;
+}
+
+int comm_nccl_version(void) {
+  int v = 0;
+  if (ncclGetVersion(&v) != ncclSuccess) v = 0;
+  return v;
+}
+
 #else /* !CAPGNN_HAVE_NCCL */
 
 int comm_nccl_start(struct comm *c, int dev) {
@@ -139,5 +159,11 @@ int comm_nccl_exchange(struct comm *c, struct cg_backend *be, int n, const int *
 int comm_nccl_allreduce(struct comm *c, struct cg_backend *be, float *buf, int64_t n) {
   return cg_err_set(CG_ERR_UNSUPPORTED, "comm_nccl_allreduce: this build has no NCCL");
 }
+
+int comm_nccl_roundtrip(struct comm *c, struct cg_backend *be, int initiator, int peer,
+                        const void *sbuf, void *rbuf, size_t bytes) {
+  return cg_err_set(CG_ERR_UNSUPPORTED, "comm_nccl_roundtrip: this build has no NCCL");
+}
+int comm_nccl_version(void) { return 0; }
 
 #endif /* CAPGNN_HAVE_NCCL */

@@ -23,4 +23,12 @@ int comm_nccl_exchange(struct comm *c, struct cg_backend *be, int n, const int *
 /* In-place sum of n floats over the world on the backend's stream. */
 int comm_nccl_allreduce(struct comm *c, struct cg_backend *be, float *buf, int64_t n);
 
+/* One round trip of `bytes` bytes with `peer` on the backend's stream (enqueued; the
+ * caller synchronises): the initiator sends sbuf then receives into rbuf, the other
+ * receives into rbuf then sends rbuf back. */
+int comm_nccl_roundtrip(struct comm *c, struct cg_backend *be, int initiator, int peer,
+                        const void *sbuf, void *rbuf, size_t bytes);
+/* ncclGetVersion, 0 without NCCL in the build (or when it fails). */
+int comm_nccl_version(void);
+
 #endif

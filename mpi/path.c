@@ -100,7 +100,7 @@ static int have_nccl(void) {
 
 /* Whether MPI accepts device pointers; asked once. CAPGNN_MPI_CUDA_AWARE=1|0 overrides
  * the library's answer (for MPIs without Open MPI's query, or to test the fallback). */
-static int mpi_cuda_aware(struct comm *c) {
+int comm_mpi_cuda_aware(struct comm *c) {
   if (c->cuda_aware >= 0) return c->cuda_aware;
   int aware = 0;
   c->cuda_aware_how =
@@ -217,7 +217,7 @@ int comm_path_select(struct comm *c, struct cg_backend *be, struct comm_sel *sel
   f[F_NOT_CUDA] = cls != BE_CUDA;
   f[F_CUDA] = cls == BE_CUDA;
   f[F_DEVICE] = cls != BE_HOST;
-  f[F_UNAWARE] = cls == BE_CUDA && !mpi_cuda_aware(c);
+  f[F_UNAWARE] = cls == BE_CUDA && !comm_mpi_cuda_aware(c);
   f[F_REQ_MAX] = (int)c->path_req;
   f[F_REQ_NEGMIN] = -(int)c->path_req;
   f[F_FAILED] = st < 0;

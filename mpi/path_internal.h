@@ -22,4 +22,9 @@ struct comm_sel {
  * world; errors are agreed (every rank fails together). */
 int comm_path_select(struct comm *c, struct cg_backend *be, struct comm_sel *sel);
 
+/* Whether MPI accepts device pointers (1) or not (0), asked once and cached in c
+ * (c->cuda_aware, c->cuda_aware_how says where the answer came from):
+ * CAPGNN_MPI_CUDA_AWARE=1|0 overrides Open MPI's MPIX_Query_cuda_support(). Local. */
+int comm_mpi_cuda_aware(struct comm *c);
+
 #endif
