@@ -21,6 +21,9 @@ static const struct capgnn_command commands[] = {
 #ifdef CAPGNN_HAVE_CMD_PARTITION
     {"partition", cmd_partition, "partition a graph for several ranks and save the partition set"},
 #endif
+#ifdef CAPGNN_HAVE_CMD_PROFILE
+    {"profile", cmd_profile, "measure every rank's device and link; keep the profile; write a report"},
+#endif
     {"convert", cmd_convert, "convert a dataset (DGL Reddit, OGB, GraphSAINT, edge list) to .cgr"},
     {"info", cmd_info, "print a dataset's sizes, split, degrees and checksum status"},
     {"gen", cmd_gen, "write a synthetic graph to a .cgr file"},

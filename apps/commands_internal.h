@@ -65,5 +65,8 @@ int cmd_partition(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+/* apps/cmd_profile.c (built in with rapa/, which defines CAPGNN_HAVE_CMD_PROFILE):
+ * device and link profiles, the report. */
+int cmd_profile(int argc, char **argv);
 
 #endif

@@ -672,6 +672,13 @@ static int cpu_detect_avx2(void) {
 #endif
 }
 
+int cg_backend_cpu_threads(const struct cg_backend *be) {
+  if (!be || be->kind != CG_DEVICE_CPU || !be->destroy || be->destroy != cpu_destroy) return 0;
+  return ((const struct cpu_impl *)be->impl)->threads;
+}
+
+const char *cg_backend_cpu_blas_info(void) { return openblas_get_config(); }
+
 int cg_backend_cpu_create(int threads, struct cg_backend **out) {
   *out = NULL;
   struct cg_backend *be = cg_calloc(1, sizeof *be, "CPU backend");

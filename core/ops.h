@@ -142,6 +142,11 @@ struct cg_backend {
 /* The CPU backend (always available). threads <= 0 means OpenMP's default.
  * GEMM goes to OpenBLAS; its thread count is set to the same value. */
 int cg_backend_cpu_create(int threads, struct cg_backend **out);
+/* Threads of a CPU backend (the resolved count: never 0), 0 for any other backend. */
+int cg_backend_cpu_threads(const struct cg_backend *be);
+/* The BLAS library behind the CPU backend's GEMM, as it describes itself (OpenBLAS's
+ * openblas_get_config(): version, target, threading). */
+const char *cg_backend_cpu_blas_info(void);
 /* Calls be->destroy and sets *be to NULL; accepts NULL. */
 void cg_backend_destroy(struct cg_backend **be);
 

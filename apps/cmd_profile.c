@@ -1,0 +1,188 @@
+/* apps/cmd_profile.c — `mpirun -np P capgnn profile [options]`: every rank profiles
+ * its device (rapa/rapa.h), rank 0 gathers, prints an nccl-tests style table and
+ * writes the JSON and the HTML report. Usage errors exit 2 (before MPI starts when
+ * they do not depend on the rank count), runtime failures 1. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/commands_internal.h"
+#include "core/log.h"
+#include "core/outfile.h"
+#include "core/status.h"
+#include "mpi/comm.h"
+#include "rapa/rapa.h"
+
+#define MAX_LIST 1024
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: mpirun -np P capgnn profile [options]\n"
+          "\n"
+          "Every rank measures its device (GEMM at the model's shapes and a size sweep, SpMM on a\n"
+          "Reddit-shaped synthetic operator at widths 16..602, host/device copies pageable and\n"
+          "pinned from 4 KiB to 1 GiB, copies inside the device and between GPUs) and every pair\n"
+          "of ranks its link (MPI ping-pong on host and device buffers, NCCL send/recv, the\n"
+          "gradient all-reduce); rank 0 prints a table, writes the profile and a report, and logs\n"
+          "each rank's relative capability. A device's profile is kept in the cache folder and\n"
+          "reused by later runs.\n"
+          "\n"
+          "  --device cpu|cuda|auto   backend of every rank (default auto: CUDA when every rank\n"
+          "                           sees a GPU)\n"
+          "  --threads N[,N...]       CPU threads per rank: one value for all ranks, or one per\n"
+          "                           rank (rank r takes the r-th); 0 = OpenMP's default\n"
+          "  --gpu-share P[,P...]     CUDA: limit each rank to P %% of its GPU's SMs through MPS\n"
+          "                           (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, set before the CUDA\n"
+          "                           context; the MPS daemon must run); one value or one per rank\n"
+          "  --quick                  smaller sweeps (copies up to 16 MiB) and a smaller SpMM graph\n"
+          "  --refresh                measure even when the cache holds a profile\n"
+          "  --json FILE              write the whole profile (docs/profile.md)\n"
+          "  --html FILE              write the report (self-contained HTML, inline SVG charts)\n"
+          "  --cache DIR              cache folder (default $CAPGNN_CACHE, else .capgnn-cache)\n"
+          "  --spmm-graph SPEC        SpMM operator (default synth:reddit:scale=0.1, --quick 0.02)\n"
+          "  --rows N                 rows of the model-shape GEMMs (default 32768, --quick 4096)\n"
+          "  --hidden N               hidden width of the model (default 256)\n"
+          "  -h, --help               this help\n");
+}
+
+#define usage_error(...) cli_usage_error("profile", __VA_ARGS__)
+
+/* "2,1,4" -> values; each in [lo, hi]. */
+static int parse_list(const char *opt, const char *s, int lo, int hi, int *v, int *n) {
+  *n = 0;
+  const char *p = s;
+  while (*p) {
+    char word[32];
+    size_t len = strcspn(p, ",");
+    if (len == 0 || len >= sizeof word || *n >= MAX_LIST)
+      return usage_error("%s '%s': expected a comma-separated list of integers in [%d, %d]", opt, s, lo, hi);
+    memcpy(word, p, len);
+    word[len] = '\0';
+    if (cli_parse_int_in("profile", opt, word, lo, hi, &v[*n]) != 0) return CAPGNN_EXIT_USAGE;
+    (*n)++;
+    p += len;
+    if (*p == ',') {
+      p++;
+      if (!*p) return usage_error("%s '%s': a list may not end with a comma", opt, s);
+    }
+  }
+  if (*n == 0) return usage_error("%s: empty list", opt);
+  return 0;
+}
+
+enum { OPT_DEVICE = 256, OPT_THREADS, OPT_SHARE, OPT_QUICK, OPT_REFRESH, OPT_JSON, OPT_HTML, OPT_CACHE, OPT_SPMM,
+       OPT_ROWS, OPT_HIDDEN };
+
+int cmd_profile(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"device", required_argument, NULL, OPT_DEVICE}, {"threads", required_argument, NULL, OPT_THREADS},
+      {"gpu-share", required_argument, NULL, OPT_SHARE}, {"quick", no_argument, NULL, OPT_QUICK},
+      {"refresh", no_argument, NULL, OPT_REFRESH},      {"json", required_argument, NULL, OPT_JSON},
+      {"html", required_argument, NULL, OPT_HTML},      {"cache", required_argument, NULL, OPT_CACHE},
+      {"spmm-graph", required_argument, NULL, OPT_SPMM}, {"rows", required_argument, NULL, OPT_ROWS},
+      {"hidden", required_argument, NULL, OPT_HIDDEN},  {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  struct rapa_run_opts o;
+  rapa_run_opts_default(&o);
+  o.device = "auto";
+  static int threads[MAX_LIST], shares[MAX_LIST];
+  int nthreads = 0, nshares = 0, rc = 0, c;
+  const char *json = NULL, *html = NULL;
+  int64_t rows = 0, hidden = 256;
+  optind = 1;
+  opterr = 0;
+  while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+    if ((rc = cli_check_value("profile", argc, argv, optind, optarg)) != 0) break;
+    switch (c) {
+      case 'h': usage(stdout); return CAPGNN_EXIT_OK;
+      case OPT_DEVICE:
+        if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda") && strcmp(optarg, "auto"))
+          rc = usage_error("--device '%s': expected cpu, cuda or auto", optarg);
+        o.device = optarg;
+        break;
+      case OPT_THREADS: rc = parse_list("--threads", optarg, 0, 4096, threads, &nthreads); break;
+      case OPT_SHARE: rc = parse_list("--gpu-share", optarg, 1, 100, shares, &nshares); break;
+      case OPT_QUICK: o.quick = 1; break;
+      case OPT_REFRESH: o.refresh = 1; break;
+      case OPT_JSON: json = optarg; break;
+      case OPT_HTML: html = optarg; break;
+      case OPT_CACHE: o.cache_dir = optarg; break;
+      case OPT_SPMM: o.spmm_graph = optarg; break;
+      case OPT_ROWS:
+        rc = cli_parse_i64("profile", "--rows", optarg, &rows);
+        if (rc == 0 && (rows < 1 || rows > (1 << 24))) rc = usage_error("--rows %s: expected 1 .. 16777216", optarg);
+        break;
+      case OPT_HIDDEN:
+        rc = cli_parse_i64("profile", "--hidden", optarg, &hidden);
+        if (rc == 0 && (hidden < 1 || hidden > 65536)) rc = usage_error("--hidden %s: expected 1 .. 65536", optarg);
+        break;
+      case ':': rc = usage_error("option '%s' needs a value", name); break;
+      default: rc = cli_bad_option("profile", name, longopts); break;
+    }
+  }
+  cli_options_done();
+  if (rc) return rc;
+  if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+  if (nshares && !strcmp(o.device, "cpu"))
+    return usage_error("--gpu-share applies to GPU ranks: use --device cuda (or auto) with it");
+  if (json && !json[0]) return usage_error("--json: empty file name");
+  if (html && !html[0]) return usage_error("--html: empty file name");
+  if (json && html && !strcmp(json, html)) return usage_error("--json and --html name the same file '%s'", json);
+  o.rows = rows;
+  o.hidden = hidden;
+  if (json && cg_outfile_probe(json, "profile") != CG_OK) return cli_runtime_error();
+  if (html && cg_outfile_probe(html, "HTML report") != CG_OK) return cli_runtime_error();
+
+  char command[2048];
+  int k = snprintf(command, sizeof command, "capgnn profile");
+  for (int i = 1; i < argc && k > 0 && (size_t)k < sizeof command; i++)
+    k += snprintf(command + k, sizeof command - (size_t)k, " %s", argv[i]);
+
+  struct comm *cm = NULL;
+  if (comm_init(NULL, NULL, &cm) != CG_OK) {
+    fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
+    comm_abort(NULL, CAPGNN_EXIT_FAILURE);
+  }
+  const int rank = comm_rank(cm), P = comm_size(cm);
+  if ((nthreads > 1 && nthreads != P) || (nshares > 1 && nshares != P)) {
+    if (rank == 0)
+      usage_error("%s has %d values but the job has %d rank%s: give one value for all ranks or one per rank",
+                  nthreads > 1 && nthreads != P ? "--threads" : "--gpu-share",
+                  nthreads > 1 && nthreads != P ? nthreads : nshares, P, P == 1 ? "" : "s");
+    comm_finalize(&cm);
+    return CAPGNN_EXIT_USAGE;
+  }
+  if (P > 1) {
+    size_t u = strlen(command);
+    snprintf(command + u, sizeof command - u, " (%d ranks)", P);
+  }
+  o.command = command;
+  o.threads = nthreads ? threads[nthreads == 1 ? 0 : rank] : 0;
+  o.share_pct = nshares ? shares[nshares == 1 ? 0 : rank] : 0;
+  int st = o.share_pct ? rapa_mps_share_set(o.share_pct) : CG_OK;
+  st = comm_agree(cm, st, "setting the MPS share (--gpu-share)");
+  struct rapa_profile *prof = NULL;
+  if (st == CG_OK) st = rapa_profile_run(cm, &o, &prof);
+  if (st == CG_OK && rank == 0) {
+    rapa_report_text(prof, stdout);
+    fflush(stdout);
+    if (json && (st = rapa_profile_save(prof, json)) == CG_OK) LOG_INFO("profile", "wrote the profile to %s", json);
+    if (st == CG_OK && html && (st = rapa_report_html(prof, html)) == CG_OK)
+      LOG_INFO("profile", "wrote the report to %s", html);
+  }
+  /* one line: the lowest failing rank's own message (the ranks usually fail alike) */
+  char msg[2048];
+  snprintf(msg, sizeof msg, "%s", cg_err_msg()[0] ? cg_err_msg() : cg_status_str(st));
+  double first = st < 0 ? rank : P;
+  if (comm_allreduce_host(cm, &first, 1, COMM_MIN) != CG_OK) first = rank;
+  if (first < P && (int)first == rank) {
+    if (rank > 0) fprintf(stderr, "capgnn: error: rank %d: %s\n", rank, msg);
+    else fprintf(stderr, "capgnn: error: %s\n", msg);
+  }
+  const int agreed = first < P ? CG_ERR_INTERNAL : CG_OK;
+  rapa_profile_destroy(&prof);
+  comm_finalize(&cm);
+  return agreed < 0 ? CAPGNN_EXIT_FAILURE : CAPGNN_EXIT_OK;
+}

@@ -1,0 +1,116 @@
+/* rapa/rapa_internal.h — private to rapa/: the device timer, the CUDA parts (pinned
+ * memory, peer copies, device facts), machine context, link measurement through a
+ * small transport table (so tests can feed it wrong data), the profile's JSON, and
+ * the cache. */
+#ifndef CAPGNN_RAPA_INTERNAL_H
+#define CAPGNN_RAPA_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "rapa/rapa.h"
+
+/* ---- timing (bench.c) ---- */
+
+/* Run op(ctx) warmup times untimed, then time repetitions (see rapa.h). op returns a
+ * status; a failing op stops the measurement. */
+int rapa_measure(struct cg_backend *be, const struct rapa_bench_opts *o, int (*op)(void *ctx),
+                 void *ctx, struct rapa_timing *t);
+double rapa_median(double *v, int n); /* sorts v */
+
+/* ---- CUDA parts (bench_cuda.c; CG_ERR_UNSUPPORTED without CUDA in the build) ---- */
+
+/* Events on the backend's stream: start records, stop records, waits and returns the
+ * elapsed seconds. The timer is created once per backend and kept by the caller. */
+struct rapa_cuda_timer;
+int rapa_cuda_timer_create(struct cg_backend *be, struct rapa_cuda_timer **out);
+int rapa_cuda_timer_start(struct rapa_cuda_timer *t);
+int rapa_cuda_timer_stop(struct rapa_cuda_timer *t, double *seconds);
+void rapa_cuda_timer_destroy(struct rapa_cuda_timer **t);
+int rapa_pinned_alloc(void **p, size_t bytes);
+void rapa_pinned_free(void *p);
+/* Device facts into obj (name, uuid, memory_bytes, sms, clock_mhz, mem_clock_mhz,
+ * compute_capability, tf32, pcie_bus, pcie_locality, driver_version,
+ * runtime_version, cublas_version) for CUDA device `ordinal`. */
+int rapa_cuda_device_info(int ordinal, cJSON *obj);
+/* GPU-to-GPU copies from `ordinal` to every other visible device with peer access:
+ * fills obj with "available", "note" and "results" [{peer, bytes, median_s, min_s,
+ * reps, gbs}] (each checked). */
+int rapa_cuda_peer(struct cg_backend *be, size_t bytes, const struct rapa_bench_opts *o,
+                   cJSON *obj);
+/* Whether the device has TF32 tensor cores (compute capability >= 8.0). */
+int rapa_cuda_has_tf32(int ordinal);
+
+/* ---- machine context (context.c) ---- */
+
+/* hostname, os, cpu_model, packages, cores, pus, numa_nodes, memory_bytes, bound_pus
+ * (the PUs this process may run on), hwloc_version. */
+cJSON *rapa_context_json(void);
+const char *rapa_cpu_model(void);
+
+/* ---- links (links.c) ---- */
+
+/* The transport the link measurements go through: comm_pingpong and the gradient
+ * all-reduce in production (rapa_link_ops_mpi), a fake in tests. allreduce sums n
+ * floats of backend memory in place over the ranks and returns its seconds. */
+struct rapa_link_ops {
+  void *ctx;
+  int (*pingpong)(void *ctx, int peer, const void *sbuf, void *rbuf, size_t bytes, int reps,
+                  double *seconds);
+  int (*allreduce)(void *ctx, float *buf, int64_t n, double *seconds);
+};
+/* One pair: this rank and `peer` ping-pong `bytes` of backend memory of `be` (host
+ * memory when be is NULL); checks that the echo is the initiator's payload (the lower
+ * rank's; `rank` is this rank). */
+int rapa_link_pair(const struct rapa_link_ops *ops, struct cg_backend *be, int rank, int peer,
+                   size_t bytes, const struct rapa_bench_opts *o, struct rapa_timing *t);
+/* n floats: rank r contributes (r + 1) * (i % 61); checks the sum nranks (nranks + 1) / 2
+ * * (i % 61) exactly. */
+int rapa_link_allreduce(const struct rapa_link_ops *ops, struct cg_backend *be, int rank,
+                        int nranks, int64_t n, const struct rapa_bench_opts *o,
+                        struct rapa_timing *t);
+/* The whole link matrix over comm (collective); returns the "links" object. */
+int rapa_links_measure(struct comm *c, struct cg_backend *be, const struct rapa_run_opts *o,
+                       cJSON **out);
+
+/* ---- the profile's JSON (profile.c) ---- */
+
+struct rapa_profile {
+  cJSON *root;
+  char **desc; /* per rank, rapa_profile_describe */
+};
+/* Take ownership of root (validated by the caller). */
+int rapa_profile_wrap(cJSON *root, struct rapa_profile **out);
+/* Validate one device entry (as cached or inside "ranks"), one links object, the
+ * whole document. CG_ERR_FORMAT with "<what>: <path>: expected ...". */
+int rapa_validate_device(const cJSON *d, const char *what, const char *path);
+int rapa_validate_links(const cJSON *l, int nranks, const char *what, const char *path);
+int rapa_validate_profile(const cJSON *root, const char *what);
+/* The number at `path` of a JSON object ("mm.summary.gflops"); NaN when absent. */
+double rapa_json_num(const cJSON *obj, const char *path);
+/* T_i of rapa_profile_capabilities for one device entry; CG_ERR_FORMAT when its rates
+ * are missing. */
+int rapa_device_layer_time(const cJSON *dev, double *t);
+/* ISO 8601 UTC now, "2026-11-24T10:00:00Z". */
+void rapa_now_iso(char *buf, size_t len);
+
+/* ---- cache (profile.c) ---- */
+
+const char *rapa_cache_dir(const char *cache_dir); /* NULL: $CAPGNN_CACHE, else .capgnn-cache */
+/* Read, parse and validate a cached file of `schema` name; 1 when usable (*out set),
+ * 0 when absent, or unusable with a warning saying why (*why gets a short reason). */
+int rapa_cache_read(const char *path, const char *schema, int need_full, cJSON **out,
+                    char *why, size_t why_len);
+int rapa_cache_write(const char *path, const cJSON *obj);
+int rapa_mkdirs(const char *dir);
+
+/* ---- one device (device.c) ---- */
+
+/* Measure this rank's device on `be` into a device entry (without rank/host/node).
+ * key: the device key. */
+int rapa_device_measure(struct cg_backend *be, const struct rapa_run_opts *o, const char *key,
+                        cJSON **out);
+
+#endif

@@ -1,0 +1,163 @@
+/* rapa/train.c — `capgnn train --profile FILE|auto`: find every rank's device in a
+ * profile and log the ranks' relative capabilities.
+ *
+ * Design notes (the why): the training ranks are matched to profile entries by host
+ * and device key, not by rank number, so a profile measured with one rank count
+ * serves a job with another on the same devices; the capabilities are normalised over
+ * the job's ranks. Nothing here changes how training runs (the partitioner that will
+ * use the capabilities is a later step). */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/status.h"
+#include "rapa/rapa_internal.h"
+
+#ifdef CAPGNN_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
+static void safe_host(char *out, size_t len) {
+  const char *in = cg_hostname();
+  size_t k = 0;
+  for (; *in && k + 1 < len; in++) {
+    char ch = *in;
+    int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+             ch == '_' || ch == '.';
+    out[k++] = ok ? ch : '_';
+  }
+  out[k] = '\0';
+  if (!k || out[0] == '.') snprintf(out, len, "host");
+}
+
+/* The key rapa_profile_run gives this rank's device for the training's --device and
+ * --threads. Collective ("auto" asks every rank whether it sees a GPU). */
+static int train_key(struct comm *c, const char *device, int threads, char *key, size_t len) {
+  int cuda = device && !strcmp(device, "cuda");
+  if (!device || !strcmp(device, "auto")) {
+    double g = 0.0;
+#ifdef CAPGNN_HAVE_CUDA
+    g = cg_cuda_device_count() > 0 ? 1.0 : 0.0;
+#endif
+    TRY(comm_allreduce_host(c, &g, 1, COMM_MIN));
+    cuda = g > 0;
+  }
+  if (!cuda) {
+    int t = threads > 0 ? threads : omp_get_max_threads();
+    snprintf(key, len, "cpu-t%d", t < 1 ? 1 : t);
+    return CG_OK;
+  }
+#ifdef CAPGNN_HAVE_CUDA
+  int n = cg_cuda_device_count();
+  if (n <= 0) return cg_err_set(CG_ERR_NOT_FOUND, "--profile: no CUDA device visible to rank %d", comm_rank(c));
+  char uuid[64];
+  TRY(cg_cuda_device_uuid(comm_host_local_rank(c) % n, uuid, sizeof uuid));
+  const char *share = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+  if (share && atoi(share) > 0) snprintf(key, len, "%s-s%d", uuid, atoi(share));
+  else snprintf(key, len, "%s", uuid);
+  return CG_OK;
+#else
+  return cg_err_set(CG_ERR_UNSUPPORTED, "--profile with --device cuda: this build has no CUDA backend");
+#endif
+}
+
+int rapa_train_profile(struct comm *c, const char *spec, const char *device, int threads, const char *cache_dir) {
+  int st = CG_OK;
+  const int rank = comm_rank(c), P = comm_size(c);
+  char key[128] = "", host[128], mine[300];
+  char **ids = NULL, **texts = NULL;
+  char *text = NULL;
+  struct rapa_profile *prof = NULL;
+  double *t = NULL;
+  const cJSON **entry = NULL;
+  cJSON *dev = NULL;
+  const int from_cache = !strcmp(spec, "auto");
+  safe_host(host, sizeof host);
+  st = train_key(c, device, threads, key, sizeof key);
+  TRY_GOTO(comm_agree(c, st, "--profile: naming this rank's device"), done);
+  snprintf(mine, sizeof mine, "%s|%s", cg_hostname(), key);
+  if (from_cache) {
+    char path[1200], why[128];
+    snprintf(path, sizeof path, "%s/profile/%s-%s.json", rapa_cache_dir(cache_dir), host, key);
+    if (rapa_cache_read(path, "capgnn-device-profile", 0, &dev, why, sizeof why) != 1)
+      st = cg_err_set(CG_ERR_NOT_FOUND,
+                      "--profile auto: no usable profile of rank %d's device (%s on %s) in the cache: %s "
+                      "(%s); run `capgnn profile` with the same --device and --threads first",
+                      rank, key, cg_hostname(), path, why);
+    else if (!(text = cJSON_PrintUnformatted(dev)))
+      st = cg_err_set(CG_ERR_NOMEM, "out of memory printing the device profile");
+    TRY_GOTO(comm_agree(c, st, "--profile auto: reading the cache"), done);
+    TRY_GOTO(comm_gather_text(c, text, 0, &texts), done);
+  } else {
+    if (rank == 0) st = rapa_profile_load(spec, &prof);
+    TRY_GOTO(comm_agree(c, st, "--profile: loading the profile"), done);
+  }
+  TRY_GOTO(comm_gather_text(c, mine, 0, &ids), done);
+  if (rank == 0) {
+    t = cg_calloc((size_t)P, sizeof *t, "layer times");
+    entry = cg_calloc((size_t)P, sizeof *entry, "profile entries");
+    if (!t || !entry) st = CG_ERR_NOMEM;
+    cJSON **parsed = from_cache && st == CG_OK ? cg_calloc((size_t)P, sizeof *parsed, "device entries") : NULL;
+    if (from_cache && !parsed) st = CG_ERR_NOMEM;
+    for (int r = 0; r < P && st == CG_OK; r++) {
+      if (from_cache) {
+        parsed[r] = cJSON_Parse(texts[r]);
+        entry[r] = parsed[r];
+        if (!entry[r]) st = cg_err_set(CG_ERR_INTERNAL, "rank %d's device profile does not parse", r);
+        continue;
+      }
+      const cJSON *ranks = cJSON_GetObjectItem(prof->root, "ranks");
+      const int nr = rapa_profile_nranks(prof);
+      for (int q = 0; q < nr && !entry[r]; q++) {
+        const cJSON *d = cJSON_GetArrayItem(ranks, q);
+        char id[300];
+        snprintf(id, sizeof id, "%s|%s", cJSON_GetStringValue(cJSON_GetObjectItem(d, "host")),
+                 cJSON_GetStringValue(cJSON_GetObjectItem(d, "key")));
+        if (!strcmp(id, ids[r])) entry[r] = d;
+      }
+      if (!entry[r] && nr == P) {
+        entry[r] = cJSON_GetArrayItem(ranks, r);
+        LOG_WARN("profile", "--profile %s: rank %d's device (%s) is not in the profile; using the profile's rank %d "
+                 "(%s) since both jobs have %d ranks", spec, r, ids[r], r, rapa_profile_describe(prof, r), P);
+      }
+      if (!entry[r])
+        st = cg_err_set(CG_ERR_NOT_FOUND,
+                        "--profile %s: rank %d's device (%s) is not in the profile (%d ranks): profile this job's "
+                        "devices with `capgnn profile` (same --device and --threads), or use --profile auto",
+                        spec, r, ids[r], nr);
+    }
+    double sum = 0;
+    for (int r = 0; r < P && st == CG_OK; r++) {
+      st = rapa_device_layer_time(entry[r], &t[r]);
+      sum += 1.0 / t[r];
+    }
+    if (st == CG_OK) {
+      char line[4096];
+      int k = snprintf(line, sizeof line, "profile %s: relative capability of the %d rank%s (the resource-aware "
+                       "partitioner will use it; training does not yet):", from_cache ? "auto (cache)" : spec, P,
+                       P == 1 ? "" : "s");
+      for (int r = 0; r < P && k > 0 && (size_t)k < sizeof line; r++)
+        k += snprintf(line + k, sizeof line - (size_t)k, "%s rank %d %.4f (%s, %.1f ms per reference layer)",
+                      r ? ";" : "", r, (1.0 / t[r]) / sum, cJSON_GetStringValue(cJSON_GetObjectItem(entry[r], "key")),
+                      t[r] * 1e3);
+      LOG_INFO("profile", "%s", line);
+    }
+    if (parsed) {
+      for (int r = 0; r < P; r++) cJSON_Delete(parsed[r]);
+      cg_free(parsed);
+    }
+  }
+  st = comm_agree(c, st, "--profile: matching the ranks' devices");
+done:
+  cJSON_Delete(dev);
+  cJSON_free(text);
+  comm_texts_free(texts, P);
+  comm_texts_free(ids, P);
+  rapa_profile_destroy(&prof);
+  cg_free(t);
+  cg_free(entry);
+  return st;
+}
