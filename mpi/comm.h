@@ -188,7 +188,9 @@ int comm_agree(struct comm *c, int status, const char *what);
 
 /* Barrier over the ranks of this rank's physical host (comm_host_local_size ranks,
  * whatever CAPGNN_EMULATE_NODES says): lets the ranks of one host take turns on its
- * shared CPUs and GPUs. Collective over the host. */
+ * shared CPUs and GPUs. The wait does not spin (a non-blocking barrier polled every
+ * millisecond), so waiting ranks leave the cores to the one whose turn it is.
+ * Collective over the host. */
 int comm_host_barrier(struct comm *c);
 
 /* Gather one NUL-terminated string from every rank at `root`. On root, *out gets an

@@ -40,12 +40,13 @@ static void fmt_num(double v, char *buf, size_t len) {
   else snprintf(buf, len, "%.4g", v);
 }
 
-/* index of the entry with the largest "gbs" in an array of curve points, -1 if none */
+/* index of the entry with the largest "bytes" in an array of curve points (the
+ * sustained rate; the summary's figure), -1 if none */
 static int peak_index(const cJSON *arr) {
   int best = -1;
   double bv = -1;
   for (int i = 0; i < cJSON_GetArraySize(arr); i++) {
-    double v = num(at(arr, i), "gbs");
+    double v = num(at(arr, i), "bytes");
     if (v > bv) {
       bv = v;
       best = i;
@@ -286,7 +287,7 @@ static void chart_peaks(struct svg *s, const cJSON *ranks, int n, struct paths *
     snprintf(names[r], sizeof names[r], "rank %d", r);
     se[r] = (struct svg_series){names[r], v[r], NULL, 2, pp[r]};
   }
-  svg_bar_chart(s, id, title, "GB/s (peak over sizes)", 2, groups, n < MAXR ? n : MAXR, se);
+  svg_bar_chart(s, id, title, "GB/s at the largest size", 2, groups, n < MAXR ? n : MAXR, se);
 }
 
 static void curve_copies(struct svg *s, const cJSON *ranks, int n, struct paths *ps, const char *id, const char *title,
@@ -443,8 +444,8 @@ int rapa_report_html(const struct rapa_profile *p, const char *path) {
     svg_escape(&s, str(d, "measured"));
     svg_printf(&s, "</td></tr>\n");
   }
-  svg_printf(&s, "</table><p class=\"note\">MM at the model's hidden shape (rows x 256 x 256); H2D/D2H: the best of "
-                 "pageable and pinned over the sizes; IDT: copies inside the device. ");
+  svg_printf(&s, "</table><p class=\"note\">MM at the model's hidden shape (rows x 256 x 256); H2D/D2H: the better of "
+                 "pageable and pinned at the largest size; IDT: copies inside the device, largest size. ");
   const char *cn = str(at(ranks, 0), "copy_note");
   if (cn[0]) svg_escape(&s, cn);
   svg_printf(&s, "</p>\n");

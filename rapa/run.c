@@ -294,6 +294,17 @@ int rapa_profile_run(struct comm *c, const struct rapa_run_opts *oin, struct rap
       }
       cg_free(rel);
     }
+    /* keep exactly what the file will hold: cJSON prints a number with 15 digits when
+     * that reads back within an ulp, so the saved value may differ from the measured
+     * double in its last bit; the report then shows the file's numbers */
+    if (st == CG_OK) {
+      char *t2 = cJSON_PrintUnformatted(root);
+      cJSON *again = t2 ? cJSON_Parse(t2) : NULL;
+      cJSON_free(t2);
+      if (!again) st = cg_err_set(CG_ERR_NOMEM, "out of memory printing the profile");
+      cJSON_Delete(root);
+      root = again;
+    }
     if (st == CG_OK) st = rapa_validate_profile(root, "the profile just measured");
     if (st == CG_OK) {
       st = rapa_profile_wrap(root, out);
