@@ -25,6 +25,9 @@
 #include "mpi/comm.h"
 #include "runtime/dist.h"
 #endif
+#ifdef CAPGNN_HAVE_RAPA
+#include "rapa/rapa.h"
+#endif
 
 /* Options of partition-parallel training (`mpiexec -n P capgnn ...`, P > 1). */
 struct train_par {
@@ -33,6 +36,7 @@ struct train_par {
   const char *part_cache; /* NULL: $CAPGNN_CACHE or .capgnn-cache */
   int no_part_cache;
   const char *comm;       /* auto | nccl | mpi-cuda | mpi-staged */
+  const char *profile;    /* --profile FILE|auto, NULL: none */
 };
 
 void cmd_train_usage(FILE *out) {
@@ -90,6 +94,10 @@ void cmd_train_usage(FILE *out) {
           "                                .capgnn-cache); --no-part-cache: neither read nor write it\n"
           "  --comm auto|nccl|mpi-cuda|mpi-staged  how GPU ranks exchange halo rows and gradients\n"
           "                                (default auto; CPU ranks always use plain MPI)\n"
+          "  --profile FILE|auto           load a device profile (capgnn profile --json FILE, or\n"
+          "                                auto: each rank's device from the cache), validate it\n"
+          "                                and log the ranks' relative capabilities (training is\n"
+          "                                unchanged: the resource-aware partitioner comes later)\n"
           "settings\n"
           "  --config FILE                 read settings from an INI file (keys are the long options\n"
           "                                above, e.g. configs/reddit.ini); options given on the\n"
@@ -103,7 +111,7 @@ enum {
   OPT_OPTIMIZER, OPT_LR, OPT_WD, OPT_WD_SCOPE, OPT_EPOCHS, OPT_EVAL_EVERY, OPT_SEED, OPT_DEVICE,
   OPT_THREADS, OPT_TF32, OPT_METRICS, OPT_QUIET, OPT_CONFIG, OPT_PRINT_CONFIG,
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
-  OPT_CHECKPOINT_EVERY, OPT_RESUME
+  OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_PROFILE
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
@@ -156,6 +164,7 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   if (par->part_cache) fprintf(out, "part-cache = %s\n", par->part_cache);
   if (par->no_part_cache) fprintf(out, "no-part-cache = true\n");
   fprintf(out, "comm = %s\n", par->comm);
+  if (par->profile) fprintf(out, "profile = %s\n", par->profile);
 }
 
 static const char *err_text(void) { return cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()); }
@@ -250,6 +259,16 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   o.cache_dir = par->part_cache;
   const int rank = comm_rank(c), size = comm_size(c);
   if (rank != 0) cg_progress_set_mode(CG_PROGRESS_OFF); /* every rank opens the graph: one progress line */
+#ifdef CAPGNN_HAVE_RAPA
+  if (par->profile) {
+    int pst = rapa_train_profile(c, par->profile, cfg->device, cfg->threads, par->part_cache);
+    if (pst != CG_OK) {
+      report_setup_error(c);
+      comm_finalize(&c);
+      return CAPGNN_EXIT_FAILURE;
+    }
+  }
+#endif
   int fatal = 0;
   install_stop_handlers();
   const int st = rt_run_dist(c, cfg, &o, path, NULL, &fatal);
@@ -318,6 +337,9 @@ int cmd_train(int argc, char **argv) {
       {"part-cache", required_argument, NULL, OPT_PART_CACHE},
       {"no-part-cache", no_argument, NULL, OPT_NO_PART_CACHE},
       {"comm", required_argument, NULL, OPT_COMM},
+#ifdef CAPGNN_HAVE_RAPA
+      {"profile", required_argument, NULL, OPT_PROFILE},
+#endif
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -342,7 +364,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   optind = 1;
   opterr = 0; /* our own one-line messages */
   int c, rc = 0, print = 0;
-  struct train_par par = {"metis", 1, NULL, 0, "auto"};
+  struct train_par par = {"metis", 1, NULL, 0, "auto", NULL};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -410,6 +432,10 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
             !strcmp(optarg, "mpi-staged"))
           par.comm = optarg;
         else rc = usage_error("--comm '%s': expected auto, nccl, mpi-cuda or mpi-staged", optarg);
+        break;
+      case OPT_PROFILE:
+        if (!optarg[0]) rc = usage_error("--profile: empty file name (give a file or auto)");
+        par.profile = optarg;
         break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       case '?':

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# tests/test_profile.sh CAPGNN MPIEXEC SCHEMA OUTDIR — `capgnn profile` end to end:
+#  1. mpiexec -n 2 capgnn profile --device cpu --quick --json --html: exit 0, the text
+#     table, the JSON valid against docs/profile.schema.json (the cache files against
+#     its device definition);
+#  2. a second run reuses the cached device profiles and links and says so;
+#  3. --refresh measures again;
+#  4. a corrupt (truncated) cache file and one of another version are re-measured with
+#     a warning, and the cache file is valid again afterwards;
+#  5. capgnn train --profile FILE|auto logs the ranks' capabilities and trains as
+#     without it (same losses); a tampered or missing profile is a set-up error;
+#  6. usage errors: --gpu-share with --device cpu, a --threads list that does not fit
+#     the rank count; --gpu-share without an MPS daemon (no GPU needed: the check comes
+#     before any CUDA call).
+# OUTDIR keeps p.json and r.html for the browser check (test_profile_report).
+set -u
+capgnn=$1 mpiexec=$2 schema=$3 out=$4
+rm -rf "$out" && mkdir -p "$out" && cd "$out" || exit 1
+export CAPGNN_CACHE=$out/cache OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+has() { grep -q -- "$2" "$1" || { bad "$1 lacks '$2'"; sed 's/^/    /' "$1"; }; }
+hasnt() { ! grep -q -- "$2" "$1" || { bad "$1 has '$2'"; sed 's/^/    /' "$1"; }; }
+np() { local n=$1; shift; "$mpiexec" -n "$n" --allow-run-as-root "$@"; }
+validate() { # FILE [DEFINITION]: JSON Schema validation (python3-jsonschema, a test dependency)
+  python3 - "$schema" "$1" "${2:-}" <<'PY' || bad "$1 does not validate against the schema"
+import json, sys, jsonschema
+schema, doc, part = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+if part:
+    schema = dict(schema["definitions"][part], definitions=schema["definitions"])
+jsonschema.Draft7Validator.check_schema(schema)
+jsonschema.validate(doc, schema)
+PY
+}
+field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+# 1. first run: measures
+np 2 "$capgnn" profile --device cpu --quick --json p.json --html r.html >run1.out 2>run1.err || bad "run 1 exited $?"
+has run1.out "# capgnn profile: 2 ranks (--quick)"
+has run1.out "# MM (GEMM, fp32): GFLOP/s"
+has run1.out "# Links"
+has run1.err "measuring cpu-t"
+has run1.err "links: measuring 1 pair"
+validate p.json
+for f in cache/profile/*-cpu-t*.json; do validate "$f" device; done
+[ "$(field p.json 'd["ranks"][0]["reused"] or d["ranks"][1]["reused"]')" = False ] || bad "run 1 says reused"
+[ -s r.html ] || bad "no report"
+
+# 2. second run: reuses, says so, measures nothing
+np 2 "$capgnn" profile --device cpu --quick --json p2.json >run2.out 2>run2.err || bad "run 2 exited $?"
+has run2.err "rank 0 (.*): reused .*cache/profile/"
+has run2.err "rank 1 (.*): reused"
+has run2.err "links: reused"
+hasnt run2.err "measuring"
+[ "$(field p2.json 'd["ranks"][0]["reused"] and d["ranks"][1]["reused"]')" = True ] || bad "run 2: reused is not true"
+validate p2.json
+# a full run does not take the quick profile
+# (not run here: it takes minutes; rapa_cache_read's need_full covers it, see profile.c)
+
+# 3. --refresh measures again
+np 2 "$capgnn" profile --device cpu --quick --refresh >run3.out 2>run3.err || bad "run 3 exited $?"
+has run3.err "measuring cpu-t.*(--refresh)"
+has run3.err "links: measuring"
+hasnt run3.err "reused"
+
+# 4. a corrupt and an old cache file: re-measured with a warning (one rank is enough)
+dev=$(ls cache/profile/*-cpu-t1.json | head -1)
+[ -n "$dev" ] || bad "no cpu-t1 cache file"
+head -c 200 "$dev" >"$dev.tmp" && mv "$dev.tmp" "$dev"
+np 1 "$capgnn" profile --device cpu --quick --threads 1 >run4.out 2>run4.err || bad "run 4 exited $?"
+has run4.err "WARN.*is corrupt (not valid JSON): re-measuring"
+has run4.err "measuring cpu-t1 (corrupt cache file)"
+validate "$dev" device
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['version']=0; json.dump(d, open(sys.argv[1],'w'))" "$dev"
+np 1 "$capgnn" profile --device cpu --quick --threads 1 >run5.out 2>run5.err || bad "run 5 exited $?"
+has run5.err "has version 0; this capgnn writes version 1: re-measuring"
+has run5.err "measuring cpu-t1 (cache file of another version)"
+validate "$dev" device
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['summary']['layer_s']*=2; json.dump(d, open(sys.argv[1],'w'))" "$dev"
+np 1 "$capgnn" profile --device cpu --quick --threads 1 >run6.out 2>run6.err || bad "run 6 exited $?"
+has run6.err "does not validate (.*summary.layer_s .*): re-measuring"
+
+# 5. train --profile: capabilities logged, training unchanged
+train=(--graph synth:tiny --epochs 3 --device cpu --threads 1 --quiet --no-part-cache)
+np 2 "$capgnn" "${train[@]}" --metrics plain.jsonl >train0.out 2>train0.err || bad "train without --profile exited $?"
+np 2 "$capgnn" "${train[@]}" --metrics prof.jsonl --profile p.json >train1.out 2>train1.err || bad "train --profile FILE exited $?"
+has train1.err "profile p.json: relative capability of the 2 ranks"
+has train1.err "rank 0 0\.[0-9]* (cpu-t1"
+np 2 "$capgnn" "${train[@]}" --profile auto >train2.out 2>train2.err || bad "train --profile auto exited $?"
+has train2.err "profile auto (cache): relative capability of the 2 ranks"
+python3 - plain.jsonl prof.jsonl <<'PY' || bad "--profile changed training"
+import json, sys
+a, b = ([json.loads(l) for l in open(f)] for f in sys.argv[1:])
+assert [r.get("loss") for r in a if "epoch" in r] == [r.get("loss") for r in b if "epoch" in r]
+PY
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['capability']['relative'][0]=0.9; json.dump(d, open('tampered.json','w'))" p.json
+np 2 "$capgnn" "${train[@]}" --profile tampered.json >train3.out 2>train3.err && bad "a tampered profile was accepted"
+has train3.err "capability.relative\[0\] is 0.9.* but the ranks' rates give"
+np 2 "$capgnn" "${train[@]}" --profile missing.json >train4.out 2>train4.err && bad "a missing profile was accepted"
+has train4.err "cannot open 'missing.json'"
+"$capgnn" "${train[@]}" --threads 3 --profile auto >train5.out 2>train5.err && bad "--profile auto without a profile of cpu-t3"
+has train5.err "no usable profile of rank 0's device (cpu-t3"
+
+# 6. usage errors and the MPS check
+"$capgnn" profile --device cpu --gpu-share 50 >u1.out 2>u1.err; [ $? -eq 2 ] || bad "--gpu-share with --device cpu: not a usage error"
+has u1.err "--gpu-share applies to GPU ranks"
+np 2 "$capgnn" profile --device cpu --threads 2,1,1 >u2.out 2>u2.err; [ $? -ne 0 ] || bad "3 thread counts for 2 ranks accepted"
+has u2.err "--threads has 3 values but the job has 2 ranks"
+"$capgnn" profile --threads 2,x >u3.out 2>u3.err; [ $? -eq 2 ] || bad "--threads 2,x: not a usage error"
+CUDA_MPS_PIPE_DIRECTORY=$out/no-mps "$capgnn" profile --device cuda --gpu-share 50 >u4.out 2>u4.err
+[ $? -eq 1 ] || bad "--gpu-share without an MPS daemon: exit status not 1"
+has u4.err "needs the CUDA MPS control daemon, which is not running"
+has u4.err "nvidia-cuda-mps-control -d"
+
+[ $fail -eq 0 ] && echo "test_profile: ok" || echo "test_profile: FAILED"
+exit $fail
