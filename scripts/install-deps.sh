@@ -7,7 +7,9 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       libopenmpi-dev openmpi-bin libmetis-dev libopenblas-dev libhwloc-dev zlib1g-dev
       libcjson-dev libinih-dev libcmocka-dev libzip-dev
       procps                           # pgrep, in the multi-rank interrupt test
-      python3-numpy python3-scipy)   # python3 only writes test fixtures; capgnn never needs it
+      python3-numpy python3-scipy    # python3 only writes test fixtures; capgnn never needs it
+      python3-jsonschema             # tests: profiles against docs/profile.schema.json
+      chromium)                      # tests: the profile report in a real headless browser
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
