@@ -112,7 +112,7 @@ void rapa_report_text(const struct rapa_profile *p, FILE *out) {
       fprintf(out, "  %12.0f", num(at(c0, i), "bytes"));
       for (int r = 0; r < n; r++) {
         const cJSON *e = at(get(get(at(ranks, r), kinds[k][0]), kinds[k][1]), i);
-        fprintf(out, "   %7.2f (%8.1f)", num(e, "gbs"), num(e, "median_s") * 1e6);
+        fprintf(out, "   %7.2f (%9.2f)", num(e, "gbs"), num(e, "median_s") * 1e6);
       }
       fprintf(out, "\n");
     }
