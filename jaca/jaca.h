@@ -1,0 +1,128 @@
+/* jaca/jaca.h — JACA, the two-level halo cache, behind the exchange seam.
+ *
+ * The only public header of the jaca/ module (ARCHITECTURE.md, "JACA"). The cache is
+ * an exchange (core/exchange.h) that wraps mpi/'s plain one: the model calls it like
+ * any exchange and never knows which rows came from where.
+ *
+ * What it does today (exact, --staleness 0, --grad-staleness 0):
+ *  - Node tier: one shared-memory segment per node (comm_shm, mpi/comm.h) holding,
+ *    per hidden layer, one row per halo vertex needed by any rank of the node that the
+ *    tier admits (its budget, by priority for the jaca policy). A vertex needed by k
+ *    ranks of a node is stored once. An owner on the node writes its rows there itself;
+ *    a row whose owner is on another node crosses the network once per destination node
+ *    (to one receiving rank there, which writes it into the segment), not once per
+ *    consuming rank. Rows are published with a per-row sequence number (a seqlock:
+ *    jaca/seqlock_internal.h) and the generation of the exchange that wrote them;
+ *    readers copy, re-check, and wait for the generation they need.
+ *  - Rows the node tier does not hold (a tier smaller than the node's halo) travel
+ *    from their owner to each consuming rank as in the plain exchange.
+ *  - Backward (halo gradients), evaluation (epoch 0) and the set-up exchange of the
+ *    input features go through the plain exchange unchanged: every gradient is sent
+ *    back every epoch (--grad-staleness 0).
+ * So with --staleness 0 a run with the cache computes exactly what a run without it
+ * computes (the same values reach the same halo rows; tested against one rank).
+ *
+ * Not built yet (issue #13): the rank tier in backend memory with staleness S > 0 and
+ * the adaptive mode, prefetch queues (background thread, CUDA stream), the gradient
+ * staleness, Algorithm 1's default capacity from measured free memory, per-layer
+ * metrics in the metrics file. Options that need them are refused by
+ * jaca_options_check with a message saying so.
+ *
+ * Counters (struct cg_exchange_counters through the seam): halo_bytes counts the bytes
+ * this rank sends through MPI (forward rows to other nodes' receivers and to direct
+ * consumers, backward gradients); a row written into the node's segment is not sent.
+ * cache_lookups counts the halo rows of hidden layers read in training forward
+ * exchanges; cache_hits those of them that reached this rank without being sent to it
+ * (struct jaca_stats: node_hits). jaca_exchange_stats gives the details. */
+#ifndef CAPGNN_JACA_H
+#define CAPGNN_JACA_H
+
+#include <stdint.h>
+
+#include "core/exchange.h"
+#include "core/ops.h"
+#include "mpi/comm.h"
+#include "partition/partition.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Which rows a tier keeps when it cannot hold them all (jaca/policy_internal.h):
+ *  NONE  no cache: the plain exchange (the default)
+ *  JACA  admission by priority: overlap ratio R(v) (the number of partitions holding v
+ *        as a halo) times v's influence on the tier's ranks (the sum of its normalised
+ *        edge weights there), ties by global id
+ *  LRU   least recently used; FIFO  first in, first out. */
+enum jaca_policy { JACA_POLICY_NONE = 0, JACA_POLICY_JACA = 1, JACA_POLICY_LRU = 2, JACA_POLICY_FIFO = 3 };
+
+const char *jaca_policy_name(enum jaca_policy p); /* "none", "jaca", "lru", "fifo" */
+/* The names above -> policy; CG_ERR_ARG listing them for anything else. */
+int jaca_policy_parse(const char *s, enum jaca_policy *out);
+
+struct jaca_options {
+  enum jaca_policy policy; /* NONE: no cache at all */
+  /* Node tier budget. capacity: the fraction of the node's halo rows it may hold, in
+   * (0, 1] (1 = every row); host_mb > 0 instead caps its size in MiB (the smaller of the
+   * two wins when both are given). */
+  double capacity;
+  int64_t host_mb;
+  int64_t device_mb; /* rank tier budget in MiB: 0 (no rank tier yet) */
+  int staleness;     /* S: 0 = exact (the only value supported today) */
+  int grad_staleness; /* 0 = every gradient sent back every epoch (the only value today) */
+  int warmup;        /* epochs with the cache off at the start (0 today) */
+};
+
+/* policy NONE, capacity 1, no MiB budgets, staleness 0, grad_staleness 0, warmup 0. */
+void jaca_options_defaults(struct jaca_options *o);
+/* Range checks; CG_ERR_ARG naming the option and its range, CG_ERR_UNSUPPORTED for a
+ * setting that is not built yet (staleness > 0, ...). */
+int jaca_options_check(const struct jaca_options *o);
+/* One line for the log naming the policy and every approximation in force
+ * ("jaca, node tier 10 % of the halo rows, exact (staleness 0)"). */
+const char *jaca_options_describe(const struct jaca_options *o, char *buf, size_t len);
+
+/* The layers a cache serves: layer l in [1, nlayers) exchanges rows of at most `cols`
+ * values (the model's hidden width: a hidden layer's input or its transformed rows);
+ * layer 0 (the input features, fetched once at set-up) is never cached. */
+struct jaca_layers {
+  int nlayers;
+  int64_t cols;
+};
+
+/* The caching exchange over `pl`'s plan (part_local_build; its arrays are read here and
+ * not kept) on backend `be`: a plain exchange (comm_exchange_create, rows of up to
+ * max_cols values) for what the cache does not serve, the node tier (one comm_shm per
+ * node) and the forward exchange of the rows the node tiers receive from other nodes and
+ * of the rows no tier holds. Priorities need each rank's influence: `agg` is the rank's
+ * aggregation operator (pl->agg, n_inner x (n_inner + n_halo) with global-degree
+ * weights). Collective over the world (every rank fails together, comm_agree); `c` and
+ * `be` must outlive the exchange. Release with cg_exchange_destroy (collective).
+ * o->policy NONE gives the plain exchange itself. */
+int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct part_local *pl,
+                         const struct cg_csr *agg, int64_t max_cols, const struct jaca_layers *layers,
+                         const struct jaca_options *o, struct cg_exchange **out);
+
+/* What the cache did, cumulative since it was created, for one layer (layer in
+ * [1, nlayers)) or summed over them (layer 0). Forward rows of training exchanges only
+ * (evaluation and set-up go through the plain exchange and count nowhere here). */
+struct jaca_stats {
+  int64_t lookups;     /* halo rows read */
+  int64_t rank_hits;   /* served by the rank tier (0 today: no rank tier) */
+  int64_t node_hits;   /* read from the node tier, not sent to this rank (its owner is on
+                          the node, or another rank of the node received it) */
+  int64_t misses;      /* sent to this rank: to it as the node's receiver, or directly */
+  int64_t node_writes; /* rows this rank wrote into the node tier (owned or received) */
+  int64_t torn_reads;  /* seqlock copies thrown away and retried */
+  int64_t bytes_intra; /* forward bytes this rank sent through MPI to ranks of its node */
+  int64_t bytes_inter; /* ... to ranks of other nodes */
+  int64_t bytes_shm;   /* forward bytes this rank wrote into the node segment */
+};
+/* CG_ERR_ARG when ex is not a caching exchange from jaca_exchange_create or layer is
+ * out of range. */
+int jaca_exchange_stats(const struct cg_exchange *ex, int layer, struct jaca_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
