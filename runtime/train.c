@@ -165,9 +165,10 @@ static int train_epoch(struct train_run *t, int e, int *stop) {
   const double compute_s = dt - ss.comm_s;
   /* sums[2]: ranks asked to stop (a signal may reach them in different epochs; the
    * sum makes every rank stop after the same one) */
-  double sums[3] = {(double)ss.halo_bytes, (double)ss.allreduce_bytes, (double)train_stop};
+  double sums[5] = {(double)ss.halo_bytes, (double)ss.allreduce_bytes, (double)train_stop,
+                    (double)ss.cache_hits, (double)ss.cache_lookups}; /* [3..4]: the job's hit rate */
   double ext[2] = {compute_s, -compute_s}; /* max, -min */
-  if (t->ex) TRY(t->ex->allreduce_host(t->ex, sums, 3, CG_REDUCE_SUM));
+  if (t->ex) TRY(t->ex->allreduce_host(t->ex, sums, 5, CG_REDUCE_SUM));
   *stop = sums[2] > 0 && e < E;
   if (t->ex) TRY(t->ex->allreduce_host(t->ex, ext, 2, CG_REDUCE_MAX));
 
@@ -184,8 +185,8 @@ static int train_epoch(struct train_run *t, int e, int *stop) {
   const struct rt_epoch_record rec = {
       .epoch = e, .loss = ss.loss, .ev = ev, .epoch_s = dt, .compute_s = compute_s,
       .comm_s = ss.comm_s, .halo_bytes = sums[0], .allreduce_bytes = sums[1],
-      .compute_max_s = ext[0], .compute_min_s = -ext[1], .cache_hits = ss.cache_hits,
-      .cache_lookups = ss.cache_lookups, .eval_s = eval_s};
+      .compute_max_s = ext[0], .compute_min_s = -ext[1], .cache_hits = (int64_t)sums[3],
+      .cache_lookups = (int64_t)sums[4], .eval_s = eval_s};
   TRY(rt_metrics_epoch(&t->metrics, &rec));
   TRY(train_checkpoint(t, e, *stop));
   return CG_OK;
