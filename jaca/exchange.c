@@ -59,6 +59,7 @@ struct jaca_exchange {
   float *d_pub;       /* backend: n_write x cols (device backends) */
   float *h_pub, *h_recv, *h_read; /* host staging (device backends) */
   struct jaca_stats *stats;       /* per layer, [0] unused */
+  int64_t plain_send_rows;        /* what the plain exchange sends forward per exchange */
   /* the exchange in flight */
   int in_flight, delegated, layer;
   uint32_t flight_gen, flight_epoch;
@@ -98,6 +99,7 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
     if (!on_host(j)) {
       be->gather_rows(be, x, cols, j->d_widx, p->n_write, j->d_pub);
       TRY(be->download(be, j->h_pub, j->d_pub, (size_t)(p->n_write * cols) * sizeof(float)));
+      j->stats[tag.layer].bytes_d2h += p->n_write * cols * (int64_t)sizeof(float);
     }
     for (int64_t k = 0; k < p->n_write; k++) {
       const float *row = on_host(j) ? src + (int64_t)p->write_idx[k] * cols : j->h_pub + k * cols;
@@ -110,6 +112,7 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
   s->bytes_inter += p->send_rows_inter * cols * (int64_t)sizeof(float);
   s->node_writes += p->n_write;
   s->bytes_shm += p->n_write * cols * (int64_t)sizeof(float);
+  s->bytes_exact += j->plain_send_rows * cols * (int64_t)sizeof(float);
   j->in_flight = 1;
   j->delegated = 0;
   j->layer = tag.layer;
@@ -140,6 +143,7 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
     const float *recv = j->d_src;
     if (!on_host(j)) {
       TRY(be->download(be, j->h_recv, j->d_src, (size_t)(p->recv_rows * cols) * sizeof(float)));
+      j->stats[l].bytes_d2h += p->recv_rows * cols * (int64_t)sizeof(float);
       recv = j->h_recv;
     }
     for (int64_t k = 0; k < p->recv_rows; k++) {
@@ -169,9 +173,14 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
                         "vertex %d, generation %u, epoch %u",
                         (long long)r, l, m.gid, m.gen, m.epoch, p->admitted_gid[r], g, tag.epoch);
     s->torn_reads += torn;
+    const int64_t age = (int64_t)tag.epoch - (int64_t)m.epoch;
+    s->age_sum += age;
+    if (age > s->age_max) s->age_max = age;
   }
-  if (!on_host(j) && p->n_read > 0)
+  if (!on_host(j) && p->n_read > 0) {
     TRY(be->upload(be, j->d_src + p->recv_rows * cols, j->h_read, (size_t)(p->n_read * cols) * sizeof(float)));
+    s->bytes_h2d += p->n_read * cols * (int64_t)sizeof(float);
+  }
   if (p->n_halo > 0) be->gather_rows(be, j->d_src, cols, j->d_map, p->n_halo, x + p->n_inner * cols);
   s->lookups += p->n_halo;
   s->node_hits += p->n_read - p->n_received;
@@ -202,6 +211,11 @@ static void stats_sum(const struct jaca_exchange *j, struct jaca_stats *t) {
     t->bytes_intra += s->bytes_intra;
     t->bytes_inter += s->bytes_inter;
     t->bytes_shm += s->bytes_shm;
+    t->bytes_h2d += s->bytes_h2d;
+    t->bytes_d2h += s->bytes_d2h;
+    t->bytes_exact += s->bytes_exact;
+    t->age_sum += s->age_sum;
+    if (s->age_max > t->age_max) t->age_max = s->age_max;
   }
 }
 
@@ -250,6 +264,13 @@ int jaca_exchange_stats(const struct cg_exchange *ex, int layer, struct jaca_sta
     return cg_err_set(CG_ERR_ARG, "jaca_exchange_stats: layer %d outside [0, %d)", layer, j->layers.nlayers);
   if (layer == 0) stats_sum(j, out);
   else *out = j->stats[layer];
+  return CG_OK;
+}
+
+int jaca_exchange_options(const struct cg_exchange *ex, struct jaca_options *out) {
+  if (!ex || ex->destroy != jx_destroy)
+    return cg_err_set(CG_ERR_ARG, "jaca_exchange_options: not a caching exchange");
+  *out = ((const struct jaca_exchange *)ex)->opt;
   return CG_OK;
 }
 
@@ -347,6 +368,8 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
     j->stats = cg_calloc((size_t)layers->nlayers, sizeof(struct jaca_stats), "jaca: statistics");
   }
   if (!j || !j->gen || !j->stats) st = CG_ERR_NOMEM;
+  if (j)
+    for (int k = 0; k < pl->npeers; k++) j->plain_send_rows += pl->send_count[k];
   TRY_GOTO(comm_agree(c, st, "allocating the halo cache"), fail);
   TRY_GOTO(jaca_node_plan_build(c, pl, agg, o, layers, &j->plan), fail); /* agreed inside */
   TRY_GOTO(comm_exchange_create(c, be, &plain_plan, max_cols, &j->plain), fail);

@@ -117,10 +117,17 @@ struct jaca_stats {
   int64_t bytes_intra; /* forward bytes this rank sent through MPI to ranks of its node */
   int64_t bytes_inter; /* ... to ranks of other nodes */
   int64_t bytes_shm;   /* forward bytes this rank wrote into the node segment */
+  int64_t bytes_h2d, bytes_d2h; /* between host staging and device memory (0 on the CPU) */
+  int64_t bytes_exact; /* forward bytes the plain exchange would have sent for the same
+                          exchanges (this rank's rows to every rank holding them) */
+  int64_t age_sum, age_max; /* epochs between a row's production and its use, over the
+                               rows read (0 with staleness 0) */
 };
 /* CG_ERR_ARG when ex is not a caching exchange from jaca_exchange_create or layer is
  * out of range. */
 int jaca_exchange_stats(const struct cg_exchange *ex, int layer, struct jaca_stats *out);
+/* The options a caching exchange was created with (CG_ERR_ARG for any other exchange). */
+int jaca_exchange_options(const struct cg_exchange *ex, struct jaca_options *out);
 
 #ifdef __cplusplus
 }

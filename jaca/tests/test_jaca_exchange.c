@@ -251,6 +251,15 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   /* the plain path's bytes: 3 evaluation forwards and 3 backwards over the full plan */
   int64_t plain_fwd = 0;
   for (int k = 0; k < pl->npeers; k++) plain_fwd += pl->send_count[k];
+  CHECK(st.bytes_exact == nx * plain_fwd * COLS * 4 && st.age_max == 0 && st.age_sum == 0,
+        "bytes_exact %lld (expected %lld), age max %lld", (long long)st.bytes_exact,
+        (long long)(nx * plain_fwd * COLS * 4), (long long)st.age_max);
+  if (be->kind == CG_DEVICE_CPU)
+    CHECK(st.bytes_h2d == 0 && st.bytes_d2h == 0, "host/device bytes on the CPU backend");
+  else
+    CHECK(st.bytes_h2d == nx * p->n_read * COLS * 4 &&
+              st.bytes_d2h == nx * (p->n_write + (p->n_received > 0 ? p->recv_rows : 0)) * COLS * 4,
+          "host/device bytes %lld / %lld", (long long)st.bytes_h2d, (long long)st.bytes_d2h);
   const int64_t want_bytes = nfwd * p->send_rows * COLS * 4 + 3 * (plain_fwd + pl->n_halo) * COLS * 4;
   CHECK(c1.halo_bytes - c0.halo_bytes == want_bytes, "seam halo bytes %lld, expected %lld",
         (long long)(c1.halo_bytes - c0.halo_bytes), (long long)want_bytes);
