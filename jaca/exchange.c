@@ -60,6 +60,7 @@ struct jaca_exchange {
   float *h_pub, *h_recv, *h_read; /* host staging (device backends) */
   struct jaca_stats *stats;       /* per layer, [0] unused */
   int64_t plain_send_rows;        /* what the plain exchange sends forward per exchange */
+  int64_t plain_send_rows_inter;  /* ... to ranks of other nodes */
   /* the exchange in flight */
   int in_flight, delegated, layer;
   uint32_t flight_gen, flight_epoch;
@@ -113,6 +114,7 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
   s->node_writes += p->n_write;
   s->bytes_shm += p->n_write * cols * (int64_t)sizeof(float);
   s->bytes_exact += j->plain_send_rows * cols * (int64_t)sizeof(float);
+  s->bytes_exact_inter += j->plain_send_rows_inter * cols * (int64_t)sizeof(float);
   j->in_flight = 1;
   j->delegated = 0;
   j->layer = tag.layer;
@@ -214,6 +216,7 @@ static void stats_sum(const struct jaca_exchange *j, struct jaca_stats *t) {
     t->bytes_h2d += s->bytes_h2d;
     t->bytes_d2h += s->bytes_d2h;
     t->bytes_exact += s->bytes_exact;
+    t->bytes_exact_inter += s->bytes_exact_inter;
     t->age_sum += s->age_sum;
     if (s->age_max > t->age_max) t->age_max = s->age_max;
   }
@@ -369,7 +372,10 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
   }
   if (!j || !j->gen || !j->stats) st = CG_ERR_NOMEM;
   if (j)
-    for (int k = 0; k < pl->npeers; k++) j->plain_send_rows += pl->send_count[k];
+    for (int k = 0; k < pl->npeers; k++) {
+      j->plain_send_rows += pl->send_count[k];
+      if (comm_node_of(c, pl->peer[k]) != comm_node(c)) j->plain_send_rows_inter += pl->send_count[k];
+    }
   TRY_GOTO(comm_agree(c, st, "allocating the halo cache"), fail);
   TRY_GOTO(jaca_node_plan_build(c, pl, agg, o, layers, &j->plan), fail); /* agreed inside */
   TRY_GOTO(comm_exchange_create(c, be, &plain_plan, max_cols, &j->plain), fail);

@@ -120,6 +120,7 @@ struct jaca_stats {
   int64_t bytes_h2d, bytes_d2h; /* between host staging and device memory (0 on the CPU) */
   int64_t bytes_exact; /* forward bytes the plain exchange would have sent for the same
                           exchanges (this rank's rows to every rank holding them) */
+  int64_t bytes_exact_inter; /* ... of them to ranks of other nodes */
   int64_t age_sum, age_max; /* epochs between a row's production and its use, over the
                                rows read (0 with staleness 0) */
 };

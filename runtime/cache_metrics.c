@@ -15,7 +15,7 @@
 #include "jaca/jaca.h"
 #include "runtime/runtime_internal.h"
 
-#define ROW_VALUES 13
+#define ROW_VALUES 14
 
 struct rt_cache_track {
   int nlayers;
@@ -38,6 +38,7 @@ static void row_from_stats(const struct jaca_stats *a, const struct jaca_stats *
   v[10] = (double)(b->bytes_exact - a->bytes_exact);
   v[11] = (double)(b->age_sum - a->age_sum);
   v[12] = (double)b->age_max;
+  v[13] = (double)(b->bytes_exact_inter - a->bytes_exact_inter);
 }
 
 static void row_set(struct rt_cache_row *r, const double *v) {
@@ -54,6 +55,7 @@ static void row_set(struct rt_cache_row *r, const double *v) {
   r->bytes_exact = v[10];
   r->age_sum = v[11];
   r->age_max = v[12];
+  r->bytes_exact_inter = v[13];
 }
 
 static void row_add(struct rt_cache_row *t, const struct rt_cache_row *r) {
@@ -68,6 +70,7 @@ static void row_add(struct rt_cache_row *t, const struct rt_cache_row *r) {
   t->bytes_h2d += r->bytes_h2d;
   t->bytes_d2h += r->bytes_d2h;
   t->bytes_exact += r->bytes_exact;
+  t->bytes_exact_inter += r->bytes_exact_inter;
   t->age_sum += r->age_sum;
   if (r->age_max > t->age_max) t->age_max = r->age_max;
 }

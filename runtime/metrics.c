@@ -85,6 +85,7 @@ static cJSON *cache_row(const struct rt_cache_row *r) {
   cJSON_AddNumberToObject(o, "bytes_h2d", r->bytes_h2d);
   cJSON_AddNumberToObject(o, "bytes_d2h", r->bytes_d2h);
   cJSON_AddNumberToObject(o, "bytes_exact", r->bytes_exact);
+  cJSON_AddNumberToObject(o, "bytes_exact_inter_node", r->bytes_exact_inter);
   cJSON_AddNumberToObject(o, "bytes_saved", r->bytes_exact - r->bytes_intra - r->bytes_inter);
   json_num(o, "age_mean", r->lookups > 0 ? r->age_sum / r->lookups : NAN);
   cJSON_AddNumberToObject(o, "age_max", r->age_max);

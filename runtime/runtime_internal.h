@@ -103,7 +103,7 @@ struct rt_metrics {
  * ranks; age_max the maximum): per cached layer and in all. */
 struct rt_cache_row {
   double lookups, rank_hits, node_hits, misses, refreshed;
-  double bytes_intra, bytes_inter, bytes_shm, bytes_h2d, bytes_d2h, bytes_exact;
+  double bytes_intra, bytes_inter, bytes_shm, bytes_h2d, bytes_d2h, bytes_exact, bytes_exact_inter;
   double age_sum, age_max;
 };
 #define RT_CACHE_MAX_LAYERS 64
