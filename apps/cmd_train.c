@@ -111,18 +111,20 @@ void cmd_train_usage(FILE *out) {
           "                                .capgnn-cache); --no-part-cache: neither read nor write it\n"
           "  --comm auto|nccl|mpi-cuda|mpi-staged  how GPU ranks exchange halo rows and gradients\n"
           "                                (default auto; CPU ranks always use plain MPI)\n"
-          "halo cache (JACA; parallel runs; exact: the same results as without it)\n"
+          "halo cache (JACA; parallel runs)\n"
           "  --cache-policy jaca|lru|fifo|none  keep one copy of each halo row per node in shared\n"
           "                                memory, rows from another node sent once per node;\n"
           "                                which rows a smaller tier keeps: jaca (overlap ratio x\n"
           "                                influence), lru, fifo (default none: no cache)\n"
-          "  --cache-capacity F            fraction of a node's halo rows its tier holds, (0, 1]\n"
-          "                                (default 1); the others go from owner to rank directly\n"
-          "  --cache-host-mb N             ... and at most N MiB of shared memory per node (default\n"
-          "                                0: no MiB limit)\n"
-          "  --staleness S, --grad-staleness S, --cache-device-mb N, --cache-warmup E\n"
-          "                                approximate caching (stale rows, the rank tier): not\n"
-          "                                built yet; only the exact settings (0) are accepted\n"
+          "  --cache-capacity F            fraction of a node's halo rows its tier holds, and of a\n"
+          "                                rank's other halo rows it keeps, (0, 1] (default 1)\n"
+          "  --cache-host-mb N             ... and at most N MiB of shared memory per node\n"
+          "  --cache-device-mb N           ... and at most N MiB per rank (default 0: no MiB limit)\n"
+          "  --staleness S                 APPROXIMATE for S > 0: a hidden layer's halo row is\n"
+          "                                reused for up to S epochs before it is sent again\n"
+          "                                (default 0: exact, the same results as without a cache)\n"
+          "  --cache-warmup E              the cache off (exact exchange) for the first E epochs\n"
+          "  --grad-staleness S, --staleness adaptive[:EPS]  not built yet (only 0 is accepted)\n"
           "settings\n"
           "  --config FILE                 read settings from an INI file (keys are the long options\n"
           "                                above, e.g. configs/reddit.ini); options given on the\n"
@@ -478,7 +480,8 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_CACHE_DEVICE_MB: rc = cli_parse_i64("train", "--cache-device-mb", optarg, &par.cache_device_mb); break;
       case OPT_STALENESS:
         if (strncmp(optarg, "adaptive", 8) == 0)
-          rc = usage_error("--staleness %s: the adaptive mode is not built yet (issue #13); use 0", optarg);
+          rc = usage_error("--staleness %s: the adaptive mode is not built yet (issue #13); give a number of epochs",
+                           optarg);
         else rc = cli_parse_int("train", "--staleness", optarg, &par.staleness);
         break;
       case OPT_GRAD_STALENESS: rc = cli_parse_int("train", "--grad-staleness", optarg, &par.grad_staleness); break;

@@ -48,12 +48,14 @@ struct jaca_exchange {
   struct jaca_options opt;
   struct jaca_layers layers;
   struct jaca_node_plan plan;
-  struct comm_halo *fwd;
+  struct comm_halo **fwd; /* per refresh class */
   struct comm_shm *shm;
   char *seg;          /* the node tier: layer l's rows at seg + (l-1) * layer_bytes */
   size_t stride, layer_bytes;
   uint32_t *gen;      /* per layer: generations written so far */
-  float *d_src;       /* backend: (recv_rows + n_read) x cols */
+  float **d_src;      /* per layer, backend: (recv_rows + n_read) x cols: the rank tier
+                         ([received rows by class | rows read from the node tier]) */
+  uint32_t **src_epoch; /* per layer: the epoch each received row was produced in */
   int32_t *d_map;     /* backend: n_halo indices into d_src */
   int32_t *d_widx;    /* backend: write_idx (device backends) */
   float *d_pub;       /* backend: n_write x cols (device backends) */
@@ -73,8 +75,14 @@ static char *node_row(const struct jaca_exchange *j, int layer, int64_t r) {
   return j->seg + (size_t)(layer - 1) * j->layer_bytes + (size_t)r * j->stride;
 }
 
+/* Training forward rows of hidden layers after the warm-up go through the tiers. */
 static int cached(const struct jaca_exchange *j, enum cg_halo_dir dir, struct cg_halo_tag tag) {
-  return dir == CG_HALO_FORWARD && tag.epoch > 0 && tag.layer >= 1 && tag.layer < j->layers.nlayers;
+  return dir == CG_HALO_FORWARD && tag.epoch > 0 && tag.epoch > (uint32_t)j->opt.warmup && tag.layer >= 1 &&
+         tag.layer < j->layers.nlayers;
+}
+
+static int refreshed(const struct jaca_exchange *j, uint32_t g, int cls) {
+  return jaca_last_refresh(g, cls, j->plan.staleness) == g;
 }
 
 static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
@@ -92,32 +100,39 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
                       tag.layer, (long long)cols, (long long)j->layers.cols);
   const struct jaca_node_plan *p = &j->plan;
   struct cg_backend *be = j->be;
-  const uint32_t g = ++j->gen[tag.layer];
-  TRY(comm_halo_begin_into(j->fwd, CG_HALO_FORWARD, x, j->d_src, cols));
-  /* this rank's own rows that its node's tier holds */
-  if (p->n_write > 0) {
-    const float *src = x;
-    if (!on_host(j)) {
+  const int l = tag.layer;
+  const uint32_t g = ++j->gen[l];
+  struct jaca_stats *s = &j->stats[l];
+  for (int c = 0; c < p->nclasses; c++) {
+    if (!refreshed(j, g, c)) continue;
+    const struct jaca_fwd_plan *f = &p->cls[c];
+    TRY(comm_halo_begin_into(j->fwd[c], CG_HALO_FORWARD, x, j->d_src[l] + f->recv_base * cols, cols));
+    s->bytes_intra += f->send_rows_intra * cols * (int64_t)sizeof(float);
+    s->bytes_inter += f->send_rows_inter * cols * (int64_t)sizeof(float);
+  }
+  /* this rank's own rows that its node's tier holds, those due now */
+  int64_t nw = 0;
+  for (int64_t k = 0; k < p->n_write; k++) nw += refreshed(j, g, p->write_phase[k]);
+  if (nw > 0) {
+    if (!on_host(j)) { /* all of them: one gather, one copy */
       be->gather_rows(be, x, cols, j->d_widx, p->n_write, j->d_pub);
       TRY(be->download(be, j->h_pub, j->d_pub, (size_t)(p->n_write * cols) * sizeof(float)));
-      j->stats[tag.layer].bytes_d2h += p->n_write * cols * (int64_t)sizeof(float);
+      s->bytes_d2h += p->n_write * cols * (int64_t)sizeof(float);
     }
     for (int64_t k = 0; k < p->n_write; k++) {
-      const float *row = on_host(j) ? src + (int64_t)p->write_idx[k] * cols : j->h_pub + k * cols;
+      if (!refreshed(j, g, p->write_phase[k])) continue;
+      const float *row = on_host(j) ? x + (int64_t)p->write_idx[k] * cols : j->h_pub + k * cols;
       const struct jaca_row_meta m = {g, tag.epoch, (uint32_t)p->admitted_gid[p->write_row[k]]};
-      jaca_row_publish(node_row(j, tag.layer, p->write_row[k]), row, cols, &m);
+      jaca_row_publish(node_row(j, l, p->write_row[k]), row, cols, &m);
     }
   }
-  struct jaca_stats *s = &j->stats[tag.layer];
-  s->bytes_intra += p->send_rows_intra * cols * (int64_t)sizeof(float);
-  s->bytes_inter += p->send_rows_inter * cols * (int64_t)sizeof(float);
-  s->node_writes += p->n_write;
-  s->bytes_shm += p->n_write * cols * (int64_t)sizeof(float);
+  s->node_writes += nw;
+  s->bytes_shm += nw * cols * (int64_t)sizeof(float);
   s->bytes_exact += j->plain_send_rows * cols * (int64_t)sizeof(float);
   s->bytes_exact_inter += j->plain_send_rows_inter * cols * (int64_t)sizeof(float);
   j->in_flight = 1;
   j->delegated = 0;
-  j->layer = tag.layer;
+  j->layer = l;
   j->flight_gen = g;
   j->flight_epoch = tag.epoch;
   return CG_OK;
@@ -138,55 +153,84 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
   const struct jaca_node_plan *p = &j->plan;
   struct cg_backend *be = j->be;
   const uint32_t g = j->flight_gen;
-  const int l = tag.layer;
-  TRY(comm_halo_end_into(j->fwd, CG_HALO_FORWARD, x, j->d_src, cols));
-  /* rows received for the node: into the tier */
-  if (p->n_received > 0) {
-    const float *recv = j->d_src;
+  const int l = tag.layer, S = p->staleness;
+  float *src = j->d_src[l];
+  uint32_t *src_epoch = j->src_epoch[l];
+  struct jaca_stats *s = &j->stats[l];
+  int64_t direct_now = 0, mine_now = 0; /* direct rows and rows for the node received now */
+  for (int c = 0; c < p->nclasses; c++) {
+    if (!refreshed(j, g, c)) continue;
+    const struct jaca_fwd_plan *f = &p->cls[c];
+    float *blk = src + f->recv_base * cols;
+    TRY(comm_halo_end_into(j->fwd[c], CG_HALO_FORWARD, x, blk, cols));
+    for (int64_t k = 0; k < f->recv_rows; k++) src_epoch[f->recv_base + k] = tag.epoch;
+    direct_now += f->recv_rows - f->n_received;
+    mine_now += f->n_received;
+    if (f->n_received == 0) continue;
+    /* rows received for the node: into the tier */
+    const float *recv = blk;
     if (!on_host(j)) {
-      TRY(be->download(be, j->h_recv, j->d_src, (size_t)(p->recv_rows * cols) * sizeof(float)));
-      j->stats[l].bytes_d2h += p->recv_rows * cols * (int64_t)sizeof(float);
+      TRY(be->download(be, j->h_recv, blk, (size_t)(f->recv_rows * cols) * sizeof(float)));
+      s->bytes_d2h += f->recv_rows * cols * (int64_t)sizeof(float);
       recv = j->h_recv;
     }
-    for (int64_t k = 0; k < p->recv_rows; k++) {
-      if (p->recv_dest[k] >= 0) continue;
-      const int64_t r = -1 - p->recv_dest[k];
+    for (int64_t k = 0; k < f->recv_rows; k++) {
+      if (f->recv_dest[k] >= 0) continue;
+      const int64_t r = -1 - f->recv_dest[k];
       const struct jaca_row_meta m = {g, tag.epoch, (uint32_t)p->admitted_gid[r]};
       jaca_row_publish(node_row(j, l, r), recv + k * cols, cols, &m);
     }
   }
-  /* this rank's rows from the tier, each exactly generation g */
-  struct jaca_stats *s = &j->stats[l];
-  s->node_writes += p->n_received;
-  s->bytes_shm += p->n_received * cols * (int64_t)sizeof(float);
-  float *dst = on_host(j) ? j->d_src + p->recv_rows * cols : j->h_read;
+  s->node_writes += mine_now;
+  s->bytes_shm += mine_now * cols * (int64_t)sizeof(float);
+  /* the direct rows kept from earlier generations: never older than S (by the schedule;
+   * checked, so that a broken schedule is an error, not a stale value) */
+  for (int c = 0; c < p->nclasses; c++) {
+    const struct jaca_fwd_plan *f = &p->cls[c];
+    for (int64_t k = 0; k < f->recv_rows; k++) {
+      if (f->recv_dest[k] < 0) continue;
+      const int64_t age = (int64_t)tag.epoch - (int64_t)src_epoch[f->recv_base + k];
+      if (age < 0 || age > S)
+        return cg_err_set(CG_ERR_INTERNAL, "jaca: halo row %lld of layer %d is %lld epochs old (staleness %d)",
+                          (long long)f->recv_dest[k], l, (long long)age, S);
+      s->age_sum += age;
+      if (age > s->age_max) s->age_max = age;
+    }
+  }
+  /* this rank's rows from the node tier, each of the generation that last refreshed it */
+  float *dst = on_host(j) ? src + p->recv_rows * cols : j->h_read;
+  int64_t read_fresh = 0;
   for (int64_t k = 0; k < p->n_read; k++) {
     struct jaca_row_meta m;
     const int64_t r = p->read_row[k];
-    const int64_t torn = jaca_row_read_wait(node_row(j, l, r), dst + k * cols, cols, g, JACA_READ_TIMEOUT_S, &m);
+    const uint32_t want = jaca_last_refresh(g, p->read_phase[k], S);
+    read_fresh += want == g;
+    const int64_t torn = jaca_row_read_wait(node_row(j, l, r), dst + k * cols, cols, want, JACA_READ_TIMEOUT_S, &m);
     if (torn < 0)
       return cg_err_set(CG_ERR_INTERNAL,
                         "jaca: node row %lld (vertex %d, layer %d) did not reach generation %u within %.0f s "
                         "(it holds generation %u): the rank that writes it is gone or stuck",
-                        (long long)r, p->admitted_gid[r], l, g, JACA_READ_TIMEOUT_S, m.gen);
-    if (m.gen != g || m.gid != (uint32_t)p->admitted_gid[r] || m.epoch != tag.epoch)
+                        (long long)r, p->admitted_gid[r], l, want, JACA_READ_TIMEOUT_S, m.gen);
+    const int64_t age = (int64_t)tag.epoch - (int64_t)m.epoch;
+    if (m.gen != want || m.gid != (uint32_t)p->admitted_gid[r] || age < 0 || age > S)
       return cg_err_set(CG_ERR_INTERNAL,
                         "jaca: node row %lld of layer %d holds vertex %u, generation %u, epoch %u; expected "
-                        "vertex %d, generation %u, epoch %u",
-                        (long long)r, l, m.gid, m.gen, m.epoch, p->admitted_gid[r], g, tag.epoch);
+                        "vertex %d, generation %u, at most %d epochs before epoch %u",
+                        (long long)r, l, m.gid, m.gen, m.epoch, p->admitted_gid[r], want, S, tag.epoch);
     s->torn_reads += torn;
-    const int64_t age = (int64_t)tag.epoch - (int64_t)m.epoch;
     s->age_sum += age;
     if (age > s->age_max) s->age_max = age;
   }
   if (!on_host(j) && p->n_read > 0) {
-    TRY(be->upload(be, j->d_src + p->recv_rows * cols, j->h_read, (size_t)(p->n_read * cols) * sizeof(float)));
+    TRY(be->upload(be, src + p->recv_rows * cols, j->h_read, (size_t)(p->n_read * cols) * sizeof(float)));
     s->bytes_h2d += p->n_read * cols * (int64_t)sizeof(float);
   }
-  if (p->n_halo > 0) be->gather_rows(be, j->d_src, cols, j->d_map, p->n_halo, x + p->n_inner * cols);
+  if (p->n_halo > 0) be->gather_rows(be, src, cols, j->d_map, p->n_halo, x + p->n_inner * cols);
   s->lookups += p->n_halo;
-  s->node_hits += p->n_read - p->n_received;
-  s->misses += p->n_direct + p->n_received;
+  s->rank_hits += p->n_direct - direct_now;
+  s->node_hits += p->n_read - mine_now;
+  s->misses += direct_now + mine_now;
+  s->refreshed += direct_now + read_fresh;
   return CG_OK;
 }
 
@@ -210,6 +254,7 @@ static void stats_sum(const struct jaca_exchange *j, struct jaca_stats *t) {
     t->misses += s->misses;
     t->node_writes += s->node_writes;
     t->torn_reads += s->torn_reads;
+    t->refreshed += s->refreshed;
     t->bytes_intra += s->bytes_intra;
     t->bytes_inter += s->bytes_inter;
     t->bytes_shm += s->bytes_shm;
@@ -227,15 +272,21 @@ static void jx_counters(const struct cg_exchange *ex, struct cg_exchange_counter
   j->plain->counters(j->plain, out);
   struct jaca_stats t;
   stats_sum(j, &t);
-  out->halo_bytes += comm_halo_bytes_sent(j->fwd);
+  for (int c = 0; c < j->plan.nclasses; c++) out->halo_bytes += comm_halo_bytes_sent(j->fwd[c]);
   out->cache_hits += t.rank_hits + t.node_hits;
   out->cache_lookups += t.lookups;
 }
 
 static void jx_free(struct jaca_exchange *j) {
   struct cg_backend *be = j->be;
+  for (int l = 1; j->d_src && l < j->layers.nlayers; l++) {
+    if (be) be->free(be, j->d_src[l]);
+    cg_free(j->src_epoch[l]);
+  }
+  cg_free(j->d_src);
+  cg_free(j->src_epoch);
+  cg_free(j->fwd);
   if (be) {
-    be->free(be, j->d_src);
     be->free(be, j->d_map);
     be->free(be, j->d_widx);
     be->free(be, j->d_pub);
@@ -252,7 +303,7 @@ static void jx_free(struct jaca_exchange *j) {
 static void jx_destroy(struct cg_exchange *ex) {
   struct jaca_exchange *j = impl(ex);
   /* collective, in the same order on every rank */
-  comm_halo_destroy(&j->fwd);
+  for (int c = 0; j->fwd && c < j->plan.nclasses; c++) comm_halo_destroy(&j->fwd[c]);
   comm_shm_destroy(&j->shm);
   cg_exchange_destroy(&j->plain);
   jx_free(j);
@@ -288,13 +339,25 @@ static int jx_alloc(struct jaca_exchange *j) {
   const struct jaca_node_plan *p = &j->plan;
   const int64_t cols = j->layers.cols, nsrc = p->recv_rows + p->n_read;
   const size_t fl = sizeof(float);
-  TRY(be->alloc(be, (void **)&j->d_src, (size_t)((nsrc > 0 ? nsrc : 1) * cols) * fl, "jaca: halo rows staged"));
+  const int L = j->layers.nlayers;
+  j->d_src = cg_calloc((size_t)L, sizeof *j->d_src, "jaca: rank tier per layer");
+  j->src_epoch = cg_calloc((size_t)L, sizeof *j->src_epoch, "jaca: rank tier epochs per layer");
+  if (!j->d_src || !j->src_epoch) return CG_ERR_NOMEM;
+  for (int l = 1; l < L; l++) {
+    TRY(be->alloc(be, (void **)&j->d_src[l], (size_t)((nsrc > 0 ? nsrc : 1) * cols) * fl, "jaca: rank tier rows"));
+    j->src_epoch[l] = cg_calloc((size_t)(p->recv_rows > 0 ? p->recv_rows : 1), sizeof(uint32_t),
+                                "jaca: rank tier epochs");
+    if (!j->src_epoch[l]) return CG_ERR_NOMEM;
+  }
   TRY(be->alloc(be, (void **)&j->d_map, (size_t)(p->n_halo > 0 ? p->n_halo : 1) * sizeof(int32_t),
                 "jaca: where each halo row comes from"));
   int32_t *map = cg_malloc((size_t)(p->n_halo > 0 ? p->n_halo : 1) * sizeof(int32_t), "jaca: halo map");
   if (!map) return CG_ERR_NOMEM;
-  for (int64_t k = 0; k < p->recv_rows; k++)
-    if (p->recv_dest[k] >= 0) map[p->recv_dest[k]] = (int32_t)k;
+  for (int c = 0; c < p->nclasses; c++) {
+    const struct jaca_fwd_plan *f = &p->cls[c];
+    for (int64_t k = 0; k < f->recv_rows; k++)
+      if (f->recv_dest[k] >= 0) map[f->recv_dest[k]] = (int32_t)(f->recv_base + k);
+  }
   for (int64_t k = 0; k < p->n_read; k++) map[p->read_halo[k]] = (int32_t)(p->recv_rows + k);
   int st = p->n_halo > 0 ? be->upload(be, j->d_map, map, (size_t)p->n_halo * sizeof(int32_t)) : CG_OK;
   cg_free(map);
@@ -379,20 +442,23 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
   TRY_GOTO(comm_agree(c, st, "allocating the halo cache"), fail);
   TRY_GOTO(jaca_node_plan_build(c, pl, agg, o, layers, &j->plan), fail); /* agreed inside */
   TRY_GOTO(comm_exchange_create(c, be, &plain_plan, max_cols, &j->plain), fail);
-  {
-    const struct jaca_node_plan *p = &j->plan;
+  j->fwd = cg_calloc((size_t)j->plan.nclasses, sizeof *j->fwd, "jaca: forward exchanges");
+  st = j->fwd ? CG_OK : CG_ERR_NOMEM;
+  TRY_GOTO(comm_agree(c, st, "allocating the halo cache"), fail);
+  for (int k = 0; k < j->plan.nclasses; k++) { /* one per refresh class, collective */
+    const struct jaca_fwd_plan *f = &j->plan.cls[k];
     struct comm_halo_plan fp;
     memset(&fp, 0, sizeof fp);
-    fp.npeers = p->npeers;
-    fp.peer = p->peer;
-    fp.send_offset = p->send_offset;
-    fp.send_count = p->send_count;
-    fp.send_idx = p->send_idx;
-    fp.recv_offset = p->recv_offset;
-    fp.recv_count = p->recv_count;
-    fp.n_inner = p->n_inner;
-    fp.n_halo = p->recv_rows;
-    TRY_GOTO(comm_halo_create(c, be, &fp, layers->cols, &j->fwd), fail);
+    fp.npeers = f->npeers;
+    fp.peer = f->peer;
+    fp.send_offset = f->send_offset;
+    fp.send_count = f->send_count;
+    fp.send_idx = f->send_idx;
+    fp.recv_offset = f->recv_offset;
+    fp.recv_count = f->recv_count;
+    fp.n_inner = j->plan.n_inner;
+    fp.n_halo = f->recv_rows;
+    TRY_GOTO(comm_halo_create(c, be, &fp, layers->cols, &j->fwd[k]), fail);
   }
   j->stride = jaca_row_stride(layers->cols);
   j->layer_bytes = j->stride * (size_t)j->plan.n_admitted;
@@ -418,7 +484,7 @@ fail:
   cg_err_trail(__FILE__, __LINE__, "jaca_exchange_create");
   if (j) {
     /* every rank got as far as the others (each step is agreed): collective frees */
-    comm_halo_destroy(&j->fwd);
+    for (int k = 0; j->fwd && k < j->plan.nclasses; k++) comm_halo_destroy(&j->fwd[k]);
     comm_shm_destroy(&j->shm);
     cg_exchange_destroy(&j->plain);
     jx_free(j);

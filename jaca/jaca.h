@@ -54,6 +54,8 @@ extern "C" {
  *        as a halo) times v's influence on the tier's ranks (the sum of its normalised
  *        edge weights there), ties by global id
  *  LRU   least recently used; FIFO  first in, first out. */
+#define JACA_MAX_STALENESS 1000
+
 enum jaca_policy { JACA_POLICY_NONE = 0, JACA_POLICY_JACA = 1, JACA_POLICY_LRU = 2, JACA_POLICY_FIFO = 3 };
 
 const char *jaca_policy_name(enum jaca_policy p); /* "none", "jaca", "lru", "fifo" */
@@ -112,6 +114,8 @@ struct jaca_stats {
   int64_t node_hits;   /* read from the node tier, not sent to this rank (its owner is on
                           the node, or another rank of the node received it) */
   int64_t misses;      /* sent to this rank: to it as the node's receiver, or directly */
+  int64_t refreshed;   /* rows read with values of this generation (the others are kept
+                          ones, at most --staleness epochs old) */
   int64_t node_writes; /* rows this rank wrote into the node tier (owned or received) */
   int64_t torn_reads;  /* seqlock copies thrown away and retried */
   int64_t bytes_intra; /* forward bytes this rank sent through MPI to ranks of its node */

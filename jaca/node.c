@@ -27,25 +27,51 @@
 
 #define ENTRY_WORDS 4 /* gid, owner, R, influence bits */
 
+static void fwd_plan_free(struct jaca_fwd_plan *f) {
+  cg_free(f->peer);
+  cg_free(f->send_offset);
+  cg_free(f->send_count);
+  cg_free(f->recv_offset);
+  cg_free(f->recv_count);
+  cg_free(f->send_idx);
+  cg_free(f->recv_dest);
+  memset(f, 0, sizeof *f);
+}
+
 void jaca_node_plan_free(struct jaca_node_plan *p) {
   if (!p) return;
+  if (p->cls)
+    for (int k = 0; k < p->nclasses; k++) fwd_plan_free(&p->cls[k]);
+  cg_free(p->cls);
   cg_free(p->admitted_gid);
   cg_free(p->halo_owner);
   cg_free(p->halo_node_row);
+  cg_free(p->halo_class);
   cg_free(p->halo_r);
   cg_free(p->halo_infl);
-  cg_free(p->peer);
-  cg_free(p->send_offset);
-  cg_free(p->send_count);
-  cg_free(p->recv_offset);
-  cg_free(p->recv_count);
-  cg_free(p->send_idx);
-  cg_free(p->recv_dest);
   cg_free(p->write_idx);
   cg_free(p->write_row);
+  cg_free(p->write_phase);
   cg_free(p->read_halo);
   cg_free(p->read_row);
+  cg_free(p->read_phase);
   memset(p, 0, sizeof *p);
+}
+
+int jaca_phase(int64_t gid, int staleness) {
+  if (staleness <= 0) return 0;
+  uint64_t z = (uint64_t)gid + 0x9E3779B97F4A7C15ull; /* splitmix64: neighbours land apart */
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return (int)(z % (uint64_t)(staleness + 1));
+}
+
+uint32_t jaca_last_refresh(uint32_t g, int cls, int staleness) {
+  if (g <= 1 || cls > staleness) return g; /* the first generation, and "always" rows */
+  const uint32_t period = (uint32_t)staleness + 1u;
+  if (g - 1u < (uint32_t)cls) return 1u; /* its phase has not come round yet */
+  return g - (g - 1u - (uint32_t)cls) % period;
 }
 
 int64_t jaca_node_rows_for_mb(int64_t mb, const struct jaca_layers *layers) {
@@ -145,6 +171,78 @@ done:
   cg_free(rbuf);
   cg_free(sc);
   return st;
+}
+
+/* The per-class forward plans from the requests: sc[q * NC + k] rows this rank asked
+ * owner q for in class k (its requests and their destinations packed by owner, then
+ * class: req_dest), gets[q] requests from consumer q (packed by consumer in rreq, each
+ * gid * NC + class, in the order q wants the rows). */
+static int build_classes(struct comm *c, const struct part_local *pl, struct jaca_node_plan *p,
+                         const int64_t *sc, const int64_t *gets, const int64_t *rreq, const int64_t *req_dest) {
+  const int P = comm_size(c), NC = p->nclasses, me = comm_rank(c), node = comm_node(c);
+  int64_t base = 0;
+  for (int k = 0; k < NC; k++) {
+    struct jaca_fwd_plan *f = &p->cls[k];
+    int np = 0;
+    int64_t nsend = 0, nrecv = 0;
+    for (int q = 0, roff = 0; q < P; q++) {
+      int64_t sq = 0;
+      for (int64_t j = roff; j < roff + gets[q]; j++) sq += rreq[j] % NC == k;
+      roff += (int)gets[q];
+      if (sq > 0 || sc[(int64_t)q * NC + k] > 0) np++;
+      nsend += sq;
+      nrecv += sc[(int64_t)q * NC + k];
+    }
+    const size_t nps = (size_t)(np > 0 ? np : 1);
+    f->peer = cg_malloc(sizeof(int32_t) * nps, "jaca: forward peers");
+    f->send_offset = cg_malloc(sizeof(int64_t) * nps, "jaca: forward plan");
+    f->send_count = cg_malloc(sizeof(int64_t) * nps, "jaca: forward plan");
+    f->recv_offset = cg_malloc(sizeof(int64_t) * nps, "jaca: forward plan");
+    f->recv_count = cg_malloc(sizeof(int64_t) * nps, "jaca: forward plan");
+    f->send_idx = cg_malloc(sizeof(int32_t) * (size_t)(nsend > 0 ? nsend : 1), "jaca: forward send list");
+    f->recv_dest = cg_malloc(sizeof(int64_t) * (size_t)(nrecv > 0 ? nrecv : 1), "jaca: forward receive list");
+    if (!f->peer || !f->send_offset || !f->send_count || !f->recv_offset || !f->recv_count || !f->send_idx ||
+        !f->recv_dest)
+      return CG_ERR_NOMEM;
+    f->npeers = np;
+    f->recv_base = base;
+    int64_t roff = 0, qoff = 0; /* offsets in rreq (by consumer) and req_dest (by owner, class) */
+    for (int q = 0, i = 0; q < P; q++) {
+      int64_t sq = 0, rq = sc[(int64_t)q * NC + k];
+      for (int64_t j = roff; j < roff + gets[q]; j++) {
+        if (rreq[j] % NC != k) continue;
+        const int64_t li = inner_of(pl->gid, pl->n_inner, rreq[j] / NC);
+        if (li < 0)
+          return cg_err_set(CG_ERR_INTERNAL, "jaca: rank %d asks rank %d for vertex %lld, which it does not own", q,
+                            me, (long long)(rreq[j] / NC));
+        f->send_idx[f->send_rows + sq++] = (int32_t)li;
+      }
+      roff += gets[q];
+      /* my requests to q in class k: after those of classes < k to q */
+      int64_t at = qoff;
+      for (int kk = 0; kk < k; kk++) at += sc[(int64_t)q * NC + kk];
+      for (int64_t j = 0; j < rq; j++) {
+        f->recv_dest[f->recv_rows + j] = req_dest[at + j];
+        f->n_received += req_dest[at + j] < 0;
+      }
+      for (int kk = 0; kk < NC; kk++) qoff += sc[(int64_t)q * NC + kk];
+      if (sq == 0 && rq == 0) continue;
+      f->peer[i] = q;
+      f->send_offset[i] = f->send_rows;
+      f->send_count[i] = sq;
+      f->recv_offset[i] = f->recv_rows;
+      f->recv_count[i] = rq;
+      if (comm_node_of(c, q) == node) f->send_rows_intra += sq;
+      else f->send_rows_inter += sq;
+      f->send_rows += sq;
+      f->recv_rows += rq;
+      i++;
+    }
+    base += f->recv_rows;
+    p->send_rows += f->send_rows;
+  }
+  p->recv_rows = base;
+  return CG_OK;
 }
 
 int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const struct cg_csr *agg,
@@ -283,40 +381,104 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
     u_recv[u] = l;
   }
 
-  /* ---- this rank's part: reads, writes, requests ---- */
+  /* ---- this rank's part: reads, writes, and which direct rows the rank tier keeps ---- */
+  const int S = o->staleness, NC = S + 2, ALWAYS = S + 1;
+  p->staleness = S;
+  p->nclasses = NC;
   const size_t nhs = (size_t)(nh > 0 ? nh : 1);
   p->halo_node_row = cg_malloc(sizeof(int64_t) * nhs, "jaca: node row of each halo row");
+  p->halo_class = cg_malloc(sizeof(int32_t) * nhs, "jaca: refresh class of each halo row");
   p->read_halo = cg_malloc(sizeof(int64_t) * nhs, "jaca: halo rows read from the node tier");
   p->read_row = cg_malloc(sizeof(int64_t) * nhs, "jaca: node rows read");
-  sc = cg_calloc((size_t)P, sizeof(int64_t), "jaca: request counts");
+  p->read_phase = cg_malloc(sizeof(int32_t) * nhs, "jaca: phases of the node rows read");
+  p->cls = cg_calloc((size_t)NC, sizeof *p->cls, "jaca: forward plans");
+  sc = cg_calloc((size_t)P * (size_t)NC, sizeof(int64_t), "jaca: request counts");
   rc = cg_calloc((size_t)P, sizeof(int64_t), "jaca: request counts");
-  if (!p->halo_node_row || !p->read_halo || !p->read_row || !sc || !rc) {
+  if (!p->halo_node_row || !p->halo_class || !p->read_halo || !p->read_row || !p->read_phase || !p->cls || !sc ||
+      !rc) {
     st = CG_ERR_NOMEM;
     goto fail_agree;
   }
-  for (int64_t i = 0; i < nh; i++) {
-    const int64_t u = ent_u[lr_first[lr] + i];
-    p->halo_node_row[i] = u_row[u];
-    if (u_row[u] >= 0) {
-      p->read_halo[p->n_read] = i;
-      p->read_row[p->n_read++] = u_row[u];
-    } else {
-      sc[p->halo_owner[i]]++; /* direct */
+  {
+    /* the rank tier: this rank's direct rows, through the policy's directory over its
+     * reads in halo order, with this rank's priorities */
+    int64_t ndc = 0;
+    for (int64_t i = 0; i < nh; i++) ndc += u_row[ent_u[lr_first[lr] + i]] < 0;
+    int64_t rcap = (int64_t)(o->capacity * (double)ndc);
+    if (o->device_mb > 0) {
+      const int64_t by_mb = (int64_t)((double)o->device_mb * 1048576.0 /
+                                      ((double)layers->cols * sizeof(float) * (layers->nlayers - 1)));
+      if (by_mb < rcap) rcap = by_mb;
     }
+    int64_t *dkey = cg_malloc(sizeof(int64_t) * nhs, "jaca: rank tier candidates");
+    int64_t *drank = cg_malloc(sizeof(int64_t) * nhs, "jaca: rank tier priorities");
+    double *dscore = cg_malloc(sizeof(double) * nhs, "jaca: rank tier priorities");
+    int64_t *dgid = cg_malloc(sizeof(int64_t) * nhs, "jaca: rank tier ids");
+    int64_t *dord = cg_malloc(sizeof(int64_t) * nhs, "jaca: rank tier order");
+    struct jaca_dir *rdir = NULL;
+    if (!dkey || !drank || !dscore || !dgid || !dord) st = CG_ERR_NOMEM;
+    int64_t nd = 0;
+    for (int64_t i = 0; st == CG_OK && i < nh; i++) {
+      if (u_row[ent_u[lr_first[lr] + i]] >= 0) continue;
+      dkey[i] = nd;
+      dscore[nd] = (double)p->halo_r[i] * p->halo_infl[i];
+      dgid[nd] = pl->gid[ni + i];
+      dord[nd] = nd;
+      nd++;
+    }
+    if (st == CG_OK) {
+      g_sort_score = dscore;
+      g_sort_gid = dgid;
+      qsort(dord, (size_t)nd, sizeof(int64_t), cmp_priority);
+      for (int64_t k = 0; k < nd; k++) drank[dord[k]] = k;
+      st = jaca_dir_create(S > 0 ? o->policy : JACA_POLICY_NONE, nd, rcap, drank, &rdir);
+    }
+    for (int64_t i = 0; st == CG_OK && i < nh; i++) {
+      const int64_t u = ent_u[lr_first[lr] + i];
+      p->halo_node_row[i] = u_row[u];
+      if (u_row[u] >= 0) {
+        p->halo_class[i] = jaca_phase(u_gid[u], S);
+        p->read_halo[p->n_read] = i;
+        p->read_row[p->n_read] = u_row[u];
+        p->read_phase[p->n_read++] = p->halo_class[i];
+      } else if (jaca_dir_lookup(rdir, dkey[i]) >= 0 || jaca_dir_admit(rdir, dkey[i], NULL) >= 0) {
+        p->halo_class[i] = -1; /* decided once the epoch's reads are done, below */
+      } else {
+        p->halo_class[i] = -2;
+      }
+    }
+    /* kept: the residents at the end of the epoch (a row admitted and evicted again is
+     * not kept) */
+    for (int64_t i = 0; st == CG_OK && i < nh; i++) {
+      if (p->halo_node_row[i] >= 0) continue;
+      const int kept = jaca_dir_peek(rdir, dkey[i]) >= 0;
+      p->halo_class[i] = kept ? jaca_phase(pl->gid[ni + i], S) : ALWAYS;
+      p->n_rank_cached += kept;
+      sc[(int64_t)p->halo_owner[i] * NC + p->halo_class[i]]++;
+    }
+    jaca_dir_destroy(&rdir);
+    cg_free(dkey);
+    cg_free(drank);
+    cg_free(dscore);
+    cg_free(dgid);
+    cg_free(dord);
+    if (st < 0) goto fail_agree;
   }
   int64_t nwrite = 0;
   for (int64_t u = 0; u < U; u++) {
     if (u_row[u] < 0) continue;
     if (u_owner[u] == me) nwrite++;
-    if (u_recv[u] == lr) sc[u_owner[u]]++;
+    if (u_recv[u] == lr) sc[u_owner[u] * NC + jaca_phase(u_gid[u], S)]++;
   }
-  p->write_idx = cg_malloc(sizeof(int32_t) * (size_t)(nwrite > 0 ? nwrite : 1), "jaca: rows written");
-  p->write_row = cg_malloc(sizeof(int64_t) * (size_t)(nwrite > 0 ? nwrite : 1), "jaca: node rows written");
+  const size_t nws = (size_t)(nwrite > 0 ? nwrite : 1);
+  p->write_idx = cg_malloc(sizeof(int32_t) * nws, "jaca: rows written");
+  p->write_row = cg_malloc(sizeof(int64_t) * nws, "jaca: node rows written");
+  p->write_phase = cg_malloc(sizeof(int32_t) * nws, "jaca: phases of the rows written");
   int64_t nreq = 0;
-  for (int q = 0; q < P; q++) nreq += sc[q];
+  for (int64_t k = 0; k < (int64_t)P * NC; k++) nreq += sc[k];
   sreq = cg_malloc(sizeof(int64_t) * (size_t)(nreq > 0 ? nreq : 1), "jaca: requests");
   req_dest = cg_malloc(sizeof(int64_t) * (size_t)(nreq > 0 ? nreq : 1), "jaca: request destinations");
-  if (!p->write_idx || !p->write_row || !sreq || !req_dest) {
+  if (!p->write_idx || !p->write_row || !p->write_phase || !sreq || !req_dest) {
     st = CG_ERR_NOMEM;
     goto fail_agree;
   }
@@ -329,89 +491,65 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
       goto fail_agree;
     }
     p->write_idx[p->n_write] = (int32_t)li;
-    p->write_row[p->n_write++] = u_row[u];
+    p->write_row[p->n_write] = u_row[u];
+    p->write_phase[p->n_write++] = jaca_phase(u_gid[u], S);
   }
-  /* requests per owner, packed in rank order: direct rows in halo order, then the rows
-   * received for the node by increasing global id */
+  /* requests, packed by owner, then class: in a class, the direct rows in halo order,
+   * then the rows received for the node by increasing global id; each travels as
+   * gid * NC + class */
   {
-    int64_t *fill = cg_malloc(sizeof(int64_t) * (size_t)P, "jaca: request offsets");
+    int64_t *fill = cg_malloc(sizeof(int64_t) * (size_t)P * (size_t)NC, "jaca: request offsets");
     if (!fill) {
       st = CG_ERR_NOMEM;
       goto fail_agree;
     }
-    for (int q = 0, off = 0; q < P; q++) {
-      fill[q] = off;
-      off += (int)sc[q];
+    int64_t off = 0;
+    for (int64_t k = 0; k < (int64_t)P * NC; k++) {
+      fill[k] = off;
+      off += sc[k];
     }
     for (int64_t i = 0; i < nh; i++)
       if (p->halo_node_row[i] < 0) {
-        const int64_t k = fill[p->halo_owner[i]]++;
-        sreq[k] = pl->gid[ni + i];
+        const int64_t k = fill[(int64_t)p->halo_owner[i] * NC + p->halo_class[i]]++;
+        sreq[k] = (int64_t)pl->gid[ni + i] * NC + p->halo_class[i];
         req_dest[k] = i;
         p->n_direct++;
       }
     for (int64_t u = 0; u < U; u++)
       if (u_row[u] >= 0 && u_recv[u] == lr) {
-        const int64_t k = fill[u_owner[u]]++;
-        sreq[k] = u_gid[u];
+        const int cl = jaca_phase(u_gid[u], S);
+        const int64_t k = fill[u_owner[u] * NC + cl]++;
+        sreq[k] = u_gid[u] * NC + cl;
         req_dest[k] = -1 - u_row[u];
         p->n_received++;
       }
     cg_free(fill);
+    for (int q = 0; q < P; q++)
+      for (int k = 0; k < NC; k++) rc[q] += sc[(int64_t)q * NC + k]; /* per owner, for the all-to-all */
   }
 fail_agree:
   st = comm_agree(c, st, "jaca: the node tier's plan");
   if (st < 0) goto fail;
-  TRY_GOTO(comm_alltoall_i64(c, sc, rc), fail);
-  int64_t nsend = 0;
-  for (int q = 0; q < P; q++) nsend += rc[q];
-  rreq = cg_malloc(sizeof(int64_t) * (size_t)(nsend > 0 ? nsend : 1), "jaca: requests received");
-  st = rreq ? CG_OK : CG_ERR_NOMEM;
-  TRY_GOTO(comm_agree(c, st, "jaca: requests"), fail);
-  TRY_GOTO(comm_alltoallv_i64(c, sreq, sc, rreq, rc), fail);
-
-  /* ---- the forward exchange's plan ---- */
-  int npeers = 0;
-  for (int q = 0; q < P; q++)
-    if (sc[q] > 0 || rc[q] > 0) npeers++;
-  const size_t np = (size_t)(npeers > 0 ? npeers : 1);
-  p->peer = cg_malloc(sizeof(int32_t) * np, "jaca: forward peers");
-  p->send_offset = cg_malloc(sizeof(int64_t) * np, "jaca: forward plan");
-  p->send_count = cg_malloc(sizeof(int64_t) * np, "jaca: forward plan");
-  p->recv_offset = cg_malloc(sizeof(int64_t) * np, "jaca: forward plan");
-  p->recv_count = cg_malloc(sizeof(int64_t) * np, "jaca: forward plan");
-  p->send_idx = cg_malloc(sizeof(int32_t) * (size_t)(nsend > 0 ? nsend : 1), "jaca: forward send list");
-  p->recv_dest = req_dest;
-  req_dest = NULL;
-  if (!p->peer || !p->send_offset || !p->send_count || !p->recv_offset || !p->recv_count || !p->send_idx) {
-    st = CG_ERR_NOMEM;
-    goto agree_last;
-  }
-  p->npeers = npeers;
-  for (int q = 0, k = 0; q < P; q++) {
-    if (sc[q] == 0 && rc[q] == 0) continue;
-    p->peer[k] = q;
-    p->send_offset[k] = p->send_rows;
-    p->send_count[k] = rc[q];
-    p->recv_offset[k] = p->recv_rows;
-    p->recv_count[k] = sc[q];
-    for (int64_t j = 0; j < rc[q]; j++) {
-      const int64_t g = rreq[p->send_rows + j];
-      const int64_t li = inner_of(pl->gid, ni, g);
-      if (li < 0 && st == CG_OK)
-        st = cg_err_set(CG_ERR_INTERNAL, "jaca: rank %d asks rank %d for vertex %lld, which it does not own",
-                        q, me, (long long)g);
-      p->send_idx[p->send_rows + j] = (int32_t)(li < 0 ? 0 : li);
+  {
+    /* counts per rank: what this rank asks each owner for (rc, reused), and what each
+     * consumer asks of this rank (gets) */
+    int64_t *gets = cg_calloc((size_t)P, sizeof(int64_t), "jaca: requests per consumer");
+    st = gets ? CG_OK : CG_ERR_NOMEM;
+    TRY_GOTO(comm_agree(c, st, "jaca: requests"), fail);
+    st = comm_alltoall_i64(c, rc, gets);
+    int64_t nsend = 0;
+    for (int q = 0; st == CG_OK && q < P; q++) nsend += gets[q];
+    if (st == CG_OK) {
+      rreq = cg_malloc(sizeof(int64_t) * (size_t)(nsend > 0 ? nsend : 1), "jaca: requests received");
+      if (!rreq) st = CG_ERR_NOMEM;
     }
-    if (comm_node_of(c, q) == node) p->send_rows_intra += rc[q];
-    else p->send_rows_inter += rc[q];
-    p->send_rows += rc[q];
-    p->recv_rows += sc[q];
-    k++;
+    st = comm_agree(c, st, "jaca: requests");
+    if (st == CG_OK) st = comm_alltoallv_i64(c, sreq, rc, rreq, gets);
+    if (st == CG_OK) st = build_classes(c, pl, p, sc, gets, rreq, req_dest);
+    cg_free(gets);
+    st = comm_agree(c, st, "jaca: the forward plans");
+    if (st < 0) goto fail;
   }
-agree_last:
-  st = comm_agree(c, st, "jaca: the forward plan");
-  if (st < 0) goto fail;
   st = jaca_node_plan_check(p, pl);
   TRY_GOTO(comm_agree(c, st, "jaca: checking the node tier's plan"), fail);
   goto done;
@@ -444,9 +582,12 @@ done:
 
 int jaca_node_plan_check(const struct jaca_node_plan *p, const struct part_local *pl) {
   const int64_t ni = pl->n_inner, nh = pl->n_halo;
+  const int S = p->staleness;
   if (p->n_inner != ni || p->n_halo != nh)
     return cg_err_set(CG_ERR_INTERNAL, "jaca plan: %lld + %lld rows, the local graph has %lld + %lld",
                       (long long)p->n_inner, (long long)p->n_halo, (long long)ni, (long long)nh);
+  if (p->nclasses != S + 2 || !p->cls)
+    return cg_err_set(CG_ERR_INTERNAL, "jaca plan: %d refresh classes for staleness %d", p->nclasses, S);
   for (int64_t r = 1; r < p->n_admitted; r++)
     if (p->admitted_gid[r] <= p->admitted_gid[r - 1])
       return cg_err_set(CG_ERR_INTERNAL, "jaca plan: node rows not by increasing global id at %lld",
@@ -459,48 +600,68 @@ int jaca_node_plan_check(const struct jaca_node_plan *p, const struct part_local
   for (int64_t k = 0; k < p->n_read && st == CG_OK; k++) {
     const int64_t i = p->read_halo[k], r = p->read_row[k];
     if (i < 0 || i >= nh || r < 0 || r >= p->n_admitted || p->admitted_gid[r] != pl->gid[ni + i] ||
-        p->halo_node_row[i] != r || seen[i]++)
+        p->halo_node_row[i] != r || p->read_phase[k] != jaca_phase(pl->gid[ni + i], S) ||
+        p->halo_class[i] != p->read_phase[k] || seen[i]++)
       st = cg_err_set(CG_ERR_INTERNAL, "jaca plan: node read %lld (halo row %lld, node row %lld) is wrong",
                       (long long)k, (long long)i, (long long)r);
     nread++;
   }
-  int64_t off = 0, ndirect = 0, nrecv = 0;
-  for (int k = 0; k < p->npeers && st == CG_OK; k++) {
-    if (p->recv_offset[k] != off || (k > 0 && p->peer[k] <= p->peer[k - 1]))
-      st = cg_err_set(CG_ERR_INTERNAL, "jaca plan: receive blocks not packed in peer order at peer %d",
-                      p->peer[k]);
-    for (int64_t j = off; j < off + p->recv_count[k] && st == CG_OK; j++) {
-      const int64_t d = p->recv_dest[j];
-      if (d >= 0) {
-        if (d >= nh || seen[d]++ || p->halo_owner[d] != p->peer[k] || p->halo_node_row[d] >= 0)
-          st = cg_err_set(CG_ERR_INTERNAL, "jaca plan: received row %lld goes to halo row %lld wrongly",
-                          (long long)j, (long long)d);
-        ndirect++;
-      } else {
-        if (-1 - d >= p->n_admitted)
-          st = cg_err_set(CG_ERR_INTERNAL, "jaca plan: received row %lld goes to node row %lld of %lld",
-                          (long long)j, (long long)(-1 - d), (long long)p->n_admitted);
-        nrecv++;
+  int64_t base = 0, ndirect = 0, nrecv = 0, ncached = 0, nsend = 0;
+  for (int c = 0; c < p->nclasses && st == CG_OK; c++) {
+    const struct jaca_fwd_plan *f = &p->cls[c];
+    if (f->recv_base != base)
+      st = cg_err_set(CG_ERR_INTERNAL, "jaca plan: class %d's rows start at %lld, not %lld", c,
+                      (long long)f->recv_base, (long long)base);
+    int64_t off = 0, soff = 0;
+    for (int k = 0; k < f->npeers && st == CG_OK; k++) {
+      if (f->recv_offset[k] != off || f->send_offset[k] != soff || (k > 0 && f->peer[k] <= f->peer[k - 1]))
+        st = cg_err_set(CG_ERR_INTERNAL, "jaca plan: class %d's blocks not packed in peer order at peer %d", c,
+                        f->peer[k]);
+      for (int64_t j = off; j < off + f->recv_count[k] && st == CG_OK; j++) {
+        const int64_t d = f->recv_dest[j];
+        if (d >= 0) {
+          if (d >= nh || seen[d]++ || p->halo_owner[d] != f->peer[k] || p->halo_node_row[d] >= 0 ||
+              p->halo_class[d] != c ||
+              (c <= S && c != jaca_phase(pl->gid[ni + d], S)))
+            st = cg_err_set(CG_ERR_INTERNAL, "jaca plan: class %d's received row %lld goes to halo row %lld wrongly",
+                            c, (long long)j, (long long)d);
+          ndirect++;
+          ncached += c <= S;
+        } else {
+          if (-1 - d >= p->n_admitted || c > S || jaca_phase(p->admitted_gid[-1 - d], S) != c)
+            st = cg_err_set(CG_ERR_INTERNAL, "jaca plan: class %d's received row %lld goes to node row %lld of %lld",
+                            c, (long long)j, (long long)(-1 - d), (long long)p->n_admitted);
+          nrecv++;
+        }
       }
+      for (int64_t j = soff; j < soff + f->send_count[k] && st == CG_OK; j++)
+        if (f->send_idx[j] < 0 || f->send_idx[j] >= ni)
+          st = cg_err_set(CG_ERR_INTERNAL, "jaca plan: class %d's send_idx[%lld] = %d is not an inner row", c,
+                          (long long)j, f->send_idx[j]);
+      off += f->recv_count[k];
+      soff += f->send_count[k];
     }
-    off += p->recv_count[k];
+    if (st == CG_OK && (off != f->recv_rows || soff != f->send_rows ||
+                        f->send_rows_intra + f->send_rows_inter != f->send_rows))
+      st = cg_err_set(CG_ERR_INTERNAL, "jaca plan: class %d's counts disagree", c);
+    base += f->recv_rows;
+    nsend += f->send_rows;
   }
   for (int64_t i = 0; i < nh && st == CG_OK; i++)
     if (seen[i] != 1) st = cg_err_set(CG_ERR_INTERNAL, "jaca plan: halo row %lld is filled %d times", (long long)i, seen[i]);
   cg_free(seen);
   TRY(st);
-  if (off != p->recv_rows || ndirect != p->n_direct || nrecv != p->n_received || nread != p->n_read ||
-      p->n_direct + p->n_read != nh)
-    return cg_err_set(CG_ERR_INTERNAL, "jaca plan: counts disagree (%lld received, %lld direct, %lld for the node, %lld read)",
-                      (long long)p->recv_rows, (long long)p->n_direct, (long long)p->n_received,
-                      (long long)p->n_read);
-  for (int64_t k = 0; k < p->send_rows; k++)
-    if (p->send_idx[k] < 0 || p->send_idx[k] >= ni)
-      return cg_err_set(CG_ERR_INTERNAL, "jaca plan: send_idx[%lld] = %d is not an inner row", (long long)k,
-                        p->send_idx[k]);
+  if (base != p->recv_rows || nsend != p->send_rows || ndirect != p->n_direct || nrecv != p->n_received ||
+      nread != p->n_read || p->n_direct + p->n_read != nh || ncached != p->n_rank_cached ||
+      (S == 0 && ncached != 0))
+    return cg_err_set(CG_ERR_INTERNAL,
+                      "jaca plan: counts disagree (%lld received, %lld direct, %lld kept, %lld for the node, %lld read)",
+                      (long long)p->recv_rows, (long long)p->n_direct, (long long)p->n_rank_cached,
+                      (long long)p->n_received, (long long)p->n_read);
   for (int64_t k = 0; k < p->n_write; k++)
     if (p->write_idx[k] < 0 || p->write_idx[k] >= ni || p->write_row[k] < 0 || p->write_row[k] >= p->n_admitted ||
-        p->admitted_gid[p->write_row[k]] != pl->gid[p->write_idx[k]])
+        p->admitted_gid[p->write_row[k]] != pl->gid[p->write_idx[k]] ||
+        p->write_phase[k] != jaca_phase(pl->gid[p->write_idx[k]], S))
       return cg_err_set(CG_ERR_INTERNAL, "jaca plan: write %lld (inner row %d to node row %lld) is wrong",
                         (long long)k, p->write_idx[k], (long long)p->write_row[k]);
   return CG_OK;

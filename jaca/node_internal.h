@@ -21,6 +21,12 @@
  * owner o, rank q's receive block from o lists first its direct rows from o (in q's
  * halo order), then the rows it receives for its node (by increasing global id).
  *
+ * The rank tier (staleness S > 0): the direct rows this rank keeps between refreshes
+ * (its budget: o->capacity of its direct rows, and o->device_mb MiB when > 0, chosen by
+ * the policy's directory over one epoch of its reads, with this rank's priorities); a
+ * direct row it does not keep is refreshed every generation. Rows of the node tier are
+ * kept there between refreshes.
+ *
  * Priorities (policy JACA): R(v), the number of partitions holding v as a halo (the
  * owner counts the send lists v appears in), times v's influence on N: the sum over
  * N's ranks needing v of the weights of v's column in their aggregation operators;
@@ -35,6 +41,30 @@
 #include "mpi/comm.h"
 #include "partition/partition.h"
 
+/* One class of rows' forward exchange (a comm_halo plan in mpi/comm.h's terms): the
+ * rows of that class this rank sends and receives. */
+struct jaca_fwd_plan {
+  int npeers;
+  int32_t *peer;
+  int64_t *send_offset, *send_count, *recv_offset, *recv_count;
+  int32_t *send_idx;
+  int64_t send_rows, recv_rows;
+  int64_t send_rows_intra, send_rows_inter; /* to ranks of this node / other nodes */
+  /* what each received row is: the halo row it fills (>= 0, direct) or, for a row this
+   * rank receives for its node, -1 - node row */
+  int64_t *recv_dest;
+  int64_t recv_base;  /* where its received rows start in the rank's staging, in rows */
+  int64_t n_received; /* received rows this rank writes into the node tier */
+};
+
+/* Refresh classes (staleness S = o->staleness): classes 0..S are phases, class S+1
+ * ("always") holds the direct rows the rank tier does not keep. A row of phase k is
+ * refreshed at the cache's first exchange of a layer (generation 1) and at every
+ * generation g with (g - 1) mod (S + 1) == k; an "always" row at every generation. So
+ * a row is never more than S generations old, and each generation refreshes about
+ * 1 / (S + 1) of the cached rows. A vertex's phase is a hash of its global id, the same
+ * on every rank (jaca_phase), so owners and consumers agree on the schedule without
+ * sending it. With S = 0 every row is refreshed every generation (exact). */
 struct jaca_node_plan {
   /* the node */
   int node, nnodes, local_rank, local_size;
@@ -45,31 +75,38 @@ struct jaca_node_plan {
   int64_t n_inner, n_halo;
   int32_t *halo_owner;   /* owner rank of each halo row */
   int64_t *halo_node_row; /* node row of each halo row, -1 when direct */
+  int32_t *halo_class;   /* refresh class of each halo row (node rows: their phase) */
   int32_t *halo_r;       /* R(v) of each halo row */
   double *halo_infl;     /* influence of each halo row on this rank */
-  /* the forward exchange (plan arrays as in struct comm_halo_plan) */
-  int npeers;
-  int32_t *peer;
-  int64_t *send_offset, *send_count, *recv_offset, *recv_count;
-  int32_t *send_idx;
-  int64_t send_rows, recv_rows;
-  int64_t send_rows_intra, send_rows_inter; /* to ranks of this node / other nodes */
-  /* what each received row is: the halo row it fills (>= 0, direct) or, for a row this
-   * rank receives for its node, -1 - node row */
-  int64_t *recv_dest;
-  int64_t n_direct;    /* received rows that are this rank's own halo rows */
-  int64_t n_received;  /* received rows this rank writes into the node tier */
-  /* rows this rank owns that it writes into its node's tier: inner local id, node row */
+  /* the forward exchanges, one per refresh class */
+  int staleness, nclasses; /* S, S + 2 */
+  struct jaca_fwd_plan *cls;
+  int64_t recv_rows;     /* over the classes: the staging holds these, then the node reads */
+  int64_t send_rows;
+  int64_t n_direct;      /* received rows that are this rank's own halo rows */
+  int64_t n_rank_cached; /* ... of them kept in the rank tier (classes 0..S) */
+  int64_t n_received;    /* received rows this rank writes into the node tier */
+  /* rows this rank owns that it writes into its node's tier: inner local id, node row,
+   * phase */
   int64_t n_write;
   int32_t *write_idx;
   int64_t *write_row;
-  /* this rank's halo rows the node tier serves: halo row, node row */
+  int32_t *write_phase;
+  /* this rank's halo rows the node tier serves: halo row, node row, phase */
   int64_t n_read;
   int64_t *read_halo, *read_row;
+  int32_t *read_phase;
 };
 
-/* Build this rank's part of the plan for policy o->policy and the node budget
- * (o->capacity of the node halo, and o->host_mb MiB over `layers` when > 0).
+/* The phase of vertex gid under staleness S (0 when S = 0). */
+int jaca_phase(int64_t gid, int staleness);
+/* The generation at which a row of class `cls` last got new values, as of generation
+ * g >= 1 (g itself when the class is refreshed at g). */
+uint32_t jaca_last_refresh(uint32_t g, int cls, int staleness);
+
+/* Build this rank's part of the plan for policy o->policy, staleness o->staleness, the
+ * node budget (o->capacity of the node halo, and o->host_mb MiB over `layers` when > 0)
+ * and the rank budget (o->capacity of its direct rows, o->device_mb MiB when > 0).
  * Collective over the world (agreed). `agg` is n_inner x (n_inner + n_halo). */
 int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const struct cg_csr *agg,
                          const struct jaca_options *o, const struct jaca_layers *layers,
@@ -77,10 +114,10 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
 void jaca_node_plan_free(struct jaca_node_plan *p); /* accepts a zeroed struct */
 
 /* Invariant checker of this rank's part against its local graph: every halo row is
- * either direct (received exactly once from its owner) or read from the node tier
- * (admitted, at the node row of its global id); receive blocks are packed in peer
- * order; send lists hold inner rows only; written rows are owned rows at their node
- * rows. CG_ERR_INTERNAL naming the broken invariant. */
+ * either direct (received exactly once, in its class, from its owner) or read from the
+ * node tier (admitted, at the node row of its global id, its class its phase); receive
+ * blocks are packed in peer order; send lists hold inner rows only; written rows are
+ * owned rows at their node rows. CG_ERR_INTERNAL naming the broken invariant. */
 int jaca_node_plan_check(const struct jaca_node_plan *p, const struct part_local *pl);
 
 /* Rows of the node tier a budget of `mb` MiB holds over `layers` (every layer's rows

@@ -41,23 +41,12 @@ int jaca_options_check(const struct jaca_options *o) {
     return cg_err_set(CG_ERR_ARG, "--grad-staleness %d: expected >= 0", o->grad_staleness);
   if (o->warmup < 0) return cg_err_set(CG_ERR_ARG, "--cache-warmup %d: expected >= 0", o->warmup);
   /* what is not built yet is refused, never silently ignored */
-  if (o->staleness > 0)
-    return cg_err_set(CG_ERR_UNSUPPORTED,
-                      "--staleness %d: only 0 (exact) is built so far; stale halo rows need the rank "
-                      "tier (issue #13)",
-                      o->staleness);
+  if (o->staleness > JACA_MAX_STALENESS)
+    return cg_err_set(CG_ERR_ARG, "--staleness %d: expected at most %d epochs", o->staleness, JACA_MAX_STALENESS);
   if (o->grad_staleness > 0)
     return cg_err_set(CG_ERR_UNSUPPORTED,
                       "--grad-staleness %d: only 0 (every gradient sent back every epoch) is built so far",
                       o->grad_staleness);
-  if (o->device_mb > 0)
-    return cg_err_set(CG_ERR_UNSUPPORTED,
-                      "--cache-device-mb %lld: the rank tier is not built yet; leave it at 0",
-                      (long long)o->device_mb);
-  if (o->warmup > 0)
-    return cg_err_set(CG_ERR_UNSUPPORTED,
-                      "--cache-warmup %d: a warm-up only matters with --staleness > 0, not built yet",
-                      o->warmup);
   return CG_OK;
 }
 
@@ -66,10 +55,18 @@ const char *jaca_options_describe(const struct jaca_options *o, char *buf, size_
     snprintf(buf, len, "no halo cache");
     return buf;
   }
-  char mb[64] = "";
+  char mb[64] = "", dmb[64] = "", warm[64] = "";
   if (o->host_mb > 0) snprintf(mb, sizeof mb, ", at most %lld MiB", (long long)o->host_mb);
-  snprintf(buf, len, "halo cache %s: node tier %g %% of the node's halo rows%s; exact (staleness 0, "
-           "gradients every epoch)",
-           jaca_policy_name(o->policy), o->capacity * 100.0, mb);
+  if (o->device_mb > 0) snprintf(dmb, sizeof dmb, ", at most %lld MiB", (long long)o->device_mb);
+  if (o->warmup > 0) snprintf(warm, sizeof warm, "; cache off for the first %d epochs", o->warmup);
+  if (o->staleness == 0)
+    snprintf(buf, len, "halo cache %s: node tier %g %% of the node's halo rows%s; exact (staleness 0, "
+             "gradients every epoch)%s",
+             jaca_policy_name(o->policy), o->capacity * 100.0, mb, warm);
+  else
+    snprintf(buf, len, "halo cache %s: node tier %g %% of the node's halo rows%s, rank tier %g %% of the direct "
+             "rows%s; APPROXIMATE: hidden halo rows up to %d epochs old (--staleness %d), gradients every epoch%s",
+             jaca_policy_name(o->policy), o->capacity * 100.0, mb, o->capacity * 100.0, dmb, o->staleness,
+             o->staleness, warm);
   return buf;
 }

@@ -29,7 +29,7 @@ static void row_from_stats(const struct jaca_stats *a, const struct jaca_stats *
   v[1] = (double)(b->rank_hits - a->rank_hits);
   v[2] = (double)(b->node_hits - a->node_hits);
   v[3] = (double)(b->misses - a->misses);
-  v[4] = v[0] - v[1]; /* refreshed: every row read that the rank tier did not serve */
+  v[4] = (double)(b->refreshed - a->refreshed);
   v[5] = (double)(b->bytes_intra - a->bytes_intra);
   v[6] = (double)(b->bytes_inter - a->bytes_inter);
   v[7] = (double)(b->bytes_shm - a->bytes_shm);

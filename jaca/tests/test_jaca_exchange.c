@@ -60,8 +60,9 @@ static struct comm *g_comm;
     }                                                                                              \
   } while (0)
 
+#define EPOCH_CODES 16 /* epochs 0..15 fit the encoding */
 static float enc(int64_t o, int64_t g, uint32_t e, int l, int64_t j) {
-  return (float)((((g * 4 + o) * 8 + (int64_t)e) * 3 + l) * COLS + j);
+  return (float)((((g * 4 + o) * EPOCH_CODES + (int64_t)e) * 3 + l) * COLS + j);
 }
 
 struct setup {
@@ -121,10 +122,16 @@ static int64_t model_inter_rows(const struct setup *s) {
   return rows;
 }
 
-/* One cached forward exchange of (layer, epoch); returns the wrong values. With `lie`,
- * rank 0 fills its rows with the next epoch's encoding (the negative control). */
+/* One forward exchange of (layer, epoch); returns the wrong values. With `lie`, rank 0
+ * fills its rows with the next epoch's encoding (the negative control). `plan` (the
+ * cache's, NULL for an exchange the cache does not serve: evaluation) gives the epoch
+ * each halo row must come from under its staleness: the generation that last
+ * refreshed the row's class (jaca_last_refresh; here generation = epoch, one cached
+ * exchange per layer and epoch). Independently of the schedule, no row may be older
+ * than the staleness bound: *worst_age gets the oldest row's age, read from its value. */
 static int64_t forward_check(const struct setup *s, struct cg_backend *be, struct cg_exchange *ex, float *d,
-                             float *h, int layer, uint32_t epoch, int lie) {
+                             float *h, int layer, uint32_t epoch, int lie, const struct jaca_node_plan *plan,
+                             int64_t *worst_age) {
   const struct part_local *pl = s->pl;
   const int me = comm_rank(g_comm);
   const int64_t rows = pl->n_inner + pl->n_halo;
@@ -140,17 +147,20 @@ static int64_t forward_check(const struct setup *s, struct cg_backend *be, struc
   int64_t bad = 0;
   for (int64_t i = pl->n_inner; i < rows; i++) {
     const int64_t g = pl->gid[i], o = s->owner[g];
+    const uint32_t from = plan ? jaca_last_refresh(epoch, plan->halo_class[i - pl->n_inner], plan->staleness) : epoch;
+    const int64_t age = (int64_t)epoch - (int64_t)(((int64_t)h[i * COLS] / COLS / 3) % EPOCH_CODES);
+    if (worst_age && age > *worst_age) *worst_age = age;
     for (int64_t j = 0; j < COLS; j++) {
-      const float want = enc(o, g, epoch, layer, j), got = h[i * COLS + j];
+      const float want = enc(o, g, from, layer, j), got = h[i * COLS + j];
       if (got == want) continue;
       if (bad++ == 0 && !lie) {
         const int64_t code = (int64_t)got;
         fprintf(stderr,
-                "[rank %d] layer %d epoch %u: halo row %lld (gid %lld, owner %lld) col %lld holds %.0f = (gid %lld, "
-                "owner %lld, epoch %lld, layer %lld, col %lld)\n",
-                me, layer, epoch, (long long)i, (long long)g, (long long)o, (long long)j, (double)got,
-                (long long)(code / COLS / 3 / 8 / 4), (long long)(code / COLS / 3 / 8 % 4),
-                (long long)(code / COLS / 3 % 8), (long long)(code / COLS % 3), (long long)(code % COLS));
+                "[rank %d] layer %d epoch %u (rows of epoch %u expected): halo row %lld (gid %lld, owner %lld) col "
+                "%lld holds %.0f = (gid %lld, owner %lld, epoch %lld, layer %lld, col %lld)\n",
+                me, layer, epoch, from, (long long)i, (long long)g, (long long)o, (long long)j, (double)got,
+                (long long)(code / COLS / 3 / EPOCH_CODES / 4), (long long)(code / COLS / 3 / EPOCH_CODES % 4),
+                (long long)(code / COLS / 3 % EPOCH_CODES), (long long)(code / COLS % 3), (long long)(code % COLS));
       }
     }
   }
@@ -184,7 +194,29 @@ static void backward_check(const struct setup *s, struct cg_backend *be, struct 
   }
 }
 
-static void run_case(const char *spec, int random_owners, enum jaca_policy policy, double capacity,
+/* What one cached exchange at generation g should count (the plan's classes due at g). */
+struct expect {
+  int64_t inter, intra, rank_hits, node_hits, misses, writes, refreshed;
+};
+static void expect_add(struct expect *x, const struct jaca_node_plan *p, uint32_t g) {
+  int64_t direct_now = 0, mine_now = 0, fresh_reads = 0, writes = 0;
+  for (int c = 0; c < p->nclasses; c++) {
+    if (jaca_last_refresh(g, c, p->staleness) != g) continue;
+    x->inter += p->cls[c].send_rows_inter;
+    x->intra += p->cls[c].send_rows_intra;
+    direct_now += p->cls[c].recv_rows - p->cls[c].n_received;
+    mine_now += p->cls[c].n_received;
+  }
+  for (int64_t k = 0; k < p->n_read; k++) fresh_reads += jaca_last_refresh(g, p->read_phase[k], p->staleness) == g;
+  for (int64_t k = 0; k < p->n_write; k++) writes += jaca_last_refresh(g, p->write_phase[k], p->staleness) == g;
+  x->rank_hits += p->n_direct - direct_now;
+  x->node_hits += p->n_read - mine_now;
+  x->misses += direct_now + mine_now;
+  x->writes += writes + mine_now;
+  x->refreshed += direct_now + fresh_reads;
+}
+
+static void run_case(const char *spec, int random_owners, enum jaca_policy policy, double capacity, int staleness,
                      struct cg_backend *be) {
   const int me = comm_rank(g_comm);
   struct setup s;
@@ -194,6 +226,7 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   jaca_options_defaults(&o);
   o.policy = policy;
   o.capacity = capacity;
+  o.staleness = staleness;
   const struct jaca_layers layers = {NLAYERS, COLS};
   struct cg_exchange *ex = NULL;
   OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
@@ -205,78 +238,112 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   CHECK(h != NULL, "out of memory");
   OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
 
+  /* epochs: 3 when exact, else two periods and one more (every class refreshed, then
+   * kept, twice); an evaluation and a backward exchange after each epoch */
+  const uint32_t E = staleness == 0 ? 3u : (uint32_t)(2 * (staleness + 1) + 1);
+  CHECK(E + 1 < EPOCH_CODES, "too many epochs for the encoding");
   struct cg_exchange_counters c0, c1;
   ex->counters(ex, &c0);
-  int64_t nfwd = 0;
-  for (uint32_t e = 1; e <= 3; e++) {
+  struct expect x1 = {0}; /* layer 1's */
+  int64_t worst_age = 0, per_gen_inter[EPOCH_CODES] = {0};
+  for (uint32_t e = 1; e <= E; e++) {
     for (int l = 1; l < NLAYERS; l++) {
-      CHECK(forward_check(&s, be, ex, d, h, l, e, 0) == 0, "%s %s capacity %g: wrong halo values", spec,
-            jaca_policy_name(policy), capacity);
-      nfwd++;
+      CHECK(forward_check(&s, be, ex, d, h, l, e, 0, p, &worst_age) == 0,
+            "%s %s capacity %g staleness %d: wrong halo values", spec, jaca_policy_name(policy), capacity, staleness);
+      if (l == 1) {
+        const int64_t before = x1.inter;
+        expect_add(&x1, p, e);
+        per_gen_inter[e] = x1.inter - before;
+      }
     }
     backward_check(&s, be, ex, d, h);
-    /* evaluation: epoch 0, the plain path, the same values */
-    CHECK(forward_check(&s, be, ex, d, h, 1, 0, 0) == 0, "evaluation exchange: wrong halo values");
+    /* evaluation: epoch 0, the plain path, the current values */
+    CHECK(forward_check(&s, be, ex, d, h, 1, 0, 0, NULL, NULL) == 0, "evaluation exchange: wrong halo values");
   }
   ex->counters(ex, &c1);
-  /* the negative control: rank 0's rows of the wrong epoch must show up on its consumers */
-  int64_t caught = forward_check(&s, be, ex, d, h, 1, 4, 1);
-  int64_t holders_of_0 = 0;
-  for (int q = 1; q < comm_size(g_comm) && me == 0; q++) /* counted once, then summed */
-    for (int64_t i = s.all[q].n_inner; i < s.all[q].n_inner + s.all[q].n_halo; i++)
-      holders_of_0 += s.owner[s.all[q].gid[i]] == 0;
-  int64_t tot[2] = {caught, holders_of_0};
-  OK(comm_allreduce_i64(g_comm, tot, 2, COMM_SUM));
-  CHECK(tot[0] == tot[1] * COLS, "the negative control: %lld wrong values seen, %lld expected", (long long)tot[0],
-        (long long)(tot[1] * COLS));
+  struct jaca_stats st_c1;
+  OK(jaca_exchange_stats(ex, 0, &st_c1));
+  const int64_t sent_c1 = st_c1.bytes_intra + st_c1.bytes_inter;
+  CHECK(worst_age <= staleness, "a halo row %lld epochs old was used under staleness %d", (long long)worst_age,
+        staleness);
+  int64_t nx = (int64_t)E;
+  if (staleness == 0) {
+    /* the negative control: rank 0's rows of the wrong epoch must show up on its consumers */
+    int64_t caught = forward_check(&s, be, ex, d, h, 1, E + 1, 1, p, NULL);
+    expect_add(&x1, p, E + 1);
+    nx++;
+    int64_t holders_of_0 = 0;
+    for (int q = 1; q < comm_size(g_comm) && me == 0; q++) /* counted once, then summed */
+      for (int64_t i = s.all[q].n_inner; i < s.all[q].n_inner + s.all[q].n_halo; i++)
+        holders_of_0 += s.owner[s.all[q].gid[i]] == 0;
+    int64_t tot[2] = {caught, holders_of_0};
+    OK(comm_allreduce_i64(g_comm, tot, 2, COMM_SUM));
+    CHECK(tot[0] == tot[1] * COLS, "the negative control: %lld wrong values seen, %lld expected", (long long)tot[0],
+          (long long)(tot[1] * COLS));
+  } else {
+    /* one period after the first generation refreshes every phase once and the rows the
+     * rank tier does not keep every time: the inter-node rows of one full refresh */
+    int64_t period = 0, always = p->cls[staleness + 1].send_rows_inter;
+    for (int g = 2; g <= staleness + 2; g++) period += per_gen_inter[g];
+    CHECK(period == per_gen_inter[1] + staleness * always,
+          "inter-node rows over one period %lld, one full refresh %lld + %d x %lld always", (long long)period,
+          (long long)per_gen_inter[1], staleness, (long long)always);
+  }
 
-  /* statistics and counters of the 3 x 2 cached exchanges */
+  /* statistics and counters */
   struct jaca_stats st, st1;
   OK(jaca_exchange_stats(ex, 0, &st));
   OK(jaca_exchange_stats(ex, 1, &st1));
-  const int64_t nx = nfwd + 1; /* with the control's */
-  CHECK(st.lookups == nx * pl->n_halo && st.node_hits + st.misses + st.rank_hits == st.lookups,
-        "lookups %lld (expected %lld), hits %lld + %lld, misses %lld", (long long)st.lookups,
-        (long long)(nx * pl->n_halo), (long long)st.node_hits, (long long)st.rank_hits, (long long)st.misses);
-  CHECK(st.misses == nx * (p->n_direct + p->n_received) && st.rank_hits == 0, "misses %lld", (long long)st.misses);
-  CHECK(st.bytes_inter == nx * p->send_rows_inter * COLS * 4 && st.bytes_intra == nx * p->send_rows_intra * COLS * 4,
-        "bytes %lld inter, %lld intra; plan %lld, %lld rows", (long long)st.bytes_inter, (long long)st.bytes_intra,
-        (long long)p->send_rows_inter, (long long)p->send_rows_intra);
-  CHECK(st.node_writes == nx * (p->n_write + p->n_received), "node writes %lld, plan %lld + %lld",
-        (long long)st.node_writes, (long long)p->n_write, (long long)p->n_received);
-  CHECK(st1.lookups == (3 + 1) * pl->n_halo,
-        "per-layer lookups %lld", (long long)st1.lookups);
-  CHECK(c1.cache_lookups - c0.cache_lookups == nfwd * pl->n_halo, "seam lookups %lld",
+  const int64_t L1 = NLAYERS - 1;
+  CHECK(st1.lookups == nx * pl->n_halo && st.lookups == st1.lookups + (E * (L1 - 1)) * pl->n_halo,
+        "lookups %lld / %lld", (long long)st1.lookups, (long long)st.lookups);
+  CHECK(st1.rank_hits == x1.rank_hits && st1.node_hits == x1.node_hits && st1.misses == x1.misses &&
+            st1.refreshed == x1.refreshed && st1.node_writes == x1.writes,
+        "layer 1: rank hits %lld (%lld), node hits %lld (%lld), misses %lld (%lld), refreshed %lld (%lld), writes %lld "
+        "(%lld)",
+        (long long)st1.rank_hits, (long long)x1.rank_hits, (long long)st1.node_hits, (long long)x1.node_hits,
+        (long long)st1.misses, (long long)x1.misses, (long long)st1.refreshed, (long long)x1.refreshed,
+        (long long)st1.node_writes, (long long)x1.writes);
+  CHECK(st1.rank_hits + st1.node_hits + st1.misses == st1.lookups, "hits + misses != lookups");
+  CHECK(st1.bytes_inter == x1.inter * COLS * 4 && st1.bytes_intra == x1.intra * COLS * 4,
+        "bytes %lld inter, %lld intra; plan %lld, %lld rows", (long long)st1.bytes_inter, (long long)st1.bytes_intra,
+        (long long)x1.inter, (long long)x1.intra);
+  CHECK(st1.age_max <= staleness && st.age_max == worst_age,
+        "the cache's own ages: max %lld (the values say %lld)", (long long)st.age_max, (long long)worst_age);
+  if (staleness > 0 && p->n_rank_cached + p->n_read > 0) CHECK(st.rank_hits + st.node_hits > 0, "no hit with staleness");
+  CHECK(c1.cache_lookups - c0.cache_lookups == E * L1 * pl->n_halo, "seam lookups %lld",
         (long long)(c1.cache_lookups - c0.cache_lookups));
-  /* the plain path's bytes: 3 evaluation forwards and 3 backwards over the full plan */
+  /* the plain path's bytes: E evaluation forwards and E backwards over the full plan */
   int64_t plain_fwd = 0;
   for (int k = 0; k < pl->npeers; k++) plain_fwd += pl->send_count[k];
-  CHECK(st.bytes_exact == nx * plain_fwd * COLS * 4 && st.age_max == 0 && st.age_sum == 0,
-        "bytes_exact %lld (expected %lld), age max %lld", (long long)st.bytes_exact,
-        (long long)(nx * plain_fwd * COLS * 4), (long long)st.age_max);
-  if (be->kind == CG_DEVICE_CPU)
-    CHECK(st.bytes_h2d == 0 && st.bytes_d2h == 0, "host/device bytes on the CPU backend");
-  else
-    CHECK(st.bytes_h2d == nx * p->n_read * COLS * 4 &&
-              st.bytes_d2h == nx * (p->n_write + (p->n_received > 0 ? p->recv_rows : 0)) * COLS * 4,
-          "host/device bytes %lld / %lld", (long long)st.bytes_h2d, (long long)st.bytes_d2h);
-  const int64_t want_bytes = nfwd * p->send_rows * COLS * 4 + 3 * (plain_fwd + pl->n_halo) * COLS * 4;
-  CHECK(c1.halo_bytes - c0.halo_bytes == want_bytes, "seam halo bytes %lld, expected %lld",
-        (long long)(c1.halo_bytes - c0.halo_bytes), (long long)want_bytes);
-  if (capacity >= 1.0) {
+  CHECK(st.bytes_exact == (E * L1 + nx - E) * plain_fwd * COLS * 4,
+        "bytes_exact %lld (expected %lld)", (long long)st.bytes_exact,
+        (long long)((E * L1 + nx - E) * plain_fwd * COLS * 4));
+  if (be->kind == CG_DEVICE_CPU) CHECK(st.bytes_h2d == 0 && st.bytes_d2h == 0, "host/device bytes on the CPU backend");
+  else CHECK(st.bytes_h2d == (E * L1 + nx - E) * p->n_read * COLS * 4, "host-to-device bytes %lld", (long long)st.bytes_h2d);
+  CHECK(c1.halo_bytes - c0.halo_bytes == sent_c1 + (int64_t)E * (plain_fwd + pl->n_halo) * COLS * 4,
+        "seam halo bytes %lld: the cache's forward bytes %lld + %u x (%lld + %lld) rows x %d x 4",
+        (long long)(c1.halo_bytes - c0.halo_bytes), (long long)sent_c1, E, (long long)plain_fwd,
+        (long long)pl->n_halo, COLS);
+  if (capacity >= 1.0 && staleness == 0) {
     const int64_t model = model_inter_rows(&s);
-    CHECK(p->send_rows_inter == model && p->send_rows_intra == 0 && p->n_direct == 0,
+    CHECK(p->cls[0].send_rows_inter + p->cls[1].send_rows_inter == model &&
+              p->cls[0].send_rows_intra + p->cls[1].send_rows_intra == 0 && p->n_direct == 0,
           "100 %% capacity: %lld rows to other nodes (model %lld), %lld within the node, %lld direct",
-          (long long)p->send_rows_inter, (long long)model, (long long)p->send_rows_intra, (long long)p->n_direct);
+          (long long)(p->cls[0].send_rows_inter + p->cls[1].send_rows_inter), (long long)model,
+          (long long)(p->cls[0].send_rows_intra + p->cls[1].send_rows_intra), (long long)p->n_direct);
   }
-  int64_t v[6] = {p->send_rows_inter, plain_fwd, p->n_admitted * (comm_local_rank(g_comm) == 0),
-                  p->n_union * (comm_local_rank(g_comm) == 0), st.torn_reads, st.node_hits};
-  OK(comm_allreduce_i64(g_comm, v, 6, COMM_SUM));
+  int64_t v[8] = {per_gen_inter[1], plain_fwd, p->n_admitted * (comm_local_rank(g_comm) == 0),
+                  p->n_union * (comm_local_rank(g_comm) == 0), st.torn_reads, st.node_hits, st.rank_hits,
+                  x1.inter};
+  OK(comm_allreduce_i64(g_comm, v, 8, COMM_SUM));
   if (me == 0)
-    printf("ok: %-13s %s owners, %s, %s %3.0f %%: node tiers hold %lld of %lld rows; rows sent between nodes per "
-           "exchange %lld (per-rank exchange: %lld in all); %lld node hits, %lld torn reads retried\n",
-           spec, random_owners ? "random" : "v mod P", be->name, jaca_policy_name(policy), capacity * 100,
-           (long long)v[2], (long long)v[3], (long long)v[0], (long long)v[1], (long long)v[5], (long long)v[4]);
+    printf("ok: %-13s %s owners, %s, %s %3.0f %%, S %d: node tiers hold %lld of %lld rows; rows between nodes: %lld "
+           "per full refresh, %.1f per exchange over %lld (per-rank exchange: %lld in all); %lld node hits, %lld rank "
+           "hits, %lld torn reads retried, oldest row used %lld epochs\n",
+           spec, random_owners ? "random" : "v mod P", be->name, jaca_policy_name(policy), capacity * 100, staleness,
+           (long long)v[2], (long long)v[3], (long long)v[0], (double)v[7] / (double)nx, (long long)nx, (long long)v[1],
+           (long long)v[5], (long long)v[6], (long long)v[4], (long long)worst_age);
   be->free(be, d);
   free(h);
   cg_exchange_destroy(&ex);
@@ -296,11 +363,17 @@ int main(int argc, char **argv) {
   const double caps[] = {1.0, 0.1};
   for (int pi = 0; pi < 3; pi++)
     for (int ci = 0; ci < 2; ci++) {
-      run_case("synth:tiny", 1, pols[pi], caps[ci], cpu);
-      run_case("synth:small", pi % 2, pols[pi], caps[ci], cpu);
+      run_case("synth:tiny", 1, pols[pi], caps[ci], 0, cpu);
+      run_case("synth:small", pi % 2, pols[pi], caps[ci], 0, cpu);
     }
-  run_case("synth:tiny", 0, JACA_POLICY_JACA, 1.0, dev);
-  run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, dev);
+  /* staleness: rows kept between refreshes, never older than S */
+  run_case("synth:tiny", 1, JACA_POLICY_JACA, 1.0, 1, cpu);
+  run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 3, cpu);
+  run_case("synth:small", 0, JACA_POLICY_LRU, 0.5, 2, cpu);
+  run_case("synth:tiny", 0, JACA_POLICY_FIFO, 0.1, 5, cpu);
+  run_case("synth:tiny", 0, JACA_POLICY_JACA, 1.0, 0, dev);
+  run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 0, dev);
+  run_case("synth:small", 1, JACA_POLICY_JACA, 0.5, 2, dev);
   int64_t up = 0, down = 0;
   fake_device_counts(dev, &up, &down);
   /* policy none: the plain exchange itself */
@@ -319,9 +392,9 @@ int main(int argc, char **argv) {
     cg_exchange_destroy(&ex);
     /* options that are not built yet are refused on every rank */
     o.policy = JACA_POLICY_JACA;
-    o.staleness = 2;
+    o.grad_staleness = 2;
     CHECK(jaca_exchange_create(g_comm, cpu, s.pl, &s.pl->agg, 64, &layers, &o, &ex) == CG_ERR_UNSUPPORTED && !ex,
-          "staleness 2 must be refused");
+          "grad staleness 2 must be refused");
     cg_err_clear();
     setup_free(&s);
   }

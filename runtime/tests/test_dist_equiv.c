@@ -33,7 +33,9 @@
  * With the argument "cache" it runs the halo cache's cases instead (run_cache_cases): the
  * same checks with jaca/'s caching exchange, every policy at 100 % and 10 % of the node
  * tier, and the results equal, bit for bit, those of the run without the cache; run on
- * 2-4 ranks and on 4 ranks as 2 emulated nodes (CAPGNN_EMULATE_NODES=2).
+ * 2-4 ranks and on 4 ranks as 2 emulated nodes (CAPGNN_EMULATE_NODES=2). With
+ * --staleness 2 and 5 (approximate) it checks what still must hold: no row older than the
+ * bound, rows reused, fewer bytes, the first step exact, the loss going down.
  *
  * Any failed check prints "[rank R] FAIL ..." and aborts the whole job. */
 #include <math.h>
@@ -376,6 +378,40 @@ static void run_case(const struct tcase *tc) {
   for (int e = 0; e < cfg.epochs; e++) counted[e] = dist.halo_bytes[e];
   OK(comm_allreduce_i64(g_comm, counted, cfg.epochs, COMM_SUM));
   int64_t modelled = halo_total * dist.widths_sum * 4 * 2;
+  const int approx = g_cache && g_cache->staleness > 0;
+  if (approx) {
+    /* staleness S: rows up to S epochs old, never more (the cache checks every row it
+     * serves; its statistics say the oldest); rows reused; fewer bytes; the first step
+     * is still exact (the first loss_grad refreshed every row with the same weights) */
+    struct jaca_stats js;
+    OK(jaca_exchange_stats(ex, 0, &js));
+    int64_t v[3] = {js.rank_hits + js.node_hits, 0, js.age_max};
+    int64_t sent = 0, plain_cnt = 0;
+    for (int e = 0; e < cfg.epochs; e++) sent += counted[e];
+    plain_cnt = (int64_t)cfg.epochs * modelled;
+    OK(comm_allreduce_i64(g_comm, v, 3, COMM_MAX));
+    CHECK(v[2] <= g_cache->staleness, "a row %lld epochs old was used (staleness %d)", (long long)v[2],
+          g_cache->staleness);
+    if (P > 1 && halo_total > 0) CHECK(v[0] > 0 && sent < plain_cnt, "staleness %d: %lld hits, %lld of %lld bytes",
+                                       g_cache->staleness, (long long)v[0], (long long)sent, (long long)plain_cnt);
+    CHECK(dist.loss[0] == g_plain.loss[0], "staleness %d: the first step's loss %.17g, exact %.17g",
+          g_cache->staleness, dist.loss[0], g_plain.loss[0]);
+    CHECK(isfinite(dist.loss[cfg.epochs - 1]) && dist.loss[cfg.epochs - 1] < dist.loss[0],
+          "staleness %d: no learning (%g -> %g)", g_cache->staleness, dist.loss[0], dist.loss[cfg.epochs - 1]);
+    if (rank == 0)
+      printf("  %-40s %-4s L%d P%d cache %s %g%% staleness %d: loss %.5f -> %.5f (exact %.5f), oldest row %lld "
+             "epochs, halo bytes %lld of the exact run's %lld\n",
+             tc->graph, rt_model_kind_str(tc->model), tc->layers, P, jaca_policy_name(g_cache->policy),
+             g_cache->capacity * 100, g_cache->staleness, dist.loss[0], dist.loss[cfg.epochs - 1],
+             g_plain.loss[cfg.epochs - 1], (long long)v[2], (long long)sent, (long long)plain_cnt);
+    free(ref.params);
+    free(dist.params);
+    free(ref.grads0);
+    free(dist.grads0);
+    rt_dist_destroy(&d);
+    cg_backend_destroy(&be);
+    return;
+  }
   if (g_cache) {
     /* forward rows through the cache's own plan (jaca_exchange_stats: the same every
      * training forward pass, epochs + the first loss_grad), backward as without it */
@@ -479,6 +515,19 @@ static int run_cache_cases(void) {
         g_cache = NULL;
         ran++;
       }
+    /* approximate: staleness 2 and 5 (the exact run above is the comparison) */
+    const int stale[] = {2, 5};
+    for (int k = 0; k < 2; k++) {
+      struct jaca_options jo;
+      jaca_options_defaults(&jo);
+      jo.policy = k == 0 ? JACA_POLICY_JACA : JACA_POLICY_LRU;
+      jo.capacity = k == 0 ? 1.0 : 0.5;
+      jo.staleness = stale[k];
+      g_cache = &jo;
+      run_case(&cases[i]);
+      g_cache = NULL;
+      ran++;
+    }
   }
   free(g_plain.params);
   return ran;
