@@ -4,7 +4,7 @@
  * an exchange (core/exchange.h) that wraps mpi/'s plain one: the model calls it like
  * any exchange and never knows which rows came from where.
  *
- * What it does today (exact, --staleness 0, --grad-staleness 0):
+ * What it does:
  *  - Node tier: one shared-memory segment per node (comm_shm, mpi/comm.h) holding,
  *    per hidden layer, one row per halo vertex needed by any rank of the node that the
  *    tier admits (its budget, by priority for the jaca policy). A vertex needed by k
@@ -14,19 +14,26 @@
  *    consuming rank. Rows are published with a per-row sequence number (a seqlock:
  *    jaca/seqlock_internal.h) and the generation of the exchange that wrote them;
  *    readers copy, re-check, and wait for the generation they need.
- *  - Rows the node tier does not hold (a tier smaller than the node's halo) travel
- *    from their owner to each consuming rank as in the plain exchange.
- *  - Backward (halo gradients), evaluation (epoch 0) and the set-up exchange of the
- *    input features go through the plain exchange unchanged: every gradient is sent
- *    back every epoch (--grad-staleness 0).
- * So with --staleness 0 a run with the cache computes exactly what a run without it
- * computes (the same values reach the same halo rows; tested against one rank).
+ *  - Rank tier: the other halo rows of a rank ("direct" rows: its node's tier does not
+ *    hold them) travel from their owner to that rank; the rank keeps those its budget
+ *    admits in backend memory, each with the epoch it was produced in.
+ *  - Staleness S (--staleness): a kept row is reused for up to S generations of its
+ *    layer (one per training step, so S epochs), then sent again; rows are spread over
+ *    S + 1 phases so that each step sends about 1 / (S + 1) of them (node_internal.h
+ *    says how). S = 0 refreshes every row every step: the same values reach the same
+ *    halo rows as without the cache, so training is exact (tested against one rank and
+ *    bit for bit against the plain exchange). Every row served is checked against the
+ *    bound: an older row is an error, never a value.
+ *  - Backward (halo gradients: every gradient is sent back every epoch), evaluation
+ *    (epoch 0), the set-up exchange of the input features, and the first --cache-warmup
+ *    epochs go through the plain exchange unchanged.
  *
- * Not built yet (issue #13): the rank tier in backend memory with staleness S > 0 and
- * the adaptive mode, prefetch queues (background thread, CUDA stream), the gradient
- * staleness, Algorithm 1's default capacity from measured free memory, per-layer
- * metrics in the metrics file. Options that need them are refused by
- * jaca_options_check with a message saying so.
+ * Not built yet (issue #13): --grad-staleness > 0, the adaptive mode
+ * (--staleness adaptive), prefetch queues (background thread, CUDA stream), Algorithm
+ * 1's default capacity from measured free memory. Options that need them are refused
+ * by jaca_options_check with a message saying so. On a CUDA backend the rank tier is
+ * device memory and the node tier is reached through host staging buffers (synchronous
+ * copies; compiled, tested with a fake device, not run on a GPU).
  *
  * Counters (struct cg_exchange_counters through the seam): halo_bytes counts the bytes
  * this rank sends through MPI (forward rows to other nodes' receivers and to direct
@@ -69,16 +76,17 @@ struct jaca_options {
    * two wins when both are given). */
   double capacity;
   int64_t host_mb;
-  int64_t device_mb; /* rank tier budget in MiB: 0 (no rank tier yet) */
-  int staleness;     /* S: 0 = exact (the only value supported today) */
+  int64_t device_mb; /* rank tier budget in MiB per rank (> 0), besides capacity: the
+                        fraction of a rank's direct rows it keeps (with staleness > 0) */
+  int staleness;     /* S in [0, JACA_MAX_STALENESS]: 0 = exact */
   int grad_staleness; /* 0 = every gradient sent back every epoch (the only value today) */
-  int warmup;        /* epochs with the cache off at the start (0 today) */
+  int warmup;        /* epochs with the cache off (the plain exchange) at the start */
 };
 
 /* policy NONE, capacity 1, no MiB budgets, staleness 0, grad_staleness 0, warmup 0. */
 void jaca_options_defaults(struct jaca_options *o);
 /* Range checks; CG_ERR_ARG naming the option and its range, CG_ERR_UNSUPPORTED for a
- * setting that is not built yet (staleness > 0, ...). */
+ * setting that is not built yet (grad_staleness > 0). */
 int jaca_options_check(const struct jaca_options *o);
 /* One line for the log naming the policy and every approximation in force
  * ("jaca, node tier 10 % of the halo rows, exact (staleness 0)"). */
@@ -110,9 +118,10 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
  * (evaluation and set-up go through the plain exchange and count nowhere here). */
 struct jaca_stats {
   int64_t lookups;     /* halo rows read */
-  int64_t rank_hits;   /* served by the rank tier (0 today: no rank tier) */
-  int64_t node_hits;   /* read from the node tier, not sent to this rank (its owner is on
-                          the node, or another rank of the node received it) */
+  int64_t rank_hits;   /* served by the rank tier: kept, not sent this time */
+  int64_t node_hits;   /* read from the node tier, not sent to this rank now (its owner is
+                          on the node, another rank of the node received it, or it is kept
+                          there from an earlier refresh) */
   int64_t misses;      /* sent to this rank: to it as the node's receiver, or directly */
   int64_t refreshed;   /* rows read with values of this generation (the others are kept
                           ones, at most --staleness epochs old) */

@@ -31,9 +31,9 @@
  *
  * The exchange (rt_dist_bind, collective) is mpi/'s plain one (comm_exchange_create), or,
  * when the options ask for a halo cache (halo_cache.policy other than NONE), jaca/'s
- * caching exchange over it (jaca_exchange_create: the same values, fewer bytes between
- * ranks and nodes; rows of up to `hidden` values cached for layers 1..layers-1). The
- * plain one is:
+ * caching exchange over it (jaca_exchange_create: fewer bytes between ranks and nodes,
+ * the same values with staleness 0, rows up to S epochs old with staleness S; rows of up
+ * to `hidden` values cached for layers 1..layers-1). The plain one is:
  * a comm_halo over the rank's plan sized for the widest rows the model exchanges
  * (max(feat_dim, hidden when layers > 1): layer 0 exchanges features once; a layer
  * l > 0 exchanges its hidden input or the narrower transformed rows, never more than
