@@ -61,10 +61,22 @@ struct jaca_exchange {
   float *d_pub;       /* backend: n_write x cols (device backends) */
   float *h_pub, *h_recv, *h_read; /* host staging (device backends) */
   struct jaca_stats *stats;       /* per layer, [0] unused */
+  /* stale gradients (--grad-staleness G > 0): per class (phases 0..G) a reversed plan
+   * (consumers send the gradients of their halo rows of that phase, owners receive them
+   * into gstore); owners add all of gstore, fresh and kept, every time */
+  int gnc;                        /* G + 1 classes, 0 without stale gradients */
+  struct comm_halo **bwd;         /* per class */
+  int64_t *gbase;                 /* per class: its rows' start in gstore */
+  float **gstore;                 /* per layer, backend: plain send rows x cols */
+  uint32_t **gepoch;              /* per layer: epoch each stored gradient was produced in */
+  int32_t *d_gidx;                /* backend: the inner row each stored gradient adds into */
+  int64_t nblk, *blk_off, *blk_cnt; /* the (class, peer) blocks of gstore, in order */
+  uint32_t *bgen;                 /* per layer: backward generations */
   int64_t plain_send_rows;        /* what the plain exchange sends forward per exchange */
   int64_t plain_send_rows_inter;  /* ... to ranks of other nodes */
   /* the exchange in flight */
   int in_flight, delegated, layer;
+  enum cg_halo_dir flight_dir;
   uint32_t flight_gen, flight_epoch;
 };
 
@@ -75,14 +87,176 @@ static char *node_row(const struct jaca_exchange *j, int layer, int64_t r) {
   return j->seg + (size_t)(layer - 1) * j->layer_bytes + (size_t)r * j->stride;
 }
 
-/* Training forward rows of hidden layers after the warm-up go through the tiers. */
+/* Training forward rows of hidden layers after the warm-up go through the tiers; their
+ * gradients through the stale-gradient path when --grad-staleness > 0. */
 static int cached(const struct jaca_exchange *j, enum cg_halo_dir dir, struct cg_halo_tag tag) {
-  return dir == CG_HALO_FORWARD && tag.epoch > 0 && tag.epoch > (uint32_t)j->opt.warmup && tag.layer >= 1 &&
-         tag.layer < j->layers.nlayers;
+  if (tag.epoch == 0 || tag.epoch <= (uint32_t)j->opt.warmup || tag.layer < 1 || tag.layer >= j->layers.nlayers)
+    return 0;
+  return dir == CG_HALO_FORWARD || (dir == CG_HALO_BACKWARD && j->gnc > 0);
 }
 
 static int refreshed(const struct jaca_exchange *j, uint32_t g, int cls) {
   return jaca_last_refresh(g, cls, j->plan.staleness) == g;
+}
+
+/* ---- stale gradients ---- */
+
+/* Backward of layer l at backward generation g: consumers send the gradients of the
+ * halo rows whose phase is due (all at g = 1); owners keep every gradient they received
+ * and add all of them, the fresh and the kept, into dx's inner rows, one (class, peer)
+ * block at a time in a fixed order (so the sum does not depend on arrival order). */
+static int bwd_begin(struct jaca_exchange *j, struct cg_halo_tag tag, float *dx, int64_t cols) {
+  const int l = tag.layer, G = j->opt.grad_staleness;
+  const uint32_t g = ++j->bgen[l];
+  const int64_t ni = j->plan.n_inner;
+  struct jaca_stats *s = &j->stats[l];
+  for (int c = 0; c < j->gnc; c++) {
+    if (jaca_last_refresh(g, c, G) != g) continue;
+    const int64_t before = comm_halo_bytes_sent(j->bwd[c]);
+    TRY(comm_halo_begin_into(j->bwd[c], CG_HALO_FORWARD, dx + ni * cols, j->gstore[l] + j->gbase[c] * cols, cols));
+    s->grad_bytes += comm_halo_bytes_sent(j->bwd[c]) - before;
+  }
+  s->grad_bytes_exact += j->plan.n_halo * cols * (int64_t)sizeof(float);
+  j->in_flight = 1;
+  j->delegated = 0;
+  j->layer = l;
+  j->flight_dir = CG_HALO_BACKWARD;
+  j->flight_gen = g;
+  j->flight_epoch = tag.epoch;
+  return CG_OK;
+}
+
+static int bwd_end(struct jaca_exchange *j, struct cg_halo_tag tag, float *dx, int64_t cols) {
+  struct cg_backend *be = j->be;
+  const int l = tag.layer, G = j->opt.grad_staleness;
+  const uint32_t g = j->flight_gen;
+  const int64_t ni = j->plan.n_inner;
+  struct jaca_stats *s = &j->stats[l];
+  for (int c = 0; c < j->gnc; c++) {
+    if (jaca_last_refresh(g, c, G) != g) continue;
+    TRY(comm_halo_end_into(j->bwd[c], CG_HALO_FORWARD, dx + ni * cols, j->gstore[l] + j->gbase[c] * cols, cols));
+    const int64_t n = comm_halo_recv_rows(j->bwd[c]);
+    for (int64_t k = 0; k < n; k++) j->gepoch[l][j->gbase[c] + k] = tag.epoch;
+    s->grad_refreshed += n;
+  }
+  const int64_t rows = j->gbase[j->gnc];
+  for (int64_t k = 0; k < rows; k++) {
+    const int64_t age = (int64_t)tag.epoch - (int64_t)j->gepoch[l][k];
+    if (age < 0 || age > G)
+      return cg_err_set(CG_ERR_INTERNAL, "jaca: a kept gradient of layer %d is %lld epochs old (grad staleness %d)",
+                        l, (long long)age, G);
+    if (age > s->grad_age_max) s->grad_age_max = age;
+  }
+  s->grad_used += rows;
+  for (int64_t b = 0; b < j->nblk; b++)
+    be->scatter_add_rows(be, j->gstore[l] + j->blk_off[b] * cols, cols, j->d_gidx + j->blk_off[b], j->blk_cnt[b], dx);
+  return CG_OK;
+}
+
+/* The reversed plans of the stale-gradient path, one per phase, and the owner's store
+ * (collective: every rank creates every class's exchange). */
+static int bwd_create(struct comm *c, const struct part_local *pl, struct jaca_exchange *j) {
+  int st = CG_OK;
+  const int G = j->opt.grad_staleness, NC = G + 1;
+  const int64_t ni = pl->n_inner, nh = pl->n_halo;
+  struct cg_backend *be = j->be;
+  int64_t plain_send = 0;
+  for (int k = 0; k < pl->npeers; k++) plain_send += pl->send_count[k];
+  j->gnc = NC;
+  j->bwd = cg_calloc((size_t)NC, sizeof *j->bwd, "jaca: gradient exchanges");
+  j->gbase = cg_calloc((size_t)NC + 1, sizeof(int64_t), "jaca: gradient store layout");
+  j->blk_off = cg_calloc((size_t)NC * (size_t)(pl->npeers > 0 ? pl->npeers : 1), sizeof(int64_t), "jaca: blocks");
+  j->blk_cnt = cg_calloc((size_t)NC * (size_t)(pl->npeers > 0 ? pl->npeers : 1), sizeof(int64_t), "jaca: blocks");
+  int32_t *gidx = cg_malloc(sizeof(int32_t) * (size_t)(plain_send > 0 ? plain_send : 1), "jaca: gradient rows");
+  /* per class: peers, consumer-side send lists (halo rows), owner-side counts */
+  const size_t np = (size_t)(pl->npeers > 0 ? pl->npeers : 1);
+  int32_t *peer = cg_malloc(sizeof(int32_t) * np, "jaca: gradient plan");
+  int64_t *soff = cg_malloc(sizeof(int64_t) * np, "jaca: gradient plan"), *scnt = cg_malloc(sizeof(int64_t) * np, "jaca: gradient plan");
+  int64_t *roff = cg_malloc(sizeof(int64_t) * np, "jaca: gradient plan"), *rcnt = cg_malloc(sizeof(int64_t) * np, "jaca: gradient plan");
+  int32_t *sidx = cg_malloc(sizeof(int32_t) * (size_t)(nh > 0 ? nh : 1), "jaca: gradient plan");
+  if (!j->bwd || !j->gbase || !j->blk_off || !j->blk_cnt || !gidx || !peer || !soff || !scnt || !roff || !rcnt || !sidx)
+    st = CG_ERR_NOMEM;
+  for (int cl = 0; cl < NC; cl++) {
+    TRY_GOTO(comm_agree(c, st, "jaca: the gradient plans"), done);
+    int n = 0;
+    int64_t ns = 0, nr = 0;
+    j->gbase[cl + 1] = j->gbase[cl];
+    for (int k = 0; k < pl->npeers; k++) {
+      int64_t sk = 0, rk = 0;
+      for (int64_t i = pl->recv_offset[k]; i < pl->recv_offset[k] + pl->recv_count[k]; i++)
+        if (jaca_phase(pl->gid[ni + i], G) == cl) sidx[ns + sk++] = (int32_t)i;
+      const int64_t b = j->nblk;
+      j->blk_off[b] = j->gbase[cl + 1];
+      for (int64_t q = pl->send_offset[k]; q < pl->send_offset[k] + pl->send_count[k]; q++)
+        if (jaca_phase(pl->gid[pl->send_idx[q]], G) == cl) gidx[j->gbase[cl + 1] + rk++] = pl->send_idx[q];
+      if (rk > 0) {
+        j->blk_cnt[b] = rk;
+        j->nblk++;
+        j->gbase[cl + 1] += rk;
+      }
+      if (sk == 0 && rk == 0) continue;
+      peer[n] = pl->peer[k];
+      soff[n] = ns;
+      scnt[n] = sk;
+      roff[n] = nr;
+      rcnt[n] = rk;
+      ns += sk;
+      nr += rk;
+      n++;
+    }
+    struct comm_halo_plan fp;
+    memset(&fp, 0, sizeof fp);
+    fp.npeers = n;
+    fp.peer = peer;
+    fp.send_offset = soff;
+    fp.send_count = scnt;
+    fp.send_idx = sidx;
+    fp.recv_offset = roff;
+    fp.recv_count = rcnt;
+    fp.n_inner = nh; /* the consumer sends from its halo block */
+    fp.n_halo = nr;
+    TRY_GOTO(comm_halo_create(c, be, &fp, j->layers.cols, &j->bwd[cl]), done);
+  }
+  const int L = j->layers.nlayers;
+  j->gstore = cg_calloc((size_t)L, sizeof *j->gstore, "jaca: gradient store per layer");
+  j->gepoch = cg_calloc((size_t)L, sizeof *j->gepoch, "jaca: gradient epochs per layer");
+  j->bgen = cg_calloc((size_t)L, sizeof *j->bgen, "jaca: backward generations");
+  st = j->gstore && j->gepoch && j->bgen ? CG_OK : CG_ERR_NOMEM;
+  for (int l = 1; st == CG_OK && l < L; l++) {
+    st = be->alloc(be, (void **)&j->gstore[l], (size_t)((plain_send > 0 ? plain_send : 1) * j->layers.cols) * sizeof(float),
+                   "jaca: kept gradients");
+    j->gepoch[l] = cg_calloc((size_t)(plain_send > 0 ? plain_send : 1), sizeof(uint32_t), "jaca: kept gradients' epochs");
+    if (st == CG_OK && !j->gepoch[l]) st = CG_ERR_NOMEM;
+  }
+  if (st == CG_OK) st = be->alloc(be, (void **)&j->d_gidx, (size_t)(plain_send > 0 ? plain_send : 1) * sizeof(int32_t),
+                                  "jaca: kept gradients' rows");
+  if (st == CG_OK && plain_send > 0) st = be->upload(be, j->d_gidx, gidx, (size_t)plain_send * sizeof(int32_t));
+  st = comm_agree(c, st, "jaca: the gradient store");
+done:
+  cg_free(gidx);
+  cg_free(peer);
+  cg_free(soff);
+  cg_free(scnt);
+  cg_free(roff);
+  cg_free(rcnt);
+  cg_free(sidx);
+  return st;
+}
+
+static void bwd_free(struct jaca_exchange *j) {
+  struct cg_backend *be = j->be;
+  for (int l = 1; l < j->layers.nlayers; l++) {
+    if (j->gstore && be) be->free(be, j->gstore[l]);
+    if (j->gepoch) cg_free(j->gepoch[l]);
+  }
+  if (be) be->free(be, j->d_gidx);
+  cg_free(j->gstore);
+  cg_free(j->gepoch);
+  cg_free(j->bgen);
+  cg_free(j->bwd);
+  cg_free(j->gbase);
+  cg_free(j->blk_off);
+  cg_free(j->blk_cnt);
 }
 
 static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
@@ -98,6 +272,7 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
   if (cols < 1 || cols > j->layers.cols)
     return cg_err_set(CG_ERR_ARG, "jaca: layer %d exchanges %lld columns, the cache holds rows of at most %lld",
                       tag.layer, (long long)cols, (long long)j->layers.cols);
+  if (dir == CG_HALO_BACKWARD) return bwd_begin(j, tag, x, cols);
   const struct jaca_node_plan *p = &j->plan;
   struct cg_backend *be = j->be;
   const int l = tag.layer;
@@ -133,6 +308,7 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
   j->in_flight = 1;
   j->delegated = 0;
   j->layer = l;
+  j->flight_dir = CG_HALO_FORWARD;
   j->flight_gen = g;
   j->flight_epoch = tag.epoch;
   return CG_OK;
@@ -146,10 +322,11 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
     j->in_flight = j->delegated = 0;
     return j->plain->halo_end(j->plain, dir, tag, x, cols);
   }
-  if (!cached(j, dir, tag) || tag.layer != j->layer || tag.epoch != j->flight_epoch)
+  if (!cached(j, dir, tag) || tag.layer != j->layer || tag.epoch != j->flight_epoch || dir != j->flight_dir)
     return cg_err_set(CG_ERR_ARG, "jaca: halo_end (layer %d, epoch %u) does not match its begin (layer %d, epoch %u)",
                       tag.layer, tag.epoch, j->layer, j->flight_epoch);
   j->in_flight = 0;
+  if (dir == CG_HALO_BACKWARD) return bwd_end(j, tag, x, cols);
   const struct jaca_node_plan *p = &j->plan;
   struct cg_backend *be = j->be;
   const uint32_t g = j->flight_gen;
@@ -264,6 +441,11 @@ static void stats_sum(const struct jaca_exchange *j, struct jaca_stats *t) {
     t->bytes_exact_inter += s->bytes_exact_inter;
     t->age_sum += s->age_sum;
     if (s->age_max > t->age_max) t->age_max = s->age_max;
+    t->grad_bytes += s->grad_bytes;
+    t->grad_bytes_exact += s->grad_bytes_exact;
+    t->grad_refreshed += s->grad_refreshed;
+    t->grad_used += s->grad_used;
+    if (s->grad_age_max > t->grad_age_max) t->grad_age_max = s->grad_age_max;
   }
 }
 
@@ -273,6 +455,7 @@ static void jx_counters(const struct cg_exchange *ex, struct cg_exchange_counter
   struct jaca_stats t;
   stats_sum(j, &t);
   for (int c = 0; c < j->plan.nclasses; c++) out->halo_bytes += comm_halo_bytes_sent(j->fwd[c]);
+  for (int c = 0; c < j->gnc; c++) out->halo_bytes += comm_halo_bytes_sent(j->bwd[c]);
   out->cache_hits += t.rank_hits + t.node_hits;
   out->cache_lookups += t.lookups;
 }
@@ -294,6 +477,7 @@ static void jx_free(struct jaca_exchange *j) {
   cg_free(j->h_pub);
   cg_free(j->h_recv);
   cg_free(j->h_read);
+  bwd_free(j);
   cg_free(j->gen);
   cg_free(j->stats);
   jaca_node_plan_free(&j->plan);
@@ -304,6 +488,7 @@ static void jx_destroy(struct cg_exchange *ex) {
   struct jaca_exchange *j = impl(ex);
   /* collective, in the same order on every rank */
   for (int c = 0; j->fwd && c < j->plan.nclasses; c++) comm_halo_destroy(&j->fwd[c]);
+  for (int c = 0; j->bwd && c < j->gnc; c++) comm_halo_destroy(&j->bwd[c]);
   comm_shm_destroy(&j->shm);
   cg_exchange_destroy(&j->plain);
   jx_free(j);
@@ -471,6 +656,7 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
   }
   st = jx_alloc(j);
   TRY_GOTO(comm_agree(c, st, "allocating the halo cache's buffers"), fail);
+  if (o->grad_staleness > 0) TRY_GOTO(bwd_create(c, pl, j), fail); /* agreed inside */
   j->ex.halo_begin = jx_halo_begin;
   j->ex.halo_end = jx_halo_end;
   j->ex.allreduce_grads = jx_allreduce_grads;
@@ -485,6 +671,7 @@ fail:
   if (j) {
     /* every rank got as far as the others (each step is agreed): collective frees */
     for (int k = 0; j->fwd && k < j->plan.nclasses; k++) comm_halo_destroy(&j->fwd[k]);
+    for (int k = 0; j->bwd && k < j->gnc; k++) comm_halo_destroy(&j->bwd[k]);
     comm_shm_destroy(&j->shm);
     cg_exchange_destroy(&j->plain);
     jx_free(j);

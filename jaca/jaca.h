@@ -24,11 +24,15 @@
  *    halo rows as without the cache, so training is exact (tested against one rank and
  *    bit for bit against the plain exchange). Every row served is checked against the
  *    bound: an older row is an error, never a value.
- *  - Backward (halo gradients: every gradient is sent back every epoch), evaluation
- *    (epoch 0), the set-up exchange of the input features, and the first --cache-warmup
- *    epochs go through the plain exchange unchanged.
+ *  - Gradient staleness G (--grad-staleness): a consumer sends the gradient of a halo
+ *    row only in the steps of the row's phase (G + 1 phases, as above); its owner keeps
+ *    the last gradient each consumer sent for each row and adds it every step, so a
+ *    gradient is never more than G epochs old. G = 0: every gradient is sent back every
+ *    epoch through the plain exchange (exact).
+ *  - Evaluation (epoch 0), the set-up exchange of the input features, and the first
+ *    --cache-warmup epochs go through the plain exchange unchanged.
  *
- * Not built yet (issue #13): --grad-staleness > 0, the adaptive mode
+ * Not built yet (issue #13): the adaptive mode
  * (--staleness adaptive), prefetch queues (background thread, CUDA stream), Algorithm
  * 1's default capacity from measured free memory. Options that need them are refused
  * by jaca_options_check with a message saying so. On a CUDA backend the rank tier is
@@ -79,14 +83,15 @@ struct jaca_options {
   int64_t device_mb; /* rank tier budget in MiB per rank (> 0), besides capacity: the
                         fraction of a rank's direct rows it keeps (with staleness > 0) */
   int staleness;     /* S in [0, JACA_MAX_STALENESS]: 0 = exact */
-  int grad_staleness; /* 0 = every gradient sent back every epoch (the only value today) */
+  int grad_staleness; /* G: 0 = every gradient sent back every epoch (exact); G > 0: a
+                         halo row's gradient is sent at most every G + 1 steps (by phase)
+                         and its owner adds the last one it received meanwhile */
   int warmup;        /* epochs with the cache off (the plain exchange) at the start */
 };
 
 /* policy NONE, capacity 1, no MiB budgets, staleness 0, grad_staleness 0, warmup 0. */
 void jaca_options_defaults(struct jaca_options *o);
-/* Range checks; CG_ERR_ARG naming the option and its range, CG_ERR_UNSUPPORTED for a
- * setting that is not built yet (grad_staleness > 0). */
+/* Range checks; CG_ERR_ARG naming the option and its range. */
 int jaca_options_check(const struct jaca_options *o);
 /* One line for the log naming the policy and every approximation in force
  * ("jaca, node tier 10 % of the halo rows, exact (staleness 0)"). */
@@ -136,6 +141,13 @@ struct jaca_stats {
   int64_t bytes_exact_inter; /* ... of them to ranks of other nodes */
   int64_t age_sum, age_max; /* epochs between a row's production and its use, over the
                                rows read (0 with staleness 0) */
+  /* the stale-gradient path (grad_staleness > 0; zeros otherwise: the plain exchange
+   * sends every gradient, counted in the seam's halo_bytes only) */
+  int64_t grad_bytes;       /* gradient bytes this rank sent */
+  int64_t grad_bytes_exact; /* ... the plain exchange would have sent */
+  int64_t grad_refreshed;   /* gradients received with this step's values (as owner) */
+  int64_t grad_used;        /* gradients added (fresh and kept) */
+  int64_t grad_age_max;     /* the oldest gradient added, in epochs */
 };
 /* CG_ERR_ARG when ex is not a caching exchange from jaca_exchange_create or layer is
  * out of range. */

@@ -43,10 +43,9 @@ int jaca_options_check(const struct jaca_options *o) {
   /* what is not built yet is refused, never silently ignored */
   if (o->staleness > JACA_MAX_STALENESS)
     return cg_err_set(CG_ERR_ARG, "--staleness %d: expected at most %d epochs", o->staleness, JACA_MAX_STALENESS);
-  if (o->grad_staleness > 0)
-    return cg_err_set(CG_ERR_UNSUPPORTED,
-                      "--grad-staleness %d: only 0 (every gradient sent back every epoch) is built so far",
-                      o->grad_staleness);
+  if (o->grad_staleness > JACA_MAX_STALENESS)
+    return cg_err_set(CG_ERR_ARG, "--grad-staleness %d: expected at most %d epochs", o->grad_staleness,
+                      JACA_MAX_STALENESS);
   return CG_OK;
 }
 
@@ -59,14 +58,18 @@ const char *jaca_options_describe(const struct jaca_options *o, char *buf, size_
   if (o->host_mb > 0) snprintf(mb, sizeof mb, ", at most %lld MiB", (long long)o->host_mb);
   if (o->device_mb > 0) snprintf(dmb, sizeof dmb, ", at most %lld MiB", (long long)o->device_mb);
   if (o->warmup > 0) snprintf(warm, sizeof warm, "; cache off for the first %d epochs", o->warmup);
-  if (o->staleness == 0)
+  char grad[96];
+  if (o->grad_staleness == 0) snprintf(grad, sizeof grad, "gradients every epoch");
+  else snprintf(grad, sizeof grad, "halo gradients up to %d epochs old (--grad-staleness %d)", o->grad_staleness,
+                o->grad_staleness);
+  if (o->staleness == 0 && o->grad_staleness == 0)
     snprintf(buf, len, "halo cache %s: node tier %g %% of the node's halo rows%s; exact (staleness 0, "
              "gradients every epoch)%s",
              jaca_policy_name(o->policy), o->capacity * 100.0, mb, warm);
   else
     snprintf(buf, len, "halo cache %s: node tier %g %% of the node's halo rows%s, rank tier %g %% of the direct "
-             "rows%s; APPROXIMATE: hidden halo rows up to %d epochs old (--staleness %d), gradients every epoch%s",
+             "rows%s; APPROXIMATE: hidden halo rows up to %d epochs old (--staleness %d), %s%s",
              jaca_policy_name(o->policy), o->capacity * 100.0, mb, o->capacity * 100.0, dmb, o->staleness,
-             o->staleness, warm);
+             o->staleness, grad, warm);
   return buf;
 }

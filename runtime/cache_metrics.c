@@ -15,7 +15,7 @@
 #include "jaca/jaca.h"
 #include "runtime/runtime_internal.h"
 
-#define ROW_VALUES 14
+#define ROW_VALUES 19
 
 struct rt_cache_track {
   int nlayers;
@@ -39,6 +39,11 @@ static void row_from_stats(const struct jaca_stats *a, const struct jaca_stats *
   v[11] = (double)(b->age_sum - a->age_sum);
   v[12] = (double)b->age_max;
   v[13] = (double)(b->bytes_exact_inter - a->bytes_exact_inter);
+  v[14] = (double)(b->grad_bytes - a->grad_bytes);
+  v[15] = (double)(b->grad_bytes_exact - a->grad_bytes_exact);
+  v[16] = (double)(b->grad_refreshed - a->grad_refreshed);
+  v[17] = (double)(b->grad_used - a->grad_used);
+  v[18] = (double)b->grad_age_max;
 }
 
 static void row_set(struct rt_cache_row *r, const double *v) {
@@ -56,6 +61,11 @@ static void row_set(struct rt_cache_row *r, const double *v) {
   r->age_sum = v[11];
   r->age_max = v[12];
   r->bytes_exact_inter = v[13];
+  r->grad_bytes = v[14];
+  r->grad_bytes_exact = v[15];
+  r->grad_refreshed = v[16];
+  r->grad_used = v[17];
+  r->grad_age_max = v[18];
 }
 
 static void row_add(struct rt_cache_row *t, const struct rt_cache_row *r) {
@@ -71,6 +81,11 @@ static void row_add(struct rt_cache_row *t, const struct rt_cache_row *r) {
   t->bytes_d2h += r->bytes_d2h;
   t->bytes_exact += r->bytes_exact;
   t->bytes_exact_inter += r->bytes_exact_inter;
+  t->grad_bytes += r->grad_bytes;
+  t->grad_bytes_exact += r->grad_bytes_exact;
+  t->grad_refreshed += r->grad_refreshed;
+  t->grad_used += r->grad_used;
+  if (r->grad_age_max > t->grad_age_max) t->grad_age_max = r->grad_age_max;
   t->age_sum += r->age_sum;
   if (r->age_max > t->age_max) t->age_max = r->age_max;
 }
@@ -102,7 +117,7 @@ int rt_cache_track_create(struct cg_exchange *ex, int nlayers, struct rt_cache_t
 
 int rt_cache_track_epoch(struct rt_cache_track *t, struct cg_exchange *ex, struct rt_cache_record *out) {
   const int L = t->nlayers;
-  double v[RT_CACHE_MAX_LAYERS * ROW_VALUES], mx[RT_CACHE_MAX_LAYERS];
+  double v[RT_CACHE_MAX_LAYERS * ROW_VALUES], mx[2 * RT_CACHE_MAX_LAYERS];
   *out = t->totals; /* the settings */
   memset(&out->total, 0, sizeof out->total);
   memset(out->layer, 0, sizeof out->layer);
@@ -110,15 +125,17 @@ int rt_cache_track_epoch(struct rt_cache_track *t, struct cg_exchange *ex, struc
     struct jaca_stats now;
     TRY(jaca_exchange_stats(ex, l, &now));
     row_from_stats(&t->prev[l], &now, v + (l - 1) * ROW_VALUES);
-    mx[l - 1] = v[(l - 1) * ROW_VALUES + 12];
+    mx[2 * (l - 1)] = v[(l - 1) * ROW_VALUES + 12];
+    mx[2 * (l - 1) + 1] = v[(l - 1) * ROW_VALUES + 18];
     t->prev[l] = now;
   }
   if (L > 1) {
     TRY(ex->allreduce_host(ex, v, (L - 1) * ROW_VALUES, CG_REDUCE_SUM));
-    TRY(ex->allreduce_host(ex, mx, L - 1, CG_REDUCE_MAX));
+    TRY(ex->allreduce_host(ex, mx, 2 * (L - 1), CG_REDUCE_MAX));
   }
   for (int l = 1; l < L; l++) {
-    v[(l - 1) * ROW_VALUES + 12] = mx[l - 1];
+    v[(l - 1) * ROW_VALUES + 12] = mx[2 * (l - 1)];
+    v[(l - 1) * ROW_VALUES + 18] = mx[2 * (l - 1) + 1];
     row_set(&out->layer[l], v + (l - 1) * ROW_VALUES);
     row_add(&out->total, &out->layer[l]);
     row_add(&t->totals.layer[l], &out->layer[l]);

@@ -89,6 +89,11 @@ static cJSON *cache_row(const struct rt_cache_row *r) {
   cJSON_AddNumberToObject(o, "bytes_saved", r->bytes_exact - r->bytes_intra - r->bytes_inter);
   json_num(o, "age_mean", r->lookups > 0 ? r->age_sum / r->lookups : NAN);
   cJSON_AddNumberToObject(o, "age_max", r->age_max);
+  cJSON_AddNumberToObject(o, "grad_bytes", r->grad_bytes);
+  cJSON_AddNumberToObject(o, "grad_bytes_exact", r->grad_bytes_exact);
+  cJSON_AddNumberToObject(o, "grad_refreshed", r->grad_refreshed);
+  cJSON_AddNumberToObject(o, "grad_used", r->grad_used);
+  cJSON_AddNumberToObject(o, "grad_age_max", r->grad_age_max);
   return o;
 }
 

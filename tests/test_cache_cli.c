@@ -18,8 +18,8 @@
  *    and fewer bytes travel; the log says APPROXIMATE and the summary names staleness 2
  *    and exact false.
  * 2. What is not built yet is a usage error (exit 2) naming the option: --staleness
- *    adaptive, --grad-staleness 1; so are a bad policy, a capacity outside (0, 1] and a
- *    staleness above the limit.
+ *    adaptive; so are a bad policy, a capacity outside (0, 1] and a staleness or
+ *    gradient staleness above the limit.
  * 3. --print-config shows the [cache] settings. */
 #include <math.h>
 #include <stdio.h>
@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
 
   expect_usage(capgnn, "--cache-policy jaca --staleness 1001", "--staleness 1001");
   expect_usage(capgnn, "--cache-policy jaca --staleness adaptive:0.01", "adaptive");
-  expect_usage(capgnn, "--cache-policy jaca --grad-staleness 1", "--grad-staleness 1");
+  expect_usage(capgnn, "--cache-policy jaca --grad-staleness 1001", "--grad-staleness 1001");
   expect_usage(capgnn, "--cache-policy belady", "--cache-policy 'belady'");
   expect_usage(capgnn, "--cache-policy jaca --cache-capacity 0", "--cache-capacity 0");
   expect_usage(capgnn, "--cache-policy jaca --cache-capacity 1.5", "--cache-capacity 1.5");

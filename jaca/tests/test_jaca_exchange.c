@@ -350,6 +350,79 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   setup_free(&s);
 }
 
+/* Stale gradients (--grad-staleness G): each consumer's halo row gradient encodes
+ * (consumer, gid, epoch, column); after the backward exchange of epoch e every owner's
+ * inner row must hold its own value plus, from each consumer holding it, the gradient of
+ * the epoch that last refreshed the row's phase (jaca_last_refresh under G; integers, so
+ * the sum is exact in any order), never one more than G epochs old. */
+static float genc(int64_t q, int64_t g, uint32_t e, int64_t j) {
+  return (float)((g * 7 + q * 3 + (int64_t)e * 11 + j) % 100003);
+}
+
+static void grad_case(const char *spec, int G, struct cg_backend *be) {
+  const int me = comm_rank(g_comm), P = comm_size(g_comm);
+  struct setup s;
+  setup_make(&s, spec, 1);
+  const struct part_local *pl = s.pl;
+  struct jaca_options o;
+  jaca_options_defaults(&o);
+  o.policy = JACA_POLICY_JACA;
+  o.grad_staleness = G;
+  const struct jaca_layers layers = {NLAYERS, COLS};
+  struct cg_exchange *ex = NULL;
+  OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
+  const int64_t rows = pl->n_inner + pl->n_halo;
+  float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
+  CHECK(h != NULL, "out of memory");
+  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
+  const uint32_t E = (uint32_t)(2 * (G + 1) + 1);
+  int64_t worst = 0, bytes = 0, exact = 0;
+  for (uint32_t e = 1; e <= E; e++) {
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < COLS; j++)
+        h[i * COLS + j] = i < pl->n_inner ? (float)((pl->gid[i] + j) % 1000) : genc(me, pl->gid[i], e, j);
+    if (rows > 0) OK(be->upload(be, d, h, (size_t)(rows * COLS) * sizeof(float)));
+    OK(cg_exchange_halo(ex, CG_HALO_BACKWARD, (struct cg_halo_tag){1, e}, d, COLS));
+    if (rows > 0) OK(be->download(be, h, d, (size_t)(rows * COLS) * sizeof(float)));
+    const uint32_t from_max = e;
+    for (int64_t i = 0; i < pl->n_inner; i++) {
+      const int64_t g = pl->gid[i];
+      const uint32_t from = jaca_last_refresh(e, jaca_phase(g, G), G);
+      for (int64_t j = 0; j < COLS; j++) {
+        double want = (double)((g + j) % 1000);
+        for (int q = 0; q < P; q++) {
+          if (q == me) continue;
+          const struct part_local *l = &s.all[q];
+          for (int64_t k = l->n_inner; k < l->n_inner + l->n_halo; k++)
+            if (l->gid[k] == g) {
+              want += genc(q, g, from, j);
+              if ((int64_t)(from_max - from) > worst) worst = from_max - from; /* a gradient was added */
+            }
+        }
+        CHECK(h[i * COLS + j] == want, "grad staleness %d epoch %u: inner row %lld (gid %lld) col %lld holds %.0f, "
+              "expected %.0f (gradients of epoch %u)", G, e, (long long)i, (long long)g, (long long)j,
+              (double)h[i * COLS + j], want, from);
+      }
+    }
+  }
+  struct jaca_stats st;
+  OK(jaca_exchange_stats(ex, 1, &st));
+  CHECK(st.grad_age_max == worst && worst <= G, "the oldest gradient: %lld epochs (the values: %lld)",
+        (long long)st.grad_age_max, (long long)worst);
+  int64_t v[2] = {st.grad_bytes, st.grad_bytes_exact};
+  OK(comm_allreduce_i64(g_comm, v, 2, COMM_SUM));
+  bytes = v[0];
+  exact = v[1];
+  if (P > 1 && exact > 0) CHECK(bytes < exact && bytes > 0, "gradient bytes %lld of %lld", (long long)bytes, (long long)exact);
+  if (me == 0)
+    printf("ok: %-13s %s, grad staleness %d: %u backward exchanges, %lld of %lld gradient bytes sent, oldest %lld epochs\n",
+           spec, be->name, G, E, (long long)bytes, (long long)exact, (long long)worst);
+  be->free(be, d);
+  free(h);
+  cg_exchange_destroy(&ex);
+  setup_free(&s);
+}
+
 int main(int argc, char **argv) {
   if (comm_init(&argc, &argv, &g_comm) != CG_OK) {
     fprintf(stderr, "comm_init: %s\n", cg_err_msg());
@@ -374,6 +447,9 @@ int main(int argc, char **argv) {
   run_case("synth:tiny", 0, JACA_POLICY_JACA, 1.0, 0, dev);
   run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 0, dev);
   run_case("synth:small", 1, JACA_POLICY_JACA, 0.5, 2, dev);
+  grad_case("synth:tiny", 1, cpu);
+  grad_case("synth:small", 3, cpu);
+  grad_case("synth:small", 2, dev);
   int64_t up = 0, down = 0;
   fake_device_counts(dev, &up, &down);
   /* policy none: the plain exchange itself */
@@ -392,9 +468,9 @@ int main(int argc, char **argv) {
     cg_exchange_destroy(&ex);
     /* options that are not built yet are refused on every rank */
     o.policy = JACA_POLICY_JACA;
-    o.grad_staleness = 2;
-    CHECK(jaca_exchange_create(g_comm, cpu, s.pl, &s.pl->agg, 64, &layers, &o, &ex) == CG_ERR_UNSUPPORTED && !ex,
-          "grad staleness 2 must be refused");
+    o.grad_staleness = JACA_MAX_STALENESS + 1;
+    CHECK(jaca_exchange_create(g_comm, cpu, s.pl, &s.pl->agg, 64, &layers, &o, &ex) == CG_ERR_ARG && !ex,
+          "grad staleness above the limit must be refused");
     cg_err_clear();
     setup_free(&s);
   }

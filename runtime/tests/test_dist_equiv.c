@@ -378,20 +378,21 @@ static void run_case(const struct tcase *tc) {
   for (int e = 0; e < cfg.epochs; e++) counted[e] = dist.halo_bytes[e];
   OK(comm_allreduce_i64(g_comm, counted, cfg.epochs, COMM_SUM));
   int64_t modelled = halo_total * dist.widths_sum * 4 * 2;
-  const int approx = g_cache && g_cache->staleness > 0;
+  const int approx = g_cache && (g_cache->staleness > 0 || g_cache->grad_staleness > 0);
   if (approx) {
     /* staleness S: rows up to S epochs old, never more (the cache checks every row it
      * serves; its statistics say the oldest); rows reused; fewer bytes; the first step
      * is still exact (the first loss_grad refreshed every row with the same weights) */
     struct jaca_stats js;
     OK(jaca_exchange_stats(ex, 0, &js));
-    int64_t v[3] = {js.rank_hits + js.node_hits, 0, js.age_max};
+    int64_t v[3] = {js.rank_hits + js.node_hits, js.grad_age_max, js.age_max};
     int64_t sent = 0, plain_cnt = 0;
     for (int e = 0; e < cfg.epochs; e++) sent += counted[e];
     plain_cnt = (int64_t)cfg.epochs * modelled;
     OK(comm_allreduce_i64(g_comm, v, 3, COMM_MAX));
-    CHECK(v[2] <= g_cache->staleness, "a row %lld epochs old was used (staleness %d)", (long long)v[2],
-          g_cache->staleness);
+    CHECK(v[2] <= g_cache->staleness && v[1] <= g_cache->grad_staleness,
+          "a row %lld epochs old (staleness %d) or a gradient %lld epochs old (grad staleness %d) was used",
+          (long long)v[2], g_cache->staleness, (long long)v[1], g_cache->grad_staleness);
     if (P > 1 && halo_total > 0) CHECK(v[0] > 0 && sent < plain_cnt, "staleness %d: %lld hits, %lld of %lld bytes",
                                        g_cache->staleness, (long long)v[0], (long long)sent, (long long)plain_cnt);
     CHECK(dist.loss[0] == g_plain.loss[0], "staleness %d: the first step's loss %.17g, exact %.17g",
@@ -399,11 +400,12 @@ static void run_case(const struct tcase *tc) {
     CHECK(isfinite(dist.loss[cfg.epochs - 1]) && dist.loss[cfg.epochs - 1] < dist.loss[0],
           "staleness %d: no learning (%g -> %g)", g_cache->staleness, dist.loss[0], dist.loss[cfg.epochs - 1]);
     if (rank == 0)
-      printf("  %-40s %-4s L%d P%d cache %s %g%% staleness %d: loss %.5f -> %.5f (exact %.5f), oldest row %lld "
-             "epochs, halo bytes %lld of the exact run's %lld\n",
+      printf("  %-40s %-4s L%d P%d cache %s %g%% staleness %d, grad %d: loss %.5f -> %.5f (exact %.5f), oldest row "
+             "%lld, gradient %lld epochs, halo bytes %lld of the exact run's %lld\n",
              tc->graph, rt_model_kind_str(tc->model), tc->layers, P, jaca_policy_name(g_cache->policy),
-             g_cache->capacity * 100, g_cache->staleness, dist.loss[0], dist.loss[cfg.epochs - 1],
-             g_plain.loss[cfg.epochs - 1], (long long)v[2], (long long)sent, (long long)plain_cnt);
+             g_cache->capacity * 100, g_cache->staleness, g_cache->grad_staleness, dist.loss[0],
+             dist.loss[cfg.epochs - 1], g_plain.loss[cfg.epochs - 1], (long long)v[2], (long long)v[1],
+             (long long)sent, (long long)plain_cnt);
     free(ref.params);
     free(dist.params);
     free(ref.grads0);
@@ -515,14 +517,15 @@ static int run_cache_cases(void) {
         g_cache = NULL;
         ran++;
       }
-    /* approximate: staleness 2 and 5 (the exact run above is the comparison) */
-    const int stale[] = {2, 5};
-    for (int k = 0; k < 2; k++) {
+    /* approximate: staleness 2 and 5, gradients too (the exact run above is the comparison) */
+    const int stale[] = {2, 5, 0, 3}, gstale[] = {0, 0, 2, 3};
+    for (int k = 0; k < 4; k++) {
       struct jaca_options jo;
       jaca_options_defaults(&jo);
-      jo.policy = k == 0 ? JACA_POLICY_JACA : JACA_POLICY_LRU;
-      jo.capacity = k == 0 ? 1.0 : 0.5;
+      jo.policy = k % 2 == 0 ? JACA_POLICY_JACA : JACA_POLICY_LRU;
+      jo.capacity = k % 2 == 0 ? 1.0 : 0.5;
       jo.staleness = stale[k];
+      jo.grad_staleness = gstale[k];
       g_cache = &jo;
       run_case(&cases[i]);
       g_cache = NULL;
