@@ -29,6 +29,7 @@
  * - The CPU backend reads and writes backend memory in place; a device backend goes
  *   through host staging buffers (download, upload), allocated here once. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
@@ -38,7 +39,10 @@
 #include "jaca/node_internal.h"
 #include "jaca/seqlock_internal.h"
 
-#define JACA_READ_TIMEOUT_S 300.0
+/* How long a reader waits for a row's writer before it reports the writer gone or stuck
+ * (a rank that died ends the job through MPI before that; this catches a broken
+ * schedule). CAPGNN_JACA_TIMEOUT=seconds overrides it (a rank computing a huge layer). */
+#define JACA_READ_TIMEOUT_S 600.0
 
 struct jaca_exchange {
   struct cg_exchange ex; /* first: the seam's table */
@@ -74,6 +78,7 @@ struct jaca_exchange {
   uint32_t *bgen;                 /* per layer: backward generations */
   int64_t plain_send_rows;        /* what the plain exchange sends forward per exchange */
   int64_t plain_send_rows_inter;  /* ... to ranks of other nodes */
+  double timeout_s;               /* JACA_READ_TIMEOUT_S or CAPGNN_JACA_TIMEOUT */
   /* the exchange in flight */
   int in_flight, delegated, layer;
   enum cg_halo_dir flight_dir;
@@ -331,6 +336,7 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
   struct cg_backend *be = j->be;
   const uint32_t g = j->flight_gen;
   const int l = tag.layer, S = p->staleness;
+  const double timeout = j->timeout_s;
   float *src = j->d_src[l];
   uint32_t *src_epoch = j->src_epoch[l];
   struct jaca_stats *s = &j->stats[l];
@@ -382,12 +388,12 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
     const int64_t r = p->read_row[k];
     const uint32_t want = jaca_last_refresh(g, p->read_phase[k], S);
     read_fresh += want == g;
-    const int64_t torn = jaca_row_read_wait(node_row(j, l, r), dst + k * cols, cols, want, JACA_READ_TIMEOUT_S, &m);
+    const int64_t torn = jaca_row_read_wait(node_row(j, l, r), dst + k * cols, cols, want, timeout, &m);
     if (torn < 0)
       return cg_err_set(CG_ERR_INTERNAL,
                         "jaca: node row %lld (vertex %d, layer %d) did not reach generation %u within %.0f s "
                         "(it holds generation %u): the rank that writes it is gone or stuck",
-                        (long long)r, p->admitted_gid[r], l, want, JACA_READ_TIMEOUT_S, m.gen);
+                        (long long)r, p->admitted_gid[r], l, want, timeout, m.gen);
     const int64_t age = (int64_t)tag.epoch - (int64_t)m.epoch;
     if (m.gen != want || m.gid != (uint32_t)p->admitted_gid[r] || age < 0 || age > S)
       return cg_err_set(CG_ERR_INTERNAL,
@@ -613,6 +619,9 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
   if (j) {
     j->c = c;
     j->be = be;
+    j->timeout_s = JACA_READ_TIMEOUT_S;
+    const char *tv = getenv("CAPGNN_JACA_TIMEOUT");
+    if (tv && atof(tv) > 0.0) j->timeout_s = atof(tv);
     j->opt = *o;
     j->layers = *layers;
     j->gen = cg_calloc((size_t)layers->nlayers, sizeof(uint32_t), "jaca: generations");

@@ -7,14 +7,16 @@
  *   not happen. Relaxed loads cost what plain loads cost.
  * - Floats travel as their bit patterns (memcpy to/from uint32_t): values are copied
  *   exactly, NaNs included.
- * - The waiting reader yields the CPU: the writer may be a process on the same core
- *   (the test machines run more ranks than cores), and a spinning reader would only
- *   delay the write it waits for. */
+ * - The waiting reader yields the CPU, then sleeps with a growing nap (10 us to 1 ms):
+ *   the writer may be a process on the same core (the test machines run more ranks than
+ *   cores) still computing the layer whose rows it will write, and a spinning reader
+ *   would only delay the write it waits for. */
 #include "jaca/seqlock_internal.h"
 
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/timer.h"
 
@@ -67,6 +69,7 @@ int64_t jaca_row_read_wait(const void *row, float *dst, int64_t cols, uint32_t m
                            double timeout_s, struct jaca_row_meta *m) {
   int64_t torn = 0;
   double t0 = -1.0;
+  long nap_ns = 10000; /* after the first spins: sleep, doubling up to 1 ms */
   struct jaca_row_meta got = {0, 0, 0};
   for (uint64_t spin = 0;; spin++) {
     /* cheap check first: a row that is not new enough yet is not copied at all */
@@ -92,6 +95,12 @@ int64_t jaca_row_read_wait(const void *row, float *dst, int64_t cols, uint32_t m
         return -1;
       }
     }
-    sched_yield();
+    if (spin < 256) {
+      sched_yield();
+    } else { /* the writer is busy elsewhere (computing its layer): stop competing for the CPU */
+      struct timespec ts = {0, nap_ns};
+      nanosleep(&ts, NULL);
+      if (nap_ns < 1000000) nap_ns *= 2;
+    }
   }
 }
