@@ -405,7 +405,7 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
     int64_t ndc = 0;
     for (int64_t i = 0; i < nh; i++) ndc += u_row[ent_u[lr_first[lr] + i]] < 0;
     int64_t rcap = (int64_t)(o->capacity * (double)ndc);
-    if (o->device_mb > 0) {
+    if (o->device_mb > 0 && layers->nlayers > 1) {
       const int64_t by_mb = (int64_t)((double)o->device_mb * 1048576.0 /
                                       ((double)layers->cols * sizeof(float) * (layers->nlayers - 1)));
       if (by_mb < rcap) rcap = by_mb;
