@@ -37,7 +37,28 @@ struct train_par {
   int no_part_cache;
   const char *comm;       /* auto | nccl | mpi-cuda | mpi-staged */
   const char *profile;    /* --profile FILE|auto, NULL: none */
+  /* the halo cache (jaca/jaca.h; cache_options turns these into its options) */
+  const char *cache_policy; /* jaca | lru | fifo | none */
+  float cache_capacity;
+  int64_t cache_host_mb, cache_device_mb;
+  int staleness, grad_staleness, cache_warmup;
 };
+
+#ifdef CAPGNN_HAVE_DIST
+/* The halo cache's options from the command line's, checked (jaca_options_check: what is
+ * not built yet is refused here, as a usage error). */
+static int cache_options(const struct train_par *par, struct jaca_options *o) {
+  jaca_options_defaults(o);
+  TRY(jaca_policy_parse(par->cache_policy, &o->policy));
+  o->capacity = par->cache_capacity;
+  o->host_mb = par->cache_host_mb;
+  o->device_mb = par->cache_device_mb;
+  o->staleness = par->staleness;
+  o->grad_staleness = par->grad_staleness;
+  o->warmup = par->cache_warmup;
+  return jaca_options_check(o);
+}
+#endif
 
 void cmd_train_usage(FILE *out) {
   fprintf(out,
@@ -98,6 +119,23 @@ void cmd_train_usage(FILE *out) {
           "                                auto: each rank's device from the cache), validate it\n"
           "                                and log the ranks' relative capabilities (training is\n"
           "                                unchanged: the resource-aware partitioner comes later)\n"
+          "halo cache (JACA; parallel runs)\n"
+          "  --cache-policy jaca|lru|fifo|none  keep one copy of each halo row per node in shared\n"
+          "                                memory, rows from another node sent once per node;\n"
+          "                                which rows a smaller tier keeps: jaca (overlap ratio x\n"
+          "                                influence), lru, fifo (default none: no cache)\n"
+          "  --cache-capacity F            fraction of a node's halo rows its tier holds, and of a\n"
+          "                                rank's other halo rows it keeps, (0, 1] (default 1)\n"
+          "  --cache-host-mb N             ... and at most N MiB of shared memory per node\n"
+          "  --cache-device-mb N           ... and at most N MiB per rank (default 0: no MiB limit)\n"
+          "  --staleness S                 APPROXIMATE for S > 0: a hidden layer's halo row is\n"
+          "                                reused for up to S epochs before it is sent again\n"
+          "                                (default 0: exact, the same results as without a cache)\n"
+          "  --grad-staleness S            APPROXIMATE for S > 0: a halo row's gradient is sent\n"
+          "                                back at most every S + 1 epochs, its owner reusing the\n"
+          "                                last one meanwhile (default 0: every epoch, exact)\n"
+          "  --cache-warmup E              the cache off (exact exchange) for the first E epochs\n"
+          "  --staleness adaptive[:EPS]    not built yet\n"
           "settings\n"
           "  --config FILE                 read settings from an INI file (keys are the long options\n"
           "                                above, e.g. configs/reddit.ini); options given on the\n"
@@ -111,7 +149,8 @@ enum {
   OPT_OPTIMIZER, OPT_LR, OPT_WD, OPT_WD_SCOPE, OPT_EPOCHS, OPT_EVAL_EVERY, OPT_SEED, OPT_DEVICE,
   OPT_THREADS, OPT_TF32, OPT_METRICS, OPT_QUIET, OPT_CONFIG, OPT_PRINT_CONFIG,
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
-  OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_PROFILE
+  OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_PROFILE, OPT_CACHE_POLICY, OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB,
+  OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS, OPT_CACHE_WARMUP
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
@@ -165,6 +204,11 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   if (par->no_part_cache) fprintf(out, "no-part-cache = true\n");
   fprintf(out, "comm = %s\n", par->comm);
   if (par->profile) fprintf(out, "profile = %s\n", par->profile);
+  char cap[32];
+  fprintf(out, "\n[cache]\ncache-policy = %s\ncache-capacity = %s\ncache-host-mb = %lld\n"
+          "cache-device-mb = %lld\nstaleness = %d\ngrad-staleness = %d\ncache-warmup = %d\n",
+          par->cache_policy, float_str(cap, sizeof cap, par->cache_capacity), (long long)par->cache_host_mb,
+          (long long)par->cache_device_mb, par->staleness, par->grad_staleness, par->cache_warmup);
 }
 
 static const char *err_text(void) { return cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()); }
@@ -257,7 +301,14 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   o.part_seed = par->part_seed;
   o.use_cache = !par->no_part_cache;
   o.cache_dir = par->part_cache;
+  if (cache_options(par, &o.halo_cache) != CG_OK) { /* not reached: checked while parsing */
+    fprintf(stderr, "capgnn: error: %s\n", err_text());
+    comm_finalize(&c);
+    return CAPGNN_EXIT_USAGE;
+  }
   const int rank = comm_rank(c), size = comm_size(c);
+  if (size == 1 && o.halo_cache.policy != JACA_POLICY_NONE)
+    LOG_INFO("train", "--cache-policy %s: one rank has no halo rows to cache", par->cache_policy);
   if (rank != 0) cg_progress_set_mode(CG_PROGRESS_OFF); /* every rank opens the graph: one progress line */
 #ifdef CAPGNN_HAVE_RAPA
   if (par->profile) {
@@ -340,6 +391,13 @@ int cmd_train(int argc, char **argv) {
 #ifdef CAPGNN_HAVE_RAPA
       {"profile", required_argument, NULL, OPT_PROFILE},
 #endif
+      {"cache-policy", required_argument, NULL, OPT_CACHE_POLICY},
+      {"cache-capacity", required_argument, NULL, OPT_CACHE_CAPACITY},
+      {"cache-host-mb", required_argument, NULL, OPT_CACHE_HOST_MB},
+      {"cache-device-mb", required_argument, NULL, OPT_CACHE_DEVICE_MB},
+      {"staleness", required_argument, NULL, OPT_STALENESS},
+      {"grad-staleness", required_argument, NULL, OPT_GRAD_STALENESS},
+      {"cache-warmup", required_argument, NULL, OPT_CACHE_WARMUP},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -364,7 +422,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   optind = 1;
   opterr = 0; /* our own one-line messages */
   int c, rc = 0, print = 0;
-  struct train_par par = {"metis", 1, NULL, 0, "auto", NULL};
+  struct train_par par = {"metis", 1, NULL, 0, "auto", NULL, "none", 1.0f, 0, 0, 0, 0, 0};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -437,6 +495,26 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         if (!optarg[0]) rc = usage_error("--profile: empty file name (give a file or auto)");
         par.profile = optarg;
         break;
+      case OPT_CACHE_POLICY:
+        if (!strcmp(optarg, "jaca") || !strcmp(optarg, "lru") || !strcmp(optarg, "fifo") || !strcmp(optarg, "none"))
+          par.cache_policy = optarg;
+        else rc = usage_error("--cache-policy '%s': expected jaca, lru, fifo or none", optarg);
+        break;
+      case OPT_CACHE_CAPACITY:
+        rc = cli_parse_float("train", "--cache-capacity", optarg, &par.cache_capacity);
+        if (rc == 0 && !(par.cache_capacity > 0.0f && par.cache_capacity <= 1.0f))
+          rc = usage_error("--cache-capacity %s: expected a fraction of the halo rows in (0, 1]", optarg);
+        break;
+      case OPT_CACHE_HOST_MB: rc = cli_parse_i64("train", "--cache-host-mb", optarg, &par.cache_host_mb); break;
+      case OPT_CACHE_DEVICE_MB: rc = cli_parse_i64("train", "--cache-device-mb", optarg, &par.cache_device_mb); break;
+      case OPT_STALENESS:
+        if (strncmp(optarg, "adaptive", 8) == 0)
+          rc = usage_error("--staleness %s: the adaptive mode is not built yet (issue #13); give a number of epochs",
+                           optarg);
+        else rc = cli_parse_int("train", "--staleness", optarg, &par.staleness);
+        break;
+      case OPT_GRAD_STALENESS: rc = cli_parse_int("train", "--grad-staleness", optarg, &par.grad_staleness); break;
+      case OPT_CACHE_WARMUP: rc = cli_parse_int("train", "--cache-warmup", optarg, &par.cache_warmup); break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       case '?':
       default: rc = cli_bad_option("train", name, longopts); break;
@@ -453,6 +531,12 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (cfg.checkpoint_path && !cfg.checkpoint_path[0]) return usage_error("--checkpoint: empty file name");
   if (cfg.resume_path && !cfg.resume_path[0]) return usage_error("--resume: empty file name");
   if (par.part_cache && par.no_part_cache) return usage_error("--part-cache and --no-part-cache exclude each other");
+#ifdef CAPGNN_HAVE_DIST
+  struct jaca_options jo;
+  if (cache_options(&par, &jo) != CG_OK) return usage_error("%s", cg_err_msg());
+#else
+  if (strcmp(par.cache_policy, "none") != 0) return usage_error("--cache-policy: parallel training is not built");
+#endif
   if (print) {
     print_config(stdout, &cfg, &par, files, nfiles);
     return CAPGNN_EXIT_OK;

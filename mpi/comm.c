@@ -47,6 +47,9 @@ static int emulate_nodes_from_env(int *k) {
 }
 
 static void comm_free_comms(struct comm *c) {
+  cg_free(c->node_of);
+  cg_free(c->node_ranks);
+  c->node_of = c->node_ranks = NULL;
   if (c->node != MPI_COMM_NULL) MPI_Comm_free(&c->node);
   if (c->host != MPI_COMM_NULL) MPI_Comm_free(&c->host);
   if (c->world != MPI_COMM_NULL) MPI_Comm_free(&c->world);
@@ -98,6 +101,15 @@ static int comm_layout(struct comm *c) {
     if (r < leader) c->node_id++;
     c->nnodes++;
   }
+  /* Every rank's node and this node's members, for code that routes by node. */
+  c->node_of = cg_malloc(sizeof(int) * (size_t)c->size, "node of every rank");
+  c->node_ranks = cg_malloc(sizeof(int) * (size_t)c->local_size, "ranks of this node");
+  if (!c->node_of || !c->node_ranks) {
+    st = CG_ERR_NOMEM;
+    goto done;
+  }
+  COMM_MPI_TRY_GOTO(MPI_Allgather(&c->node_id, 1, MPI_INT, c->node_of, 1, MPI_INT, c->world), done);
+  COMM_MPI_TRY_GOTO(MPI_Allgather(&c->rank, 1, MPI_INT, c->node_ranks, 1, MPI_INT, c->node), done);
 done:
   cg_free(leaders);
   cg_free(seen);
@@ -202,6 +214,12 @@ int comm_nnodes(const struct comm *c) { return c->nnodes; }
 int comm_local_rank(const struct comm *c) { return c->local_rank; }
 int comm_local_size(const struct comm *c) { return c->local_size; }
 int comm_host_local_rank(const struct comm *c) { return c->host_local_rank; }
+int comm_node_of(const struct comm *c, int world_rank) {
+  return world_rank >= 0 && world_rank < c->size ? c->node_of[world_rank] : -1;
+}
+int comm_node_world_rank(const struct comm *c, int local_rank) {
+  return local_rank >= 0 && local_rank < c->local_size ? c->node_ranks[local_rank] : -1;
+}
 int comm_host_local_size(const struct comm *c) { return c->host_local_size; }
 
 void comm_abort(struct comm *c, int code) {
@@ -274,6 +292,76 @@ int comm_allreduce_i64(struct comm *c, int64_t *v, int n, enum comm_op op) {
 int comm_allgather_i64(struct comm *c, int64_t value, int64_t *out) {
   COMM_MPI_TRY(MPI_Allgather(&value, 1, MPI_INT64_T, out, 1, MPI_INT64_T, c->world));
   return CG_OK;
+}
+
+int comm_node_allgather_i64(struct comm *c, int64_t value, int64_t *out) {
+  COMM_MPI_TRY(MPI_Allgather(&value, 1, MPI_INT64_T, out, 1, MPI_INT64_T, c->node));
+  return CG_OK;
+}
+
+int comm_node_barrier(struct comm *c) {
+  COMM_MPI_TRY(MPI_Barrier(c->node));
+  return CG_OK;
+}
+
+/* Counts and displacements as MPI's ints, checked: set-up exchanges of ids stay far
+ * below 2^31 values per rank, and a larger one must fail, not wrap. */
+static int counts_to_int(const int64_t *cnt, int n, int *icnt, int *idsp, const char *fn) {
+  int64_t sum = 0;
+  for (int i = 0; i < n; i++) {
+    if (cnt[i] < 0 || cnt[i] > INT_MAX || sum > INT_MAX)
+      return cg_err_set(CG_ERR_UNSUPPORTED, "%s: %lld values to or from one rank (at most %d)", fn,
+                        (long long)cnt[i], INT_MAX);
+    icnt[i] = (int)cnt[i];
+    idsp[i] = (int)sum;
+    sum += cnt[i];
+  }
+  if (sum > INT_MAX)
+    return cg_err_set(CG_ERR_UNSUPPORTED, "%s: %lld values in all (at most %d)", fn,
+                      (long long)sum, INT_MAX);
+  return CG_OK;
+}
+
+int comm_node_allgatherv_i64(struct comm *c, const int64_t *mine, int64_t n, int64_t *all) {
+  int st = CG_OK;
+  const int L = c->local_size;
+  int64_t *cnt = cg_malloc(sizeof(int64_t) * (size_t)L, "node gather counts");
+  int *icnt = cg_malloc(sizeof(int) * (size_t)L, "node gather counts");
+  int *idsp = cg_malloc(sizeof(int) * (size_t)L, "node gather displacements");
+  if (!cnt || !icnt || !idsp) {
+    st = CG_ERR_NOMEM;
+    goto done;
+  }
+  TRY_GOTO(comm_node_allgather_i64(c, n, cnt), done);
+  TRY_GOTO(counts_to_int(cnt, L, icnt, idsp, "comm_node_allgatherv_i64"), done);
+  COMM_MPI_TRY_GOTO(MPI_Allgatherv(mine, (int)n, MPI_INT64_T, all, icnt, idsp, MPI_INT64_T, c->node),
+                    done);
+done:
+  cg_free(cnt);
+  cg_free(icnt);
+  cg_free(idsp);
+  return st;
+}
+
+int comm_alltoall_i64(struct comm *c, const int64_t *send, int64_t *recv) {
+  COMM_MPI_TRY(MPI_Alltoall(send, 1, MPI_INT64_T, recv, 1, MPI_INT64_T, c->world));
+  return CG_OK;
+}
+
+int comm_alltoallv_i64(struct comm *c, const int64_t *send, const int64_t *scount, int64_t *recv,
+                       const int64_t *rcount) {
+  int st = CG_OK;
+  const int P = c->size;
+  int *sc = cg_malloc(sizeof(int) * (size_t)P * 4, "all-to-all counts");
+  if (!sc) return CG_ERR_NOMEM;
+  int *sd = sc + P, *rc = sc + 2 * P, *rd = sc + 3 * P;
+  TRY_GOTO(counts_to_int(scount, P, sc, sd, "comm_alltoallv_i64"), done);
+  TRY_GOTO(counts_to_int(rcount, P, rc, rd, "comm_alltoallv_i64"), done);
+  COMM_MPI_TRY_GOTO(MPI_Alltoallv(send, sc, sd, MPI_INT64_T, recv, rc, rd, MPI_INT64_T, c->world),
+                    done);
+done:
+  cg_free(sc);
+  return st;
 }
 
 int comm_agree(struct comm *c, int status, const char *what) {

@@ -88,6 +88,11 @@ int comm_local_size(const struct comm *c); /* ranks on the node */
  * (what GPU binding needs: emulated nodes still share the host's devices). */
 int comm_host_local_rank(const struct comm *c);
 int comm_host_local_size(const struct comm *c);
+/* The node (comm_node) of world rank r, -1 when r is not a rank. */
+int comm_node_of(const struct comm *c, int world_rank);
+/* The world rank of local rank `local_rank` of this node (ascending with the local
+ * rank), -1 when there is no such local rank. */
+int comm_node_world_rank(const struct comm *c, int local_rank);
 
 /* Abort the whole job with exit code `code` (MPI_Abort on the world): the way
  * out after a fatal error so that no peer hangs. Flushes stdout/stderr first.
@@ -178,6 +183,23 @@ int comm_allreduce_i64(struct comm *c, int64_t *v, int n, enum comm_op op);
 /* out[comm_size(c)] receives every rank's `value` (out is host memory). */
 int comm_allgather_i64(struct comm *c, int64_t value, int64_t *out);
 
+/* out[comm_local_size(c)] receives the `value` of every rank of this node, by local
+ * rank. Collective over the node. */
+int comm_node_allgather_i64(struct comm *c, int64_t value, int64_t *out);
+/* Variable gather over the node: every rank of the node contributes n values; all
+ * receive them concatenated in local-rank order into `all` (sum of the node's n values;
+ * query it first with comm_node_allgather_i64). Collective over the node. */
+int comm_node_allgatherv_i64(struct comm *c, const int64_t *mine, int64_t n, int64_t *all);
+/* Personalised exchange of host values over the world: send[sdispl...] of scount[q]
+ * values to rank q, receive rcount[q] values from q into recv, packed in rank order
+ * (displacements are the prefix sums of the counts). rcount must match what each q
+ * sends (exchange the counts first, e.g. with comm_alltoall_i64). Collective. */
+int comm_alltoallv_i64(struct comm *c, const int64_t *send, const int64_t *scount, int64_t *recv,
+                       const int64_t *rcount);
+/* recv[q] = the value send[r] of rank q for this rank r (one value per pair). Collective. */
+int comm_alltoall_i64(struct comm *c, const int64_t *send, int64_t *recv);
+int comm_node_barrier(struct comm *c);
+
 /* Agree on a setup status: returns CG_OK when status >= 0 on every rank,
  * otherwise a negative status on EVERY rank. A rank whose own status failed keeps
  * its message; the others get "rank R failed during <what> (see its log)", R the
@@ -251,6 +273,44 @@ struct comm_stats {
 
 void comm_stats_get(const struct comm *c, struct comm_stats *s);
 void comm_stats_reset(struct comm *c);
+
+/* ---- node shared memory -------------------------------------------------------- */
+
+/* One shared-memory segment per node: an MPI_Win_allocate_shared window on the node
+ * communicator (real or emulated node, comm_init). Every rank of the node gives the
+ * size of its own part (0 is fine); every rank of the node can read and write every
+ * part through its own mapping (comm_shm_part). The parts are contiguous in local-rank
+ * order (MPI's default), so the part of local rank 0 with the node's total size is
+ * one node-wide segment (comm_shm_node). Base addresses differ between processes:
+ * store offsets in the segment, never pointers. Parts are 8-byte aligned (align larger
+ * units yourself). The memory starts zeroed (set here, with a node barrier).
+ *
+ * Concurrency is the caller's: MPI only provides the memory (the window is never used
+ * for RMA calls). Ordering between processes comes from C11 atomics on the shared
+ * memory (jaca/'s row sequence numbers) or a node barrier (comm_node_barrier).
+ *
+ * Hygiene (what Open MPI 4.1 does, tested by mpi/tests/test_shm.c and
+ * run_shm_kill.sh): the segment is a file under /dev/shm (osc_sm.<host>.<jobid>...)
+ * created with mode 0600, mapped by every rank of the node and unlinked as soon as
+ * they have all attached, before comm_shm_create returns. So nothing stays behind
+ * whatever ends the job: a normal exit (comm_shm_destroy, or process exit), an error
+ * (comm_abort), SIGTERM or SIGKILL of any rank: the kernel frees the memory when the
+ * last mapping goes. Open MPI's own shared-memory transport files (vader_segment.*)
+ * are removed by mpirun when the job ends, also after a SIGKILL (checked by the same
+ * script). Only a rank killed inside comm_shm_create, between the file's creation and
+ * its unlink, could leave a file behind; mpirun's session clean-up does not know it.
+ *
+ * Collective over the world (every rank of every node calls it; an error on any rank
+ * fails every rank, comm_agree). Release with comm_shm_destroy (collective over the
+ * node; destroy every segment before comm_finalize). */
+struct comm_shm;
+int comm_shm_create(struct comm *c, size_t bytes, struct comm_shm **out);
+void comm_shm_destroy(struct comm_shm **s); /* accepts NULL; sets *s to NULL */
+/* The part of local rank `local_rank` in this process' mapping and its size in bytes
+ * (*bytes may be NULL); NULL for a rank that is not on the node. */
+void *comm_shm_part(const struct comm_shm *s, int local_rank, size_t *bytes);
+/* The whole node-wide segment (all parts, contiguous) and its size. */
+void *comm_shm_node(const struct comm_shm *s, size_t *bytes);
 
 /* ---- gradient all-reduce ----------------------------------------------------- */
 
@@ -359,6 +419,19 @@ void comm_halo_destroy(struct comm_halo **h); /* accepts NULL; sets *h to NULL *
  * returns CG_ERR_ARG locally, with a message naming the call and the direction. */
 int comm_halo_begin(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols);
 int comm_halo_end(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols);
+/* The same exchange with the halo block somewhere else: forward, the received rows land
+ * in `recv` (rows [0, comm_halo_recv_rows) of width cols, backend memory) instead of
+ * x's rows from n_inner; backward, the gradients sent back are read from `recv`, and
+ * the owners add what they receive into x's inner rows as above. x is read (forward:
+ * the rows to send) or written (backward) in its rows [0, n_inner) only, so it may hold
+ * just those. For a halo cache that routes rows through a node's shared memory instead
+ * of placing them straight into x (jaca/). `recv` NULL is comm_halo_begin / comm_halo_end.
+ * Everything else (paths, counters, rules between begin and end) as above; end must get
+ * the same x, recv and cols as begin. */
+int comm_halo_begin_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, float *recv,
+                         int64_t cols);
+int comm_halo_end_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, float *recv,
+                       int64_t cols);
 /* begin + end. */
 int comm_halo_exchange(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols);
 

@@ -19,6 +19,8 @@ struct comm {
   int rank, size;
   int node_id, nnodes, local_rank, local_size;
   int host_local_rank, host_local_size;
+  int *node_of;   /* node id of every world rank (comm_node_of) */
+  int *node_ranks; /* world ranks of this node, by local rank (comm_node_world_rank) */
   int we_initialised; /* comm_init called MPI_Init_thread, so finalize calls MPI_Finalize */
   /* core/fatal.h's handler before comm_init installed comm's; comm_finalize puts it back */
   void (*prev_fatal)(int code, void *ctx);

@@ -67,7 +67,7 @@ struct comm_halo {
   enum cg_halo_dir flight_dir;
   MPI_Request *reqs;
   int nreq;
-  const float *flight_x;
+  const float *flight_x, *flight_recv;
   int64_t flight_cols;
   /* row datatypes by width */
   int64_t type_cols[HALO_TYPE_CACHE];
@@ -381,8 +381,8 @@ struct halo_route {
 };
 
 static struct halo_route halo_route(const struct comm_halo *h, enum cg_halo_dir dir, float *x,
-                                    int64_t cols) {
-  float *xhalo = x ? x + h->n_inner * cols : NULL;
+                                    float *recv, int64_t cols) {
+  float *xhalo = recv ? recv : x ? x + h->n_inner * cols : NULL;
   if (dir == CG_HALO_FORWARD)
     return (struct halo_route){h->d_rows, h->send_cnt, h->send_dsp, h->send_rows,
                                xhalo,     h->recv_cnt, h->recv_dsp, h->recv_rows};
@@ -431,7 +431,7 @@ static int halo_begin_check(struct comm_halo *h, enum cg_halo_dir dir, const flo
 }
 
 static int halo_end_check(struct comm_halo *h, enum cg_halo_dir dir, const float *x,
-                          int64_t cols) {
+                          const float *recv, int64_t cols) {
   TRY(halo_dir_check(dir, "comm_halo_end"));
   const char *d = dir_name(dir);
   if (!h->in_flight || h->flight_dir != dir)
@@ -439,9 +439,11 @@ static int halo_end_check(struct comm_halo *h, enum cg_halo_dir dir, const float
                       "comm_halo_end(%s): no %s exchange in flight (call comm_halo_begin(%s) "
                       "first)",
                       d, d, d);
-  if (x != h->flight_x || cols != h->flight_cols)
+  if (x != h->flight_x || recv != h->flight_recv || cols != h->flight_cols)
     return cg_err_set(CG_ERR_ARG,
-                      "comm_halo_end(%s): matrix or cols differ from the comm_halo_begin call", d);
+                      "comm_halo_end(%s): matrix, receive buffer or cols differ from the "
+                      "comm_halo_begin call",
+                      d);
   return CG_OK;
 }
 
@@ -450,7 +452,7 @@ static int halo_wait(struct comm_halo *h) {
   int rc = h->nreq > 0 ? MPI_Waitall(h->nreq, h->reqs, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
   h->nreq = 0;
   h->in_flight = 0;
-  h->flight_x = NULL;
+  h->flight_x = h->flight_recv = NULL;
   if (rc != MPI_SUCCESS)
     return comm_mpi_error(rc, "MPI_Waitall (halo exchange)", __FILE__, __LINE__);
   return CG_OK;
@@ -488,6 +490,11 @@ static int halo_mpi_start(struct comm_halo *h, const float *sbuf, const int *scn
 }
 
 int comm_halo_begin(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols) {
+  return comm_halo_begin_into(h, dir, x, NULL, cols);
+}
+
+int comm_halo_begin_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, float *recv,
+                         int64_t cols) {
   struct cg_backend *be = h->be;
   double t0 = cg_time_now();
   TRY(halo_begin_check(h, dir, x, cols));
@@ -496,7 +503,7 @@ int comm_halo_begin(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t
   /* forward sends owned rows picked by the plan: gather them into the row buffer */
   if (dir == CG_HALO_FORWARD && h->send_rows > 0)
     be->gather_rows(be, x, cols, h->d_idx, h->send_rows, h->d_rows);
-  struct halo_route rt = halo_route(h, dir, x, cols);
+  struct halo_route rt = halo_route(h, dir, x, recv, cols);
   size_t sbytes = (size_t)(rt.srows * cols) * sizeof(float);
   switch (h->sel.path) {
     case COMM_PATH_NCCL:
@@ -520,6 +527,7 @@ int comm_halo_begin(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t
   h->in_flight = 1;
   h->flight_dir = dir;
   h->flight_x = x;
+  h->flight_recv = recv;
   h->flight_cols = cols;
   const int64_t bytes = rt.srows * cols * (int64_t)sizeof(float);
   h->bytes_sent += bytes; /* this object's own count: comm_stats is the whole comm's */
@@ -528,10 +536,15 @@ int comm_halo_begin(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t
 }
 
 int comm_halo_end(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols) {
+  return comm_halo_end_into(h, dir, x, NULL, cols);
+}
+
+int comm_halo_end_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, float *recv,
+                       int64_t cols) {
   struct cg_backend *be = h->be;
   double t0 = cg_time_now();
-  TRY(halo_end_check(h, dir, x, cols));
-  struct halo_route rt = halo_route(h, dir, x, cols);
+  TRY(halo_end_check(h, dir, x, recv, cols));
+  struct halo_route rt = halo_route(h, dir, x, recv, cols);
   int st = halo_wait(h);
   /* staged: the received rows are in host memory (forward: x's halo rows are their
    * place; backward: the row buffer) */

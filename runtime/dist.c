@@ -19,6 +19,7 @@ struct rt_dist {
   struct part_local pl;   /* plan arrays and gid; agg freed (the local problem has its copy) */
   struct cg_exchange *ex; /* rt_dist_bind's; NULL before */
   int64_t max_cols;
+  struct jaca_options halo_cache; /* rt_dist_options' */
   enum rt_fault fail;     /* testing only (CAPGNN_TEST_FAIL_RANK / _AT) */
 };
 
@@ -28,6 +29,7 @@ void rt_dist_options_defaults(struct rt_dist_options *o) {
   o->part_seed = 1;
   o->use_cache = 1;
   o->cache_dir = NULL;
+  jaca_options_defaults(&o->halo_cache);
 }
 
 /* ---- set-up ---------------------------------------------------------------------- */
@@ -117,6 +119,7 @@ int rt_dist_create_from_graph(struct comm *c, const struct graph *g, const struc
   /* when another rank failed, this one's d exists: fail frees it (and takes NULL) */
   TRY_GOTO(comm_agree(c, st, "allocating the distributed state"), fail);
   d->c = c;
+  d->halo_cache = o->halo_cache;
   d->fail = rt_fault_from_env(comm_rank(c));
   TRY_GOTO(dist_build(c, g, cfg, o, owner, d), fail);
   dist_log_memory(d);
@@ -192,7 +195,13 @@ int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_confi
   plan.recv_count = pl->recv_count;
   plan.n_inner = pl->n_inner;
   plan.n_halo = pl->n_halo;
-  TRY(comm_exchange_create(d->c, be, &plan, d->max_cols, &d->ex)); /* collective, agreed inside */
+  if (d->halo_cache.policy == JACA_POLICY_NONE) {
+    TRY(comm_exchange_create(d->c, be, &plan, d->max_cols, &d->ex)); /* collective, agreed inside */
+  } else {
+    /* hidden layers exchange at most `hidden` values per row (runtime/model.c) */
+    const struct jaca_layers layers = {cfg->layers, cfg->layers > 1 ? cfg->hidden : 1};
+    TRY(jaca_exchange_create(d->c, be, pl, &d->loc.agg, d->max_cols, &layers, &d->halo_cache, &d->ex));
+  }
   /* testing only: the rank CAPGNN_TEST_FAIL_RANK names fails inside training */
   st = rt_fault_exchange_wrap(&d->ex, comm_rank(d->c), d->fail);
   TRY(comm_agree(d->c, st, "installing the test fault injection"));

@@ -29,7 +29,11 @@
  * error (the failing rank keeps its message, the others name the failing rank), so
  * a failed set-up never hangs a peer.
  *
- * The exchange (rt_dist_bind, collective) is mpi/'s plain one (comm_exchange_create):
+ * The exchange (rt_dist_bind, collective) is mpi/'s plain one (comm_exchange_create), or,
+ * when the options ask for a halo cache (halo_cache.policy other than NONE), jaca/'s
+ * caching exchange over it (jaca_exchange_create: fewer bytes between ranks and nodes,
+ * the same values with staleness 0, rows up to S epochs old with staleness S; rows of up
+ * to `hidden` values cached for layers 1..layers-1). The plain one is:
  * a comm_halo over the rank's plan sized for the widest rows the model exchanges
  * (max(feat_dim, hidden when layers > 1): layer 0 exchanges features once; a layer
  * l > 0 exchanges its hidden input or the narrower transformed rows, never more than
@@ -54,6 +58,7 @@
 
 #include <stdint.h>
 
+#include "jaca/jaca.h"
 #include "mpi/comm.h"
 #include "partition/partition.h"
 #include "runtime/runtime.h"
@@ -67,6 +72,8 @@ struct rt_dist_options {
   uint64_t part_seed;      /* METIS seed / random split key (default 1) */
   int use_cache;           /* 1 (default): part_assign_cached; 0: part_assign, no file */
   const char *cache_dir;   /* NULL: $CAPGNN_CACHE, else .capgnn-cache (partition.h) */
+  struct jaca_options halo_cache; /* the halo cache (jaca/jaca.h); policy NONE (default):
+                                     the plain exchange */
 };
 void rt_dist_options_defaults(struct rt_dist_options *o);
 

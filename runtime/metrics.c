@@ -70,6 +70,51 @@ static int write_line(struct rt_metrics *mt, cJSON *o) {
   return CG_OK;
 }
 
+/* The halo cache's numbers (runtime_internal.h, struct rt_cache_row) as an object. */
+static cJSON *cache_row(const struct rt_cache_row *r) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddNumberToObject(o, "lookups", r->lookups);
+  cJSON_AddNumberToObject(o, "rank_hits", r->rank_hits);
+  cJSON_AddNumberToObject(o, "node_hits", r->node_hits);
+  cJSON_AddNumberToObject(o, "misses", r->misses);
+  cJSON_AddNumberToObject(o, "refreshed", r->refreshed);
+  cJSON_AddNumberToObject(o, "bytes_intra_node", r->bytes_intra);
+  cJSON_AddNumberToObject(o, "bytes_inter_node", r->bytes_inter);
+  cJSON_AddNumberToObject(o, "bytes_shm", r->bytes_shm);
+  cJSON_AddNumberToObject(o, "bytes_h2d", r->bytes_h2d);
+  cJSON_AddNumberToObject(o, "bytes_d2h", r->bytes_d2h);
+  cJSON_AddNumberToObject(o, "bytes_exact", r->bytes_exact);
+  cJSON_AddNumberToObject(o, "bytes_exact_inter_node", r->bytes_exact_inter);
+  cJSON_AddNumberToObject(o, "bytes_saved", r->bytes_exact - r->bytes_intra - r->bytes_inter);
+  json_num(o, "age_mean", r->lookups > 0 ? r->age_sum / r->lookups : NAN);
+  cJSON_AddNumberToObject(o, "age_max", r->age_max);
+  cJSON_AddNumberToObject(o, "grad_bytes", r->grad_bytes);
+  cJSON_AddNumberToObject(o, "grad_bytes_exact", r->grad_bytes_exact);
+  cJSON_AddNumberToObject(o, "grad_refreshed", r->grad_refreshed);
+  cJSON_AddNumberToObject(o, "grad_used", r->grad_used);
+  cJSON_AddNumberToObject(o, "grad_age_max", r->grad_age_max);
+  return o;
+}
+
+/* {"...": total, "layers": [{"layer": l, ...}, ...]} */
+static cJSON *cache_object(const struct rt_cache_record *c) {
+  cJSON *o = cache_row(&c->total), *arr = cJSON_CreateArray();
+  if (!o || !arr) {
+    cJSON_Delete(o);
+    cJSON_Delete(arr);
+    return NULL;
+  }
+  for (int l = 1; l < c->nlayers; l++) {
+    cJSON *x = cache_row(&c->layer[l]);
+    if (!x) continue;
+    cJSON_AddNumberToObject(x, "layer", l);
+    cJSON_AddItemToArray(arr, x);
+  }
+  cJSON_AddItemToObject(o, "layers", arr);
+  return o;
+}
+
 int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec) {
   if (!mt->f) return CG_OK;
   cJSON *o = cJSON_CreateObject();
@@ -92,6 +137,7 @@ int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec) {
   else
     cJSON_AddNullToObject(o, "cache_hit_rate");
   json_num(o, "eval_s", rec->eval_s);
+  if (rec->cache) cJSON_AddItemToObject(o, "cache", cache_object(rec->cache));
   return write_line(mt, o);
 }
 
@@ -126,7 +172,7 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
 
 int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const struct cg_backend *be,
                        const struct rt_config *cfg, const struct rt_result *r, int resumed_from,
-                       double t_start) {
+                       double t_start, const struct rt_cache_record *cache) {
   if (!mt->f) return CG_OK;
   cJSON *o = cJSON_CreateObject();
   if (!o) return cg_err_set(CG_ERR_NOMEM, "out of memory creating the metrics summary");
@@ -155,5 +201,17 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
   json_num(o, "median_epoch_s", r->median_epoch_s);
   json_num(o, "total_s", cg_time_now() - t_start);
   cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)cg_peak_rss_bytes());
+  if (cache) {
+    cJSON *c = cache_object(cache);
+    if (c) { /* the settings, every approximation among them */
+      cJSON_AddStringToObject(c, "policy", cache->policy);
+      cJSON_AddNumberToObject(c, "capacity", cache->capacity);
+      cJSON_AddNumberToObject(c, "host_mb", cache->host_mb);
+      cJSON_AddNumberToObject(c, "staleness", cache->staleness);
+      cJSON_AddNumberToObject(c, "grad_staleness", cache->grad_staleness);
+      cJSON_AddBoolToObject(c, "exact", cache->staleness == 0 && cache->grad_staleness == 0);
+    }
+    cJSON_AddItemToObject(o, "cache", c);
+  }
   return write_line(mt, o);
 }

@@ -306,7 +306,10 @@ struct rt_checkpoint; /* "checkpoints" below */
  *              feature rows, fetched once at set-up, are not in any epoch); 0 on one rank
  *   allreduce_bytes  gradient all-reduce payload of the step summed over the ranks
  *              (ranks x parameters x 4); 0 on one rank
- *   cache_hit_rate  halo cache hits / lookups in the step; null without a cache
+ *   cache_hit_rate  halo cache hits / lookups in the step, summed over the ranks
+ *              (lookups: halo rows of hidden layers read in the step's forward pass;
+ *              hits: those that were not sent to the rank that read them, jaca/jaca.h);
+ *              null without a cache
  * The cross-rank sums and extremes are gathered after each step, outside epoch_s. */
 int rt_train(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
              const struct rt_config *cfg, const struct rt_checkpoint *resume, struct rt_result *res);

@@ -99,6 +99,36 @@ struct rt_metrics {
   const char *path;
 };
 
+/* What the halo cache did (jaca/jaca.h's struct jaca_stats, as doubles summed over the
+ * ranks; age_max the maximum): per cached layer and in all. */
+struct rt_cache_row {
+  double lookups, rank_hits, node_hits, misses, refreshed;
+  double bytes_intra, bytes_inter, bytes_shm, bytes_h2d, bytes_d2h, bytes_exact, bytes_exact_inter;
+  double age_sum, age_max;
+  double grad_bytes, grad_bytes_exact, grad_refreshed, grad_used, grad_age_max;
+};
+#define RT_CACHE_MAX_LAYERS 64
+struct rt_cache_record {
+  int nlayers;                 /* layers 1..nlayers-1 are cached */
+  /* the settings, every approximation among them (the summary names them) */
+  char policy[8];
+  double capacity, host_mb;
+  int staleness, grad_staleness;
+  struct rt_cache_row total;
+  struct rt_cache_row layer[RT_CACHE_MAX_LAYERS]; /* [l], l >= 1 */
+};
+
+/* Following the cache through a run (runtime/cache_metrics.c; partition-parallel builds
+ * only). rt_cache_track_create: NULL in *out when the run has no halo cache (decided on
+ * every rank together, collective over the exchange). rt_cache_track_epoch: the
+ * differences since the last call, summed over the ranks (collective), added to the
+ * run's totals (rt_cache_track_totals). */
+struct rt_cache_track;
+int rt_cache_track_create(struct cg_exchange *ex, int nlayers, struct rt_cache_track **out);
+int rt_cache_track_epoch(struct rt_cache_track *t, struct cg_exchange *ex, struct rt_cache_record *out);
+const struct rt_cache_record *rt_cache_track_totals(const struct rt_cache_track *t);
+void rt_cache_track_destroy(struct rt_cache_track **t); /* accepts NULL */
+
 /* What one epoch's record holds (runtime.h, rt_train, lists the fields). */
 struct rt_epoch_record {
   int epoch;
@@ -109,6 +139,7 @@ struct rt_epoch_record {
   double compute_max_s, compute_min_s;
   int64_t cache_hits, cache_lookups;
   double eval_s;                     /* NaN without evaluation */
+  const struct rt_cache_record *cache; /* the halo cache's epoch, NULL without one */
 };
 
 /* Whether the metrics file can be created, before anything long runs: opened for
@@ -121,7 +152,7 @@ int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec);
 /* The last line; r->loss has r->epochs entries; total_s counts from t_start. */
 int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const struct cg_backend *be,
                        const struct rt_config *cfg, const struct rt_result *r, int resumed_from,
-                       double t_start);
+                       double t_start, const struct rt_cache_record *cache);
 /* Close the file at the end of a run whose status is st: returns st, or CG_ERR_IO when
  * st is CG_OK and the close fails (an earlier error keeps its message). */
 int rt_metrics_close(struct rt_metrics *mt, int st);

@@ -66,6 +66,8 @@ struct train_run {
   const char *acc_name;   /* "acc", or "f1" for multi-label graphs */
   int live;               /* on a terminal: one live line instead of per-evaluation lines */
   struct cg_progress pr;
+  struct rt_cache_track *cache; /* the halo cache's numbers; NULL without one */
+  struct rt_cache_record cache_epoch;
 };
 
 /* The metrics file, the per-epoch arrays and the model, then the two lines that say
@@ -82,6 +84,9 @@ static int train_setup(struct train_run *t) {
   if (!t->r.loss || !t->epoch_s || !t->tmp) return CG_ERR_NOMEM;
   TRY(rt_model_build(t->be, loc, cfg, t->ex, &t->m));
   t->r.num_params = rt_model_num_params(t->m);
+#ifdef CAPGNN_HAVE_DIST
+  TRY(rt_cache_track_create(t->ex, cfg->layers, &t->cache)); /* after the features' exchange */
+#endif
   LOG_INFO("train", "graph %s: %lld vertices, %lld edges, %lld features, %lld classes%s; rank %d of %d owns %lld (+%lld halo)",
            loc->name, (long long)loc->n_global, (long long)loc->m_global, (long long)loc->feat_dim,
            (long long)loc->num_classes, loc->multilabel ? " (multi-label)" : "", loc->rank,
@@ -165,11 +170,15 @@ static int train_epoch(struct train_run *t, int e, int *stop) {
   const double compute_s = dt - ss.comm_s;
   /* sums[2]: ranks asked to stop (a signal may reach them in different epochs; the
    * sum makes every rank stop after the same one) */
-  double sums[3] = {(double)ss.halo_bytes, (double)ss.allreduce_bytes, (double)train_stop};
+  double sums[5] = {(double)ss.halo_bytes, (double)ss.allreduce_bytes, (double)train_stop,
+                    (double)ss.cache_hits, (double)ss.cache_lookups}; /* [3..4]: the job's hit rate */
   double ext[2] = {compute_s, -compute_s}; /* max, -min */
-  if (t->ex) TRY(t->ex->allreduce_host(t->ex, sums, 3, CG_REDUCE_SUM));
+  if (t->ex) TRY(t->ex->allreduce_host(t->ex, sums, 5, CG_REDUCE_SUM));
   *stop = sums[2] > 0 && e < E;
   if (t->ex) TRY(t->ex->allreduce_host(t->ex, ext, 2, CG_REDUCE_MAX));
+#ifdef CAPGNN_HAVE_DIST
+  if (t->cache) TRY(rt_cache_track_epoch(t->cache, t->ex, &t->cache_epoch));
+#endif
 
   const int on_schedule = (e % cfg->eval_every) == 0;
   struct rt_eval ev = {NAN, NAN, NAN, NAN, NAN};
@@ -184,8 +193,8 @@ static int train_epoch(struct train_run *t, int e, int *stop) {
   const struct rt_epoch_record rec = {
       .epoch = e, .loss = ss.loss, .ev = ev, .epoch_s = dt, .compute_s = compute_s,
       .comm_s = ss.comm_s, .halo_bytes = sums[0], .allreduce_bytes = sums[1],
-      .compute_max_s = ext[0], .compute_min_s = -ext[1], .cache_hits = ss.cache_hits,
-      .cache_lookups = ss.cache_lookups, .eval_s = eval_s};
+      .compute_max_s = ext[0], .compute_min_s = -ext[1], .cache_hits = (int64_t)sums[3],
+      .cache_lookups = (int64_t)sums[4], .eval_s = eval_s, .cache = t->cache ? &t->cache_epoch : NULL};
   TRY(rt_metrics_epoch(&t->metrics, &rec));
   TRY(train_checkpoint(t, e, *stop));
   return CG_OK;
@@ -213,7 +222,12 @@ static int train_finish(struct train_run *t) {
     LOG_INFO("train", "done: no validation vertices, so no best epoch; final train %s %.4f, test "
              "%s %.4f; median epoch %.2f ms", acc, r->final_train_acc, acc, r->final_test_acc,
              r->median_epoch_s * 1e3);
-  return rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start);
+#ifdef CAPGNN_HAVE_DIST
+  const struct rt_cache_record *cache = rt_cache_track_totals(t->cache);
+#else
+  const struct rt_cache_record *cache = NULL;
+#endif
+  return rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start, cache);
 }
 
 int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
@@ -259,6 +273,9 @@ done:
   if (t.live && st < 0) cg_progress_cancel(&t.pr);
   st = rt_metrics_close(&t.metrics, st);
   rt_model_destroy(&t.m);
+#ifdef CAPGNN_HAVE_DIST
+  rt_cache_track_destroy(&t.cache);
+#endif
   cg_free(t.epoch_s);
   cg_free(t.tmp);
   if (st == CG_OK && res) *res = t.r;

@@ -10,7 +10,8 @@
  * Byte counters must equal the modelled rows x cols x 4. Runs with the CPU
  * backend and with a fake device backend (staging path), cols in {1, 5, 64},
  * several graph shapes (a rank with no peers, no edges, peers with no traffic),
- * checks that a sabotaged plan is detected, and that bad plans fail on every rank. */
+ * checks that a sabotaged plan is detected, and that bad plans fail on every rank.
+ * The same rounds with the halo block in a buffer of its own (comm_halo_begin_into). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +172,61 @@ static int64_t round_check(struct ctx *x, struct cg_backend *be, struct comm_hal
   return bad;
 }
 
+/* comm_halo_begin_into / end_into: x holds the inner rows only, the halo block is a
+ * separate buffer; forward fills it with the owners' rows (in halo order), backward
+ * sends it back and the owners add it into x, exactly as with the block inside x. */
+static void into_check(struct ctx *x, struct cg_backend *be, struct comm_halo *h, int64_t cols) {
+  const struct fx_graph *g = x->g;
+  const struct fx_local *l = x->l;
+  const int r = comm_rank(x->c);
+  const int64_t ni = l->n_inner, nh = l->n_halo;
+  size_t xb = (size_t)(ni > 0 ? ni : 1) * (size_t)cols * sizeof(float);
+  size_t rb = (size_t)(nh > 0 ? nh : 1) * (size_t)cols * sizeof(float);
+  float *hx = malloc(xb), *hr = malloc(rb), *dx = NULL, *dr = NULL;
+  MT_CHECK(hx && hr, "out of memory");
+  MT_OK(be->alloc(be, (void **)&dx, xb, "test inner rows"));
+  MT_OK(be->alloc(be, (void **)&dr, rb, "test halo block"));
+  for (int64_t i = 0; i < ni; i++)
+    for (int64_t j = 0; j < cols; j++) hx[i * cols + j] = (float)enc_fwd(g, r, l->gid[i], cols, j);
+  for (int64_t i = 0; i < nh * cols; i++) hr[i] = -1.0f;
+  if (ni > 0) MT_OK(be->upload(be, dx, hx, (size_t)ni * (size_t)cols * sizeof(float)));
+  if (nh > 0) MT_OK(be->upload(be, dr, hr, (size_t)nh * (size_t)cols * sizeof(float)));
+  MT_OK(comm_halo_begin_into(h, CG_HALO_FORWARD, dx, dr, cols));
+  MT_OK(comm_barrier(x->c));
+  MT_OK(comm_halo_end_into(h, CG_HALO_FORWARD, dx, dr, cols));
+  if (nh > 0) MT_OK(be->download(be, hr, dr, (size_t)nh * (size_t)cols * sizeof(float)));
+  for (int64_t i = 0; i < nh; i++) {
+    const int64_t gid = l->gid[ni + i];
+    for (int64_t j = 0; j < cols; j++)
+      MT_CHECK(hr[i * cols + j] == (float)enc_fwd(g, g->owner[gid], gid, cols, j),
+               "%s into-forward: halo row %lld (gid %lld) col %lld holds %.1f", be->name,
+               (long long)i, (long long)gid, (long long)j, hr[i * cols + j]);
+  }
+  for (int64_t i = 0; i < nh; i++)
+    for (int64_t j = 0; j < cols; j++) hr[i * cols + j] = (float)enc_bwd(g, r, l->gid[ni + i], cols, j);
+  if (nh > 0) MT_OK(be->upload(be, dr, hr, (size_t)nh * (size_t)cols * sizeof(float)));
+  MT_OK(comm_halo_begin_into(h, CG_HALO_BACKWARD, dx, dr, cols));
+  MT_CHECK(comm_halo_end_into(h, CG_HALO_BACKWARD, dx, NULL, cols) == CG_ERR_ARG,
+           "end_into with another receive buffer than begin must be refused");
+  cg_err_clear();
+  MT_OK(comm_halo_end_into(h, CG_HALO_BACKWARD, dx, dr, cols));
+  if (ni > 0) MT_OK(be->download(be, hx, dx, (size_t)ni * (size_t)cols * sizeof(float)));
+  for (int64_t i = 0; i < ni; i++) {
+    const int64_t gid = l->gid[i];
+    for (int64_t j = 0; j < cols; j++) {
+      double want = enc_fwd(g, r, gid, cols, j);
+      for (int q = 0; q < g->nranks; q++)
+        if (q != r && x->marks[(size_t)q * (size_t)g->n + (size_t)gid]) want += enc_bwd(g, q, gid, cols, j);
+      MT_CHECK(hx[i * cols + j] == want, "%s into-backward: inner row %lld (gid %lld) col %lld holds %.1f, expected %.1f",
+               be->name, (long long)i, (long long)gid, (long long)j, hx[i * cols + j], want);
+    }
+  }
+  be->free(be, dx);
+  be->free(be, dr);
+  free(hx);
+  free(hr);
+}
+
 static void run_config(struct comm *c, struct cg_backend *be, const struct fx_opts *o) {
   int P = comm_size(c), r = comm_rank(c);
   struct fx_graph g;
@@ -193,6 +249,7 @@ static void run_config(struct comm *c, struct cg_backend *be, const struct fx_op
   for (int w = 0; w < 3; w++) {
     round_check(&x, be, h, widths[w], 1, 0);
     round_check(&x, be, h, widths[w], 0, 0);
+    into_check(&x, be, h, widths[w]);
   }
   comm_halo_destroy(&h);
   MT_CHECK(h == NULL, "destroy must clear the handle");

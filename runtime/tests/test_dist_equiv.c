@@ -30,6 +30,13 @@
  * own below). The default seed 1 has no such event for 1-4 ranks; CAPGNN_TEST_SEED
  * overrides it and CAPGNN_TEST_VERBOSE=1 prints the per-epoch losses.
  *
+ * With the argument "cache" it runs the halo cache's cases instead (run_cache_cases): the
+ * same checks with jaca/'s caching exchange, every policy at 100 % and 10 % of the node
+ * tier, and the results equal, bit for bit, those of the run without the cache; run on
+ * 2-4 ranks and on 4 ranks as 2 emulated nodes (CAPGNN_EMULATE_NODES=2). With
+ * --staleness 2 and 5 (approximate) it checks what still must hold: no row older than the
+ * bound, rows reused, fewer bytes, the first step exact, the loss going down.
+ *
  * Any failed check prints "[rank R] FAIL ..." and aborts the whole job. */
 #include <math.h>
 #include <stdio.h>
@@ -210,6 +217,18 @@ struct tcase {
 
 static double worst_loss_all = 0.0, worst_w_all = 0.0;
 
+/* The "cache" mode: each case runs first without the halo cache (kept in g_plain), then
+ * with every cache configuration (g_cache), which must give the plain run's losses and
+ * parameters bit for bit (the cache moves the same values) besides passing every check
+ * against the reference. */
+static const struct jaca_options *g_cache;
+static struct {
+  int valid, epochs;
+  double loss[64];
+  float *params;
+  int64_t nparams;
+} g_plain;
+
 static void run_case(const struct tcase *tc) {
   const int rank = comm_rank(g_comm), P = comm_size(g_comm);
   struct rt_config cfg;
@@ -257,6 +276,7 @@ static void run_case(const struct tcase *tc) {
   o.method = tc->method;
   o.part_seed = 3;
   o.use_cache = 0;
+  if (g_cache) o.halo_cache = *g_cache;
   struct rt_dist *d = NULL;
   const char *how = part_method_name(tc->method);
   if (tc->owners == OWN_PARTITIONER) {
@@ -357,14 +377,67 @@ static void run_case(const struct tcase *tc) {
   int64_t counted[64];
   for (int e = 0; e < cfg.epochs; e++) counted[e] = dist.halo_bytes[e];
   OK(comm_allreduce_i64(g_comm, counted, cfg.epochs, COMM_SUM));
-  const int64_t modelled = halo_total * dist.widths_sum * 4 * 2;
+  int64_t modelled = halo_total * dist.widths_sum * 4 * 2;
+  const int approx = g_cache && (g_cache->staleness > 0 || g_cache->grad_staleness > 0);
+  if (approx) {
+    /* staleness S: rows up to S epochs old, never more (the cache checks every row it
+     * serves; its statistics say the oldest); rows reused; fewer bytes; the first step
+     * is still exact (the first loss_grad refreshed every row with the same weights) */
+    struct jaca_stats js;
+    OK(jaca_exchange_stats(ex, 0, &js));
+    int64_t v[3] = {js.rank_hits + js.node_hits, js.grad_age_max, js.age_max};
+    int64_t sent = 0, plain_cnt = 0;
+    for (int e = 0; e < cfg.epochs; e++) sent += counted[e];
+    plain_cnt = (int64_t)cfg.epochs * modelled;
+    OK(comm_allreduce_i64(g_comm, v, 3, COMM_MAX));
+    CHECK(v[2] <= g_cache->staleness && v[1] <= g_cache->grad_staleness,
+          "a row %lld epochs old (staleness %d) or a gradient %lld epochs old (grad staleness %d) was used",
+          (long long)v[2], g_cache->staleness, (long long)v[1], g_cache->grad_staleness);
+    if (P > 1 && halo_total > 0) CHECK(v[0] > 0 && sent < plain_cnt, "staleness %d: %lld hits, %lld of %lld bytes",
+                                       g_cache->staleness, (long long)v[0], (long long)sent, (long long)plain_cnt);
+    CHECK(dist.loss[0] == g_plain.loss[0], "staleness %d: the first step's loss %.17g, exact %.17g",
+          g_cache->staleness, dist.loss[0], g_plain.loss[0]);
+    CHECK(isfinite(dist.loss[cfg.epochs - 1]) && dist.loss[cfg.epochs - 1] < dist.loss[0],
+          "staleness %d: no learning (%g -> %g)", g_cache->staleness, dist.loss[0], dist.loss[cfg.epochs - 1]);
+    if (rank == 0)
+      printf("  %-40s %-4s L%d P%d cache %s %g%% staleness %d, grad %d: loss %.5f -> %.5f (exact %.5f), oldest row "
+             "%lld, gradient %lld epochs, halo bytes %lld of the exact run's %lld\n",
+             tc->graph, rt_model_kind_str(tc->model), tc->layers, P, jaca_policy_name(g_cache->policy),
+             g_cache->capacity * 100, g_cache->staleness, g_cache->grad_staleness, dist.loss[0],
+             dist.loss[cfg.epochs - 1], g_plain.loss[cfg.epochs - 1], (long long)v[2], (long long)v[1],
+             (long long)sent, (long long)plain_cnt);
+    free(ref.params);
+    free(dist.params);
+    free(ref.grads0);
+    free(dist.grads0);
+    rt_dist_destroy(&d);
+    cg_backend_destroy(&be);
+    return;
+  }
+  if (g_cache) {
+    /* forward rows through the cache's own plan (jaca_exchange_stats: the same every
+     * training forward pass, epochs + the first loss_grad), backward as without it */
+    struct jaca_stats js;
+    OK(jaca_exchange_stats(ex, 0, &js));
+    int64_t v[3] = {js.bytes_intra + js.bytes_inter, js.lookups, js.node_hits};
+    OK(comm_allreduce_i64(g_comm, v, 3, COMM_SUM));
+    CHECK(v[0] % (cfg.epochs + 1) == 0, "cached forward bytes %lld not a multiple of %d passes", (long long)v[0],
+          cfg.epochs + 1);
+    CHECK(v[1] == (cfg.epochs + 1) * halo_total * (cfg.layers - 1), "cache lookups %lld, expected %lld",
+          (long long)v[1], (long long)((cfg.epochs + 1) * halo_total * (cfg.layers - 1)));
+    if (P > 1 && halo_total > 0) CHECK(v[2] > 0, "the node tier served no row");
+    modelled = halo_total * dist.widths_sum * 4 + v[0] / (cfg.epochs + 1);
+    CHECK(modelled <= halo_total * dist.widths_sum * 4 * 2, "the cache sends more than the plain exchange");
+  }
 
+  char cache_label[64] = "";
+  if (g_cache) snprintf(cache_label, sizeof cache_label, "%s %g%%", jaca_policy_name(g_cache->policy), g_cache->capacity * 100);
   if (rank == 0)
-    printf("  %-40s %-4s L%d%s %-6s P%d: halo %6lld rows, loss %.5f -> %.5f, worst loss rel err %.2e "
+    printf("  %-40s %-4s L%d%s %-6s P%d%s%s: halo %6lld rows, loss %.5f -> %.5f, worst loss rel err %.2e "
            "(epoch %d), first-step gradient err %.2e of tolerance, worst weight err %.2e of tolerance (param %lld: %.7g vs %.7g), acc "
            "%.4f/%.4f/%.4f, halo bytes/epoch %lld (modelled %lld)\n",
            tc->graph, rt_model_kind_str(tc->model), tc->layers, tc->features_kept ? " x0" : "", how, P,
-           (long long)halo_total, ref.loss[0], ref.loss[cfg.epochs - 1], worst_loss, worst_e, worst_g, worst_w,
+           g_cache ? " cache " : "", g_cache ? cache_label : "", (long long)halo_total, ref.loss[0], ref.loss[cfg.epochs - 1], worst_loss, worst_e, worst_g, worst_w,
            (long long)worst_i, (double)dist.params[worst_i], (double)ref.params[worst_i],
            ref.ev.train_acc, ref.ev.val_acc, ref.ev.test_acc, (long long)counted[0],
            (long long)modelled);
@@ -385,6 +458,24 @@ static void run_case(const struct tcase *tc) {
     CHECK(counted[e] == modelled, "epoch %d: %lld halo bytes counted, %lld modelled", e + 1,
           (long long)counted[e], (long long)modelled);
   if (P == 1) CHECK(worst_loss == 0.0 && worst_w == 0.0, "one rank must be bit-identical to the reference");
+  if (g_cache) {
+    CHECK(g_plain.valid && g_plain.nparams == dist.nparams && g_plain.epochs == cfg.epochs, "no plain run to compare");
+    for (int e = 0; e < cfg.epochs; e++)
+      CHECK(dist.loss[e] == g_plain.loss[e], "cache %s %g: epoch %d loss %.17g, without the cache %.17g",
+            jaca_policy_name(g_cache->policy), g_cache->capacity, e + 1, dist.loss[e], g_plain.loss[e]);
+    CHECK(memcmp(dist.params, g_plain.params, (size_t)dist.nparams * sizeof(float)) == 0,
+          "cache %s %g: the parameters differ from the run without the cache", jaca_policy_name(g_cache->policy),
+          g_cache->capacity);
+  } else {
+    free(g_plain.params);
+    g_plain.params = malloc((size_t)dist.nparams * sizeof(float));
+    CHECK(g_plain.params != NULL, "out of memory");
+    memcpy(g_plain.params, dist.params, (size_t)dist.nparams * sizeof(float));
+    memcpy(g_plain.loss, dist.loss, sizeof g_plain.loss);
+    g_plain.nparams = dist.nparams;
+    g_plain.epochs = cfg.epochs;
+    g_plain.valid = 1;
+  }
   if (worst_loss > worst_loss_all) worst_loss_all = worst_loss;
   if (worst_w > worst_w_all) worst_w_all = worst_w;
 
@@ -400,13 +491,68 @@ static void run_case(const struct tcase *tc) {
   }
 }
 
-/* argv[1]: "cora" (exit 77 when cora.cgr is absent), "synth", or nothing for both. */
+/* The halo cache (jaca/jaca.h) at --staleness 0: every policy at 100 % and 10 % of the
+ * node tier, GCN and SAGE (3 layers: two cached hidden exchanges per step), dropout on;
+ * against the reference and bit for bit against the run without the cache. */
+static int run_cache_cases(void) {
+  const struct tcase cases[] = {
+      {"synth:small", 0, RT_MODEL_GCN, 3, PART_METIS, OWN_PARTITIONER, 0, 0},
+      {"synth:small", 0, RT_MODEL_SAGE, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0},
+  };
+  const enum jaca_policy pols[] = {JACA_POLICY_JACA, JACA_POLICY_LRU, JACA_POLICY_FIFO};
+  const double caps[] = {1.0, 0.1};
+  int ran = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    g_cache = NULL;
+    run_case(&cases[i]);
+    ran++;
+    for (int p = 0; p < 3; p++)
+      for (int k = 0; k < 2; k++) {
+        struct jaca_options jo;
+        jaca_options_defaults(&jo);
+        jo.policy = pols[p];
+        jo.capacity = caps[k];
+        g_cache = &jo;
+        run_case(&cases[i]);
+        g_cache = NULL;
+        ran++;
+      }
+    /* approximate: staleness 2 and 5, gradients too (the exact run above is the comparison) */
+    const int stale[] = {2, 5, 0, 3}, gstale[] = {0, 0, 2, 3};
+    for (int k = 0; k < 4; k++) {
+      struct jaca_options jo;
+      jaca_options_defaults(&jo);
+      jo.policy = k % 2 == 0 ? JACA_POLICY_JACA : JACA_POLICY_LRU;
+      jo.capacity = k % 2 == 0 ? 1.0 : 0.5;
+      jo.staleness = stale[k];
+      jo.grad_staleness = gstale[k];
+      g_cache = &jo;
+      run_case(&cases[i]);
+      g_cache = NULL;
+      ran++;
+    }
+  }
+  free(g_plain.params);
+  return ran;
+}
+
+/* argv[1]: "cora" (exit 77 when cora.cgr is absent), "synth", "cache" (the halo cache's
+ * cases), or nothing for cora and synth. */
 int main(int argc, char **argv) {
   OK(comm_init(&argc, &argv, &g_comm));
   cg_log_set_level(CG_LOG_WARN);
   const char *which = argc > 1 ? argv[1] : "all";
-  CHECK(!strcmp(which, "all") || !strcmp(which, "cora") || !strcmp(which, "synth"),
-        "argument '%s': expected cora, synth or nothing", which);
+  CHECK(!strcmp(which, "all") || !strcmp(which, "cora") || !strcmp(which, "synth") || !strcmp(which, "cache"),
+        "argument '%s': expected cora, synth, cache or nothing", which);
+  if (!strcmp(which, "cache")) {
+    const int ran = run_cache_cases();
+    if (comm_rank(g_comm) == 0)
+      printf("%d ranks on %d nodes: %d cases with and without the halo cache, worst loss rel err %.3e (tolerance "
+             "%g), worst weight err %.3f of the tolerance; the cache changed no bit\n",
+             comm_size(g_comm), comm_nnodes(g_comm), ran, worst_loss_all, LOSS_RTOL, worst_w_all);
+    comm_finalize(&g_comm);
+    return 0;
+  }
   char cora[4096];
   snprintf(cora, sizeof cora, "%s/cora.cgr", CAPGNN_TEST_DATASETS);
   const int have_cora = access(cora, R_OK) == 0;

@@ -1,0 +1,689 @@
+/* jaca/exchange.c — the caching exchange (jaca/jaca.h) behind the seam of
+ * core/exchange.h: the node tier for forward rows of hidden layers in training, the
+ * plain exchange for everything else.
+ *
+ * One forward exchange of layer l at generation g (the l-th layer's g-th cached
+ * exchange; every rank counts the same, the calls being collective):
+ *  begin  start the forward plan's MPI transfer (comm_halo_begin_into: the rows for
+ *         other nodes' receivers and the direct rows, received into d_src), then write
+ *         this rank's own admitted rows into the node segment (seqlock, generation g);
+ *  end    complete the transfer, write the rows received for the node into the segment,
+ *         then copy this rank's admitted halo rows out of the segment (waiting until
+ *         each holds generation g), and place every halo row with one gather from d_src
+ *         ([received rows | rows read from the node tier]) into x's halo block.
+ *
+ * Design notes (the why):
+ * - No rank waits on the segment before its own MPI transfer has completed: a rank
+ *   spinning on a row while a peer's send to it needs its progress would deadlock. So
+ *   MPI first, then the reads, and every row a reader waits for is written by a rank
+ *   that is past its own transfer (or did not need one).
+ * - A reader takes exactly generation g: no rank can write generation g+1 of a layer
+ *   before every rank has read generation g, because the step's gradient all-reduce
+ *   lies between (every rank finishes its forward pass first). A newer row would mean
+ *   a broken schedule, and is reported as such rather than used.
+ * - Every row read is checked against its global id, generation and epoch (the seqlock
+ *   payload carries them), so a misplaced or stale row is an error, never a value.
+ * - Evaluation (epoch 0), the set-up exchange of the features (layer 0) and every
+ *   backward exchange go through the plain exchange: they are exact and uncached, and
+ *   evaluation's rows (no dropout) never reach the tier that training reads.
+ * - The CPU backend reads and writes backend memory in place; a device backend goes
+ *   through host staging buffers (download, upload), allocated here once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/status.h"
+#include "jaca/exchange_internal.h"
+#include "jaca/jaca.h"
+#include "jaca/node_internal.h"
+#include "jaca/seqlock_internal.h"
+
+/* How long a reader waits for a row's writer before it reports the writer gone or stuck
+ * (a rank that died ends the job through MPI before that; this catches a broken
+ * schedule). CAPGNN_JACA_TIMEOUT=seconds overrides it (a rank computing a huge layer). */
+#define JACA_READ_TIMEOUT_S 600.0
+
+struct jaca_exchange {
+  struct cg_exchange ex; /* first: the seam's table */
+  struct comm *c;
+  struct cg_backend *be;
+  struct cg_exchange *plain;
+  struct jaca_options opt;
+  struct jaca_layers layers;
+  struct jaca_node_plan plan;
+  struct comm_halo **fwd; /* per refresh class */
+  struct comm_shm *shm;
+  char *seg;          /* the node tier: layer l's rows at seg + (l-1) * layer_bytes */
+  size_t stride, layer_bytes;
+  uint32_t *gen;      /* per layer: generations written so far */
+  float **d_src;      /* per layer, backend: (recv_rows + n_read) x cols: the rank tier
+                         ([received rows by class | rows read from the node tier]) */
+  uint32_t **src_epoch; /* per layer: the epoch each received row was produced in */
+  int32_t *d_map;     /* backend: n_halo indices into d_src */
+  int32_t *d_widx;    /* backend: write_idx (device backends) */
+  float *d_pub;       /* backend: n_write x cols (device backends) */
+  float *h_pub, *h_recv, *h_read; /* host staging (device backends) */
+  struct jaca_stats *stats;       /* per layer, [0] unused */
+  /* stale gradients (--grad-staleness G > 0): per class (phases 0..G) a reversed plan
+   * (consumers send the gradients of their halo rows of that phase, owners receive them
+   * into gstore); owners add all of gstore, fresh and kept, every time */
+  int gnc;                        /* G + 1 classes, 0 without stale gradients */
+  struct comm_halo **bwd;         /* per class */
+  int64_t *gbase;                 /* per class: its rows' start in gstore */
+  float **gstore;                 /* per layer, backend: plain send rows x cols */
+  uint32_t **gepoch;              /* per layer: epoch each stored gradient was produced in */
+  int32_t *d_gidx;                /* backend: the inner row each stored gradient adds into */
+  int64_t nblk, *blk_off, *blk_cnt; /* the (class, peer) blocks of gstore, in order */
+  uint32_t *bgen;                 /* per layer: backward generations */
+  int64_t plain_send_rows;        /* what the plain exchange sends forward per exchange */
+  int64_t plain_send_rows_inter;  /* ... to ranks of other nodes */
+  double timeout_s;               /* JACA_READ_TIMEOUT_S or CAPGNN_JACA_TIMEOUT */
+  /* the exchange in flight */
+  int in_flight, delegated, layer;
+  enum cg_halo_dir flight_dir;
+  uint32_t flight_gen, flight_epoch;
+};
+
+static struct jaca_exchange *impl(struct cg_exchange *ex) { return (struct jaca_exchange *)ex; }
+static int on_host(const struct jaca_exchange *j) { return j->be->kind == CG_DEVICE_CPU; }
+
+static char *node_row(const struct jaca_exchange *j, int layer, int64_t r) {
+  return j->seg + (size_t)(layer - 1) * j->layer_bytes + (size_t)r * j->stride;
+}
+
+/* Training forward rows of hidden layers after the warm-up go through the tiers; their
+ * gradients through the stale-gradient path when --grad-staleness > 0. */
+static int cached(const struct jaca_exchange *j, enum cg_halo_dir dir, struct cg_halo_tag tag) {
+  if (tag.epoch == 0 || tag.epoch <= (uint32_t)j->opt.warmup || tag.layer < 1 || tag.layer >= j->layers.nlayers)
+    return 0;
+  return dir == CG_HALO_FORWARD || (dir == CG_HALO_BACKWARD && j->gnc > 0);
+}
+
+static int refreshed(const struct jaca_exchange *j, uint32_t g, int cls) {
+  return jaca_last_refresh(g, cls, j->plan.staleness) == g;
+}
+
+/* ---- stale gradients ---- */
+
+/* Backward of layer l at backward generation g: consumers send the gradients of the
+ * halo rows whose phase is due (all at g = 1); owners keep every gradient they received
+ * and add all of them, the fresh and the kept, into dx's inner rows, one (class, peer)
+ * block at a time in a fixed order (so the sum does not depend on arrival order). */
+static int bwd_begin(struct jaca_exchange *j, struct cg_halo_tag tag, float *dx, int64_t cols) {
+  const int l = tag.layer, G = j->opt.grad_staleness;
+  const uint32_t g = ++j->bgen[l];
+  const int64_t ni = j->plan.n_inner;
+  struct jaca_stats *s = &j->stats[l];
+  for (int c = 0; c < j->gnc; c++) {
+    if (jaca_last_refresh(g, c, G) != g) continue;
+    const int64_t before = comm_halo_bytes_sent(j->bwd[c]);
+    TRY(comm_halo_begin_into(j->bwd[c], CG_HALO_FORWARD, dx + ni * cols, j->gstore[l] + j->gbase[c] * cols, cols));
+    s->grad_bytes += comm_halo_bytes_sent(j->bwd[c]) - before;
+  }
+  s->grad_bytes_exact += j->plan.n_halo * cols * (int64_t)sizeof(float);
+  j->in_flight = 1;
+  j->delegated = 0;
+  j->layer = l;
+  j->flight_dir = CG_HALO_BACKWARD;
+  j->flight_gen = g;
+  j->flight_epoch = tag.epoch;
+  return CG_OK;
+}
+
+static int bwd_end(struct jaca_exchange *j, struct cg_halo_tag tag, float *dx, int64_t cols) {
+  struct cg_backend *be = j->be;
+  const int l = tag.layer, G = j->opt.grad_staleness;
+  const uint32_t g = j->flight_gen;
+  const int64_t ni = j->plan.n_inner;
+  struct jaca_stats *s = &j->stats[l];
+  for (int c = 0; c < j->gnc; c++) {
+    if (jaca_last_refresh(g, c, G) != g) continue;
+    TRY(comm_halo_end_into(j->bwd[c], CG_HALO_FORWARD, dx + ni * cols, j->gstore[l] + j->gbase[c] * cols, cols));
+    const int64_t n = comm_halo_recv_rows(j->bwd[c]);
+    for (int64_t k = 0; k < n; k++) j->gepoch[l][j->gbase[c] + k] = tag.epoch;
+    s->grad_refreshed += n;
+  }
+  const int64_t rows = j->gbase[j->gnc];
+  for (int64_t k = 0; k < rows; k++) {
+    const int64_t age = (int64_t)tag.epoch - (int64_t)j->gepoch[l][k];
+    if (age < 0 || age > G)
+      return cg_err_set(CG_ERR_INTERNAL, "jaca: a kept gradient of layer %d is %lld epochs old (grad staleness %d)",
+                        l, (long long)age, G);
+    if (age > s->grad_age_max) s->grad_age_max = age;
+  }
+  s->grad_used += rows;
+  for (int64_t b = 0; b < j->nblk; b++)
+    be->scatter_add_rows(be, j->gstore[l] + j->blk_off[b] * cols, cols, j->d_gidx + j->blk_off[b], j->blk_cnt[b], dx);
+  return CG_OK;
+}
+
+/* The reversed plans of the stale-gradient path, one per phase, and the owner's store
+ * (collective: every rank creates every class's exchange). */
+static int bwd_create(struct comm *c, const struct part_local *pl, struct jaca_exchange *j) {
+  int st = CG_OK;
+  const int G = j->opt.grad_staleness, NC = G + 1;
+  const int64_t ni = pl->n_inner, nh = pl->n_halo;
+  struct cg_backend *be = j->be;
+  int64_t plain_send = 0;
+  for (int k = 0; k < pl->npeers; k++) plain_send += pl->send_count[k];
+  j->gnc = NC;
+  j->bwd = cg_calloc((size_t)NC, sizeof *j->bwd, "jaca: gradient exchanges");
+  j->gbase = cg_calloc((size_t)NC + 1, sizeof(int64_t), "jaca: gradient store layout");
+  j->blk_off = cg_calloc((size_t)NC * (size_t)(pl->npeers > 0 ? pl->npeers : 1), sizeof(int64_t), "jaca: blocks");
+  j->blk_cnt = cg_calloc((size_t)NC * (size_t)(pl->npeers > 0 ? pl->npeers : 1), sizeof(int64_t), "jaca: blocks");
+  int32_t *gidx = cg_malloc(sizeof(int32_t) * (size_t)(plain_send > 0 ? plain_send : 1), "jaca: gradient rows");
+  /* per class: peers, consumer-side send lists (halo rows), owner-side counts */
+  const size_t np = (size_t)(pl->npeers > 0 ? pl->npeers : 1);
+  int32_t *peer = cg_malloc(sizeof(int32_t) * np, "jaca: gradient plan");
+  int64_t *soff = cg_malloc(sizeof(int64_t) * np, "jaca: gradient plan"), *scnt = cg_malloc(sizeof(int64_t) * np, "jaca: gradient plan");
+  int64_t *roff = cg_malloc(sizeof(int64_t) * np, "jaca: gradient plan"), *rcnt = cg_malloc(sizeof(int64_t) * np, "jaca: gradient plan");
+  int32_t *sidx = cg_malloc(sizeof(int32_t) * (size_t)(nh > 0 ? nh : 1), "jaca: gradient plan");
+  if (!j->bwd || !j->gbase || !j->blk_off || !j->blk_cnt || !gidx || !peer || !soff || !scnt || !roff || !rcnt || !sidx)
+    st = CG_ERR_NOMEM;
+  for (int cl = 0; cl < NC; cl++) {
+    TRY_GOTO(comm_agree(c, st, "jaca: the gradient plans"), done);
+    int n = 0;
+    int64_t ns = 0, nr = 0;
+    j->gbase[cl + 1] = j->gbase[cl];
+    for (int k = 0; k < pl->npeers; k++) {
+      int64_t sk = 0, rk = 0;
+      for (int64_t i = pl->recv_offset[k]; i < pl->recv_offset[k] + pl->recv_count[k]; i++)
+        if (jaca_phase(pl->gid[ni + i], G) == cl) sidx[ns + sk++] = (int32_t)i;
+      const int64_t b = j->nblk;
+      j->blk_off[b] = j->gbase[cl + 1];
+      for (int64_t q = pl->send_offset[k]; q < pl->send_offset[k] + pl->send_count[k]; q++)
+        if (jaca_phase(pl->gid[pl->send_idx[q]], G) == cl) gidx[j->gbase[cl + 1] + rk++] = pl->send_idx[q];
+      if (rk > 0) {
+        j->blk_cnt[b] = rk;
+        j->nblk++;
+        j->gbase[cl + 1] += rk;
+      }
+      if (sk == 0 && rk == 0) continue;
+      peer[n] = pl->peer[k];
+      soff[n] = ns;
+      scnt[n] = sk;
+      roff[n] = nr;
+      rcnt[n] = rk;
+      ns += sk;
+      nr += rk;
+      n++;
+    }
+    struct comm_halo_plan fp;
+    memset(&fp, 0, sizeof fp);
+    fp.npeers = n;
+    fp.peer = peer;
+    fp.send_offset = soff;
+    fp.send_count = scnt;
+    fp.send_idx = sidx;
+    fp.recv_offset = roff;
+    fp.recv_count = rcnt;
+    fp.n_inner = nh; /* the consumer sends from its halo block */
+    fp.n_halo = nr;
+    TRY_GOTO(comm_halo_create(c, be, &fp, j->layers.cols, &j->bwd[cl]), done);
+  }
+  const int L = j->layers.nlayers;
+  j->gstore = cg_calloc((size_t)L, sizeof *j->gstore, "jaca: gradient store per layer");
+  j->gepoch = cg_calloc((size_t)L, sizeof *j->gepoch, "jaca: gradient epochs per layer");
+  j->bgen = cg_calloc((size_t)L, sizeof *j->bgen, "jaca: backward generations");
+  st = j->gstore && j->gepoch && j->bgen ? CG_OK : CG_ERR_NOMEM;
+  for (int l = 1; st == CG_OK && l < L; l++) {
+    st = be->alloc(be, (void **)&j->gstore[l], (size_t)((plain_send > 0 ? plain_send : 1) * j->layers.cols) * sizeof(float),
+                   "jaca: kept gradients");
+    j->gepoch[l] = cg_calloc((size_t)(plain_send > 0 ? plain_send : 1), sizeof(uint32_t), "jaca: kept gradients' epochs");
+    if (st == CG_OK && !j->gepoch[l]) st = CG_ERR_NOMEM;
+  }
+  if (st == CG_OK) st = be->alloc(be, (void **)&j->d_gidx, (size_t)(plain_send > 0 ? plain_send : 1) * sizeof(int32_t),
+                                  "jaca: kept gradients' rows");
+  if (st == CG_OK && plain_send > 0) st = be->upload(be, j->d_gidx, gidx, (size_t)plain_send * sizeof(int32_t));
+  st = comm_agree(c, st, "jaca: the gradient store");
+done:
+  cg_free(gidx);
+  cg_free(peer);
+  cg_free(soff);
+  cg_free(scnt);
+  cg_free(roff);
+  cg_free(rcnt);
+  cg_free(sidx);
+  return st;
+}
+
+static void bwd_free(struct jaca_exchange *j) {
+  struct cg_backend *be = j->be;
+  for (int l = 1; l < j->layers.nlayers; l++) {
+    if (j->gstore && be) be->free(be, j->gstore[l]);
+    if (j->gepoch) cg_free(j->gepoch[l]);
+  }
+  if (be) be->free(be, j->d_gidx);
+  cg_free(j->gstore);
+  cg_free(j->gepoch);
+  cg_free(j->bgen);
+  cg_free(j->bwd);
+  cg_free(j->gbase);
+  cg_free(j->blk_off);
+  cg_free(j->blk_cnt);
+}
+
+static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
+                         int64_t cols) {
+  struct jaca_exchange *j = impl(ex);
+  if (j->in_flight)
+    return cg_err_set(CG_ERR_ARG, "jaca: halo_begin while an exchange is in flight (call halo_end first)");
+  if (!cached(j, dir, tag)) {
+    TRY(j->plain->halo_begin(j->plain, dir, tag, x, cols));
+    j->in_flight = j->delegated = 1;
+    return CG_OK;
+  }
+  if (cols < 1 || cols > j->layers.cols)
+    return cg_err_set(CG_ERR_ARG, "jaca: layer %d exchanges %lld columns, the cache holds rows of at most %lld",
+                      tag.layer, (long long)cols, (long long)j->layers.cols);
+  if (dir == CG_HALO_BACKWARD) return bwd_begin(j, tag, x, cols);
+  const struct jaca_node_plan *p = &j->plan;
+  struct cg_backend *be = j->be;
+  const int l = tag.layer;
+  const uint32_t g = ++j->gen[l];
+  struct jaca_stats *s = &j->stats[l];
+  for (int c = 0; c < p->nclasses; c++) {
+    if (!refreshed(j, g, c)) continue;
+    const struct jaca_fwd_plan *f = &p->cls[c];
+    TRY(comm_halo_begin_into(j->fwd[c], CG_HALO_FORWARD, x, j->d_src[l] + f->recv_base * cols, cols));
+    s->bytes_intra += f->send_rows_intra * cols * (int64_t)sizeof(float);
+    s->bytes_inter += f->send_rows_inter * cols * (int64_t)sizeof(float);
+  }
+  /* this rank's own rows that its node's tier holds, those due now */
+  int64_t nw = 0;
+  for (int64_t k = 0; k < p->n_write; k++) nw += refreshed(j, g, p->write_phase[k]);
+  if (nw > 0) {
+    if (!on_host(j)) { /* all of them: one gather, one copy */
+      be->gather_rows(be, x, cols, j->d_widx, p->n_write, j->d_pub);
+      TRY(be->download(be, j->h_pub, j->d_pub, (size_t)(p->n_write * cols) * sizeof(float)));
+      s->bytes_d2h += p->n_write * cols * (int64_t)sizeof(float);
+    }
+    for (int64_t k = 0; k < p->n_write; k++) {
+      if (!refreshed(j, g, p->write_phase[k])) continue;
+      const float *row = on_host(j) ? x + (int64_t)p->write_idx[k] * cols : j->h_pub + k * cols;
+      const struct jaca_row_meta m = {g, tag.epoch, (uint32_t)p->admitted_gid[p->write_row[k]]};
+      jaca_row_publish(node_row(j, l, p->write_row[k]), row, cols, &m);
+    }
+  }
+  s->node_writes += nw;
+  s->bytes_shm += nw * cols * (int64_t)sizeof(float);
+  s->bytes_exact += j->plain_send_rows * cols * (int64_t)sizeof(float);
+  s->bytes_exact_inter += j->plain_send_rows_inter * cols * (int64_t)sizeof(float);
+  j->in_flight = 1;
+  j->delegated = 0;
+  j->layer = l;
+  j->flight_dir = CG_HALO_FORWARD;
+  j->flight_gen = g;
+  j->flight_epoch = tag.epoch;
+  return CG_OK;
+}
+
+static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
+                       int64_t cols) {
+  struct jaca_exchange *j = impl(ex);
+  if (!j->in_flight) return cg_err_set(CG_ERR_ARG, "jaca: halo_end without halo_begin");
+  if (j->delegated) {
+    j->in_flight = j->delegated = 0;
+    return j->plain->halo_end(j->plain, dir, tag, x, cols);
+  }
+  if (!cached(j, dir, tag) || tag.layer != j->layer || tag.epoch != j->flight_epoch || dir != j->flight_dir)
+    return cg_err_set(CG_ERR_ARG, "jaca: halo_end (layer %d, epoch %u) does not match its begin (layer %d, epoch %u)",
+                      tag.layer, tag.epoch, j->layer, j->flight_epoch);
+  j->in_flight = 0;
+  if (dir == CG_HALO_BACKWARD) return bwd_end(j, tag, x, cols);
+  const struct jaca_node_plan *p = &j->plan;
+  struct cg_backend *be = j->be;
+  const uint32_t g = j->flight_gen;
+  const int l = tag.layer, S = p->staleness;
+  const double timeout = j->timeout_s;
+  float *src = j->d_src[l];
+  uint32_t *src_epoch = j->src_epoch[l];
+  struct jaca_stats *s = &j->stats[l];
+  int64_t direct_now = 0, mine_now = 0; /* direct rows and rows for the node received now */
+  for (int c = 0; c < p->nclasses; c++) {
+    if (!refreshed(j, g, c)) continue;
+    const struct jaca_fwd_plan *f = &p->cls[c];
+    float *blk = src + f->recv_base * cols;
+    TRY(comm_halo_end_into(j->fwd[c], CG_HALO_FORWARD, x, blk, cols));
+    for (int64_t k = 0; k < f->recv_rows; k++) src_epoch[f->recv_base + k] = tag.epoch;
+    direct_now += f->recv_rows - f->n_received;
+    mine_now += f->n_received;
+    if (f->n_received == 0) continue;
+    /* rows received for the node: into the tier */
+    const float *recv = blk;
+    if (!on_host(j)) {
+      TRY(be->download(be, j->h_recv, blk, (size_t)(f->recv_rows * cols) * sizeof(float)));
+      s->bytes_d2h += f->recv_rows * cols * (int64_t)sizeof(float);
+      recv = j->h_recv;
+    }
+    for (int64_t k = 0; k < f->recv_rows; k++) {
+      if (f->recv_dest[k] >= 0) continue;
+      const int64_t r = -1 - f->recv_dest[k];
+      const struct jaca_row_meta m = {g, tag.epoch, (uint32_t)p->admitted_gid[r]};
+      jaca_row_publish(node_row(j, l, r), recv + k * cols, cols, &m);
+    }
+  }
+  s->node_writes += mine_now;
+  s->bytes_shm += mine_now * cols * (int64_t)sizeof(float);
+  /* the direct rows kept from earlier generations: never older than S (by the schedule;
+   * checked, so that a broken schedule is an error, not a stale value) */
+  for (int c = 0; c < p->nclasses; c++) {
+    const struct jaca_fwd_plan *f = &p->cls[c];
+    for (int64_t k = 0; k < f->recv_rows; k++) {
+      if (f->recv_dest[k] < 0) continue;
+      const int64_t age = (int64_t)tag.epoch - (int64_t)src_epoch[f->recv_base + k];
+      if (age < 0 || age > S)
+        return cg_err_set(CG_ERR_INTERNAL, "jaca: halo row %lld of layer %d is %lld epochs old (staleness %d)",
+                          (long long)f->recv_dest[k], l, (long long)age, S);
+      s->age_sum += age;
+      if (age > s->age_max) s->age_max = age;
+    }
+  }
+  /* this rank's rows from the node tier, each of the generation that last refreshed it */
+  float *dst = on_host(j) ? src + p->recv_rows * cols : j->h_read;
+  int64_t read_fresh = 0;
+  for (int64_t k = 0; k < p->n_read; k++) {
+    struct jaca_row_meta m;
+    const int64_t r = p->read_row[k];
+    const uint32_t want = jaca_last_refresh(g, p->read_phase[k], S);
+    read_fresh += want == g;
+    const int64_t torn = jaca_row_read_wait(node_row(j, l, r), dst + k * cols, cols, want, timeout, &m);
+    if (torn < 0)
+      return cg_err_set(CG_ERR_INTERNAL,
+                        "jaca: node row %lld (vertex %d, layer %d) did not reach generation %u within %.0f s "
+                        "(it holds generation %u): the rank that writes it is gone or stuck",
+                        (long long)r, p->admitted_gid[r], l, want, timeout, m.gen);
+    const int64_t age = (int64_t)tag.epoch - (int64_t)m.epoch;
+    if (m.gen != want || m.gid != (uint32_t)p->admitted_gid[r] || age < 0 || age > S)
+      return cg_err_set(CG_ERR_INTERNAL,
+                        "jaca: node row %lld of layer %d holds vertex %u, generation %u, epoch %u; expected "
+                        "vertex %d, generation %u, at most %d epochs before epoch %u",
+                        (long long)r, l, m.gid, m.gen, m.epoch, p->admitted_gid[r], want, S, tag.epoch);
+    s->torn_reads += torn;
+    s->age_sum += age;
+    if (age > s->age_max) s->age_max = age;
+  }
+  if (!on_host(j) && p->n_read > 0) {
+    TRY(be->upload(be, src + p->recv_rows * cols, j->h_read, (size_t)(p->n_read * cols) * sizeof(float)));
+    s->bytes_h2d += p->n_read * cols * (int64_t)sizeof(float);
+  }
+  if (p->n_halo > 0) be->gather_rows(be, src, cols, j->d_map, p->n_halo, x + p->n_inner * cols);
+  s->lookups += p->n_halo;
+  s->rank_hits += p->n_direct - direct_now;
+  s->node_hits += p->n_read - mine_now;
+  s->misses += direct_now + mine_now;
+  s->refreshed += direct_now + read_fresh;
+  return CG_OK;
+}
+
+static int jx_allreduce_grads(struct cg_exchange *ex, float *buf, int64_t n) {
+  struct jaca_exchange *j = impl(ex);
+  return j->plain->allreduce_grads(j->plain, buf, n);
+}
+
+static int jx_allreduce_host(struct cg_exchange *ex, double *v, int n, enum cg_reduce op) {
+  struct jaca_exchange *j = impl(ex);
+  return j->plain->allreduce_host(j->plain, v, n, op);
+}
+
+static void stats_sum(const struct jaca_exchange *j, struct jaca_stats *t) {
+  memset(t, 0, sizeof *t);
+  for (int l = 1; l < j->layers.nlayers; l++) {
+    const struct jaca_stats *s = &j->stats[l];
+    t->lookups += s->lookups;
+    t->rank_hits += s->rank_hits;
+    t->node_hits += s->node_hits;
+    t->misses += s->misses;
+    t->node_writes += s->node_writes;
+    t->torn_reads += s->torn_reads;
+    t->refreshed += s->refreshed;
+    t->bytes_intra += s->bytes_intra;
+    t->bytes_inter += s->bytes_inter;
+    t->bytes_shm += s->bytes_shm;
+    t->bytes_h2d += s->bytes_h2d;
+    t->bytes_d2h += s->bytes_d2h;
+    t->bytes_exact += s->bytes_exact;
+    t->bytes_exact_inter += s->bytes_exact_inter;
+    t->age_sum += s->age_sum;
+    if (s->age_max > t->age_max) t->age_max = s->age_max;
+    t->grad_bytes += s->grad_bytes;
+    t->grad_bytes_exact += s->grad_bytes_exact;
+    t->grad_refreshed += s->grad_refreshed;
+    t->grad_used += s->grad_used;
+    if (s->grad_age_max > t->grad_age_max) t->grad_age_max = s->grad_age_max;
+  }
+}
+
+static void jx_counters(const struct cg_exchange *ex, struct cg_exchange_counters *out) {
+  const struct jaca_exchange *j = (const struct jaca_exchange *)ex;
+  j->plain->counters(j->plain, out);
+  struct jaca_stats t;
+  stats_sum(j, &t);
+  for (int c = 0; c < j->plan.nclasses; c++) out->halo_bytes += comm_halo_bytes_sent(j->fwd[c]);
+  for (int c = 0; c < j->gnc; c++) out->halo_bytes += comm_halo_bytes_sent(j->bwd[c]);
+  out->cache_hits += t.rank_hits + t.node_hits;
+  out->cache_lookups += t.lookups;
+}
+
+static void jx_free(struct jaca_exchange *j) {
+  struct cg_backend *be = j->be;
+  for (int l = 1; j->d_src && l < j->layers.nlayers; l++) {
+    if (be) be->free(be, j->d_src[l]);
+    cg_free(j->src_epoch[l]);
+  }
+  cg_free(j->d_src);
+  cg_free(j->src_epoch);
+  cg_free(j->fwd);
+  if (be) {
+    be->free(be, j->d_map);
+    be->free(be, j->d_widx);
+    be->free(be, j->d_pub);
+  }
+  cg_free(j->h_pub);
+  cg_free(j->h_recv);
+  cg_free(j->h_read);
+  bwd_free(j);
+  cg_free(j->gen);
+  cg_free(j->stats);
+  jaca_node_plan_free(&j->plan);
+  cg_free(j);
+}
+
+static void jx_destroy(struct cg_exchange *ex) {
+  struct jaca_exchange *j = impl(ex);
+  /* collective, in the same order on every rank */
+  for (int c = 0; j->fwd && c < j->plan.nclasses; c++) comm_halo_destroy(&j->fwd[c]);
+  for (int c = 0; j->bwd && c < j->gnc; c++) comm_halo_destroy(&j->bwd[c]);
+  comm_shm_destroy(&j->shm);
+  cg_exchange_destroy(&j->plain);
+  jx_free(j);
+}
+
+int jaca_exchange_stats(const struct cg_exchange *ex, int layer, struct jaca_stats *out) {
+  memset(out, 0, sizeof *out);
+  if (!ex || ex->destroy != jx_destroy)
+    return cg_err_set(CG_ERR_ARG, "jaca_exchange_stats: not a caching exchange");
+  const struct jaca_exchange *j = (const struct jaca_exchange *)ex;
+  if (layer < 0 || layer >= j->layers.nlayers)
+    return cg_err_set(CG_ERR_ARG, "jaca_exchange_stats: layer %d outside [0, %d)", layer, j->layers.nlayers);
+  if (layer == 0) stats_sum(j, out);
+  else *out = j->stats[layer];
+  return CG_OK;
+}
+
+int jaca_exchange_options(const struct cg_exchange *ex, struct jaca_options *out) {
+  if (!ex || ex->destroy != jx_destroy)
+    return cg_err_set(CG_ERR_ARG, "jaca_exchange_options: not a caching exchange");
+  *out = ((const struct jaca_exchange *)ex)->opt;
+  return CG_OK;
+}
+
+const struct jaca_node_plan *jaca_exchange_plan(const struct cg_exchange *ex) {
+  if (!ex || ex->destroy != jx_destroy) return NULL;
+  return &((const struct jaca_exchange *)ex)->plan;
+}
+
+/* Backend and host buffers of one rank (local; the caller agrees on the status). */
+static int jx_alloc(struct jaca_exchange *j) {
+  struct cg_backend *be = j->be;
+  const struct jaca_node_plan *p = &j->plan;
+  const int64_t cols = j->layers.cols, nsrc = p->recv_rows + p->n_read;
+  const size_t fl = sizeof(float);
+  const int L = j->layers.nlayers;
+  j->d_src = cg_calloc((size_t)L, sizeof *j->d_src, "jaca: rank tier per layer");
+  j->src_epoch = cg_calloc((size_t)L, sizeof *j->src_epoch, "jaca: rank tier epochs per layer");
+  if (!j->d_src || !j->src_epoch) return CG_ERR_NOMEM;
+  for (int l = 1; l < L; l++) {
+    TRY(be->alloc(be, (void **)&j->d_src[l], (size_t)((nsrc > 0 ? nsrc : 1) * cols) * fl, "jaca: rank tier rows"));
+    j->src_epoch[l] = cg_calloc((size_t)(p->recv_rows > 0 ? p->recv_rows : 1), sizeof(uint32_t),
+                                "jaca: rank tier epochs");
+    if (!j->src_epoch[l]) return CG_ERR_NOMEM;
+  }
+  TRY(be->alloc(be, (void **)&j->d_map, (size_t)(p->n_halo > 0 ? p->n_halo : 1) * sizeof(int32_t),
+                "jaca: where each halo row comes from"));
+  int32_t *map = cg_malloc((size_t)(p->n_halo > 0 ? p->n_halo : 1) * sizeof(int32_t), "jaca: halo map");
+  if (!map) return CG_ERR_NOMEM;
+  for (int c = 0; c < p->nclasses; c++) {
+    const struct jaca_fwd_plan *f = &p->cls[c];
+    for (int64_t k = 0; k < f->recv_rows; k++)
+      if (f->recv_dest[k] >= 0) map[f->recv_dest[k]] = (int32_t)(f->recv_base + k);
+  }
+  for (int64_t k = 0; k < p->n_read; k++) map[p->read_halo[k]] = (int32_t)(p->recv_rows + k);
+  int st = p->n_halo > 0 ? be->upload(be, j->d_map, map, (size_t)p->n_halo * sizeof(int32_t)) : CG_OK;
+  cg_free(map);
+  TRY(st);
+  if (!on_host(j)) {
+    TRY(be->alloc(be, (void **)&j->d_widx, (size_t)(p->n_write > 0 ? p->n_write : 1) * sizeof(int32_t),
+                  "jaca: rows written to the node tier"));
+    TRY(be->alloc(be, (void **)&j->d_pub, (size_t)((p->n_write > 0 ? p->n_write : 1) * cols) * fl,
+                  "jaca: rows written to the node tier"));
+    if (p->n_write > 0) TRY(be->upload(be, j->d_widx, p->write_idx, (size_t)p->n_write * sizeof(int32_t)));
+    j->h_pub = cg_malloc((size_t)((p->n_write > 0 ? p->n_write : 1) * cols) * fl, "jaca: host rows to write");
+    j->h_recv = cg_malloc((size_t)((p->recv_rows > 0 ? p->recv_rows : 1) * cols) * fl, "jaca: host rows received");
+    j->h_read = cg_malloc((size_t)((p->n_read > 0 ? p->n_read : 1) * cols) * fl, "jaca: host rows read");
+    if (!j->h_pub || !j->h_recv || !j->h_read) return CG_ERR_NOMEM;
+  }
+  return CG_OK;
+}
+
+static void jx_log(struct comm *c, const struct jaca_exchange *j) {
+  /* node totals from each node's local rank 0 */
+  int64_t v[4] = {0, 0, 0, 0};
+  if (comm_local_rank(c) == 0) {
+    v[0] = j->plan.n_union;
+    v[1] = j->plan.n_admitted;
+    v[2] = (int64_t)(j->layer_bytes * (size_t)(j->layers.nlayers - 1));
+  }
+  v[3] = j->plan.n_halo;
+  if (comm_allreduce_i64(c, v, 4, COMM_SUM) != CG_OK) {
+    cg_err_clear();
+    return;
+  }
+  char desc[256];
+  LOG_INFO("jaca", "%s", jaca_options_describe(&j->opt, desc, sizeof desc));
+  LOG_INFO("jaca",
+           "node tier: %lld of %lld node halo rows held on %d node%s (%lld halo rows over the ranks), "
+           "%.1f MiB of shared memory in all",
+           (long long)v[1], (long long)v[0], comm_nnodes(c), comm_nnodes(c) == 1 ? "" : "s",
+           (long long)v[3], (double)v[2] / 1048576.0);
+}
+
+int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct part_local *pl,
+                         const struct cg_csr *agg, int64_t max_cols, const struct jaca_layers *layers,
+                         const struct jaca_options *o, struct cg_exchange **out) {
+  int st = CG_OK;
+  *out = NULL;
+  struct comm_halo_plan plain_plan;
+  memset(&plain_plan, 0, sizeof plain_plan);
+  plain_plan.npeers = pl->npeers;
+  plain_plan.peer = pl->peer;
+  plain_plan.send_offset = pl->send_offset;
+  plain_plan.send_count = pl->send_count;
+  plain_plan.send_idx = pl->send_idx;
+  plain_plan.recv_offset = pl->recv_offset;
+  plain_plan.recv_count = pl->recv_count;
+  plain_plan.n_inner = pl->n_inner;
+  plain_plan.n_halo = pl->n_halo;
+  st = jaca_options_check(o);
+  if (st == CG_OK && (!layers || layers->nlayers < 1 || layers->cols < 1 || layers->cols > max_cols))
+    st = cg_err_set(CG_ERR_ARG, "jaca_exchange_create: %d layers of %lld columns (at most max_cols %lld)",
+                    layers ? layers->nlayers : 0, layers ? (long long)layers->cols : 0LL, (long long)max_cols);
+  if (st == CG_OK && agg->nrows != pl->n_inner)
+    st = cg_err_set(CG_ERR_ARG, "jaca_exchange_create: the operator has %lld rows, the rank %lld inner rows",
+                    (long long)agg->nrows, (long long)pl->n_inner);
+  TRY(comm_agree(c, st, "checking the halo cache's options"));
+  if (o->policy == JACA_POLICY_NONE) return comm_exchange_create(c, be, &plain_plan, max_cols, out);
+
+  struct jaca_exchange *j = cg_calloc(1, sizeof *j, "halo cache");
+  if (j) {
+    j->c = c;
+    j->be = be;
+    j->timeout_s = JACA_READ_TIMEOUT_S;
+    const char *tv = getenv("CAPGNN_JACA_TIMEOUT");
+    if (tv && atof(tv) > 0.0) j->timeout_s = atof(tv);
+    j->opt = *o;
+    j->layers = *layers;
+    j->gen = cg_calloc((size_t)layers->nlayers, sizeof(uint32_t), "jaca: generations");
+    j->stats = cg_calloc((size_t)layers->nlayers, sizeof(struct jaca_stats), "jaca: statistics");
+  }
+  if (!j || !j->gen || !j->stats) st = CG_ERR_NOMEM;
+  if (j)
+    for (int k = 0; k < pl->npeers; k++) {
+      j->plain_send_rows += pl->send_count[k];
+      if (comm_node_of(c, pl->peer[k]) != comm_node(c)) j->plain_send_rows_inter += pl->send_count[k];
+    }
+  TRY_GOTO(comm_agree(c, st, "allocating the halo cache"), fail);
+  TRY_GOTO(jaca_node_plan_build(c, pl, agg, o, layers, &j->plan), fail); /* agreed inside */
+  TRY_GOTO(comm_exchange_create(c, be, &plain_plan, max_cols, &j->plain), fail);
+  j->fwd = cg_calloc((size_t)j->plan.nclasses, sizeof *j->fwd, "jaca: forward exchanges");
+  st = j->fwd ? CG_OK : CG_ERR_NOMEM;
+  TRY_GOTO(comm_agree(c, st, "allocating the halo cache"), fail);
+  for (int k = 0; k < j->plan.nclasses; k++) { /* one per refresh class, collective */
+    const struct jaca_fwd_plan *f = &j->plan.cls[k];
+    struct comm_halo_plan fp;
+    memset(&fp, 0, sizeof fp);
+    fp.npeers = f->npeers;
+    fp.peer = f->peer;
+    fp.send_offset = f->send_offset;
+    fp.send_count = f->send_count;
+    fp.send_idx = f->send_idx;
+    fp.recv_offset = f->recv_offset;
+    fp.recv_count = f->recv_count;
+    fp.n_inner = j->plan.n_inner;
+    fp.n_halo = f->recv_rows;
+    TRY_GOTO(comm_halo_create(c, be, &fp, layers->cols, &j->fwd[k]), fail);
+  }
+  j->stride = jaca_row_stride(layers->cols);
+  j->layer_bytes = j->stride * (size_t)j->plan.n_admitted;
+  {
+    /* one node-wide segment, given by local rank 0; aligned here (MPI gives 8 bytes) */
+    const size_t bytes = j->layer_bytes * (size_t)(layers->nlayers - 1) + JACA_ROW_ALIGN;
+    TRY_GOTO(comm_shm_create(c, comm_local_rank(c) == 0 ? bytes : 0, &j->shm), fail);
+    uintptr_t base = (uintptr_t)comm_shm_node(j->shm, NULL);
+    j->seg = (char *)((base + JACA_ROW_ALIGN - 1) / JACA_ROW_ALIGN * JACA_ROW_ALIGN);
+  }
+  st = jx_alloc(j);
+  TRY_GOTO(comm_agree(c, st, "allocating the halo cache's buffers"), fail);
+  if (o->grad_staleness > 0) TRY_GOTO(bwd_create(c, pl, j), fail); /* agreed inside */
+  j->ex.halo_begin = jx_halo_begin;
+  j->ex.halo_end = jx_halo_end;
+  j->ex.allreduce_grads = jx_allreduce_grads;
+  j->ex.allreduce_host = jx_allreduce_host;
+  j->ex.counters = jx_counters;
+  j->ex.destroy = jx_destroy;
+  jx_log(c, j);
+  *out = &j->ex;
+  return CG_OK;
+fail:
+  cg_err_trail(__FILE__, __LINE__, "jaca_exchange_create");
+  if (j) {
+    /* every rank got as far as the others (each step is agreed): collective frees */
+    for (int k = 0; j->fwd && k < j->plan.nclasses; k++) comm_halo_destroy(&j->fwd[k]);
+    for (int k = 0; j->bwd && k < j->gnc; k++) comm_halo_destroy(&j->bwd[k]);
+    comm_shm_destroy(&j->shm);
+    cg_exchange_destroy(&j->plain);
+    jx_free(j);
+  }
+  return st;
+}

@@ -1,0 +1,161 @@
+/* jaca/jaca.h — JACA, the two-level halo cache, behind the exchange seam.
+ *
+ * The only public header of the jaca/ module (ARCHITECTURE.md, "JACA"). The cache is
+ * an exchange (core/exchange.h) that wraps mpi/'s plain one: the model calls it like
+ * any exchange and never knows which rows came from where.
+ *
+ * What it does:
+ *  - Node tier: one shared-memory segment per node (comm_shm, mpi/comm.h) holding,
+ *    per hidden layer, one row per halo vertex needed by any rank of the node that the
+ *    tier admits (its budget, by priority for the jaca policy). A vertex needed by k
+ *    ranks of a node is stored once. An owner on the node writes its rows there itself;
+ *    a row whose owner is on another node crosses the network once per destination node
+ *    (to one receiving rank there, which writes it into the segment), not once per
+ *    consuming rank. Rows are published with a per-row sequence number (a seqlock:
+ *    jaca/seqlock_internal.h) and the generation of the exchange that wrote them;
+ *    readers copy, re-check, and wait for the generation they need.
+ *  - Rank tier: the other halo rows of a rank ("direct" rows: its node's tier does not
+ *    hold them) travel from their owner to that rank; the rank keeps those its budget
+ *    admits in backend memory, each with the epoch it was produced in.
+ *  - Staleness S (--staleness): a kept row is reused for up to S generations of its
+ *    layer (one per training step, so S epochs), then sent again; rows are spread over
+ *    S + 1 phases so that each step sends about 1 / (S + 1) of them (node_internal.h
+ *    says how). S = 0 refreshes every row every step: the same values reach the same
+ *    halo rows as without the cache, so training is exact (tested against one rank and
+ *    bit for bit against the plain exchange). Every row served is checked against the
+ *    bound: an older row is an error, never a value.
+ *  - Gradient staleness G (--grad-staleness): a consumer sends the gradient of a halo
+ *    row only in the steps of the row's phase (G + 1 phases, as above); its owner keeps
+ *    the last gradient each consumer sent for each row and adds it every step, so a
+ *    gradient is never more than G epochs old. G = 0: every gradient is sent back every
+ *    epoch through the plain exchange (exact).
+ *  - Evaluation (epoch 0), the set-up exchange of the input features, and the first
+ *    --cache-warmup epochs go through the plain exchange unchanged.
+ *
+ * Not built yet (issue #13): the adaptive mode
+ * (--staleness adaptive), prefetch queues (background thread, CUDA stream), Algorithm
+ * 1's default capacity from measured free memory. Options that need them are refused
+ * by jaca_options_check with a message saying so. On a CUDA backend the rank tier is
+ * device memory and the node tier is reached through host staging buffers (synchronous
+ * copies; compiled, tested with a fake device, not run on a GPU).
+ *
+ * Counters (struct cg_exchange_counters through the seam): halo_bytes counts the bytes
+ * this rank sends through MPI (forward rows to other nodes' receivers and to direct
+ * consumers, backward gradients); a row written into the node's segment is not sent.
+ * cache_lookups counts the halo rows of hidden layers read in training forward
+ * exchanges; cache_hits those of them that reached this rank without being sent to it
+ * (struct jaca_stats: node_hits). jaca_exchange_stats gives the details. */
+#ifndef CAPGNN_JACA_H
+#define CAPGNN_JACA_H
+
+#include <stdint.h>
+
+#include "core/exchange.h"
+#include "core/ops.h"
+#include "mpi/comm.h"
+#include "partition/partition.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Which rows a tier keeps when it cannot hold them all (jaca/policy_internal.h):
+ *  NONE  no cache: the plain exchange (the default)
+ *  JACA  admission by priority: overlap ratio R(v) (the number of partitions holding v
+ *        as a halo) times v's influence on the tier's ranks (the sum of its normalised
+ *        edge weights there), ties by global id
+ *  LRU   least recently used; FIFO  first in, first out. */
+#define JACA_MAX_STALENESS 1000
+
+enum jaca_policy { JACA_POLICY_NONE = 0, JACA_POLICY_JACA = 1, JACA_POLICY_LRU = 2, JACA_POLICY_FIFO = 3 };
+
+const char *jaca_policy_name(enum jaca_policy p); /* "none", "jaca", "lru", "fifo" */
+/* The names above -> policy; CG_ERR_ARG listing them for anything else. */
+int jaca_policy_parse(const char *s, enum jaca_policy *out);
+
+struct jaca_options {
+  enum jaca_policy policy; /* NONE: no cache at all */
+  /* Node tier budget. capacity: the fraction of the node's halo rows it may hold, in
+   * (0, 1] (1 = every row); host_mb > 0 instead caps its size in MiB (the smaller of the
+   * two wins when both are given). */
+  double capacity;
+  int64_t host_mb;
+  int64_t device_mb; /* rank tier budget in MiB per rank (> 0), besides capacity: the
+                        fraction of a rank's direct rows it keeps (with staleness > 0) */
+  int staleness;     /* S in [0, JACA_MAX_STALENESS]: 0 = exact */
+  int grad_staleness; /* G: 0 = every gradient sent back every epoch (exact); G > 0: a
+                         halo row's gradient is sent at most every G + 1 steps (by phase)
+                         and its owner adds the last one it received meanwhile */
+  int warmup;        /* epochs with the cache off (the plain exchange) at the start */
+};
+
+/* policy NONE, capacity 1, no MiB budgets, staleness 0, grad_staleness 0, warmup 0. */
+void jaca_options_defaults(struct jaca_options *o);
+/* Range checks; CG_ERR_ARG naming the option and its range. */
+int jaca_options_check(const struct jaca_options *o);
+/* One line for the log naming the policy and every approximation in force
+ * ("jaca, node tier 10 % of the halo rows, exact (staleness 0)"). */
+const char *jaca_options_describe(const struct jaca_options *o, char *buf, size_t len);
+
+/* The layers a cache serves: layer l in [1, nlayers) exchanges rows of at most `cols`
+ * values (the model's hidden width: a hidden layer's input or its transformed rows);
+ * layer 0 (the input features, fetched once at set-up) is never cached. */
+struct jaca_layers {
+  int nlayers;
+  int64_t cols;
+};
+
+/* The caching exchange over `pl`'s plan (part_local_build; its arrays are read here and
+ * not kept) on backend `be`: a plain exchange (comm_exchange_create, rows of up to
+ * max_cols values) for what the cache does not serve, the node tier (one comm_shm per
+ * node) and the forward exchange of the rows the node tiers receive from other nodes and
+ * of the rows no tier holds. Priorities need each rank's influence: `agg` is the rank's
+ * aggregation operator (pl->agg, n_inner x (n_inner + n_halo) with global-degree
+ * weights). Collective over the world (every rank fails together, comm_agree); `c` and
+ * `be` must outlive the exchange. Release with cg_exchange_destroy (collective).
+ * o->policy NONE gives the plain exchange itself. */
+int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct part_local *pl,
+                         const struct cg_csr *agg, int64_t max_cols, const struct jaca_layers *layers,
+                         const struct jaca_options *o, struct cg_exchange **out);
+
+/* What the cache did, cumulative since it was created, for one layer (layer in
+ * [1, nlayers)) or summed over them (layer 0). Forward rows of training exchanges only
+ * (evaluation and set-up go through the plain exchange and count nowhere here). */
+struct jaca_stats {
+  int64_t lookups;     /* halo rows read */
+  int64_t rank_hits;   /* served by the rank tier: kept, not sent this time */
+  int64_t node_hits;   /* read from the node tier, not sent to this rank now (its owner is
+                          on the node, another rank of the node received it, or it is kept
+                          there from an earlier refresh) */
+  int64_t misses;      /* sent to this rank: to it as the node's receiver, or directly */
+  int64_t refreshed;   /* rows read with values of this generation (the others are kept
+                          ones, at most --staleness epochs old) */
+  int64_t node_writes; /* rows this rank wrote into the node tier (owned or received) */
+  int64_t torn_reads;  /* seqlock copies thrown away and retried */
+  int64_t bytes_intra; /* forward bytes this rank sent through MPI to ranks of its node */
+  int64_t bytes_inter; /* ... to ranks of other nodes */
+  int64_t bytes_shm;   /* forward bytes this rank wrote into the node segment */
+  int64_t bytes_h2d, bytes_d2h; /* between host staging and device memory (0 on the CPU) */
+  int64_t bytes_exact; /* forward bytes the plain exchange would have sent for the same
+                          exchanges (this rank's rows to every rank holding them) */
+  int64_t bytes_exact_inter; /* ... of them to ranks of other nodes */
+  int64_t age_sum, age_max; /* epochs between a row's production and its use, over the
+                               rows read (0 with staleness 0) */
+  /* the stale-gradient path (grad_staleness > 0; zeros otherwise: the plain exchange
+   * sends every gradient, counted in the seam's halo_bytes only) */
+  int64_t grad_bytes;       /* gradient bytes this rank sent */
+  int64_t grad_bytes_exact; /* ... the plain exchange would have sent */
+  int64_t grad_refreshed;   /* gradients received with this step's values (as owner) */
+  int64_t grad_used;        /* gradients added (fresh and kept) */
+  int64_t grad_age_max;     /* the oldest gradient added, in epochs */
+};
+/* CG_ERR_ARG when ex is not a caching exchange from jaca_exchange_create or layer is
+ * out of range. */
+int jaca_exchange_stats(const struct cg_exchange *ex, int layer, struct jaca_stats *out);
+/* The options a caching exchange was created with (CG_ERR_ARG for any other exchange). */
+int jaca_exchange_options(const struct cg_exchange *ex, struct jaca_options *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

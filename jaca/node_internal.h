@@ -1,0 +1,128 @@
+/* jaca/node_internal.h — the node tier's plan: which halo rows a node keeps in its
+ * shared segment, who writes each of them, who reads it, and the forward exchange of
+ * the rows that still travel between ranks. Built once at set-up, the same on every
+ * rank of a node (each rank keeps its own part of it).
+ *
+ * Terms, for one node N (its ranks are the node communicator's):
+ *  - node halo U(N): the union of the halo vertices of N's ranks, numbered by
+ *    increasing global id. A vertex needed by k ranks of N is one entry.
+ *  - admitted rows A(N) ⊆ U(N): those the node tier holds (its budget, chosen by the
+ *    policy's directory, jaca/policy_internal.h, over one epoch of the node's reads:
+ *    local rank 0's halo rows in order, then local rank 1's, ...); node row r of a
+ *    layer is the r-th admitted vertex by increasing global id.
+ *  - for an admitted vertex v: its owner writes v into N's segment when the owner is on
+ *    N; otherwise one receiving rank of N (the rank of N needing v at position
+ *    gid mod k among the k that need it, by local rank) gets v from its owner over MPI
+ *    and writes it. Every rank of N needing v reads it from the segment.
+ *  - a halo row of a rank that its node did not admit travels from its owner to that
+ *    rank directly ("direct" rows), as in the plain exchange.
+ * The forward exchange (fwd plan, a comm_halo plan in mpi/comm.h's terms) carries the
+ * direct rows and the rows for receivers, in one message per pair of ranks: towards
+ * owner o, rank q's receive block from o lists first its direct rows from o (in q's
+ * halo order), then the rows it receives for its node (by increasing global id).
+ *
+ * The rank tier (staleness S > 0): the direct rows this rank keeps between refreshes
+ * (its budget: o->capacity of its direct rows, and o->device_mb MiB when > 0, chosen by
+ * the policy's directory over one epoch of its reads, with this rank's priorities); a
+ * direct row it does not keep is refreshed every generation. Rows of the node tier are
+ * kept there between refreshes.
+ *
+ * Priorities (policy JACA): R(v), the number of partitions holding v as a halo (the
+ * owner counts the send lists v appears in), times v's influence on N: the sum over
+ * N's ranks needing v of the weights of v's column in their aggregation operators;
+ * ties by global id (the lower id first). */
+#ifndef CAPGNN_JACA_NODE_INTERNAL_H
+#define CAPGNN_JACA_NODE_INTERNAL_H
+
+#include <stdint.h>
+
+#include "core/csr.h"
+#include "jaca/jaca.h"
+#include "mpi/comm.h"
+#include "partition/partition.h"
+
+/* One class of rows' forward exchange (a comm_halo plan in mpi/comm.h's terms): the
+ * rows of that class this rank sends and receives. */
+struct jaca_fwd_plan {
+  int npeers;
+  int32_t *peer;
+  int64_t *send_offset, *send_count, *recv_offset, *recv_count;
+  int32_t *send_idx;
+  int64_t send_rows, recv_rows;
+  int64_t send_rows_intra, send_rows_inter; /* to ranks of this node / other nodes */
+  /* what each received row is: the halo row it fills (>= 0, direct) or, for a row this
+   * rank receives for its node, -1 - node row */
+  int64_t *recv_dest;
+  int64_t recv_base;  /* where its received rows start in the rank's staging, in rows */
+  int64_t n_received; /* received rows this rank writes into the node tier */
+};
+
+/* Refresh classes (staleness S = o->staleness): classes 0..S are phases, class S+1
+ * ("always") holds the direct rows the rank tier does not keep. A row of phase k is
+ * refreshed at the cache's first exchange of a layer (generation 1) and at every
+ * generation g with (g - 1) mod (S + 1) == k; an "always" row at every generation. So
+ * a row is never more than S generations old, and each generation refreshes about
+ * 1 / (S + 1) of the cached rows. A vertex's phase is a hash of its global id, the same
+ * on every rank (jaca_phase), so owners and consumers agree on the schedule without
+ * sending it. With S = 0 every row is refreshed every generation (exact). */
+struct jaca_node_plan {
+  /* the node */
+  int node, nnodes, local_rank, local_size;
+  int64_t n_union;    /* |U(N)| */
+  int64_t n_admitted; /* |A(N)|: node rows per layer */
+  int32_t *admitted_gid; /* n_admitted, increasing */
+  /* this rank's halo: n_halo rows (local ids n_inner + i) */
+  int64_t n_inner, n_halo;
+  int32_t *halo_owner;   /* owner rank of each halo row */
+  int64_t *halo_node_row; /* node row of each halo row, -1 when direct */
+  int32_t *halo_class;   /* refresh class of each halo row (node rows: their phase) */
+  int32_t *halo_r;       /* R(v) of each halo row */
+  double *halo_infl;     /* influence of each halo row on this rank */
+  /* the forward exchanges, one per refresh class */
+  int staleness, nclasses; /* S, S + 2 */
+  struct jaca_fwd_plan *cls;
+  int64_t recv_rows;     /* over the classes: the staging holds these, then the node reads */
+  int64_t send_rows;
+  int64_t n_direct;      /* received rows that are this rank's own halo rows */
+  int64_t n_rank_cached; /* ... of them kept in the rank tier (classes 0..S) */
+  int64_t n_received;    /* received rows this rank writes into the node tier */
+  /* rows this rank owns that it writes into its node's tier: inner local id, node row,
+   * phase */
+  int64_t n_write;
+  int32_t *write_idx;
+  int64_t *write_row;
+  int32_t *write_phase;
+  /* this rank's halo rows the node tier serves: halo row, node row, phase */
+  int64_t n_read;
+  int64_t *read_halo, *read_row;
+  int32_t *read_phase;
+};
+
+/* The phase of vertex gid under staleness S (0 when S = 0). */
+int jaca_phase(int64_t gid, int staleness);
+/* The generation at which a row of class `cls` last got new values, as of generation
+ * g >= 1 (g itself when the class is refreshed at g). */
+uint32_t jaca_last_refresh(uint32_t g, int cls, int staleness);
+
+/* Build this rank's part of the plan for policy o->policy, staleness o->staleness, the
+ * node budget (o->capacity of the node halo, and o->host_mb MiB over `layers` when > 0)
+ * and the rank budget (o->capacity of its direct rows, o->device_mb MiB when > 0).
+ * Collective over the world (agreed). `agg` is n_inner x (n_inner + n_halo). */
+int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const struct cg_csr *agg,
+                         const struct jaca_options *o, const struct jaca_layers *layers,
+                         struct jaca_node_plan *out);
+void jaca_node_plan_free(struct jaca_node_plan *p); /* accepts a zeroed struct */
+
+/* Invariant checker of this rank's part against its local graph: every halo row is
+ * either direct (received exactly once, in its class, from its owner) or read from the
+ * node tier (admitted, at the node row of its global id, its class its phase); receive
+ * blocks are packed in peer order; send lists hold inner rows only; written rows are
+ * owned rows at their node rows. CG_ERR_INTERNAL naming the broken invariant. */
+int jaca_node_plan_check(const struct jaca_node_plan *p, const struct part_local *pl);
+
+/* Rows of the node tier a budget of `mb` MiB holds over `layers` (every layer's rows
+ * at jaca_row_stride(layers->cols)); the Algorithm 1 form: floor(bytes / bytes per
+ * vertex over all cached layers). */
+int64_t jaca_node_rows_for_mb(int64_t mb, const struct jaca_layers *layers);
+
+#endif

@@ -1,0 +1,482 @@
+/* jaca/tests/test_jaca_exchange.c — the caching exchange moves exactly the right rows,
+ * of the right age, through both paths (the node tier and the direct rows), and counts
+ * what it sends.
+ *
+ * Every rank builds the same graph (synth:tiny, synth:small) and owner array (random,
+ * or v mod P), and its local graph (part_local_build). Forward payload: inner row
+ * (global id g) of owner o at epoch e and layer l holds, in column j, the integer
+ * enc(o, g, e, l, j) (below 2^24, exact as a float); after a cached forward exchange of
+ * (l, e) every halo row must hold its owner's encoding of that very epoch and layer, so
+ * a row from the wrong rank, vertex, column, layer or epoch is caught value by value.
+ * Epochs run 1..3 over layers 1..2; an evaluation exchange (epoch 0, the plain path) and
+ * a backward exchange (owners add the exact sum of their holders' integer gradients, in
+ * any order) run in between. A negative control feeds one rank's rows of the wrong epoch
+ * and must be caught.
+ *
+ * Configurations: policies jaca, lru, fifo at node-tier capacity 100 % and 10 %; the
+ * CPU backend and a fake device backend (mpi/tests/fake_device.h: device pointers fault
+ * when the host touches them, so the device path's staging is proved). Counters: per
+ * exchange, lookups = halo rows, node hits + misses = lookups; the bytes this rank sends
+ * through MPI (split by node) equal its forward plan's rows; at 100 % capacity the
+ * inter-node bytes equal the model computed here from all ranks' local graphs alone:
+ * each halo vertex owned by this rank and needed on another node crosses once per
+ * destination node, and nothing travels between ranks of one node. The seam's counters:
+ * cache lookups/hits and halo bytes (plain exchange's + the forward plan's). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/ops.h"
+#include "core/status.h"
+#include "fake_device.h"
+#include "graph/graph.h"
+#include "jaca/exchange_internal.h"
+#include "jaca/jaca.h"
+#include "mpi/comm.h"
+#include "partition/partition.h"
+
+#define COLS 8
+#define NLAYERS 3
+
+static struct comm *g_comm;
+
+#define CHECK(cond, ...)                                                                      \
+  do {                                                                                        \
+    if (!(cond)) {                                                                            \
+      fprintf(stderr, "[rank %d] FAIL %s:%d: %s: ", comm_rank(g_comm), __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                                           \
+      fprintf(stderr, "\n");                                                                  \
+      comm_abort(g_comm, 1);                                                                  \
+    }                                                                                         \
+  } while (0)
+#define OK(expr)                                                                                   \
+  do {                                                                                             \
+    int ok_st_ = (expr);                                                                           \
+    if (ok_st_ < 0) {                                                                              \
+      fprintf(stderr, "[rank %d] FAIL %s:%d: %s: %s\n", comm_rank(g_comm), __FILE__, __LINE__, #expr, \
+              cg_err_msg());                                                                       \
+      comm_abort(g_comm, 1);                                                                       \
+    }                                                                                              \
+  } while (0)
+
+#define EPOCH_CODES 16 /* epochs 0..15 fit the encoding */
+static float enc(int64_t o, int64_t g, uint32_t e, int l, int64_t j) {
+  return (float)((((g * 4 + o) * EPOCH_CODES + (int64_t)e) * 3 + l) * COLS + j);
+}
+
+struct setup {
+  struct graph g;
+  int32_t *owner;
+  struct part_local *all; /* every rank's local graph */
+  const struct part_local *pl;
+};
+
+static void setup_make(struct setup *s, const char *spec, int random_owners) {
+  const int P = comm_size(g_comm), me = comm_rank(g_comm);
+  memset(s, 0, sizeof *s);
+  OK(graph_synth(spec, &s->g));
+  s->owner = malloc(sizeof(int32_t) * (size_t)s->g.n);
+  CHECK(s->owner != NULL, "out of memory");
+  if (random_owners) {
+    struct part_options po;
+    memset(&po, 0, sizeof po);
+    po.method = PART_RANDOM;
+    po.nparts = P;
+    po.seed = 5;
+    OK(part_assign(&s->g, &po, s->owner));
+  } else {
+    for (int64_t v = 0; v < s->g.n; v++) s->owner[v] = (int32_t)(v % P);
+  }
+  s->all = calloc((size_t)P, sizeof *s->all);
+  CHECK(s->all != NULL, "out of memory");
+  for (int q = 0; q < P; q++) OK(part_local_build(&s->g, s->owner, P, q, GRAPH_NORM_GCN, 1, &s->all[q]));
+  s->pl = &s->all[me];
+}
+
+static void setup_free(struct setup *s) {
+  for (int q = 0; q < comm_size(g_comm); q++) part_local_free(&s->all[q]);
+  free(s->all);
+  free(s->owner);
+  graph_free(&s->g);
+}
+
+/* Rows this rank sends to other nodes when every node holds its whole halo: per other
+ * node, the distinct vertices owned here that some rank of that node holds as halo. */
+static int64_t model_inter_rows(const struct setup *s) {
+  const int P = comm_size(g_comm), me = comm_rank(g_comm);
+  int64_t rows = 0;
+  unsigned char *need = malloc((size_t)s->g.n);
+  CHECK(need != NULL, "out of memory");
+  for (int node = 0; node < comm_nnodes(g_comm); node++) {
+    if (node == comm_node(g_comm)) continue;
+    memset(need, 0, (size_t)s->g.n);
+    for (int q = 0; q < P; q++) {
+      if (comm_node_of(g_comm, q) != node) continue;
+      const struct part_local *l = &s->all[q];
+      for (int64_t i = 0; i < l->n_halo; i++) need[l->gid[l->n_inner + i]] = 1;
+    }
+    for (int64_t v = 0; v < s->g.n; v++) rows += need[v] && s->owner[v] == me;
+  }
+  free(need);
+  return rows;
+}
+
+/* One forward exchange of (layer, epoch); returns the wrong values. With `lie`, rank 0
+ * fills its rows with the next epoch's encoding (the negative control). `plan` (the
+ * cache's, NULL for an exchange the cache does not serve: evaluation) gives the epoch
+ * each halo row must come from under its staleness: the generation that last
+ * refreshed the row's class (jaca_last_refresh; here generation = epoch, one cached
+ * exchange per layer and epoch). Independently of the schedule, no row may be older
+ * than the staleness bound: *worst_age gets the oldest row's age, read from its value. */
+static int64_t forward_check(const struct setup *s, struct cg_backend *be, struct cg_exchange *ex, float *d,
+                             float *h, int layer, uint32_t epoch, int lie, const struct jaca_node_plan *plan,
+                             int64_t *worst_age) {
+  const struct part_local *pl = s->pl;
+  const int me = comm_rank(g_comm);
+  const int64_t rows = pl->n_inner + pl->n_halo;
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < COLS; j++)
+      h[i * COLS + j] = i < pl->n_inner ? enc(me, pl->gid[i], epoch + (lie && me == 0), layer, j) : -1.0f;
+  if (rows > 0) OK(be->upload(be, d, h, (size_t)(rows * COLS) * sizeof(float)));
+  const struct cg_halo_tag tag = {layer, epoch};
+  OK(ex->halo_begin(ex, CG_HALO_FORWARD, tag, d, COLS));
+  OK(comm_barrier(g_comm)); /* other traffic while the exchange is pending */
+  OK(ex->halo_end(ex, CG_HALO_FORWARD, tag, d, COLS));
+  if (rows > 0) OK(be->download(be, h, d, (size_t)(rows * COLS) * sizeof(float)));
+  int64_t bad = 0;
+  for (int64_t i = pl->n_inner; i < rows; i++) {
+    const int64_t g = pl->gid[i], o = s->owner[g];
+    const uint32_t from = plan ? jaca_last_refresh(epoch, plan->halo_class[i - pl->n_inner], plan->staleness) : epoch;
+    const int64_t age = (int64_t)epoch - (int64_t)(((int64_t)h[i * COLS] / COLS / 3) % EPOCH_CODES);
+    if (worst_age && age > *worst_age) *worst_age = age;
+    for (int64_t j = 0; j < COLS; j++) {
+      const float want = enc(o, g, from, layer, j), got = h[i * COLS + j];
+      if (got == want) continue;
+      if (bad++ == 0 && !lie) {
+        const int64_t code = (int64_t)got;
+        fprintf(stderr,
+                "[rank %d] layer %d epoch %u (rows of epoch %u expected): halo row %lld (gid %lld, owner %lld) col "
+                "%lld holds %.0f = (gid %lld, owner %lld, epoch %lld, layer %lld, col %lld)\n",
+                me, layer, epoch, from, (long long)i, (long long)g, (long long)o, (long long)j, (double)got,
+                (long long)(code / COLS / 3 / EPOCH_CODES / 4), (long long)(code / COLS / 3 / EPOCH_CODES % 4),
+                (long long)(code / COLS / 3 % EPOCH_CODES), (long long)(code / COLS % 3), (long long)(code % COLS));
+      }
+    }
+  }
+  return bad;
+}
+
+/* Backward through the cache (the plain path): each owner ends with its own value plus
+ * its holders' halo values, integers, so the sum is exact in any order. */
+static void backward_check(const struct setup *s, struct cg_backend *be, struct cg_exchange *ex, float *d, float *h) {
+  const struct part_local *pl = s->pl;
+  const int me = comm_rank(g_comm), P = comm_size(g_comm);
+  const int64_t rows = pl->n_inner + pl->n_halo;
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < COLS; j++) h[i * COLS + j] = (float)((pl->gid[i] * 7 + me * 3 + j) % 1000);
+  if (rows > 0) OK(be->upload(be, d, h, (size_t)(rows * COLS) * sizeof(float)));
+  OK(cg_exchange_halo(ex, CG_HALO_BACKWARD, (struct cg_halo_tag){2, 3}, d, COLS));
+  if (rows > 0) OK(be->download(be, h, d, (size_t)(rows * COLS) * sizeof(float)));
+  for (int64_t i = 0; i < pl->n_inner; i++) {
+    const int64_t g = pl->gid[i];
+    for (int64_t j = 0; j < COLS; j++) {
+      double want = (double)((g * 7 + me * 3 + j) % 1000);
+      for (int q = 0; q < P; q++) {
+        if (q == me) continue;
+        const struct part_local *l = &s->all[q];
+        for (int64_t k = l->n_inner; k < l->n_inner + l->n_halo; k++)
+          if (l->gid[k] == g) want += (double)((g * 7 + q * 3 + j) % 1000);
+      }
+      CHECK(h[i * COLS + j] == want, "backward: inner row %lld (gid %lld) col %lld holds %.0f, expected %.0f",
+            (long long)i, (long long)g, (long long)j, (double)h[i * COLS + j], want);
+    }
+  }
+}
+
+/* What one cached exchange at generation g should count (the plan's classes due at g). */
+struct expect {
+  int64_t inter, intra, rank_hits, node_hits, misses, writes, refreshed;
+};
+static void expect_add(struct expect *x, const struct jaca_node_plan *p, uint32_t g) {
+  int64_t direct_now = 0, mine_now = 0, fresh_reads = 0, writes = 0;
+  for (int c = 0; c < p->nclasses; c++) {
+    if (jaca_last_refresh(g, c, p->staleness) != g) continue;
+    x->inter += p->cls[c].send_rows_inter;
+    x->intra += p->cls[c].send_rows_intra;
+    direct_now += p->cls[c].recv_rows - p->cls[c].n_received;
+    mine_now += p->cls[c].n_received;
+  }
+  for (int64_t k = 0; k < p->n_read; k++) fresh_reads += jaca_last_refresh(g, p->read_phase[k], p->staleness) == g;
+  for (int64_t k = 0; k < p->n_write; k++) writes += jaca_last_refresh(g, p->write_phase[k], p->staleness) == g;
+  x->rank_hits += p->n_direct - direct_now;
+  x->node_hits += p->n_read - mine_now;
+  x->misses += direct_now + mine_now;
+  x->writes += writes + mine_now;
+  x->refreshed += direct_now + fresh_reads;
+}
+
+static void run_case(const char *spec, int random_owners, enum jaca_policy policy, double capacity, int staleness,
+                     struct cg_backend *be) {
+  const int me = comm_rank(g_comm);
+  struct setup s;
+  setup_make(&s, spec, random_owners);
+  const struct part_local *pl = s.pl;
+  struct jaca_options o;
+  jaca_options_defaults(&o);
+  o.policy = policy;
+  o.capacity = capacity;
+  o.staleness = staleness;
+  const struct jaca_layers layers = {NLAYERS, COLS};
+  struct cg_exchange *ex = NULL;
+  OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
+  const struct jaca_node_plan *p = jaca_exchange_plan(ex);
+  CHECK(p != NULL, "not a caching exchange");
+  OK(jaca_node_plan_check(p, pl));
+  const int64_t rows = pl->n_inner + pl->n_halo;
+  float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
+  CHECK(h != NULL, "out of memory");
+  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
+
+  /* epochs: 3 when exact, else two periods and one more (every class refreshed, then
+   * kept, twice); an evaluation and a backward exchange after each epoch */
+  const uint32_t E = staleness == 0 ? 3u : (uint32_t)(2 * (staleness + 1) + 1);
+  CHECK(E + 1 < EPOCH_CODES, "too many epochs for the encoding");
+  struct cg_exchange_counters c0, c1;
+  ex->counters(ex, &c0);
+  struct expect x1 = {0}; /* layer 1's */
+  int64_t worst_age = 0, per_gen_inter[EPOCH_CODES] = {0};
+  for (uint32_t e = 1; e <= E; e++) {
+    for (int l = 1; l < NLAYERS; l++) {
+      CHECK(forward_check(&s, be, ex, d, h, l, e, 0, p, &worst_age) == 0,
+            "%s %s capacity %g staleness %d: wrong halo values", spec, jaca_policy_name(policy), capacity, staleness);
+      if (l == 1) {
+        const int64_t before = x1.inter;
+        expect_add(&x1, p, e);
+        per_gen_inter[e] = x1.inter - before;
+      }
+    }
+    backward_check(&s, be, ex, d, h);
+    /* evaluation: epoch 0, the plain path, the current values */
+    CHECK(forward_check(&s, be, ex, d, h, 1, 0, 0, NULL, NULL) == 0, "evaluation exchange: wrong halo values");
+  }
+  ex->counters(ex, &c1);
+  struct jaca_stats st_c1;
+  OK(jaca_exchange_stats(ex, 0, &st_c1));
+  const int64_t sent_c1 = st_c1.bytes_intra + st_c1.bytes_inter;
+  CHECK(worst_age <= staleness, "a halo row %lld epochs old was used under staleness %d", (long long)worst_age,
+        staleness);
+  int64_t nx = (int64_t)E;
+  if (staleness == 0) {
+    /* the negative control: rank 0's rows of the wrong epoch must show up on its consumers */
+    int64_t caught = forward_check(&s, be, ex, d, h, 1, E + 1, 1, p, NULL);
+    expect_add(&x1, p, E + 1);
+    nx++;
+    int64_t holders_of_0 = 0;
+    for (int q = 1; q < comm_size(g_comm) && me == 0; q++) /* counted once, then summed */
+      for (int64_t i = s.all[q].n_inner; i < s.all[q].n_inner + s.all[q].n_halo; i++)
+        holders_of_0 += s.owner[s.all[q].gid[i]] == 0;
+    int64_t tot[2] = {caught, holders_of_0};
+    OK(comm_allreduce_i64(g_comm, tot, 2, COMM_SUM));
+    CHECK(tot[0] == tot[1] * COLS, "the negative control: %lld wrong values seen, %lld expected", (long long)tot[0],
+          (long long)(tot[1] * COLS));
+  } else {
+    /* one period after the first generation refreshes every phase once and the rows the
+     * rank tier does not keep every time: the inter-node rows of one full refresh */
+    int64_t period = 0, always = p->cls[staleness + 1].send_rows_inter;
+    for (int g = 2; g <= staleness + 2; g++) period += per_gen_inter[g];
+    CHECK(period == per_gen_inter[1] + staleness * always,
+          "inter-node rows over one period %lld, one full refresh %lld + %d x %lld always", (long long)period,
+          (long long)per_gen_inter[1], staleness, (long long)always);
+  }
+
+  /* statistics and counters */
+  struct jaca_stats st, st1;
+  OK(jaca_exchange_stats(ex, 0, &st));
+  OK(jaca_exchange_stats(ex, 1, &st1));
+  const int64_t L1 = NLAYERS - 1;
+  CHECK(st1.lookups == nx * pl->n_halo && st.lookups == st1.lookups + (E * (L1 - 1)) * pl->n_halo,
+        "lookups %lld / %lld", (long long)st1.lookups, (long long)st.lookups);
+  CHECK(st1.rank_hits == x1.rank_hits && st1.node_hits == x1.node_hits && st1.misses == x1.misses &&
+            st1.refreshed == x1.refreshed && st1.node_writes == x1.writes,
+        "layer 1: rank hits %lld (%lld), node hits %lld (%lld), misses %lld (%lld), refreshed %lld (%lld), writes %lld "
+        "(%lld)",
+        (long long)st1.rank_hits, (long long)x1.rank_hits, (long long)st1.node_hits, (long long)x1.node_hits,
+        (long long)st1.misses, (long long)x1.misses, (long long)st1.refreshed, (long long)x1.refreshed,
+        (long long)st1.node_writes, (long long)x1.writes);
+  CHECK(st1.rank_hits + st1.node_hits + st1.misses == st1.lookups, "hits + misses != lookups");
+  CHECK(st1.bytes_inter == x1.inter * COLS * 4 && st1.bytes_intra == x1.intra * COLS * 4,
+        "bytes %lld inter, %lld intra; plan %lld, %lld rows", (long long)st1.bytes_inter, (long long)st1.bytes_intra,
+        (long long)x1.inter, (long long)x1.intra);
+  CHECK(st1.age_max <= staleness && st.age_max == worst_age,
+        "the cache's own ages: max %lld (the values say %lld)", (long long)st.age_max, (long long)worst_age);
+  if (staleness > 0 && p->n_rank_cached + p->n_read > 0) CHECK(st.rank_hits + st.node_hits > 0, "no hit with staleness");
+  CHECK(c1.cache_lookups - c0.cache_lookups == E * L1 * pl->n_halo, "seam lookups %lld",
+        (long long)(c1.cache_lookups - c0.cache_lookups));
+  /* the plain path's bytes: E evaluation forwards and E backwards over the full plan */
+  int64_t plain_fwd = 0;
+  for (int k = 0; k < pl->npeers; k++) plain_fwd += pl->send_count[k];
+  CHECK(st.bytes_exact == (E * L1 + nx - E) * plain_fwd * COLS * 4,
+        "bytes_exact %lld (expected %lld)", (long long)st.bytes_exact,
+        (long long)((E * L1 + nx - E) * plain_fwd * COLS * 4));
+  if (be->kind == CG_DEVICE_CPU) CHECK(st.bytes_h2d == 0 && st.bytes_d2h == 0, "host/device bytes on the CPU backend");
+  else CHECK(st.bytes_h2d == (E * L1 + nx - E) * p->n_read * COLS * 4, "host-to-device bytes %lld", (long long)st.bytes_h2d);
+  CHECK(c1.halo_bytes - c0.halo_bytes == sent_c1 + (int64_t)E * (plain_fwd + pl->n_halo) * COLS * 4,
+        "seam halo bytes %lld: the cache's forward bytes %lld + %u x (%lld + %lld) rows x %d x 4",
+        (long long)(c1.halo_bytes - c0.halo_bytes), (long long)sent_c1, E, (long long)plain_fwd,
+        (long long)pl->n_halo, COLS);
+  if (capacity >= 1.0 && staleness == 0) {
+    const int64_t model = model_inter_rows(&s);
+    CHECK(p->cls[0].send_rows_inter + p->cls[1].send_rows_inter == model &&
+              p->cls[0].send_rows_intra + p->cls[1].send_rows_intra == 0 && p->n_direct == 0,
+          "100 %% capacity: %lld rows to other nodes (model %lld), %lld within the node, %lld direct",
+          (long long)(p->cls[0].send_rows_inter + p->cls[1].send_rows_inter), (long long)model,
+          (long long)(p->cls[0].send_rows_intra + p->cls[1].send_rows_intra), (long long)p->n_direct);
+  }
+  int64_t v[8] = {per_gen_inter[1], plain_fwd, p->n_admitted * (comm_local_rank(g_comm) == 0),
+                  p->n_union * (comm_local_rank(g_comm) == 0), st.torn_reads, st.node_hits, st.rank_hits,
+                  x1.inter};
+  OK(comm_allreduce_i64(g_comm, v, 8, COMM_SUM));
+  if (me == 0)
+    printf("ok: %-13s %s owners, %s, %s %3.0f %%, S %d: node tiers hold %lld of %lld rows; rows between nodes: %lld "
+           "per full refresh, %.1f per exchange over %lld (per-rank exchange: %lld in all); %lld node hits, %lld rank "
+           "hits, %lld torn reads retried, oldest row used %lld epochs\n",
+           spec, random_owners ? "random" : "v mod P", be->name, jaca_policy_name(policy), capacity * 100, staleness,
+           (long long)v[2], (long long)v[3], (long long)v[0], (double)v[7] / (double)nx, (long long)nx, (long long)v[1],
+           (long long)v[5], (long long)v[6], (long long)v[4], (long long)worst_age);
+  be->free(be, d);
+  free(h);
+  cg_exchange_destroy(&ex);
+  setup_free(&s);
+}
+
+/* Stale gradients (--grad-staleness G): each consumer's halo row gradient encodes
+ * (consumer, gid, epoch, column); after the backward exchange of epoch e every owner's
+ * inner row must hold its own value plus, from each consumer holding it, the gradient of
+ * the epoch that last refreshed the row's phase (jaca_last_refresh under G; integers, so
+ * the sum is exact in any order), never one more than G epochs old. */
+static float genc(int64_t q, int64_t g, uint32_t e, int64_t j) {
+  return (float)((g * 7 + q * 3 + (int64_t)e * 11 + j) % 100003);
+}
+
+static void grad_case(const char *spec, int G, struct cg_backend *be) {
+  const int me = comm_rank(g_comm), P = comm_size(g_comm);
+  struct setup s;
+  setup_make(&s, spec, 1);
+  const struct part_local *pl = s.pl;
+  struct jaca_options o;
+  jaca_options_defaults(&o);
+  o.policy = JACA_POLICY_JACA;
+  o.grad_staleness = G;
+  const struct jaca_layers layers = {NLAYERS, COLS};
+  struct cg_exchange *ex = NULL;
+  OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
+  const int64_t rows = pl->n_inner + pl->n_halo;
+  float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
+  CHECK(h != NULL, "out of memory");
+  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
+  const uint32_t E = (uint32_t)(2 * (G + 1) + 1);
+  int64_t worst = 0, bytes = 0, exact = 0;
+  for (uint32_t e = 1; e <= E; e++) {
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < COLS; j++)
+        h[i * COLS + j] = i < pl->n_inner ? (float)((pl->gid[i] + j) % 1000) : genc(me, pl->gid[i], e, j);
+    if (rows > 0) OK(be->upload(be, d, h, (size_t)(rows * COLS) * sizeof(float)));
+    OK(cg_exchange_halo(ex, CG_HALO_BACKWARD, (struct cg_halo_tag){1, e}, d, COLS));
+    if (rows > 0) OK(be->download(be, h, d, (size_t)(rows * COLS) * sizeof(float)));
+    const uint32_t from_max = e;
+    for (int64_t i = 0; i < pl->n_inner; i++) {
+      const int64_t g = pl->gid[i];
+      const uint32_t from = jaca_last_refresh(e, jaca_phase(g, G), G);
+      for (int64_t j = 0; j < COLS; j++) {
+        double want = (double)((g + j) % 1000);
+        for (int q = 0; q < P; q++) {
+          if (q == me) continue;
+          const struct part_local *l = &s.all[q];
+          for (int64_t k = l->n_inner; k < l->n_inner + l->n_halo; k++)
+            if (l->gid[k] == g) {
+              want += genc(q, g, from, j);
+              if ((int64_t)(from_max - from) > worst) worst = from_max - from; /* a gradient was added */
+            }
+        }
+        CHECK(h[i * COLS + j] == want, "grad staleness %d epoch %u: inner row %lld (gid %lld) col %lld holds %.0f, "
+              "expected %.0f (gradients of epoch %u)", G, e, (long long)i, (long long)g, (long long)j,
+              (double)h[i * COLS + j], want, from);
+      }
+    }
+  }
+  struct jaca_stats st;
+  OK(jaca_exchange_stats(ex, 1, &st));
+  CHECK(st.grad_age_max == worst && worst <= G, "the oldest gradient: %lld epochs (the values: %lld)",
+        (long long)st.grad_age_max, (long long)worst);
+  int64_t v[2] = {st.grad_bytes, st.grad_bytes_exact};
+  OK(comm_allreduce_i64(g_comm, v, 2, COMM_SUM));
+  bytes = v[0];
+  exact = v[1];
+  if (P > 1 && exact > 0) CHECK(bytes < exact && bytes > 0, "gradient bytes %lld of %lld", (long long)bytes, (long long)exact);
+  if (me == 0)
+    printf("ok: %-13s %s, grad staleness %d: %u backward exchanges, %lld of %lld gradient bytes sent, oldest %lld epochs\n",
+           spec, be->name, G, E, (long long)bytes, (long long)exact, (long long)worst);
+  be->free(be, d);
+  free(h);
+  cg_exchange_destroy(&ex);
+  setup_free(&s);
+}
+
+int main(int argc, char **argv) {
+  if (comm_init(&argc, &argv, &g_comm) != CG_OK) {
+    fprintf(stderr, "comm_init: %s\n", cg_err_msg());
+    return 1;
+  }
+  cg_log_set_level(CG_LOG_WARN);
+  struct cg_backend *cpu = NULL, *dev = NULL;
+  OK(cg_backend_cpu_create(1, &cpu));
+  OK(fake_device_create(cpu, &dev));
+  const enum jaca_policy pols[] = {JACA_POLICY_JACA, JACA_POLICY_LRU, JACA_POLICY_FIFO};
+  const double caps[] = {1.0, 0.1};
+  for (int pi = 0; pi < 3; pi++)
+    for (int ci = 0; ci < 2; ci++) {
+      run_case("synth:tiny", 1, pols[pi], caps[ci], 0, cpu);
+      run_case("synth:small", pi % 2, pols[pi], caps[ci], 0, cpu);
+    }
+  /* staleness: rows kept between refreshes, never older than S */
+  run_case("synth:tiny", 1, JACA_POLICY_JACA, 1.0, 1, cpu);
+  run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 3, cpu);
+  run_case("synth:small", 0, JACA_POLICY_LRU, 0.5, 2, cpu);
+  run_case("synth:tiny", 0, JACA_POLICY_FIFO, 0.1, 5, cpu);
+  run_case("synth:tiny", 0, JACA_POLICY_JACA, 1.0, 0, dev);
+  run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 0, dev);
+  run_case("synth:small", 1, JACA_POLICY_JACA, 0.5, 2, dev);
+  grad_case("synth:tiny", 1, cpu);
+  grad_case("synth:small", 3, cpu);
+  grad_case("synth:small", 2, dev);
+  int64_t up = 0, down = 0;
+  fake_device_counts(dev, &up, &down);
+  /* policy none: the plain exchange itself */
+  {
+    struct setup s;
+    setup_make(&s, "synth:tiny", 1);
+    struct jaca_options o;
+    jaca_options_defaults(&o);
+    const struct jaca_layers layers = {NLAYERS, COLS};
+    struct cg_exchange *ex = NULL;
+    OK(jaca_exchange_create(g_comm, cpu, s.pl, &s.pl->agg, 64, &layers, &o, &ex));
+    CHECK(jaca_exchange_plan(ex) == NULL, "policy none must give the plain exchange");
+    struct jaca_stats st;
+    CHECK(jaca_exchange_stats(ex, 0, &st) == CG_ERR_ARG, "stats of a plain exchange");
+    cg_err_clear();
+    cg_exchange_destroy(&ex);
+    /* options that are not built yet are refused on every rank */
+    o.policy = JACA_POLICY_JACA;
+    o.grad_staleness = JACA_MAX_STALENESS + 1;
+    CHECK(jaca_exchange_create(g_comm, cpu, s.pl, &s.pl->agg, 64, &layers, &o, &ex) == CG_ERR_ARG && !ex,
+          "grad staleness above the limit must be refused");
+    cg_err_clear();
+    setup_free(&s);
+  }
+  cg_backend_destroy(&dev);
+  cg_backend_destroy(&cpu);
+  if (comm_rank(g_comm) == 0) printf("test_jaca_exchange: all checks passed on %d ranks, %d nodes\n", comm_size(g_comm), comm_nnodes(g_comm));
+  comm_finalize(&g_comm);
+  return 0;
+}
