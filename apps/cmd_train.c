@@ -83,11 +83,14 @@ void cmd_train_usage(FILE *out) {
           "                                stopped (same settings, device and thread count); writes\n"
           "                                no checkpoint without --checkpoint (which may be FILE);\n"
           "                                a resumed run appends to its --metrics file\n"
-          "parallel (mpiexec -n P capgnn ..., one partition per rank; P = 1 trains as without MPI)\n"
-          "  --partition metis|random      how vertices are split over the ranks (default metis)\n"
+          "parallel (mpiexec -n P capgnn ..., one partition per rank; P = 1 trains as without MPI;\n"
+          "the same names as capgnn partition)\n"
+          "  --partition metis|random      how vertices are split over the ranks (default metis);\n"
+          "                                alias --method\n"
           "  --part-seed N                 seed of METIS / the random split (default 1)\n"
           "  --part-cache DIR              partition cache folder (default $CAPGNN_CACHE, else\n"
-          "                                .capgnn-cache); --no-part-cache: neither read nor write it\n"
+          "                                .capgnn-cache); alias --cache\n"
+          "  --no-part-cache               neither read nor write the cache; alias --no-cache\n"
           "  --comm auto|nccl|mpi-cuda|mpi-staged  how GPU ranks exchange halo rows and gradients\n"
           "                                (default auto; CPU ranks always use plain MPI)\n"
           "settings\n"
@@ -317,6 +320,10 @@ int cmd_train(int argc, char **argv) {
       {"part-seed", required_argument, NULL, OPT_PART_SEED},
       {"part-cache", required_argument, NULL, OPT_PART_CACHE},
       {"no-part-cache", no_argument, NULL, OPT_NO_PART_CACHE},
+      /* capgnn partition's names of the same options (aliases; --seed is the model's here) */
+      {"method", required_argument, NULL, OPT_PARTITION},
+      {"cache", required_argument, NULL, OPT_PART_CACHE},
+      {"no-cache", no_argument, NULL, OPT_NO_PART_CACHE},
       {"comm", required_argument, NULL, OPT_COMM},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -325,7 +332,7 @@ int cmd_train(int argc, char **argv) {
   int xargc;
   char **xargv;
   if (config_file_expand(argc, argv, longopts, &xargc, &xargv) != CG_OK) {
-    fprintf(stderr, "capgnn: error: %s (see capgnn train --help)\n", cg_err_msg());
+    if (cli_speaks()) fprintf(stderr, "capgnn: error: %s (see capgnn train --help)\n", cg_err_msg());
     return cg_err_status() == CG_ERR_IO ? CAPGNN_EXIT_FAILURE : CAPGNN_EXIT_USAGE;
   }
   const char *files[16];
@@ -347,7 +354,9 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
     switch (c) {
-      case 'h': cmd_train_usage(stdout); return CAPGNN_EXIT_OK;
+      case 'h':
+        if (cli_speaks()) cmd_train_usage(stdout); /* once under mpirun */
+        return CAPGNN_EXIT_OK;
       case OPT_GRAPH: cfg.graph = optarg; break;
       case OPT_FEAT_NORM:
         if (strcmp(optarg, "row") == 0) cfg.feat_norm_row = 1;
@@ -361,7 +370,11 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         break;
       case OPT_LAYERS: rc = cli_parse_int("train", "--layers", optarg, &cfg.layers); break;
       case OPT_HIDDEN: rc = cli_parse_i64("train", "--hidden", optarg, &cfg.hidden); break;
-      case OPT_DROPOUT: rc = cli_parse_float("train", "--dropout", optarg, &cfg.dropout); break;
+      case OPT_DROPOUT:
+        rc = cli_parse_float("train", "--dropout", optarg, &cfg.dropout);
+        if (rc == 0 && !(cfg.dropout >= 0.0f && cfg.dropout < 1.0f))
+          rc = usage_error("--dropout %s: expected a probability in [0, 1)", optarg);
+        break;
       case OPT_INPUT_DROPOUT:
         rc = cli_parse_float("train", "--input-dropout", optarg, &cfg.input_dropout);
         if (rc == 0 && !(cfg.input_dropout >= 0.0f && cfg.input_dropout < 1.0f))
@@ -373,8 +386,15 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         else if (strcmp(optarg, "adamw") == 0) cfg.optimizer = RT_OPT_ADAMW;
         else rc = usage_error("--optimizer '%s': expected adam or adamw", optarg);
         break;
-      case OPT_LR: rc = cli_parse_float("train", "--lr", optarg, &cfg.lr); break;
-      case OPT_WD: rc = cli_parse_float("train", "--weight-decay", optarg, &cfg.weight_decay); break;
+      case OPT_LR:
+        rc = cli_parse_float("train", "--lr", optarg, &cfg.lr);
+        if (rc == 0 && !(cfg.lr > 0.0f)) rc = usage_error("--lr %s: expected a number > 0", optarg);
+        break;
+      case OPT_WD:
+        rc = cli_parse_float("train", "--weight-decay", optarg, &cfg.weight_decay);
+        if (rc == 0 && !(cfg.weight_decay >= 0.0f))
+          rc = usage_error("--weight-decay %s: expected a number >= 0", optarg);
+        break;
       case OPT_WD_SCOPE:
         if (strcmp(optarg, "all") == 0) cfg.wd_scope = RT_WD_ALL;
         else if (strcmp(optarg, "first") == 0) cfg.wd_scope = RT_WD_FIRST;
@@ -420,7 +440,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (rc) return rc;
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
   if (rt_config_check(&cfg) != CG_OK) {
-    fprintf(stderr, "capgnn: error: %s (see capgnn train --help)\n", cg_err_msg());
+    if (cli_speaks()) fprintf(stderr, "capgnn: error: %s (see capgnn train --help)\n", cg_err_msg());
     return CAPGNN_EXIT_USAGE;
   }
   if (cfg.metrics_path && !cfg.metrics_path[0]) return usage_error("--metrics: empty file name");
@@ -428,7 +448,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (cfg.resume_path && !cfg.resume_path[0]) return usage_error("--resume: empty file name");
   if (par.part_cache && par.no_part_cache) return usage_error("--part-cache and --no-part-cache exclude each other");
   if (print) {
-    print_config(stdout, &cfg, &par, files, nfiles);
+    if (cli_speaks()) print_config(stdout, &cfg, &par, files, nfiles);
     return CAPGNN_EXIT_OK;
   }
   if (cfg.quiet) cg_progress_set_mode(CG_PROGRESS_OFF);

@@ -58,6 +58,17 @@ static int distance(const char *a, const char *b) {
   return d[la][lb];
 }
 
+const char *config_option_suggest(const char *name, const struct option *opts) {
+  const char *best = NULL;
+  int bd = 3; /* at most two edits away */
+  for (const struct option *q = opts; q->name; q++) {
+    if (strcmp(q->name, "help") == 0) continue;
+    const int d = distance(name, q->name);
+    if (d < bd) bd = d, best = q->name;
+  }
+  return best;
+}
+
 static int parse_bool(const char *v, int *out) {
   static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
   for (int i = 0; i < 4; i++) {
@@ -83,12 +94,7 @@ static int on_setting(void *user, const char *section, const char *name, const c
     if (strcmp(q->name, key) == 0) o = q;
   if (!o) {
     if (!c->err[0]) {
-      const char *best = NULL;
-      int bd = 3;
-      for (const struct option *q = c->opts; q->name; q++) {
-        int d = distance(key, q->name);
-        if (d < bd) bd = d, best = q->name;
-      }
+      const char *best = config_option_suggest(key, c->opts);
       snprintf(c->err, sizeof c->err, "unknown key '%s'%s%s%s (keys are the command's long options without --)",
                name, best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
     }

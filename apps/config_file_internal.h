@@ -37,6 +37,11 @@
 int config_file_expand(int argc, char **argv, const struct option *longopts, int *out_argc, char ***out_argv);
 void config_file_argv_free(int argc, char **argv);
 
+/* The long option of `opts` closest to `name` (no leading "--"), at most two edits
+ * away, for "did you mean" (settings-file keys and command-line options alike); NULL
+ * when none is that close. */
+const char *config_option_suggest(const char *name, const struct option *opts);
+
 /* The config files named on the command line (NULL-terminated list inside `argv`
  * order), for --print-config's header; returns how many were found (up to max). */
 int config_file_names(int argc, char **argv, const char **names, int max);

@@ -125,6 +125,63 @@ static void bad_options(void **state) {
   expect_error(2, (const char *const[]){"--resume", "", NULL});
 }
 
+/* expect_error, and the error line contains `want`. */
+static void expect_error_text(int code, const char *want, const char *const *args) {
+  static struct run_out r;
+  expect_error(code, args);
+  run_capgnn(&r, args);
+  if (!strstr(r.err, want)) fail_msg("the error does not contain \"%s\": %s", want, r.err);
+}
+
+/* Messages that say what the user wrote and what was meant (issue #18, item 7): the
+ * closest option for a typo, as settings files already did; a value that a float
+ * cannot hold as written, not the "inf" or "0" it would become. */
+static void option_messages(void **state) {
+  (void)state;
+  expect_error_text(2, "unknown option '--epohcs'; did you mean '--epochs'?",
+                    (const char *const[]){"--epohcs", "3", NULL});
+  expect_error_text(2, "did you mean '--metrics'?", (const char *const[]){"--metrcs=m.jsonl", NULL});
+  expect_error_text(2, "did you mean '--quiet'?", (const char *const[]){"info", "--quite", "x", NULL});
+  expect_error_text(2, "unknown command 'trian'; did you mean 'train'?", (const char *const[]){"trian", NULL});
+  expect_error_text(2, "--lr '1e300': out of range", (const char *const[]){"--lr", "1e300", NULL});
+  expect_error_text(2, "--lr '1e-50': too close to 0", (const char *const[]){"--lr", "1e-50", NULL});
+  expect_error_text(2, "--dropout 0.99999999999: expected a probability",
+                    (const char *const[]){"--dropout", "0.99999999999", NULL});
+  expect_error_text(2, "--weight-decay '1e39': out of range", (const char *const[]){"--weight-decay", "1e39", NULL});
+  static struct run_out r;
+  run_capgnn(&r, (const char *const[]){"--lr", "1e300", NULL});
+  assert_null(strstr(r.err, "inf"));
+  /* the partitioning options have the same names in train and partition (item 8) */
+  run_capgnn(&r, (const char *const[]){"--method", "random", "--cache", "/tmp/pc", "--print-config", NULL});
+  assert_int_equal(r.exit_code, 0);
+  assert_non_null(strstr(r.out, "partition = random\n"));
+  assert_non_null(strstr(r.out, "part-cache = /tmp/pc\n"));
+  run_capgnn(&r, (const char *const[]){"--no-cache", "--part-seed", "4", "--print-config", NULL});
+  assert_int_equal(r.exit_code, 0);
+  assert_non_null(strstr(r.out, "part-seed = 4\n"));
+  assert_non_null(strstr(r.out, "no-part-cache = true\n"));
+  run_capgnn(&r, (const char *const[]){"train", "--help", NULL});
+  assert_non_null(strstr(r.out, "alias --method"));
+  assert_non_null(strstr(r.out, "alias --cache"));
+  /* partition: the canonical and the alias names give the same partition */
+  static char canon[65536];
+  run_capgnn(&r, (const char *const[]){"partition", "--graph", "synth:tiny", "--parts", "3", "--partition", "random",
+                                       "--part-seed", "7", "--no-part-cache", "--quiet", NULL});
+  assert_int_equal(r.exit_code, 0);
+  snprintf(canon, sizeof canon, "%s", r.out);
+  run_capgnn(&r, (const char *const[]){"partition", "--graph", "synth:tiny", "--parts", "3", "--method", "random",
+                                       "--seed", "7", "--no-cache", "--quiet", NULL});
+  assert_int_equal(r.exit_code, 0);
+  assert_string_equal(canon, r.out);
+  assert_non_null(strstr(canon, "random"));
+  run_capgnn(&r, (const char *const[]){"partition", "--help", NULL});
+  assert_non_null(strstr(r.out, "--part-seed N"));
+  assert_non_null(strstr(r.out, "alias --seed"));
+  expect_error_text(2, "--part-cache and --no-part-cache exclude each other",
+                    (const char *const[]){"partition", "--graph", "synth:tiny", "--parts", "2", "--cache", "x",
+                                          "--no-part-cache", NULL});
+}
+
 static void bad_files(void **state) {
   (void)state;
   expect_error(1, (const char *const[]){"--graph", "/nonexistent/dir/x.cgr", "--epochs", "1", NULL});
@@ -338,6 +395,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(help), cmocka_unit_test(bad_options),
+                                     cmocka_unit_test(option_messages),
                                      cmocka_unit_test(bad_files), cmocka_unit_test(train_metrics),
                                      cmocka_unit_test(checkpoint_info),
                                      cmocka_unit_test(interrupt_and_resume)};

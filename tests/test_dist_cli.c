@@ -12,7 +12,8 @@
  *    bytes modelled from the partition that `capgnn partition` reports (halo rows x
  *    the width the 2-layer GCN exchanges x 4 bytes x 2 directions); allreduce_bytes =
  *    2 ranks x parameters x 4; compute_max_s >= compute_min_s > 0.
- * 3. Set-up errors on 2 ranks print one "capgnn: error:" line for the job and leave
+ * 3. Usage errors under mpiexec -n 2 print one "capgnn: error:" line (rank 0's).
+ *    Set-up errors on 2 ranks print one "capgnn: error:" line for the job and leave
  *    through MPI_Finalize with exit code 1 (no MPI_Abort): a graph no rank finds, a
  *    --metrics path rank 0 cannot create (found before the graph is opened), and a
  *    --resume checkpoint of another graph (found once the graph is loaded, before
@@ -169,7 +170,7 @@ int main(int argc, char **argv) {
   char pjson[512];
   snprintf(pjson, sizeof pjson, "%s/part.json", g_dir);
   snprintf(log, sizeof log, "%s/part.log", g_dir);
-  snprintf(cmd, sizeof cmd, "%s partition --graph synth:small --parts 2 --method metis --seed 1 --no-cache --json %s",
+  snprintf(cmd, sizeof cmd, "%s partition --graph synth:small --parts 2 --partition metis --part-seed 1 --no-part-cache --json %s",
            capgnn, pjson);
   CHECK(run(cmd, log) == 0, "`%s` failed", cmd);
   char *pj = slurp(pjson);
@@ -304,6 +305,23 @@ int main(int argc, char **argv) {
     CHECK(out && strstr(out, want[k]), "`%s`: no '%s' in:\n%s", cmd, want[k], out ? out : "");
     CHECK(out && !strstr(out, "MPI_ABORT"), "`%s` aborted the job:\n%s", cmd, out ? out : "");
     free(out);
+  }
+
+  /* ---- usage errors (found before MPI starts, the same on every rank): one line for the
+   * job, from rank 0, not one per rank (issue #18, item 7) ---- */
+  {
+    const char *usage[3] = {"--epohcs 3", "--lr 1e300", "frobnicate"};
+    for (int k = 0; k < 3; k++) {
+      snprintf(log, sizeof log, "%s/usage%d.log", g_dir, k);
+      snprintf(cmd, sizeof cmd, "%s -n 2 %s %s %s", mpiexec, mpi, capgnn, usage[k]);
+      int rc = run(cmd, log);
+      char *out = slurp(log);
+      int lines = 0;
+      for (const char *p = out; p && (p = strstr(p, "capgnn: error:")) != NULL; p++) lines++;
+      CHECK(rc != 0, "`%s` exited 0", cmd);
+      CHECK(lines == 1, "`%s`: %d error lines (expected 1, from rank 0):\n%s", cmd, lines, out ? out : "");
+      free(out);
+    }
   }
 
   if (!g_fail) {
