@@ -16,7 +16,10 @@
  * command line. Options without a value (flags such as layernorm or quiet) take
  * true/false (also yes/no, on/off, 1/0); false leaves the flag unset. Sections only
  * group keys for the reader ([data], [model], [training], [output] by convention);
- * any section name is accepted. Comments are lines starting with '#' or ';'.
+ * any section name is accepted. Comments are lines starting with '#' or ';'. Lines
+ * have no length limit (a long metrics path), though a section name or key must fit
+ * in about 90 characters: inih, which reads the file, stops at 200 bytes a line, so
+ * longer values are handed to it as placeholders (apps/config_file.c).
  * Relative paths in values are relative to the working directory, as on the
  * command line.
  *

@@ -299,6 +299,40 @@ static void test_config(void **state) {
   run_free(&r);
 }
 
+/* A settings line longer than inih's 200 bytes (issue #18, item 6): a long metrics path
+ * works, with an inline comment after it; a long key is an error that names the limit. */
+static void test_config_long_lines(void **state) {
+  (void)state;
+  char dir[4200], ini[4200], metrics[8500];
+  char name[161];
+  memset(name, 'd', 160);
+  name[160] = '\0';
+  snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  memset(name, 'm', 120);
+  snprintf(metrics, sizeof metrics, "%s/%.120s.jsonl", dir, name);
+  assert_true(strlen(metrics) > 250);
+  snprintf(ini, sizeof ini, "%s/long.ini", tmpdir);
+  FILE *f = fopen(ini, "w");
+  assert_non_null(f);
+  fprintf(f, "# %0300d\n[output]\nmetrics = %s   ; where the records go\nquiet = true\n", 0, metrics);
+  fclose(f);
+  struct run r = run(NULL, "--config '%s' --graph synth:tiny --epochs 2 --threads 1", ini);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  char *m = slurp(metrics);
+  assert_non_null(strstr(m, "\"summary\":true"));
+  free(m);
+  f = fopen(ini, "w");
+  assert_non_null(f);
+  fprintf(f, "[output]\n%0250d = 1\n", 0);
+  fclose(f);
+  r = run(NULL, "--config '%s' --print-config", ini);
+  assert_int_equal(r.rc, 2);
+  assert_non_null(strstr(r.err, "long.ini:2: line of 254 characters: a section name or key must fit in"));
+  run_free(&r);
+}
+
 static void test_version_threads(void **state) {
   (void)state;
   struct run r = run(NULL, "--version");
@@ -388,6 +422,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_convert),
       cmocka_unit_test(test_missing_dataset),
       cmocka_unit_test(test_config),
+      cmocka_unit_test(test_config_long_lines),
       cmocka_unit_test(test_version_threads),
       cmocka_unit_test(test_metrics_path),
       cmocka_unit_test(test_partition_cache),
