@@ -148,3 +148,15 @@ int cg_outfile_probe(const char *path, const char *what) {
   cg_outfile_abort(&o);
   return CG_OK;
 }
+
+const char *cg_path_type(const char *path) {
+  struct stat sb;
+  if (stat(path, &sb) != 0) return lstat(path, &sb) == 0 ? "a symbolic link to a missing file" : NULL;
+  if (S_ISREG(sb.st_mode)) return "a regular file";
+  if (S_ISDIR(sb.st_mode)) return "a folder";
+  if (S_ISFIFO(sb.st_mode)) return "a named pipe (FIFO)";
+  if (S_ISCHR(sb.st_mode)) return "a character device";
+  if (S_ISBLK(sb.st_mode)) return "a block device";
+  if (S_ISSOCK(sb.st_mode)) return "a socket";
+  return "not a regular file";
+}

@@ -33,4 +33,10 @@ void cg_outfile_abort(struct cg_outfile *o);
  * for it then): CG_OK. */
 int cg_outfile_probe(const char *path, const char *what);
 
+/* What `path` is, for messages about an input or output of the wrong kind: "a regular
+ * file", "a folder", "a named pipe (FIFO)", "a character device", "a block device",
+ * "a socket", "a symbolic link to a missing file"; NULL when nothing is there. Does not
+ * open it (opening a FIFO would block). */
+const char *cg_path_type(const char *path);
+
 #endif

@@ -333,6 +333,48 @@ static void test_config_long_lines(void **state) {
   run_free(&r);
 }
 
+/* Inputs of the wrong kind (issue #18, item 5): a named pipe as --graph or to `capgnn
+ * info` is refused at once (it used to block forever in open(), waiting for a writer);
+ * convert --input names what it got instead of "no such file". Each run has a time
+ * limit, so that a regression fails instead of hanging the suite. */
+static void test_wrong_kind_inputs(void **state) {
+  (void)state;
+  char fifo[4200];
+  snprintf(fifo, sizeof fifo, "%s/pipe.cgr", tmpdir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  struct run r = run("timeout 20", "info '%s'", fifo);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "pipe.cgr: a named pipe (FIFO), not a .cgr file"));
+  run_free(&r);
+  r = run("timeout 20", "--graph '%s' --epochs 1 --quiet", fifo);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "a named pipe (FIFO), not a .cgr file"));
+  run_free(&r);
+  r = run("timeout 20", "--graph '%s' --epochs 1 --quiet", tmpdir);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "a folder, not a .cgr file"));
+  run_free(&r);
+  r = run("timeout 20", "convert --from edgelist --input '%s' --features x.npy --labels y.npy --output '%s/o.cgr'",
+          tmpdir, tmpdir);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, ": a folder, not a regular file (--from edgelist"));
+  run_free(&r);
+  r = run("timeout 20", "convert --from edgelist --input '%s' --features x.npy --labels y.npy --output '%s/o.cgr'",
+          fifo, tmpdir);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "pipe.cgr: a named pipe (FIFO), not a regular file"));
+  run_free(&r);
+  r = run("timeout 20", "convert --from saint --input '%s' --output '%s/o.cgr'", fifo, tmpdir);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "pipe.cgr: a named pipe (FIFO), not a folder (--from saint"));
+  run_free(&r);
+  r = run("timeout 20", "convert --from ogb --input '%s/missing' --output '%s/o.cgr'", tmpdir, tmpdir);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "missing: no such folder (--from ogb"));
+  run_free(&r);
+  assert_int_equal(remove(fifo), 0);
+}
+
 static void test_version_threads(void **state) {
   (void)state;
   struct run r = run(NULL, "--version");
@@ -423,6 +465,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_missing_dataset),
       cmocka_unit_test(test_config),
       cmocka_unit_test(test_config_long_lines),
+      cmocka_unit_test(test_wrong_kind_inputs),
       cmocka_unit_test(test_version_threads),
       cmocka_unit_test(test_metrics_path),
       cmocka_unit_test(test_partition_cache),
