@@ -152,10 +152,14 @@ int cli_parse_float(const char *cmd, const char *opt, const char *s, float *out)
   double v = 0.0;
   errno = 0;
   if (value_starts_ok(s)) v = strtod(s, &end);
-  if (!end || end == s || *end != '\0' || isnan(v) || (errno && errno != ERANGE))
-    return cli_usage_error(cmd, "%s '%s': expected a number", opt, s);
+  const int range = errno == ERANGE;
+  if (!end || end == s || *end != '\0' || isnan(v) || (errno && !range) || (isinf(v) && !range))
+    return cli_usage_error(cmd, "%s '%s': expected a%s number", opt, s, isinf(v) ? " finite" : "");
   /* The value is kept as a float: one that becomes inf ("1e39", "1e300") or 0 ("1e-50")
    * there is refused here, as written, rather than reported later as "inf" or "0". */
+  if (range && v == 0.0)
+    return cli_usage_error(cmd, "%s '%s': too close to 0 for a single-precision float (smallest "
+                           "about 1.4e-45): write 0 if that is meant", opt, s);
   if (isinf(v) || isinf((float)v))
     return cli_usage_error(cmd, "%s '%s': out of range (values are single-precision floats, at "
                            "most about 3.4e38 in magnitude)", opt, s);
