@@ -69,7 +69,11 @@ void cmd_train_usage(FILE *out) {
           "                                reproducible for a fixed thread count\n"
           "  --tf32                        CUDA: allow TF32 matrix products (faster, less exact)\n"
           "  --metrics FILE                write JSON Lines metrics: one object per epoch, then a\n"
-          "                                summary object\n"
+          "                                summary object (an earlier metrics file is replaced,\n"
+          "                                any other existing file only with --force)\n"
+          "  --force                       let --metrics and --checkpoint replace an existing file\n"
+          "                                of another kind (never an input: the graph, --resume,\n"
+          "                                a settings file)\n"
           "  --quiet                       no per-epoch log lines and no progress lines\n"
           "checkpoints\n"
           "  --checkpoint FILE             save the training state (parameters, Adam state, losses)\n"
@@ -106,7 +110,7 @@ enum {
   OPT_OPTIMIZER, OPT_LR, OPT_WD, OPT_WD_SCOPE, OPT_EPOCHS, OPT_EVAL_EVERY, OPT_SEED, OPT_DEVICE,
   OPT_THREADS, OPT_TF32, OPT_METRICS, OPT_QUIET, OPT_CONFIG, OPT_PRINT_CONFIG,
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
-  OPT_CHECKPOINT_EVERY, OPT_RESUME
+  OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_FORCE
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
@@ -150,6 +154,7 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   if (c->metrics_path) fprintf(out, "metrics = %s\n", c->metrics_path);
   else fprintf(out, "# metrics = FILE (none)\n");
   fprintf(out, "quiet = %s\n", c->quiet ? "true" : "false");
+  if (c->force) fprintf(out, "force = true\n");
   fprintf(out, "\n[checkpoints]\n");
   if (c->checkpoint_path) fprintf(out, "checkpoint = %s\ncheckpoint-every = %d\n", c->checkpoint_path, c->checkpoint_every);
   else fprintf(out, "# checkpoint = FILE (none)\n");
@@ -314,6 +319,7 @@ int cmd_train(int argc, char **argv) {
       {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
       {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
       {"resume", required_argument, NULL, OPT_RESUME},
+      {"force", no_argument, NULL, OPT_FORCE},
       {"config", required_argument, NULL, OPT_CONFIG},
       {"print-config", no_argument, NULL, OPT_PRINT_CONFIG},
       {"partition", required_argument, NULL, OPT_PARTITION},
@@ -335,8 +341,8 @@ int cmd_train(int argc, char **argv) {
     if (cli_speaks()) fprintf(stderr, "capgnn: error: %s (see capgnn train --help)\n", cg_err_msg());
     return cg_err_status() == CG_ERR_IO ? CAPGNN_EXIT_FAILURE : CAPGNN_EXIT_USAGE;
   }
-  const char *files[16];
-  int nfiles = config_file_names(argc, argv, files, 16);
+  const char *files[17] = {NULL};
+  int nfiles = config_file_names(argc, argv, files, 16); /* files[nfiles] stays NULL */
   int rc = cmd_train_parsed(xargc, xargv, longopts, files, nfiles);
   config_file_argv_free(xargc, xargv); /* cfg's strings point into it: freed after the run */
   return rc;
@@ -346,6 +352,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
                             int nfiles) {
   struct rt_config cfg;
   rt_config_defaults(&cfg);
+  cfg.inputs = files; /* no output may replace a settings file */
   optind = 1;
   opterr = 0; /* our own one-line messages */
   int c, rc = 0, print = 0;
@@ -417,6 +424,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         rc = cli_parse_int("train", "--checkpoint-every", optarg, &cfg.checkpoint_every);
         break;
       case OPT_RESUME: cfg.resume_path = optarg; break;
+      case OPT_FORCE: cfg.force = 1; break;
       case OPT_PRINT_CONFIG: print = 1; break;
       case OPT_PARTITION:
         if (strcmp(optarg, "metis") == 0 || strcmp(optarg, "random") == 0) par.partition = optarg;

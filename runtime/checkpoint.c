@@ -407,21 +407,27 @@ static int file_is_checkpoint(const char *path) {
   return got == (ssize_t)sizeof magic && memcmp(magic, CKPT_MAGIC, sizeof magic) == 0;
 }
 
-int rt_checkpoint_probe_target(const char *path, int warn_replace) {
+const struct cg_outfile_kind *rt_checkpoint_kind(void) {
+  static const char *const sig[] = {CKPT_MAGIC, NULL};
+  static const struct cg_outfile_kind kind = {"capgnn checkpoint", sig, 0};
+  return &kind;
+}
+
+int rt_checkpoint_probe_target(const char *path, int warn_replace, const struct cg_outfile_input *inputs,
+                               int ninputs, int force) {
   struct stat sb;
   if (stat(path, &sb) == 0) {
     char *real = realpath(path, NULL);
     const int devnull = real && strcmp(real, "/dev/null") == 0;
     free(real);
-    if (!devnull && !S_ISREG(sb.st_mode))
+    if (devnull) return CG_OK;
+    if (!S_ISREG(sb.st_mode))
       return cg_err_set(CG_ERR_IO, "--checkpoint %s: not a regular file (a checkpoint must be a file "
                         "that --resume can read back)", path);
-    if (!devnull && sb.st_size > 0 && !file_is_checkpoint(path))
-      return cg_err_set(CG_ERR_IO, "--checkpoint %s: the file exists and is not a capgnn checkpoint; "
-                        "refusing to replace it (remove it or choose another path)", path);
-    if (!devnull && sb.st_size > 0 && warn_replace)
+    if (sb.st_size > 0 && warn_replace && file_is_checkpoint(path))
       LOG_WARN_COMMON("train", "--checkpoint %s: replacing the checkpoint there (written by an earlier "
                       "run); to continue that run instead, pass --resume %s", path, path);
   }
+  TRY(cg_outfile_check(path, "--checkpoint", rt_checkpoint_kind(), inputs, ninputs, force, 0));
   return cg_outfile_probe(path, "checkpoint");
 }

@@ -87,6 +87,10 @@ struct rt_config {
   const char *checkpoint_path; /* write the training state here, NULL = never */
   int checkpoint_every;   /* ... every N epochs and after the last; 0 = after the last only */
   const char *resume_path; /* continue from this checkpoint, NULL = start afresh */
+  /* outputs (the rule of core/outfile.h: "checkpoints in a run" below) */
+  int force;              /* replace an existing --metrics / --checkpoint file of another kind */
+  const char *const *inputs; /* other files the run reads (settings files), NULL-terminated;
+                                no output may be one of them. NULL: none */
 };
 
 /* Defaults: synth:small, GCN, 2 layers, 16 hidden, dropout 0.5, no LayerNorm, Adam
@@ -374,9 +378,13 @@ int rt_train_request_stop(void);
 
 /* Checkpoints in a run. Before the graph is loaded, rt_run (and rt_run_dist, every
  * rank agreeing on each step) checks the run's files once — the checkpoint, resume,
- * metrics and graph files are distinct, the metrics file can be created, the
- * checkpoint target is new, /dev/null or an earlier checkpoint (replacing one that
- * the run does not resume from is warned about) — and reads cfg->resume_path once:
+ * metrics and graph files are distinct; each output follows core/outfile.h's rule:
+ * never the graph (a name resolves to its file), the checkpoint resumed from (for
+ * the metrics) or a file of cfg->inputs; an existing metrics file (JSON Lines records
+ * of an earlier run) or checkpoint is replaced (a checkpoint the run does not resume
+ * from with a warning); any other existing file only with cfg->force; a checkpoint
+ * goes to a regular file or /dev/null; both can be created — and reads
+ * cfg->resume_path once:
  * it must read back and hold the same model shape with epochs left to train. Once the
  * graph is loaded and the local problem built, before the backend is opened (rt_run)
  * or the exchange created (rt_run_dist, every rank agreeing, so that the job reports
