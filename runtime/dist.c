@@ -254,6 +254,15 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   *fatal = 0;
   if (res) memset(res, 0, sizeof *res);
   st = rt_config_check(cfg);
+  /* the thread count used (runtime.h, "threads of a rank"), before any OpenMP region:
+   * the backend, the summary and the checkpoints see it */
+  struct rt_config resolved;
+  if (st == CG_OK) {
+    resolved = *cfg;
+    resolved.threads = rt_threads_setup(cfg->threads, comm_host_local_size(c), comm_host_local_rank(c),
+                                        cfg->device);
+    cfg = &resolved;
+  }
   if (comm_size(c) == 1) { /* the single-process path, unchanged */
     if (st < 0) return st;
     return rt_run_checked(cfg, res);

@@ -79,7 +79,9 @@ struct rt_config {
   uint64_t seed;          /* weights and dropout masks */
   /* execution */
   const char *device;     /* "auto" | "cpu" | "cuda" */
-  int threads;            /* CPU backend threads, 0 = OpenMP default */
+  int threads;            /* CPU threads per rank; 0: rt_threads_setup's default (rt_run and
+                             rt_run_dist resolve it first: the run, its summary and its
+                             checkpoints see the count used) */
   int tf32;               /* CUDA: allow TF32 GEMM (off by default: exactness) */
   const char *metrics_path; /* JSON Lines metrics file, NULL = none */
   int quiet;              /* 1: no per-epoch INFO lines */
@@ -263,6 +265,28 @@ int rt_backend_open(const char *device, int threads, int tf32, struct cg_backend
  * rt_backend_open uses ordinal 0. Ignored for the CPU backend. */
 int rt_backend_open_ordinal(const char *device, int threads, int tf32, int ordinal,
                             struct cg_backend **out);
+/* ---- threads of a rank (--threads) ----------------------------------------------
+ * --threads N runs N threads per rank; 0 (the default) gives each rank the host's
+ * CPUs divided by the ranks on that host (at least 1), so that `mpirun -np 4` on 2
+ * cores runs 1 thread per rank and `mpirun -np 1` uses every core. A launcher that
+ * bound the rank to one CPU (Open MPI binds each of at most 2 ranks to a core) would
+ * squeeze those threads onto it: with the default the binding is then widened to
+ * every CPU of the host; a binding to several CPUs per rank is the user's choice and
+ * caps the default. Ranks x threads above the host's CPUs is warned about, once per
+ * host (except on GPUs, where the threads do little). */
+struct rt_threads {
+  int threads;        /* per rank */
+  int widen;          /* widen the rank's CPU binding (cg_cpus_unbind) */
+  int oversubscribed; /* ranks_on_host x threads > host CPUs */
+  int squeezed;       /* an explicit --threads above the CPUs the rank is bound to */
+};
+/* The decision alone, from the counts (no hardware): for tests and rt_threads_setup. */
+void rt_threads_plan(int requested, int host_cpus, int bound_cpus, int ranks_on_host, struct rt_threads *out);
+/* Decide for this process (core/cpus.h's counts), widen the binding when the plan says
+ * so, make it OpenMP's default, log it (INFO on rank 0; the warnings on host-local rank
+ * 0). Call before any OpenMP region runs. Returns the threads per rank (>= 1). */
+int rt_threads_setup(int requested, int ranks_on_host, int host_rank, const char *device);
+
 /* One line naming the backend's device for logs and metrics ("cpu", or the GPU's
  * model, memory and UUID for CUDA). */
 const char *rt_backend_describe(const struct cg_backend *be);

@@ -12,15 +12,19 @@
  *    bytes modelled from the partition that `capgnn partition` reports (halo rows x
  *    the width the 2-layer GCN exchanges x 4 bytes x 2 directions); allreduce_bytes =
  *    2 ranks x parameters x 4; compute_max_s >= compute_min_s > 0.
- * 3. Usage errors under mpiexec -n 2 print one "capgnn: error:" line (rank 0's).
+ * 3. Without --threads, -np 1 / 2 / 4 run the host's CPUs divided by the ranks (the
+ *    summary says how many; more ranks than CPUs are warned about).
+ *    Usage errors under mpiexec -n 2 print one "capgnn: error:" line (rank 0's).
  *    Set-up errors on 2 ranks print one "capgnn: error:" line for the job and leave
  *    through MPI_Finalize with exit code 1 (no MPI_Abort): a graph no rank finds, a
  *    --metrics path rank 0 cannot create (found before the graph is opened), and a
  *    --resume checkpoint of another graph (found once the graph is loaded, before
  *    training starts).
  * The runs are a few seconds on synth:small (CPU backend, 1 thread). */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include <glob.h>
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -121,6 +125,22 @@ static int read_metrics(const char *path, struct metrics *m) {
   }
   free(s);
   return 0;
+}
+
+/* The CPUs the host lets this process use, whatever its binding (core/cpus.h's
+ * cg_cpus_host, done here without the library). */
+static int host_cpus(void) {
+  cpu_set_t saved, all;
+  int n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (sched_getaffinity(0, sizeof saved, &saved) != 0) return n;
+  CPU_ZERO(&all);
+  for (int i = 0; i < CPU_SETSIZE; i++) CPU_SET(i, &all);
+  if (sched_setaffinity(0, sizeof all, &all) == 0) {
+    cpu_set_t now;
+    if (sched_getaffinity(0, sizeof now, &now) == 0) n = CPU_COUNT(&now);
+    sched_setaffinity(0, sizeof saved, &saved);
+  }
+  return n > 0 ? n : 1;
 }
 
 /* Runs a shell command, output to `log`; returns the exit status. */
@@ -324,6 +344,34 @@ int main(int argc, char **argv) {
     CHECK(out && strstr(out, want[k]), "`%s`: no '%s' in:\n%s", cmd, want[k], out ? out : "");
     CHECK(out && !strstr(out, "MPI_ABORT"), "`%s` aborted the job:\n%s", cmd, out ? out : "");
     free(out);
+  }
+
+  /* ---- threads per rank without --threads: the host's CPUs divided by the ranks on it
+   * (issue #18, item 1): -np 1 uses every CPU (Open MPI binds it to one core: widened),
+   * -np 2 and -np 4 share them; the summary records the count used, never 0; more ranks
+   * than CPUs are warned about ---- */
+  {
+    const int cpus = host_cpus();
+    for (int np = 1; np <= 4; np *= 2) {
+      char met[600];
+      snprintf(met, sizeof met, "%s/threads%d.jsonl", g_dir, np);
+      snprintf(log, sizeof log, "%s/threads%d.log", g_dir, np);
+      snprintf(cmd, sizeof cmd, "%s -n %d %s %s --graph synth:tiny --epochs 2 --device cpu --no-part-cache --quiet "
+               "--metrics %s", mpiexec, np, mpi, capgnn, met);
+      int rc = run(cmd, log);
+      char *out = slurp(log), *summary = slurp(met);
+      const int per_rank = cpus / np > 1 ? cpus / np : 1;
+      char key[64];
+      snprintf(key, sizeof key, "\"threads\":%d,", per_rank);
+      CHECK(rc == 0, "`%s` exited %d:\n%s", cmd, rc, out ? out : "");
+      CHECK(summary && strstr(summary, key), "-np %d on %d CPUs: expected %s in the summary:\n%s", np, cpus, key,
+            summary ? summary : "");
+      const int warned = out && strstr(out, "ranks share CPUs") != NULL;
+      CHECK(warned == (np > cpus), "-np %d on %d CPUs: oversubscription %swarned:\n%s", np, cpus,
+            warned ? "" : "not ", out ? out : "");
+      free(out);
+      free(summary);
+    }
   }
 
   /* ---- usage errors (found before MPI starts, the same on every rank): one line for the
