@@ -390,6 +390,20 @@ int rt_checkpoint_read(const char *path, struct rt_checkpoint *c) {
   memcpy(c->adam_v, p + 2 * pbytes, pbytes);
   memcpy(c->loss, p + 3 * pbytes, lbytes);
   cg_free(buf);
+  buf = NULL;
+  /* a state that holds NaN or inf (written by a run on its way to diverging) cannot
+   * continue a run nor be used: refused here, with where it is, not after a resumed
+   * run's first step */
+  const float *arr[3] = {c->params, c->adam_m, c->adam_v};
+  const char *what[3] = {"parameter", "Adam first moment", "Adam second moment"};
+  for (int a = 0; a < 3; a++)
+    for (int64_t i = 0; i < c->num_params; i++)
+      if (!isfinite(arr[a][i])) {
+        st = cg_err_set(CG_ERR_FORMAT, "checkpoint %s: %s %lld of %lld is %s: the run that wrote it was "
+                        "diverging (try a smaller --lr); this state cannot be resumed or used", path, what[a],
+                        (long long)i, (long long)c->num_params, isnan(arr[a][i]) ? "NaN" : "infinite");
+        goto fail;
+      }
   return CG_OK;
 fail:
   cg_free(buf);

@@ -138,7 +138,7 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
 
 int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const struct cg_backend *be,
                        const struct rt_config *cfg, const struct rt_result *r, int resumed_from,
-                       double t_start) {
+                       double t_start, int last, const char *outcome) {
   if (!mt->f) return CG_OK;
   cJSON *o = cJSON_CreateObject();
   if (!o) return cg_err_set(CG_ERR_NOMEM, "out of memory creating the metrics summary");
@@ -155,12 +155,13 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
   cJSON_AddNumberToObject(o, "ranks", loc->nranks);
   add_config(o, cfg);
   cJSON_AddNumberToObject(o, "params", (double)r->num_params);
-  cJSON_AddNumberToObject(o, "epochs", r->epochs);
+  cJSON_AddNumberToObject(o, "epochs", last);
+  cJSON_AddStringToObject(o, "outcome", outcome);
   cJSON_AddNumberToObject(o, "resumed_from_epoch", resumed_from);
   json_num(o, "best_val_acc", r->best_val_acc);
   json_num(o, "test_acc_at_best_val", r->test_acc_at_best_val);
   cJSON_AddNumberToObject(o, "best_epoch", r->best_epoch);
-  json_num(o, "final_loss", r->loss[r->epochs - 1]);
+  json_num(o, "final_loss", r->loss[last - 1]);
   json_num(o, "final_train_acc", r->final_train_acc);
   json_num(o, "final_val_acc", r->final_val_acc);
   json_num(o, "final_test_acc", r->final_test_acc);

@@ -315,7 +315,10 @@ struct rt_checkpoint; /* "checkpoints" below */
  *     device, threads,
  *     ranks, model, layers, hidden, dropout, input_dropout, layernorm, optimizer, lr,
  *     weight_decay,
- *     wd_scope, feat_norm, eval_every, seed, params, epochs, resumed_from_epoch, best_val_acc,
+ *     wd_scope, feat_norm, eval_every, seed, params, epochs (the last epoch reached),
+ *     outcome ("completed"; "interrupted": stopped on request; "diverged": the loss of
+ *     the last epoch is not finite; a run that stops early writes its summary too),
+ *     resumed_from_epoch, best_val_acc,
  *     test_acc_at_best_val, best_epoch, final_loss, final_train_acc, final_val_acc,
  *     final_test_acc, median_epoch_s, total_s, peak_rss_bytes}.
  * Timers (the backend is synchronised before every reading):
@@ -380,7 +383,9 @@ struct rt_checkpoint {
   int best_epoch;
   double final_train_acc, final_val_acc, final_test_acc, last_val_acc;
 };
-/* CG_ERR_IO / CG_ERR_FORMAT with a message naming the file and what is wrong. */
+/* CG_ERR_IO / CG_ERR_FORMAT with a message naming the file and what is wrong. The
+ * reader also refuses a checkpoint whose parameters or Adam moments are not all
+ * finite (a run on its way to diverging wrote it): CG_ERR_FORMAT naming the first. */
 int rt_checkpoint_write(const char *path, const struct rt_checkpoint *c);
 int rt_checkpoint_read(const char *path, struct rt_checkpoint *c);
 /* Whether checkpoint c (read from `path`) can continue the run cfg describes: the

@@ -125,10 +125,13 @@ int rt_metrics_probe(const char *path);
  * one replaces it. */
 int rt_metrics_open(struct rt_metrics *mt, const char *path, int append);
 int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec);
-/* The last line; r->loss has r->epochs entries; total_s counts from t_start. */
+/* The last line, for a run that reached epoch `last` (its "epochs"; final_loss is
+ * r->loss[last - 1]) and ended as `outcome` says: "completed" (last = --epochs),
+ * "interrupted" (a stop on request) or "diverged" (the loss of epoch `last` is not
+ * finite); total_s counts from t_start. */
 int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const struct cg_backend *be,
                        const struct rt_config *cfg, const struct rt_result *r, int resumed_from,
-                       double t_start);
+                       double t_start, int last, const char *outcome);
 /* Close the file at the end of a run whose status is st: the temporary becomes the
  * file when this run wrote a record (whatever st: the records say how far it got),
  * else it is removed and an earlier file stays as it was. Returns st, or CG_ERR_IO

@@ -144,8 +144,9 @@ static int train_checkpoint(struct train_run *t, int e, int stop) {
 }
 
 /* Epoch e: the timed step, the cross-rank sums and extremes, the evaluation when due,
- * the metrics record and the checkpoint. *stop: every rank stops after this epoch. */
-static int train_epoch(struct train_run *t, int e, int *stop) {
+ * the metrics record and the checkpoint. *stop: every rank stops after this epoch.
+ * *diverged: the loss is not finite (every rank: it is global); the error says so. */
+static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   struct cg_backend *be = t->be;
   const struct rt_config *cfg = t->cfg;
   const int E = cfg->epochs;
@@ -157,8 +158,10 @@ static int train_epoch(struct train_run *t, int e, int *stop) {
   double dt = cg_time_now() - t0;
   t->epoch_s[e - 1] = dt;
   t->r.loss[e - 1] = ss.loss;
-  if (!isfinite(ss.loss))
+  if (!isfinite(ss.loss)) {
+    *diverged = 1;
     return cg_err_set(CG_ERR_ARG, "training diverged: the loss is not finite at epoch %d (try a smaller --lr)", e);
+  }
 
   /* Cross-rank sums and extremes, gathered outside the timed step (every rank
    * takes this path: the loss above is global, so all stop or none). */
@@ -200,12 +203,23 @@ static int train_interrupted(const struct rt_config *cfg, int e) {
                     "--checkpoint FILE to keep the state when stopped)", e, cfg->epochs);
 }
 
-/* After the last epoch: the median epoch time, the closing line and the summary. */
-static int train_finish(struct train_run *t) {
+/* After the last epoch the run reached (`last`: --epochs, or earlier when it was
+ * stopped or diverged, as `outcome` says): the median epoch time, the closing line
+ * and the summary, which a run that stops early writes too. */
+static int train_finish(struct train_run *t, int last, const char *outcome) {
   struct rt_result *r = &t->r;
   const char *acc = t->acc_name;
-  const int E = t->cfg->epochs;
-  r->median_epoch_s = median(t->epoch_s + t->e_done, E - t->e_done, t->tmp); /* epochs run here */
+  r->median_epoch_s = median(t->epoch_s + t->e_done, last - t->e_done, t->tmp); /* epochs run here */
+  if (strcmp(outcome, "completed") != 0) {
+    /* the caller's error (interrupted, diverged) stays the run's message */
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", cg_err_msg());
+    const int status = cg_err_status();
+    const int st = rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start, last, outcome);
+    if (st != CG_OK) LOG_WARN("train", "the metrics summary of the stopped run was not written: %s", cg_err_msg());
+    cg_err_set(status, "%s", msg);
+    return st;
+  }
   if (r->best_epoch > 0)
     LOG_INFO("train", "done: best val %s %.4f at epoch %d, test %s there %.4f; median epoch %.2f ms",
              acc, r->best_val_acc, r->best_epoch, acc, r->test_acc_at_best_val, r->median_epoch_s * 1e3);
@@ -213,7 +227,7 @@ static int train_finish(struct train_run *t) {
     LOG_INFO("train", "done: no validation vertices, so no best epoch; final train %s %.4f, test "
              "%s %.4f; median epoch %.2f ms", acc, r->final_train_acc, acc, r->final_test_acc,
              r->median_epoch_s * 1e3);
-  return rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start);
+  return rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start, last, outcome);
 }
 
 int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
@@ -244,15 +258,20 @@ int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct c
   train_stop = 0;
   train_active = 1;
   for (int e = t.e_done + 1; e <= E; e++) {
-    int stop = 0;
-    TRY_GOTO(train_epoch(&t, e, &stop), done);
+    int stop = 0, diverged = 0;
+    st = train_epoch(&t, e, &stop, &diverged);
+    if (st < 0) {
+      if (diverged) train_finish(&t, e, "diverged");
+      goto done;
+    }
     if (stop) {
       st = train_interrupted(cfg, e);
+      train_finish(&t, e, "interrupted");
       goto done;
     }
   }
   if (t.live) cg_progress_end(&t.pr);
-  TRY_GOTO(train_finish(&t), done);
+  TRY_GOTO(train_finish(&t, E, "completed"), done);
 
 done:
   train_active = 0;

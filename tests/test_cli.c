@@ -268,6 +268,7 @@ static void train_metrics(void **state) {
       assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "best_val_acc")));
       assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "test_acc_at_best_val")));
       assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "device")->valuestring, "cpu");
+      assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "outcome")->valuestring, "completed");
     } else {
       for (size_t k = 0; k < sizeof epoch_keys / sizeof epoch_keys[0]; k++)
         if (!cJSON_GetObjectItemCaseSensitive(o, epoch_keys[k]))
@@ -320,6 +321,41 @@ static void train_metrics(void **state) {
   }
   assert_null(la);
   assert_null(lb);
+}
+
+/* The summary object (the last line) of a metrics file; NULL when there is none. */
+static cJSON *last_summary(const char *path) {
+  static char buf[1 << 20];
+  slurp(path, buf, sizeof buf);
+  cJSON *found = NULL;
+  char *save = NULL;
+  for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    cJSON *o = cJSON_Parse(line);
+    if (o && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "summary"))) {
+      cJSON_Delete(found);
+      found = o;
+    } else {
+      cJSON_Delete(o);
+    }
+  }
+  return found;
+}
+
+/* A run that diverges still writes its summary, saying so (issue #18, item 7). */
+static void diverged_summary(void **state) {
+  (void)state;
+  char met[300];
+  snprintf(met, sizeof met, "%s/diverged.jsonl", tmpdir);
+  expect_error(1, (const char *const[]){"--graph", "synth:tiny", "--epochs", "50", "--lr", "1e30", "--threads",
+                                        "1", "--quiet", "--metrics", met, NULL});
+  cJSON *o = last_summary(met);
+  assert_non_null(o);
+  assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "outcome")->valuestring, "diverged");
+  const int e = cJSON_GetObjectItemCaseSensitive(o, "epochs")->valueint;
+  assert_true(e >= 1 && e < 50);
+  assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "final_loss")));
+  printf("  diverged at epoch %d: summary written, outcome \"diverged\"\n", e);
+  cJSON_Delete(o);
 }
 
 /* `capgnn info` on a training checkpoint: its summary, exit 0; damaged: exit 1. */
@@ -383,6 +419,12 @@ static void interrupt_and_resume(void **state) {
   assert_non_null(at);
   const int k = atoi(at + strlen("interrupted after epoch "));
   assert_true(k >= 1);
+  /* the stopped run wrote its summary, saying how it ended (issue #18, item 7) */
+  cJSON *sum = last_summary(met);
+  assert_non_null(sum);
+  assert_string_equal(cJSON_GetObjectItemCaseSensitive(sum, "outcome")->valuestring, "interrupted");
+  assert_int_equal(cJSON_GetObjectItemCaseSensitive(sum, "epochs")->valueint, k);
+  cJSON_Delete(sum);
   char epochs[32];
   snprintf(epochs, sizeof epochs, "%d", k + 3);
   struct run_out *r = malloc(sizeof *r);
@@ -416,6 +458,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(help), cmocka_unit_test(bad_options),
                                      cmocka_unit_test(option_messages),
                                      cmocka_unit_test(bad_files), cmocka_unit_test(train_metrics),
+                                     cmocka_unit_test(diverged_summary),
                                      cmocka_unit_test(checkpoint_info),
                                      cmocka_unit_test(interrupt_and_resume)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

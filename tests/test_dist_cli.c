@@ -316,6 +316,10 @@ int main(int argc, char **argv) {
           out ? out : "");
     CHECK(out && !strstr(out, "MPI_ABORT"), "the interrupted job was aborted:\n%s", out ? out : "");
     free(out);
+    char *records = slurp(met); /* rank 0 wrote the summary of the stopped run */
+    CHECK(records && strstr(records, "\"outcome\":\"interrupted\""), "no summary saying 'interrupted':\n%s",
+          records ? records : "");
+    free(records);
     snprintf(info, sizeof info, "%s/sig_info.log", g_dir);
     snprintf(cmd, sizeof cmd, "%s info %s", capgnn, ck);
     CHECK(run(cmd, info) == 0, "the checkpoint of the interrupted 2-rank run does not check");
