@@ -75,6 +75,10 @@ void cmd_train_usage(FILE *out) {
           "                                of another kind (never an input: the graph, --resume,\n"
           "                                a settings file)\n"
           "  --quiet                       no per-epoch log lines and no progress lines\n"
+          "  --stall-timeout SECONDS       a rank that makes no progress in training for this long\n"
+          "                                (stopped, a hung GPU or file system, a peer gone) ends\n"
+          "                                the whole job, naming the rank and where it stopped;\n"
+          "                                exit status 75 (default 300; 0 = never)\n"
           "checkpoints\n"
           "  --checkpoint FILE             save the training state (parameters, Adam state, losses)\n"
           "                                after the last epoch, and when Ctrl-C or SIGTERM stops\n"
@@ -110,7 +114,7 @@ enum {
   OPT_OPTIMIZER, OPT_LR, OPT_WD, OPT_WD_SCOPE, OPT_EPOCHS, OPT_EVAL_EVERY, OPT_SEED, OPT_DEVICE,
   OPT_THREADS, OPT_TF32, OPT_METRICS, OPT_QUIET, OPT_CONFIG, OPT_PRINT_CONFIG,
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
-  OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_FORCE
+  OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_FORCE, OPT_STALL_TIMEOUT
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
@@ -148,8 +152,8 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
           "eval-every = %d\nseed = %llu\n",
           rt_optimizer_str(c->optimizer), float_str(f2, sizeof f2, c->lr), float_str(f3, sizeof f3, c->weight_decay),
           rt_wd_scope_str(c->wd_scope), c->epochs, c->eval_every, (unsigned long long)c->seed);
-  fprintf(out, "\n[execution]\ndevice = %s\nthreads = %d\ntf32 = %s\n", c->device, c->threads,
-          c->tf32 ? "true" : "false");
+  fprintf(out, "\n[execution]\ndevice = %s\nthreads = %d\ntf32 = %s\nstall-timeout = %g\n", c->device,
+          c->threads, c->tf32 ? "true" : "false", c->stall_timeout_s);
   fprintf(out, "\n[output]\n");
   if (c->metrics_path) fprintf(out, "metrics = %s\n", c->metrics_path);
   else fprintf(out, "# metrics = FILE (none)\n");
@@ -320,6 +324,7 @@ int cmd_train(int argc, char **argv) {
       {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
       {"resume", required_argument, NULL, OPT_RESUME},
       {"force", no_argument, NULL, OPT_FORCE},
+      {"stall-timeout", required_argument, NULL, OPT_STALL_TIMEOUT},
       {"config", required_argument, NULL, OPT_CONFIG},
       {"print-config", no_argument, NULL, OPT_PRINT_CONFIG},
       {"partition", required_argument, NULL, OPT_PARTITION},
@@ -425,6 +430,14 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         break;
       case OPT_RESUME: cfg.resume_path = optarg; break;
       case OPT_FORCE: cfg.force = 1; break;
+      case OPT_STALL_TIMEOUT: {
+        float v = 0.0f;
+        rc = cli_parse_float("train", "--stall-timeout", optarg, &v);
+        if (rc == 0 && !(v >= 0.0f && v <= 1e7f))
+          rc = usage_error("--stall-timeout %s: expected seconds in [0, 1e7] (0 = off)", optarg);
+        cfg.stall_timeout_s = v;
+        break;
+      }
       case OPT_PRINT_CONFIG: print = 1; break;
       case OPT_PARTITION:
         if (strcmp(optarg, "metis") == 0 || strcmp(optarg, "random") == 0) par.partition = optarg;

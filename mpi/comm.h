@@ -184,6 +184,17 @@ int comm_allgather_i64(struct comm *c, int64_t value, int64_t *out);
  * lowest failing rank. Lets every rank leave a failed setup together. */
 int comm_agree(struct comm *c, int status, const char *what);
 
+/* ---- memory shared by the ranks of a host ------------------------------------- */
+
+/* `bytes` zeroed bytes for each rank of this host in one block that every rank of the
+ * host sees (MPI_Win_allocate_shared over the host's ranks): host-local rank r's part
+ * starts at *base + r * bytes. For data another process of the host reads without
+ * calling MPI: the stall watchdog's progress slots (core/watchdog.h). Collective over
+ * the world (each host's ranks allocate together; on any rank's error every rank
+ * returns an error). One block per struct comm: a later call returns the same block
+ * (CG_ERR_ARG for another size). Freed by comm_finalize. */
+int comm_host_shared(struct comm *c, size_t bytes, void **base);
+
 /* ---- counters -------------------------------------------------------------- */
 
 struct comm_stats {

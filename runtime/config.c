@@ -33,6 +33,7 @@ void rt_config_defaults(struct rt_config *c) {
   c->checkpoint_path = NULL;
   c->checkpoint_every = 0;
   c->resume_path = NULL;
+  c->stall_timeout_s = 300.0;
 }
 
 float rt_config_layer_dropout(const struct rt_config *c, int l) {
@@ -93,6 +94,8 @@ int rt_config_check(const struct rt_config *c) {
                       "epoch only)", c->checkpoint_every);
   if (c->checkpoint_every > 0 && !c->checkpoint_path)
     return cg_err_set(CG_ERR_ARG, "--checkpoint-every needs --checkpoint FILE (where to write)");
+  if (!(c->stall_timeout_s >= 0.0 && c->stall_timeout_s <= 1e7))
+    return cg_err_set(CG_ERR_ARG, "--stall-timeout %g: expected seconds in [0, 1e7] (0 = off)", c->stall_timeout_s);
   if (!c->device || (strcmp(c->device, "auto") && strcmp(c->device, "cpu") && strcmp(c->device, "cuda")))
     return cg_err_set(CG_ERR_ARG, "--device %s: expected auto, cpu or cuda", c->device ? c->device : "(null)");
   return CG_OK;

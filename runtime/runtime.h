@@ -89,6 +89,12 @@ struct rt_config {
   const char *checkpoint_path; /* write the training state here, NULL = never */
   int checkpoint_every;   /* ... every N epochs and after the last; 0 = after the last only */
   const char *resume_path; /* continue from this checkpoint, NULL = start afresh */
+  /* a rank that makes no progress for this long (seconds) ends the job, with a message
+   * naming it and where it stopped (core/watchdog.h); 0 = never. Default 300. It
+   * watches the training loop (set-up, whose length depends on the graph, is not
+   * watched): it must exceed the longest step of the run (an epoch's layer, a
+   * checkpoint's write). */
+  double stall_timeout_s;
   /* outputs (the rule of core/outfile.h: "checkpoints in a run" below) */
   int force;              /* replace an existing --metrics / --checkpoint file of another kind */
   const char *const *inputs; /* other files the run reads (settings files), NULL-terminated;

@@ -197,6 +197,13 @@ int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct c
                      const struct rt_config *cfg, const struct rt_checkpoint *resume,
                      struct rt_result *res);
 
+/* ---- the stall watchdog's view (stall.c) --------------------------------------- */
+
+/* An exchange that forwards every call to `inner` and marks, for core/watchdog.h,
+ * where this rank is around each (waiting for the other ranks or not). `inner` stays
+ * the caller's and must outlive it; cg_exchange_destroy releases the wrapper alone. */
+int rt_watch_exchange_wrap(struct cg_exchange *inner, struct cg_exchange **out);
+
 /* ---- test-only fault injection (fault.c; partition-parallel builds) ----------- */
 
 /* What CAPGNN_TEST_FAIL_RANK / CAPGNN_TEST_FAIL_AT ask of rank `rank` (runtime/dist.h):

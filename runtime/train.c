@@ -14,6 +14,7 @@
 #include "core/progress.h"
 #include "core/status.h"
 #include "core/timer.h"
+#include "core/watchdog.h"
 #include "runtime/runtime_internal.h"
 
 void rt_result_free(struct rt_result *r) {
@@ -54,7 +55,8 @@ static void best_consider(struct rt_best *b, const struct rt_eval *ev, int e) {
 struct train_run {
   struct cg_backend *be;
   const struct rt_local *loc;
-  struct cg_exchange *ex; /* NULL for a single process */
+  struct cg_exchange *ex; /* NULL for a single process; else watched (runtime/stall.c) */
+  struct cg_exchange *watched; /* the wrapper of the caller's exchange, released at the end */
   const struct rt_config *cfg;
   struct rt_model *m;
   struct rt_metrics metrics;
@@ -151,6 +153,7 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   const struct rt_config *cfg = t->cfg;
   const int E = cfg->epochs;
   struct rt_step_stats ss;
+  cg_watch_mark("the training step", e, -1, 0);
   be->sync(be);
   double t0 = cg_time_now();
   TRY(rt_model_step(t->m, (uint32_t)e, &ss));
@@ -177,7 +180,10 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   const int on_schedule = (e % cfg->eval_every) == 0;
   struct rt_eval ev = {NAN, NAN, NAN, NAN, NAN};
   double eval_s = NAN;
-  if (on_schedule || e == E) TRY(train_evaluate(t, e, on_schedule, ss.loss, dt, &ev, &eval_s));
+  if (on_schedule || e == E) {
+    cg_watch_mark("the evaluation", e, -1, 0);
+    TRY(train_evaluate(t, e, on_schedule, ss.loss, dt, &ev, &eval_s));
+  }
   if (t->live) {
     char detail[128];
     snprintf(detail, sizeof detail, "loss %.4f  val %s %.4f  %.1f ms/epoch", ss.loss, t->acc_name,
@@ -189,7 +195,9 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
       .comm_s = ss.comm_s, .halo_bytes = sums[0], .allreduce_bytes = sums[1],
       .compute_max_s = ext[0], .compute_min_s = -ext[1], .cache_hits = ss.cache_hits,
       .cache_lookups = ss.cache_lookups, .eval_s = eval_s};
+  cg_watch_mark("writing the metrics record", e, -1, 0);
   TRY(rt_metrics_epoch(&t->metrics, &rec));
+  cg_watch_mark("writing the checkpoint", e, -1, 0);
   TRY(train_checkpoint(t, e, *stop));
   return CG_OK;
 }
@@ -248,6 +256,10 @@ int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct c
   if (cfg->resume_path && !cfg->checkpoint_path)
     LOG_WARN_COMMON("train", "--resume %s without --checkpoint: this run saves no checkpoint of its own",
                     cfg->resume_path);
+  if (ex) { /* the stall watchdog sees where this rank waits for the others */
+    TRY_GOTO(rt_watch_exchange_wrap(ex, &t.watched), done);
+    t.ex = t.watched;
+  }
   TRY_GOTO(train_setup(&t), done);
   if (resume)
     TRY_GOTO(rt_checkpoint_restore(resume, cfg->resume_path, t.m, loc, cfg, &t.r, &t.tr, &t.e_done), done);
@@ -257,6 +269,10 @@ int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct c
   if (t.live) cg_progress_begin(&t.pr, "training", E - t.e_done, "epochs"); /* this run's */
   train_stop = 0;
   train_active = 1;
+  if (cg_watchdog_start(cfg->stall_timeout_s, "training") != CG_OK) { /* runs unwatched */
+    LOG_WARN("train", "%s; training goes on without --stall-timeout", cg_err_msg());
+    cg_err_clear();
+  }
   for (int e = t.e_done + 1; e <= E; e++) {
     int stop = 0, diverged = 0;
     st = train_epoch(&t, e, &stop, &diverged);
@@ -274,10 +290,12 @@ int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct c
   TRY_GOTO(train_finish(&t, E, "completed"), done);
 
 done:
+  cg_watchdog_stop();
   train_active = 0;
   if (t.live && st < 0) cg_progress_cancel(&t.pr);
   st = rt_metrics_close(&t.metrics, st);
   rt_model_destroy(&t.m);
+  cg_exchange_destroy(&t.watched);
   cg_free(t.epoch_s);
   cg_free(t.tmp);
   if (st == CG_OK && res) *res = t.r;
