@@ -65,8 +65,9 @@ void cmd_train_usage(FILE *out) {
           "  --seed N                      seed of weights and dropout masks (default 1)\n"
           "execution and output\n"
           "  --device auto|cpu|cuda        compute backend (default auto: CUDA if built and present)\n"
-          "  --threads N                   CPU threads, 0 = all cores (default 0); results are\n"
-          "                                reproducible for a fixed thread count\n"
+          "  --threads N                   CPU threads per rank (default 0 = the host's cores / its\n"
+          "                                ranks, at least 1: all cores for one process); results\n"
+          "                                are reproducible for a fixed thread count\n"
           "  --tf32                        CUDA: allow TF32 matrix products (faster, less exact)\n"
           "  --metrics FILE                write JSON Lines metrics: one object per epoch, then a\n"
           "                                summary object (an earlier metrics file is replaced,\n"
@@ -419,7 +420,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_THREADS:
         rc = cli_parse_int("train", "--threads", optarg, &cfg.threads);
         if (rc == 0 && (cfg.threads < 0 || cfg.threads > 4096))
-          rc = usage_error("--threads %d: expected an integer in [0, 4096] (0 = all cores)", cfg.threads);
+          rc = usage_error("--threads %d: expected an integer in [0, 4096] (0 = the host's cores / its ranks)", cfg.threads);
         break;
       case OPT_TF32: cfg.tf32 = 1; break;
       case OPT_METRICS: cfg.metrics_path = optarg; break;

@@ -87,7 +87,7 @@ int rt_config_check(const struct rt_config *c) {
   if (c->eval_every < 1)
     return cg_err_set(CG_ERR_ARG, "--eval-every %d: expected an integer >= 1", c->eval_every);
   if (c->threads < 0 || c->threads > 4096)
-    return cg_err_set(CG_ERR_ARG, "--threads %d: expected an integer in [0, 4096] (0 = all cores)",
+    return cg_err_set(CG_ERR_ARG, "--threads %d: expected an integer in [0, 4096] (0 = the host's cores / its ranks)",
                       c->threads);
   if (c->checkpoint_every < 0)
     return cg_err_set(CG_ERR_ARG, "--checkpoint-every %d: expected an integer >= 0 (0 = after the last "

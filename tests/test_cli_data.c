@@ -509,10 +509,10 @@ static void test_version_threads(void **state) {
   /* The error and --help describe 0 the same way. */
   r = run(NULL, "--threads -1");
   assert_int_equal(r.rc, 2);
-  assert_non_null(strstr(r.err, "(0 = all cores)"));
+  assert_non_null(strstr(r.err, "(0 = the host's cores / its ranks)"));
   run_free(&r);
   r = run(NULL, "train --help");
-  assert_non_null(strstr(r.out, "0 = all cores"));
+  assert_non_null(strstr(r.out, "0 = the host's cores / its"));
   run_free(&r);
 }
 
