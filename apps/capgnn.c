@@ -5,10 +5,12 @@
  *
  * A subcommand is one entry in `commands` below and one function in its own
  * apps/cmd_<name>.c; nothing else changes to add one. */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "apps/commands_internal.h"
+#include "apps/config_file_internal.h"
 
 struct capgnn_command {
   const char *name;
@@ -60,7 +62,7 @@ static void usage(FILE *out) {
 int main(int argc, char **argv) {
   if (argc < 2 || argv[1][0] == '-') {
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-      usage(stdout);
+      if (cli_speaks()) usage(stdout); /* once under mpirun */
       return CAPGNN_EXIT_OK;
     }
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
@@ -88,7 +90,18 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < ncommands; i++)
     if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
-  fprintf(stderr, "capgnn: error: unknown command '%s' (commands:", argv[1]);
+  if (!cli_speaks()) return CAPGNN_EXIT_USAGE; /* rank 0 says it for the job */
+  /* the settings files' "did you mean", over the command names */
+  struct option names[sizeof commands / sizeof commands[0] + 3];
+  memset(names, 0, sizeof names);
+  int k = 0;
+  for (int i = 0; i < ncommands; i++) names[k++].name = commands[i].name;
+  names[k++].name = "version";
+  names[k++].name = "help";
+  const char *best = config_option_suggest(argv[1], names);
+  fprintf(stderr, "capgnn: error: unknown command '%s'", argv[1]);
+  if (best) fprintf(stderr, "; did you mean '%s'?", best);
+  fprintf(stderr, " (commands:");
   for (int i = 0; i < ncommands; i++) fprintf(stderr, " %s", commands[i].name);
   fprintf(stderr, " version help; see capgnn --help)\n");
   return CAPGNN_EXIT_USAGE;

@@ -21,7 +21,25 @@ static int cli_word = -1;
 
 void cli_options_done(void) { cli_word = -1; }
 
+int cli_launch_rank(void) {
+  /* what the launchers export to each process (Open MPI, PMIx, MPICH/Hydra, MVAPICH,
+   * Slurm's srun); none: a process started alone */
+  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                     "MV2_COMM_WORLD_RANK", "SLURM_PROCID"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    char *end = NULL;
+    if (!v || !*v) continue;
+    const long r = strtol(v, &end, 10);
+    if (*end == '\0' && r >= 0 && r <= INT_MAX) return (int)r;
+  }
+  return 0;
+}
+
+int cli_speaks(void) { return cli_launch_rank() == 0; }
+
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  if (!cli_speaks()) return CAPGNN_EXIT_USAGE; /* rank 0 says it for the job */
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "capgnn: error: ");
@@ -34,6 +52,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
 }
 
 int cli_runtime_error(void) {
+  if (!cli_speaks()) return CAPGNN_EXIT_FAILURE;
   fprintf(stderr, "capgnn: error: %s\n", cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()));
   return CAPGNN_EXIT_FAILURE;
 }
@@ -58,6 +77,13 @@ int cli_bad_option(const char *cmd, const char *name, const struct option *longo
           strncmp(o->name, name + 2, (size_t)(eq - name - 2)) == 0)
         return cli_usage_error(cmd, "option '--%s' takes no value: it is a switch (give it to turn "
                                "it on, leave it out to keep it off)", o->name);
+  /* "did you mean": the settings files' suggestion, on the name without "--" and "=VALUE" */
+  char bare[128];
+  const char *b = name;
+  while (*b == '-') b++;
+  snprintf(bare, sizeof bare, "%.*s", (int)(eq ? (size_t)(eq - b) : strlen(b)), b);
+  const char *best = strncmp(name, "--", 2) == 0 && bare[0] ? config_option_suggest(bare, longopts) : NULL;
+  if (best) return cli_usage_error(cmd, "unknown option '%s'; did you mean '--%s'?", name, best);
   return cli_usage_error(cmd, "unknown option '%s'", name);
 }
 
@@ -126,9 +152,20 @@ int cli_parse_float(const char *cmd, const char *opt, const char *s, float *out)
   double v = 0.0;
   errno = 0;
   if (value_starts_ok(s)) v = strtod(s, &end);
-  /* finite as a float too: "1e39" is a double but would become inf */
-  if (!end || errno || end == s || *end != '\0' || !isfinite(v) || !isfinite((float)v))
-    return cli_usage_error(cmd, "%s '%s': expected a number", opt, s);
+  const int range = errno == ERANGE;
+  if (!end || end == s || *end != '\0' || isnan(v) || (errno && !range) || (isinf(v) && !range))
+    return cli_usage_error(cmd, "%s '%s': expected a%s number", opt, s, isinf(v) ? " finite" : "");
+  /* The value is kept as a float: one that becomes inf ("1e39", "1e300") or 0 ("1e-50")
+   * there is refused here, as written, rather than reported later as "inf" or "0". */
+  if (range && v == 0.0)
+    return cli_usage_error(cmd, "%s '%s': too close to 0 for a single-precision float (smallest "
+                           "about 1.4e-45): write 0 if that is meant", opt, s);
+  if (isinf(v) || isinf((float)v))
+    return cli_usage_error(cmd, "%s '%s': out of range (values are single-precision floats, at "
+                           "most about 3.4e38 in magnitude)", opt, s);
+  if (v != 0.0 && (float)v == 0.0f)
+    return cli_usage_error(cmd, "%s '%s': too close to 0 for a single-precision float (smallest "
+                           "about 1.4e-45): write 0 if that is meant", opt, s);
   *out = (float)v;
   return 0;
 }

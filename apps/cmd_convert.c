@@ -1,6 +1,7 @@
 /* apps/cmd_convert.c — `capgnn convert`: a dataset in a format users already have
  * -> a .cgr file, with a report of what was changed to satisfy FORMAT.md. Usage
  * errors return 2, failures 1, each with one line "capgnn: error: ..." on stderr. */
+#define _GNU_SOURCE /* realpath */
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "apps/commands_internal.h"
+#include "core/outfile.h"
 #include "core/status.h"
 #include "core/timer.h"
 #include "graph/graph.h"
@@ -28,7 +30,8 @@ static void cmd_convert_usage(FILE *out) {
           "\n"
           "  --from FORMAT         dgl-reddit | ogb | saint | edgelist (see below)\n"
           "  --input PATH          the dataset folder; for edgelist, the edge file\n"
-          "  --output FILE.cgr     the file to write\n"
+          "  --output FILE.cgr     the file to write: never one of the inputs, and an existing file\n"
+          "                        (a dataset above all) is replaced only with --force\n"
           "  --features X.npy      edgelist: node features, shape (n, f)\n"
           "  --labels Y.npy        edgelist: class ids (n,) with -1 = unlabelled, or (n, c) of 0/1\n"
           "                        (multi-label)\n"
@@ -42,6 +45,7 @@ static void cmd_convert_usage(FILE *out) {
           "                        output file name without .cgr)\n"
           "  --feat-storage MODE   auto | dense | sparse (default auto: sparse when that at least\n"
           "                        halves the size)\n"
+          "  --force               replace an existing file at --output (never an input)\n"
           "  --quiet               no progress lines\n"
           "  -h, --help            this help\n"
           "\n"
@@ -62,9 +66,32 @@ static void cmd_convert_usage(FILE *out) {
 
 #define usage_error(...) cli_usage_error("convert", __VA_ARGS__)
 
+/* The output rule (core/outfile.h) before the conversion, which can take many minutes:
+ * never one of the source files, an existing file only with --force. A folder --input
+ * (dgl-reddit, ogb, saint) holds the source files: an existing file inside it that is
+ * not a graph may be one of them, so --force does not replace it either. */
+static int check_output(const char *output, const struct import_opts *o, int force) {
+  const struct cg_outfile_input inputs[] = {
+      {"--input", o->input}, {"--features", o->features}, {"--labels", o->labels}, {"--split", o->split}};
+  TRY(cg_outfile_check(output, "--output", graph_outfile_kind(), inputs, 4, force, 0));
+  struct stat in, out;
+  if (stat(o->input, &in) == 0 && S_ISDIR(in.st_mode) && stat(output, &out) == 0 && S_ISREG(out.st_mode) &&
+      !cg_outfile_is_kind(output, graph_outfile_kind())) {
+    char *folder = realpath(o->input, NULL), *file = realpath(output, NULL);
+    const size_t k = folder ? strlen(folder) : 0;
+    const int inside = folder && file && strncmp(file, folder, k) == 0 && file[k] == '/';
+    free(folder);
+    free(file);
+    if (inside)
+      return cg_err_set(CG_ERR_ARG, "--output %s: an existing file inside the --input folder %s may be one "
+                        "of its source files: choose a new file name (or a path outside it)", output, o->input);
+  }
+  return cg_outfile_probe(output, "graph");
+}
+
 enum {
   OPT_FROM = 256, OPT_INPUT, OPT_OUTPUT, OPT_FEATURES, OPT_LABELS, OPT_SPLIT, OPT_SEED, OPT_CLASSES,
-  OPT_OGB_SPLIT, OPT_NAME, OPT_FEAT_STORAGE, OPT_QUIET
+  OPT_OGB_SPLIT, OPT_NAME, OPT_FEAT_STORAGE, OPT_QUIET, OPT_FORCE
 };
 
 int cmd_convert(int argc, char **argv) {
@@ -75,12 +102,13 @@ int cmd_convert(int argc, char **argv) {
       {"seed", required_argument, NULL, OPT_SEED},         {"classes", required_argument, NULL, OPT_CLASSES},
       {"ogb-split", required_argument, NULL, OPT_OGB_SPLIT}, {"name", required_argument, NULL, OPT_NAME},
       {"feat-storage", required_argument, NULL, OPT_FEAT_STORAGE}, {"quiet", no_argument, NULL, OPT_QUIET},
+      {"force", no_argument, NULL, OPT_FORCE},
       {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
   struct import_opts o;
   memset(&o, 0, sizeof o);
   o.seed = 1;
   const char *from = NULL, *output = NULL;
-  int quiet = 0, c, rc = 0;
+  int quiet = 0, force = 0, c, rc = 0;
   uint64_t classes = 0;
   opterr = 0;
   optind = 1;
@@ -111,6 +139,7 @@ int cmd_convert(int argc, char **argv) {
         else rc = usage_error("--feat-storage '%s': expected auto, dense or sparse", optarg);
         break;
       case OPT_QUIET: quiet = 1; break;
+      case OPT_FORCE: force = 1; break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       default: rc = cli_bad_option("convert", name, longopts); break;
     }
@@ -131,6 +160,7 @@ int cmd_convert(int argc, char **argv) {
                        from);
   if (o.ogb_split && strcmp(from, "ogb") != 0) return usage_error("--ogb-split is for --from ogb");
   if (quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
+  if (check_output(output, &o, force) != CG_OK) return cli_runtime_error();
 
   struct import_stats s;
   double t0 = cg_time_now();

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "apps/commands_internal.h"
+#include "core/outfile.h"
 #include "core/status.h"
 #include "core/timer.h"
 #include "graph/graph.h"
@@ -16,7 +17,7 @@
 
 static void cmd_gen_usage(FILE *out) {
   fprintf(out,
-          "usage: capgnn gen SPEC --output FILE.cgr [--quiet]\n"
+          "usage: capgnn gen SPEC --output FILE.cgr [--force] [--quiet]\n"
           "\n"
           "Generates a synthetic graph and writes it as a .cgr file (a temporary beside it, then\n"
           "renamed over it; a symbolic link is followed, a device is written in place). The same\n"
@@ -27,7 +28,9 @@ static void cmd_gen_usage(FILE *out) {
           "                        edges, 602 features, 41 classes), products (2,449,029 / ~123.7M /\n"
           "                        100 / 47); keys: scale=F, seed=N, nodes=, degree=, feats=,\n"
           "                        classes=, communities=, multilabel=0|1\n"
-          "  -o, --output FILE     the .cgr file to write\n"
+          "  -o, --output FILE     the .cgr file to write; an existing file (a dataset above all)\n"
+          "                        is never replaced without --force\n"
+          "  --force               replace an existing file at --output\n"
           "  --quiet               no progress lines\n"
           "  -h, --help            this help\n"
           "\n"
@@ -42,10 +45,11 @@ int cmd_gen(int argc, char **argv) {
   static const struct option longopts[] = {{"output", required_argument, NULL, 'o'},
                                            {"spec", required_argument, NULL, 's'},
                                            {"quiet", no_argument, NULL, 'q'},
+                                           {"force", no_argument, NULL, 'f'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
   const char *output = NULL, *spec_arg = NULL;
-  int c;
+  int c, force = 0;
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
@@ -57,6 +61,7 @@ int cmd_gen(int argc, char **argv) {
       case 'o': output = optarg; break;
       case 's': spec_arg = optarg; break;
       case 'q': cg_progress_set_mode(CG_PROGRESS_OFF); break;
+      case 'f': force = 1; break;
       case ':': return usage_error("option '%s' needs a value", name);
       default: return cli_bad_option("gen", name, longopts);
     }
@@ -67,6 +72,10 @@ int cmd_gen(int argc, char **argv) {
   }
   if (!spec_arg) return usage_error("a SPEC is required, e.g. capgnn gen products:scale=0.1 -o products-0.1.cgr");
   if (!output) return usage_error("--output is required");
+  /* the output rule (core/outfile.h): before generating, which takes minutes at full size */
+  if (cg_outfile_check(output, "--output", graph_outfile_kind(), NULL, 0, force, 0) != CG_OK ||
+      cg_outfile_probe(output, "graph") != CG_OK)
+    return runtime_error();
   char spec[1024];
   snprintf(spec, sizeof spec, "%s%s", strncmp(spec_arg, "synth:", 6) == 0 ? "" : "synth:", spec_arg);
 

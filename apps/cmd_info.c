@@ -198,8 +198,7 @@ int cmd_info(int argc, char **argv) {
       cg_progress_set_mode(CG_PROGRESS_OFF);
       continue;
     }
-    fprintf(stderr, "capgnn: error: unknown option '%s' (see capgnn info --help)\n", argv[optind - 1]);
-    return CAPGNN_EXIT_USAGE;
+    return cli_bad_option("info", argv[optind - 1], longopts);
   }
   if (optind != argc - 1) {
     fprintf(stderr, "capgnn: error: capgnn info takes one dataset (a .cgr file, a name or synth:SPEC)\n");

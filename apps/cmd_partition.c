@@ -27,14 +27,17 @@ static void cmd_partition_usage(FILE *out) {
           "\n"
           "  --graph NAME|FILE|synth:SPEC  graph to partition (NAME reads $CAPGNN_DATA/NAME.cgr)\n"
           "  --parts P                     number of parts, 1 <= P <= vertices\n"
-          "  --method metis|random         METIS k-way (minimum edge cut) or a seeded balanced\n"
-          "                                random split (default metis)\n"
-          "  --seed N                      seed of METIS / the random split (default 1)\n"
+          "  --partition metis|random      METIS k-way (minimum edge cut) or a seeded balanced\n"
+          "                                random split (default metis); alias --method\n"
+          "  --part-seed N                 seed of METIS / the random split (default 1); alias --seed\n"
           "  --hops 1|2                    halo depth of the statistics (default 1)\n"
-          "  --json FILE                   also write the statistics as JSON\n"
-          "  --cache DIR                   partition cache folder (default $CAPGNN_CACHE, else\n"
-          "                                .capgnn-cache)\n"
-          "  --no-cache                    neither read nor write the cache\n"
+          "  --json FILE                   also write the statistics as JSON (an earlier statistics\n"
+          "                                file is replaced; any other existing file only with\n"
+          "                                --force; never the graph)\n"
+          "  --force                       replace an existing --json file of another kind\n"
+          "  --part-cache DIR              partition cache folder (default $CAPGNN_CACHE, else\n"
+          "                                .capgnn-cache); alias --cache\n"
+          "  --no-part-cache               neither read nor write the cache; alias --no-cache\n"
           "  --check                       build every rank's local graph and exchange plans and\n"
           "                                run the invariant checkers on them\n"
           "  --quiet                       no progress lines\n"
@@ -75,7 +78,7 @@ static int check_all_ranks(const struct graph *g, const int32_t *owner, int npar
 }
 
 enum { OPT_GRAPH = 256, OPT_PARTS, OPT_METHOD, OPT_SEED, OPT_HOPS, OPT_JSON, OPT_CACHE, OPT_NO_CACHE, OPT_CHECK,
-       OPT_QUIET };
+       OPT_QUIET, OPT_FORCE };
 
 int cmd_partition(int argc, char **argv) {
   static const struct option longopts[] = {
@@ -83,14 +86,18 @@ int cmd_partition(int argc, char **argv) {
       {"method", required_argument, NULL, OPT_METHOD}, {"seed", required_argument, NULL, OPT_SEED},
       {"hops", required_argument, NULL, OPT_HOPS},     {"json", required_argument, NULL, OPT_JSON},
       {"cache", required_argument, NULL, OPT_CACHE},   {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+      /* the names `capgnn train` uses (canonical; the short ones above are aliases) */
+      {"partition", required_argument, NULL, OPT_METHOD}, {"part-seed", required_argument, NULL, OPT_SEED},
+      {"part-cache", required_argument, NULL, OPT_CACHE}, {"no-part-cache", no_argument, NULL, OPT_NO_CACHE},
       {"check", no_argument, NULL, OPT_CHECK},         {"quiet", no_argument, NULL, OPT_QUIET},
+      {"force", no_argument, NULL, OPT_FORCE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *graph_name = NULL, *json = NULL, *cache = NULL;
   int parts = 0, hops = 1;
   uint64_t seed = 1;
   enum part_method method = PART_METIS;
-  int no_cache = 0, check = 0, quiet = 0, c, rc = 0;
+  int no_cache = 0, check = 0, quiet = 0, force = 0, c, rc = 0;
   opterr = 0;
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
@@ -101,15 +108,16 @@ int cmd_partition(int argc, char **argv) {
       case OPT_PARTS: rc = cli_parse_int_in("partition", "--parts", optarg, 1, INT_MAX, &parts); break;
       case OPT_METHOD:
         if (part_method_parse(optarg, &method) != CG_OK)
-          rc = usage_error("--method '%s': expected metis or random", optarg);
+          rc = usage_error("--partition '%s': expected metis or random", optarg);
         break;
-      case OPT_SEED: rc = cli_parse_u64("partition", "--seed", optarg, &seed); break;
+      case OPT_SEED: rc = cli_parse_u64("partition", "--part-seed", optarg, &seed); break;
       case OPT_HOPS: rc = cli_parse_int_in("partition", "--hops", optarg, 1, 2, &hops); break;
       case OPT_JSON: json = optarg; break;
       case OPT_CACHE: cache = optarg; break;
       case OPT_NO_CACHE: no_cache = 1; break;
       case OPT_CHECK: check = 1; break;
       case OPT_QUIET: quiet = 1; break;
+      case OPT_FORCE: force = 1; break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       default: rc = cli_bad_option("partition", name, longopts); break;
     }
@@ -118,10 +126,15 @@ int cmd_partition(int argc, char **argv) {
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
   if (!graph_name) return usage_error("--graph is required");
   if (parts == 0) return usage_error("--parts is required");
-  if (no_cache && cache) return usage_error("--cache and --no-cache exclude each other");
+  if (no_cache && cache) return usage_error("--part-cache and --no-part-cache exclude each other");
   if (quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
-  /* an unwritable --json fails now, not after the partitioning */
-  if (json && cg_outfile_probe(json, "partition statistics") != CG_OK) return runtime_error();
+  /* the output rule (core/outfile.h), and an unwritable --json fails now, not after the
+   * partitioning */
+  char gpath[4200];
+  const struct cg_outfile_input inputs[] = {{"--graph", graph_path(graph_name, gpath, sizeof gpath)}};
+  if (json && (cg_outfile_check(json, "--json", part_stats_outfile_kind(), inputs, 1, force, 0) != CG_OK ||
+               cg_outfile_probe(json, "partition statistics") != CG_OK))
+    return runtime_error();
 
   struct graph g;
   memset(&g, 0, sizeof g);

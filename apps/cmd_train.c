@@ -90,12 +90,21 @@ void cmd_train_usage(FILE *out) {
           "  --seed N                      seed of weights and dropout masks (default 1)\n"
           "execution and output\n"
           "  --device auto|cpu|cuda        compute backend (default auto: CUDA if built and present)\n"
-          "  --threads N                   CPU threads, 0 = all cores (default 0); results are\n"
-          "                                reproducible for a fixed thread count\n"
+          "  --threads N                   CPU threads per rank (default 0 = the host's cores / its\n"
+          "                                ranks, at least 1: all cores for one process); results\n"
+          "                                are reproducible for a fixed thread count\n"
           "  --tf32                        CUDA: allow TF32 matrix products (faster, less exact)\n"
           "  --metrics FILE                write JSON Lines metrics: one object per epoch, then a\n"
-          "                                summary object\n"
+          "                                summary object (an earlier metrics file is replaced,\n"
+          "                                any other existing file only with --force)\n"
+          "  --force                       let --metrics and --checkpoint replace an existing file\n"
+          "                                of another kind (never an input: the graph, --resume,\n"
+          "                                a settings file)\n"
           "  --quiet                       no per-epoch log lines and no progress lines\n"
+          "  --stall-timeout SECONDS       a rank that makes no progress in training for this long\n"
+          "                                (stopped, a hung GPU or file system, a peer gone) ends\n"
+          "                                the whole job, naming the rank and where it stopped;\n"
+          "                                exit status 75 (default 300; 0 = never)\n"
           "checkpoints\n"
           "  --checkpoint FILE             save the training state (parameters, Adam state, losses)\n"
           "                                after the last epoch, and when Ctrl-C or SIGTERM stops\n"
@@ -108,11 +117,14 @@ void cmd_train_usage(FILE *out) {
           "                                stopped (same settings, device and thread count); writes\n"
           "                                no checkpoint without --checkpoint (which may be FILE);\n"
           "                                a resumed run appends to its --metrics file\n"
-          "parallel (mpiexec -n P capgnn ..., one partition per rank; P = 1 trains as without MPI)\n"
-          "  --partition metis|random      how vertices are split over the ranks (default metis)\n"
+          "parallel (mpiexec -n P capgnn ..., one partition per rank; P = 1 trains as without MPI;\n"
+          "the same names as capgnn partition)\n"
+          "  --partition metis|random      how vertices are split over the ranks (default metis);\n"
+          "                                alias --method\n"
           "  --part-seed N                 seed of METIS / the random split (default 1)\n"
           "  --part-cache DIR              partition cache folder (default $CAPGNN_CACHE, else\n"
-          "                                .capgnn-cache); --no-part-cache: neither read nor write it\n"
+          "                                .capgnn-cache); alias --cache\n"
+          "  --no-part-cache               neither read nor write the cache; alias --no-cache\n"
           "  --comm auto|nccl|mpi-cuda|mpi-staged  how GPU ranks exchange halo rows and gradients\n"
           "                                (default auto; CPU ranks always use plain MPI)\n"
           "  --profile FILE|auto           load a device profile (capgnn profile --json FILE, or\n"
@@ -149,8 +161,9 @@ enum {
   OPT_OPTIMIZER, OPT_LR, OPT_WD, OPT_WD_SCOPE, OPT_EPOCHS, OPT_EVAL_EVERY, OPT_SEED, OPT_DEVICE,
   OPT_THREADS, OPT_TF32, OPT_METRICS, OPT_QUIET, OPT_CONFIG, OPT_PRINT_CONFIG,
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
-  OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_PROFILE, OPT_CACHE_POLICY, OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB,
-  OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS, OPT_CACHE_WARMUP
+  OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_FORCE, OPT_STALL_TIMEOUT, OPT_PROFILE, OPT_CACHE_POLICY,
+  OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB, OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS,
+  OPT_CACHE_WARMUP
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
@@ -188,12 +201,13 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
           "eval-every = %d\nseed = %llu\n",
           rt_optimizer_str(c->optimizer), float_str(f2, sizeof f2, c->lr), float_str(f3, sizeof f3, c->weight_decay),
           rt_wd_scope_str(c->wd_scope), c->epochs, c->eval_every, (unsigned long long)c->seed);
-  fprintf(out, "\n[execution]\ndevice = %s\nthreads = %d\ntf32 = %s\n", c->device, c->threads,
-          c->tf32 ? "true" : "false");
+  fprintf(out, "\n[execution]\ndevice = %s\nthreads = %d\ntf32 = %s\nstall-timeout = %g\n", c->device,
+          c->threads, c->tf32 ? "true" : "false", c->stall_timeout_s);
   fprintf(out, "\n[output]\n");
   if (c->metrics_path) fprintf(out, "metrics = %s\n", c->metrics_path);
   else fprintf(out, "# metrics = FILE (none)\n");
   fprintf(out, "quiet = %s\n", c->quiet ? "true" : "false");
+  if (c->force) fprintf(out, "force = true\n");
   fprintf(out, "\n[checkpoints]\n");
   if (c->checkpoint_path) fprintf(out, "checkpoint = %s\ncheckpoint-every = %d\n", c->checkpoint_path, c->checkpoint_every);
   else fprintf(out, "# checkpoint = FILE (none)\n");
@@ -381,12 +395,18 @@ int cmd_train(int argc, char **argv) {
       {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
       {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
       {"resume", required_argument, NULL, OPT_RESUME},
+      {"force", no_argument, NULL, OPT_FORCE},
+      {"stall-timeout", required_argument, NULL, OPT_STALL_TIMEOUT},
       {"config", required_argument, NULL, OPT_CONFIG},
       {"print-config", no_argument, NULL, OPT_PRINT_CONFIG},
       {"partition", required_argument, NULL, OPT_PARTITION},
       {"part-seed", required_argument, NULL, OPT_PART_SEED},
       {"part-cache", required_argument, NULL, OPT_PART_CACHE},
       {"no-part-cache", no_argument, NULL, OPT_NO_PART_CACHE},
+      /* capgnn partition's names of the same options (aliases; --seed is the model's here) */
+      {"method", required_argument, NULL, OPT_PARTITION},
+      {"cache", required_argument, NULL, OPT_PART_CACHE},
+      {"no-cache", no_argument, NULL, OPT_NO_PART_CACHE},
       {"comm", required_argument, NULL, OPT_COMM},
 #ifdef CAPGNN_HAVE_RAPA
       {"profile", required_argument, NULL, OPT_PROFILE},
@@ -405,11 +425,11 @@ int cmd_train(int argc, char **argv) {
   int xargc;
   char **xargv;
   if (config_file_expand(argc, argv, longopts, &xargc, &xargv) != CG_OK) {
-    fprintf(stderr, "capgnn: error: %s (see capgnn train --help)\n", cg_err_msg());
+    if (cli_speaks()) fprintf(stderr, "capgnn: error: %s (see capgnn train --help)\n", cg_err_msg());
     return cg_err_status() == CG_ERR_IO ? CAPGNN_EXIT_FAILURE : CAPGNN_EXIT_USAGE;
   }
-  const char *files[16];
-  int nfiles = config_file_names(argc, argv, files, 16);
+  const char *files[17] = {NULL};
+  int nfiles = config_file_names(argc, argv, files, 16); /* files[nfiles] stays NULL */
   int rc = cmd_train_parsed(xargc, xargv, longopts, files, nfiles);
   config_file_argv_free(xargc, xargv); /* cfg's strings point into it: freed after the run */
   return rc;
@@ -419,6 +439,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
                             int nfiles) {
   struct rt_config cfg;
   rt_config_defaults(&cfg);
+  cfg.inputs = files; /* no output may replace a settings file */
   optind = 1;
   opterr = 0; /* our own one-line messages */
   int c, rc = 0, print = 0;
@@ -427,7 +448,9 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
     switch (c) {
-      case 'h': cmd_train_usage(stdout); return CAPGNN_EXIT_OK;
+      case 'h':
+        if (cli_speaks()) cmd_train_usage(stdout); /* once under mpirun */
+        return CAPGNN_EXIT_OK;
       case OPT_GRAPH: cfg.graph = optarg; break;
       case OPT_FEAT_NORM:
         if (strcmp(optarg, "row") == 0) cfg.feat_norm_row = 1;
@@ -441,7 +464,11 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         break;
       case OPT_LAYERS: rc = cli_parse_int("train", "--layers", optarg, &cfg.layers); break;
       case OPT_HIDDEN: rc = cli_parse_i64("train", "--hidden", optarg, &cfg.hidden); break;
-      case OPT_DROPOUT: rc = cli_parse_float("train", "--dropout", optarg, &cfg.dropout); break;
+      case OPT_DROPOUT:
+        rc = cli_parse_float("train", "--dropout", optarg, &cfg.dropout);
+        if (rc == 0 && !(cfg.dropout >= 0.0f && cfg.dropout < 1.0f))
+          rc = usage_error("--dropout %s: expected a probability in [0, 1)", optarg);
+        break;
       case OPT_INPUT_DROPOUT:
         rc = cli_parse_float("train", "--input-dropout", optarg, &cfg.input_dropout);
         if (rc == 0 && !(cfg.input_dropout >= 0.0f && cfg.input_dropout < 1.0f))
@@ -453,8 +480,15 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         else if (strcmp(optarg, "adamw") == 0) cfg.optimizer = RT_OPT_ADAMW;
         else rc = usage_error("--optimizer '%s': expected adam or adamw", optarg);
         break;
-      case OPT_LR: rc = cli_parse_float("train", "--lr", optarg, &cfg.lr); break;
-      case OPT_WD: rc = cli_parse_float("train", "--weight-decay", optarg, &cfg.weight_decay); break;
+      case OPT_LR:
+        rc = cli_parse_float("train", "--lr", optarg, &cfg.lr);
+        if (rc == 0 && !(cfg.lr > 0.0f)) rc = usage_error("--lr %s: expected a number > 0", optarg);
+        break;
+      case OPT_WD:
+        rc = cli_parse_float("train", "--weight-decay", optarg, &cfg.weight_decay);
+        if (rc == 0 && !(cfg.weight_decay >= 0.0f))
+          rc = usage_error("--weight-decay %s: expected a number >= 0", optarg);
+        break;
       case OPT_WD_SCOPE:
         if (strcmp(optarg, "all") == 0) cfg.wd_scope = RT_WD_ALL;
         else if (strcmp(optarg, "first") == 0) cfg.wd_scope = RT_WD_FIRST;
@@ -467,7 +501,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_THREADS:
         rc = cli_parse_int("train", "--threads", optarg, &cfg.threads);
         if (rc == 0 && (cfg.threads < 0 || cfg.threads > 4096))
-          rc = usage_error("--threads %d: expected an integer in [0, 4096] (0 = all cores)", cfg.threads);
+          rc = usage_error("--threads %d: expected an integer in [0, 4096] (0 = the host's cores / its ranks)", cfg.threads);
         break;
       case OPT_TF32: cfg.tf32 = 1; break;
       case OPT_METRICS: cfg.metrics_path = optarg; break;
@@ -477,6 +511,15 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         rc = cli_parse_int("train", "--checkpoint-every", optarg, &cfg.checkpoint_every);
         break;
       case OPT_RESUME: cfg.resume_path = optarg; break;
+      case OPT_FORCE: cfg.force = 1; break;
+      case OPT_STALL_TIMEOUT: {
+        float v = 0.0f;
+        rc = cli_parse_float("train", "--stall-timeout", optarg, &v);
+        if (rc == 0 && !(v >= 0.0f && v <= 1e7f))
+          rc = usage_error("--stall-timeout %s: expected seconds in [0, 1e7] (0 = off)", optarg);
+        cfg.stall_timeout_s = v;
+        break;
+      }
       case OPT_PRINT_CONFIG: print = 1; break;
       case OPT_PARTITION:
         if (strcmp(optarg, "metis") == 0 || strcmp(optarg, "random") == 0) par.partition = optarg;
@@ -524,7 +567,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (rc) return rc;
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
   if (rt_config_check(&cfg) != CG_OK) {
-    fprintf(stderr, "capgnn: error: %s (see capgnn train --help)\n", cg_err_msg());
+    if (cli_speaks()) fprintf(stderr, "capgnn: error: %s (see capgnn train --help)\n", cg_err_msg());
     return CAPGNN_EXIT_USAGE;
   }
   if (cfg.metrics_path && !cfg.metrics_path[0]) return usage_error("--metrics: empty file name");
@@ -538,7 +581,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (strcmp(par.cache_policy, "none") != 0) return usage_error("--cache-policy: parallel training is not built");
 #endif
   if (print) {
-    print_config(stdout, &cfg, &par, files, nfiles);
+    if (cli_speaks()) print_config(stdout, &cfg, &par, files, nfiles);
     return CAPGNN_EXIT_OK;
   }
   if (cfg.quiet) cg_progress_set_mode(CG_PROGRESS_OFF);

@@ -15,6 +15,12 @@
 #define CAPGNN_EXIT_USAGE 2
 #define CAPGNN_EXIT_INTERRUPTED 130 /* stopped by SIGINT/SIGTERM (128 + SIGINT, as shells report) */
 
+/* The rank a launcher (mpirun, srun) gave this process, from its environment, before
+ * MPI starts; 0 without a launcher. Errors found while parsing the command line are
+ * the same on every rank: only rank 0 prints them (cli_speaks), once for the job. */
+int cli_launch_rank(void);
+int cli_speaks(void); /* cli_launch_rank() == 0 */
+
 /* Shared by the subcommands (apps/cli.c): print one line
  * "capgnn: error: MESSAGE (see capgnn CMD --help)" and return CAPGNN_EXIT_USAGE;
  * print the recorded error (cg_err_msg) as one line and return CAPGNN_EXIT_FAILURE. */
@@ -30,7 +36,9 @@ int cli_check_value(const char *cmd, int argc, char **argv, int ind, const char 
  * parsing, a usage error about a value that came from a settings file names it.) */
 void cli_options_done(void);
 /* The usage error for an option getopt did not accept (`name` as written): a switch
- * given a value ("--layernorm=false") is told so, anything else is unknown. */
+ * given a value ("--layernorm=false") is told so, anything else is unknown, with the
+ * closest option when one is near ("did you mean '--epochs'?", the settings files'
+ * suggestion: config_option_suggest). */
 struct option;
 int cli_bad_option(const char *cmd, const char *name, const struct option *longopts);
 /* Where a command reports what it wrote: stderr when `output` is stdout itself
@@ -47,8 +55,10 @@ FILE *cli_report_stream(const char *output);
  *   cli_parse_int_in  an int in [lo, hi]       "expected an integer in [LO, HI]"
  *   cli_parse_i64     an int64_t               "expected an integer"
  *   cli_parse_u64     a uint64_t, no '-' sign  "expected a non-negative integer"
- *   cli_parse_float   a float, finite once     "expected a number"
- *                     rounded to float (no nan, inf or 1e39) */
+ *   cli_parse_float   a float, finite once     "expected a number"; a value that
+ *                     rounded to float          overflows ("1e300") or underflows to 0
+ *                                               ("1e-50") as a float: "out of range" /
+ *                                               "too close to 0", naming it as written */
 int cli_parse_int(const char *cmd, const char *opt, const char *s, int *out);
 int cli_parse_int_in(const char *cmd, const char *opt, const char *s, int lo, int hi, int *out);
 int cli_parse_i64(const char *cmd, const char *opt, const char *s, int64_t *out);

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "apps/config_file_internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <stdio.h>
@@ -40,6 +41,9 @@ struct parse_ctx {
   const struct option *opts;
   struct argv_buf *out;
   char err[512]; /* first problem found (inih gives its line) */
+  /* values of lines too long for inih (long_line_reader), by their placeholder index */
+  char **long_values;
+  int nlong;
 };
 
 /* Edit distance, for "did you mean". */
@@ -58,6 +62,17 @@ static int distance(const char *a, const char *b) {
   return d[la][lb];
 }
 
+const char *config_option_suggest(const char *name, const struct option *opts) {
+  const char *best = NULL;
+  int bd = 3; /* at most two edits away */
+  for (const struct option *q = opts; q->name; q++) {
+    if (strcmp(q->name, "help") == 0) continue;
+    const int d = distance(name, q->name);
+    if (d < bd) bd = d, best = q->name;
+  }
+  return best;
+}
+
 static int parse_bool(const char *v, int *out) {
   static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
   for (int i = 0; i < 4; i++) {
@@ -67,9 +82,95 @@ static int parse_bool(const char *v, int *out) {
   return -1;
 }
 
+/* ---- lines longer than inih reads ------------------------------------------------
+ * The Debian build of inih reads lines of at most INI_MAX_LINE (200) bytes and takes
+ * the rest of a longer line as a line of its own: a long metrics path became a
+ * "syntax error" on the next line. inih reads through long_line_reader instead of
+ * fgets: a line that fits is passed as it is; a longer "key = value" line is passed
+ * as "key = PLACEHOLDER" and its value kept aside (inih's rules for it applied here:
+ * white space trimmed, an inline comment ' ;...' removed), which on_setting puts back.
+ * A longer comment is passed as an empty comment; a longer section or key is an error
+ * that names the limit (option names and section names are short). */
+
+#define LONG_MARK '\x01' /* placeholder: LONG_MARK and the index; never in a real value */
+
+struct line_reader {
+  FILE *fp;
+  struct parse_ctx *ctx;
+  char *buf;
+  size_t cap;
+  int lineno;
+};
+
+static char *skip_space(char *p) {
+  while (*p && isspace((unsigned char)*p)) p++;
+  return p;
+}
+
+static void trim_end(char *p) {
+  size_t n = strlen(p);
+  while (n > 0 && isspace((unsigned char)p[n - 1])) p[--n] = '\0';
+}
+
+static char *long_line_reader(char *str, int num, void *stream) {
+  struct line_reader *r = stream;
+  const ssize_t got = getline(&r->buf, &r->cap, r->fp);
+  if (got < 0) return NULL;
+  r->lineno++;
+  if (got < num) { /* fits: what fgets would have given */
+    memcpy(str, r->buf, (size_t)got + 1);
+    return str;
+  }
+  struct parse_ctx *c = r->ctx;
+  const ssize_t len = got - (r->buf[got - 1] == '\n');
+  char *line = r->buf;
+  if (r->lineno == 1 && strncmp(line, "\xEF\xBB\xBF", 3) == 0) line += 3; /* UTF-8 BOM, as inih */
+  trim_end(line);
+  char *t = skip_space(line);
+  if (*t == ';' || *t == '#') { /* a comment: its text does not matter */
+    snprintf(str, (size_t)num, "#\n");
+    return str;
+  }
+  /* the key: up to '=' or ':', as inih splits (a key never holds either) */
+  char *sep = t == line ? strpbrk(t, "=:") : NULL; /* indented: a continuation line */
+  if (*t == '[' || (t == line && !sep) || (sep && (size_t)(sep - t) + 8 >= (size_t)num / 2)) {
+    if (!c->err[0])
+      snprintf(c->err, sizeof c->err, "line of %zd characters: a section name or key must fit in %d "
+               "(only values may be longer)", len, num / 2 - 8);
+    snprintf(str, (size_t)num, "%c\n", LONG_MARK); /* a line inih reports as an error */
+    return str;
+  }
+  char *value = sep ? skip_space(sep + 1) : t;
+  for (char *p = value; *p; p++) /* inih's inline comment: ';' after white space */
+    if (*p == ';' && p > value && isspace((unsigned char)p[-1])) {
+      *p = '\0';
+      break;
+    }
+  trim_end(value);
+  char **v = realloc(c->long_values, (size_t)(c->nlong + 1) * sizeof *v);
+  if (v) c->long_values = v;
+  char *copy = v ? strdup(value) : NULL;
+  if (!copy) {
+    if (!c->err[0]) snprintf(c->err, sizeof c->err, "out of memory for a long line");
+    snprintf(str, (size_t)num, "%c\n", LONG_MARK);
+    return str;
+  }
+  c->long_values[c->nlong] = copy;
+  if (sep)
+    snprintf(str, (size_t)num, "%.*s%c %c%d\n", (int)(sep - line), line, *sep, LONG_MARK, c->nlong);
+  else
+    snprintf(str, (size_t)num, "  %c%d\n", LONG_MARK, c->nlong);
+  c->nlong++;
+  return str;
+}
+
 static int on_setting(void *user, const char *section, const char *name, const char *value) {
   (void)section;
   struct parse_ctx *c = user;
+  if (value[0] == LONG_MARK) { /* a long value kept aside by long_line_reader */
+    const int k = atoi(value + 1);
+    if (k >= 0 && k < c->nlong) value = c->long_values[k];
+  }
   char key[128];
   snprintf(key, sizeof key, "%s", name);
   for (char *p = key; *p; p++)
@@ -83,12 +184,7 @@ static int on_setting(void *user, const char *section, const char *name, const c
     if (strcmp(q->name, key) == 0) o = q;
   if (!o) {
     if (!c->err[0]) {
-      const char *best = NULL;
-      int bd = 3;
-      for (const struct option *q = c->opts; q->name; q++) {
-        int d = distance(key, q->name);
-        if (d < bd) bd = d, best = q->name;
-      }
+      const char *best = config_option_suggest(key, c->opts);
       snprintf(c->err, sizeof c->err, "unknown key '%s'%s%s%s (keys are the command's long options without --)",
                name, best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
     }
@@ -137,9 +233,13 @@ static int load_file(const char *path, const struct option *opts, struct argv_bu
     return cg_err_set(CG_ERR_ARG, "--config %s: not a regular file (expected an INI settings file, "
                       "e.g. configs/cora.ini)", path);
   errno = 0;
-  int rc = ini_parse(path, on_setting, &c);
-  if (rc == -1)
-    return cg_err_set(CG_ERR_IO, "--config %s: cannot open: %s", path, strerror(errno ? errno : ENOENT));
+  struct line_reader r = {.fp = fopen(path, "r"), .ctx = &c};
+  if (!r.fp) return cg_err_set(CG_ERR_IO, "--config %s: cannot open: %s", path, strerror(errno ? errno : ENOENT));
+  int rc = ini_parse_stream(long_line_reader, &r, on_setting, &c);
+  fclose(r.fp);
+  free(r.buf);
+  for (int k = 0; k < c.nlong; k++) free(c.long_values[k]);
+  free(c.long_values);
   if (rc == -2) return cg_err_set(CG_ERR_NOMEM, "--config %s: out of memory while reading it", path);
   if (rc > 0)
     return cg_err_set(CG_ERR_ARG, "%s:%d: %s", path, rc,

@@ -16,7 +16,10 @@
  * command line. Options without a value (flags such as layernorm or quiet) take
  * true/false (also yes/no, on/off, 1/0); false leaves the flag unset. Sections only
  * group keys for the reader ([data], [model], [training], [output] by convention);
- * any section name is accepted. Comments are lines starting with '#' or ';'.
+ * any section name is accepted. Comments are lines starting with '#' or ';'. Lines
+ * have no length limit (a long metrics path), though a section name or key must fit
+ * in about 90 characters: inih, which reads the file, stops at 200 bytes a line, so
+ * longer values are handed to it as placeholders (apps/config_file.c).
  * Relative paths in values are relative to the working directory, as on the
  * command line.
  *
@@ -36,6 +39,11 @@
  * Keys "config", "help" and "print-config" are not allowed in a file. */
 int config_file_expand(int argc, char **argv, const struct option *longopts, int *out_argc, char ***out_argv);
 void config_file_argv_free(int argc, char **argv);
+
+/* The long option of `opts` closest to `name` (no leading "--"), at most two edits
+ * away, for "did you mean" (settings-file keys and command-line options alike); NULL
+ * when none is that close. */
+const char *config_option_suggest(const char *name, const struct option *opts);
 
 /* The config files named on the command line (NULL-terminated list inside `argv`
  * order), for --print-config's header; returns how many were found (up to max). */

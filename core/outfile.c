@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* realpath */
 #include "core/outfile.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "core/status.h"
 
 static void outfile_free(struct cg_outfile *o) {
@@ -147,4 +149,105 @@ int cg_outfile_probe(const char *path, const char *what) {
   TRY(cg_outfile_open(&o, path, what));
   cg_outfile_abort(&o);
   return CG_OK;
+}
+
+const char *cg_path_type(const char *path) {
+  struct stat sb;
+  if (stat(path, &sb) != 0) return lstat(path, &sb) == 0 ? "a symbolic link to a missing file" : NULL;
+  if (S_ISREG(sb.st_mode)) return "a regular file";
+  if (S_ISDIR(sb.st_mode)) return "a folder";
+  if (S_ISFIFO(sb.st_mode)) return "a named pipe (FIFO)";
+  if (S_ISCHR(sb.st_mode)) return "a character device";
+  if (S_ISBLK(sb.st_mode)) return "a block device";
+  if (S_ISSOCK(sb.st_mode)) return "a socket";
+  return "not a regular file";
+}
+
+int cg_outfile_open_keep(struct cg_outfile *o, const char *path, const char *what) {
+  TRY(cg_outfile_open(o, path, what));
+  if (!o->tmp) return CG_OK; /* in place: appending already */
+  FILE *in = fopen(o->path, "rb");
+  if (!in) return CG_OK; /* a new file */
+  char buf[1 << 16];
+  size_t k;
+  int ok = 1;
+  while (ok && (k = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, k, o->fp) == k;
+  ok = ok && !ferror(in);
+  fclose(in);
+  if (!ok) {
+    const int rc = cg_err_set(CG_ERR_IO, "cannot copy '%s' to start the %s: %s", o->path, what,
+                              strerror(errno ? errno : EIO));
+    cg_outfile_abort(o);
+    return rc;
+  }
+  return CG_OK;
+}
+
+/* ---- the rule ------------------------------------------------------------------------ */
+
+#define KIND_HEAD 64 /* bytes read to tell a file's kind */
+
+static size_t read_head(const char *path, unsigned char *buf, size_t len) {
+  const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t got = read(fd, buf, len);
+  close(fd);
+  return got > 0 ? (size_t)got : 0;
+}
+
+int cg_outfile_is_kind(const char *path, const struct cg_outfile_kind *kind) {
+  struct stat sb;
+  if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return 0;
+  unsigned char head[KIND_HEAD];
+  const size_t n = read_head(path, head, sizeof head);
+  for (const char *const *sig = kind->signatures; sig && *sig; sig++) {
+    const size_t k = strlen(*sig);
+    if (k <= n && memcmp(head, *sig, k) == 0) return 1;
+  }
+  return 0;
+}
+
+/* "its first line: '...'" for text, "binary data" otherwise: what the user would lose. */
+static void describe_head(const char *path, char *out, size_t len) {
+  unsigned char head[KIND_HEAD];
+  const size_t n = read_head(path, head, sizeof head);
+  size_t text = 0;
+  while (text < n && head[text] != '\n' && (isprint(head[text]) || head[text] == '\t')) text++;
+  if (text == 0 || (text < n && head[text] != '\n'))
+    snprintf(out, len, "binary data");
+  else
+    snprintf(out, len, "text starting '%.*s%s'", (int)(text > 40 ? 40 : text), (const char *)head,
+             text > 40 ? "..." : "");
+}
+
+int cg_outfile_check(const char *path, const char *opt, const struct cg_outfile_kind *kind,
+                     const struct cg_outfile_input *inputs, int n, int force, int warn_replace) {
+  struct stat out;
+  if (!path || stat(path, &out) != 0) return CG_OK; /* nothing there to lose */
+  for (int i = 0; i < n; i++) {
+    struct stat in;
+    if (!inputs[i].path || stat(inputs[i].path, &in) != 0) continue;
+    if (in.st_dev == out.st_dev && in.st_ino == out.st_ino && !S_ISCHR(out.st_mode))
+      return cg_err_set(CG_ERR_ARG, "%s %s is the %s %s of this run: writing there would destroy "
+                        "it; choose another file", opt, path, inputs[i].opt, inputs[i].path);
+  }
+  if (S_ISDIR(out.st_mode))
+    return cg_err_set(CG_ERR_IO, "%s %s: it is a folder (give a file name for the %s)", opt, path, kind->what);
+  if (!S_ISREG(out.st_mode) || out.st_size == 0) return CG_OK; /* a device or pipe: in place */
+  const int same = cg_outfile_is_kind(path, kind);
+  if (same && !kind->replace_needs_force) {
+    if (warn_replace) LOG_WARN_COMMON("core", "%s %s: replacing the %s there", opt, path, kind->what);
+    return CG_OK;
+  }
+  if (force) {
+    LOG_WARN_COMMON("core", "%s %s: replacing the existing file (--force)", opt, path);
+    return CG_OK;
+  }
+  if (same)
+    return cg_err_set(CG_ERR_IO, "%s %s: a %s exists there; refusing to replace it (remove it, choose "
+                      "another path, or pass --force to replace it)", opt, path, kind->what);
+  char head[96];
+  describe_head(path, head, sizeof head);
+  return cg_err_set(CG_ERR_IO, "%s %s: the file exists and is not a %s (%s); refusing to replace it "
+                    "(choose another path, or pass --force to replace it)", opt, path, kind->what, head);
 }

@@ -19,9 +19,50 @@ struct cg_outfile {
   char *tmp;  /* temporary name (FILE.tmp.XXXXXX), NULL when writing in place */
 };
 
+/* ---- the rule every output path follows -----------------------------------------
+ * Every file capgnn writes (metrics, checkpoints, partition statistics, converted and
+ * generated graphs) is checked by cg_outfile_check before any long work and then
+ * written through a temporary renamed over it (cg_outfile_open / commit):
+ *  1. never one of the run's inputs (its graph, the checkpoint it resumes from, a
+ *     settings file, a converter's source files; the same file, whatever the path
+ *     says: links and hard links are resolved), whatever `force` says;
+ *  2. an existing file is replaced only when it is an output of the same kind
+ *     (recognised by its first bytes) or with `force` (--force); a kind that holds
+ *     data costly to remake (graphs) needs `force` even then. An empty file is
+ *     replaced; a device, pipe or socket is written in place (as cg_outfile_open
+ *     does); a folder is refused. */
+
+/* A kind of output. A file is of this kind when it starts with one of `signatures`. */
+struct cg_outfile_kind {
+  const char *what;              /* "metrics file", "graph" ... for messages */
+  const char *const *signatures; /* NULL-terminated */
+  int replace_needs_force;       /* 1: an existing file of this kind too (datasets) */
+};
+
+/* One input of a run, for rule 1: the option that named it and its path (NULL: none). */
+struct cg_outfile_input {
+  const char *opt, *path;
+};
+
+/* Rule 1 and 2 for output `path`, given as option `opt` ("--metrics"), of `kind`;
+ * `inputs` has n entries (entries with a NULL path are skipped). CG_OK when it may be
+ * written (a new file: whether its folder is writable is cg_outfile_probe's question);
+ * otherwise CG_ERR_ARG (rule 1) or CG_ERR_IO (rule 2, a folder) with a message that
+ * names the file, what it holds and what to do. With warn_replace, replacing an
+ * existing file of the kind is logged as a warning. */
+int cg_outfile_check(const char *path, const char *opt, const struct cg_outfile_kind *kind,
+                     const struct cg_outfile_input *inputs, int n, int force, int warn_replace);
+/* Whether the existing regular file `path` starts with one of kind's signatures
+ * (0 when it does not, is empty or cannot be read). */
+int cg_outfile_is_kind(const char *path, const struct cg_outfile_kind *kind);
+
 /* Opens `path` for writing ("wb"); `what` names the content in error messages
  * ("graph", "partition statistics"). On failure *o is zeroed. */
 int cg_outfile_open(struct cg_outfile *o, const char *path, const char *what);
+/* The same, and the temporary starts as a copy of the existing regular file (for an
+ * output that grows across runs: a resumed run's metrics); written in place, the file
+ * is appended to anyway. */
+int cg_outfile_open_keep(struct cg_outfile *o, const char *path, const char *what);
 /* Closes and, for a temporary, renames it over the target. Frees *o either way; on
  * failure the temporary is removed and the target is left as it was. */
 int cg_outfile_commit(struct cg_outfile *o);
@@ -32,5 +73,11 @@ void cg_outfile_abort(struct cg_outfile *o);
  * not opened (opening a FIFO blocks until a reader comes; the real write will wait
  * for it then): CG_OK. */
 int cg_outfile_probe(const char *path, const char *what);
+
+/* What `path` is, for messages about an input or output of the wrong kind: "a regular
+ * file", "a folder", "a named pipe (FIFO)", "a character device", "a block device",
+ * "a socket", "a symbolic link to a missing file"; NULL when nothing is there. Does not
+ * open it (opening a FIFO would block). */
+const char *cg_path_type(const char *path);
 
 #endif

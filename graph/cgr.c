@@ -351,7 +351,9 @@ struct file_map {
 
 static int file_map_open(const char *path, struct file_map *fm) {
   memset(fm, 0, sizeof *fm);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a named pipe given as a graph must not block the open until a writer
+   * comes (it is refused below; for a regular file the flag changes nothing) */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return cg_err_set(CG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   struct stat sb;
@@ -362,7 +364,12 @@ static int file_map_open(const char *path, struct file_map *fm) {
   }
   if (!S_ISREG(sb.st_mode)) {
     close(fd);
-    return cg_err_set(CG_ERR_IO, "%s: not a regular file", path);
+    const char *type = cg_path_type(path);
+    return cg_err_set(CG_ERR_IO, "%s: %s, not a .cgr file (%s)", path, type ? type : "not a regular file",
+                      S_ISDIR(sb.st_mode) ? "give the .cgr file inside it, or set CAPGNN_DATA to the folder "
+                                            "and give the dataset's name"
+                                          : "a graph is read with random access: save the stream to a "
+                                            "regular file first");
   }
   fm->size = (size_t)sb.st_size;
   if (fm->size == 0) {

@@ -71,6 +71,14 @@ int graph_synth(const char *spec, struct graph *g);
 /* Open a graph by name: "synth:..." generates; a path that exists (or ends in .cgr)
  * is read; otherwise NAME resolves to $CAPGNN_DATA/NAME.cgr. */
 int graph_open(const char *name, struct graph *g);
+/* The file graph_open(name) would read, in buf (without reading it); NULL for a
+ * synthetic spec or when no such file exists. For an output's "is it an input" check
+ * (core/outfile.h) before the graph is loaded. */
+const char *graph_path(const char *name, char *buf, size_t len);
+/* The output kind of a .cgr file (core/outfile.h): a graph, recognised by its magic; an
+ * existing one is a dataset, replaced only with --force. */
+struct cg_outfile_kind;
+const struct cg_outfile_kind *graph_outfile_kind(void);
 
 /* ---- datasets by name (graph/datasets.c) ----------------------------------------------
  * graph_open("NAME") reads $CAPGNN_DATA/NAME.cgr, or GRAPH_DEFAULT_DATA_DIR/NAME.cgr

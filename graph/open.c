@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/outfile.h"
 #include "core/status.h"
 #include "graph/graph.h"
 #include "core/progress.h"
@@ -45,6 +46,23 @@ static int ends_with(const char *s, const char *suffix) {
 static int path_exists(const char *p) {
   struct stat sb;
   return stat(p, &sb) == 0;
+}
+
+const struct cg_outfile_kind *graph_outfile_kind(void) {
+  static const char *const sig[] = {"CAPGNN01", NULL};
+  static const struct cg_outfile_kind kind = {"graph (.cgr)", sig, 1};
+  return &kind;
+}
+
+const char *graph_path(const char *name, char *buf, size_t len) {
+  if (!name || !*name || strncmp(name, "synth:", 6) == 0 || len == 0) return NULL;
+  if (path_exists(name)) {
+    snprintf(buf, len, "%s", name);
+    return buf;
+  }
+  if (strchr(name, '/')) return NULL;
+  const int k = snprintf(buf, len, "%s/%s%s", graph_data_dir(), name, ends_with(name, ".cgr") ? "" : ".cgr");
+  return k > 0 && (size_t)k < len && path_exists(buf) ? buf : NULL;
 }
 
 int graph_open(const char *name, struct graph *g) {

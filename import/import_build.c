@@ -24,6 +24,7 @@
 
 #include "core/log.h"
 #include "core/philox.h"
+#include "core/outfile.h"
 #include "core/status.h"
 #include "import/import_internal.h"
 #include "core/progress.h"
@@ -389,4 +390,12 @@ int import_path_is_file(const char *p) {
 int import_path_is_dir(const char *p) {
   struct stat sb;
   return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+int import_input_expect(const char *path, int want_dir, const char *expect) {
+  if (want_dir ? import_path_is_dir(path) : import_path_is_file(path)) return CG_OK;
+  const char *type = cg_path_type(path);
+  if (!type)
+    return cg_err_set(CG_ERR_NOT_FOUND, "%s: no such %s (%s)", path, want_dir ? "folder" : "file", expect);
+  return cg_err_set(CG_ERR_IO, "%s: %s, not a %s (%s)", path, type, want_dir ? "folder" : "regular file", expect);
 }

@@ -20,10 +20,8 @@ static int need_file(char *buf, size_t len, const char *dir, const char *name) {
 
 int import_dgl_reddit(const struct import_opts *o, struct graph *g, struct import_stats *stats) {
   const char *dir = o->input;
-  if (!import_path_is_dir(dir))
-    return cg_err_set(CG_ERR_NOT_FOUND, "%s: not a folder (--from dgl-reddit expects the folder holding "
-                      "reddit_data.npz and reddit_graph.npz)",
-                      dir);
+  TRY(import_input_expect(dir, 1, "--from dgl-reddit expects the folder holding reddit_data.npz and "
+                          "reddit_graph.npz"));
   char data_path[4096], graph_path[4096];
   TRY(need_file(data_path, sizeof data_path, dir, "reddit_data.npz"));
   TRY(need_file(graph_path, sizeof graph_path, dir, "reddit_graph.npz"));

@@ -70,9 +70,7 @@ int import_edgelist(const struct import_opts *o, struct graph *g, struct import_
   if (!o->features || !o->labels)
     return cg_err_set(CG_ERR_ARG, "--from edgelist needs --features X.npy and --labels Y.npy (and optionally "
                       "--split S.npy)");
-  if (!import_path_is_file(o->input))
-    return cg_err_set(CG_ERR_NOT_FOUND, "%s: no such file (--input: the edge list, one \"u v\" per line)",
-                      o->input);
+  TRY(import_input_expect(o->input, 0, "--from edgelist: --input is the edge list, one \"u v\" per line"));
   struct import_npy a;
   TRY(import_npy_open(&a, o->features));
   int st = import_npy_expect_numeric(&a, "features");

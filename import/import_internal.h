@@ -101,6 +101,10 @@ void import_note(struct import_stats *st, const char *fmt, ...)
 int import_path_join(char *buf, size_t len, const char *dir, const char *name);
 int import_path_is_file(const char *p);
 int import_path_is_dir(const char *p);
+/* --input must be a folder (want_dir) or a regular file: CG_OK, else CG_ERR_NOT_FOUND
+ * ("PATH: no such folder/file (EXPECT)") or CG_ERR_IO naming what it is instead
+ * ("PATH: a named pipe (FIFO), not a folder (EXPECT)"). */
+int import_input_expect(const char *path, int want_dir, const char *expect);
 
 /* The importers (import_*.c); each fills g except the name and checksum. */
 int import_dgl_reddit(const struct import_opts *o, struct graph *g, struct import_stats *st);

@@ -400,10 +400,8 @@ static int read_split_file(const char *path, struct graph *g, uint8_t value, con
 
 int import_ogb(const struct import_opts *o, struct graph *g, struct import_stats *stats) {
   const char *dir = o->input;
-  if (!import_path_is_dir(dir))
-    return cg_err_set(CG_ERR_NOT_FOUND, "%s: not a folder (--from ogb expects an OGB dataset folder such as "
-                      "ogbn-arxiv/, holding raw/ and split/)",
-                      dir);
+  TRY(import_input_expect(dir, 1, "--from ogb expects an OGB dataset folder such as ogbn-arxiv/, holding "
+                          "raw/ and split/"));
   char raw[4096], edge[4200], feat[4200], label[4200], nodes[4200], split_dir[4096];
   TRY(import_path_join(raw, sizeof raw, dir, "raw"));
   TRY(find_csv(edge, sizeof edge, raw, "edge", 1));

@@ -307,10 +307,8 @@ static int read_roles(const char *path, struct graph *g) {
 
 int import_saint(const struct import_opts *o, struct graph *g, struct import_stats *stats) {
   const char *dir = o->input;
-  if (!import_path_is_dir(dir))
-    return cg_err_set(CG_ERR_NOT_FOUND, "%s: not a folder (--from saint expects a GraphSAINT data folder with "
-                      "adj_full.npz, feats.npy, class_map.json and role.json)",
-                      dir);
+  TRY(import_input_expect(dir, 1, "--from saint expects a GraphSAINT data folder with adj_full.npz, "
+                          "feats.npy, class_map.json and role.json"));
   static const char *const files[] = {"adj_full.npz", "feats.npy", "class_map.json", "role.json"};
   char path[4][4096];
   for (int i = 0; i < 4; i++) {

@@ -155,6 +155,7 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
   struct comm *c = cg_calloc(1, sizeof *c, "communicator state");
   if (!c) return CG_ERR_NOMEM;
   c->world = c->host = c->node = MPI_COMM_NULL;
+  c->shared_win = MPI_WIN_NULL;
   c->we_initialised = we_init;
   c->path_req = COMM_PATH_AUTO;
   c->path_logged = -1;
@@ -199,6 +200,7 @@ void comm_finalize(struct comm **cp) {
   cg_fatal_set_handler(c->prev_fatal, c->prev_fatal_ctx);
   /* what was started after MPI (NCCL) stops before MPI */
   if (c->release) c->release(c);
+  if (c->shared_win != MPI_WIN_NULL) MPI_Win_free(&c->shared_win);
   comm_free_comms(c);
   cg_free(c);
   *cp = NULL;
@@ -374,6 +376,48 @@ int comm_agree(struct comm *c, int status, const char *what) {
   if (status < 0) return status; /* keep this rank's own message */
   return cg_err_set(worst.status, "rank %d failed during %s (%s; see that rank's log)", worst.rank,
                     what ? what : "setup", cg_status_str(worst.status));
+}
+
+/* ---- memory shared by the ranks of a host ---------------------------------------- */
+
+int comm_host_shared(struct comm *c, size_t bytes, void **base) {
+  int st = CG_OK;
+  *base = NULL;
+  if (c->shared_win != MPI_WIN_NULL) {
+    if (bytes != c->shared_bytes)
+      return cg_err_set(CG_ERR_ARG, "comm_host_shared: a block of %zu bytes per rank exists, %zu asked",
+                        c->shared_bytes, bytes);
+    *base = c->shared_base;
+    return CG_OK;
+  }
+  void *mine = NULL, *first = NULL;
+  MPI_Aint size = 0;
+  int unit = 0;
+  MPI_Win win = MPI_WIN_NULL;
+  /* contiguous (the default): rank r's part follows rank r-1's */
+  int rc = MPI_Win_allocate_shared((MPI_Aint)bytes, 1, MPI_INFO_NULL, c->host, &mine, &win);
+  if (rc != MPI_SUCCESS) st = comm_mpi_error(rc, "MPI_Win_allocate_shared", __FILE__, __LINE__);
+  if (st == CG_OK) {
+    rc = MPI_Win_shared_query(win, 0, &size, &unit, &first);
+    if (rc != MPI_SUCCESS) st = comm_mpi_error(rc, "MPI_Win_shared_query", __FILE__, __LINE__);
+  }
+  if (st == CG_OK && (char *)first + (size_t)c->host_local_rank * bytes != (char *)mine)
+    st = cg_err_set(CG_ERR_UNSUPPORTED, "comm_host_shared: MPI placed the ranks' parts apart");
+  if (st == CG_OK) memset(mine, 0, bytes);
+  st = comm_agree(c, st, "allocating memory shared by the ranks of a host");
+  if (st == CG_OK) { /* every part zeroed before anyone reads it */
+    rc = MPI_Barrier(c->host);
+    if (rc != MPI_SUCCESS) st = comm_mpi_error(rc, "MPI_Barrier (host)", __FILE__, __LINE__);
+  }
+  if (st != CG_OK) {
+    if (win != MPI_WIN_NULL) MPI_Win_free(&win);
+    return st;
+  }
+  c->shared_win = win;
+  c->shared_base = first;
+  c->shared_bytes = bytes;
+  *base = first;
+  return CG_OK;
 }
 
 /* ---- counters ------------------------------------------------------------------ */

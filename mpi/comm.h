@@ -257,6 +257,17 @@ struct comm_lib_info {
 /* Local (not collective). */
 int comm_lib_info(struct comm *c, struct comm_lib_info *out);
 
+/* ---- memory shared by the ranks of a host ------------------------------------- */
+
+/* `bytes` zeroed bytes for each rank of this host in one block that every rank of the
+ * host sees (MPI_Win_allocate_shared over the host's ranks): host-local rank r's part
+ * starts at *base + r * bytes. For data another process of the host reads without
+ * calling MPI: the stall watchdog's progress slots (core/watchdog.h). Collective over
+ * the world (each host's ranks allocate together; on any rank's error every rank
+ * returns an error). One block per struct comm: a later call returns the same block
+ * (CG_ERR_ARG for another size). Freed by comm_finalize. */
+int comm_host_shared(struct comm *c, size_t bytes, void **base);
+
 /* ---- counters -------------------------------------------------------------- */
 
 struct comm_stats {

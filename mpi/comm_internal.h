@@ -39,6 +39,9 @@ struct comm {
   int nccl_dev;               /* its device */
   int nccl_failed;            /* AUTO tried NCCL and it did not start: do not try again */
   void (*release)(struct comm *c); /* comm_release_set; NULL: nothing to stop */
+  MPI_Win shared_win;         /* comm_host_shared's block, MPI_WIN_NULL: none */
+  void *shared_base;
+  size_t shared_bytes;
 };
 
 /* Have comm_finalize call fn(c) before it frees the communicators and finalises MPI:

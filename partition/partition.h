@@ -186,6 +186,10 @@ void part_stats_print(FILE *f, const struct part_stats *s);
  * inner_min, inner_max, imbalance, overlap_hist: [...]}}. Written to a temp file, then
  * renamed. CG_ERR_IO naming the path on failure. */
 int part_stats_write_json(const struct part_stats *s, const char *path);
+/* The output kind of that file (core/outfile.h): an earlier statistics file (it starts
+ * with the "graph" key, as part_stats_write_json writes it) is replaced. */
+struct cg_outfile_kind;
+const struct cg_outfile_kind *part_stats_outfile_kind(void);
 /* The same JSON as a malloc'ed string (free with free()); NULL on allocation failure. */
 char *part_stats_to_json(const struct part_stats *s);
 

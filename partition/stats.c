@@ -188,6 +188,12 @@ char *part_stats_to_json(const struct part_stats *s) {
   return text;
 }
 
+const struct cg_outfile_kind *part_stats_outfile_kind(void) {
+  static const char *const sig[] = {"{\n\t\"graph\":", NULL};
+  static const struct cg_outfile_kind kind = {"partition statistics file", sig, 0};
+  return &kind;
+}
+
 int part_stats_write_json(const struct part_stats *s, const char *path) {
   char *text = part_stats_to_json(s);
   if (!text) return cg_err_set(CG_ERR_NOMEM, "out of memory formatting partition statistics as JSON");

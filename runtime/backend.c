@@ -1,6 +1,7 @@
 /* runtime/backend.c — picking the compute backend (--device auto|cpu|cuda). */
 #include <string.h>
 
+#include "core/cpus.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "runtime/runtime.h"
@@ -59,4 +60,56 @@ const char *rt_backend_describe(const struct cg_backend *be) {
   if (be->kind == CG_DEVICE_CUDA) return cg_cuda_describe(be);
 #endif
   return be->name;
+}
+
+/* ---- threads ------------------------------------------------------------------------ */
+
+void rt_threads_plan(int requested, int host_cpus, int bound_cpus, int ranks_on_host, struct rt_threads *out) {
+  memset(out, 0, sizeof *out);
+  if (host_cpus < 1) host_cpus = 1;
+  if (bound_cpus < 1) bound_cpus = 1;
+  if (ranks_on_host < 1) ranks_on_host = 1;
+  if (requested > 0) {
+    out->threads = requested;
+    out->squeezed = requested > bound_cpus;
+  } else {
+    out->threads = host_cpus / ranks_on_host > 1 ? host_cpus / ranks_on_host : 1;
+    if (out->threads > bound_cpus) {
+      if (bound_cpus == 1) out->widen = 1;     /* a launcher's one-core default binding */
+      else out->threads = bound_cpus;          /* a binding of several CPUs: the user's choice */
+    }
+  }
+  out->oversubscribed = (int64_t)ranks_on_host * out->threads > host_cpus;
+}
+
+int rt_threads_setup(int requested, int ranks_on_host, int host_rank, const char *device) {
+  const int host = cg_cpus_host(), bound = cg_cpus_bound();
+  struct rt_threads t;
+  rt_threads_plan(requested, host, bound, ranks_on_host, &t);
+  if (t.widen && cg_cpus_unbind() != CG_OK) { /* keep the binding: threads share its CPU */
+    LOG_DEBUG("train", "%s", cg_err_msg());
+    cg_err_clear();
+    t.threads = 1;
+  }
+  cg_cpus_set_default_threads(t.threads);
+  const int gpu = device && strcmp(device, "cuda") == 0;
+  LOG_INFO("train", "CPU threads: %d per rank (%s; %d CPU%s and %d rank%s on host %s%s)", t.threads,
+           requested > 0 ? "--threads" : "the host's CPUs divided by its ranks", host, host == 1 ? "" : "s",
+           ranks_on_host, ranks_on_host == 1 ? "" : "s", cg_hostname(),
+           t.widen ? "; the launcher's binding to one CPU widened to all" : "");
+  if (!gpu && t.squeezed)
+    LOG_WARN("train", "--threads %d, but the launcher bound this rank to %d CPU%s: the threads share %s "
+             "(give them room: mpirun --bind-to none, or --map-by slot:PE=%d)", t.threads, bound,
+             bound == 1 ? "" : "s", bound == 1 ? "it" : "them", t.threads);
+  if (!gpu && t.oversubscribed && host_rank == 0) {
+    if (t.threads == 1)
+      LOG_WARN("train", "%d ranks on host %s, which has %d CPU%s: the ranks share CPUs and each epoch waits "
+               "for the slowest (fewer ranks per host run faster)", ranks_on_host, cg_hostname(), host,
+               host == 1 ? "" : "s");
+    else
+      LOG_WARN("train", "%d ranks x %d threads on host %s, which has %d CPU%s: oversubscribed, the threads "
+               "share CPUs (pass --threads %d or leave --threads out)", ranks_on_host, t.threads, cg_hostname(),
+               host, host == 1 ? "" : "s", host / ranks_on_host > 1 ? host / ranks_on_host : 1);
+  }
+  return t.threads;
 }

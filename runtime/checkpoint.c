@@ -390,6 +390,20 @@ int rt_checkpoint_read(const char *path, struct rt_checkpoint *c) {
   memcpy(c->adam_v, p + 2 * pbytes, pbytes);
   memcpy(c->loss, p + 3 * pbytes, lbytes);
   cg_free(buf);
+  buf = NULL;
+  /* a state that holds NaN or inf (written by a run on its way to diverging) cannot
+   * continue a run nor be used: refused here, with where it is, not after a resumed
+   * run's first step */
+  const float *arr[3] = {c->params, c->adam_m, c->adam_v};
+  const char *what[3] = {"parameter", "Adam first moment", "Adam second moment"};
+  for (int a = 0; a < 3; a++)
+    for (int64_t i = 0; i < c->num_params; i++)
+      if (!isfinite(arr[a][i])) {
+        st = cg_err_set(CG_ERR_FORMAT, "checkpoint %s: %s %lld of %lld is %s: the run that wrote it was "
+                        "diverging (try a smaller --lr); this state cannot be resumed or used", path, what[a],
+                        (long long)i, (long long)c->num_params, isnan(arr[a][i]) ? "NaN" : "infinite");
+        goto fail;
+      }
   return CG_OK;
 fail:
   cg_free(buf);
@@ -407,21 +421,27 @@ static int file_is_checkpoint(const char *path) {
   return got == (ssize_t)sizeof magic && memcmp(magic, CKPT_MAGIC, sizeof magic) == 0;
 }
 
-int rt_checkpoint_probe_target(const char *path, int warn_replace) {
+const struct cg_outfile_kind *rt_checkpoint_kind(void) {
+  static const char *const sig[] = {CKPT_MAGIC, NULL};
+  static const struct cg_outfile_kind kind = {"capgnn checkpoint", sig, 0};
+  return &kind;
+}
+
+int rt_checkpoint_probe_target(const char *path, int warn_replace, const struct cg_outfile_input *inputs,
+                               int ninputs, int force) {
   struct stat sb;
   if (stat(path, &sb) == 0) {
     char *real = realpath(path, NULL);
     const int devnull = real && strcmp(real, "/dev/null") == 0;
     free(real);
-    if (!devnull && !S_ISREG(sb.st_mode))
+    if (devnull) return CG_OK;
+    if (!S_ISREG(sb.st_mode))
       return cg_err_set(CG_ERR_IO, "--checkpoint %s: not a regular file (a checkpoint must be a file "
                         "that --resume can read back)", path);
-    if (!devnull && sb.st_size > 0 && !file_is_checkpoint(path))
-      return cg_err_set(CG_ERR_IO, "--checkpoint %s: the file exists and is not a capgnn checkpoint; "
-                        "refusing to replace it (remove it or choose another path)", path);
-    if (!devnull && sb.st_size > 0 && warn_replace)
+    if (sb.st_size > 0 && warn_replace && file_is_checkpoint(path))
       LOG_WARN_COMMON("train", "--checkpoint %s: replacing the checkpoint there (written by an earlier "
                       "run); to continue that run instead, pass --resume %s", path, path);
   }
+  TRY(cg_outfile_check(path, "--checkpoint", rt_checkpoint_kind(), inputs, ninputs, force, 0));
   return cg_outfile_probe(path, "checkpoint");
 }

@@ -33,6 +33,7 @@ void rt_config_defaults(struct rt_config *c) {
   c->checkpoint_path = NULL;
   c->checkpoint_every = 0;
   c->resume_path = NULL;
+  c->stall_timeout_s = 300.0;
 }
 
 float rt_config_layer_dropout(const struct rt_config *c, int l) {
@@ -86,13 +87,15 @@ int rt_config_check(const struct rt_config *c) {
   if (c->eval_every < 1)
     return cg_err_set(CG_ERR_ARG, "--eval-every %d: expected an integer >= 1", c->eval_every);
   if (c->threads < 0 || c->threads > 4096)
-    return cg_err_set(CG_ERR_ARG, "--threads %d: expected an integer in [0, 4096] (0 = all cores)",
+    return cg_err_set(CG_ERR_ARG, "--threads %d: expected an integer in [0, 4096] (0 = the host's cores / its ranks)",
                       c->threads);
   if (c->checkpoint_every < 0)
     return cg_err_set(CG_ERR_ARG, "--checkpoint-every %d: expected an integer >= 0 (0 = after the last "
                       "epoch only)", c->checkpoint_every);
   if (c->checkpoint_every > 0 && !c->checkpoint_path)
     return cg_err_set(CG_ERR_ARG, "--checkpoint-every needs --checkpoint FILE (where to write)");
+  if (!(c->stall_timeout_s >= 0.0 && c->stall_timeout_s <= 1e7))
+    return cg_err_set(CG_ERR_ARG, "--stall-timeout %g: expected seconds in [0, 1e7] (0 = off)", c->stall_timeout_s);
   if (!c->device || (strcmp(c->device, "auto") && strcmp(c->device, "cpu") && strcmp(c->device, "cuda")))
     return cg_err_set(CG_ERR_ARG, "--device %s: expected auto, cpu or cuda", c->device ? c->device : "(null)");
   return CG_OK;

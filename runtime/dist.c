@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "core/status.h"
+#include "core/watchdog.h"
 #include "runtime/dist.h"
 #include "runtime/runtime_internal.h"
 
@@ -263,6 +264,15 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   *fatal = 0;
   if (res) memset(res, 0, sizeof *res);
   st = rt_config_check(cfg);
+  /* the thread count used (runtime.h, "threads of a rank"), before any OpenMP region:
+   * the backend, the summary and the checkpoints see it */
+  struct rt_config resolved;
+  if (st == CG_OK) {
+    resolved = *cfg;
+    resolved.threads = rt_threads_setup(cfg->threads, comm_host_local_size(c), comm_host_local_rank(c),
+                                        cfg->device);
+    cfg = &resolved;
+  }
   if (comm_size(c) == 1) { /* the single-process path, unchanged */
     if (st < 0) return st;
     return rt_run_checked(cfg, res);
@@ -274,6 +284,17 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   memset(&resume, 0, sizeof resume);
   if (st == CG_OK && path != COMM_PATH_AUTO) st = comm_set_path(c, path);
   TRY_GOTO(comm_agree(c, st, "checking the options"), done);
+  /* the stall watchdog's slots in memory the ranks of a host share, so that a rank that
+   * notices a stall can name the one that stalled (core/watchdog.h); without them each
+   * rank still watches itself */
+  void *slots = NULL;
+  if (cfg->stall_timeout_s > 0 && comm_host_shared(c, cg_watch_slot_bytes(), &slots) != CG_OK) {
+    LOG_WARN_COMMON("dist", "no memory shared by the ranks of a host (%s): a stalled rank is reported "
+                    "without naming its peers", cg_err_msg());
+    cg_err_clear();
+    slots = NULL;
+  }
+  cg_watchdog_set_slots(slots, comm_host_local_size(c), comm_host_local_rank(c), comm_rank(c));
   /* before the graph is loaded (rt_run's checks, runtime/run.c) */
   TRY_GOTO(dist_check_files(c, cfg), done);
   /* every rank reads the checkpoint it resumes from: usually all fail alike (one line) */
@@ -294,6 +315,7 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   /* a stop on request is agreed (every rank stopped after the same epoch): clean up */
   if (st == CG_OK || st == CG_ERR_INTERRUPTED) *fatal = 0;
 done:
+  if (!*fatal) cg_watchdog_set_slots(NULL, 0, 0, comm_rank(c)); /* the block goes with comm_finalize */
   rt_checkpoint_free(&resume);
   if (!*fatal) {
     rt_dist_destroy(&d);

@@ -3,8 +3,11 @@
  * rt_train).
  *
  * Design notes (the why):
- * - Every record is flushed as it is written: a run that dies (or is stopped) leaves
- *   the epochs it finished readable, and a resumed run appends to the same file.
+ * - Every record is flushed as it is written, into a temporary beside the file
+ *   (core/outfile.h: an output never destroys what was there until the run ends): a
+ *   run that dies leaves the epochs it finished readable there, a run that ends (also
+ *   when stopped or diverged) renames it over the file, and a resumed run's temporary
+ *   starts as a copy of the file, so that it appends.
  * - Float options are written as the user wrote them (0.01, not 0.009999999776), and
  *   NaN / inf as null: they are not JSON. */
 #include <errno.h>
@@ -21,35 +24,43 @@
 #include "core/timer.h"
 #include "runtime/runtime_internal.h"
 
+const struct cg_outfile_kind *rt_metrics_kind(void) {
+  static const char *const sig[] = {"{\"epoch\":", "{\"summary\":", NULL};
+  static const struct cg_outfile_kind kind = {"capgnn metrics file (JSON Lines)", sig, 0};
+  return &kind;
+}
+
 int rt_metrics_probe(const char *path) {
   struct stat sb; /* a FIFO would block the open until a reader comes: leave it to the run */
   if (stat(path, &sb) == 0 && S_ISFIFO(sb.st_mode)) return CG_OK;
-  const int existed = access(path, F_OK) == 0;
-  FILE *f = fopen(path, "a");
-  if (!f)
-    return cg_err_set(CG_ERR_IO, "cannot create metrics file %s: %s (check that the folder exists and is "
-                      "writable, or pass another --metrics path)", path, strerror(errno));
-  fclose(f);
-  if (!existed) remove(path);
-  return CG_OK;
+  if (cg_outfile_probe(path, "metrics file") == CG_OK) return CG_OK;
+  char why[1024];
+  snprintf(why, sizeof why, "%s", cg_err_msg());
+  return cg_err_set(CG_ERR_IO, "cannot create metrics file %s (%s): check that the folder exists and is "
+                    "writable, or pass another --metrics path", path, why);
 }
 
 int rt_metrics_open(struct rt_metrics *mt, const char *path, int append) {
-  mt->f = NULL;
+  memset(mt, 0, sizeof *mt);
   mt->path = path;
   if (!path) return CG_OK;
-  mt->f = fopen(path, append ? "a" : "w");
-  if (!mt->f)
-    return cg_err_set(CG_ERR_IO, "cannot create metrics file %s (check the folder exists and is writable)",
-                      path);
+  TRY(append ? cg_outfile_open_keep(&mt->of, path, "metrics file") : cg_outfile_open(&mt->of, path, "metrics file"));
+  mt->f = mt->of.fp;
   return CG_OK;
 }
 
 int rt_metrics_close(struct rt_metrics *mt, int st) {
   if (!mt->f) return st;
-  const int rc = fclose(mt->f);
   mt->f = NULL;
-  if (rc != 0 && st == CG_OK) return cg_err_set(CG_ERR_IO, "cannot close metrics file %s", mt->path);
+  if (mt->records == 0) { /* nothing of this run: an earlier file stays */
+    cg_outfile_abort(&mt->of);
+    return st;
+  }
+  char msg[2048];
+  snprintf(msg, sizeof msg, "%s", cg_err_msg()); /* commit may overwrite the run's error */
+  const int rc = cg_outfile_commit(&mt->of);
+  if (st == CG_OK) return rc;
+  if (rc != CG_OK) cg_err_set(st, "%s", msg);
   return st;
 }
 
@@ -67,6 +78,7 @@ static int write_line(struct rt_metrics *mt, cJSON *o) {
   int ok = fputs(s, mt->f) >= 0 && fputc('\n', mt->f) != EOF && fflush(mt->f) == 0;
   cJSON_free(s);
   if (!ok) return cg_err_set(CG_ERR_IO, "cannot write metrics file %s (disk full?)", mt->path);
+  mt->records++;
   return CG_OK;
 }
 
@@ -172,7 +184,8 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
 
 int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const struct cg_backend *be,
                        const struct rt_config *cfg, const struct rt_result *r, int resumed_from,
-                       double t_start, const struct rt_cache_record *cache) {
+                       double t_start, const struct rt_cache_record *cache, int last,
+                       const char *outcome) {
   if (!mt->f) return CG_OK;
   cJSON *o = cJSON_CreateObject();
   if (!o) return cg_err_set(CG_ERR_NOMEM, "out of memory creating the metrics summary");
@@ -189,12 +202,13 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
   cJSON_AddNumberToObject(o, "ranks", loc->nranks);
   add_config(o, cfg);
   cJSON_AddNumberToObject(o, "params", (double)r->num_params);
-  cJSON_AddNumberToObject(o, "epochs", r->epochs);
+  cJSON_AddNumberToObject(o, "epochs", last);
+  cJSON_AddStringToObject(o, "outcome", outcome);
   cJSON_AddNumberToObject(o, "resumed_from_epoch", resumed_from);
   json_num(o, "best_val_acc", r->best_val_acc);
   json_num(o, "test_acc_at_best_val", r->test_acc_at_best_val);
   cJSON_AddNumberToObject(o, "best_epoch", r->best_epoch);
-  json_num(o, "final_loss", r->loss[r->epochs - 1]);
+  json_num(o, "final_loss", r->loss[last - 1]);
   json_num(o, "final_train_acc", r->final_train_acc);
   json_num(o, "final_val_acc", r->final_val_acc);
   json_num(o, "final_test_acc", r->final_test_acc);

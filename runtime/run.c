@@ -17,13 +17,30 @@
  *   restores, for its direct callers). */
 #include <string.h>
 
+#include "core/outfile.h"
 #include "core/status.h"
 #include "runtime/runtime_internal.h"
 
+/* The run's inputs no output may be (core/outfile.h's rule 1): the graph's file (a
+ * dataset name resolved), the checkpoint resumed from (a checkpoint may replace it:
+ * that is how a run continues in place; the metrics may not), the settings files. */
+#define RT_MAX_INPUTS 32
+
 int rt_run_check_files(const struct rt_config *cfg) {
   TRY(rt_checkpoint_check_paths(cfg));
-  if (cfg->metrics_path) TRY(rt_metrics_probe(cfg->metrics_path));
-  if (cfg->checkpoint_path) TRY(rt_checkpoint_probe_target(cfg->checkpoint_path, !cfg->resume_path));
+  char gpath[4200];
+  struct cg_outfile_input in[RT_MAX_INPUTS];
+  int n = 0;
+  in[n++] = (struct cg_outfile_input){"--graph", graph_path(cfg->graph, gpath, sizeof gpath)};
+  for (int i = 0; cfg->inputs && cfg->inputs[i] && n < RT_MAX_INPUTS - 1; i++)
+    in[n++] = (struct cg_outfile_input){"--config", cfg->inputs[i]};
+  in[n++] = (struct cg_outfile_input){"--resume", cfg->resume_path}; /* last: the checkpoint skips it */
+  if (cfg->metrics_path) {
+    TRY(cg_outfile_check(cfg->metrics_path, "--metrics", rt_metrics_kind(), in, n, cfg->force, 0));
+    TRY(rt_metrics_probe(cfg->metrics_path));
+  }
+  if (cfg->checkpoint_path)
+    TRY(rt_checkpoint_probe_target(cfg->checkpoint_path, !cfg->resume_path, in, n - 1, cfg->force));
   return CG_OK;
 }
 
@@ -55,5 +72,7 @@ done:
 
 int rt_run(const struct rt_config *cfg, struct rt_result *res) {
   TRY(rt_config_check(cfg));
-  return rt_run_checked(cfg, res);
+  struct rt_config c = *cfg; /* the thread count used, for the backend, summary and checkpoints */
+  c.threads = rt_threads_setup(cfg->threads, 1, 0, cfg->device);
+  return rt_run_checked(&c, res);
 }

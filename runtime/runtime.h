@@ -79,7 +79,9 @@ struct rt_config {
   uint64_t seed;          /* weights and dropout masks */
   /* execution */
   const char *device;     /* "auto" | "cpu" | "cuda" */
-  int threads;            /* CPU backend threads, 0 = OpenMP default */
+  int threads;            /* CPU threads per rank; 0: rt_threads_setup's default (rt_run and
+                             rt_run_dist resolve it first: the run, its summary and its
+                             checkpoints see the count used) */
   int tf32;               /* CUDA: allow TF32 GEMM (off by default: exactness) */
   const char *metrics_path; /* JSON Lines metrics file, NULL = none */
   int quiet;              /* 1: no per-epoch INFO lines */
@@ -87,6 +89,16 @@ struct rt_config {
   const char *checkpoint_path; /* write the training state here, NULL = never */
   int checkpoint_every;   /* ... every N epochs and after the last; 0 = after the last only */
   const char *resume_path; /* continue from this checkpoint, NULL = start afresh */
+  /* a rank that makes no progress for this long (seconds) ends the job, with a message
+   * naming it and where it stopped (core/watchdog.h); 0 = never. Default 300. It
+   * watches the training loop (set-up, whose length depends on the graph, is not
+   * watched): it must exceed the longest step of the run (an epoch's layer, a
+   * checkpoint's write). */
+  double stall_timeout_s;
+  /* outputs (the rule of core/outfile.h: "checkpoints in a run" below) */
+  int force;              /* replace an existing --metrics / --checkpoint file of another kind */
+  const char *const *inputs; /* other files the run reads (settings files), NULL-terminated;
+                                no output may be one of them. NULL: none */
 };
 
 /* Defaults: synth:small, GCN, 2 layers, 16 hidden, dropout 0.5, no LayerNorm, Adam
@@ -259,6 +271,28 @@ int rt_backend_open(const char *device, int threads, int tf32, struct cg_backend
  * rt_backend_open uses ordinal 0. Ignored for the CPU backend. */
 int rt_backend_open_ordinal(const char *device, int threads, int tf32, int ordinal,
                             struct cg_backend **out);
+/* ---- threads of a rank (--threads) ----------------------------------------------
+ * --threads N runs N threads per rank; 0 (the default) gives each rank the host's
+ * CPUs divided by the ranks on that host (at least 1), so that `mpirun -np 4` on 2
+ * cores runs 1 thread per rank and `mpirun -np 1` uses every core. A launcher that
+ * bound the rank to one CPU (Open MPI binds each of at most 2 ranks to a core) would
+ * squeeze those threads onto it: with the default the binding is then widened to
+ * every CPU of the host; a binding to several CPUs per rank is the user's choice and
+ * caps the default. Ranks x threads above the host's CPUs is warned about, once per
+ * host (except on GPUs, where the threads do little). */
+struct rt_threads {
+  int threads;        /* per rank */
+  int widen;          /* widen the rank's CPU binding (cg_cpus_unbind) */
+  int oversubscribed; /* ranks_on_host x threads > host CPUs */
+  int squeezed;       /* an explicit --threads above the CPUs the rank is bound to */
+};
+/* The decision alone, from the counts (no hardware): for tests and rt_threads_setup. */
+void rt_threads_plan(int requested, int host_cpus, int bound_cpus, int ranks_on_host, struct rt_threads *out);
+/* Decide for this process (core/cpus.h's counts), widen the binding when the plan says
+ * so, make it OpenMP's default, log it (INFO on rank 0; the warnings on host-local rank
+ * 0). Call before any OpenMP region runs. Returns the threads per rank (>= 1). */
+int rt_threads_setup(int requested, int ranks_on_host, int host_rank, const char *device);
+
 /* One line naming the backend's device for logs and metrics ("cpu", or the GPU's
  * model, memory and UUID for CUDA). */
 const char *rt_backend_describe(const struct cg_backend *be);
@@ -287,7 +321,10 @@ struct rt_checkpoint; /* "checkpoints" below */
  *     device, threads,
  *     ranks, model, layers, hidden, dropout, input_dropout, layernorm, optimizer, lr,
  *     weight_decay,
- *     wd_scope, feat_norm, eval_every, seed, params, epochs, resumed_from_epoch, best_val_acc,
+ *     wd_scope, feat_norm, eval_every, seed, params, epochs (the last epoch reached),
+ *     outcome ("completed"; "interrupted": stopped on request; "diverged": the loss of
+ *     the last epoch is not finite; a run that stops early writes its summary too),
+ *     resumed_from_epoch, best_val_acc,
  *     test_acc_at_best_val, best_epoch, final_loss, final_train_acc, final_val_acc,
  *     final_test_acc, median_epoch_s, total_s, peak_rss_bytes}.
  * Timers (the backend is synchronised before every reading):
@@ -355,7 +392,9 @@ struct rt_checkpoint {
   int best_epoch;
   double final_train_acc, final_val_acc, final_test_acc, last_val_acc;
 };
-/* CG_ERR_IO / CG_ERR_FORMAT with a message naming the file and what is wrong. */
+/* CG_ERR_IO / CG_ERR_FORMAT with a message naming the file and what is wrong. The
+ * reader also refuses a checkpoint whose parameters or Adam moments are not all
+ * finite (a run on its way to diverging wrote it): CG_ERR_FORMAT naming the first. */
 int rt_checkpoint_write(const char *path, const struct rt_checkpoint *c);
 int rt_checkpoint_read(const char *path, struct rt_checkpoint *c);
 /* Whether checkpoint c (read from `path`) can continue the run cfg describes: the
@@ -377,9 +416,13 @@ int rt_train_request_stop(void);
 
 /* Checkpoints in a run. Before the graph is loaded, rt_run (and rt_run_dist, every
  * rank agreeing on each step) checks the run's files once — the checkpoint, resume,
- * metrics and graph files are distinct, the metrics file can be created, the
- * checkpoint target is new, /dev/null or an earlier checkpoint (replacing one that
- * the run does not resume from is warned about) — and reads cfg->resume_path once:
+ * metrics and graph files are distinct; each output follows core/outfile.h's rule:
+ * never the graph (a name resolves to its file), the checkpoint resumed from (for
+ * the metrics) or a file of cfg->inputs; an existing metrics file (JSON Lines records
+ * of an earlier run) or checkpoint is replaced (a checkpoint the run does not resume
+ * from with a warning); any other existing file only with cfg->force; a checkpoint
+ * goes to a regular file or /dev/null; both can be created — and reads
+ * cfg->resume_path once:
  * it must read back and hold the same model shape with epochs left to train. Once the
  * graph is loaded and the local problem built, before the backend is opened (rt_run)
  * or the exchange created (rt_run_dist, every rank agreeing, so that the job reports

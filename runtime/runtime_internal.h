@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "core/exchange.h"
+#include "core/outfile.h"
 #include "runtime/runtime.h"
 
 /* ---- the model (model_build.c, model.c) -------------------------------------- */
@@ -93,10 +94,13 @@ struct rt_train_track {
 /* ---- the metrics file (metrics.c) -------------------------------------------- */
 
 /* Without a file (path NULL: no --metrics, or a rank other than 0) every call does
- * nothing. */
+ * nothing. The records go to a temporary beside the file (core/outfile.h), flushed
+ * one by one, which the run renames over the file when it ends. */
 struct rt_metrics {
-  FILE *f;
+  FILE *f; /* of.fp */
   const char *path;
+  struct cg_outfile of;
+  int records; /* written by this run */
 };
 
 /* What the halo cache did (jaca/jaca.h's struct jaca_stats, as doubles summed over the
@@ -142,28 +146,42 @@ struct rt_epoch_record {
   const struct rt_cache_record *cache; /* the halo cache's epoch, NULL without one */
 };
 
-/* Whether the metrics file can be created, before anything long runs: opened for
- * appending so that an existing file is not truncated by a run that may still fail;
- * a file made here is removed. */
+/* The output kind of a metrics file (core/outfile.h): JSON Lines whose first record is
+ * an epoch's or a summary, as rt_metrics_* write them; an earlier one is replaced. */
+const struct cg_outfile_kind *rt_metrics_kind(void);
+/* Whether the metrics file can be created (a temporary beside it, removed), before
+ * anything long runs; an existing file is left as it is. */
 int rt_metrics_probe(const char *path);
-/* A resumed run appends to its file; a fresh one truncates it. */
+/* A resumed run appends to its file (the temporary starts as a copy of it); a fresh
+ * one replaces it. */
 int rt_metrics_open(struct rt_metrics *mt, const char *path, int append);
 int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec);
-/* The last line; r->loss has r->epochs entries; total_s counts from t_start. */
+/* The last line, for a run that reached epoch `last` (its "epochs"; final_loss is
+ * r->loss[last - 1]) and ended as `outcome` says: "completed" (last = --epochs),
+ * "interrupted" (a stop on request) or "diverged" (the loss of epoch `last` is not
+ * finite); total_s counts from t_start. */
 int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const struct cg_backend *be,
                        const struct rt_config *cfg, const struct rt_result *r, int resumed_from,
-                       double t_start, const struct rt_cache_record *cache);
-/* Close the file at the end of a run whose status is st: returns st, or CG_ERR_IO when
- * st is CG_OK and the close fails (an earlier error keeps its message). */
+                       double t_start, const struct rt_cache_record *cache, int last,
+                       const char *outcome);
+/* Close the file at the end of a run whose status is st: the temporary becomes the
+ * file when this run wrote a record (whatever st: the records say how far it got),
+ * else it is removed and an earlier file stays as it was. Returns st, or CG_ERR_IO
+ * when st is CG_OK and the file cannot be written (an earlier error keeps its
+ * message). */
 int rt_metrics_close(struct rt_metrics *mt, int st);
 
 /* ---- checkpoints in a run (checkpoint.c, checkpoint_run.c) ---------------------- */
 
-/* Whether a checkpoint can be written at `path`: a new file in a writable folder, or
- * an existing capgnn checkpoint (replaced; with warn_replace, a warning says so), or
- * /dev/null; anything else that exists (a dataset, a folder, a FIFO) is refused. A
- * temporary is created beside it and removed. */
-int rt_checkpoint_probe_target(const char *path, int warn_replace);
+/* Whether a checkpoint can be written at `path` (core/outfile.h's rule, `inputs` being
+ * the run's): a new file in a writable folder, or an existing capgnn checkpoint
+ * (replaced; with warn_replace, a warning says so), or /dev/null; another existing
+ * regular file only with force; a folder, FIFO or other device is refused (--resume
+ * could not read it back). A temporary is created beside it and removed. */
+/* The output kind of a checkpoint (core/outfile.h): a file with the checkpoint magic. */
+const struct cg_outfile_kind *rt_checkpoint_kind(void);
+int rt_checkpoint_probe_target(const char *path, int warn_replace, const struct cg_outfile_input *inputs,
+                               int ninputs, int force);
 /* The run's files must be distinct: the checkpoint, the resume file, the metrics
  * file and the graph file (when --graph names a file) cannot be one another (the
  * metrics appended to a checkpoint, a checkpoint written over the dataset). */
@@ -210,6 +228,13 @@ int rt_run_checked(const struct rt_config *cfg, struct rt_result *res);
 int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
                      const struct rt_config *cfg, const struct rt_checkpoint *resume,
                      struct rt_result *res);
+
+/* ---- the stall watchdog's view (stall.c) --------------------------------------- */
+
+/* An exchange that forwards every call to `inner` and marks, for core/watchdog.h,
+ * where this rank is around each (waiting for the other ranks or not). `inner` stays
+ * the caller's and must outlive it; cg_exchange_destroy releases the wrapper alone. */
+int rt_watch_exchange_wrap(struct cg_exchange *inner, struct cg_exchange **out);
 
 /* ---- test-only fault injection (fault.c; partition-parallel builds) ----------- */
 

@@ -14,6 +14,7 @@
 #include "core/progress.h"
 #include "core/status.h"
 #include "core/timer.h"
+#include "core/watchdog.h"
 #include "runtime/runtime_internal.h"
 
 void rt_result_free(struct rt_result *r) {
@@ -54,7 +55,8 @@ static void best_consider(struct rt_best *b, const struct rt_eval *ev, int e) {
 struct train_run {
   struct cg_backend *be;
   const struct rt_local *loc;
-  struct cg_exchange *ex; /* NULL for a single process */
+  struct cg_exchange *ex; /* NULL for a single process; else watched (runtime/stall.c) */
+  struct cg_exchange *watched; /* the wrapper of the caller's exchange, released at the end */
   const struct rt_config *cfg;
   struct rt_model *m;
   struct rt_metrics metrics;
@@ -149,12 +151,14 @@ static int train_checkpoint(struct train_run *t, int e, int stop) {
 }
 
 /* Epoch e: the timed step, the cross-rank sums and extremes, the evaluation when due,
- * the metrics record and the checkpoint. *stop: every rank stops after this epoch. */
-static int train_epoch(struct train_run *t, int e, int *stop) {
+ * the metrics record and the checkpoint. *stop: every rank stops after this epoch.
+ * *diverged: the loss is not finite (every rank: it is global); the error says so. */
+static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   struct cg_backend *be = t->be;
   const struct rt_config *cfg = t->cfg;
   const int E = cfg->epochs;
   struct rt_step_stats ss;
+  cg_watch_mark("the training step", e, -1, 0);
   be->sync(be);
   double t0 = cg_time_now();
   TRY(rt_model_step(t->m, (uint32_t)e, &ss));
@@ -162,8 +166,10 @@ static int train_epoch(struct train_run *t, int e, int *stop) {
   double dt = cg_time_now() - t0;
   t->epoch_s[e - 1] = dt;
   t->r.loss[e - 1] = ss.loss;
-  if (!isfinite(ss.loss))
+  if (!isfinite(ss.loss)) {
+    *diverged = 1;
     return cg_err_set(CG_ERR_ARG, "training diverged: the loss is not finite at epoch %d (try a smaller --lr)", e);
+  }
 
   /* Cross-rank sums and extremes, gathered outside the timed step (every rank
    * takes this path: the loss above is global, so all stop or none). */
@@ -183,7 +189,10 @@ static int train_epoch(struct train_run *t, int e, int *stop) {
   const int on_schedule = (e % cfg->eval_every) == 0;
   struct rt_eval ev = {NAN, NAN, NAN, NAN, NAN};
   double eval_s = NAN;
-  if (on_schedule || e == E) TRY(train_evaluate(t, e, on_schedule, ss.loss, dt, &ev, &eval_s));
+  if (on_schedule || e == E) {
+    cg_watch_mark("the evaluation", e, -1, 0);
+    TRY(train_evaluate(t, e, on_schedule, ss.loss, dt, &ev, &eval_s));
+  }
   if (t->live) {
     char detail[128];
     snprintf(detail, sizeof detail, "loss %.4f  val %s %.4f  %.1f ms/epoch", ss.loss, t->acc_name,
@@ -195,7 +204,9 @@ static int train_epoch(struct train_run *t, int e, int *stop) {
       .comm_s = ss.comm_s, .halo_bytes = sums[0], .allreduce_bytes = sums[1],
       .compute_max_s = ext[0], .compute_min_s = -ext[1], .cache_hits = (int64_t)sums[3],
       .cache_lookups = (int64_t)sums[4], .eval_s = eval_s, .cache = t->cache ? &t->cache_epoch : NULL};
+  cg_watch_mark("writing the metrics record", e, -1, 0);
   TRY(rt_metrics_epoch(&t->metrics, &rec));
+  cg_watch_mark("writing the checkpoint", e, -1, 0);
   TRY(train_checkpoint(t, e, *stop));
   return CG_OK;
 }
@@ -209,12 +220,29 @@ static int train_interrupted(const struct rt_config *cfg, int e) {
                     "--checkpoint FILE to keep the state when stopped)", e, cfg->epochs);
 }
 
-/* After the last epoch: the median epoch time, the closing line and the summary. */
-static int train_finish(struct train_run *t) {
+/* After the last epoch the run reached (`last`: --epochs, or earlier when it was
+ * stopped or diverged, as `outcome` says): the median epoch time, the closing line
+ * and the summary, which a run that stops early writes too. */
+static int train_finish(struct train_run *t, int last, const char *outcome) {
   struct rt_result *r = &t->r;
   const char *acc = t->acc_name;
-  const int E = t->cfg->epochs;
-  r->median_epoch_s = median(t->epoch_s + t->e_done, E - t->e_done, t->tmp); /* epochs run here */
+  r->median_epoch_s = median(t->epoch_s + t->e_done, last - t->e_done, t->tmp); /* epochs run here */
+#ifdef CAPGNN_HAVE_DIST
+  const struct rt_cache_record *cache = rt_cache_track_totals(t->cache);
+#else
+  const struct rt_cache_record *cache = NULL;
+#endif
+  if (strcmp(outcome, "completed") != 0) {
+    /* the caller's error (interrupted, diverged) stays the run's message */
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", cg_err_msg());
+    const int status = cg_err_status();
+    const int st = rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start, cache, last,
+                                       outcome);
+    if (st != CG_OK) LOG_WARN("train", "the metrics summary of the stopped run was not written: %s", cg_err_msg());
+    cg_err_set(status, "%s", msg);
+    return st;
+  }
   if (r->best_epoch > 0)
     LOG_INFO("train", "done: best val %s %.4f at epoch %d, test %s there %.4f; median epoch %.2f ms",
              acc, r->best_val_acc, r->best_epoch, acc, r->test_acc_at_best_val, r->median_epoch_s * 1e3);
@@ -222,12 +250,7 @@ static int train_finish(struct train_run *t) {
     LOG_INFO("train", "done: no validation vertices, so no best epoch; final train %s %.4f, test "
              "%s %.4f; median epoch %.2f ms", acc, r->final_train_acc, acc, r->final_test_acc,
              r->median_epoch_s * 1e3);
-#ifdef CAPGNN_HAVE_DIST
-  const struct rt_cache_record *cache = rt_cache_track_totals(t->cache);
-#else
-  const struct rt_cache_record *cache = NULL;
-#endif
-  return rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start, cache);
+  return rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start, cache, last, outcome);
 }
 
 int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
@@ -248,6 +271,10 @@ int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct c
   if (cfg->resume_path && !cfg->checkpoint_path)
     LOG_WARN_COMMON("train", "--resume %s without --checkpoint: this run saves no checkpoint of its own",
                     cfg->resume_path);
+  if (ex) { /* the stall watchdog sees where this rank waits for the others */
+    TRY_GOTO(rt_watch_exchange_wrap(ex, &t.watched), done);
+    t.ex = t.watched;
+  }
   TRY_GOTO(train_setup(&t), done);
   if (resume)
     TRY_GOTO(rt_checkpoint_restore(resume, cfg->resume_path, t.m, loc, cfg, &t.r, &t.tr, &t.e_done), done);
@@ -257,18 +284,28 @@ int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct c
   if (t.live) cg_progress_begin(&t.pr, "training", E - t.e_done, "epochs"); /* this run's */
   train_stop = 0;
   train_active = 1;
+  if (cg_watchdog_start(cfg->stall_timeout_s, "training") != CG_OK) { /* runs unwatched */
+    LOG_WARN("train", "%s; training goes on without --stall-timeout", cg_err_msg());
+    cg_err_clear();
+  }
   for (int e = t.e_done + 1; e <= E; e++) {
-    int stop = 0;
-    TRY_GOTO(train_epoch(&t, e, &stop), done);
+    int stop = 0, diverged = 0;
+    st = train_epoch(&t, e, &stop, &diverged);
+    if (st < 0) {
+      if (diverged) train_finish(&t, e, "diverged");
+      goto done;
+    }
     if (stop) {
       st = train_interrupted(cfg, e);
+      train_finish(&t, e, "interrupted");
       goto done;
     }
   }
   if (t.live) cg_progress_end(&t.pr);
-  TRY_GOTO(train_finish(&t), done);
+  TRY_GOTO(train_finish(&t, E, "completed"), done);
 
 done:
+  cg_watchdog_stop();
   train_active = 0;
   if (t.live && st < 0) cg_progress_cancel(&t.pr);
   st = rt_metrics_close(&t.metrics, st);
@@ -276,6 +313,7 @@ done:
 #ifdef CAPGNN_HAVE_DIST
   rt_cache_track_destroy(&t.cache);
 #endif
+  cg_exchange_destroy(&t.watched);
   cg_free(t.epoch_s);
   cg_free(t.tmp);
   if (st == CG_OK && res) *res = t.r;

@@ -5,6 +5,7 @@
  * writes a metrics file that parses as JSON Lines with the required keys and ends
  * with a summary object. */
 #include <fcntl.h>
+#include <glob.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,25 @@
 
 #include <cjson/cJSON.h>
 #include <cmocka.h>
+
+
+/* Whether a run writing metrics to `met` has written a record: during the run the
+ * records go to a temporary beside it (MET.tmp.XXXXXX, core/outfile.h), renamed to
+ * MET when the run ends. */
+static int metrics_started(const char *met) {
+  char pat[1100];
+  snprintf(pat, sizeof pat, "%s.tmp.*", met);
+  glob_t gl;
+  int found = 0;
+  if (glob(pat, 0, NULL, &gl) == 0) {
+    for (size_t i = 0; i < gl.gl_pathc && !found; i++) {
+      struct stat sb;
+      found = stat(gl.gl_pathv[i], &sb) == 0 && sb.st_size > 0;
+    }
+    globfree(&gl);
+  }
+  return found;
+}
 
 static const char *capgnn_path;
 static char tmpdir[256];
@@ -125,6 +145,63 @@ static void bad_options(void **state) {
   expect_error(2, (const char *const[]){"--resume", "", NULL});
 }
 
+/* expect_error, and the error line contains `want`. */
+static void expect_error_text(int code, const char *want, const char *const *args) {
+  static struct run_out r;
+  expect_error(code, args);
+  run_capgnn(&r, args);
+  if (!strstr(r.err, want)) fail_msg("the error does not contain \"%s\": %s", want, r.err);
+}
+
+/* Messages that say what the user wrote and what was meant (issue #18, item 7): the
+ * closest option for a typo, as settings files already did; a value that a float
+ * cannot hold as written, not the "inf" or "0" it would become. */
+static void option_messages(void **state) {
+  (void)state;
+  expect_error_text(2, "unknown option '--epohcs'; did you mean '--epochs'?",
+                    (const char *const[]){"--epohcs", "3", NULL});
+  expect_error_text(2, "did you mean '--metrics'?", (const char *const[]){"--metrcs=m.jsonl", NULL});
+  expect_error_text(2, "did you mean '--quiet'?", (const char *const[]){"info", "--quite", "x", NULL});
+  expect_error_text(2, "unknown command 'trian'; did you mean 'train'?", (const char *const[]){"trian", NULL});
+  expect_error_text(2, "--lr '1e300': out of range", (const char *const[]){"--lr", "1e300", NULL});
+  expect_error_text(2, "--lr '1e-50': too close to 0", (const char *const[]){"--lr", "1e-50", NULL});
+  expect_error_text(2, "--dropout 0.99999999999: expected a probability",
+                    (const char *const[]){"--dropout", "0.99999999999", NULL});
+  expect_error_text(2, "--weight-decay '1e39': out of range", (const char *const[]){"--weight-decay", "1e39", NULL});
+  static struct run_out r;
+  run_capgnn(&r, (const char *const[]){"--lr", "1e300", NULL});
+  assert_null(strstr(r.err, "inf"));
+  /* the partitioning options have the same names in train and partition (item 8) */
+  run_capgnn(&r, (const char *const[]){"--method", "random", "--cache", "/tmp/pc", "--print-config", NULL});
+  assert_int_equal(r.exit_code, 0);
+  assert_non_null(strstr(r.out, "partition = random\n"));
+  assert_non_null(strstr(r.out, "part-cache = /tmp/pc\n"));
+  run_capgnn(&r, (const char *const[]){"--no-cache", "--part-seed", "4", "--print-config", NULL});
+  assert_int_equal(r.exit_code, 0);
+  assert_non_null(strstr(r.out, "part-seed = 4\n"));
+  assert_non_null(strstr(r.out, "no-part-cache = true\n"));
+  run_capgnn(&r, (const char *const[]){"train", "--help", NULL});
+  assert_non_null(strstr(r.out, "alias --method"));
+  assert_non_null(strstr(r.out, "alias --cache"));
+  /* partition: the canonical and the alias names give the same partition */
+  static char canon[65536];
+  run_capgnn(&r, (const char *const[]){"partition", "--graph", "synth:tiny", "--parts", "3", "--partition", "random",
+                                       "--part-seed", "7", "--no-part-cache", "--quiet", NULL});
+  assert_int_equal(r.exit_code, 0);
+  snprintf(canon, sizeof canon, "%s", r.out);
+  run_capgnn(&r, (const char *const[]){"partition", "--graph", "synth:tiny", "--parts", "3", "--method", "random",
+                                       "--seed", "7", "--no-cache", "--quiet", NULL});
+  assert_int_equal(r.exit_code, 0);
+  assert_string_equal(canon, r.out);
+  assert_non_null(strstr(canon, "random"));
+  run_capgnn(&r, (const char *const[]){"partition", "--help", NULL});
+  assert_non_null(strstr(r.out, "--part-seed N"));
+  assert_non_null(strstr(r.out, "alias --seed"));
+  expect_error_text(2, "--part-cache and --no-part-cache exclude each other",
+                    (const char *const[]){"partition", "--graph", "synth:tiny", "--parts", "2", "--cache", "x",
+                                          "--no-part-cache", NULL});
+}
+
 static void bad_files(void **state) {
   (void)state;
   expect_error(1, (const char *const[]){"--graph", "/nonexistent/dir/x.cgr", "--epochs", "1", NULL});
@@ -191,6 +268,7 @@ static void train_metrics(void **state) {
       assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "best_val_acc")));
       assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "test_acc_at_best_val")));
       assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "device")->valuestring, "cpu");
+      assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "outcome")->valuestring, "completed");
     } else {
       for (size_t k = 0; k < sizeof epoch_keys / sizeof epoch_keys[0]; k++)
         if (!cJSON_GetObjectItemCaseSensitive(o, epoch_keys[k]))
@@ -245,6 +323,41 @@ static void train_metrics(void **state) {
   assert_null(lb);
 }
 
+/* The summary object (the last line) of a metrics file; NULL when there is none. */
+static cJSON *last_summary(const char *path) {
+  static char buf[1 << 20];
+  slurp(path, buf, sizeof buf);
+  cJSON *found = NULL;
+  char *save = NULL;
+  for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    cJSON *o = cJSON_Parse(line);
+    if (o && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "summary"))) {
+      cJSON_Delete(found);
+      found = o;
+    } else {
+      cJSON_Delete(o);
+    }
+  }
+  return found;
+}
+
+/* A run that diverges still writes its summary, saying so (issue #18, item 7). */
+static void diverged_summary(void **state) {
+  (void)state;
+  char met[300];
+  snprintf(met, sizeof met, "%s/diverged.jsonl", tmpdir);
+  expect_error(1, (const char *const[]){"--graph", "synth:tiny", "--epochs", "50", "--lr", "1e30", "--threads",
+                                        "1", "--quiet", "--metrics", met, NULL});
+  cJSON *o = last_summary(met);
+  assert_non_null(o);
+  assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "outcome")->valuestring, "diverged");
+  const int e = cJSON_GetObjectItemCaseSensitive(o, "epochs")->valueint;
+  assert_true(e >= 1 && e < 50);
+  assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "final_loss")));
+  printf("  diverged at epoch %d: summary written, outcome \"diverged\"\n", e);
+  cJSON_Delete(o);
+}
+
 /* `capgnn info` on a training checkpoint: its summary, exit 0; damaged: exit 1. */
 static void checkpoint_info(void **state) {
   (void)state;
@@ -293,9 +406,8 @@ static void interrupt_and_resume(void **state) {
           "--quiet", "--checkpoint", ck, "--metrics", met, (char *)NULL);
     _exit(127);
   }
-  struct stat sb;
-  for (int i = 0; i < 600 && !(stat(met, &sb) == 0 && sb.st_size > 0); i++) usleep(50 * 1000);
-  assert_true(stat(met, &sb) == 0 && sb.st_size > 0);
+  for (int i = 0; i < 600 && !metrics_started(met); i++) usleep(50 * 1000);
+  assert_true(metrics_started(met));
   kill(pid, SIGINT);
   int status = 0;
   assert_true(waitpid(pid, &status, 0) == pid);
@@ -307,6 +419,12 @@ static void interrupt_and_resume(void **state) {
   assert_non_null(at);
   const int k = atoi(at + strlen("interrupted after epoch "));
   assert_true(k >= 1);
+  /* the stopped run wrote its summary, saying how it ended (issue #18, item 7) */
+  cJSON *sum = last_summary(met);
+  assert_non_null(sum);
+  assert_string_equal(cJSON_GetObjectItemCaseSensitive(sum, "outcome")->valuestring, "interrupted");
+  assert_int_equal(cJSON_GetObjectItemCaseSensitive(sum, "epochs")->valueint, k);
+  cJSON_Delete(sum);
   char epochs[32];
   snprintf(epochs, sizeof epochs, "%d", k + 3);
   struct run_out *r = malloc(sizeof *r);
@@ -338,7 +456,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(help), cmocka_unit_test(bad_options),
+                                     cmocka_unit_test(option_messages),
                                      cmocka_unit_test(bad_files), cmocka_unit_test(train_metrics),
+                                     cmocka_unit_test(diverged_summary),
                                      cmocka_unit_test(checkpoint_info),
                                      cmocka_unit_test(interrupt_and_resume)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -97,7 +97,7 @@ static void test_gen_info(void **state) {
   char lnk[4200];
   snprintf(lnk, sizeof lnk, "%s/link.cgr", tmpdir);
   assert_int_equal(symlink(src, lnk), 0);
-  r = run(NULL, "gen tiny:seed=5 -o '%s'", lnk);
+  r = run(NULL, "gen tiny:seed=5 -o '%s' --force", lnk); /* an existing graph: --force */
   assert_int_equal(r.rc, 0);
   run_free(&r);
   struct stat st;
@@ -299,6 +299,199 @@ static void test_config(void **state) {
   run_free(&r);
 }
 
+/* A settings line longer than inih's 200 bytes (issue #18, item 6): a long metrics path
+ * works, with an inline comment after it; a long key is an error that names the limit. */
+static void test_config_long_lines(void **state) {
+  (void)state;
+  char dir[4200], ini[4200], metrics[8500];
+  char name[161];
+  memset(name, 'd', 160);
+  name[160] = '\0';
+  snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  memset(name, 'm', 120);
+  snprintf(metrics, sizeof metrics, "%s/%.120s.jsonl", dir, name);
+  assert_true(strlen(metrics) > 250);
+  snprintf(ini, sizeof ini, "%s/long.ini", tmpdir);
+  FILE *f = fopen(ini, "w");
+  assert_non_null(f);
+  fprintf(f, "# %0300d\n[output]\nmetrics = %s   ; where the records go\nquiet = true\n", 0, metrics);
+  fclose(f);
+  struct run r = run(NULL, "--config '%s' --graph synth:tiny --epochs 2 --threads 1", ini);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  char *m = slurp(metrics);
+  assert_non_null(strstr(m, "\"summary\":true"));
+  free(m);
+  f = fopen(ini, "w");
+  assert_non_null(f);
+  fprintf(f, "[output]\n%0250d = 1\n", 0);
+  fclose(f);
+  r = run(NULL, "--config '%s' --print-config", ini);
+  assert_int_equal(r.rc, 2);
+  assert_non_null(strstr(r.err, "long.ini:2: line of 254 characters: a section name or key must fit in"));
+  run_free(&r);
+}
+
+/* Inputs of the wrong kind (issue #18, item 5): a named pipe as --graph or to `capgnn
+ * info` is refused at once (it used to block forever in open(), waiting for a writer);
+ * convert --input names what it got instead of "no such file". Each run has a time
+ * limit, so that a regression fails instead of hanging the suite. */
+static void test_wrong_kind_inputs(void **state) {
+  (void)state;
+  char fifo[4200];
+  snprintf(fifo, sizeof fifo, "%s/pipe.cgr", tmpdir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  struct run r = run("timeout 20", "info '%s'", fifo);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "pipe.cgr: a named pipe (FIFO), not a .cgr file"));
+  run_free(&r);
+  r = run("timeout 20", "--graph '%s' --epochs 1 --quiet", fifo);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "a named pipe (FIFO), not a .cgr file"));
+  run_free(&r);
+  r = run("timeout 20", "--graph '%s' --epochs 1 --quiet", tmpdir);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "a folder, not a .cgr file"));
+  run_free(&r);
+  r = run("timeout 20", "convert --from edgelist --input '%s' --features x.npy --labels y.npy --output '%s/o.cgr'",
+          tmpdir, tmpdir);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, ": a folder, not a regular file (--from edgelist"));
+  run_free(&r);
+  r = run("timeout 20", "convert --from edgelist --input '%s' --features x.npy --labels y.npy --output '%s/o.cgr'",
+          fifo, tmpdir);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "pipe.cgr: a named pipe (FIFO), not a regular file"));
+  run_free(&r);
+  r = run("timeout 20", "convert --from saint --input '%s' --output '%s/o.cgr'", fifo, tmpdir);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "pipe.cgr: a named pipe (FIFO), not a folder (--from saint"));
+  run_free(&r);
+  r = run("timeout 20", "convert --from ogb --input '%s/missing' --output '%s/o.cgr'", tmpdir, tmpdir);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "missing: no such folder (--from ogb"));
+  run_free(&r);
+  assert_int_equal(remove(fifo), 0);
+}
+
+/* ---- outputs never destroy data (issue #18, item 2) ---- */
+
+struct kept {
+  char path[4200];
+  unsigned char *bytes;
+  size_t n;
+};
+
+static void keep(struct kept *k, const char *path) {
+  snprintf(k->path, sizeof k->path, "%s", path);
+  k->bytes = gt_read(path, &k->n);
+  assert_non_null(k->bytes);
+}
+
+/* The file holds exactly what it held when kept (and no temporary is left beside it). */
+static void expect_intact(struct kept *k) {
+  size_t n;
+  unsigned char *now = gt_read(k->path, &n);
+  if (!now || n != k->n || memcmp(now, k->bytes, n) != 0) fail_msg("%s was changed", k->path);
+  free(now);
+  char cmd[8600];
+  snprintf(cmd, sizeof cmd, "! ls '%.4200s'.tmp.* >/dev/null 2>&1", k->path);
+  assert_int_equal(system(cmd), 0);
+}
+
+static void expect_refused(struct run r, const char *want) {
+  assert_int_equal(r.rc != 0, 1);
+  if (!strstr(r.err, want)) fail_msg("expected '%s' in: %s", want, r.err);
+  run_free(&r);
+}
+
+/* Each command that writes, pointed at a file it must not destroy: refused, the file
+ * intact; with --force a file of another kind is replaced, an input never is. */
+static void test_outputs_never_destroy(void **state) {
+  (void)state;
+  char d[4000], g[4200], notes[4200], edges[4200], xp[4200], yp[4200], ini[4200], pj[4200];
+  snprintf(d, sizeof d, "%.3900s/outputs", tmpdir);
+  assert_int_equal(mkdir(d, 0755), 0);
+  snprintf(g, sizeof g, "%s/ds.cgr", d);
+  snprintf(notes, sizeof notes, "%s/notes.txt", d);
+  snprintf(edges, sizeof edges, "%s/edges.txt", d);
+  snprintf(xp, sizeof xp, "%s/X.npy", d);
+  snprintf(yp, sizeof yp, "%s/Y.npy", d);
+  snprintf(ini, sizeof ini, "%s/run.ini", d);
+  snprintf(pj, sizeof pj, "%s/part.json", d);
+  struct run r = run(NULL, "gen tiny -o '%s' --quiet", g);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  assert_int_equal(gt_write(notes, "results of last week\n", 21), 0);
+  assert_int_equal(gt_write(edges, "0 1\n1 2\n2 3\n", 12), 0);
+  const float x[4 * 2] = {1, 0, 0, 1, 1, 1, 0, 0};
+  const int64_t y[4] = {0, 1, 1, -1};
+  assert_int_equal(it_write_npy(xp, "<f4", "(4, 2)", x, sizeof x), 0);
+  assert_int_equal(it_write_npy(yp, "<i8", "(4,)", y, sizeof y), 0);
+  assert_int_equal(gt_write(ini, "[model]\nhidden = 8\n", 19), 0);
+  static struct kept k[6];
+  const char *kept_paths[6] = {g, notes, edges, xp, yp, ini};
+  for (int i = 0; i < 6; i++) keep(&k[i], kept_paths[i]);
+  const char *train = "--graph synth:tiny --epochs 1 --threads 1 --quiet";
+
+  /* train --metrics naming a dataset or a text file */
+  expect_refused(run(NULL, "%s --metrics '%s'", train, g), "is not a capgnn metrics file");
+  expect_refused(run(NULL, "%s --metrics '%s'", train, notes), "is not a capgnn metrics file (JSON Lines) (text "
+                                                                "starting 'results of last week')");
+  /* ... the graph of the run itself, by path or by dataset name: never, even with --force */
+  expect_refused(run(NULL, "--graph '%s' --epochs 1 --quiet --metrics '%s' --force", g, g), "name the same file");
+  char env[4300];
+  snprintf(env, sizeof env, "CAPGNN_DATA='%s'", d);
+  expect_refused(run(env, "--graph ds --epochs 1 --quiet --metrics '%s' --force", g),
+                 "is the --graph");
+  /* ... a settings file of the run, even with --force */
+  expect_refused(run(NULL, "--config '%s' %s --metrics '%s' --force", ini, train, ini), "is the --config");
+  /* --checkpoint over a text file */
+  expect_refused(run(NULL, "%s --checkpoint '%s'", train, notes), "is not a capgnn checkpoint");
+  /* partition --json naming the input graph (even with --force), or a text file */
+  expect_refused(run(NULL, "partition --graph '%s' --parts 2 --no-part-cache --quiet --json '%s' --force", g, g),
+                 "is the --graph");
+  expect_refused(run(NULL, "partition --graph '%s' --parts 2 --no-part-cache --quiet --json '%s'", g, notes),
+                 "is not a partition statistics file");
+  /* convert --output equal to an input (with --force too) or over an existing dataset */
+  const char *inputs[3] = {edges, xp, yp};
+  for (int i = 0; i < 3; i++)
+    expect_refused(run(NULL, "convert --from edgelist --input '%s' --features '%s' --labels '%s' --output '%s' "
+                             "--force --quiet", edges, xp, yp, inputs[i]),
+                   "of this run: writing there would destroy it");
+  expect_refused(run(NULL, "convert --from edgelist --input '%s' --features '%s' --labels '%s' --output '%s' "
+                           "--quiet", edges, xp, yp, g),
+                 "a graph (.cgr) exists there; refusing to replace it");
+  /* gen -o over an existing dataset or a text file */
+  expect_refused(run(NULL, "gen small -o '%s' --quiet", g), "a graph (.cgr) exists there; refusing to replace it");
+  expect_refused(run(NULL, "gen small -o '%s' --quiet", notes), "is not a graph (.cgr)");
+  for (int i = 0; i < 6; i++) expect_intact(&k[i]);
+
+  /* what may be replaced is: an earlier output of the same kind, or another kind with
+   * --force */
+  r = run(NULL, "partition --graph '%s' --parts 2 --no-part-cache --quiet --json '%s'", g, pj);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  r = run(NULL, "partition --graph '%s' --parts 3 --no-part-cache --quiet --json '%s'", g, pj);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  char *text = slurp(pj);
+  assert_non_null(strstr(text, "\"nparts\":\t3"));
+  free(text);
+  r = run(NULL, "%s --metrics '%s' --force", train, notes);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.err, "replacing the existing file (--force)"));
+  run_free(&r);
+  text = slurp(notes);
+  assert_non_null(strstr(text, "\"summary\":true"));
+  free(text);
+  r = run(NULL, "gen small -o '%s' --force --quiet", g);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  for (int i = 0; i < 6; i++) free(k[i].bytes);
+}
+
 static void test_version_threads(void **state) {
   (void)state;
   struct run r = run(NULL, "--version");
@@ -316,10 +509,10 @@ static void test_version_threads(void **state) {
   /* The error and --help describe 0 the same way. */
   r = run(NULL, "--threads -1");
   assert_int_equal(r.rc, 2);
-  assert_non_null(strstr(r.err, "(0 = all cores)"));
+  assert_non_null(strstr(r.err, "(0 = the host's cores / its ranks)"));
   run_free(&r);
   r = run(NULL, "train --help");
-  assert_non_null(strstr(r.out, "0 = all cores"));
+  assert_non_null(strstr(r.out, "0 = the host's cores / its"));
   run_free(&r);
 }
 
@@ -332,15 +525,25 @@ static void test_metrics_path(void **state) {
   assert_non_null(strstr(r.err, "cannot create metrics file"));
   assert_null(strstr(r.err, "none.cgr"));
   run_free(&r);
-  /* The check does not truncate an existing file (the run fails later, at the graph). */
+  /* The check does not truncate an existing file: an earlier metrics file stays until
+   * the run (which fails later, at the graph) has records to replace it with; any
+   * other file is refused (--force replaces it). */
   char m[4200];
   snprintf(m, sizeof m, "%s/old.jsonl", tmpdir);
-  assert_int_equal(gt_write(m, "keep\n", 5), 0);
+  assert_int_equal(gt_write(m, "{\"epoch\":1}\n", 13), 0);
   r = run(NULL, "--graph '%s/none.cgr' --metrics '%s' --epochs 1", tmpdir, m);
   assert_int_equal(r.rc, 1);
   assert_non_null(strstr(r.err, "none.cgr"));
   run_free(&r);
   char *kept = slurp(m);
+  assert_string_equal(kept, "{\"epoch\":1}\n");
+  free(kept);
+  assert_int_equal(gt_write(m, "keep\n", 5), 0);
+  r = run(NULL, "--graph '%s/none.cgr' --metrics '%s' --epochs 1", tmpdir, m);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "is not a capgnn metrics file"));
+  run_free(&r);
+  kept = slurp(m);
   assert_string_equal(kept, "keep\n");
   free(kept);
 }
@@ -388,6 +591,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_convert),
       cmocka_unit_test(test_missing_dataset),
       cmocka_unit_test(test_config),
+      cmocka_unit_test(test_config_long_lines),
+      cmocka_unit_test(test_wrong_kind_inputs),
+      cmocka_unit_test(test_outputs_never_destroy),
       cmocka_unit_test(test_version_threads),
       cmocka_unit_test(test_metrics_path),
       cmocka_unit_test(test_partition_cache),

@@ -12,13 +12,19 @@
  *    bytes modelled from the partition that `capgnn partition` reports (halo rows x
  *    the width the 2-layer GCN exchanges x 4 bytes x 2 directions); allreduce_bytes =
  *    2 ranks x parameters x 4; compute_max_s >= compute_min_s > 0.
- * 3. Set-up errors on 2 ranks print one "capgnn: error:" line for the job and leave
+ * 3. Without --threads, -np 1 / 2 / 4 run the host's CPUs divided by the ranks (the
+ *    summary says how many; more ranks than CPUs are warned about).
+ *    Usage errors under mpiexec -n 2 print one "capgnn: error:" line (rank 0's).
+ *    Set-up errors on 2 ranks print one "capgnn: error:" line for the job and leave
  *    through MPI_Finalize with exit code 1 (no MPI_Abort): a graph no rank finds, a
  *    --metrics path rank 0 cannot create (found before the graph is opened), and a
  *    --resume checkpoint of another graph (found once the graph is loaded, before
  *    training starts).
  * The runs are a few seconds on synth:small (CPU backend, 1 thread). */
+#define _GNU_SOURCE /* sched_getaffinity */
+#include <glob.h>
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -28,6 +34,25 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+
+
+/* Whether a run writing metrics to `met` has written a record: during the run the
+ * records go to a temporary beside it (MET.tmp.XXXXXX, core/outfile.h), renamed to
+ * MET when the run ends. */
+static int metrics_started(const char *met) {
+  char pat[1100];
+  snprintf(pat, sizeof pat, "%s.tmp.*", met);
+  glob_t gl;
+  int found = 0;
+  if (glob(pat, 0, NULL, &gl) == 0) {
+    for (size_t i = 0; i < gl.gl_pathc && !found; i++) {
+      struct stat sb;
+      found = stat(gl.gl_pathv[i], &sb) == 0 && sb.st_size > 0;
+    }
+    globfree(&gl);
+  }
+  return found;
+}
 
 static char g_dir[] = "/tmp/capgnn_dist_cli_XXXXXX";
 static int g_fail = 0;
@@ -102,6 +127,22 @@ static int read_metrics(const char *path, struct metrics *m) {
   return 0;
 }
 
+/* The CPUs the host lets this process use, whatever its binding (core/cpus.h's
+ * cg_cpus_host, done here without the library). */
+static int host_cpus(void) {
+  cpu_set_t saved, all;
+  int n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (sched_getaffinity(0, sizeof saved, &saved) != 0) return n;
+  CPU_ZERO(&all);
+  for (int i = 0; i < CPU_SETSIZE; i++) CPU_SET(i, &all);
+  if (sched_setaffinity(0, sizeof all, &all) == 0) {
+    cpu_set_t now;
+    if (sched_getaffinity(0, sizeof now, &now) == 0) n = CPU_COUNT(&now);
+    sched_setaffinity(0, sizeof saved, &saved);
+  }
+  return n > 0 ? n : 1;
+}
+
 /* Runs a shell command, output to `log`; returns the exit status. */
 static int run(const char *cmd, const char *log) {
   char full[8192];
@@ -169,7 +210,7 @@ int main(int argc, char **argv) {
   char pjson[512];
   snprintf(pjson, sizeof pjson, "%s/part.json", g_dir);
   snprintf(log, sizeof log, "%s/part.log", g_dir);
-  snprintf(cmd, sizeof cmd, "%s partition --graph synth:small --parts 2 --method metis --seed 1 --no-cache --json %s",
+  snprintf(cmd, sizeof cmd, "%s partition --graph synth:small --parts 2 --partition metis --part-seed 1 --no-part-cache --json %s",
            capgnn, pjson);
   CHECK(run(cmd, log) == 0, "`%s` failed", cmd);
   char *pj = slurp(pjson);
@@ -254,9 +295,8 @@ int main(int argc, char **argv) {
       execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
       _exit(127);
     }
-    struct stat sb;
-    for (int i = 0; i < 1200 && !(stat(met, &sb) == 0 && sb.st_size > 0); i++) usleep(50 * 1000);
-    CHECK(stat(met, &sb) == 0 && sb.st_size > 0, "the 2-rank run never started training");
+    for (int i = 0; i < 1200 && !metrics_started(met); i++) usleep(50 * 1000);
+    CHECK(metrics_started(met), "the 2-rank run never started training");
     /* the newest child of mpiexec: one of the two ranks */
     char pg[128];
     snprintf(pg, sizeof pg, "pgrep -n -P %d", (int)pid);
@@ -276,6 +316,10 @@ int main(int argc, char **argv) {
           out ? out : "");
     CHECK(out && !strstr(out, "MPI_ABORT"), "the interrupted job was aborted:\n%s", out ? out : "");
     free(out);
+    char *records = slurp(met); /* rank 0 wrote the summary of the stopped run */
+    CHECK(records && strstr(records, "\"outcome\":\"interrupted\""), "no summary saying 'interrupted':\n%s",
+          records ? records : "");
+    free(records);
     snprintf(info, sizeof info, "%s/sig_info.log", g_dir);
     snprintf(cmd, sizeof cmd, "%s info %s", capgnn, ck);
     CHECK(run(cmd, info) == 0, "the checkpoint of the interrupted 2-rank run does not check");
@@ -304,6 +348,51 @@ int main(int argc, char **argv) {
     CHECK(out && strstr(out, want[k]), "`%s`: no '%s' in:\n%s", cmd, want[k], out ? out : "");
     CHECK(out && !strstr(out, "MPI_ABORT"), "`%s` aborted the job:\n%s", cmd, out ? out : "");
     free(out);
+  }
+
+  /* ---- threads per rank without --threads: the host's CPUs divided by the ranks on it
+   * (issue #18, item 1): -np 1 uses every CPU (Open MPI binds it to one core: widened),
+   * -np 2 and -np 4 share them; the summary records the count used, never 0; more ranks
+   * than CPUs are warned about ---- */
+  {
+    const int cpus = host_cpus();
+    for (int np = 1; np <= 4; np *= 2) {
+      char met[600];
+      snprintf(met, sizeof met, "%s/threads%d.jsonl", g_dir, np);
+      snprintf(log, sizeof log, "%s/threads%d.log", g_dir, np);
+      snprintf(cmd, sizeof cmd, "%s -n %d %s %s --graph synth:tiny --epochs 2 --device cpu --no-part-cache --quiet "
+               "--metrics %s", mpiexec, np, mpi, capgnn, met);
+      int rc = run(cmd, log);
+      char *out = slurp(log), *summary = slurp(met);
+      const int per_rank = cpus / np > 1 ? cpus / np : 1;
+      char key[64];
+      snprintf(key, sizeof key, "\"threads\":%d,", per_rank);
+      CHECK(rc == 0, "`%s` exited %d:\n%s", cmd, rc, out ? out : "");
+      CHECK(summary && strstr(summary, key), "-np %d on %d CPUs: expected %s in the summary:\n%s", np, cpus, key,
+            summary ? summary : "");
+      const int warned = out && strstr(out, "ranks share CPUs") != NULL;
+      CHECK(warned == (np > cpus), "-np %d on %d CPUs: oversubscription %swarned:\n%s", np, cpus,
+            warned ? "" : "not ", out ? out : "");
+      free(out);
+      free(summary);
+    }
+  }
+
+  /* ---- usage errors (found before MPI starts, the same on every rank): one line for the
+   * job, from rank 0, not one per rank (issue #18, item 7) ---- */
+  {
+    const char *usage[3] = {"--epohcs 3", "--lr 1e300", "frobnicate"};
+    for (int k = 0; k < 3; k++) {
+      snprintf(log, sizeof log, "%s/usage%d.log", g_dir, k);
+      snprintf(cmd, sizeof cmd, "%s -n 2 %s %s %s", mpiexec, mpi, capgnn, usage[k]);
+      int rc = run(cmd, log);
+      char *out = slurp(log);
+      int lines = 0;
+      for (const char *p = out; p && (p = strstr(p, "capgnn: error:")) != NULL; p++) lines++;
+      CHECK(rc != 0, "`%s` exited 0", cmd);
+      CHECK(lines == 1, "`%s`: %d error lines (expected 1, from rank 0):\n%s", cmd, lines, out ? out : "");
+      free(out);
+    }
   }
 
   if (!g_fail) {

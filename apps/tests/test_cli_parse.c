@@ -212,6 +212,18 @@ static void test_float(void **state) {
   capture_begin();
   int rc = cli_parse_float("train", "--lr", "nan", &v);
   expect_refused(rc, "capgnn: error: --lr 'nan': expected a number (see capgnn train --help)\n");
+  /* a value a float cannot hold is named as written, not as the inf or 0 it would become */
+  capture_begin();
+  rc = cli_parse_float("train", "--lr", "1e300", &v);
+  expect_refused(rc, "capgnn: error: --lr '1e300': out of range (values are single-precision floats, at "
+                     "most about 3.4e38 in magnitude) (see capgnn train --help)\n");
+  capture_begin();
+  rc = cli_parse_float("train", "--lr", "1e-50", &v);
+  expect_refused(rc, "capgnn: error: --lr '1e-50': too close to 0 for a single-precision float (smallest "
+                     "about 1.4e-45): write 0 if that is meant (see capgnn train --help)\n");
+  capture_begin();
+  rc = cli_parse_float("train", "--lr", "inf", &v);
+  expect_refused(rc, "capgnn: error: --lr 'inf': expected a finite number (see capgnn train --help)\n");
 }
 
 int main(void) {

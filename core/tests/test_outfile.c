@@ -162,11 +162,70 @@ static void test_probe(void **state) {
   remove(fifo);
 }
 
+/* The rule every output follows (cg_outfile_check): never an input (links and hard
+ * links resolved, --force or not), an existing file only of the same kind or with
+ * force, a kind that holds datasets only with force; empty files and devices pass. */
+static void test_rule(void **state) {
+  (void)state;
+  static const char *const sig[] = {"REC:", NULL};
+  const struct cg_outfile_kind rec = {"record file", sig, 0}, data = {"dataset", sig, 1};
+  put(in_dir("in.dat"), "input data");
+  put(in_dir("old.rec"), "REC: earlier output");
+  put(in_dir("notes.txt"), "my notes\nline two");
+  put(in_dir("empty"), "");
+  assert_int_equal(link(in_dir("in.dat"), in_dir("hard.dat")), 0);
+  assert_int_equal(symlink(in_dir("in.dat"), in_dir("soft.dat")), 0);
+  char input[128];
+  snprintf(input, sizeof input, "%s", in_dir("in.dat")); /* (in_dir's buffers rotate) */
+  const struct cg_outfile_input in[] = {{"--graph", NULL}, {"--input", input}};
+  /* rule 1: the input itself, through a hard link, through a symbolic link; force or not */
+  const char *same[] = {"in.dat", "hard.dat", "soft.dat"};
+  for (int i = 0; i < 3; i++)
+    for (int force = 0; force <= 1; force++) {
+      assert_int_equal(cg_outfile_check(in_dir(same[i]), "--out", &rec, in, 2, force, 0), CG_ERR_ARG);
+      assert_non_null(strstr(cg_err_msg(), "is the --input"));
+      cg_err_clear();
+    }
+  /* rule 2 */
+  assert_int_equal(cg_outfile_check(in_dir("new.rec"), "--out", &rec, in, 2, 0, 0), CG_OK);
+  assert_int_equal(cg_outfile_check(in_dir("old.rec"), "--out", &rec, in, 2, 0, 0), CG_OK);
+  assert_int_equal(cg_outfile_check(in_dir("empty"), "--out", &rec, in, 2, 0, 0), CG_OK);
+  assert_int_equal(cg_outfile_check("/dev/null", "--out", &rec, in, 2, 0, 0), CG_OK);
+  assert_int_equal(cg_outfile_check(in_dir("notes.txt"), "--out", &rec, in, 2, 0, 0), CG_ERR_IO);
+  assert_non_null(strstr(cg_err_msg(), "is not a record file (text starting 'my notes')"));
+  assert_non_null(strstr(cg_err_msg(), "--force"));
+  cg_err_clear();
+  assert_int_equal(cg_outfile_check(in_dir("notes.txt"), "--out", &rec, in, 2, 1, 0), CG_OK);
+  assert_int_equal(cg_outfile_check(in_dir("old.rec"), "--out", &data, in, 2, 0, 0), CG_ERR_IO);
+  assert_non_null(strstr(cg_err_msg(), "a dataset exists there"));
+  cg_err_clear();
+  assert_int_equal(cg_outfile_check(in_dir("old.rec"), "--out", &data, in, 2, 1, 0), CG_OK);
+  assert_int_equal(cg_outfile_check(dir, "--out", &rec, in, 2, 1, 0), CG_ERR_IO);
+  cg_err_clear();
+  assert_true(cg_outfile_is_kind(in_dir("old.rec"), &rec));
+  assert_false(cg_outfile_is_kind(in_dir("notes.txt"), &rec));
+  /* a temporary that starts as a copy (a resumed run's metrics), replaced or abandoned */
+  struct cg_outfile o;
+  assert_int_equal(cg_outfile_open_keep(&o, in_dir("old.rec"), "test output"), CG_OK);
+  fputs(" + more", o.fp);
+  expect_text(in_dir("old.rec"), "REC: earlier output");
+  assert_int_equal(cg_outfile_commit(&o), CG_OK);
+  expect_text(in_dir("old.rec"), "REC: earlier output + more");
+  assert_int_equal(cg_outfile_open_keep(&o, in_dir("brand-new.rec"), "test output"), CG_OK);
+  fputs("REC: first", o.fp);
+  assert_int_equal(cg_outfile_commit(&o), CG_OK);
+  expect_text(in_dir("brand-new.rec"), "REC: first");
+  const char *names[] = {"in.dat", "hard.dat", "soft.dat", "old.rec", "notes.txt", "empty", "brand-new.rec"};
+  for (int i = 0; i < 7; i++) assert_int_equal(remove(in_dir(names[i])), 0);
+  expect_entries(4); /* test_links_and_devices' files, and no temporary */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_new_and_replace),
       cmocka_unit_test(test_links_and_devices),
       cmocka_unit_test(test_probe),
+      cmocka_unit_test(test_rule),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

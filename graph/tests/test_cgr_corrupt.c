@@ -120,7 +120,14 @@ static void test_io_errors(void **state) {
   assert_int_equal(graph_load_cgr(missing, &g), CG_ERR_IO);
   assert_non_null(strstr(cg_err_msg(), "cannot open"));
   assert_int_equal(graph_load_cgr(tmpdir, &g), CG_ERR_IO); /* a folder */
-  assert_non_null(strstr(cg_err_msg(), "not a regular file"));
+  assert_non_null(strstr(cg_err_msg(), "a folder, not a .cgr file"));
+  /* a named pipe is refused at once, not waited on until a writer comes (issue #18) */
+  char fifo[4200];
+  snprintf(fifo, sizeof fifo, "%s/pipe.cgr", tmpdir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  assert_int_equal(graph_load_cgr(fifo, &g), CG_ERR_IO);
+  assert_non_null(strstr(cg_err_msg(), "a named pipe (FIFO), not a .cgr file"));
+  assert_int_equal(remove(fifo), 0);
 }
 
 static void test_header_checks(void **state) {

@@ -103,6 +103,24 @@ int main(int argc, char **argv) {
   free(nodes);
   free(locals);
   if (r == 0) printf("ok: %d ranks, %d node(s)%s\n", P, comm_nnodes(c), env ? " (emulated)" : "");
+
+  /* Memory shared by the host's ranks (the stall watchdog's slots): zeroed, each
+   * rank's part where the others read it without MPI, the same block when asked again. */
+  unsigned char *blk = NULL, *again = NULL;
+  MT_OK(comm_host_shared(c, 24, (void **)&blk));
+  const int hr = comm_host_local_rank(c), hs = comm_host_local_size(c);
+  for (int q = 0; q < hs; q++)
+    for (int b = 0; b < 24; b++) MT_CHECK(blk[q * 24 + b] == 0, "shared block not zeroed at part %d", q);
+  MT_OK(comm_barrier(c));
+  memset(blk + hr * 24, 0x40 + hr, 24);
+  MT_OK(comm_barrier(c));
+  for (int q = 0; q < hs; q++)
+    MT_CHECK(blk[q * 24 + 23] == 0x40 + q, "part %d of the shared block reads %d", q, blk[q * 24 + 23]);
+  MT_OK(comm_host_shared(c, 24, (void **)&again));
+  MT_CHECK(again == blk, "a second call gave another block");
+  MT_CHECK(comm_host_shared(c, 32, (void **)&again) == CG_ERR_ARG, "another size was accepted");
+  cg_err_clear();
+  if (r == 0) printf("ok: memory shared by the %d ranks of the host\n", hs);
   comm_finalize(&mt_comm);
 
   /* MPI is finalised: the program's handler is back and a fatal error reaches it */

@@ -298,6 +298,22 @@ static void test_header_doubles_exact(void **state) {
   assert_true(isinf(r.best_val_loss) && r.best_val_loss > 0);
   assert_true(r.final_train_acc == v[3]);
   rt_checkpoint_free(&r);
+  /* parameters or Adam moments that are not finite (issue #18): refused on load, with
+   * the first one named, although the file itself is whole (its CRC checks) */
+  float *arrays[3] = {params, am, av};
+  const char *kinds[3] = {"parameter 2 of 4 is NaN", "Adam first moment 2 of 4 is infinite",
+                          "Adam second moment 2 of 4 is NaN"};
+  for (int a = 0; a < 3; a++) {
+    const float keep = arrays[a][2];
+    arrays[a][2] = a == 1 ? INFINITY : NAN;
+    assert_int_equal(rt_checkpoint_write(p, &c), CG_OK);
+    assert_int_equal(rt_checkpoint_read(p, &r), CG_ERR_FORMAT);
+    if (!strstr(cg_err_msg(), kinds[a])) fail_msg("expected '%s' in: %s", kinds[a], cg_err_msg());
+    assert_non_null(strstr(cg_err_msg(), "cannot be resumed"));
+    assert_null(r.params); /* nothing handed out */
+    cg_err_clear();
+    arrays[a][2] = keep;
+  }
   printf("  header doubles read back bit for bit (%.17g, ...); NaN and inf as null\n", v[0]);
 }
 
