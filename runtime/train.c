@@ -57,6 +57,8 @@ struct train_run {
   const struct rt_local *loc;
   struct cg_exchange *ex; /* NULL for a single process; else watched (runtime/stall.c) */
   struct cg_exchange *watched; /* the wrapper of the caller's exchange, released at the end */
+  struct cg_exchange *caller_ex; /* the caller's exchange itself: the halo cache's numbers are
+                                    read from it (the watch wrapper hides what is behind it) */
   const struct rt_config *cfg;
   struct rt_model *m;
   struct rt_metrics metrics;
@@ -87,7 +89,7 @@ static int train_setup(struct train_run *t) {
   TRY(rt_model_build(t->be, loc, cfg, t->ex, &t->m));
   t->r.num_params = rt_model_num_params(t->m);
 #ifdef CAPGNN_HAVE_DIST
-  TRY(rt_cache_track_create(t->ex, cfg->layers, &t->cache)); /* after the features' exchange */
+  TRY(rt_cache_track_create(t->caller_ex, cfg->layers, &t->cache)); /* after the features' exchange */
 #endif
   LOG_INFO("train", "graph %s: %lld vertices, %lld edges, %lld features, %lld classes%s; rank %d of %d owns %lld (+%lld halo)",
            loc->name, (long long)loc->n_global, (long long)loc->m_global, (long long)loc->feat_dim,
@@ -183,7 +185,7 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   *stop = sums[2] > 0 && e < E;
   if (t->ex) TRY(t->ex->allreduce_host(t->ex, ext, 2, CG_REDUCE_MAX));
 #ifdef CAPGNN_HAVE_DIST
-  if (t->cache) TRY(rt_cache_track_epoch(t->cache, t->ex, &t->cache_epoch));
+  if (t->cache) TRY(rt_cache_track_epoch(t->cache, t->caller_ex, &t->cache_epoch));
 #endif
 
   const int on_schedule = (e % cfg->eval_every) == 0;
@@ -271,6 +273,7 @@ int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct c
   if (cfg->resume_path && !cfg->checkpoint_path)
     LOG_WARN_COMMON("train", "--resume %s without --checkpoint: this run saves no checkpoint of its own",
                     cfg->resume_path);
+  t.caller_ex = ex;
   if (ex) { /* the stall watchdog sees where this rank waits for the others */
     TRY_GOTO(rt_watch_exchange_wrap(ex, &t.watched), done);
     t.ex = t.watched;
