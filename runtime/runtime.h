@@ -411,6 +411,32 @@ void rt_seeds_summarize(const struct rt_result *res, int n, struct rt_seeds_summ
 int rt_seeds_write_aggregate(const struct rt_config *cfg, const uint64_t *seeds, const struct rt_result *res,
                              int n);
 
+/* ---- predictions from a checkpoint (capgnn predict; runtime/predict.c) ---------- */
+
+/* What to predict: the model of `checkpoint` (its shape, its feature normalisation,
+ * its parameters) on `graph` (NULL: the checkpoint's graph name), one process. */
+struct rt_predict_options {
+  const char *checkpoint;
+  const char *graph;            /* NAME | FILE | synth:...; NULL: the checkpoint's */
+  const char *logits_path;      /* .npy float32 [n, classes]: the last layer's output */
+  const char *embeddings_path;  /* .npy float32 [n, hidden]: the last layer's input (the
+                                   last hidden layer after its ReLU); NULL: none */
+  const char *device;           /* "auto" | "cpu" | "cuda" */
+  int threads;                  /* 0: rt_threads_setup's default */
+  int force;                    /* replace an existing .npy (core/outfile.h's rule) */
+};
+struct rt_predict_result {
+  int64_t n, classes, hidden;   /* rows written; columns of the logits and embeddings */
+  int epoch;                    /* the checkpoint's */
+  struct rt_eval ev;            /* accuracies of the predictions (train/val/test) */
+};
+/* Rows are in the graph's own vertex order (row v is vertex v, however a run
+ * partitioned or renumbered it). The outputs follow core/outfile.h's rule: never the
+ * checkpoint, the graph or each other; an existing .npy (it may be anyone's array) is
+ * replaced only with force; written whole or not at all. The graph must be the one the
+ * checkpoint was trained on (checksum, vertices, features, classes). `res` may be NULL. */
+int rt_predict(const struct rt_predict_options *o, struct rt_predict_result *res);
+
 /* ---- checkpoints ------------------------------------------------------------ */
 /* A training state after `epoch` epochs, enough to continue bit for bit (the
  * dropout masks depend on the epoch number, Adam on the step count): what the run
