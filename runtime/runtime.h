@@ -351,6 +351,17 @@ struct rt_checkpoint; /* "checkpoints" below */
  * run's files (rt_run and rt_run_dist do, before loading the graph): a checkpoint or
  * metrics path that cannot be written fails when it is written.
  *
+ * Early stopping (cfg->early_stop = N > 0) watches the validation loss (val_loss, the
+ * cross-entropy) of the evaluations on the --eval-every schedule:
+ *   RT_ES_PATIENCE  stop after N evaluations in a row without a new lowest loss;
+ *   RT_ES_WINDOW    (Kipf & Welling's gcn/train.py) stop at the k-th evaluation, k > N + 1,
+ *                   when its loss is greater than the mean of the N before it.
+ * The run ends after that epoch (its checkpoint written there, outcome "early_stopped").
+ * cfg->save_best_path gets the best epoch's checkpoint when the run ends, however it ends.
+ * Progress (core/progress.h, rank 0, not with quiet): on a terminal one live line;
+ * otherwise a line at this run's first epoch, every log_every and its last; then one
+ * line naming the files written.
+ *
  * Metrics file (cfg->metrics_path), one JSON object per line:
  *   per epoch: epoch, loss (training loss of the step, with dropout, before the
  *     update), train_acc, val_acc, test_acc, val_loss (after the update; null on
@@ -361,8 +372,10 @@ struct rt_checkpoint; /* "checkpoints" below */
  *     device, threads,
  *     ranks, model, layers, hidden, dropout, input_dropout, layernorm, optimizer, lr,
  *     weight_decay,
- *     wd_scope, feat_norm, eval_every, seed, params, epochs (the last epoch reached),
- *     outcome ("completed"; "interrupted": stopped on request; "diverged": the loss of
+ *     wd_scope, feat_norm, eval_every, momentum (SGD), lr_schedule, early_stop,
+ *     early_stop_rule (when on), seed, params, epochs (the last epoch reached),
+ *     outcome ("completed"; "early_stopped": --early-stop's rule ended it after that
+ *     epoch; "interrupted": stopped on request; "diverged": the loss of
  *     the last epoch is not finite; a run that stops early writes its summary too),
  *     resumed_from_epoch, best_val_acc,
  *     test_acc_at_best_val, best_epoch, final_loss, final_train_acc, final_val_acc,
