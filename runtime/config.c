@@ -28,6 +28,7 @@ void rt_config_defaults(struct rt_config *c) {
   c->device = "auto";
   c->threads = 0;
   c->tf32 = 0;
+  c->overlap = 1;
   c->metrics_path = NULL;
   c->quiet = 0;
   c->checkpoint_path = NULL;
@@ -93,6 +94,8 @@ int rt_config_check(const struct rt_config *c) {
                       "epoch only)", c->checkpoint_every);
   if (c->checkpoint_every > 0 && !c->checkpoint_path)
     return cg_err_set(CG_ERR_ARG, "--checkpoint-every needs --checkpoint FILE (where to write)");
+  if (c->overlap != 0 && c->overlap != 1)
+    return cg_err_set(CG_ERR_ARG, "--overlap: expected on or off");
   if (!c->device || (strcmp(c->device, "auto") && strcmp(c->device, "cpu") && strcmp(c->device, "cuda")))
     return cg_err_set(CG_ERR_ARG, "--device %s: expected auto, cpu or cuda", c->device ? c->device : "(null)");
   return CG_OK;
