@@ -80,7 +80,7 @@ int rt_config_check(const struct rt_config *c) {
     return cg_err_set(CG_ERR_ARG, "--optimizer: expected adam or adamw");
   if (c->wd_scope != RT_WD_ALL && c->wd_scope != RT_WD_FIRST)
     return cg_err_set(CG_ERR_ARG, "--wd-scope: expected all or first");
-  /* (per-epoch losses and times are kept: 24 bytes an epoch, allocated up front) */
+  /* (per-epoch losses and times are kept: 40 bytes an epoch, allocated up front) */
   if (c->epochs < 1 || c->epochs > RT_MAX_EPOCHS)
     return cg_err_set(CG_ERR_ARG, "--epochs %d: expected an integer in [1, %d]", c->epochs,
                       RT_MAX_EPOCHS);

@@ -95,7 +95,7 @@ struct rt_config {
 
 /* Defaults: synth:small, GCN, 2 layers, 16 hidden, dropout 0.5, no LayerNorm, Adam
  * lr 0.01, weight decay 5e-4 on all weight matrices, 200 epochs, eval every epoch,
- * seed 1, no feature normalisation, device auto. */
+ * seed 1, no feature normalisation, device auto, overlap on. */
 void rt_config_defaults(struct rt_config *c);
 /* Dropout probability on the input of layer l (input_dropout for l = 0). */
 float rt_config_layer_dropout(const struct rt_config *c, int l);

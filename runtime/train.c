@@ -61,6 +61,7 @@ struct train_run {
   struct rt_result r;
   struct rt_train_track tr;
   double *epoch_s, *tmp;  /* per-epoch step times; scratch of the median */
+  double *exposed_s, *hidden_s; /* per-epoch halo exchange times (rank 0's) */
   int e_done;             /* epochs before this run (resumed) */
   double t_start;
   const char *acc_name;   /* "acc", or "f1" for multi-label graphs */
@@ -79,7 +80,9 @@ static int train_setup(struct train_run *t) {
   t->r.loss = cg_calloc((size_t)E, sizeof(double), "per-epoch losses");
   t->epoch_s = cg_calloc((size_t)E, sizeof(double), "per-epoch times");
   t->tmp = cg_calloc((size_t)E, sizeof(double), "median scratch");
-  if (!t->r.loss || !t->epoch_s || !t->tmp) return CG_ERR_NOMEM;
+  t->exposed_s = cg_calloc((size_t)E, sizeof(double), "per-epoch exchange times");
+  t->hidden_s = cg_calloc((size_t)E, sizeof(double), "per-epoch exchange times");
+  if (!t->r.loss || !t->epoch_s || !t->tmp || !t->exposed_s || !t->hidden_s) return CG_ERR_NOMEM;
   TRY(rt_model_build(t->be, loc, cfg, t->ex, &t->m));
   t->r.num_params = rt_model_num_params(t->m);
   LOG_INFO("train", "graph %s: %lld vertices, %lld edges, %lld features, %lld classes%s; rank %d of %d owns %lld (+%lld halo)",
@@ -156,6 +159,8 @@ static int train_epoch(struct train_run *t, int e, int *stop) {
   be->sync(be);
   double dt = cg_time_now() - t0;
   t->epoch_s[e - 1] = dt;
+  t->exposed_s[e - 1] = ss.comm_exposed_s;
+  t->hidden_s[e - 1] = ss.comm_hidden_s;
   t->r.loss[e - 1] = ss.loss;
   if (!isfinite(ss.loss))
     return cg_err_set(CG_ERR_ARG, "training diverged: the loss is not finite at epoch %d (try a smaller --lr)", e);
@@ -183,7 +188,8 @@ static int train_epoch(struct train_run *t, int e, int *stop) {
   }
   const struct rt_epoch_record rec = {
       .epoch = e, .loss = ss.loss, .ev = ev, .epoch_s = dt, .compute_s = compute_s,
-      .comm_s = ss.comm_s, .halo_bytes = sums[0], .allreduce_bytes = sums[1],
+      .comm_s = ss.comm_s, .comm_exposed_s = ss.comm_exposed_s, .comm_hidden_s = ss.comm_hidden_s,
+      .halo_bytes = sums[0], .allreduce_bytes = sums[1],
       .compute_max_s = ext[0], .compute_min_s = -ext[1], .cache_hits = ss.cache_hits,
       .cache_lookups = ss.cache_lookups, .eval_s = eval_s};
   TRY(rt_metrics_epoch(&t->metrics, &rec));
@@ -206,6 +212,12 @@ static int train_finish(struct train_run *t) {
   const char *acc = t->acc_name;
   const int E = t->cfg->epochs;
   r->median_epoch_s = median(t->epoch_s + t->e_done, E - t->e_done, t->tmp); /* epochs run here */
+  r->median_comm_exposed_s = median(t->exposed_s + t->e_done, E - t->e_done, t->tmp);
+  r->median_comm_hidden_s = median(t->hidden_s + t->e_done, E - t->e_done, t->tmp);
+  if (rt_local_exchanges(t->loc)) /* rank 0's halo exchanges, per epoch */
+    LOG_INFO("train", "halo exchange per epoch (median): %.2f ms hidden behind compute, %.2f ms "
+             "exposed (overlap %s)", r->median_comm_hidden_s * 1e3, r->median_comm_exposed_s * 1e3,
+             t->cfg->overlap ? "on" : "off");
   if (r->best_epoch > 0)
     LOG_INFO("train", "done: best val %s %.4f at epoch %d, test %s there %.4f; median epoch %.2f ms",
              acc, r->best_val_acc, r->best_epoch, acc, r->test_acc_at_best_val, r->median_epoch_s * 1e3);
@@ -261,6 +273,8 @@ done:
   rt_model_destroy(&t.m);
   cg_free(t.epoch_s);
   cg_free(t.tmp);
+  cg_free(t.exposed_s);
+  cg_free(t.hidden_s);
   if (st == CG_OK && res) *res = t.r;
   else rt_result_free(&t.r);
   return st;
