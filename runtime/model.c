@@ -103,6 +103,8 @@ static int halo_begin(struct rt_model *m, enum cg_halo_dir dir, struct cg_halo_t
   m->flight.cols = cols;
   m->flight.t_polls = 0.0;
   m->flight.t_open = 0.0;
+  m->flight.t_begin = 0.0;
+  m->flight.polls = 0;
   if (!m->cfg.overlap) return CG_OK; /* halo_end runs it */
   m->be->sync(m->be);
   const double t0 = cg_time_now();
@@ -111,6 +113,7 @@ static int halo_begin(struct rt_model *m, enum cg_halo_dir dir, struct cg_halo_t
   st->comm_s += t1 - t0;
   st->comm_exposed_s += t1 - t0;
   m->flight.t_open = t1;
+  m->flight.t_begin = t1 - t0;
   TRY(rc);
   return CG_OK;
 }
@@ -124,6 +127,7 @@ static int model_poll(struct rt_model *m, struct rt_step_stats *st) {
   const int rc = m->ex->halo_progress(m->ex);
   const double t1 = cg_time_now();
   m->flight.t_polls += t1 - t0;
+  m->flight.polls++;
   st->comm_s += t1 - t0;
   st->comm_exposed_s += t1 - t0;
   TRY(rc);
@@ -161,6 +165,12 @@ static int halo_end(struct rt_model *m, struct rt_step_stats *st) {
   st->comm_s += t1 - t0;
   st->comm_exposed_s += t1 - t0;
   TRY(rc);
+  LOG_DEBUG("train", "halo exchange layer %d %s (%lld cols, epoch %u): begin %.3f ms, %d progress "
+            "calls %.3f ms%s, end %.3f ms%s", m->flight.tag.layer,
+            m->flight.dir == CG_HALO_FORWARD ? "forward" : "backward", (long long)m->flight.cols,
+            m->flight.tag.epoch, m->flight.t_begin * 1e3, m->flight.polls, m->flight.t_polls * 1e3,
+            m->flight.done ? " (saw it complete)" : "", (t1 - t0) * 1e3,
+            m->cfg.overlap ? "" : " (overlap off: the whole exchange)");
   return CG_OK;
 }
 

@@ -126,6 +126,8 @@ struct rt_model {
     float *x;
     int64_t cols;
     double t_open, t_polls; /* when begin returned; time inside progress calls since */
+    double t_begin;         /* time inside begin (with the sync before it) */
+    int polls;              /* progress calls (the one that saw completion included) */
   } flight;
 };
 
