@@ -180,7 +180,11 @@ void rt_local_free(struct rt_local *l); /* accepts a zeroed struct; leaves it ze
  * bit-identical; only the time spent waiting differs. One rank (no halo) multiplies by
  * the whole operator as before. Timing: the backend is synchronised before begin,
  * before each progress call and before end, and after end, so that compute is never
- * counted as communication nor communication as compute. */
+ * counted as communication nor communication as compute. On the CUDA backend the NCCL
+ * path runs the transfer on the exchange's own stream, beside the inner blocks'
+ * kernels; the MPI paths (CUDA-aware, staged through pinned memory) move data in the
+ * progress calls between the blocks (every MPI call stays on the calling thread:
+ * MPI_THREAD_FUNNELED, mpi/comm.h). */
 
 /* ---- the model ------------------------------------------------------------- */
 
