@@ -100,10 +100,6 @@ struct cg_exchange {
                     int64_t cols);
   int (*halo_end)(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
                   int64_t cols);
-  /* Optional (NULL: nothing to drive). Advance the halo exchange in flight without
-   * blocking (see Progress above): 1 when its transfer has completed, 0 when it is
-   * still under way, a negative cg_status on error (fatal in a step, like begin's). */
-  int (*halo_progress)(struct cg_exchange *ex);
   /* Sum buf[0..n) over the ranks, in place: the one flat gradient buffer per step. */
   int (*allreduce_grads)(struct cg_exchange *ex, float *buf, int64_t n);
   /* Sum or maximum over the ranks of n host doubles, in place (losses, counts). */
@@ -112,6 +108,12 @@ struct cg_exchange {
   void (*counters)(const struct cg_exchange *ex, struct cg_exchange_counters *out);
   /* Release the exchange (collective when it holds communicators). */
   void (*destroy)(struct cg_exchange *ex);
+  /* Optional (NULL: nothing to drive). Advance the halo exchange in flight without
+   * blocking (see Progress above): 1 when its transfer has completed, 0 when it is
+   * still under way, a negative cg_status on error (fatal in a step, like begin's).
+   * Last in the table, so that an implementation written before it (positional or
+   * zeroed initialisation) is unchanged. */
+  int (*halo_progress)(struct cg_exchange *ex);
 };
 
 /* begin + end. */
