@@ -18,7 +18,10 @@
 #              set-up, not in any epoch.
 # With -r R > 1 each configuration runs R times, the schedules alternating (off, on,
 # off, on, ...) so that drift on a shared machine hits both alike; medians are over
-# all epochs of all runs of a configuration.
+# all epochs of all runs of a configuration. With -q S, each run first waits (at most S
+# seconds) until the machine looks idle: no other runnable process in 3 samples of
+# /proc/loadavg a second apart (on a VM shared with other users' jobs, a run that
+# shares the cores measures them, not the exchange); the wait is logged.
 # The script fails (exit 1) when counted != modelled on any epoch, when epoch 1's loss
 # (before any update) on P ranks differs from P = 1's by more than 1e-5 relative, or
 # when the overlapped and the non-overlapped runs of one P differ in any epoch's loss
@@ -26,9 +29,9 @@
 #
 # usage: benchmarks/bench_dist.sh [-c CAPGNN] [-g GRAPH] [-p "1 2 4"] [-e EPOCHS]
 #                                 [-H HIDDEN] [-L LAYERS] [-O "off on"] [-r REPEATS]
-#                                 [-o OUTDIR]
+#                                 [-q MAXWAIT] [-o OUTDIR]
 #   defaults: build/bin/capgnn, synth:reddit:scale=0.1, P = 1 2 4, 6 epochs, 3-layer
-#   GCN hidden 256, both schedules, 1 run each, outputs in results/bench_dist/
+#   GCN hidden 256, both schedules, 1 run each, no waiting, outputs in results/bench_dist/
 #   (metrics, partition JSON, and bench_dist.json with the table's numbers). CPU
 #   backend; each rank gets max(1, cores / P) threads so that every P uses the whole
 #   machine.
@@ -42,8 +45,9 @@ hidden=256
 layers=3
 modes="off on"
 repeats=1
+maxwait=0
 outdir=results/bench_dist
-while getopts "c:g:p:e:H:L:O:r:o:h" opt; do
+while getopts "c:g:p:e:H:L:O:r:q:o:h" opt; do
   case $opt in
     c) capgnn=$OPTARG ;;
     g) graph=$OPTARG ;;
@@ -53,8 +57,9 @@ while getopts "c:g:p:e:H:L:O:r:o:h" opt; do
     L) layers=$OPTARG ;;
     O) modes=$OPTARG ;;
     r) repeats=$OPTARG ;;
+    q) maxwait=$OPTARG ;;
     o) outdir=$OPTARG ;;
-    *) sed -n '2,35p' "$0"; exit 2 ;;
+    *) sed -n '2,39p' "$0"; exit 2 ;;
   esac
 done
 [ -x "$capgnn" ] || { echo "bench_dist.sh: $capgnn is not an executable (build first, or pass -c)" >&2; exit 2; }
@@ -67,6 +72,19 @@ cores=$(nproc)
 common=(--graph "$graph" --model gcn --layers "$layers" --hidden "$hidden" --dropout 0.5
         --epochs "$epochs" --eval-every 100000 --device cpu --quiet
         --partition metis --part-seed 1 --part-cache "$outdir/cache")
+
+# Wait (at most $maxwait s) until no other process is runnable: /proc/loadavg's 4th
+# field is runnable/total, this shell included (read by a builtin: no other process).
+wait_idle() {
+  [ "$maxwait" -gt 0 ] || return 0
+  local t=0 quiet=0 l1 l5 l15 rq rest
+  while [ "$t" -lt "$maxwait" ] && [ "$quiet" -lt 3 ]; do
+    read -r l1 l5 l15 rq rest < /proc/loadavg
+    if [ "${rq%/*}" -le 1 ]; then quiet=$((quiet + 1)); else quiet=0; fi
+    sleep 1; t=$((t + 1))
+  done
+  echo "  (waited ${t} s for an idle machine$([ "$quiet" -ge 3 ] || echo ': gave up, running anyway'))" >&2
+}
 
 runs=() # "P mode file command" per run, in the order they ran
 for p in $ranks; do
@@ -84,6 +102,7 @@ for p in $ranks; do
       runs+=("$p	$mode	$met	${cmd[*]}")
       echo "P=$p overlap $mode (run $rep): ${cmd[*]}" >&2
       log="$outdir/log_p${p}_overlap_${mode}_r$rep.txt"
+      wait_idle
       "${cmd[@]}" > "$log" 2>&1 || { cat "$log" >&2; echo "bench_dist.sh: P=$p overlap $mode failed" >&2; exit 1; }
     done
   done
