@@ -205,15 +205,18 @@ static int same_file(const char *a, const char *b) {
 int rt_checkpoint_check_paths(const struct rt_config *cfg) {
   struct {
     const char *opt, *path;
-  } f[4] = {{"--checkpoint", cfg->checkpoint_path},
+  } f[5] = {{"--checkpoint", cfg->checkpoint_path},
             {"--resume", cfg->resume_path},
             {"--metrics", cfg->metrics_path},
-            {"--graph", NULL}};
+            {"--graph", NULL},
+            {"--save-best", cfg->save_best_path}};
   struct stat sb;
   if (cfg->graph && strncmp(cfg->graph, "synth:", 6) != 0 && stat(cfg->graph, &sb) == 0) f[3].path = cfg->graph;
-  for (int i = 0; i < 4; i++)
-    for (int j = i + 1; j < 4; j++) {
-      if (i == 0 && j == 1) continue; /* resuming a run into its own checkpoint is the usual case */
+  for (int i = 0; i < 5; i++)
+    for (int j = i + 1; j < 5; j++) {
+      /* resuming a run into its own checkpoint is the usual case; a best-weights file may
+       * be the one resumed from too (it is replaced only by a better epoch) */
+      if ((i == 0 && j == 1) || (i == 1 && j == 4)) continue;
       if (f[i].path && f[j].path && same_file(f[i].path, f[j].path) && strcmp(f[i].path, "/dev/null") != 0)
         return cg_err_set(CG_ERR_ARG, "%s and %s name the same file (%s): use two files", f[i].opt, f[j].opt,
                           f[i].path);

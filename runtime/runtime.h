@@ -368,7 +368,7 @@ const char *rt_backend_describe(const struct cg_backend *be);
 struct rt_checkpoint; /* "checkpoints" below */
 
 /* Train on a local problem: epochs of rt_model_step, evaluation every eval_every
- * epochs (and after the last), one INFO line per evaluation, JSON Lines metrics (rank
+ * epochs (and after the last), progress lines (below), JSON Lines metrics (rank
  * 0 writes them) and a final summary object. The best epoch is the one with the
  * highest validation accuracy (ties: lower validation loss, then the earlier epoch).
  * `resume` is the checkpoint read from cfg->resume_path (rt_checkpoint_read), given

@@ -285,8 +285,9 @@ const struct cg_outfile_kind *rt_checkpoint_kind(void);
 int rt_checkpoint_probe_target(const char *path, int warn_replace, const struct cg_outfile_input *inputs,
                                int ninputs, int force);
 /* The run's files must be distinct: the checkpoint, the resume file, the metrics
- * file and the graph file (when --graph names a file) cannot be one another (the
- * metrics appended to a checkpoint, a checkpoint written over the dataset). */
+ * file, the best-weights file and the graph file (when --graph names a file) cannot
+ * be one another (the metrics appended to a checkpoint, a checkpoint written over the
+ * dataset); the checkpoint and the best-weights file may be the resume file. */
 int rt_checkpoint_check_paths(const struct rt_config *cfg);
 /* The checkpoint a run resumes from, read once, before the graph is loaded:
  * cfg->resume_path reads back and rt_checkpoint_fits the run (without warnings; the

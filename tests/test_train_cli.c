@@ -290,6 +290,16 @@ static void usage_errors(void **state) {
   expect_error(2, "given twice", NULL, (const char *const[]){"--seeds", "1,2,1", NULL});
   expect_error(2, "exclude each other", NULL, (const char *const[]){"--seeds", "1,2", "--resume", "x.ckpt", NULL});
   expect_error(2, "--log-every", NULL, (const char *const[]){"--log-every", "-2", NULL});
+  /* --save-best follows the output rule, before anything trains */
+  char same[300];
+  snprintf(same, sizeof same, "%s/same.out", tmpdir);
+  expect_error(1, "name the same file", NULL,
+               (const char *const[]){"--graph", "synth:tiny", "--metrics", same, "--save-best", same, NULL});
+  FILE *o = fopen(same, "w");
+  assert_non_null(o);
+  fputs("someone's notes\n", o);
+  fclose(o);
+  expect_error(1, "--save-best", NULL, (const char *const[]){"--graph", "synth:tiny", "--save-best", same, NULL});
   /* a settings file takes the new keys as the command line does */
   char ini[300];
   snprintf(ini, sizeof ini, "%s/es.ini", tmpdir);
