@@ -242,8 +242,13 @@ static int parse_header(const char *json, size_t len, const char *path, struct r
   INT("features", 0, 9e15, c->features, int64_t);
   INT("classes", 0, 9e15, c->classes, int64_t);
   TRY_GOTO(json_choice(h, "feat_norm", "none", "row", &c->feat_norm_row, path), done);
-  TRY_GOTO(json_choice(h, "model", "gcn", "sage", &k, path), done);
-  c->model = k ? RT_MODEL_SAGE : RT_MODEL_GCN;
+  v = cJSON_GetObjectItemCaseSensitive(h, "model");
+  if (cJSON_IsString(v) && strcmp(v->valuestring, "gat") == 0) {
+    c->model = RT_MODEL_GAT;
+  } else {
+    TRY_GOTO(json_choice(h, "model", "gcn", "sage", &k, path), done);
+    c->model = k ? RT_MODEL_SAGE : RT_MODEL_GCN;
+  }
   INT("layers", 1, 64, c->layers, int);
   INT("hidden", 1, 1 << 20, c->hidden, int64_t);
   v = cJSON_GetObjectItemCaseSensitive(h, "layernorm");

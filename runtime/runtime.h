@@ -54,7 +54,7 @@ extern "C" {
  * use, and a typo such as 2000000000 should be an error, not a 48 GB allocation. */
 #define RT_MAX_EPOCHS 10000000
 
-enum rt_model_kind { RT_MODEL_GCN = 0, RT_MODEL_SAGE = 1 };
+enum rt_model_kind { RT_MODEL_GCN = 0, RT_MODEL_SAGE = 1, RT_MODEL_GAT = 2 };
 enum rt_optimizer { RT_OPT_ADAM = 0, RT_OPT_ADAMW = 1 };
 /* Which weight matrices weight decay applies to (biases/LayerNorm never decay). */
 enum rt_wd_scope { RT_WD_ALL = 0, RT_WD_FIRST = 1 };
@@ -70,6 +70,12 @@ struct rt_config {
   float dropout;          /* in [0, 1) */
   float input_dropout;    /* on the input features (layer 0); < 0 (default): = dropout */
   int layernorm;          /* 1: LayerNorm (eps 1e-5) after every hidden convolution */
+  /* GAT (model = RT_MODEL_GAT; runtime/model_gat.c): a hidden layer has `heads` heads of
+   * `hidden` values each, concatenated (heads * hidden wide), ELU after it; the output
+   * layer `out_heads` heads of `classes` values, averaged. Attention dropout on the
+   * coefficients with probability attn_dropout (< 0: = dropout). */
+  int heads, out_heads;
+  float attn_dropout;
   /* optimisation */
   enum rt_optimizer optimizer;
   float lr, weight_decay, beta1, beta2, adam_eps;
@@ -105,12 +111,19 @@ struct rt_config {
                                 no output may be one of them. NULL: none */
 };
 
-/* Defaults: synth:small, GCN, 2 layers, 16 hidden, dropout 0.5, no LayerNorm, Adam
+/* Defaults: synth:small, GCN, 2 layers, 16 hidden, dropout 0.5, no LayerNorm (GAT: 8
+ * heads, 1 output head, attention dropout as dropout), Adam
  * lr 0.01, weight decay 5e-4 on all weight matrices, 200 epochs, eval every epoch,
  * seed 1, no feature normalisation, device auto, overlap on. */
 void rt_config_defaults(struct rt_config *c);
 /* Dropout probability on the input of layer l (input_dropout for l = 0). */
 float rt_config_layer_dropout(const struct rt_config *c, int l);
+/* GAT's dropout probability on the attention coefficients. */
+float rt_config_attn_dropout(const struct rt_config *c);
+/* The widest row a hidden layer (l >= 1) exchanges between ranks, for a model of
+ * `classes` outputs: GCN and SAGE their hidden width (a layer's input or transformed
+ * rows); GAT the transformed rows and their attention terms, heads * (width + 1). */
+int64_t rt_config_halo_cols(const struct rt_config *c, int64_t classes);
 /* Range checks; CG_ERR_ARG with a message naming the option and the valid range.
  * A configuration is checked once, where it enters: every public function that trains
  * from one (rt_run, rt_run_dist, rt_train, rt_model_create) checks it on entry, before
@@ -121,11 +134,12 @@ float rt_config_layer_dropout(const struct rt_config *c, int l);
  * rt_dist_bind, runtime/dist.h, read a few fields of a configuration checked by their
  * caller.) */
 int rt_config_check(const struct rt_config *c);
-const char *rt_model_kind_str(enum rt_model_kind k);  /* "gcn", "sage" */
+const char *rt_model_kind_str(enum rt_model_kind k);  /* "gcn", "sage", "gat" */
 const char *rt_optimizer_str(enum rt_optimizer o);    /* "adam", "adamw" */
 const char *rt_wd_scope_str(enum rt_wd_scope s);      /* "all", "first" */
 /* The aggregation operator a model kind uses (GCN: GRAPH_NORM_GCN with self-loops;
- * SAGE: GRAPH_NORM_MEAN without). */
+ * SAGE: GRAPH_NORM_MEAN without; GAT: the structure of GCN's, A + I, whose values it
+ * does not use: its coefficients are the attention softmax). */
 enum graph_norm rt_model_norm(enum rt_model_kind k, int *self_loops);
 
 /* ---- the local problem of one rank ---------------------------------------- */
