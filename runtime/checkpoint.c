@@ -100,6 +100,11 @@ static char *header_json(const struct rt_checkpoint *c) {
   cJSON_AddNumberToObject(o, "layers", c->layers);
   cJSON_AddNumberToObject(o, "hidden", (double)c->hidden);
   cJSON_AddBoolToObject(o, "layernorm", c->layernorm != 0);
+  if (c->model == RT_MODEL_GAT) {
+    cJSON_AddNumberToObject(o, "heads", c->heads);
+    cJSON_AddNumberToObject(o, "out_heads", c->out_heads);
+    cJSON_AddNumberToObject(o, "attn_dropout", c->attn_dropout < 0.0f ? -1.0 : c->attn_dropout);
+  }
   cJSON_AddNumberToObject(o, "dropout", c->dropout);
   cJSON_AddNumberToObject(o, "input_dropout", c->input_dropout < 0.0f ? -1.0 : c->input_dropout);
   cJSON_AddStringToObject(o, "optimizer", rt_optimizer_str(c->optimizer));
@@ -257,6 +262,14 @@ static int parse_header(const char *json, size_t len, const char *path, struct r
     goto done;
   }
   c->layernorm = cJSON_IsTrue(v);
+  c->heads = 8; /* rt_config_defaults' (unused by other models) */
+  c->out_heads = 1;
+  c->attn_dropout = -1.0f;
+  if (c->model == RT_MODEL_GAT) {
+    INT("heads", 1, 1024, c->heads, int);
+    INT("out_heads", 1, 1024, c->out_heads, int);
+    NUM("attn_dropout", -1, 1, c->attn_dropout, float);
+  }
   NUM("dropout", 0, 1, c->dropout, float);
   NUM("input_dropout", -1, 1, c->input_dropout, float);
   TRY_GOTO(json_choice(h, "optimizer", "adam", "adamw", &k, path), done);

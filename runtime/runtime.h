@@ -428,6 +428,8 @@ struct rt_checkpoint {
   enum rt_model_kind model;
   int layers, layernorm;
   int64_t hidden;
+  int heads, out_heads;         /* GAT only (the header holds them for GAT models) */
+  float attn_dropout;           /* GAT only, as in rt_config */
   float dropout, input_dropout; /* as in rt_config */
   enum rt_optimizer optimizer;
   float lr, weight_decay, beta1, beta2, adam_eps;
