@@ -36,6 +36,7 @@ struct train_par {
   const char *part_cache; /* NULL: $CAPGNN_CACHE or .capgnn-cache */
   int no_part_cache;
   const char *comm;       /* auto | nccl | mpi-cuda | mpi-staged */
+  const char *allreduce;  /* auto | mpi | flat | hier */
   const char *profile;    /* --profile FILE|auto, NULL: none */
   /* the halo cache (jaca/jaca.h; cache_options turns these into its options) */
   const char *cache_policy; /* jaca | lru | fifo | none */
@@ -133,6 +134,11 @@ void cmd_train_usage(FILE *out) {
           "  --no-part-cache               neither read nor write the cache; alias --no-cache\n"
           "  --comm auto|nccl|mpi-cuda|mpi-staged  how GPU ranks exchange halo rows and gradients\n"
           "                                (default auto; CPU ranks always use plain MPI)\n"
+          "  --allreduce auto|mpi|flat|hier  how the gradients are summed: mpi (MPI_Allreduce),\n"
+          "                                flat or hier (ours, in a fixed order: the same bits\n"
+          "                                either way; hier sends each node's sum once between\n"
+          "                                nodes); default auto: hier on several nodes with equal\n"
+          "                                ranks per node, else mpi (the NCCL path: NCCL's own)\n"
           "  --profile FILE|auto           load a device profile (capgnn profile --json FILE, or\n"
           "                                auto: each rank's device from the cache), validate it\n"
           "                                and log the ranks' relative capabilities (training is\n"
@@ -172,7 +178,7 @@ enum {
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
   OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_FORCE, OPT_STALL_TIMEOUT, OPT_PROFILE, OPT_CACHE_POLICY,
   OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB, OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS,
-  OPT_CACHE_WARMUP, OPT_OVERLAP, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT
+  OPT_CACHE_WARMUP, OPT_OVERLAP, OPT_ALLREDUCE, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
@@ -231,6 +237,7 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   if (par->part_cache) fprintf(out, "part-cache = %s\n", par->part_cache);
   if (par->no_part_cache) fprintf(out, "no-part-cache = true\n");
   fprintf(out, "comm = %s\n", par->comm);
+  fprintf(out, "allreduce = %s\n", par->allreduce);
   if (par->profile) fprintf(out, "profile = %s\n", par->profile);
   char cap[32];
   fprintf(out, "\n[cache]\ncache-policy = %s\ncache-capacity = %s\ncache-host-mb = %lld\n"
@@ -322,7 +329,8 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   struct rt_dist_options o;
   rt_dist_options_defaults(&o);
   enum comm_path path = COMM_PATH_AUTO;
-  if (part_method_parse(par->partition, &o.method) != CG_OK || comm_path_parse(par->comm, &path) != CG_OK) {
+  if (part_method_parse(par->partition, &o.method) != CG_OK || comm_path_parse(par->comm, &path) != CG_OK ||
+      comm_allreduce_parse(par->allreduce, &o.allreduce) != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", err_text()); /* not reached: checked while parsing */
     comm_finalize(&c);
     return CAPGNN_EXIT_USAGE;
@@ -426,6 +434,7 @@ int cmd_train(int argc, char **argv) {
       {"cache", required_argument, NULL, OPT_PART_CACHE},
       {"no-cache", no_argument, NULL, OPT_NO_PART_CACHE},
       {"comm", required_argument, NULL, OPT_COMM},
+      {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
       {"overlap", required_argument, NULL, OPT_OVERLAP},
 #ifdef CAPGNN_HAVE_RAPA
       {"profile", required_argument, NULL, OPT_PROFILE},
@@ -462,7 +471,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   optind = 1;
   opterr = 0; /* our own one-line messages */
   int c, rc = 0, print = 0;
-  struct train_par par = {"metis", 1, NULL, 0, "auto", NULL, "none", 1.0f, 0, 0, 0, 0, 0};
+  struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, "none", 1.0f, 0, 0, 0, 0, 0};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -568,6 +577,11 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
             !strcmp(optarg, "mpi-staged"))
           par.comm = optarg;
         else rc = usage_error("--comm '%s': expected auto, nccl, mpi-cuda or mpi-staged", optarg);
+        break;
+      case OPT_ALLREDUCE:
+        if (!strcmp(optarg, "auto") || !strcmp(optarg, "mpi") || !strcmp(optarg, "flat") || !strcmp(optarg, "hier"))
+          par.allreduce = optarg;
+        else rc = usage_error("--allreduce '%s': expected auto, mpi, flat or hier", optarg);
         break;
       case OPT_PROFILE:
         if (!optarg[0]) rc = usage_error("--profile: empty file name (give a file or auto)");

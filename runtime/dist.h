@@ -74,6 +74,8 @@ struct rt_dist_options {
   const char *cache_dir;   /* NULL: $CAPGNN_CACHE, else .capgnn-cache (partition.h) */
   struct jaca_options halo_cache; /* the halo cache (jaca/jaca.h); policy NONE (default):
                                      the plain exchange */
+  enum comm_allreduce allreduce;  /* the gradient sum (mpi/comm.h, comm_set_allreduce;
+                                     default AUTO) */
 };
 void rt_dist_options_defaults(struct rt_dist_options *o);
 

@@ -144,6 +144,7 @@ int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec) {
   json_num(o, "comm_hidden_s", rec->comm_hidden_s);
   cJSON_AddNumberToObject(o, "halo_bytes", rec->halo_bytes);
   cJSON_AddNumberToObject(o, "allreduce_bytes", rec->allreduce_bytes);
+  cJSON_AddNumberToObject(o, "inter_node_bytes", rec->inter_node_bytes);
   json_num(o, "compute_max_s", rec->compute_max_s);
   json_num(o, "compute_min_s", rec->compute_min_s);
   if (rec->cache_lookups > 0)

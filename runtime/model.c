@@ -72,6 +72,7 @@ static void stats_begin(struct rt_model *m, struct rt_step_stats *st) {
   st->allreduce_bytes = -c.allreduce_bytes;
   st->cache_hits = -c.cache_hits;
   st->cache_lookups = -c.cache_lookups;
+  st->inter_node_bytes = -c.inter_node_bytes;
 }
 
 static void stats_end(struct rt_model *m, struct rt_step_stats *st) {
@@ -81,6 +82,7 @@ static void stats_end(struct rt_model *m, struct rt_step_stats *st) {
   st->allreduce_bytes += c.allreduce_bytes;
   st->cache_hits += c.cache_hits;
   st->cache_lookups += c.cache_lookups;
+  st->inter_node_bytes += c.inter_node_bytes;
 }
 
 /* The halo exchange of layer l's x (forward) or gradient dx (backward), in three

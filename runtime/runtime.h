@@ -251,6 +251,7 @@ struct rt_step_stats {
   int64_t halo_bytes;    /* delta of the exchange's counter during the step (this rank) */
   int64_t cache_hits, cache_lookups;
   int64_t allreduce_bytes; /* delta of the all-reduce counter during the step (this rank) */
+  int64_t inter_node_bytes; /* delta of the inter-node counter (cg_exchange_counters) */
 };
 
 /* Build the model for `loc` on `be`: uploads the operator and its transpose, the
@@ -358,7 +359,7 @@ struct rt_checkpoint; /* "checkpoints" below */
  *     update), train_acc, val_acc, test_acc, val_loss (after the update; null on
  *     epochs without evaluation; micro-F1 for multi-label graphs), epoch_s, compute_s,
  *     comm_s, comm_exposed_s, comm_hidden_s, halo_bytes, allreduce_bytes,
- *     compute_max_s, compute_min_s, cache_hit_rate, eval_s.
+ *     inter_node_bytes, compute_max_s, compute_min_s, cache_hit_rate, eval_s.
  *   last line: {"summary": true, graph, nodes, edges, features, classes, multilabel,
  *     device, threads,
  *     ranks, model, layers, hidden, dropout, input_dropout, layernorm, optimizer, lr,
@@ -400,6 +401,10 @@ struct rt_checkpoint; /* "checkpoints" below */
  *              feature rows, fetched once at set-up, are not in any epoch); 0 on one rank
  *   allreduce_bytes  gradient all-reduce payload of the step summed over the ranks
  *              (ranks x parameters x 4); 0 on one rank
+ *   inter_node_bytes  bytes sent between nodes during the step, summed over the ranks:
+ *              the halo rows and gradients sent to ranks of other nodes, and the wire
+ *              bytes of the ordered all-reduce (--allreduce flat|hier; mpi/comm.h) between
+ *              nodes; 0 on one node (MPI_Allreduce's and NCCL's traffic is not counted)
  *   cache_hit_rate  halo cache hits / lookups in the step, summed over the ranks
  *              (lookups: halo rows of hidden layers read in the step's forward pass;
  *              hits: those that were not sent to the rank that read them, jaca/jaca.h);

@@ -243,7 +243,7 @@ struct rt_epoch_record {
   struct rt_eval ev;                 /* NaN on epochs without evaluation */
   double epoch_s, compute_s, comm_s; /* rank 0's */
   double comm_exposed_s, comm_hidden_s; /* rank 0's (halo exchanges) */
-  double halo_bytes, allreduce_bytes; /* summed over the ranks */
+  double halo_bytes, allreduce_bytes, inter_node_bytes; /* summed over the ranks */
   double compute_max_s, compute_min_s;
   int64_t cache_hits, cache_lookups;
   double eval_s;                     /* NaN without evaluation */

@@ -183,10 +183,11 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   const double compute_s = dt - ss.comm_s;
   /* sums[2]: ranks asked to stop (a signal may reach them in different epochs; the
    * sum makes every rank stop after the same one) */
-  double sums[5] = {(double)ss.halo_bytes, (double)ss.allreduce_bytes, (double)train_stop,
-                    (double)ss.cache_hits, (double)ss.cache_lookups}; /* [3..4]: the job's hit rate */
+  double sums[6] = {(double)ss.halo_bytes, (double)ss.allreduce_bytes, (double)train_stop,
+                    (double)ss.cache_hits, (double)ss.cache_lookups, /* [3..4]: the job's hit rate */
+                    (double)ss.inter_node_bytes};
   double ext[2] = {compute_s, -compute_s}; /* max, -min */
-  if (t->ex) TRY(t->ex->allreduce_host(t->ex, sums, 5, CG_REDUCE_SUM));
+  if (t->ex) TRY(t->ex->allreduce_host(t->ex, sums, 6, CG_REDUCE_SUM));
   *stop = sums[2] > 0 && e < E;
   if (t->ex) TRY(t->ex->allreduce_host(t->ex, ext, 2, CG_REDUCE_MAX));
 #ifdef CAPGNN_HAVE_DIST
@@ -209,7 +210,7 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   const struct rt_epoch_record rec = {
       .epoch = e, .loss = ss.loss, .ev = ev, .epoch_s = dt, .compute_s = compute_s,
       .comm_s = ss.comm_s, .comm_exposed_s = ss.comm_exposed_s, .comm_hidden_s = ss.comm_hidden_s,
-      .halo_bytes = sums[0], .allreduce_bytes = sums[1],
+      .halo_bytes = sums[0], .allreduce_bytes = sums[1], .inter_node_bytes = sums[5],
       .compute_max_s = ext[0], .compute_min_s = -ext[1], .cache_hits = (int64_t)sums[3],
       .cache_lookups = (int64_t)sums[4], .eval_s = eval_s, .cache = t->cache ? &t->cache_epoch : NULL};
   cg_watch_mark("writing the metrics record", e, -1, 0);
