@@ -78,9 +78,15 @@ void cmd_train_usage(FILE *out) {
           "                                presets tiny, small, reddit, products\n"
           "  --feat-norm row|none          divide each feature row by its sum (default none)\n"
           "model\n"
-          "  --model gcn|sage              GCN or GraphSAGE with the mean aggregator (default gcn)\n"
+          "  --model gcn|sage|gat          GCN, GraphSAGE with the mean aggregator, or GAT (default\n"
+          "                                gcn)\n"
           "  --layers N                    convolution layers, 1..64 (default 2)\n"
-          "  --hidden N                    hidden width (default 16)\n"
+          "  --hidden N                    hidden width (default 16; GAT: per head)\n"
+          "  --heads H                     GAT: attention heads of each hidden layer, concatenated\n"
+          "                                (default 8)\n"
+          "  --out-heads K                 GAT: heads of the output layer, averaged (default 1)\n"
+          "  --attn-dropout P              GAT: dropout on the attention coefficients (default: as\n"
+          "                                --dropout)\n"
           "  --dropout P                   dropout on every layer's input, 0 <= P < 1 (default 0.5)\n"
           "  --input-dropout P             dropout on the input features instead (default: as\n"
           "                                --dropout); with 0, layer 0's aggregation is computed\n"
@@ -206,7 +212,7 @@ enum {
   OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_FORCE, OPT_STALL_TIMEOUT, OPT_PROFILE, OPT_CACHE_POLICY,
   OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB, OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS,
   OPT_CACHE_WARMUP, OPT_OVERLAP, OPT_ALLREDUCE, OPT_MOMENTUM, OPT_LR_SCHEDULE, OPT_LR_STEP_SIZE, OPT_LR_GAMMA,
-  OPT_LR_WARMUP, OPT_LR_EPOCHS, OPT_EARLY_STOP, OPT_EARLY_STOP_RULE, OPT_SAVE_BEST, OPT_LOG_EVERY, OPT_SEEDS
+  OPT_LR_WARMUP, OPT_LR_EPOCHS, OPT_EARLY_STOP, OPT_EARLY_STOP_RULE, OPT_SAVE_BEST, OPT_LOG_EVERY, OPT_SEEDS, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
@@ -239,6 +245,11 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   else
     fprintf(out, "# input-dropout = P (as dropout)\n");
   fprintf(out, "layernorm = %s\n", c->layernorm ? "true" : "false");
+  if (c->model == RT_MODEL_GAT) {
+    fprintf(out, "heads = %d\nout-heads = %d\n", c->heads, c->out_heads);
+    if (c->attn_dropout >= 0.0f) fprintf(out, "attn-dropout = %s\n", float_str(f1, sizeof f1, c->attn_dropout));
+    else fprintf(out, "# attn-dropout = P (as dropout)\n");
+  }
   fprintf(out,
           "\n[training]\noptimizer = %s\nlr = %s\nweight-decay = %s\nwd-scope = %s\nepochs = %d\n"
           "eval-every = %d\nseed = %llu\n",
@@ -524,6 +535,9 @@ int cmd_train(int argc, char **argv) {
       {"dropout", required_argument, NULL, OPT_DROPOUT},
       {"input-dropout", required_argument, NULL, OPT_INPUT_DROPOUT},
       {"layernorm", no_argument, NULL, OPT_LAYERNORM},
+      {"heads", required_argument, NULL, OPT_HEADS},
+      {"out-heads", required_argument, NULL, OPT_OUT_HEADS},
+      {"attn-dropout", required_argument, NULL, OPT_ATTN_DROPOUT},
       {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
       {"lr", required_argument, NULL, OPT_LR},
       {"weight-decay", required_argument, NULL, OPT_WD},
@@ -618,7 +632,23 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_MODEL:
         if (strcmp(optarg, "gcn") == 0) cfg.model = RT_MODEL_GCN;
         else if (strcmp(optarg, "sage") == 0 || strcmp(optarg, "graphsage") == 0) cfg.model = RT_MODEL_SAGE;
-        else rc = usage_error("--model '%s': expected gcn or sage", optarg);
+        else if (strcmp(optarg, "gat") == 0) cfg.model = RT_MODEL_GAT;
+        else rc = usage_error("--model '%s': expected gcn, sage or gat", optarg);
+        break;
+      case OPT_HEADS:
+        rc = cli_parse_int("train", "--heads", optarg, &cfg.heads);
+        if (rc == 0 && (cfg.heads < 1 || cfg.heads > 1024))
+          rc = usage_error("--heads %s: expected an integer in [1, 1024]", optarg);
+        break;
+      case OPT_OUT_HEADS:
+        rc = cli_parse_int("train", "--out-heads", optarg, &cfg.out_heads);
+        if (rc == 0 && (cfg.out_heads < 1 || cfg.out_heads > 1024))
+          rc = usage_error("--out-heads %s: expected an integer in [1, 1024]", optarg);
+        break;
+      case OPT_ATTN_DROPOUT:
+        rc = cli_parse_float("train", "--attn-dropout", optarg, &cfg.attn_dropout);
+        if (rc == 0 && !(cfg.attn_dropout >= 0.0f && cfg.attn_dropout < 1.0f))
+          rc = usage_error("--attn-dropout %s: expected a probability in [0, 1)", optarg);
         break;
       case OPT_LAYERS: rc = cli_parse_int("train", "--layers", optarg, &cfg.layers); break;
       case OPT_HIDDEN: rc = cli_parse_i64("train", "--hidden", optarg, &cfg.hidden); break;

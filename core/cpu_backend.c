@@ -28,6 +28,7 @@
 #include "core/adam.h"
 #include "core/sgd.h"
 #include "core/log.h"
+#include "core/cpu_attn_internal.h"
 #include "core/cpu_spmm_internal.h"
 #include "core/fatal.h"
 #include "core/ops.h"
@@ -739,6 +740,7 @@ int cg_backend_cpu_create(int threads, struct cg_backend **out) {
   be->sgd = cpu_sgd;
   be->gather_rows = cpu_gather_rows;
   be->scatter_add_rows = cpu_scatter_add_rows;
+  cpu_attn_install(be);
   LOG_DEBUG("core", "CPU backend: %d threads, %s SpMM kernel", im->threads,
             im->avx2 ? "AVX2+FMA" : "generic");
   *out = be;

@@ -101,6 +101,11 @@ static char *header_json(const struct rt_checkpoint *c) {
   cJSON_AddNumberToObject(o, "layers", c->layers);
   cJSON_AddNumberToObject(o, "hidden", (double)c->hidden);
   cJSON_AddBoolToObject(o, "layernorm", c->layernorm != 0);
+  if (c->model == RT_MODEL_GAT) {
+    cJSON_AddNumberToObject(o, "heads", c->heads);
+    cJSON_AddNumberToObject(o, "out_heads", c->out_heads);
+    cJSON_AddNumberToObject(o, "attn_dropout", c->attn_dropout < 0.0f ? -1.0 : c->attn_dropout);
+  }
   cJSON_AddNumberToObject(o, "dropout", c->dropout);
   cJSON_AddNumberToObject(o, "input_dropout", c->input_dropout < 0.0f ? -1.0 : c->input_dropout);
   cJSON_AddStringToObject(o, "optimizer", rt_optimizer_str(c->optimizer));
@@ -325,8 +330,13 @@ static int parse_header(const char *json, size_t len, const char *path, struct r
   INT("features", 0, 9e15, c->features, int64_t);
   INT("classes", 0, 9e15, c->classes, int64_t);
   TRY_GOTO(json_choice(h, "feat_norm", "none", "row", &c->feat_norm_row, path), done);
-  TRY_GOTO(json_choice(h, "model", "gcn", "sage", &k, path), done);
-  c->model = k ? RT_MODEL_SAGE : RT_MODEL_GCN;
+  v = cJSON_GetObjectItemCaseSensitive(h, "model");
+  if (cJSON_IsString(v) && strcmp(v->valuestring, "gat") == 0) {
+    c->model = RT_MODEL_GAT;
+  } else {
+    TRY_GOTO(json_choice(h, "model", "gcn", "sage", &k, path), done);
+    c->model = k ? RT_MODEL_SAGE : RT_MODEL_GCN;
+  }
   INT("layers", 1, 64, c->layers, int);
   INT("hidden", 1, 1 << 20, c->hidden, int64_t);
   v = cJSON_GetObjectItemCaseSensitive(h, "layernorm");
@@ -335,6 +345,14 @@ static int parse_header(const char *json, size_t len, const char *path, struct r
     goto done;
   }
   c->layernorm = cJSON_IsTrue(v);
+  c->heads = 8; /* rt_config_defaults' (unused by other models) */
+  c->out_heads = 1;
+  c->attn_dropout = -1.0f;
+  if (c->model == RT_MODEL_GAT) {
+    INT("heads", 1, 1024, c->heads, int);
+    INT("out_heads", 1, 1024, c->out_heads, int);
+    NUM("attn_dropout", -1, 1, c->attn_dropout, float);
+  }
   NUM("dropout", 0, 1, c->dropout, float);
   NUM("input_dropout", -1, 1, c->input_dropout, float);
   v = cJSON_GetObjectItemCaseSensitive(h, "optimizer");

@@ -33,6 +33,10 @@ int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const st
     return cg_err_set(CG_ERR_ARG, "--resume %s: that run stopped early at epoch %d (--early-stop %d, rule %s): "
                       "nothing left to train by the same rule (pass --early-stop 0, or another N, to go on)",
                       path, c->epoch, c->early_stop, rt_early_stop_rule_str(c->early_stop_rule));
+  if (cfg->model == RT_MODEL_GAT && (c->heads != cfg->heads || c->out_heads != cfg->out_heads))
+    return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint holds a GAT model with %d heads and %d "
+                      "output heads; this run asks for %d and %d", path, c->heads, c->out_heads,
+                      cfg->heads, cfg->out_heads);
   if (c->epoch >= cfg->epochs)
     return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint is at epoch %d and --epochs is %d: nothing "
                       "left to train (raise --epochs to continue)", path, c->epoch, cfg->epochs);
@@ -48,6 +52,12 @@ int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const st
             c->feat_norm_row ? "row" : "none");
   CKPT_DIFF(c->dropout != cfg->dropout, "dropout", "%g", (double)cfg->dropout, (double)c->dropout);
   CKPT_DIFF(in_c != in_r, "the input features' dropout", "%g", (double)in_r, (double)in_c);
+  if (cfg->model == RT_MODEL_GAT) {
+    const float att_c = rt_config_attn_dropout(&(struct rt_config){.dropout = c->dropout,
+                                                                    .attn_dropout = c->attn_dropout});
+    CKPT_DIFF(att_c != rt_config_attn_dropout(cfg), "the attention dropout", "%g",
+              (double)rt_config_attn_dropout(cfg), (double)att_c);
+  }
   CKPT_DIFF(c->optimizer != cfg->optimizer, "the optimizer", "%s", rt_optimizer_str(cfg->optimizer),
             rt_optimizer_str(c->optimizer));
   CKPT_DIFF(c->lr != cfg->lr, "lr", "%g", (double)cfg->lr, (double)c->lr);
@@ -145,6 +155,7 @@ int rt_checkpoint_save_state(const char *path, const struct rt_model *m, const s
         .graph_checksum = loc->graph_checksum, .nodes = loc->n_global, .features = loc->feat_dim,
         .classes = loc->num_classes, .feat_norm_row = cfg->feat_norm_row, .model = cfg->model,
         .layers = cfg->layers, .layernorm = cfg->layernorm, .hidden = cfg->hidden,
+        .heads = cfg->heads, .out_heads = cfg->out_heads, .attn_dropout = cfg->attn_dropout,
         .dropout = cfg->dropout, .input_dropout = cfg->input_dropout, .optimizer = cfg->optimizer,
         .lr = cfg->lr, .weight_decay = cfg->weight_decay, .beta1 = cfg->beta1, .beta2 = cfg->beta2,
         .adam_eps = cfg->adam_eps, .wd_scope = cfg->wd_scope, .seed = cfg->seed,

@@ -15,6 +15,9 @@ void rt_config_defaults(struct rt_config *c) {
   c->dropout = 0.5f;
   c->input_dropout = -1.0f;
   c->layernorm = 0;
+  c->heads = 8;
+  c->out_heads = 1;
+  c->attn_dropout = -1.0f;
   c->optimizer = RT_OPT_ADAM;
   c->lr = 0.01f;
   c->weight_decay = 5e-4f;
@@ -51,7 +54,20 @@ float rt_config_layer_dropout(const struct rt_config *c, int l) {
   return (l == 0 && c->input_dropout >= 0.0f) ? c->input_dropout : c->dropout;
 }
 
-const char *rt_model_kind_str(enum rt_model_kind k) { return k == RT_MODEL_SAGE ? "sage" : "gcn"; }
+float rt_config_attn_dropout(const struct rt_config *c) {
+  return c->attn_dropout >= 0.0f ? c->attn_dropout : c->dropout;
+}
+
+int64_t rt_config_halo_cols(const struct rt_config *c, int64_t classes) {
+  if (c->layers < 2) return 1; /* no hidden layer's rows move */
+  if (c->model != RT_MODEL_GAT) return c->hidden;
+  const int64_t hid = (int64_t)c->heads * (c->hidden + 1), out = (int64_t)c->out_heads * (classes + 1);
+  return hid > out ? hid : out;
+}
+
+const char *rt_model_kind_str(enum rt_model_kind k) {
+  return k == RT_MODEL_SAGE ? "sage" : k == RT_MODEL_GAT ? "gat" : "gcn";
+}
 const char *rt_optimizer_str(enum rt_optimizer o) {
   return o == RT_OPT_ADAMW ? "adamw" : o == RT_OPT_SGD ? "sgd" : "adam";
 }
@@ -73,8 +89,18 @@ enum graph_norm rt_model_norm(enum rt_model_kind k, int *self_loops) {
 int rt_config_check(const struct rt_config *c) {
   if (!c->graph || !c->graph[0])
     return cg_err_set(CG_ERR_ARG, "--graph: empty graph name (give NAME, a .cgr FILE or synth:PRESET)");
-  if (c->model != RT_MODEL_GCN && c->model != RT_MODEL_SAGE)
-    return cg_err_set(CG_ERR_ARG, "--model: expected gcn or sage");
+  if (c->heads < 1 || c->heads > 1024)
+    return cg_err_set(CG_ERR_ARG, "--heads %d: expected an integer in [1, 1024]", c->heads);
+  if (c->out_heads < 1 || c->out_heads > 1024)
+    return cg_err_set(CG_ERR_ARG, "--out-heads %d: expected an integer in [1, 1024]", c->out_heads);
+  if (!(c->attn_dropout < 1.0f)) /* negative: unset, follows --dropout */
+    return cg_err_set(CG_ERR_ARG, "--attn-dropout %g: expected a probability in [0, 1)",
+                      (double)c->attn_dropout);
+  if (c->model == RT_MODEL_GAT && c->layernorm)
+    return cg_err_set(CG_ERR_ARG, "--layernorm: not available with --model gat (ELU follows each "
+                      "hidden GAT layer, as in the paper)");
+  if (c->model != RT_MODEL_GCN && c->model != RT_MODEL_SAGE && c->model != RT_MODEL_GAT)
+    return cg_err_set(CG_ERR_ARG, "--model: expected gcn, sage or gat");
   if (c->layers < 1 || c->layers > 64)
     return cg_err_set(CG_ERR_ARG, "--layers %d: expected an integer in [1, 64]", c->layers);
   if (c->hidden < 1 || c->hidden > (1 << 20))

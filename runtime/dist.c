@@ -185,10 +185,12 @@ int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_confi
   if (d->ex) st = cg_err_set(CG_ERR_ARG, "rt_dist_bind: already bound to a backend");
   TRY(comm_agree(d->c, st, "binding the exchange"));
   const struct part_local *pl = &d->pl;
-  /* Layer 0's features once; layers l > 0 exchange at most `hidden` columns (their
-   * input, or the narrower transformed rows). */
+  /* Layer 0's features once; layers l > 0 exchange at most rt_config_halo_cols columns
+   * (GCN and SAGE: their input or the narrower transformed rows; GAT: the transformed
+   * rows and their attention terms). */
+  const int64_t halo_cols = rt_config_halo_cols(cfg, d->loc.num_classes);
   d->max_cols = d->loc.feat_dim;
-  if (cfg->layers > 1 && cfg->hidden > d->max_cols) d->max_cols = cfg->hidden;
+  if (cfg->layers > 1 && halo_cols > d->max_cols) d->max_cols = halo_cols;
   struct comm_halo_plan plan;
   memset(&plan, 0, sizeof plan);
   plan.npeers = pl->npeers;
@@ -203,8 +205,9 @@ int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_confi
   if (d->halo_cache.policy == JACA_POLICY_NONE) {
     TRY(comm_exchange_create(d->c, be, &plan, d->max_cols, &d->ex)); /* collective, agreed inside */
   } else {
-    /* hidden layers exchange at most `hidden` values per row (runtime/model.c) */
-    const struct jaca_layers layers = {cfg->layers, cfg->layers > 1 ? cfg->hidden : 1};
+    /* hidden layers exchange at most rt_config_halo_cols values per row (runtime/model.c,
+     * runtime/model_gat.c) */
+    const struct jaca_layers layers = {cfg->layers, halo_cols};
     TRY(jaca_exchange_create(d->c, be, pl, &d->loc.agg, d->max_cols, &layers, &d->halo_cache, &d->ex));
   }
   /* testing only: the rank CAPGNN_TEST_FAIL_RANK names fails inside training */

@@ -170,6 +170,11 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
   cJSON_AddNumberToObject(o, "dropout", fdec(cfg->dropout));
   cJSON_AddNumberToObject(o, "input_dropout", fdec(rt_config_layer_dropout(cfg, 0)));
   cJSON_AddBoolToObject(o, "layernorm", cfg->layernorm != 0);
+  if (cfg->model == RT_MODEL_GAT) {
+    cJSON_AddNumberToObject(o, "heads", cfg->heads);
+    cJSON_AddNumberToObject(o, "out_heads", cfg->out_heads);
+    cJSON_AddNumberToObject(o, "attn_dropout", fdec(rt_config_attn_dropout(cfg)));
+  }
   cJSON_AddStringToObject(o, "optimizer", rt_optimizer_str(cfg->optimizer));
   cJSON_AddNumberToObject(o, "lr", fdec(cfg->lr));
   cJSON_AddNumberToObject(o, "weight_decay", fdec(cfg->weight_decay));

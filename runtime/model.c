@@ -207,6 +207,14 @@ static int model_reduce_grads(struct rt_model *m, struct rt_step_stats *st) {
   return CG_OK;
 }
 
+/* The same placement for the other models' files (runtime_internal.h). */
+int rt_model_halo_begin(struct rt_model *m, enum cg_halo_dir dir, int layer, uint32_t epoch, int train,
+                        float *x, int64_t cols, struct rt_step_stats *st) {
+  return halo_begin(m, dir, halo_tag(layer, epoch, train), x, cols, st);
+}
+int rt_model_poll(struct rt_model *m, struct rt_step_stats *st) { return model_poll(m, st); }
+int rt_model_halo_end(struct rt_model *m, struct rt_step_stats *st) { return halo_end(m, st); }
+
 /* ---- forward ------------------------------------------------------------------ */
 
 static struct cg_dropout_key drop_key(const struct rt_model *m, uint32_t epoch, int layer) {
@@ -222,6 +230,7 @@ static const float *layer_hd(const struct rt_model *m, const struct rt_layer *L)
 }
 
 static int forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step_stats *st) {
+  if (m->cfg.model == RT_MODEL_GAT) return rt_gat_forward(m, epoch, train, st); /* model_gat.c */
   struct cg_backend *be = m->be;
   const int64_t n_in = m->n_in, n_tot = m->n_tot, n_halo = n_tot - n_in;
   struct poll_ctx pc = {m, st};
@@ -319,6 +328,7 @@ static void sage_self_dx(struct rt_model *m, const struct rt_layer *L, const flo
 }
 
 static int backward(struct rt_model *m, struct rt_step_stats *st) {
+  if (m->cfg.model == RT_MODEL_GAT) return rt_gat_backward(m, st); /* model_gat.c */
   struct cg_backend *be = m->be;
   const int64_t n_in = m->n_in, n_tot = m->n_tot;
   struct poll_ctx pc = {m, st};

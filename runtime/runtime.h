@@ -59,7 +59,7 @@ extern "C" {
  * checkpoint's header (at most 1 MiB). */
 #define RT_MAX_EARLY_STOP 10000
 
-enum rt_model_kind { RT_MODEL_GCN = 0, RT_MODEL_SAGE = 1 };
+enum rt_model_kind { RT_MODEL_GCN = 0, RT_MODEL_SAGE = 1, RT_MODEL_GAT = 2 };
 enum rt_optimizer { RT_OPT_ADAM = 0, RT_OPT_ADAMW = 1, RT_OPT_SGD = 2 };
 /* The learning rate over the optimizer steps (rt_lr_at). */
 enum rt_lr_schedule { RT_LR_NONE = 0, RT_LR_STEP = 1, RT_LR_COSINE = 2 };
@@ -79,6 +79,12 @@ struct rt_config {
   float dropout;          /* in [0, 1) */
   float input_dropout;    /* on the input features (layer 0); < 0 (default): = dropout */
   int layernorm;          /* 1: LayerNorm (eps 1e-5) after every hidden convolution */
+  /* GAT (model = RT_MODEL_GAT; runtime/model_gat.c): a hidden layer has `heads` heads of
+   * `hidden` values each, concatenated (heads * hidden wide), ELU after it; the output
+   * layer `out_heads` heads of `classes` values, averaged. Attention dropout on the
+   * coefficients with probability attn_dropout (< 0: = dropout). */
+  int heads, out_heads;
+  float attn_dropout;
   /* optimisation */
   enum rt_optimizer optimizer;
   float lr, weight_decay, beta1, beta2, adam_eps;
@@ -130,12 +136,19 @@ struct rt_config {
                                 no output may be one of them. NULL: none */
 };
 
-/* Defaults: synth:small, GCN, 2 layers, 16 hidden, dropout 0.5, no LayerNorm, Adam
+/* Defaults: synth:small, GCN, 2 layers, 16 hidden, dropout 0.5, no LayerNorm (GAT: 8
+ * heads, 1 output head, attention dropout as dropout), Adam
  * lr 0.01, weight decay 5e-4 on all weight matrices, 200 epochs, eval every epoch,
  * seed 1, no feature normalisation, device auto, overlap on. */
 void rt_config_defaults(struct rt_config *c);
 /* Dropout probability on the input of layer l (input_dropout for l = 0). */
 float rt_config_layer_dropout(const struct rt_config *c, int l);
+/* GAT's dropout probability on the attention coefficients. */
+float rt_config_attn_dropout(const struct rt_config *c);
+/* The widest row a hidden layer (l >= 1) exchanges between ranks, for a model of
+ * `classes` outputs: GCN and SAGE their hidden width (a layer's input or transformed
+ * rows); GAT the transformed rows and their attention terms, heads * (width + 1). */
+int64_t rt_config_halo_cols(const struct rt_config *c, int64_t classes);
 /* Range checks; CG_ERR_ARG with a message naming the option and the valid range.
  * A configuration is checked once, where it enters: every public function that trains
  * from one (rt_run, rt_run_dist, rt_train, rt_model_create) checks it on entry, before
@@ -146,7 +159,7 @@ float rt_config_layer_dropout(const struct rt_config *c, int l);
  * rt_dist_bind, runtime/dist.h, read a few fields of a configuration checked by their
  * caller.) */
 int rt_config_check(const struct rt_config *c);
-const char *rt_model_kind_str(enum rt_model_kind k);  /* "gcn", "sage" */
+const char *rt_model_kind_str(enum rt_model_kind k);  /* "gcn", "sage", "gat" */
 const char *rt_optimizer_str(enum rt_optimizer o);    /* "adam", "adamw", "sgd" */
 const char *rt_wd_scope_str(enum rt_wd_scope s);      /* "all", "first" */
 const char *rt_lr_schedule_str(enum rt_lr_schedule s); /* "none", "step", "cosine" */
@@ -163,7 +176,8 @@ const char *rt_early_stop_rule_str(enum rt_early_stop_rule r); /* "patience", "w
  * Computed in double, rounded to float once. */
 float rt_lr_at(const struct rt_config *c, int64_t t);
 /* The aggregation operator a model kind uses (GCN: GRAPH_NORM_GCN with self-loops;
- * SAGE: GRAPH_NORM_MEAN without). */
+ * SAGE: GRAPH_NORM_MEAN without; GAT: the structure of GCN's, A + I, whose values it
+ * does not use: its coefficients are the attention softmax). */
 enum graph_norm rt_model_norm(enum rt_model_kind k, int *self_loops);
 
 /* ---- the local problem of one rank ---------------------------------------- */
@@ -518,6 +532,8 @@ struct rt_checkpoint {
   enum rt_model_kind model;
   int layers, layernorm;
   int64_t hidden;
+  int heads, out_heads;         /* GAT only (the header holds them for GAT models) */
+  float attn_dropout;           /* GAT only, as in rt_config */
   float dropout, input_dropout; /* as in rt_config */
   enum rt_optimizer optimizer;
   float lr, weight_decay, beta1, beta2, adam_eps;

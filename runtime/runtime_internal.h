@@ -88,6 +88,13 @@ struct rt_layer {
   int64_t off_w, off_ws, off_b, off_g, off_beta; /* offsets in the flat buffers; -1 = absent */
   float *in, *in_d, *agg, *t, *z;
   float *ln_y, *ln_mean, *ln_rstd;
+  /* GAT (runtime/model_gat.c; shapes there): heads x fhead values per row before the
+   * output layer's mean, the parameter offsets of the attention vectors, the attention
+   * dropout, and the layer's buffers */
+  int64_t heads, fhead;
+  int64_t off_al, off_ar;
+  float p_att;
+  float *g_t, *g_er, *g_s, *g_alpha, *g_alpha_d, *g_y;
 };
 
 /* The model (runtime/model_build.c builds it, runtime/model.c runs its steps; the
@@ -101,7 +108,10 @@ struct rt_model {
   struct rt_layer *layers;
   int64_t n_in, n_tot, classes;
 
-  struct rt_agg agg;         /* Â and Âᵀ, whole or split (model_agg.c) */
+  struct rt_agg agg;         /* Â and Âᵀ, whole or split (model_agg.c); not built for GAT */
+  /* GAT (model_gat.c): the in-edges of the inner rows (A + I) and the backward's buffers */
+  struct cg_edges edges;
+  float *g_dt, *g_der, *g_e1, *g_e2, *g_dy, *g_mean;
   int32_t *d_gid;
   int32_t *d_labels;
   uint8_t *d_mlabels;
@@ -131,6 +141,26 @@ struct rt_model {
     int polls;              /* progress calls (the one that saw completion included) */
   } flight;
 };
+
+/* The halo exchange as the model places it (model.c): begin, a progress point, end
+ * (timed into st; no-ops for a single process; with --overlap off the whole exchange
+ * runs at end); a training step's exchanges carry its epoch, evaluation's epoch 0. */
+int rt_model_halo_begin(struct rt_model *m, enum cg_halo_dir dir, int layer, uint32_t epoch, int train,
+                        float *x, int64_t cols, struct rt_step_stats *st);
+int rt_model_poll(struct rt_model *m, struct rt_step_stats *st);
+int rt_model_halo_end(struct rt_model *m, struct rt_step_stats *st);
+
+/* ---- GAT (model_gat.c) ------------------------------------------------------------ */
+
+/* The layers and parameter layout (rt_model_build's model_layout for GAT; no buffers). */
+int rt_gat_layout(struct rt_model *m, const struct rt_local *loc, const struct rt_config *cfg);
+/* The edges on the backend and every buffer of the steps. */
+int rt_gat_buffers(struct rt_model *m, const struct rt_local *loc);
+void rt_gat_free(struct rt_model *m); /* what rt_gat_buffers allocated; accepts a partial model */
+int rt_gat_forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step_stats *st);
+/* From dlogits in m->scratch[0]: every parameter's gradient in m->g (before the
+ * all-reduce). */
+int rt_gat_backward(struct rt_model *m, struct rt_step_stats *st);
 
 /* Whether a local problem talks to other ranks at all (a single process does not). */
 static inline int rt_local_exchanges(const struct rt_local *loc) {

@@ -6,8 +6,8 @@
  * whole graph, rt_local_from_graph, no exchange), then the distributed run
  * (rt_dist_create + rt_dist_bind), both on the CPU backend with 1 thread, and
  * compares: per-epoch training loss (dropout 0.5 on) within 1e-5 relative, final
- * parameters within 1e-4 + 1e-4 |ref|, train/val/test accuracy equal. Cases: GCN and
- * GraphSAGE, 2 and 3 layers, METIS and random partitions, on Cora (when present) and
+ * parameters within 1e-4 + 1e-4 |ref|, train/val/test accuracy equal. Cases: GCN,
+ * GraphSAGE and GAT (3 heads, 2 averaged output heads, attention dropout on), 2 and 3 layers, METIS and random partitions, on Cora (when present) and
  * synth:small, two of them without dropout on the input features (layer 0's Â·X
  * computed once at set-up), and two with the CPU SpMM's tiled layout forced on a
  * dense synthetic graph. Also checked per case: each rank holds only its inner + halo feature
@@ -213,7 +213,11 @@ static void run_model(struct cg_backend *be, const struct rt_local *loc, struct 
   o->widths_sum = 0;
   for (int l = 1; l < cfg->layers; l++) {
     const int64_t fin = cfg->hidden, fout = l == cfg->layers - 1 ? loc->num_classes : cfg->hidden;
-    o->widths_sum += rt_model_layer_transform_first(m, l) ? fout : fin;
+    if (cfg->model == RT_MODEL_GAT) /* T's rows: heads x (width + the source term) */
+      o->widths_sum += l == cfg->layers - 1 ? cfg->out_heads * (loc->num_classes + 1)
+                                            : cfg->heads * (cfg->hidden + 1);
+    else
+      o->widths_sum += rt_model_layer_transform_first(m, l) ? fout : fin;
   }
   rt_model_destroy(&m);
 }
@@ -278,6 +282,12 @@ static void run_case(const struct tcase *tc) {
   cfg.layers = tc->layers;
   cfg.hidden = 16;
   cfg.dropout = 0.5f;
+  if (tc->model == RT_MODEL_GAT) { /* 3 heads of 4 (concatenated), 2 output heads (averaged);
+                                      attention dropout 0.5 (as --dropout) */
+    cfg.hidden = 4;
+    cfg.heads = 3;
+    cfg.out_heads = 2;
+  }
   if (tc->features_kept) cfg.input_dropout = 0.0f;
   cfg.epochs = 12;
   cfg.device = "cpu";
@@ -574,6 +584,7 @@ static int run_cache_cases(void) {
   const struct tcase cases[] = {
       {"synth:small", 0, RT_MODEL_GCN, 3, PART_METIS, OWN_PARTITIONER, 0, 0},
       {"synth:small", 0, RT_MODEL_SAGE, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0},
+      {"synth:small", 0, RT_MODEL_GAT, 3, PART_METIS, OWN_PARTITIONER, 0, 0},
   };
   const enum jaca_policy pols[] = {JACA_POLICY_JACA, JACA_POLICY_LRU, JACA_POLICY_FIFO};
   const double caps[] = {1.0, 0.1};
@@ -659,6 +670,15 @@ int main(int argc, char **argv) {
        * log), so that both the tiles and the far part run */
       {dense, 0, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 1},
       {dense, 0, RT_MODEL_SAGE, 3, PART_RANDOM, OWN_PARTITIONER, 1, 1},
+      /* GAT (issue #19): attention over each vertex's in-edges on its owner, the halo
+       * rows of W h and their source terms exchanged, attention dropout keyed by the
+       * global edge; both dropouts on, or none on the input features */
+      {cora, 1, RT_MODEL_GAT, 2, PART_METIS, OWN_PARTITIONER, 0, 0},
+      {cora, 1, RT_MODEL_GAT, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0},
+      {"synth:small", 0, RT_MODEL_GAT, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0},
+      {"synth:small", 0, RT_MODEL_GAT, 3, PART_METIS, OWN_PARTITIONER, 1, 0},
+      {"synth:small", 0, RT_MODEL_GAT, 3, PART_METIS, OWN_MOD_P, 0, 0},
+      {"synth:small", 0, RT_MODEL_GAT, 2, PART_RANDOM, OWN_LAST_EMPTY, 0, 0},
   };
   int ran = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
