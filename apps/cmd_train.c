@@ -37,6 +37,8 @@ struct train_par {
   int no_part_cache;
   const char *comm;       /* auto | nccl | mpi-cuda | mpi-staged */
   const char *profile;    /* --profile FILE|auto, NULL: none */
+  const char *threads_list; /* --threads N,N,...: one count per rank (cfg.threads is this rank's) */
+  int nthreads;             /* values in threads_list (0: a single --threads N) */
   /* the halo cache (jaca/jaca.h; cache_options turns these into its options) */
   const char *cache_policy; /* jaca | lru | fifo | none */
   float cache_capacity;
@@ -90,9 +92,10 @@ void cmd_train_usage(FILE *out) {
           "  --seed N                      seed of weights and dropout masks (default 1)\n"
           "execution and output\n"
           "  --device auto|cpu|cuda        compute backend (default auto: CUDA if built and present)\n"
-          "  --threads N                   CPU threads per rank (default 0 = the host's cores / its\n"
-          "                                ranks, at least 1: all cores for one process); results\n"
-          "                                are reproducible for a fixed thread count\n"
+          "  --threads N[,N...]            CPU threads per rank (default 0 = the host's cores / its\n"
+          "                                ranks, at least 1: all cores for one process), or one\n"
+          "                                count per rank (rank r takes the r-th: ranks of unequal\n"
+          "                                speed); results are reproducible for a fixed thread count\n"
           "  --tf32                        CUDA: allow TF32 matrix products (faster, less exact)\n"
           "  --metrics FILE                write JSON Lines metrics: one object per epoch, then a\n"
           "                                summary object (an earlier metrics file is replaced,\n"
@@ -171,6 +174,30 @@ enum {
 static int cmd_train_parsed(int argc, char **argv, const struct option *longopts, const char *const *files,
                             int nfiles);
 
+/* --threads 2,1: one count per rank; this rank (the launcher's, `rank`) takes its own
+ * (the count of values is checked against the job's ranks once MPI is up). */
+static int threads_list_parse(const char *s, int rank, int *mine, int *n) {
+  *n = 0;
+  *mine = 0;
+  const char *p = s;
+  while (1) {
+    char word[32];
+    const size_t len = strcspn(p, ",");
+    int v = 0;
+    if (len == 0 || len >= sizeof word)
+      return usage_error("--threads '%s': expected one count, or one per rank separated by commas", s);
+    memcpy(word, p, len);
+    word[len] = '\0';
+    if (cli_parse_int_in("train", "--threads", word, 0, 4096, &v) != 0) return CAPGNN_EXIT_USAGE;
+    if (*n == rank) *mine = v;
+    (*n)++;
+    p += len;
+    if (!*p) break;
+    p++;
+  }
+  return 0;
+}
+
 /* The shortest decimal that reads back as the same float ("0.01", not "0.00999999978"). */
 static const char *float_str(char *buf, size_t len, float v) {
   for (int prec = 1; prec <= 9; prec++) {
@@ -201,8 +228,12 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
           "eval-every = %d\nseed = %llu\n",
           rt_optimizer_str(c->optimizer), float_str(f2, sizeof f2, c->lr), float_str(f3, sizeof f3, c->weight_decay),
           rt_wd_scope_str(c->wd_scope), c->epochs, c->eval_every, (unsigned long long)c->seed);
-  fprintf(out, "\n[execution]\ndevice = %s\nthreads = %d\ntf32 = %s\nstall-timeout = %g\n", c->device,
-          c->threads, c->tf32 ? "true" : "false", c->stall_timeout_s);
+  if (par->threads_list)
+    fprintf(out, "\n[execution]\ndevice = %s\nthreads = %s\ntf32 = %s\nstall-timeout = %g\n", c->device,
+            par->threads_list, c->tf32 ? "true" : "false", c->stall_timeout_s);
+  else
+    fprintf(out, "\n[execution]\ndevice = %s\nthreads = %d\ntf32 = %s\nstall-timeout = %g\n", c->device,
+            c->threads, c->tf32 ? "true" : "false", c->stall_timeout_s);
   fprintf(out, "\n[output]\n");
   if (c->metrics_path) fprintf(out, "metrics = %s\n", c->metrics_path);
   else fprintf(out, "# metrics = FILE (none)\n");
@@ -321,6 +352,14 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
     return CAPGNN_EXIT_USAGE;
   }
   const int rank = comm_rank(c), size = comm_size(c);
+  if (par->nthreads > 1 && par->nthreads != size) {
+    if (rank == 0)
+      fprintf(stderr, "capgnn: error: --threads %s has %d values but the job has %d rank%s: give one count for "
+              "all ranks or one per rank (see capgnn train --help)\n", par->threads_list, par->nthreads, size,
+              size == 1 ? "" : "s");
+    comm_finalize(&c);
+    return CAPGNN_EXIT_USAGE;
+  }
   if (size == 1 && o.halo_cache.policy != JACA_POLICY_NONE)
     LOG_INFO("train", "--cache-policy %s: one rank has no halo rows to cache", par->cache_policy);
   if (rank != 0) cg_progress_set_mode(CG_PROGRESS_OFF); /* every rank opens the graph: one progress line */
@@ -443,7 +482,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   optind = 1;
   opterr = 0; /* our own one-line messages */
   int c, rc = 0, print = 0;
-  struct train_par par = {"metis", 1, NULL, 0, "auto", NULL, "none", 1.0f, 0, 0, 0, 0, 0};
+  struct train_par par = {"metis", 1, NULL, 0, "auto", NULL, NULL, 0, "none", 1.0f, 0, 0, 0, 0, 0};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -499,6 +538,13 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_SEED: rc = cli_parse_u64("train", "--seed", optarg, &cfg.seed); break;
       case OPT_DEVICE: cfg.device = optarg; break;
       case OPT_THREADS:
+        par.threads_list = NULL;
+        par.nthreads = 0;
+        if (strchr(optarg, ',')) {
+          rc = threads_list_parse(optarg, cli_launch_rank(), &cfg.threads, &par.nthreads);
+          par.threads_list = optarg;
+          break;
+        }
         rc = cli_parse_int("train", "--threads", optarg, &cfg.threads);
         if (rc == 0 && (cfg.threads < 0 || cfg.threads > 4096))
           rc = usage_error("--threads %d: expected an integer in [0, 4096] (0 = the host's cores / its ranks)", cfg.threads);

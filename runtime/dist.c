@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/ops_emulate.h"
 #include "core/status.h"
 #include "core/watchdog.h"
 #include "runtime/dist.h"
@@ -235,6 +236,7 @@ static int dist_backend_open(struct comm *c, const struct rt_config *cfg, struct
   }
   st = rt_backend_open_ordinal(dev, cfg->threads, cfg->tf32, ordinal, be);
   if (st < 0) cg_err_trail(__FILE__, __LINE__, "rt_backend_open_ordinal");
+  if (st == CG_OK) st = rt_backend_emulate(be, comm_rank(c), comm_size(c));
   TRY(comm_agree(c, st, "opening the compute backend"));
   return CG_OK;
 }
@@ -307,7 +309,9 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   st = cfg->resume_path ? rt_checkpoint_fits_problem(&resume, cfg->resume_path, rt_dist_local(d), cfg)
                         : CG_OK;
   TRY_GOTO(comm_agree(c, st, "checking the checkpoint against the graph"), done);
-  TRY_GOTO(rt_dist_bind(d, be, cfg, &ex), done);
+  /* the exchange moves rows on the device itself (an emulated slow device computes
+   * slowly; its links are the links) */
+  TRY_GOTO(rt_dist_bind(d, cg_backend_emulate_inner(be), cfg, &ex), done);
   /* From here on the ranks no longer agree on each status: a rank that fails may leave
    * its peers inside a collective, so the caller must end the job (comm_abort). */
   *fatal = 1;

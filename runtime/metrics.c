@@ -200,6 +200,9 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
   cJSON_AddStringToObject(o, "device_desc", rt_backend_describe(be));
   cJSON_AddNumberToObject(o, "threads", cfg->threads);
   cJSON_AddNumberToObject(o, "ranks", loc->nranks);
+  /* an emulated heterogeneity is named wherever its numbers go (core/ops_emulate.h) */
+  if (getenv("CAPGNN_EMULATE_SPEED") && getenv("CAPGNN_EMULATE_SPEED")[0])
+    cJSON_AddStringToObject(o, "emulate_speed", getenv("CAPGNN_EMULATE_SPEED"));
   add_config(o, cfg);
   cJSON_AddNumberToObject(o, "params", (double)r->num_params);
   cJSON_AddNumberToObject(o, "epochs", last);

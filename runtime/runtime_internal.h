@@ -215,6 +215,13 @@ int rt_checkpoint_save(struct rt_model *m, const struct cg_backend *be, const st
                        struct cg_exchange *ex, const struct rt_config *cfg, const struct rt_result *r,
                        const struct rt_train_track *tr, int epoch);
 
+/* ---- emulated heterogeneity (backend.c) ----------------------------------------- */
+
+/* When CAPGNN_EMULATE_SPEED is set, wrap *be in core/ops_emulate.h's emulating backend
+ * at rank `rank`'s speed (the wrapper owns the old *be) and log it (WARN, every rank:
+ * it is never a default); unset: nothing. CG_ERR_ARG on a bad list. */
+int rt_backend_emulate(struct cg_backend **be, int rank, int nranks);
+
 /* ---- a whole run (run.c, train.c; dist.c for several ranks) -------------------- */
 
 /* The checks of a run's files before anything long runs, made by the rank that
