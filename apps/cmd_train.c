@@ -18,8 +18,10 @@
 #include "apps/commands_internal.h"
 #include "apps/config_file_internal.h"
 #include "core/log.h"
+#include "core/outfile.h"
 #include "core/status.h"
 #include "core/progress.h"
+#include "graph/graph.h"
 #include "runtime/runtime.h"
 #ifdef CAPGNN_HAVE_DIST
 #include "mpi/comm.h"
@@ -39,6 +41,8 @@ struct train_par {
   const char *profile;    /* --profile FILE|auto, NULL: none */
   const char *threads_list; /* --threads N,N,...: one count per rank (cfg.threads is this rank's) */
   int nthreads;             /* values in threads_list (0: a single --threads N) */
+  float prune_eps;          /* --prune-halo EPS (0: off) */
+  const char *prune_write;  /* --prune-write FILE */
   /* the halo cache (jaca/jaca.h; cache_options turns these into its options) */
   const char *cache_policy; /* jaca | lru | fifo | none */
   float cache_capacity;
@@ -122,18 +126,26 @@ void cmd_train_usage(FILE *out) {
           "                                a resumed run appends to its --metrics file\n"
           "parallel (mpiexec -n P capgnn ..., one partition per rank; P = 1 trains as without MPI;\n"
           "the same names as capgnn partition)\n"
-          "  --partition metis|random      how vertices are split over the ranks (default metis);\n"
+          "  --partition metis|random|rapa how vertices are split over the ranks (default metis);\n"
+          "                                rapa: METIS with part weights proportional to each\n"
+          "                                rank's capability (rates from --profile FILE, else\n"
+          "                                measured at start-up on every rank), exact;\n"
           "                                alias --method\n"
           "  --part-seed N                 seed of METIS / the random split (default 1)\n"
           "  --part-cache DIR              partition cache folder (default $CAPGNN_CACHE, else\n"
           "                                .capgnn-cache); alias --cache\n"
           "  --no-part-cache               neither read nor write the cache; alias --no-cache\n"
+          "  --prune-halo EPS              APPROXIMATE for EPS > 0 (with --partition rapa): drop halo\n"
+          "                                vertices of ranks whose predicted epoch is above the mean\n"
+          "                                (lowest influence first; their edges go both ways) until\n"
+          "                                std < EPS x mean; trains the pruned graph (default 0: off)\n"
+          "  --prune-write FILE            write the pruned graph as a .cgr (one rank trains the same)\n"
           "  --comm auto|nccl|mpi-cuda|mpi-staged  how GPU ranks exchange halo rows and gradients\n"
           "                                (default auto; CPU ranks always use plain MPI)\n"
           "  --profile FILE|auto           load a device profile (capgnn profile --json FILE, or\n"
           "                                auto: each rank's device from the cache), validate it\n"
-          "                                and log the ranks' relative capabilities (training is\n"
-          "                                unchanged: the resource-aware partitioner comes later)\n"
+          "                                and log the ranks' relative capabilities; with\n"
+          "                                --partition rapa, FILE's rates size the parts\n"
           "halo cache (JACA; parallel runs)\n"
           "  --cache-policy jaca|lru|fifo|none  keep one copy of each halo row per node in shared\n"
           "                                memory, rows from another node sent once per node;\n"
@@ -166,7 +178,7 @@ enum {
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
   OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_FORCE, OPT_STALL_TIMEOUT, OPT_PROFILE, OPT_CACHE_POLICY,
   OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB, OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS,
-  OPT_CACHE_WARMUP
+  OPT_CACHE_WARMUP, OPT_PRUNE_HALO, OPT_PRUNE_WRITE
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
@@ -249,6 +261,8 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   if (par->no_part_cache) fprintf(out, "no-part-cache = true\n");
   fprintf(out, "comm = %s\n", par->comm);
   if (par->profile) fprintf(out, "profile = %s\n", par->profile);
+  if (par->prune_eps > 0) fprintf(out, "prune-halo = %g\n", (double)par->prune_eps);
+  if (par->prune_write) fprintf(out, "prune-write = %s\n", par->prune_write);
   char cap[32];
   fprintf(out, "\n[cache]\ncache-policy = %s\ncache-capacity = %s\ncache-host-mb = %lld\n"
           "cache-device-mb = %lld\nstaleness = %d\ngrad-staleness = %d\ncache-warmup = %d\n",
@@ -338,7 +352,11 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   struct rt_dist_options o;
   rt_dist_options_defaults(&o);
   enum comm_path path = COMM_PATH_AUTO;
-  if (part_method_parse(par->partition, &o.method) != CG_OK || comm_path_parse(par->comm, &path) != CG_OK) {
+  o.rapa = !strcmp(par->partition, "rapa");
+  o.prune_eps = par->prune_eps;
+  o.prune_write = par->prune_write;
+  if (o.rapa && par->profile && strcmp(par->profile, "auto") != 0) o.rapa_profile = par->profile;
+  if ((!o.rapa && part_method_parse(par->partition, &o.method) != CG_OK) || comm_path_parse(par->comm, &path) != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", err_text()); /* not reached: checked while parsing */
     comm_finalize(&c);
     return CAPGNN_EXIT_USAGE;
@@ -449,6 +467,8 @@ int cmd_train(int argc, char **argv) {
       {"comm", required_argument, NULL, OPT_COMM},
 #ifdef CAPGNN_HAVE_RAPA
       {"profile", required_argument, NULL, OPT_PROFILE},
+      {"prune-halo", required_argument, NULL, OPT_PRUNE_HALO},
+      {"prune-write", required_argument, NULL, OPT_PRUNE_WRITE},
 #endif
       {"cache-policy", required_argument, NULL, OPT_CACHE_POLICY},
       {"cache-capacity", required_argument, NULL, OPT_CACHE_CAPACITY},
@@ -482,7 +502,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   optind = 1;
   opterr = 0; /* our own one-line messages */
   int c, rc = 0, print = 0;
-  struct train_par par = {"metis", 1, NULL, 0, "auto", NULL, NULL, 0, "none", 1.0f, 0, 0, 0, 0, 0};
+  struct train_par par = {"metis", 1, NULL, 0, "auto", NULL, NULL, 0, 0.0f, NULL, "none", 1.0f, 0, 0, 0, 0, 0};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -568,8 +588,9 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       }
       case OPT_PRINT_CONFIG: print = 1; break;
       case OPT_PARTITION:
-        if (strcmp(optarg, "metis") == 0 || strcmp(optarg, "random") == 0) par.partition = optarg;
-        else rc = usage_error("--partition '%s': expected metis or random", optarg);
+        if (strcmp(optarg, "metis") == 0 || strcmp(optarg, "random") == 0 || strcmp(optarg, "rapa") == 0)
+          par.partition = optarg;
+        else rc = usage_error("--partition '%s': expected metis, random or rapa", optarg);
         break;
       case OPT_PART_SEED: rc = cli_parse_u64("train", "--part-seed", optarg, &par.part_seed); break;
       case OPT_PART_CACHE: par.part_cache = optarg; break;
@@ -583,6 +604,15 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_PROFILE:
         if (!optarg[0]) rc = usage_error("--profile: empty file name (give a file or auto)");
         par.profile = optarg;
+        break;
+      case OPT_PRUNE_HALO:
+        rc = cli_parse_float("train", "--prune-halo", optarg, &par.prune_eps);
+        if (rc == 0 && !(par.prune_eps >= 0.0f && par.prune_eps <= 10.0f))
+          rc = usage_error("--prune-halo %s: expected a tolerance in [0, 10] (0 = off)", optarg);
+        break;
+      case OPT_PRUNE_WRITE:
+        if (!optarg[0]) rc = usage_error("--prune-write: empty file name");
+        par.prune_write = optarg;
         break;
       case OPT_CACHE_POLICY:
         if (!strcmp(optarg, "jaca") || !strcmp(optarg, "lru") || !strcmp(optarg, "fifo") || !strcmp(optarg, "none"))
@@ -620,6 +650,14 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (cfg.checkpoint_path && !cfg.checkpoint_path[0]) return usage_error("--checkpoint: empty file name");
   if (cfg.resume_path && !cfg.resume_path[0]) return usage_error("--resume: empty file name");
   if (par.part_cache && par.no_part_cache) return usage_error("--part-cache and --no-part-cache exclude each other");
+  if (par.prune_eps > 0 && strcmp(par.partition, "rapa") != 0)
+    return usage_error("--prune-halo needs --partition rapa (the cost model it balances comes with it)");
+  if (par.prune_write && !(par.prune_eps > 0)) return usage_error("--prune-write needs --prune-halo EPS > 0");
+  if (par.prune_write && cg_outfile_check(par.prune_write, "--prune-write", graph_outfile_kind(), NULL, 0, cfg.force,
+                                          0) != CG_OK) {
+    if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
+    return CAPGNN_EXIT_FAILURE;
+  }
 #ifdef CAPGNN_HAVE_DIST
   struct jaca_options jo;
   if (cache_options(&par, &jo) != CG_OK) return usage_error("%s", cg_err_msg());

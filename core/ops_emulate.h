@@ -8,7 +8,9 @@
  * return values to the host (download, losses, evaluation counts). So every timer of
  * the runtime, which synchronises before it reads the clock, sees each op 1/speed times
  * as long, and the results are bit for bit those of `inner`. An oversleep is carried
- * over as credit, so the total wait follows the debt however coarse the sleeps are.
+ * over as credit (up to 200 us), so the total wait follows the debt however coarse the
+ * sleeps are; a sleeper woken later than that (a busy machine) makes the rank slower
+ * than its speed, never faster.
  *
  * CAPGNN_EMULATE_SPEED=f0,f1,... names one speed per rank (rank r takes f_r, each in
  * (0, 1]); a single value applies to every rank. Never on by default: the runtime logs
