@@ -42,6 +42,7 @@ struct train_par {
   const char *threads_list; /* --threads N,N,...: one count per rank (cfg.threads is this rank's) */
   int nthreads;             /* values in threads_list (0: a single --threads N) */
   float prune_eps;          /* --prune-halo EPS (0: off) */
+  const char *gpu_share;    /* --gpu-share P[,P...]: MPS share of each rank (NULL: none) */
   const char *prune_write;  /* --prune-write FILE */
   /* the halo cache (jaca/jaca.h; cache_options turns these into its options) */
   const char *cache_policy; /* jaca | lru | fifo | none */
@@ -140,6 +141,9 @@ void cmd_train_usage(FILE *out) {
           "                                (lowest influence first; their edges go both ways) until\n"
           "                                std < EPS x mean; trains the pruned graph (default 0: off)\n"
           "  --prune-write FILE            write the pruned graph as a .cgr (one rank trains the same)\n"
+          "  --gpu-share P[,P...]          CUDA: limit each rank to P %% of its GPU's SMs through MPS\n"
+          "                                (as capgnn profile; the MPS daemon must run); one value\n"
+          "                                or one per rank\n"
           "  --comm auto|nccl|mpi-cuda|mpi-staged  how GPU ranks exchange halo rows and gradients\n"
           "                                (default auto; CPU ranks always use plain MPI)\n"
           "  --profile FILE|auto           load a device profile (capgnn profile --json FILE, or\n"
@@ -178,13 +182,45 @@ enum {
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
   OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_FORCE, OPT_STALL_TIMEOUT, OPT_PROFILE, OPT_CACHE_POLICY,
   OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB, OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS,
-  OPT_CACHE_WARMUP, OPT_PRUNE_HALO, OPT_PRUNE_WRITE
+  OPT_CACHE_WARMUP, OPT_PRUNE_HALO, OPT_PRUNE_WRITE, OPT_GPU_SHARE
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
 
 static int cmd_train_parsed(int argc, char **argv, const struct option *longopts, const char *const *files,
                             int nfiles);
+
+/* --gpu-share 100,50: percentages in [1, 100], one or one per rank; *n values. */
+static int share_list_parse(const char *s, int *n) {
+  *n = 0;
+  for (const char *p = s;;) {
+    char word[32];
+    const size_t len = strcspn(p, ",");
+    int v = 0;
+    if (len == 0 || len >= sizeof word)
+      return usage_error("--gpu-share '%s': expected one percentage, or one per rank separated by commas", s);
+    memcpy(word, p, len);
+    word[len] = '\0';
+    if (cli_parse_int_in("train", "--gpu-share", word, 1, 100, &v) != 0) return CAPGNN_EXIT_USAGE;
+    (*n)++;
+    p += len;
+    if (!*p) return 0;
+    p++;
+  }
+}
+
+/* This rank's share (`rank` of the list, or its only value). */
+static int share_of(const char *s, int rank) {
+  int i = 0, first = 0, mine = -1;
+  for (const char *p = s; *p; i++) {
+    const int v = atoi(p);
+    if (i == 0) first = v;
+    if (i == rank) mine = v;
+    p += strcspn(p, ",");
+    if (*p) p++;
+  }
+  return i == 1 ? first : mine;
+}
 
 /* --threads 2,1: one count per rank; this rank (the launcher's, `rank`) takes its own
  * (the count of values is checked against the job's ranks once MPI is up). */
@@ -263,6 +299,7 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   if (par->profile) fprintf(out, "profile = %s\n", par->profile);
   if (par->prune_eps > 0) fprintf(out, "prune-halo = %g\n", (double)par->prune_eps);
   if (par->prune_write) fprintf(out, "prune-write = %s\n", par->prune_write);
+  if (par->gpu_share) fprintf(out, "gpu-share = %s\n", par->gpu_share);
   char cap[32];
   fprintf(out, "\n[cache]\ncache-policy = %s\ncache-capacity = %s\ncache-host-mb = %lld\n"
           "cache-device-mb = %lld\nstaleness = %d\ngrad-staleness = %d\ncache-warmup = %d\n",
@@ -378,6 +415,25 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
     comm_finalize(&c);
     return CAPGNN_EXIT_USAGE;
   }
+#ifdef CAPGNN_HAVE_RAPA
+  if (par->gpu_share) { /* before any CUDA context: the backend, the GPU binding */
+    int n = 0;
+    (void)share_list_parse(par->gpu_share, &n); /* checked while parsing */
+    int sst = CG_OK;
+    if (n > 1 && n != size)
+      sst = cg_err_set(CG_ERR_ARG, "--gpu-share %s has %d values but the job has %d ranks: give one share for all "
+                       "ranks or one per rank", par->gpu_share, n, size);
+    else if (!strcmp(cfg->device, "cpu"))
+      sst = cg_err_set(CG_ERR_ARG, "--gpu-share applies to GPU ranks: use --device cuda (or auto) with it");
+    else
+      sst = rapa_mps_share_set(share_of(par->gpu_share, rank));
+    if (comm_agree(c, sst, "setting the MPS share (--gpu-share)") != CG_OK) {
+      report_setup_error(c);
+      comm_finalize(&c);
+      return CAPGNN_EXIT_FAILURE;
+    }
+  }
+#endif
   if (size == 1 && o.halo_cache.policy != JACA_POLICY_NONE)
     LOG_INFO("train", "--cache-policy %s: one rank has no halo rows to cache", par->cache_policy);
   if (rank != 0) cg_progress_set_mode(CG_PROGRESS_OFF); /* every rank opens the graph: one progress line */
@@ -469,6 +525,7 @@ int cmd_train(int argc, char **argv) {
       {"profile", required_argument, NULL, OPT_PROFILE},
       {"prune-halo", required_argument, NULL, OPT_PRUNE_HALO},
       {"prune-write", required_argument, NULL, OPT_PRUNE_WRITE},
+      {"gpu-share", required_argument, NULL, OPT_GPU_SHARE},
 #endif
       {"cache-policy", required_argument, NULL, OPT_CACHE_POLICY},
       {"cache-capacity", required_argument, NULL, OPT_CACHE_CAPACITY},
@@ -502,7 +559,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   optind = 1;
   opterr = 0; /* our own one-line messages */
   int c, rc = 0, print = 0;
-  struct train_par par = {"metis", 1, NULL, 0, "auto", NULL, NULL, 0, 0.0f, NULL, "none", 1.0f, 0, 0, 0, 0, 0};
+  struct train_par par = {"metis", 1, NULL, 0, "auto", NULL, NULL, 0, 0.0f, NULL, NULL, "none", 1.0f, 0, 0, 0, 0, 0};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -610,6 +667,12 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         if (rc == 0 && !(par.prune_eps >= 0.0f && par.prune_eps <= 10.0f))
           rc = usage_error("--prune-halo %s: expected a tolerance in [0, 10] (0 = off)", optarg);
         break;
+      case OPT_GPU_SHARE: {
+        int n = 0;
+        rc = share_list_parse(optarg, &n);
+        par.gpu_share = optarg;
+        break;
+      }
       case OPT_PRUNE_WRITE:
         if (!optarg[0]) rc = usage_error("--prune-write: empty file name");
         par.prune_write = optarg;

@@ -6,12 +6,18 @@
 #   metis   equal METIS parts (the baseline: every epoch waits for the slowest rank)
 #   rapa    capability-weighted METIS (--partition rapa: rates measured at start-up on
 #           every rank's emulated backend, exact)
+#   prune   the same plus halo pruning (--prune-halo EPS, default 0.01: approximate, the
+#           training of the pruned graph)
 # and, without emulation, one rank (1 thread): T1. The ideal epoch of P ranks of speeds
 # f_r is T1 / sum(f_r): the work spread in proportion to speed, with nothing lost to
 # communication or imbalance. Every rank runs 1 thread (--threads 1).
 #
-# It checks before it reports: every run's per-epoch losses equal the one-rank run's
-# within 1e-5 relative (the partition changes no result), else exit 1.
+# It checks before it reports: every exact run's per-epoch losses equal the one-rank run's
+# within 1e-5 relative (the partition changes no result), else exit 1; a pruned run's
+# summary must say it is not exact and how many cut edges it removed.
+# Accuracy: cora with configs/cora.ini (200 epochs, evaluation every epoch) on the 4 ranks
+# of speeds 1, 0.5, 0.25, 0.25, seeds 1, 2, 3: test accuracy at the best validation epoch
+# of rapa (exact) and prune, and their difference.
 # Each configuration runs REPEATS times, the methods alternated within a repeat; a run's
 # time is its median epoch (epoch_s), a configuration's the median over the repeats.
 # Before each run it waits (up to 10 min) until the machine is quiet: at most QUIET
@@ -20,7 +26,7 @@
 # compute against its measured median compute_s, and the predicted epoch (max over the
 # ranks of predicted compute + communication) against the measured epoch.
 #
-# usage: benchmarks/bench_rapa.sh [-c CAPGNN] [-r REPEATS] [-o OUTDIR] [-q QUIET] [-s]
+# usage: benchmarks/bench_rapa.sh [-c CAPGNN] [-r REPEATS] [-o OUTDIR] [-q QUIET] [-e EPS] [-s]
 #   defaults: build/bin/capgnn, 3 repeats, results/bench_rapa, QUIET 2; -s: a smoke run
 #   (cora only, 1 repeat, few epochs). Writes OUTDIR/bench_rapa.json and prints the table.
 set -euo pipefail
@@ -30,14 +36,16 @@ repeats=3
 outdir=results/bench_rapa
 quiet=2
 smoke=0
-while getopts "c:r:o:q:sh" opt; do
+prune_eps=0.01
+while getopts "c:r:o:q:e:sh" opt; do
   case $opt in
     c) capgnn=$OPTARG ;;
     r) repeats=$OPTARG ;;
     o) outdir=$OPTARG ;;
     q) quiet=$OPTARG ;;
     s) smoke=1 ;;
-    *) sed -n '2,29p' "$0"; exit 2 ;;
+    e) prune_eps=$OPTARG ;;
+    *) sed -n '2,36p' "$0"; exit 2 ;;
   esac
 done
 [ -x "$capgnn" ] || { echo "bench_rapa.sh: $capgnn is not an executable (build first, or pass -c)" >&2; exit 2; }
@@ -82,20 +90,44 @@ for g in "${graphs[@]}"; do
     # shellcheck disable=SC2086
     run "${tag}_one_r$rep" "$graph" "$epochs" - metis $model
     for sp in "${speeds[@]}"; do
-      for method in metis rapa; do
+      for method in metis rapa prune; do
+        extra=()
+        m=$method
+        [ "$method" = prune ] && { extra=(--prune-halo "$prune_eps"); m=rapa; }
         # shellcheck disable=SC2086
-        run "${tag}_$(tr ',.' '_p' <<<"$sp")_${method}_r$rep" "$graph" "$epochs" "$sp" "$method" $model
+        run "${tag}_$(tr ',.' '_p' <<<"$sp")_${method}_r$rep" "$graph" "$epochs" "$sp" "$m" $model "${extra[@]}"
+        runs[-1]=$(sed "s/|rapa|/|$method|/" <<<"${runs[-1]}")
       done
     done
   done
 done
 
+# accuracy of pruning against the exact weighted split: cora, 4 ranks, 3 seeds
+accs=()
+if [ "$smoke" = 0 ]; then
+  for seed in 1 2 3; do
+    for method in rapa prune; do
+      extra=()
+      [ "$method" = prune ] && extra=(--prune-halo "$prune_eps")
+      name="acc_cora_${method}_s$seed"
+      cmd=("$mpiexec" -n 4 --oversubscribe --allow-run-as-root -x CAPGNN_EMULATE_SPEED=1,0.5,0.25,0.25 "$capgnn"
+           --config configs/cora.ini --device cpu --threads 1 --quiet --seed "$seed" --partition rapa
+           --part-seed 1 "${extra[@]}" --metrics "$outdir/runs/$name.jsonl" --force)
+      echo "[$(date -u +%H:%M:%S)] ${cmd[*]}" >&2
+      "${cmd[@]}" > "$outdir/runs/$name.log" 2>&1 || { cat "$outdir/runs/$name.log" >&2; exit 1; }
+      accs+=("$name|$method|$seed|${cmd[*]}")
+    done
+  done
+fi
+
 machine="$(hostname); $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1); $(nproc) cores; \
 $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); $($mpiexec --version 2>&1 | head -1)"
 
-python3 - "$outdir" "$machine" "$0 $*" "${runs[@]}" <<'PY'
-import json, statistics as st, sys
-outdir, machine, invocation, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+PRUNE_EPS=$prune_eps python3 - "$outdir" "$machine" "$0 $*" "${#runs[@]}" "${runs[@]}" "${accs[@]}" <<'PY'
+import json, os, statistics as st, sys
+outdir, machine, invocation, nruns = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+PRUNE_EPS = float(os.environ["PRUNE_EPS"])
+runs, accs = sys.argv[5:5 + nruns], sys.argv[5 + nruns:]
 recs = {}
 for r in runs:
     name, graph, sp, method, load, cmd = r.split("|", 5)
@@ -105,7 +137,14 @@ for r in runs:
     recs[name] = dict(name=name, graph=graph, speeds=sp, method=method, load=int(load), cmd=cmd,
                       losses=[x["loss"] for x in ep], epoch_s=s["median_epoch_s"], summary=s)
 ok = True
-for n, r in recs.items():  # the check: every run trains what one rank trains
+for n, r in recs.items():  # the check: every exact run trains what one rank trains
+    if r["method"] == "prune":
+        ra = r["summary"]["rapa"]
+        if ra["exact"] != (ra["pruned_edges"] == 0) or abs(ra["prune_eps"] - PRUNE_EPS) > 1e-6:
+            print(f"FAIL: {n}: a pruned run's summary says exact {ra['exact']} with {ra['pruned_edges']} edges "
+                  f"pruned, eps {ra['prune_eps']}", file=sys.stderr)
+            ok = False
+        continue
     base = [x for x in recs.values() if x["graph"] == r["graph"] and x["speeds"] == "-"][0]["losses"]
     worst = max(abs(a - b) / abs(b) for a, b in zip(r["losses"], base))
     r["loss_rel_err"] = worst
@@ -122,13 +161,15 @@ for graph in dict.fromkeys(r["graph"] for r in recs.values()):
         f = [float(x) for x in sp.split(",")]
         ideal = t1 / sum(f)
         row = dict(graph=graph, speeds=sp, ranks=len(f), t1_s=t1, t1_runs=[r["epoch_s"] for r in one], ideal_s=ideal)
-        for method in ("metis", "rapa"):
+        for method in ("metis", "rapa", "prune"):
             rs = [r for r in recs.values() if r["graph"] == graph and r["speeds"] == sp and r["method"] == method]
             t = st.median(r["epoch_s"] for r in rs)
             row[method] = dict(epoch_s=t, runs=[r["epoch_s"] for r in rs], vs_ideal=t / ideal,
                                loads=[r["load"] for r in rs], cmd=rs[0]["cmd"],
-                               worst_loss_rel_err=max(r["loss_rel_err"] for r in rs))
-            if method == "rapa":  # the cost model against the measurements, per run
+                               worst_loss_rel_err=max(r.get("loss_rel_err", float("nan")) for r in rs))
+            if method == "prune":
+                row[method]["pruned_fraction"] = [r["summary"]["rapa"]["pruned_fraction"] for r in rs]
+            if method in ("rapa", "prune"):  # the cost model against the measurements, per run
                 errs, epoch_errs, shares = [], [], []
                 for r in rs:
                     pr = r["summary"]["per_rank"]
@@ -143,16 +184,34 @@ for graph in dict.fromkeys(r["graph"] for r in recs.values()):
                 row[method]["measured_compute_ms"] = [[round(q["median_compute_s"] * 1e3, 3) for q in r["summary"]["per_rank"]] for r in rs]
         row["speedup_rapa_vs_metis"] = row["metis"]["epoch_s"] / row["rapa"]["epoch_s"]
         rows.append(row)
-out = dict(benchmark="bench_rapa", machine=machine, command=invocation, rows=rows)
+acc = []
+for a in accs:
+    name, method, seed, cmd = a.split("|", 3)
+    s = [json.loads(l) for l in open(f"{outdir}/runs/{name}.jsonl") if '"summary"' in l][-1]
+    acc.append(dict(method=method, seed=int(seed), test_acc=s["test_acc_at_best_val"], best_val=s["best_val_acc"],
+                    pruned_fraction=s["rapa"]["pruned_fraction"], cmd=cmd))
+out = dict(benchmark="bench_rapa", machine=machine, command=invocation, rows=rows, accuracy=acc)
 json.dump(out, open(f"{outdir}/bench_rapa.json", "w"), indent=1)
 print(f"machine: {machine}")
 print(f"command: {invocation}")
-print("| graph | speeds | one rank | ideal | equal METIS | weighted METIS (rapa) | rapa / ideal | rapa vs METIS | predicted compute vs measured (worst rank) | predicted epoch vs measured |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| graph | speeds | one rank | ideal | equal METIS | weighted METIS (rapa) | rapa / ideal | rapa vs METIS | rapa + pruning (cut edges removed) | predicted compute vs measured, worst rank (rapa) | predicted epoch vs measured (rapa) |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for r in rows:
     ce = [max(e, key=abs) for e in r["rapa"]["compute_pred_rel_err"]]
     ee = r["rapa"]["epoch_pred_rel_err"]
+    pf = st.median(r["prune"]["pruned_fraction"])
     print(f"| {r['graph']} | {r['speeds']} | {r['t1_s']*1e3:.2f} ms | {r['ideal_s']*1e3:.2f} ms | "
           f"{r['metis']['epoch_s']*1e3:.2f} ms | {r['rapa']['epoch_s']*1e3:.2f} ms | {r['rapa']['vs_ideal']:.2f}x | "
-          f"{r['speedup_rapa_vs_metis']:.2f}x | {st.median(ce)*100:+.0f} % | {st.median(ee)*100:+.0f} % |")
+          f"{r['speedup_rapa_vs_metis']:.2f}x | {r['prune']['epoch_s']*1e3:.2f} ms ({pf*100:.1f} %) | "
+          f"{st.median(ce)*100:+.0f} % | {st.median(ee)*100:+.0f} % |")
+if acc:
+    print("\n| seed | test acc, rapa (exact) | test acc, rapa + pruning | delta | cut edges removed |")
+    print("|---:|---:|---:|---:|---:|")
+    ds = []
+    for seed in sorted({a["seed"] for a in acc}):
+        e = [a for a in acc if a["seed"] == seed and a["method"] == "rapa"][0]
+        p = [a for a in acc if a["seed"] == seed and a["method"] == "prune"][0]
+        ds.append(p["test_acc"] - e["test_acc"])
+        print(f"| {seed} | {e['test_acc']:.4f} | {p['test_acc']:.4f} | {ds[-1]*100:+.1f} pt | {p['pruned_fraction']*100:.1f} % |")
+    print(f"| mean | | | {st.mean(ds)*100:+.2f} pt | |")
 PY

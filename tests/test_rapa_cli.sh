@@ -10,7 +10,8 @@
 #    and the prediction next to the measured per-rank times, and writes them (per-epoch
 #    rank_compute_s / rank_comm_s, the summary's per_rank, rapa, emulate_speed).
 # 3. Usage errors: --threads with a value per rank for another rank count, a bad
-#    CAPGNN_EMULATE_SPEED. No timing is asserted. Exit 77 without cora.
+#    CAPGNN_EMULATE_SPEED, --gpu-share without an MPS daemon or on the CPU, --prune-halo
+#    without --partition rapa. No timing is asserted. Exit 77 without cora.
 set -u
 capgnn=$1 mpiexec=$2 out=$3 data=$4 profile=$5
 [ -r "$data/cora.cgr" ] || { echo "cora.cgr not in $data: skipped"; exit 77; }
@@ -84,4 +85,13 @@ grep -q "has 3 values but the job has 2 ranks" u.err || { cat u.err; fail "no me
 CAPGNN_EMULATE_SPEED=1,0.5,0.25 mpi -n 2 -x CAPGNN_EMULATE_SPEED "$capgnn" --graph cora --epochs 2 --threads 1 \
   >e.out 2>e.err && fail "a speed list of 3 values on 2 ranks was accepted"
 grep -q "CAPGNN_EMULATE_SPEED='1,0.5,0.25' has 3 values but the job has 2 ranks" e.err || { cat e.err; fail "no message on the speed list"; }
+# --gpu-share in training: the MPS daemon checked before any CUDA context, CPU refused
+CUDA_MPS_PIPE_DIRECTORY=$out/no-mps "$capgnn" --graph cora --epochs 1 --device cuda --gpu-share 50 >g1.out 2>g1.err
+[ $? -eq 1 ] || fail "--gpu-share without an MPS daemon: exit status not 1"
+grep -q "needs the CUDA MPS control daemon, which is not running" g1.err || { cat g1.err; fail "no MPS message"; }
+"$capgnn" --graph cora --epochs 1 --device cpu --gpu-share 50 >g2.out 2>g2.err && fail "--gpu-share on the CPU accepted"
+grep -q "applies to GPU ranks" g2.err || { cat g2.err; fail "no message on --gpu-share with --device cpu"; }
+"$capgnn" --graph cora --prune-halo 0.1 >g3.out 2>g3.err
+[ $? -eq 2 ] || fail "--prune-halo without --partition rapa: not a usage error"
+grep -q "needs --partition rapa" g3.err || { cat g3.err; fail "no message on --prune-halo"; }
 echo "test_rapa_cli: ok"
