@@ -38,6 +38,7 @@ struct train_par {
   const char *part_cache; /* NULL: $CAPGNN_CACHE or .capgnn-cache */
   int no_part_cache;
   const char *comm;       /* auto | nccl | mpi-cuda | mpi-staged */
+  const char *allreduce;  /* auto | mpi | flat | hier */
   const char *profile;    /* --profile FILE|auto, NULL: none */
   const char *threads_list; /* --threads N,N,...: one count per rank (cfg.threads is this rank's) */
   int nthreads;             /* values in threads_list (0: a single --threads N) */
@@ -146,10 +147,18 @@ void cmd_train_usage(FILE *out) {
           "                                or one per rank\n"
           "  --comm auto|nccl|mpi-cuda|mpi-staged  how GPU ranks exchange halo rows and gradients\n"
           "                                (default auto; CPU ranks always use plain MPI)\n"
+          "  --allreduce auto|mpi|flat|hier  how the gradients are summed: mpi (MPI_Allreduce),\n"
+          "                                flat or hier (ours, in a fixed order: the same bits\n"
+          "                                either way; hier sends each node's sum once between\n"
+          "                                nodes); default auto: hier on several nodes with equal\n"
+          "                                ranks per node, else mpi (the NCCL path: NCCL's own)\n"
           "  --profile FILE|auto           load a device profile (capgnn profile --json FILE, or\n"
           "                                auto: each rank's device from the cache), validate it\n"
           "                                and log the ranks' relative capabilities; with\n"
           "                                --partition rapa, FILE's rates size the parts\n"
+          "  --overlap on|off              compute the inner rows' aggregation while halo rows\n"
+          "                                travel (default on); results are bit-identical either\n"
+          "                                way, only the time spent waiting differs\n"
           "halo cache (JACA; parallel runs)\n"
           "  --cache-policy jaca|lru|fifo|none  keep one copy of each halo row per node in shared\n"
           "                                memory, rows from another node sent once per node;\n"
@@ -182,7 +191,7 @@ enum {
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
   OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_FORCE, OPT_STALL_TIMEOUT, OPT_PROFILE, OPT_CACHE_POLICY,
   OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB, OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS,
-  OPT_CACHE_WARMUP, OPT_PRUNE_HALO, OPT_PRUNE_WRITE, OPT_GPU_SHARE
+  OPT_CACHE_WARMUP, OPT_OVERLAP, OPT_ALLREDUCE, OPT_PRUNE_HALO, OPT_PRUNE_WRITE, OPT_GPU_SHARE
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
@@ -296,6 +305,7 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   if (par->part_cache) fprintf(out, "part-cache = %s\n", par->part_cache);
   if (par->no_part_cache) fprintf(out, "no-part-cache = true\n");
   fprintf(out, "comm = %s\n", par->comm);
+  fprintf(out, "allreduce = %s\n", par->allreduce);
   if (par->profile) fprintf(out, "profile = %s\n", par->profile);
   if (par->prune_eps > 0) fprintf(out, "prune-halo = %g\n", (double)par->prune_eps);
   if (par->prune_write) fprintf(out, "prune-write = %s\n", par->prune_write);
@@ -305,6 +315,7 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
           "cache-device-mb = %lld\nstaleness = %d\ngrad-staleness = %d\ncache-warmup = %d\n",
           par->cache_policy, float_str(cap, sizeof cap, par->cache_capacity), (long long)par->cache_host_mb,
           (long long)par->cache_device_mb, par->staleness, par->grad_staleness, par->cache_warmup);
+  fprintf(out, "overlap = %s\n", c->overlap ? "on" : "off");
 }
 
 static const char *err_text(void) { return cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()); }
@@ -393,7 +404,8 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   o.prune_eps = par->prune_eps;
   o.prune_write = par->prune_write;
   if (o.rapa && par->profile && strcmp(par->profile, "auto") != 0) o.rapa_profile = par->profile;
-  if ((!o.rapa && part_method_parse(par->partition, &o.method) != CG_OK) || comm_path_parse(par->comm, &path) != CG_OK) {
+  if ((!o.rapa && part_method_parse(par->partition, &o.method) != CG_OK) || comm_path_parse(par->comm, &path) != CG_OK ||
+      comm_allreduce_parse(par->allreduce, &o.allreduce) != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", err_text()); /* not reached: checked while parsing */
     comm_finalize(&c);
     return CAPGNN_EXIT_USAGE;
@@ -521,6 +533,8 @@ int cmd_train(int argc, char **argv) {
       {"cache", required_argument, NULL, OPT_PART_CACHE},
       {"no-cache", no_argument, NULL, OPT_NO_PART_CACHE},
       {"comm", required_argument, NULL, OPT_COMM},
+      {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
+      {"overlap", required_argument, NULL, OPT_OVERLAP},
 #ifdef CAPGNN_HAVE_RAPA
       {"profile", required_argument, NULL, OPT_PROFILE},
       {"prune-halo", required_argument, NULL, OPT_PRUNE_HALO},
@@ -559,7 +573,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   optind = 1;
   opterr = 0; /* our own one-line messages */
   int c, rc = 0, print = 0;
-  struct train_par par = {"metis", 1, NULL, 0, "auto", NULL, NULL, 0, 0.0f, NULL, NULL, "none", 1.0f, 0, 0, 0, 0, 0};
+  struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, "none", 1.0f, 0, 0, 0, 0, 0};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -658,6 +672,11 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
           par.comm = optarg;
         else rc = usage_error("--comm '%s': expected auto, nccl, mpi-cuda or mpi-staged", optarg);
         break;
+      case OPT_ALLREDUCE:
+        if (!strcmp(optarg, "auto") || !strcmp(optarg, "mpi") || !strcmp(optarg, "flat") || !strcmp(optarg, "hier"))
+          par.allreduce = optarg;
+        else rc = usage_error("--allreduce '%s': expected auto, mpi, flat or hier", optarg);
+        break;
       case OPT_PROFILE:
         if (!optarg[0]) rc = usage_error("--profile: empty file name (give a file or auto)");
         par.profile = optarg;
@@ -697,6 +716,11 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         break;
       case OPT_GRAD_STALENESS: rc = cli_parse_int("train", "--grad-staleness", optarg, &par.grad_staleness); break;
       case OPT_CACHE_WARMUP: rc = cli_parse_int("train", "--cache-warmup", optarg, &par.cache_warmup); break;
+      case OPT_OVERLAP:
+        if (strcmp(optarg, "on") == 0) cfg.overlap = 1;
+        else if (strcmp(optarg, "off") == 0) cfg.overlap = 0;
+        else rc = usage_error("--overlap '%s': expected on or off", optarg);
+        break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       case '?':
       default: rc = cli_bad_option("train", name, longopts); break;

@@ -28,6 +28,7 @@ struct comm_exchange {
   struct comm_grad *grad;
   int64_t grad_n;
   int64_t grad_bytes_before; /* comm_grad_bytes_sent of the gradient objects replaced */
+  int64_t grad_inter_before; /* ... and their comm_grad_inter_bytes_sent */
 };
 
 static struct comm_exchange *impl(struct cg_exchange *ex) { return (struct comm_exchange *)ex; }
@@ -58,11 +59,20 @@ static int ex_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
   return st < 0 ? call_error(st, halo_call(dir, 1), cols, "columns") : CG_OK;
 }
 
+static int ex_halo_progress(struct cg_exchange *ex) {
+  int st = comm_halo_progress(impl(ex)->halo);
+  if (st >= 0) return st;
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", cg_err_msg());
+  return cg_err_set(st, "comm_halo_progress failed: %s", msg[0] ? msg : cg_status_str(st));
+}
+
 static int ex_allreduce_grads(struct cg_exchange *ex, float *buf, int64_t n) {
   struct comm_exchange *e = impl(ex);
   int st = CG_OK;
   if (!e->grad || e->grad_n != n) {
     if (e->grad) e->grad_bytes_before += comm_grad_bytes_sent(e->grad);
+    if (e->grad) e->grad_inter_before += comm_grad_inter_bytes_sent(e->grad);
     comm_grad_destroy(&e->grad);
     st = comm_grad_create(e->c, e->be, n, &e->grad);
     if (st < 0) return call_error(st, "comm_grad_create", n, "values");
@@ -85,6 +95,8 @@ static void ex_counters(const struct cg_exchange *ex, struct cg_exchange_counter
   memset(out, 0, sizeof *out);
   out->halo_bytes = comm_halo_bytes_sent(e->halo);
   out->allreduce_bytes = e->grad_bytes_before + (e->grad ? comm_grad_bytes_sent(e->grad) : 0);
+  out->inter_node_bytes = comm_halo_inter_bytes_sent(e->halo) + e->grad_inter_before +
+                          (e->grad ? comm_grad_inter_bytes_sent(e->grad) : 0);
 }
 
 static void ex_destroy(struct cg_exchange *ex) {
@@ -116,6 +128,7 @@ int comm_exchange_create(struct comm *c, struct cg_backend *be, const struct com
   }
   e->ex.halo_begin = ex_halo_begin;
   e->ex.halo_end = ex_halo_end;
+  e->ex.halo_progress = ex_halo_progress;
   e->ex.allreduce_grads = ex_allreduce_grads;
   e->ex.allreduce_host = ex_allreduce_host;
   e->ex.counters = ex_counters;

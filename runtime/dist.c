@@ -317,6 +317,10 @@ done:
   return st;
 }
 
+void rt_dist_unbind(struct rt_dist *d) {
+  if (d) cg_exchange_destroy(&d->ex);
+}
+
 void rt_dist_destroy(struct rt_dist **pd) {
   if (!pd || !*pd) return;
   struct rt_dist *d = *pd;
@@ -449,6 +453,7 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   struct rt_checkpoint resume;
   memset(&resume, 0, sizeof resume);
   if (st == CG_OK && path != COMM_PATH_AUTO) st = comm_set_path(c, path);
+  if (st == CG_OK) st = comm_set_allreduce(c, o->allreduce);
   TRY_GOTO(comm_agree(c, st, "checking the options"), done);
   /* the stall watchdog's slots in memory the ranks of a host share, so that a rank that
    * notices a stall can name the one that stalled (core/watchdog.h); without them each

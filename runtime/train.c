@@ -65,6 +65,7 @@ struct train_run {
   struct rt_result r;
   struct rt_train_track tr;
   double *epoch_s, *tmp;  /* per-epoch step times; scratch of the median */
+  double *exposed_s, *hidden_s; /* per-epoch halo exchange times (rank 0's) */
   int e_done;             /* epochs before this run (resumed) */
   double t_start;
   const char *acc_name;   /* "acc", or "f1" for multi-label graphs */
@@ -86,7 +87,9 @@ static int train_setup(struct train_run *t) {
   t->r.loss = cg_calloc((size_t)E, sizeof(double), "per-epoch losses");
   t->epoch_s = cg_calloc((size_t)E, sizeof(double), "per-epoch times");
   t->tmp = cg_calloc((size_t)E, sizeof(double), "median scratch");
-  if (!t->r.loss || !t->epoch_s || !t->tmp) return CG_ERR_NOMEM;
+  t->exposed_s = cg_calloc((size_t)E, sizeof(double), "per-epoch exchange times");
+  t->hidden_s = cg_calloc((size_t)E, sizeof(double), "per-epoch exchange times");
+  if (!t->r.loss || !t->epoch_s || !t->tmp || !t->exposed_s || !t->hidden_s) return CG_ERR_NOMEM;
   TRY(rt_model_build(t->be, loc, cfg, t->ex, &t->m));
   if (t->ex) TRY(rt_ranks_create(E, loc->nranks, &t->ranks));
   t->r.num_params = rt_model_num_params(t->m);
@@ -169,6 +172,8 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   be->sync(be);
   double dt = cg_time_now() - t0;
   t->epoch_s[e - 1] = dt;
+  t->exposed_s[e - 1] = ss.comm_exposed_s;
+  t->hidden_s[e - 1] = ss.comm_hidden_s;
   t->r.loss[e - 1] = ss.loss;
   if (!isfinite(ss.loss)) {
     *diverged = 1;
@@ -180,10 +185,11 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   const double compute_s = dt - ss.comm_s;
   /* sums[2]: ranks asked to stop (a signal may reach them in different epochs; the
    * sum makes every rank stop after the same one) */
-  double sums[5] = {(double)ss.halo_bytes, (double)ss.allreduce_bytes, (double)train_stop,
-                    (double)ss.cache_hits, (double)ss.cache_lookups}; /* [3..4]: the job's hit rate */
+  double sums[6] = {(double)ss.halo_bytes, (double)ss.allreduce_bytes, (double)train_stop,
+                    (double)ss.cache_hits, (double)ss.cache_lookups, /* [3..4]: the job's hit rate */
+                    (double)ss.inter_node_bytes};
   double ext[2] = {compute_s, -compute_s}; /* max, -min */
-  if (t->ex) TRY(t->ex->allreduce_host(t->ex, sums, 5, CG_REDUCE_SUM));
+  if (t->ex) TRY(t->ex->allreduce_host(t->ex, sums, 6, CG_REDUCE_SUM));
   *stop = sums[2] > 0 && e < E;
   if (t->ex) TRY(t->ex->allreduce_host(t->ex, ext, 2, CG_REDUCE_MAX));
 #ifdef CAPGNN_HAVE_DIST
@@ -208,7 +214,8 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   }
   const struct rt_epoch_record rec = {
       .epoch = e, .loss = ss.loss, .ev = ev, .epoch_s = dt, .compute_s = compute_s,
-      .comm_s = ss.comm_s, .halo_bytes = sums[0], .allreduce_bytes = sums[1],
+      .comm_s = ss.comm_s, .comm_exposed_s = ss.comm_exposed_s, .comm_hidden_s = ss.comm_hidden_s,
+      .halo_bytes = sums[0], .allreduce_bytes = sums[1], .inter_node_bytes = sums[5],
       .compute_max_s = ext[0], .compute_min_s = -ext[1], .cache_hits = (int64_t)sums[3],
       .cache_lookups = (int64_t)sums[4], .eval_s = eval_s, .cache = t->cache ? &t->cache_epoch : NULL,
       .nranks = t->loc->nranks, .rank_compute_s = rank_compute, .rank_comm_s = rank_comm};
@@ -235,6 +242,12 @@ static int train_finish(struct train_run *t, int last, const char *outcome) {
   struct rt_result *r = &t->r;
   const char *acc = t->acc_name;
   r->median_epoch_s = median(t->epoch_s + t->e_done, last - t->e_done, t->tmp); /* epochs run here */
+  r->median_comm_exposed_s = median(t->exposed_s + t->e_done, last - t->e_done, t->tmp);
+  r->median_comm_hidden_s = median(t->hidden_s + t->e_done, last - t->e_done, t->tmp);
+  if (rt_local_exchanges(t->loc) && last > t->e_done) /* rank 0's halo exchanges, per epoch */
+    LOG_INFO("train", "halo exchange per epoch (median): %.2f ms hidden behind compute, %.2f ms "
+             "exposed (overlap %s)", r->median_comm_hidden_s * 1e3, r->median_comm_exposed_s * 1e3,
+             t->cfg->overlap ? "on" : "off");
 #ifdef CAPGNN_HAVE_DIST
   const struct rt_cache_record *cache = rt_cache_track_totals(t->cache);
 #else
@@ -333,6 +346,8 @@ done:
   cg_exchange_destroy(&t.watched);
   cg_free(t.epoch_s);
   cg_free(t.tmp);
+  cg_free(t.exposed_s);
+  cg_free(t.hidden_s);
   if (st == CG_OK && res) *res = t.r;
   else rt_result_free(&t.r);
   return st;

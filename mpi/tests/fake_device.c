@@ -41,6 +41,9 @@ static void fake_sync(struct cg_backend *be) { fd(be)->cpu->sync(fd(be)->cpu); }
 static void fake_fill(struct cg_backend *be, float *x, int64_t n, float value) {
   fd(be)->cpu->fill(fd(be)->cpu, real(x), n, value);
 }
+static void fake_scale(struct cg_backend *be, int64_t n, float alpha, float *x) {
+  fd(be)->cpu->scale(fd(be)->cpu, n, alpha, real(x));
+}
 static void fake_gather_rows(struct cg_backend *be, const float *src, int64_t cols,
                              const int32_t *idx, int64_t n, float *dst) {
   fd(be)->cpu->gather_rows(fd(be)->cpu, real(src), cols, real(idx), n, real(dst));
@@ -65,6 +68,7 @@ int fake_device_create(struct cg_backend *cpu, struct cg_backend **out) {
   f->be.copy = fake_copy;
   f->be.sync = fake_sync;
   f->be.fill = fake_fill;
+  f->be.scale = fake_scale;
   f->be.gather_rows = fake_gather_rows;
   f->be.scatter_add_rows = fake_scatter_add_rows;
   *out = &f->be;
