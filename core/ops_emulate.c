@@ -25,6 +25,11 @@
  * late on a busy machine) the time is lost rather than repaid by skipping later waits,
  * which would make whole stretches of ops run at full speed. */
 #define EMU_MAX_CREDIT_S 200e-6
+/* A debt below this waits for a later synchronisation: a sleep costs a system call and a
+ * wake-up that a busy machine delays by far more than a few microseconds, so ops of
+ * microseconds (small graphs) would otherwise be slowed by the sleeping, not by the
+ * speed. At most this much of a step's wait moves into the next step. */
+#define EMU_MIN_WAIT_S 100e-6
 
 struct emu {
   struct cg_backend pub; /* first member: the wrapper is the backend */
@@ -37,7 +42,7 @@ struct emu {
 static struct emu *E(struct cg_backend *be) { return (struct emu *)be->impl; }
 
 static void emu_pay(struct emu *p) {
-  if (p->debt <= 0.0) return;
+  if (p->debt < EMU_MIN_WAIT_S) return;
   const double t0 = cg_time_now();
   struct timespec now, until;
   clock_gettime(CLOCK_MONOTONIC, &now);

@@ -10,7 +10,8 @@
  * as long, and the results are bit for bit those of `inner`. An oversleep is carried
  * over as credit (up to 200 us), so the total wait follows the debt however coarse the
  * sleeps are; a sleeper woken later than that (a busy machine) makes the rank slower
- * than its speed, never faster.
+ * than its speed, never faster. A debt under 100 us waits for a later synchronisation
+ * (at most that much of a step's wait moves into the next step).
  *
  * CAPGNN_EMULATE_SPEED=f0,f1,... names one speed per rank (rank r takes f_r, each in
  * (0, 1]); a single value applies to every rank. Never on by default: the runtime logs
