@@ -20,14 +20,15 @@
 # of rapa (exact) and prune, and their difference.
 # Each configuration runs REPEATS times, the methods alternated within a repeat; a run's
 # time is its median epoch (epoch_s), a configuration's the median over the repeats.
-# Before each run it waits (up to 10 min) until the machine is quiet: at most QUIET
-# runnable tasks in /proc/loadavg (others' work would be timed too), and records the load.
+# Before each run it waits (up to WAIT seconds) until the machine is quiet: at most QUIET
+# runnable tasks in /proc/loadavg besides the reader (others' work would be timed too),
+# and records the runnable count seen when the run started.
 # From the runs' summaries it also reports the cost model: every rank's predicted
 # compute against its measured median compute_s, and the predicted epoch (max over the
 # ranks of predicted compute + communication) against the measured epoch.
 #
-# usage: benchmarks/bench_rapa.sh [-c CAPGNN] [-r REPEATS] [-o OUTDIR] [-q QUIET] [-e EPS] [-s]
-#   defaults: build/bin/capgnn, 3 repeats, results/bench_rapa, QUIET 2; -s: a smoke run
+# usage: benchmarks/bench_rapa.sh [-c CAPGNN] [-r REPEATS] [-o OUTDIR] [-q QUIET] [-w WAIT] [-e EPS] [-s]
+#   defaults: build/bin/capgnn, 3 repeats, results/bench_rapa, QUIET 2, WAIT 60; -s: a smoke run
 #   (cora only, 1 repeat, few epochs). Writes OUTDIR/bench_rapa.json and prints the table.
 set -euo pipefail
 
@@ -37,7 +38,8 @@ outdir=results/bench_rapa
 quiet=2
 smoke=0
 prune_eps=0.01
-while getopts "c:r:o:q:e:sh" opt; do
+max_wait=60
+while getopts "c:r:o:q:e:w:sh" opt; do
   case $opt in
     c) capgnn=$OPTARG ;;
     r) repeats=$OPTARG ;;
@@ -45,6 +47,7 @@ while getopts "c:r:o:q:e:sh" opt; do
     q) quiet=$OPTARG ;;
     s) smoke=1 ;;
     e) prune_eps=$OPTARG ;;
+    w) max_wait=$OPTARG ;;
     *) sed -n '2,36p' "$0"; exit 2 ;;
   esac
 done
@@ -63,7 +66,7 @@ wait_quiet() { # prints the load seen when the run starts
   local t=0 r
   while :; do
     r=$(awk '{split($4, a, "/"); print a[1] - 1}' /proc/loadavg)
-    if [ "$r" -le "$quiet" ] || [ $t -ge 600 ]; then echo "$r"; return; fi
+    if [ "$r" -le "$quiet" ] || [ $t -ge "$max_wait" ]; then echo "$r"; return; fi
     sleep 5; t=$((t + 5))
   done
 }
