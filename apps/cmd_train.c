@@ -18,8 +18,10 @@
 #include "apps/commands_internal.h"
 #include "apps/config_file_internal.h"
 #include "core/log.h"
+#include "core/outfile.h"
 #include "core/status.h"
 #include "core/progress.h"
+#include "graph/graph.h"
 #include "runtime/runtime.h"
 #ifdef CAPGNN_HAVE_DIST
 #include "mpi/comm.h"
@@ -38,6 +40,11 @@ struct train_par {
   const char *comm;       /* auto | nccl | mpi-cuda | mpi-staged */
   const char *allreduce;  /* auto | mpi | flat | hier */
   const char *profile;    /* --profile FILE|auto, NULL: none */
+  const char *threads_list; /* --threads N,N,...: one count per rank (cfg.threads is this rank's) */
+  int nthreads;             /* values in threads_list (0: a single --threads N) */
+  float prune_eps;          /* --prune-halo EPS (0: off) */
+  const char *gpu_share;    /* --gpu-share P[,P...]: MPS share of each rank (NULL: none) */
+  const char *prune_write;  /* --prune-write FILE */
   /* the halo cache (jaca/jaca.h; cache_options turns these into its options) */
   const char *cache_policy; /* jaca | lru | fifo | none */
   float cache_capacity;
@@ -124,9 +131,10 @@ void cmd_train_usage(FILE *out) {
           "                                (default patience)\n"
           "execution and output\n"
           "  --device auto|cpu|cuda        compute backend (default auto: CUDA if built and present)\n"
-          "  --threads N                   CPU threads per rank (default 0 = the host's cores / its\n"
-          "                                ranks, at least 1: all cores for one process); results\n"
-          "                                are reproducible for a fixed thread count\n"
+          "  --threads N[,N...]            CPU threads per rank (default 0 = the host's cores / its\n"
+          "                                ranks, at least 1: all cores for one process), or one\n"
+          "                                count per rank (rank r takes the r-th: ranks of unequal\n"
+          "                                speed); results are reproducible for a fixed thread count\n"
           "  --tf32                        CUDA: allow TF32 matrix products (faster, less exact)\n"
           "  --metrics FILE                write JSON Lines metrics: one object per epoch, then a\n"
           "                                summary object (an earlier metrics file is replaced,\n"
@@ -159,12 +167,23 @@ void cmd_train_usage(FILE *out) {
           "                                a resumed run appends to its --metrics file\n"
           "parallel (mpiexec -n P capgnn ..., one partition per rank; P = 1 trains as without MPI;\n"
           "the same names as capgnn partition)\n"
-          "  --partition metis|random      how vertices are split over the ranks (default metis);\n"
+          "  --partition metis|random|rapa how vertices are split over the ranks (default metis);\n"
+          "                                rapa: METIS with part weights proportional to each\n"
+          "                                rank's capability (rates from --profile FILE, else\n"
+          "                                measured at start-up on every rank), exact;\n"
           "                                alias --method\n"
           "  --part-seed N                 seed of METIS / the random split (default 1)\n"
           "  --part-cache DIR              partition cache folder (default $CAPGNN_CACHE, else\n"
           "                                .capgnn-cache); alias --cache\n"
           "  --no-part-cache               neither read nor write the cache; alias --no-cache\n"
+          "  --prune-halo EPS              APPROXIMATE for EPS > 0 (with --partition rapa): drop halo\n"
+          "                                vertices of ranks whose predicted epoch is above the mean\n"
+          "                                (lowest influence first; their edges go both ways) until\n"
+          "                                std < EPS x mean; trains the pruned graph (default 0: off)\n"
+          "  --prune-write FILE            write the pruned graph as a .cgr (one rank trains the same)\n"
+          "  --gpu-share P[,P...]          CUDA: limit each rank to P %% of its GPU's SMs through MPS\n"
+          "                                (as capgnn profile; the MPS daemon must run); one value\n"
+          "                                or one per rank\n"
           "  --comm auto|nccl|mpi-cuda|mpi-staged  how GPU ranks exchange halo rows and gradients\n"
           "                                (default auto; CPU ranks always use plain MPI)\n"
           "  --allreduce auto|mpi|flat|hier  how the gradients are summed: mpi (MPI_Allreduce),\n"
@@ -174,8 +193,8 @@ void cmd_train_usage(FILE *out) {
           "                                ranks per node, else mpi (the NCCL path: NCCL's own)\n"
           "  --profile FILE|auto           load a device profile (capgnn profile --json FILE, or\n"
           "                                auto: each rank's device from the cache), validate it\n"
-          "                                and log the ranks' relative capabilities (training is\n"
-          "                                unchanged: the resource-aware partitioner comes later)\n"
+          "                                and log the ranks' relative capabilities; with\n"
+          "                                --partition rapa, FILE's rates size the parts\n"
           "  --overlap on|off              compute the inner rows' aggregation while halo rows\n"
           "                                travel (default on); results are bit-identical either\n"
           "                                way, only the time spent waiting differs\n"
@@ -212,13 +231,70 @@ enum {
   OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_FORCE, OPT_STALL_TIMEOUT, OPT_PROFILE, OPT_CACHE_POLICY,
   OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB, OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS,
   OPT_CACHE_WARMUP, OPT_OVERLAP, OPT_ALLREDUCE, OPT_MOMENTUM, OPT_LR_SCHEDULE, OPT_LR_STEP_SIZE, OPT_LR_GAMMA,
-  OPT_LR_WARMUP, OPT_LR_EPOCHS, OPT_EARLY_STOP, OPT_EARLY_STOP_RULE, OPT_SAVE_BEST, OPT_LOG_EVERY, OPT_SEEDS, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT
+  OPT_LR_WARMUP, OPT_LR_EPOCHS, OPT_EARLY_STOP, OPT_EARLY_STOP_RULE, OPT_SAVE_BEST, OPT_LOG_EVERY, OPT_SEEDS, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT, OPT_PRUNE_HALO,
+  OPT_PRUNE_WRITE, OPT_GPU_SHARE
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
 
 static int cmd_train_parsed(int argc, char **argv, const struct option *longopts, const char *const *files,
                             int nfiles);
+
+/* --gpu-share 100,50: percentages in [1, 100], one or one per rank; *n values. */
+static int share_list_parse(const char *s, int *n) {
+  *n = 0;
+  for (const char *p = s;;) {
+    char word[32];
+    const size_t len = strcspn(p, ",");
+    int v = 0;
+    if (len == 0 || len >= sizeof word)
+      return usage_error("--gpu-share '%s': expected one percentage, or one per rank separated by commas", s);
+    memcpy(word, p, len);
+    word[len] = '\0';
+    if (cli_parse_int_in("train", "--gpu-share", word, 1, 100, &v) != 0) return CAPGNN_EXIT_USAGE;
+    (*n)++;
+    p += len;
+    if (!*p) return 0;
+    p++;
+  }
+}
+
+/* This rank's share (`rank` of the list, or its only value). */
+static int share_of(const char *s, int rank) {
+  int i = 0, first = 0, mine = -1;
+  for (const char *p = s; *p; i++) {
+    const int v = atoi(p);
+    if (i == 0) first = v;
+    if (i == rank) mine = v;
+    p += strcspn(p, ",");
+    if (*p) p++;
+  }
+  return i == 1 ? first : mine;
+}
+
+/* --threads 2,1: one count per rank; this rank (the launcher's, `rank`) takes its own
+ * (the count of values is checked against the job's ranks once MPI is up). */
+static int threads_list_parse(const char *s, int rank, int *mine, int *n) {
+  *n = 0;
+  *mine = 0;
+  const char *p = s;
+  while (1) {
+    char word[32];
+    const size_t len = strcspn(p, ",");
+    int v = 0;
+    if (len == 0 || len >= sizeof word)
+      return usage_error("--threads '%s': expected one count, or one per rank separated by commas", s);
+    memcpy(word, p, len);
+    word[len] = '\0';
+    if (cli_parse_int_in("train", "--threads", word, 0, 4096, &v) != 0) return CAPGNN_EXIT_USAGE;
+    if (*n == rank) *mine = v;
+    (*n)++;
+    p += len;
+    if (!*p) break;
+    p++;
+  }
+  return 0;
+}
 
 /* The shortest decimal that reads back as the same float ("0.01", not "0.00999999978"). */
 static const char *float_str(char *buf, size_t len, float v) {
@@ -268,8 +344,12 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   if (c->lr_epochs > 0) fprintf(out, "lr-epochs = %d\n", c->lr_epochs);
   fprintf(out, "early-stop = %d\n", c->early_stop);
   if (c->early_stop > 0) fprintf(out, "early-stop-rule = %s\n", rt_early_stop_rule_str(c->early_stop_rule));
-  fprintf(out, "\n[execution]\ndevice = %s\nthreads = %d\ntf32 = %s\nstall-timeout = %g\n", c->device,
-          c->threads, c->tf32 ? "true" : "false", c->stall_timeout_s);
+  if (par->threads_list)
+    fprintf(out, "\n[execution]\ndevice = %s\nthreads = %s\ntf32 = %s\nstall-timeout = %g\n", c->device,
+            par->threads_list, c->tf32 ? "true" : "false", c->stall_timeout_s);
+  else
+    fprintf(out, "\n[execution]\ndevice = %s\nthreads = %d\ntf32 = %s\nstall-timeout = %g\n", c->device,
+            c->threads, c->tf32 ? "true" : "false", c->stall_timeout_s);
   fprintf(out, "\n[output]\n");
   if (c->metrics_path) fprintf(out, "metrics = %s\n", c->metrics_path);
   else fprintf(out, "# metrics = FILE (none)\n");
@@ -288,6 +368,9 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   fprintf(out, "comm = %s\n", par->comm);
   fprintf(out, "allreduce = %s\n", par->allreduce);
   if (par->profile) fprintf(out, "profile = %s\n", par->profile);
+  if (par->prune_eps > 0) fprintf(out, "prune-halo = %g\n", (double)par->prune_eps);
+  if (par->prune_write) fprintf(out, "prune-write = %s\n", par->prune_write);
+  if (par->gpu_share) fprintf(out, "gpu-share = %s\n", par->gpu_share);
   char cap[32];
   fprintf(out, "\n[cache]\ncache-policy = %s\ncache-capacity = %s\ncache-host-mb = %lld\n"
           "cache-device-mb = %lld\nstaleness = %d\ngrad-staleness = %d\ncache-warmup = %d\n",
@@ -453,7 +536,11 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   struct rt_dist_options o;
   rt_dist_options_defaults(&o);
   enum comm_path path = COMM_PATH_AUTO;
-  if (part_method_parse(par->partition, &o.method) != CG_OK || comm_path_parse(par->comm, &path) != CG_OK ||
+  o.rapa = !strcmp(par->partition, "rapa");
+  o.prune_eps = par->prune_eps;
+  o.prune_write = par->prune_write;
+  if (o.rapa && par->profile && strcmp(par->profile, "auto") != 0) o.rapa_profile = par->profile;
+  if ((!o.rapa && part_method_parse(par->partition, &o.method) != CG_OK) || comm_path_parse(par->comm, &path) != CG_OK ||
       comm_allreduce_parse(par->allreduce, &o.allreduce) != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", err_text()); /* not reached: checked while parsing */
     comm_finalize(&c);
@@ -468,6 +555,33 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
     return CAPGNN_EXIT_USAGE;
   }
   const int rank = comm_rank(c), size = comm_size(c);
+  if (par->nthreads > 1 && par->nthreads != size) {
+    if (rank == 0)
+      fprintf(stderr, "capgnn: error: --threads %s has %d values but the job has %d rank%s: give one count for "
+              "all ranks or one per rank (see capgnn train --help)\n", par->threads_list, par->nthreads, size,
+              size == 1 ? "" : "s");
+    comm_finalize(&c);
+    return CAPGNN_EXIT_USAGE;
+  }
+#ifdef CAPGNN_HAVE_RAPA
+  if (par->gpu_share) { /* before any CUDA context: the backend, the GPU binding */
+    int n = 0;
+    (void)share_list_parse(par->gpu_share, &n); /* checked while parsing */
+    int sst = CG_OK;
+    if (n > 1 && n != size)
+      sst = cg_err_set(CG_ERR_ARG, "--gpu-share %s has %d values but the job has %d ranks: give one share for all "
+                       "ranks or one per rank", par->gpu_share, n, size);
+    else if (!strcmp(cfg->device, "cpu"))
+      sst = cg_err_set(CG_ERR_ARG, "--gpu-share applies to GPU ranks: use --device cuda (or auto) with it");
+    else
+      sst = rapa_mps_share_set(share_of(par->gpu_share, rank));
+    if (comm_agree(c, sst, "setting the MPS share (--gpu-share)") != CG_OK) {
+      report_setup_error(c);
+      comm_finalize(&c);
+      return CAPGNN_EXIT_FAILURE;
+    }
+  }
+#endif
   if (size == 1 && o.halo_cache.policy != JACA_POLICY_NONE)
     LOG_INFO("train", "--cache-policy %s: one rank has no halo rows to cache", par->cache_policy);
   if (rank != 0) cg_progress_set_mode(CG_PROGRESS_OFF); /* every rank opens the graph: one progress line */
@@ -570,6 +684,9 @@ int cmd_train(int argc, char **argv) {
       {"overlap", required_argument, NULL, OPT_OVERLAP},
 #ifdef CAPGNN_HAVE_RAPA
       {"profile", required_argument, NULL, OPT_PROFILE},
+      {"prune-halo", required_argument, NULL, OPT_PRUNE_HALO},
+      {"prune-write", required_argument, NULL, OPT_PRUNE_WRITE},
+      {"gpu-share", required_argument, NULL, OPT_GPU_SHARE},
 #endif
       {"cache-policy", required_argument, NULL, OPT_CACHE_POLICY},
       {"cache-capacity", required_argument, NULL, OPT_CACHE_CAPACITY},
@@ -615,7 +732,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   opterr = 0; /* our own one-line messages */
   int c, rc = 0, print = 0;
   struct seed_list seeds = {{0}, 0};
-  struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, "none", 1.0f, 0, 0, 0, 0, 0};
+  struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, "none", 1.0f, 0, 0, 0, 0, 0};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -720,6 +837,13 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_SEED: rc = cli_parse_u64("train", "--seed", optarg, &cfg.seed); break;
       case OPT_DEVICE: cfg.device = optarg; break;
       case OPT_THREADS:
+        par.threads_list = NULL;
+        par.nthreads = 0;
+        if (strchr(optarg, ',')) {
+          rc = threads_list_parse(optarg, cli_launch_rank(), &cfg.threads, &par.nthreads);
+          par.threads_list = optarg;
+          break;
+        }
         rc = cli_parse_int("train", "--threads", optarg, &cfg.threads);
         if (rc == 0 && (cfg.threads < 0 || cfg.threads > 4096))
           rc = usage_error("--threads %d: expected an integer in [0, 4096] (0 = the host's cores / its ranks)", cfg.threads);
@@ -743,8 +867,9 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       }
       case OPT_PRINT_CONFIG: print = 1; break;
       case OPT_PARTITION:
-        if (strcmp(optarg, "metis") == 0 || strcmp(optarg, "random") == 0) par.partition = optarg;
-        else rc = usage_error("--partition '%s': expected metis or random", optarg);
+        if (strcmp(optarg, "metis") == 0 || strcmp(optarg, "random") == 0 || strcmp(optarg, "rapa") == 0)
+          par.partition = optarg;
+        else rc = usage_error("--partition '%s': expected metis, random or rapa", optarg);
         break;
       case OPT_PART_SEED: rc = cli_parse_u64("train", "--part-seed", optarg, &par.part_seed); break;
       case OPT_PART_CACHE: par.part_cache = optarg; break;
@@ -763,6 +888,21 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_PROFILE:
         if (!optarg[0]) rc = usage_error("--profile: empty file name (give a file or auto)");
         par.profile = optarg;
+        break;
+      case OPT_PRUNE_HALO:
+        rc = cli_parse_float("train", "--prune-halo", optarg, &par.prune_eps);
+        if (rc == 0 && !(par.prune_eps >= 0.0f && par.prune_eps <= 10.0f))
+          rc = usage_error("--prune-halo %s: expected a tolerance in [0, 10] (0 = off)", optarg);
+        break;
+      case OPT_GPU_SHARE: {
+        int n = 0;
+        rc = share_list_parse(optarg, &n);
+        par.gpu_share = optarg;
+        break;
+      }
+      case OPT_PRUNE_WRITE:
+        if (!optarg[0]) rc = usage_error("--prune-write: empty file name");
+        par.prune_write = optarg;
         break;
       case OPT_CACHE_POLICY:
         if (!strcmp(optarg, "jaca") || !strcmp(optarg, "lru") || !strcmp(optarg, "fifo") || !strcmp(optarg, "none"))
@@ -809,6 +949,14 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     return usage_error("--seeds and --resume exclude each other (a checkpoint continues one run; resume each "
                        "seed's FILE.seedN on its own, with --seed N)");
   if (par.part_cache && par.no_part_cache) return usage_error("--part-cache and --no-part-cache exclude each other");
+  if (par.prune_eps > 0 && strcmp(par.partition, "rapa") != 0)
+    return usage_error("--prune-halo needs --partition rapa (the cost model it balances comes with it)");
+  if (par.prune_write && !(par.prune_eps > 0)) return usage_error("--prune-write needs --prune-halo EPS > 0");
+  if (par.prune_write && cg_outfile_check(par.prune_write, "--prune-write", graph_outfile_kind(), NULL, 0, cfg.force,
+                                          0) != CG_OK) {
+    if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
+    return CAPGNN_EXIT_FAILURE;
+  }
 #ifdef CAPGNN_HAVE_DIST
   struct jaca_options jo;
   if (cache_options(&par, &jo) != CG_OK) return usage_error("%s", cg_err_msg());

@@ -153,6 +153,10 @@ int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec) {
     cJSON_AddNullToObject(o, "cache_hit_rate");
   json_num(o, "eval_s", rec->eval_s);
   if (rec->cache) cJSON_AddItemToObject(o, "cache", cache_object(rec->cache));
+  if (rec->nranks > 1 && rec->rank_compute_s && rec->rank_comm_s) {
+    cJSON_AddItemToObject(o, "rank_compute_s", cJSON_CreateDoubleArray(rec->rank_compute_s, rec->nranks));
+    cJSON_AddItemToObject(o, "rank_comm_s", cJSON_CreateDoubleArray(rec->rank_comm_s, rec->nranks));
+  }
   return write_line(mt, o);
 }
 
@@ -198,7 +202,7 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
 int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const struct cg_backend *be,
                        const struct rt_config *cfg, const struct rt_result *r, int resumed_from,
                        double t_start, const struct rt_cache_record *cache, int last,
-                       const char *outcome) {
+                       const char *outcome, const struct rt_rank_times *ranks) {
   if (!mt->f) return CG_OK;
   cJSON *o = cJSON_CreateObject();
   if (!o) return cg_err_set(CG_ERR_NOMEM, "out of memory creating the metrics summary");
@@ -213,6 +217,9 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
   cJSON_AddStringToObject(o, "device_desc", rt_backend_describe(be));
   cJSON_AddNumberToObject(o, "threads", cfg->threads);
   cJSON_AddNumberToObject(o, "ranks", loc->nranks);
+  /* an emulated heterogeneity is named wherever its numbers go (core/ops_emulate.h) */
+  if (getenv("CAPGNN_EMULATE_SPEED") && getenv("CAPGNN_EMULATE_SPEED")[0])
+    cJSON_AddStringToObject(o, "emulate_speed", getenv("CAPGNN_EMULATE_SPEED"));
   add_config(o, cfg);
   cJSON_AddNumberToObject(o, "params", (double)r->num_params);
   cJSON_AddNumberToObject(o, "epochs", last);
@@ -230,6 +237,37 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
   json_num(o, "median_comm_hidden_s", r->median_comm_hidden_s);
   json_num(o, "total_s", cg_time_now() - t_start);
   cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)cg_peak_rss_bytes());
+  if (ranks && ranks->nranks > 1) { /* medians per rank, and what was predicted (rapa/balance.h) */
+    cJSON *arr = cJSON_AddArrayToObject(o, "per_rank");
+    for (int q = 0; arr && q < ranks->nranks; q++) {
+      cJSON *x = cJSON_CreateObject();
+      if (!x) break;
+      cJSON_AddNumberToObject(x, "rank", q);
+      json_num(x, "median_compute_s", ranks->compute_s[q]);
+      json_num(x, "median_comm_s", ranks->comm_s[q]);
+      if (ranks->pred) {
+        json_num(x, "predicted_compute_s", ranks->pred->compute_s[q]);
+        json_num(x, "predicted_comm_s", ranks->pred->comm_s[q]);
+        json_num(x, "predicted_lambda_s", ranks->pred->compute_s[q] + ranks->pred->comm_s[q]);
+        json_num(x, "predicted_memory_bytes", ranks->pred->memory_bytes[q]);
+        json_num(x, "target_share", ranks->pred->target[q]);
+      }
+      cJSON_AddItemToArray(arr, x);
+    }
+    if (ranks->pred) {
+      cJSON *p = cJSON_AddObjectToObject(o, "rapa");
+      cJSON_AddStringToObject(p, "rates", ranks->pred->rates);
+      cJSON_AddNumberToObject(p, "passes", ranks->pred->passes);
+      cJSON_AddBoolToObject(p, "corrected", ranks->pred->corrected != 0);
+      cJSON_AddNumberToObject(p, "prune_eps", ranks->pred->prune_eps);
+      cJSON_AddNumberToObject(p, "cut_edges", (double)ranks->pred->cut_edges);
+      cJSON_AddNumberToObject(p, "pruned_edges", (double)ranks->pred->pruned_edges);
+      json_num(p, "pruned_fraction", ranks->pred->cut_edges > 0 ? (double)ranks->pred->pruned_edges /
+                                                                      (double)ranks->pred->cut_edges : 0.0);
+      cJSON_AddNumberToObject(p, "pruned_vertices", (double)ranks->pred->pruned_vertices);
+      cJSON_AddBoolToObject(p, "exact", ranks->pred->pruned_edges == 0);
+    }
+  }
   if (cache) {
     cJSON *c = cache_object(cache);
     if (c) { /* the settings, every approximation among them */

@@ -182,6 +182,22 @@ enum graph_norm rt_model_norm(enum rt_model_kind k, int *self_loops);
 
 /* ---- the local problem of one rank ---------------------------------------- */
 
+/* What the resource-aware partitioner predicted for every rank of the job (rapa/
+ * balance.h's cost model), which training logs and writes next to what it measures.
+ * Owned by whoever built the local problem (runtime/dist.c); NULL: no prediction. */
+#define RT_PRED_MAX_RANKS 64
+struct rt_prediction {
+  int nranks;
+  char rates[160];  /* where the rates came from ("measured at start-up", "profile FILE") */
+  double compute_s[RT_PRED_MAX_RANKS], comm_s[RT_PRED_MAX_RANKS], memory_bytes[RT_PRED_MAX_RANKS];
+  double target[RT_PRED_MAX_RANKS]; /* the part weight shares METIS was given */
+  int passes, corrected;            /* METIS runs; 1 when the correction pass's split was kept */
+  /* halo pruning (--prune-halo EPS > 0: APPROXIMATE, the training of the pruned graph) */
+  double prune_eps;                 /* 0: none */
+  int64_t cut_edges, pruned_edges;  /* undirected edges between parts / removed by pruning */
+  int64_t pruned_vertices;          /* halo vertices dropped (per part, summed) */
+};
+
 /* Local ids [0, n_inner) are owned rows, [n_inner, n_inner + n_halo) halo rows
  * (grouped by owner, ARCHITECTURE.md). All arrays are host memory allocated with
  * cg_malloc (agg with cg_csr_alloc); rt_local_free releases them. */
@@ -207,6 +223,7 @@ struct rt_local {
   uint8_t *mlabels;          /* multi-label: n_inner x num_classes 0/1; else NULL */
   uint8_t *split;            /* n_inner entries, enum graph_split */
   int64_t n_train_global, n_val_global, n_test_global;
+  const struct rt_prediction *pred; /* not owned; NULL: no resource-aware prediction */
 };
 
 /* The whole graph as the local problem of one process (n_halo = 0, gid = identity,

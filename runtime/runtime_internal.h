@@ -264,6 +264,27 @@ int rt_cache_track_epoch(struct rt_cache_track *t, struct cg_exchange *ex, struc
 const struct rt_cache_record *rt_cache_track_totals(const struct rt_cache_track *t);
 void rt_cache_track_destroy(struct rt_cache_track **t); /* accepts NULL */
 
+/* ---- every rank's times (ranks.c) --------------------------------------------- */
+
+/* Per epoch, every rank's compute_s and comm_s, summed into place over the ranks
+ * (collective over the exchange); NULL tracker (one rank): nothing. */
+struct rt_ranks;
+int rt_ranks_create(int epochs, int nranks, struct rt_ranks **out); /* *out NULL for one rank */
+void rt_ranks_destroy(struct rt_ranks **t);                          /* accepts NULL */
+/* Epoch e (1-based): *compute and *comm point at the epoch's nranks values (NULL without
+ * a tracker). */
+int rt_ranks_epoch(struct rt_ranks *t, struct cg_exchange *ex, int rank, int e, double compute_s, double comm_s,
+                   const double **compute, const double **comm);
+/* The medians over epochs [first, last) (0-based) per rank; with a prediction of the same
+ * ranks, logs predicted against measured, one line per rank (rank 0). */
+struct rt_rank_times {
+  int nranks; /* 0: one rank, nothing to say */
+  double compute_s[RT_PRED_MAX_RANKS], comm_s[RT_PRED_MAX_RANKS];
+  const struct rt_prediction *pred; /* the prediction, when it covers these ranks */
+};
+int rt_ranks_medians(const struct rt_ranks *t, int first, int last, const struct rt_prediction *pred,
+                     struct rt_rank_times *out);
+
 /* What one epoch's record holds (runtime.h, rt_train, lists the fields). */
 struct rt_epoch_record {
   int epoch;
@@ -276,6 +297,8 @@ struct rt_epoch_record {
   int64_t cache_hits, cache_lookups;
   double eval_s;                     /* NaN without evaluation */
   const struct rt_cache_record *cache; /* the halo cache's epoch, NULL without one */
+  int nranks;                        /* > 1: the per-rank times below */
+  const double *rank_compute_s, *rank_comm_s;
 };
 
 /* The output kind of a metrics file (core/outfile.h): JSON Lines whose first record is
@@ -295,7 +318,7 @@ int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec);
 int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const struct cg_backend *be,
                        const struct rt_config *cfg, const struct rt_result *r, int resumed_from,
                        double t_start, const struct rt_cache_record *cache, int last,
-                       const char *outcome);
+                       const char *outcome, const struct rt_rank_times *ranks);
 /* Close the file at the end of a run whose status is st: the temporary becomes the
  * file when this run wrote a record (whatever st: the records say how far it got),
  * else it is removed and an earlier file stays as it was. Returns st, or CG_ERR_IO
@@ -379,6 +402,13 @@ int rt_best_keep_save(struct rt_best_keep *k, struct rt_model *m, const struct c
                       const struct rt_local *loc, struct cg_exchange *ex, const struct rt_config *cfg,
                       const struct rt_result *r, int *written);
 void rt_best_keep_free(struct rt_best_keep *k, struct rt_model *m);
+
+/* ---- emulated heterogeneity (backend.c) ----------------------------------------- */
+
+/* When CAPGNN_EMULATE_SPEED is set, wrap *be in core/ops_emulate.h's emulating backend
+ * at rank `rank`'s speed (the wrapper owns the old *be) and log it (WARN, every rank:
+ * it is never a default); unset: nothing. CG_ERR_ARG on a bad list. */
+int rt_backend_emulate(struct cg_backend **be, int rank, int nranks);
 
 /* ---- a whole run (run.c, train.c; dist.c for several ranks) -------------------- */
 

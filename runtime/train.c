@@ -93,6 +93,7 @@ struct train_run {
   int live;               /* on a terminal: one live line instead of per-evaluation lines */
   struct cg_progress pr;
   struct rt_cache_track *cache; /* the halo cache's numbers; NULL without one */
+  struct rt_ranks *ranks;       /* every rank's times; NULL on one rank */
   struct rt_cache_record cache_epoch;
   struct rt_early_stop es;  /* --early-stop (runtime/early_stop.c) */
   struct rt_best_keep bk;   /* --save-best (runtime/best.c) */
@@ -115,6 +116,7 @@ static int train_setup(struct train_run *t) {
   t->hidden_s = cg_calloc((size_t)E, sizeof(double), "per-epoch exchange times");
   if (!t->r.loss || !t->epoch_s || !t->tmp || !t->exposed_s || !t->hidden_s) return CG_ERR_NOMEM;
   TRY(rt_model_build(t->be, loc, cfg, t->ex, &t->m));
+  if (t->ex) TRY(rt_ranks_create(E, loc->nranks, &t->ranks));
   t->r.num_params = rt_model_num_params(t->m);
   if (cfg->early_stop > 0 && loc->n_val_global == 0)
     return cg_err_set(CG_ERR_ARG, "--early-stop %d: graph %s has no validation vertices to watch", cfg->early_stop,
@@ -233,6 +235,9 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   if (t->cache) TRY(rt_cache_track_epoch(t->cache, t->caller_ex, &t->cache_epoch));
 #endif
 
+  const double *rank_compute = NULL, *rank_comm = NULL;
+  TRY(rt_ranks_epoch(t->ranks, t->ex, t->loc->rank, e, compute_s, ss.comm_s, &rank_compute, &rank_comm));
+
   const int on_schedule = (e % cfg->eval_every) == 0;
   struct rt_eval ev = {NAN, NAN, NAN, NAN, NAN};
   double eval_s = NAN;
@@ -253,7 +258,8 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
       .comm_s = ss.comm_s, .comm_exposed_s = ss.comm_exposed_s, .comm_hidden_s = ss.comm_hidden_s,
       .halo_bytes = sums[0], .allreduce_bytes = sums[1], .inter_node_bytes = sums[5],
       .compute_max_s = ext[0], .compute_min_s = -ext[1], .cache_hits = (int64_t)sums[3],
-      .cache_lookups = (int64_t)sums[4], .eval_s = eval_s, .cache = t->cache ? &t->cache_epoch : NULL};
+      .cache_lookups = (int64_t)sums[4], .eval_s = eval_s, .cache = t->cache ? &t->cache_epoch : NULL,
+      .nranks = t->loc->nranks, .rank_compute_s = rank_compute, .rank_comm_s = rank_comm};
   cg_watch_mark("writing the metrics record", e, -1, 0);
   TRY(rt_metrics_epoch(&t->metrics, &rec));
   cg_watch_mark("writing the checkpoint", e, -1, 0);
@@ -290,13 +296,19 @@ static int train_finish(struct train_run *t, int last, const char *outcome) {
 #else
   const struct rt_cache_record *cache = NULL;
 #endif
+  struct rt_rank_times ranks;
+  if (rt_ranks_medians(t->ranks, t->e_done, last, t->loc->pred, &ranks) != CG_OK) { /* only what it adds is lost */
+    LOG_WARN("train", "the per-rank times were not summarised: %s", cg_err_msg());
+    cg_err_clear();
+    memset(&ranks, 0, sizeof ranks);
+  }
   if (strcmp(outcome, "completed") != 0 && strcmp(outcome, "early_stopped") != 0) {
     /* the caller's error (interrupted, diverged) stays the run's message */
     char msg[2048];
     snprintf(msg, sizeof msg, "%s", cg_err_msg());
     const int status = cg_err_status();
     const int st = rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start, cache, last,
-                                       outcome);
+                                       outcome, &ranks);
     if (st != CG_OK) LOG_WARN("train", "the metrics summary of the stopped run was not written: %s", cg_err_msg());
     cg_err_set(status, "%s", msg);
     return st;
@@ -308,7 +320,8 @@ static int train_finish(struct train_run *t, int last, const char *outcome) {
     LOG_INFO("train", "done: no validation vertices, so no best epoch; final train %s %.4f, test "
              "%s %.4f; median epoch %.2f ms", acc, r->final_train_acc, acc, r->final_test_acc,
              r->median_epoch_s * 1e3);
-  return rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start, cache, last, outcome);
+  return rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start, cache, last, outcome,
+                            &ranks);
 }
 
 int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
@@ -414,6 +427,7 @@ done:
 #ifdef CAPGNN_HAVE_DIST
   rt_cache_track_destroy(&t.cache);
 #endif
+  rt_ranks_destroy(&t.ranks);
   cg_exchange_destroy(&t.watched);
   cg_free(t.epoch_s);
   cg_free(t.tmp);
