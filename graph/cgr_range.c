@@ -326,7 +326,8 @@ void graph_rows_free(struct graph_rows *r) {
 /* Sparse feature rows, expanded into out->feat: FEAT_ROWPTR at r and r + 1 of every row
  * (a sorted list without repeats, so that the spans never overlap), then the rows'
  * columns and values. */
-static int read_sparse_feat(struct graph_cgr *f, const int32_t *rows, int64_t nrows, struct graph_rows *out) {
+static int read_sparse_feat(struct graph_cgr *f, const int32_t *rows, int64_t nrows, int rownorm,
+                            struct graph_rows *out) {
   int st = CG_OK;
   const int64_t fd = (int64_t)f->h.f, nnz = (int64_t)f->h.nnz;
   int64_t *idx = cg_malloc((size_t)(2 * nrows) * sizeof *idx, "feature row pointer indices");
@@ -374,6 +375,7 @@ static int read_sparse_feat(struct graph_cgr *f, const int32_t *rows, int64_t nr
   TRY_GOTO(read_spans(f, GRAPH_SEC_FEAT_VALUES, csr_span_fn, &cs, nrows), done);
   memset(out->feat, 0, (size_t)(nrows * fd) * sizeof(float));
   for (int64_t i = 0; i < nrows; i++) {
+    if (rownorm) graph_feat_row_normalise(v + orp[i], orp[i + 1] - orp[i]);
     int64_t prev = -1;
     for (int64_t k = orp[i]; k < orp[i + 1]; k++) {
       if (col[k] < 0 || col[k] >= fd || col[k] <= prev) {
@@ -439,7 +441,8 @@ static int check_rows(const struct graph_cgr *f, const int32_t *rows, const stru
 }
 
 int graph_cgr_read_rows(struct graph_cgr *f, const int64_t *rowptr, const int32_t *rows, int64_t nrows,
-                        int want_adj, struct graph_rows *out) {
+                        unsigned what, struct graph_rows *out) {
+  const int want_adj = (what & GRAPH_ROWS_ADJ) != 0, rownorm = (what & GRAPH_ROWS_FEAT_ROWNORM) != 0;
   int st = CG_OK;
   memset(out, 0, sizeof *out);
   const int64_t n = (int64_t)f->h.n, fd = (int64_t)f->h.f, c = (int64_t)f->h.c;
@@ -480,10 +483,12 @@ int graph_cgr_read_rows(struct graph_cgr *f, const int64_t *rowptr, const int32_
     TRY_GOTO(read_spans(f, GRAPH_SEC_COLIDX, csr_span_fn, &cs, nrows), fail);
   }
   if (f->h.sparse) {
-    if (nrows) TRY_GOTO(read_sparse_feat(f, rows, nrows, out), fail);
+    if (nrows) TRY_GOTO(read_sparse_feat(f, rows, nrows, rownorm, out), fail);
   } else {
     struct row_spans rs = {rows, NULL, 4 * (uint64_t)fd, (unsigned char *)out->feat};
     TRY_GOTO(read_spans(f, GRAPH_SEC_FEAT_VALUES, row_span_fn, &rs, nrows), fail);
+    if (rownorm)
+      for (int64_t i = 0; i < nrows; i++) graph_feat_row_normalise(out->feat + i * fd, fd);
   }
   struct row_spans ls = {rows, NULL, f->h.multilabel ? (uint64_t)c : 4,
                          f->h.multilabel ? out->mlabels : (unsigned char *)out->labels};

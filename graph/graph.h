@@ -102,11 +102,15 @@ struct graph_rows {
   uint8_t *split;    /* nrows */
 };
 /* Rows `rows` (nrows strictly increasing global ids; nrows may be 0) given the file's
- * row pointers (graph_cgr_read_rowptr). want_adj: read the CSR rows too (0: rowptr and
- * colidx NULL). CG_ERR_FORMAT on a corrupt block (naming the section and block) or a row
- * that fails a check. */
+ * row pointers (graph_cgr_read_rowptr): features (dense), labels, split, and with
+ * GRAPH_ROWS_ADJ the CSR rows (else rowptr and colidx NULL); GRAPH_ROWS_FEAT_ROWNORM
+ * normalises each row as graph_feat_rownorm would the whole graph (the same bits).
+ * CG_ERR_FORMAT on a corrupt block (naming the section and block) or a row that fails
+ * a check. */
+#define GRAPH_ROWS_ADJ 1u
+#define GRAPH_ROWS_FEAT_ROWNORM 2u
 int graph_cgr_read_rows(struct graph_cgr *f, const int64_t *rowptr, const int32_t *rows, int64_t nrows,
-                        int want_adj, struct graph_rows *out);
+                        unsigned what, struct graph_rows *out);
 void graph_rows_free(struct graph_rows *r); /* accepts a zeroed struct; leaves it zeroed */
 
 /* Synthetic graph from a spec "synth:PRESET[:key=value[,key=value...]]".

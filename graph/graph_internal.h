@@ -43,6 +43,9 @@ int graph_check_csr(const char *what, const char *rp_name, const char *ci_name, 
                     const int32_t *colidx, int64_t nrows, int64_t ncols, int64_t nnz,
                     const char *nnz_name, int graph);
 int graph_check_symmetric(const char *what, const struct graph *g);
+/* graph_feat_rownorm of one row's stored values (graph/norm.c): the ranged reader
+ * normalises the stored values of a row the same way, so both give the same bits. */
+void graph_feat_row_normalise(float *v, int64_t len);
 
 #endif
 
@@ -106,5 +109,8 @@ int graph_check_csr(const char *what, const char *rp_name, const char *ci_name, 
                     const int32_t *colidx, int64_t nrows, int64_t ncols, int64_t nnz,
                     const char *nnz_name, int graph);
 int graph_check_symmetric(const char *what, const struct graph *g);
+/* graph_feat_rownorm of one row's stored values (graph/norm.c): the ranged reader
+ * normalises the stored values of a row the same way, so both give the same bits. */
+void graph_feat_row_normalise(float *v, int64_t len);
 
 #endif

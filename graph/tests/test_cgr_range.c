@@ -8,6 +8,7 @@
  *    here independently from the whole graph;
  *  - a corrupt block that a read touches is rejected (v2: that block; v1: the section CRC),
  *    one it does not touch is not read (v2) while the whole-file reader rejects it;
+ *  - row-normalised rows equal the whole graph's after graph_feat_rownorm, bit for bit;
  *  - the shipped version-1 datasets (cora: sparse, karate: dense) read by range.
  * The shipped files are optional (that part is skipped without them). */
 #include <setjmp.h>
@@ -144,7 +145,7 @@ static void check_rows_of(const char *path, const struct graph *g, int pattern) 
   assert_int_equal(graph_cgr_read_rowptr(f, rp), CG_OK);
   assert_memory_equal(rp, g->rowptr, (size_t)(g->n + 1) * sizeof *rp);
   struct graph_rows r;
-  st = graph_cgr_read_rows(f, rp, rows, nrows, 1, &r);
+  st = graph_cgr_read_rows(f, rp, rows, nrows, GRAPH_ROWS_ADJ, &r);
   if (st) cg_err_report("test");
   assert_int_equal(st, CG_OK);
   float *dense = malloc((size_t)((nrows ? nrows : 1) * g->feat_dim) * sizeof *dense);
@@ -175,6 +176,16 @@ static void check_rows_of(const char *path, const struct graph *g, int pattern) 
   assert_int_equal(got, want);
   free(file);
   graph_rows_free(&r);
+  /* row-normalised features: the bits graph_feat_rownorm gives the whole graph */
+  struct graph gn;
+  assert_int_equal(graph_load_cgr(path, &gn), CG_OK);
+  graph_feat_rownorm(&gn);
+  if (nrows) graph_feat_dense(&gn, rl, nrows, dense);
+  assert_int_equal(graph_cgr_read_rows(f, rp, rows, nrows, GRAPH_ROWS_FEAT_ROWNORM, &r), CG_OK);
+  assert_null(r.colidx);
+  if (nrows) assert_memory_equal(r.feat, dense, (size_t)(nrows * g->feat_dim) * sizeof(float));
+  graph_rows_free(&r);
+  graph_free(&gn);
   free(dense);
   free(rl);
   free(rp);
@@ -223,7 +234,7 @@ static void test_v2_roundtrip_and_rows(void **state) {
     int64_t nrows, *rp = malloc((size_t)(g.n + 1) * sizeof *rp);
     int32_t *rows = pick_rows(g.n, 1, &nrows);
     struct graph_rows r;
-    assert_int_equal(graph_cgr_read_rows(f, g.rowptr, rows, nrows, 1, &r), CG_OK);
+    assert_int_equal(graph_cgr_read_rows(f, g.rowptr, rows, nrows, GRAPH_ROWS_ADJ, &r), CG_OK);
     size_t fsize;
     unsigned char *file = gt_read(p2, &fsize);
     printf("  %s: a quarter of the rows read %llu of %zu bytes\n", specs[a],
@@ -273,7 +284,7 @@ static int read_rows_status(const char *path, const struct graph *g, const int32
   int st = graph_cgr_open(path, &f);
   if (st) return st;
   struct graph_rows r;
-  st = graph_cgr_read_rows(f, g->rowptr, rows, nrows, 1, &r);
+  st = graph_cgr_read_rows(f, g->rowptr, rows, nrows, GRAPH_ROWS_ADJ, &r);
   if (st == CG_OK) graph_rows_free(&r);
   graph_cgr_close(&f);
   return st;
