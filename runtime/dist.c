@@ -151,6 +151,19 @@ fail:
   return st;
 }
 
+/* The bytes of this rank's partition plus halo, for the set-up log: the features of
+ * its inner and halo rows, its operator (column + value per entry, row pointers), its
+ * labels and split, and its ids and send lists. */
+static int64_t dist_part_bytes(const struct rt_dist *d) {
+  const struct rt_local *l = &d->loc;
+  const struct part_local *p = &d->pl;
+  int64_t ns = 0;
+  for (int i = 0; i < p->npeers; i++) ns += p->send_count[i];
+  const int64_t nt = l->n_inner + l->n_halo;
+  return nt * l->feat_dim * 4 + l->agg.rowptr[l->agg.nrows] * 8 + (l->n_inner + 1) * 8 +
+         l->n_inner * (l->multilabel ? l->num_classes : 4) + l->n_inner + nt * 4 + ns * 4;
+}
+
 /* Per-rank loading (dist.h, RT_LOAD_PER_RANK): the structure on rank 0 for the
  * partitioner, then every rank its own rows. */
 static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct rt_config *cfg,
@@ -223,10 +236,7 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
   TRY_GOTO(comm_agree(c, st, "building the local problem"), done);
   cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
   /* what this rank read and its set-up peak, against the partition it holds */
-  const struct rt_local *l = &d->loc;
-  const int64_t part_bytes =
-      (l->n_inner + l->n_halo) * l->feat_dim * 4 + (int64_t)(rows.rowptr ? rows.rowptr[rows.nrows] : 0) * 4 +
-      l->agg.rowptr[l->agg.nrows] * 8;
+  const int64_t part_bytes = dist_part_bytes(d);
   LOG_INFO("dist", "rank %d: per-rank loading read %llu bytes of %s (%lld rows of %lld); set-up peak RSS "
                   "%lld bytes%s; partition + halo %lld bytes",
                   rank, (unsigned long long)graph_cgr_bytes_read(f), info.name, (long long)rows.nrows,
@@ -299,6 +309,9 @@ int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_
   TRY_GOTO(comm_agree(c, st, "opening the graph"), done);
   if (cfg->feat_norm_row) graph_feat_rownorm(&g);
   TRY_GOTO(rt_dist_create_from_graph(c, &g, cfg, o, NULL, out), done);
+  LOG_INFO("dist", "rank %d: whole-graph loading; set-up peak RSS %lld bytes (the whole graph: %lld bytes); "
+           "partition + halo %lld bytes", comm_rank(c), (long long)cg_peak_rss_bytes(),
+           (long long)graph_cgr_data_bytes(&g), (long long)dist_part_bytes(*out));
 done:
   graph_free(&g);
   return st;

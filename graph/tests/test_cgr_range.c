@@ -37,94 +37,6 @@ static int32_t *pick_rows(int64_t n, int pattern, int64_t *nrows) {
   return r;
 }
 
-/* Bytes the reader must read: the header, (v2) the block table, ROWPTR whole, and per
- * section the blocks holding a wanted byte (v2) or the whole section if any byte is
- * wanted (v1). Independent of the reader: from the whole graph and the file's header. */
-struct need {
-  const unsigned char *file;
-  unsigned version;
-  uint64_t block;
-  uint64_t total;
-};
-static void need_section(struct need *nd, const struct graph *g, int s, const uint64_t *lo,
-                         const uint64_t *hi, int64_t cnt) {
-  (void)g;
-  unsigned char *b = (unsigned char *)nd->file;
-  uint64_t size = gt_sec_size(b, s);
-  if (size == 0) return;
-  if (nd->version == 1) {
-    for (int64_t i = 0; i < cnt; i++)
-      if (hi[i] > lo[i]) {
-        nd->total += size;
-        return;
-      }
-    return;
-  }
-  uint64_t nb = (size + nd->block - 1) / nd->block;
-  char *mark = calloc((size_t)nb, 1);
-  assert_non_null(mark);
-  for (int64_t i = 0; i < cnt; i++)
-    for (uint64_t p = lo[i]; p < hi[i]; p++) mark[p / nd->block] = 1;
-  for (uint64_t k = 0; k < nb; k++)
-    if (mark[k]) nd->total += (k + 1 < nb) ? nd->block : size - k * nd->block;
-  free(mark);
-}
-
-static uint64_t expected_bytes(const unsigned char *file, const struct graph *g, const int32_t *rows,
-                               int64_t nrows) {
-  struct need nd = {file, gt_u32(file + 8), 0, 256};
-  unsigned char *b = (unsigned char *)file;
-  if (nd.version == 2) {
-    nd.block = (uint64_t)1 << gt_u32(file + 248);
-    uint64_t ent = 0;
-    for (int s = 0; s < 7; s++) ent += (gt_sec_size(b, s) + nd.block - 1) / nd.block;
-    nd.total += 4 * (ent + 1);
-  }
-  uint64_t *lo = malloc((size_t)(2 * nrows + 1) * sizeof *lo), *hi = malloc((size_t)(2 * nrows + 1) * sizeof *hi);
-  assert_true(lo && hi);
-  lo[0] = 0;
-  hi[0] = 8 * (uint64_t)(g->n + 1);
-  need_section(&nd, g, 0, lo, hi, 1);
-  for (int64_t i = 0; i < nrows; i++) {
-    lo[i] = 4 * (uint64_t)g->rowptr[rows[i]];
-    hi[i] = 4 * (uint64_t)g->rowptr[rows[i] + 1];
-  }
-  need_section(&nd, g, 1, lo, hi, nrows);
-  if (g->sparse_feat) {
-    for (int64_t i = 0; i < nrows; i++) {
-      lo[i] = 8 * (uint64_t)rows[i];
-      hi[i] = lo[i] + 16;
-    }
-    need_section(&nd, g, 2, lo, hi, nrows);
-    for (int64_t i = 0; i < nrows; i++) {
-      lo[i] = 4 * (uint64_t)g->feat_rowptr[rows[i]];
-      hi[i] = 4 * (uint64_t)g->feat_rowptr[rows[i] + 1];
-    }
-    need_section(&nd, g, 3, lo, hi, nrows);
-    need_section(&nd, g, 4, lo, hi, nrows);
-  } else {
-    for (int64_t i = 0; i < nrows; i++) {
-      lo[i] = 4 * (uint64_t)g->feat_dim * (uint64_t)rows[i];
-      hi[i] = lo[i] + 4 * (uint64_t)g->feat_dim;
-    }
-    need_section(&nd, g, 4, lo, hi, nrows);
-  }
-  uint64_t w = g->multilabel ? (uint64_t)g->num_classes : 4;
-  for (int64_t i = 0; i < nrows; i++) {
-    lo[i] = w * (uint64_t)rows[i];
-    hi[i] = lo[i] + w;
-  }
-  need_section(&nd, g, 5, lo, hi, nrows);
-  for (int64_t i = 0; i < nrows; i++) {
-    lo[i] = (uint64_t)rows[i];
-    hi[i] = lo[i] + 1;
-  }
-  need_section(&nd, g, 6, lo, hi, nrows);
-  free(lo);
-  free(hi);
-  return nd.total;
-}
-
 /* Reads `rows` of `path` by range and compares with the whole graph g (the same file). */
 static void check_rows_of(const char *path, const struct graph *g, int pattern) {
   int64_t nrows;
@@ -169,7 +81,7 @@ static void check_rows_of(const char *path, const struct graph *g, int pattern) 
   size_t fsize;
   unsigned char *file = gt_read(path, &fsize);
   assert_non_null(file);
-  uint64_t want = expected_bytes(file, g, rows, nrows), got = graph_cgr_bytes_read(f);
+  uint64_t want = gt_cgr_bytes_needed(file, g, rows, nrows), got = graph_cgr_bytes_read(f);
   printf("  %s (v%u) rows %s: %lld of %lld rows, read %llu bytes (expected %llu) of %zu\n", path,
          graph_cgr_version(f), pattern == 0 ? "v%3==1" : pattern == 1 ? "first quarter" : "none",
          (long long)nrows, (long long)g->n, (unsigned long long)got, (unsigned long long)want, fsize);

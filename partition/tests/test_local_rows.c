@@ -2,7 +2,9 @@
  * local graph from its own rows and the global row pointers) equals part_local_build on
  * the whole graph, field for field and bit for bit, for METIS and random owners, GCN
  * (with and without self-loops) and mean normalisation, and a rank with no vertex; the
- * rows come from the whole graph and, once, from a version-2 .cgr file read by range. */
+ * rows come from the whole graph and, once, from a version-2 .cgr file read by range,
+ * where each rank's bytes read must equal what its partition's rows need (the blocks
+ * holding them), less than the whole file. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +19,7 @@
 #include "core/status.h"
 #include "graph/graph.h"
 #include "partition/partition.h"
+#include "../../graph/tests/graph_test_util.h"
 
 static void rows_of(const struct graph *g, const int32_t *owner, int rank, struct graph_rows *r) {
   memset(r, 0, sizeof *r);
@@ -145,6 +148,17 @@ static void test_from_file(void **state) {
     assert_int_equal(part_local_build(&g, owner, 4, p, GRAPH_NORM_GCN, 1, &whole), CG_OK);
     assert_int_equal(part_local_build_rows(g.n, rp, &r, owner, 4, p, GRAPH_NORM_GCN, 1, &own), CG_OK);
     same_local(&whole, &own);
+    /* the bytes this rank read: exactly the header, the block table, the row pointers and
+     * the blocks holding its rows (computed from the partition), and well under the file */
+    size_t fsize;
+    unsigned char *file = gt_read(path, &fsize);
+    assert_non_null(file);
+    const uint64_t want = gt_cgr_bytes_needed(file, &g, mine, k), got = graph_cgr_bytes_read(f);
+    printf("  rank %d of 4: %lld of %lld rows, read %llu bytes (expected from its partition %llu) of %zu\n",
+           p, (long long)k, (long long)g.n, (unsigned long long)got, (unsigned long long)want, fsize);
+    assert_int_equal(got, want);
+    assert_true(got < fsize);
+    free(file);
     part_local_free(&whole);
     part_local_free(&own);
     graph_rows_free(&r);
