@@ -46,6 +46,10 @@ static void cmd_convert_usage(FILE *out) {
           "  --feat-storage MODE   auto | dense | sparse (default auto: sparse when that at least\n"
           "                        halves the size)\n"
           "  --force               replace an existing file at --output (never an input)\n"
+          "  --cgr-version N       1 (default, ../shared/datasets/FORMAT.md) or 2 (the same plus a\n"
+          "                        CRC-32 per block, so that each rank verifies the rows it reads:\n"
+          "                        docs/cgr-v2.md)\n"
+          "  --block-shift S       version 2: blocks of 2^S bytes, 6 <= S <= 30 (default 16: 64 KiB)\n"
           "  --quiet               no progress lines\n"
           "  -h, --help            this help\n"
           "\n"
@@ -91,7 +95,7 @@ static int check_output(const char *output, const struct import_opts *o, int for
 
 enum {
   OPT_FROM = 256, OPT_INPUT, OPT_OUTPUT, OPT_FEATURES, OPT_LABELS, OPT_SPLIT, OPT_SEED, OPT_CLASSES,
-  OPT_OGB_SPLIT, OPT_NAME, OPT_FEAT_STORAGE, OPT_QUIET, OPT_FORCE
+  OPT_OGB_SPLIT, OPT_NAME, OPT_FEAT_STORAGE, OPT_QUIET, OPT_FORCE, OPT_CGR_VERSION, OPT_BLOCK_SHIFT
 };
 
 int cmd_convert(int argc, char **argv) {
@@ -103,6 +107,8 @@ int cmd_convert(int argc, char **argv) {
       {"ogb-split", required_argument, NULL, OPT_OGB_SPLIT}, {"name", required_argument, NULL, OPT_NAME},
       {"feat-storage", required_argument, NULL, OPT_FEAT_STORAGE}, {"quiet", no_argument, NULL, OPT_QUIET},
       {"force", no_argument, NULL, OPT_FORCE},
+      {"cgr-version", required_argument, NULL, OPT_CGR_VERSION},
+      {"block-shift", required_argument, NULL, OPT_BLOCK_SHIFT},
       {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
   struct import_opts o;
   memset(&o, 0, sizeof o);
@@ -140,6 +146,18 @@ int cmd_convert(int argc, char **argv) {
         break;
       case OPT_QUIET: quiet = 1; break;
       case OPT_FORCE: force = 1; break;
+      case OPT_CGR_VERSION: {
+        int v = 1;
+        rc = cli_parse_int_in("convert", "--cgr-version", optarg, 1, 2, &v);
+        o.cgr_version = (unsigned)v;
+        break;
+      }
+      case OPT_BLOCK_SHIFT: {
+        int v = 16;
+        rc = cli_parse_int_in("convert", "--block-shift", optarg, 6, 30, &v);
+        o.block_shift = (unsigned)v;
+        break;
+      }
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       default: rc = cli_bad_option("convert", name, longopts); break;
     }

@@ -17,7 +17,7 @@
 
 static void cmd_gen_usage(FILE *out) {
   fprintf(out,
-          "usage: capgnn gen SPEC --output FILE.cgr [--force] [--quiet]\n"
+          "usage: capgnn gen SPEC --output FILE.cgr [--cgr-version N] [--block-shift S] [--force] [--quiet]\n"
           "\n"
           "Generates a synthetic graph and writes it as a .cgr file (a temporary beside it, then\n"
           "renamed over it; a symbolic link is followed, a device is written in place). The same\n"
@@ -31,6 +31,10 @@ static void cmd_gen_usage(FILE *out) {
           "  -o, --output FILE     the .cgr file to write; an existing file (a dataset above all)\n"
           "                        is never replaced without --force\n"
           "  --force               replace an existing file at --output\n"
+          "  --cgr-version N       1 (default, ../shared/datasets/FORMAT.md) or 2 (the same plus a\n"
+          "                        CRC-32 per block, so that each rank verifies the rows it reads:\n"
+          "                        docs/cgr-v2.md)\n"
+          "  --block-shift S       version 2: blocks of 2^S bytes, 6 <= S <= 30 (default 16: 64 KiB)\n"
           "  --quiet               no progress lines\n"
           "  -h, --help            this help\n"
           "\n"
@@ -46,10 +50,12 @@ int cmd_gen(int argc, char **argv) {
                                            {"spec", required_argument, NULL, 's'},
                                            {"quiet", no_argument, NULL, 'q'},
                                            {"force", no_argument, NULL, 'f'},
+                                           {"cgr-version", required_argument, NULL, 'V'},
+                                           {"block-shift", required_argument, NULL, 'B'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
   const char *output = NULL, *spec_arg = NULL;
-  int c, force = 0;
+  int c, force = 0, bad_opt = 0, version = 1, block_shift = 0;
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
@@ -62,6 +68,12 @@ int cmd_gen(int argc, char **argv) {
       case 's': spec_arg = optarg; break;
       case 'q': cg_progress_set_mode(CG_PROGRESS_OFF); break;
       case 'f': force = 1; break;
+      case 'V':
+        if ((bad_opt = cli_parse_int_in("gen", "--cgr-version", optarg, 1, 2, &version)) != 0) return bad_opt;
+        break;
+      case 'B':
+        if ((bad_opt = cli_parse_int_in("gen", "--block-shift", optarg, 6, 30, &block_shift)) != 0) return bad_opt;
+        break;
       case ':': return usage_error("option '%s' needs a value", name);
       default: return cli_bad_option("gen", name, longopts);
     }
@@ -99,7 +111,7 @@ int cmd_gen(int argc, char **argv) {
   snprintf(what, sizeof what, "writing %s", output);
   cg_progress_begin(&pr, what, 0, "");
   cg_progress_update(&pr, 0);
-  if (graph_save_cgr(output, &g) != CG_OK) {
+  if (graph_save_cgr_version(output, &g, (unsigned)version, (unsigned)block_shift) != CG_OK) {
     cg_progress_cancel(&pr);
     graph_free(&g);
     return runtime_error();

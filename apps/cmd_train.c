@@ -50,6 +50,7 @@ struct train_par {
   float cache_capacity;
   int64_t cache_host_mb, cache_device_mb;
   int staleness, grad_staleness, cache_warmup;
+  const char *load;       /* auto | whole | per-rank (runtime/dist.h, enum rt_load) */
 };
 
 /* --seeds N,N,...: the runs to make, one per seed (n = 0: one run with --seed). */
@@ -191,6 +192,11 @@ void cmd_train_usage(FILE *out) {
           "                                either way; hier sends each node's sum once between\n"
           "                                nodes); default auto: hier on several nodes with equal\n"
           "                                ranks per node, else mpi (the NCCL path: NCCL's own)\n"
+          "  --load auto|whole|per-rank    how ranks read a .cgr file: per-rank (rank 0 reads the\n"
+          "                                structure to partition, then each rank only its own\n"
+          "                                rows; version-2 files are verified per block, see\n"
+          "                                docs/cgr-v2.md) or whole (every rank the whole file);\n"
+          "                                default auto: per-rank for a file, whole for synth:\n"
           "  --profile FILE|auto           load a device profile (capgnn profile --json FILE, or\n"
           "                                auto: each rank's device from the cache), validate it\n"
           "                                and log the ranks' relative capabilities; with\n"
@@ -232,7 +238,7 @@ enum {
   OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB, OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS,
   OPT_CACHE_WARMUP, OPT_OVERLAP, OPT_ALLREDUCE, OPT_MOMENTUM, OPT_LR_SCHEDULE, OPT_LR_STEP_SIZE, OPT_LR_GAMMA,
   OPT_LR_WARMUP, OPT_LR_EPOCHS, OPT_EARLY_STOP, OPT_EARLY_STOP_RULE, OPT_SAVE_BEST, OPT_LOG_EVERY, OPT_SEEDS, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT, OPT_PRUNE_HALO,
-  OPT_PRUNE_WRITE, OPT_GPU_SHARE
+  OPT_PRUNE_WRITE, OPT_GPU_SHARE, OPT_LOAD
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
@@ -367,6 +373,7 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   if (par->no_part_cache) fprintf(out, "no-part-cache = true\n");
   fprintf(out, "comm = %s\n", par->comm);
   fprintf(out, "allreduce = %s\n", par->allreduce);
+  fprintf(out, "load = %s\n", par->load);
   if (par->profile) fprintf(out, "profile = %s\n", par->profile);
   if (par->prune_eps > 0) fprintf(out, "prune-halo = %g\n", (double)par->prune_eps);
   if (par->prune_write) fprintf(out, "prune-write = %s\n", par->prune_write);
@@ -541,7 +548,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   o.prune_write = par->prune_write;
   if (o.rapa && par->profile && strcmp(par->profile, "auto") != 0) o.rapa_profile = par->profile;
   if ((!o.rapa && part_method_parse(par->partition, &o.method) != CG_OK) || comm_path_parse(par->comm, &path) != CG_OK ||
-      comm_allreduce_parse(par->allreduce, &o.allreduce) != CG_OK) {
+      comm_allreduce_parse(par->allreduce, &o.allreduce) != CG_OK || rt_load_parse(par->load, &o.load) != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", err_text()); /* not reached: checked while parsing */
     comm_finalize(&c);
     return CAPGNN_EXIT_USAGE;
@@ -681,6 +688,7 @@ int cmd_train(int argc, char **argv) {
       {"no-cache", no_argument, NULL, OPT_NO_PART_CACHE},
       {"comm", required_argument, NULL, OPT_COMM},
       {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
+      {"load", required_argument, NULL, OPT_LOAD},
       {"overlap", required_argument, NULL, OPT_OVERLAP},
 #ifdef CAPGNN_HAVE_RAPA
       {"profile", required_argument, NULL, OPT_PROFILE},
@@ -732,7 +740,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   opterr = 0; /* our own one-line messages */
   int c, rc = 0, print = 0;
   struct seed_list seeds = {{0}, 0};
-  struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, "none", 1.0f, 0, 0, 0, 0, 0};
+  struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, "none", 1.0f, 0, 0, 0, 0, 0, "auto"};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -884,6 +892,11 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         if (!strcmp(optarg, "auto") || !strcmp(optarg, "mpi") || !strcmp(optarg, "flat") || !strcmp(optarg, "hier"))
           par.allreduce = optarg;
         else rc = usage_error("--allreduce '%s': expected auto, mpi, flat or hier", optarg);
+        break;
+      case OPT_LOAD:
+        if (!strcmp(optarg, "auto") || !strcmp(optarg, "whole") || !strcmp(optarg, "per-rank"))
+          par.load = optarg;
+        else rc = usage_error("--load '%s': expected auto, whole or per-rank", optarg);
         break;
       case OPT_PROFILE:
         if (!optarg[0]) rc = usage_error("--profile: empty file name (give a file or auto)");

@@ -24,6 +24,8 @@
 
 #define CGR_MAGIC "CAPGNN01"
 #define CGR_VERSION 1u
+#define CGR_VERSION_BLOCKS 2u /* docs/cgr-v2.md: per-block CRC-32s */
+#define CGR_BLOCK_SHIFT_OFFSET 248 /* v1: reserved (0) */
 #define CGR_FLAG_MULTILABEL 1u
 #define CGR_FLAG_SPARSE 2u
 #define CGR_FLAGS_KNOWN (CGR_FLAG_MULTILABEL | CGR_FLAG_SPARSE)
@@ -126,7 +128,7 @@ uint64_t graph_cgr_data_bytes(const struct graph *g) {
  * no-self-loop rule. Row-local rules are evaluated in parallel to find the first
  * bad row, then that row is re-examined serially to word the message, so the
  * message does not depend on the thread count. */
-static int check_csr(const char *what, const char *rp_name, const char *ci_name,
+int graph_check_csr(const char *what, const char *rp_name, const char *ci_name,
                      const int64_t *rowptr, const int32_t *colidx, int64_t nrows, int64_t ncols,
                      int64_t nnz, const char *nnz_name, int graph) {
   if (rowptr[0] != 0)
@@ -187,7 +189,7 @@ static int check_csr(const char *what, const char *rp_name, const char *ci_name,
 /* Symmetry in O(n + m) given sorted rows: walking the rows u = 0, 1, ... in order,
  * the entries (u, v) must consume row v's entries front to back, because the mirror
  * (v, u) of every earlier row has already been consumed. pos[v] is that front. */
-static int check_symmetric(const char *what, const struct graph *g) {
+int graph_check_symmetric(const char *what, const struct graph *g) {
   int64_t n = g->n;
   int64_t *pos = cg_malloc((size_t)n * sizeof *pos, "graph symmetry check cursors");
   if (!pos) return CG_ERR_NOMEM;
@@ -273,10 +275,10 @@ int graph_check(const struct graph *g, const char *what) {
     return cg_err_set(CG_ERR_FORMAT, "%s: an array of the graph is missing (NULL)", what);
   const int64_t n = g->n, c = g->num_classes;
 
-  TRY(check_csr(what, "ROWPTR", "COLIDX", g->rowptr, g->colidx, n, n, g->m, "m", 1));
-  TRY(check_symmetric(what, g));
+  TRY(graph_check_csr(what, "ROWPTR", "COLIDX", g->rowptr, g->colidx, n, n, g->m, "m", 1));
+  TRY(graph_check_symmetric(what, g));
   if (g->sparse_feat)
-    TRY(check_csr(what, "FEAT_ROWPTR", "FEAT_COLIDX", g->feat_rowptr, g->feat_colidx, n,
+    TRY(graph_check_csr(what, "FEAT_ROWPTR", "FEAT_COLIDX", g->feat_rowptr, g->feat_colidx, n,
                   g->feat_dim, g->feat_nnz, "feat_nnz", 0));
 
   int64_t bad = INT64_MAX;
@@ -424,134 +426,207 @@ static void *copy_section(const unsigned char *src, uint64_t size, const char *w
   return p;
 }
 
+int graph_cgr_header_parse(const char *path, const unsigned char *b, uint64_t fsize, struct cgr_header *o) {
+  memset(o, 0, sizeof *o);
+  /* Check 1. */
+  if (fsize < GRAPH_CGR_HEADER_BYTES)
+    return cg_err_set(CG_ERR_FORMAT, "%s: file too short: %llu bytes, expected at least %d (check 1)",
+                      path, (unsigned long long)fsize, GRAPH_CGR_HEADER_BYTES);
+  if (memcmp(b, CGR_MAGIC, 8) != 0) {
+    char found[33];
+    for (int i = 0; i < 8; i++) snprintf(found + 2 * i, 3, "%02x", b[i]);
+    return cg_err_set(CG_ERR_FORMAT,
+                      "%s: bad magic: expected \"CAPGNN01\", found bytes %s (check 1: not a .cgr file)",
+                      path, found);
+  }
+  /* Check 2 (version 2: docs/cgr-v2.md). */
+  uint32_t version = cg_get_le32(b + 8), hbytes = cg_get_le32(b + 12), nsec = cg_get_le32(b + 60);
+  if (version != CGR_VERSION && version != CGR_VERSION_BLOCKS)
+    return cg_err_set(CG_ERR_FORMAT,
+                      "%s: unsupported version: expected %u or %u, found %u (check 2: a different "
+                      "version is a different format)",
+                      path, CGR_VERSION, CGR_VERSION_BLOCKS, version);
+  if (hbytes != GRAPH_CGR_HEADER_BYTES)
+    return cg_err_set(CG_ERR_FORMAT, "%s: header_bytes: expected %d, found %u (check 2)", path,
+                      GRAPH_CGR_HEADER_BYTES, hbytes);
+  if (nsec != GRAPH_CGR_NUM_SECTIONS)
+    return cg_err_set(CG_ERR_FORMAT, "%s: num_sections: expected %d, found %u (check 2)", path,
+                      GRAPH_CGR_NUM_SECTIONS, nsec);
+  /* Check 3. */
+  uint32_t hcrc_stored = cg_get_le32(b + CGR_CRC_OFFSET);
+  uint32_t hcrc = (uint32_t)crc32(0L, b, CGR_CRC_OFFSET);
+  if (hcrc != hcrc_stored)
+    return cg_err_set(CG_ERR_FORMAT,
+                      "%s: header CRC-32 mismatch: stored 0x%08x, computed 0x%08x (check 3: the "
+                      "header is corrupt)",
+                      path, hcrc_stored, hcrc);
+  /* Check 4. */
+  uint32_t flags = cg_get_le32(b + 56);
+  if (flags & ~CGR_FLAGS_KNOWN)
+    return cg_err_set(CG_ERR_FORMAT,
+                      "%s: unknown flag bits: flags = 0x%08x, expected only bits 0 (MULTILABEL) and 1 "
+                      "(SPARSE_FEATURES) (check 4)",
+                      path, flags);
+  if (version == CGR_VERSION_BLOCKS) {
+    o->block_shift = cg_get_le32(b + CGR_BLOCK_SHIFT_OFFSET);
+    if (o->block_shift < GRAPH_CGR_BLOCK_SHIFT_MIN || o->block_shift > GRAPH_CGR_BLOCK_SHIFT_MAX)
+      return cg_err_set(CG_ERR_FORMAT,
+                        "%s: block_shift = %u, expected %u .. %u (version 2: blocks of 2^block_shift "
+                        "bytes, docs/cgr-v2.md)",
+                        path, o->block_shift, GRAPH_CGR_BLOCK_SHIFT_MIN, GRAPH_CGR_BLOCK_SHIFT_MAX);
+  }
+  o->version = version;
+  o->flags = flags;
+  o->n = cg_get_le64(b + 16);
+  o->m = cg_get_le64(b + 24);
+  o->f = cg_get_le64(b + 32);
+  o->c = cg_get_le64(b + 40);
+  o->nnz = cg_get_le64(b + 48);
+  o->multilabel = (flags & CGR_FLAG_MULTILABEL) != 0;
+  o->sparse = (flags & CGR_FLAG_SPARSE) != 0;
+  const uint64_t n = o->n, m = o->m, f = o->f, c = o->c, nnz = o->nnz;
+  TRY(check_header_values(path, n, m, f, c, nnz, o->sparse));
+
+  /* Check 5 without the CRCs (the readers check those on what they read). */
+  const uint64_t expect[GRAPH_CGR_NUM_SECTIONS] = {
+      8 * (n + 1), 4 * m,   o->sparse ? 8 * (n + 1) : 0, o->sparse ? 4 * nnz : 0,
+      4 * nnz,     o->multilabel ? n * c : 4 * n,        n};
+  uint64_t end = GRAPH_CGR_HEADER_BYTES, nb = 0;
+  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) {
+    const unsigned char *e = b + CGR_SECTION_TABLE + 24 * s;
+    uint64_t off = cg_get_le64(e), size = cg_get_le64(e + 8);
+    if (size != expect[s])
+      return cg_err_set(CG_ERR_FORMAT,
+                        "%s: section %d (%s) size: expected %llu bytes, found %llu (check 5; n=%llu, "
+                        "m=%llu, f=%llu, c=%llu, feat_nnz=%llu, flags=0x%x)",
+                        path, s, graph_section_names[s], (unsigned long long)expect[s],
+                        (unsigned long long)size, (unsigned long long)n, (unsigned long long)m,
+                        (unsigned long long)f, (unsigned long long)c, (unsigned long long)nnz, flags);
+    if (off > fsize || size > fsize - off)
+      return cg_err_set(CG_ERR_FORMAT,
+                        "%s: section %d (%s) extends beyond end of file: offset %llu + size %llu > "
+                        "file size %llu (check 5: truncated or corrupt file)",
+                        path, s, graph_section_names[s], (unsigned long long)off,
+                        (unsigned long long)size, (unsigned long long)fsize);
+    o->off[s] = off;
+    o->size[s] = size;
+    o->crc[s] = cg_get_le32(e + 16);
+    if (size && off + size > end) end = off + size;
+    if (version == CGR_VERSION_BLOCKS) {
+      o->bfirst[s] = nb;
+      o->nblocks[s] = (size + ((uint64_t)1 << o->block_shift) - 1) >> o->block_shift;
+      nb += o->nblocks[s];
+    }
+  }
+  if (version == CGR_VERSION_BLOCKS) {
+    /* the block CRC table: at the next multiple of 64 after the last section */
+    o->table_off = (end + 63) & ~(uint64_t)63;
+    o->table_bytes = 4 * (nb + 1);
+    if (o->table_off > fsize || o->table_bytes > fsize - o->table_off)
+      return cg_err_set(CG_ERR_FORMAT,
+                        "%s: the block CRC table (%llu bytes at offset %llu) extends beyond the end "
+                        "of the file (%llu bytes; version 2, docs/cgr-v2.md: truncated file)",
+                        path, (unsigned long long)o->table_bytes, (unsigned long long)o->table_off,
+                        (unsigned long long)fsize);
+    end = o->table_off + o->table_bytes;
+  }
+  /* FORMAT.md: the file ends exactly where the last non-empty section ends (version 2:
+   * where the block table ends), and the name is NUL-padded (at most 15 characters).
+   * Anything else is not a file we wrote or a file the format describes: reject it
+   * rather than guess. */
+  if (fsize != end)
+    return cg_err_set(CG_ERR_FORMAT,
+                      "%s: %llu trailing bytes after the last section (file size %llu, last section "
+                      "ends at %llu; FORMAT.md: the file ends where the last non-empty section ends)",
+                      path, (unsigned long long)(fsize - end), (unsigned long long)fsize,
+                      (unsigned long long)end);
+  if (b[CGR_NAME_OFFSET + 15] != 0)
+    return cg_err_set(CG_ERR_FORMAT,
+                      "%s: name field is not NUL-terminated (FORMAT.md: at most 15 ASCII characters, "
+                      "NUL-padded to 16 bytes)", path);
+  memcpy(o->name, b + CGR_NAME_OFFSET, 15);
+  o->name[15] = '\0';
+  return CG_OK;
+}
+
+uint32_t graph_crc32_blocks(const void *p, size_t n, size_t block, uint32_t *out) {
+  const unsigned char *b = p;
+  const size_t nb = (n + block - 1) / block;
+  if (nb == 0) return 0;
+#pragma omp parallel for schedule(dynamic, 16)
+  for (size_t i = 0; i < nb; i++) {
+    size_t len = (i + 1 < nb) ? block : n - i * block;
+    out[i] = graph_crc32(b + i * block, len);
+  }
+  uLong c = out[0];
+  for (size_t i = 1; i < nb; i++) {
+    size_t len = (i + 1 < nb) ? block : n - i * block;
+    c = crc32_combine(c, out[i], (z_off_t)len);
+  }
+  return (uint32_t)c;
+}
+
 int graph_load_cgr(const char *path, struct graph *g) {
   memset(g, 0, sizeof *g);
   struct file_map fm;
   TRY(file_map_open(path, &fm));
   const unsigned char *b = fm.data;
-  const uint64_t fsize = fm.size;
   int st = CG_OK;
-
-  /* Check 1. */
-  if (fsize < GRAPH_CGR_HEADER_BYTES) {
-    st = cg_err_set(CG_ERR_FORMAT, "%s: file too short: %llu bytes, expected at least %d (check 1)",
-                    path, (unsigned long long)fsize, GRAPH_CGR_HEADER_BYTES);
-    goto fail;
-  }
-  if (memcmp(b, CGR_MAGIC, 8) != 0) {
-    char found[33];
-    for (int i = 0; i < 8; i++) snprintf(found + 2 * i, 3, "%02x", b[i]);
-    st = cg_err_set(CG_ERR_FORMAT,
-                    "%s: bad magic: expected \"CAPGNN01\", found bytes %s (check 1: not a .cgr file)",
-                    path, found);
-    goto fail;
-  }
-  /* Check 2. */
-  uint32_t version = cg_get_le32(b + 8), hbytes = cg_get_le32(b + 12), nsec = cg_get_le32(b + 60);
-  if (version != CGR_VERSION) {
-    st = cg_err_set(CG_ERR_FORMAT,
-                    "%s: unsupported version: expected %u, found %u (check 2: a different version "
-                    "is a different format)",
-                    path, CGR_VERSION, version);
-    goto fail;
-  }
-  if (hbytes != GRAPH_CGR_HEADER_BYTES) {
-    st = cg_err_set(CG_ERR_FORMAT, "%s: header_bytes: expected %d, found %u (check 2)", path,
-                    GRAPH_CGR_HEADER_BYTES, hbytes);
-    goto fail;
-  }
-  if (nsec != GRAPH_CGR_NUM_SECTIONS) {
-    st = cg_err_set(CG_ERR_FORMAT, "%s: num_sections: expected %d, found %u (check 2)", path,
-                    GRAPH_CGR_NUM_SECTIONS, nsec);
-    goto fail;
-  }
-  /* Check 3. */
-  uint32_t hcrc_stored = cg_get_le32(b + CGR_CRC_OFFSET);
-  uint32_t hcrc = (uint32_t)crc32(0L, b, CGR_CRC_OFFSET);
-  if (hcrc != hcrc_stored) {
-    st = cg_err_set(CG_ERR_FORMAT,
-                    "%s: header CRC-32 mismatch: stored 0x%08x, computed 0x%08x (check 3: the "
-                    "header is corrupt)",
-                    path, hcrc_stored, hcrc);
-    goto fail;
-  }
-  /* Check 4. */
-  uint32_t flags = cg_get_le32(b + 56);
-  if (flags & ~CGR_FLAGS_KNOWN) {
-    st = cg_err_set(CG_ERR_FORMAT,
-                    "%s: unknown flag bits: flags = 0x%08x, expected only bits 0 (MULTILABEL) and 1 "
-                    "(SPARSE_FEATURES) (check 4)",
-                    path, flags);
-    goto fail;
-  }
-  uint64_t n = cg_get_le64(b + 16), m = cg_get_le64(b + 24), f = cg_get_le64(b + 32), c = cg_get_le64(b + 40);
-  uint64_t nnz = cg_get_le64(b + 48);
-  int multilabel = (flags & CGR_FLAG_MULTILABEL) != 0, sparse = (flags & CGR_FLAG_SPARSE) != 0;
-  TRY_GOTO(check_header_values(path, n, m, f, c, nnz, sparse), fail);
-
-  /* Check 5. */
-  uint64_t expect[GRAPH_CGR_NUM_SECTIONS] = {
-      8 * (n + 1), 4 * m,   sparse ? 8 * (n + 1) : 0, sparse ? 4 * nnz : 0,
-      4 * nnz,     multilabel ? n * c : 4 * n,        n};
+  uint32_t *bcrc = NULL;
+  struct cgr_header h;
+  TRY_GOTO(graph_cgr_header_parse(path, b, fm.size, &h), fail);
+  const uint64_t n = h.n, m = h.m, f = h.f, c = h.c, nnz = h.nnz;
+  const int sparse = h.sparse, multilabel = h.multilabel;
   uint32_t crc[GRAPH_CGR_NUM_SECTIONS];
-  const unsigned char *sec[GRAPH_CGR_NUM_SECTIONS];
-  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) {
-    const unsigned char *e = b + CGR_SECTION_TABLE + 24 * s;
-    uint64_t off = cg_get_le64(e), size = cg_get_le64(e + 8);
-    uint32_t stored = cg_get_le32(e + 16);
-    if (size != expect[s]) {
+  if (h.version == CGR_VERSION_BLOCKS) {
+    /* the table's own CRC, then each block's against it (one pass: the section CRC is
+     * the blocks' combined) */
+    const unsigned char *t = b + h.table_off;
+    const uint64_t nent = h.table_bytes / 4 - 1;
+    uint32_t tstored = cg_get_le32(t + 4 * nent), tcrc = graph_crc32(t, (size_t)(4 * nent));
+    if (tstored != tcrc) {
       st = cg_err_set(CG_ERR_FORMAT,
-                      "%s: section %d (%s) size: expected %llu bytes, found %llu (check 5; n=%llu, "
-                      "m=%llu, f=%llu, c=%llu, feat_nnz=%llu, flags=0x%x)",
-                      path, s, graph_section_names[s], (unsigned long long)expect[s],
-                      (unsigned long long)size, (unsigned long long)n, (unsigned long long)m,
-                      (unsigned long long)f, (unsigned long long)c, (unsigned long long)nnz, flags);
+                      "%s: block CRC table CRC-32 mismatch: stored 0x%08x, computed 0x%08x (version "
+                      "2: the table is corrupt)",
+                      path, tstored, tcrc);
       goto fail;
     }
-    if (off > fsize || size > fsize - off) {
-      st = cg_err_set(CG_ERR_FORMAT,
-                      "%s: section %d (%s) extends beyond end of file: offset %llu + size %llu > "
-                      "file size %llu (check 5: truncated or corrupt file)",
-                      path, s, graph_section_names[s], (unsigned long long)off,
-                      (unsigned long long)size, (unsigned long long)fsize);
+    bcrc = cg_malloc((size_t)(nent ? nent : 1) * sizeof *bcrc, "block CRCs");
+    if (!bcrc) {
+      st = CG_ERR_NOMEM;
       goto fail;
     }
-    sec[s] = b + off;
-    crc[s] = size ? graph_crc32(b + off, (size_t)size) : 0;
-    if (crc[s] != stored) {
+    for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) {
+      crc[s] = h.size[s] ? graph_crc32_blocks(b + h.off[s], (size_t)h.size[s],
+                                               (size_t)1 << h.block_shift, bcrc + h.bfirst[s])
+                         : 0;
+      for (uint64_t k = 0; k < h.nblocks[s]; k++) {
+        uint32_t stored = cg_get_le32(t + 4 * (h.bfirst[s] + k));
+        if (stored != bcrc[h.bfirst[s] + k]) {
+          st = cg_err_set(CG_ERR_FORMAT,
+                          "%s: section %d (%s) block %llu CRC-32 mismatch: stored 0x%08x, computed "
+                          "0x%08x (the block is corrupt)",
+                          path, s, graph_section_names[s], (unsigned long long)k, stored,
+                          bcrc[h.bfirst[s] + k]);
+          goto fail;
+        }
+      }
+      if (crc[s] != h.crc[s]) break; /* reported below */
+    }
+  } else {
+    for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++)
+      crc[s] = h.size[s] ? graph_crc32(b + h.off[s], (size_t)h.size[s]) : 0;
+  }
+  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++)
+    if (crc[s] != h.crc[s]) {
       st = cg_err_set(CG_ERR_FORMAT,
                       "%s: section %d (%s) CRC-32 mismatch: stored 0x%08x, computed 0x%08x (check 5: "
                       "the section is corrupt)",
-                      path, s, graph_section_names[s], stored, crc[s]);
+                      path, s, graph_section_names[s], h.crc[s], crc[s]);
       goto fail;
     }
-  }
 
-  /* FORMAT.md: the file ends exactly where the last non-empty section ends, and the
-   * name is NUL-padded (at most 15 characters). Anything else is not a file we wrote
-   * or a file FORMAT.md describes: reject it rather than guess. */
-  uint64_t end = GRAPH_CGR_HEADER_BYTES;
-  for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) {
-    const unsigned char *e = b + CGR_SECTION_TABLE + 24 * s;
-    uint64_t off = cg_get_le64(e), size = cg_get_le64(e + 8);
-    if (size && off + size > end) end = off + size;
-  }
-  if (fsize != end) {
-    st = cg_err_set(CG_ERR_FORMAT,
-                    "%s: %llu trailing bytes after the last section (file size %llu, last section "
-                    "ends at %llu; FORMAT.md: the file ends where the last non-empty section ends)",
-                    path, (unsigned long long)(fsize - end), (unsigned long long)fsize,
-                    (unsigned long long)end);
-    goto fail;
-  }
-  if (b[CGR_NAME_OFFSET + 15] != 0) {
-    st = cg_err_set(CG_ERR_FORMAT,
-                    "%s: name field is not NUL-terminated (FORMAT.md: at most 15 ASCII characters, "
-                    "NUL-padded to 16 bytes)", path);
-    goto fail;
-  }
-  memcpy(g->name, b + CGR_NAME_OFFSET, 15);
-  g->name[15] = '\0';
+  memcpy(g->name, h.name, sizeof g->name);
   g->n = (int64_t)n;
   g->m = (int64_t)m;
   g->feat_dim = (int64_t)f;
@@ -559,33 +634,35 @@ int graph_load_cgr(const char *path, struct graph *g) {
   g->feat_nnz = (int64_t)nnz;
   g->sparse_feat = sparse;
   g->multilabel = multilabel;
-  g->rowptr = copy_section(sec[0], expect[0], "graph row pointers");
-  g->colidx = copy_section(sec[1], expect[1], "graph column indices");
+  g->rowptr = copy_section(b + h.off[0], h.size[0], "graph row pointers");
+  g->colidx = copy_section(b + h.off[1], h.size[1], "graph column indices");
   if (sparse) {
-    g->feat_rowptr = copy_section(sec[2], expect[2], "feature row pointers");
-    g->feat_colidx = copy_section(sec[3], expect[3], "feature column indices");
+    g->feat_rowptr = copy_section(b + h.off[2], h.size[2], "feature row pointers");
+    g->feat_colidx = copy_section(b + h.off[3], h.size[3], "feature column indices");
   }
-  g->feat_values = copy_section(sec[4], expect[4], "feature values");
+  g->feat_values = copy_section(b + h.off[4], h.size[4], "feature values");
   if (multilabel)
-    g->mlabels = copy_section(sec[5], expect[5], "multi-label matrix");
+    g->mlabels = copy_section(b + h.off[5], h.size[5], "multi-label matrix");
   else
-    g->labels = copy_section(sec[5], expect[5], "labels");
-  g->split = copy_section(sec[6], expect[6], "split");
+    g->labels = copy_section(b + h.off[5], h.size[5], "labels");
+  g->split = copy_section(b + h.off[6], h.size[6], "split");
   if (!g->rowptr || !g->colidx || !g->feat_values || !g->split ||
       (sparse && (!g->feat_rowptr || !g->feat_colidx)) || (multilabel ? !g->mlabels : !g->labels)) {
     st = CG_ERR_NOMEM;
     goto fail;
   }
+  cg_free(bcrc);
   file_map_close(&fm);
   /* Check 6 and the strong checks. */
   TRY_GOTO(graph_check(g, path), fail_graph);
   g->checksum = graph_checksum_from_crcs(crc, n, m, f, c);
-  LOG_DEBUG("graph", "%s: loaded n=%lld m=%lld f=%lld c=%lld (%s features%s), checksum 0x%08x", path,
-            (long long)g->n, (long long)g->m, (long long)g->feat_dim, (long long)g->num_classes,
-            sparse ? "sparse" : "dense", multilabel ? ", multilabel" : "", g->checksum);
+  LOG_DEBUG("graph", "%s: loaded n=%lld m=%lld f=%lld c=%lld (%s features%s, version %u), checksum 0x%08x",
+            path, (long long)g->n, (long long)g->m, (long long)g->feat_dim, (long long)g->num_classes,
+            sparse ? "sparse" : "dense", multilabel ? ", multilabel" : "", h.version, g->checksum);
   return CG_OK;
 
 fail:
+  cg_free(bcrc);
   file_map_close(&fm);
 fail_graph:
   graph_free(g);
@@ -597,6 +674,20 @@ fail_graph:
 static int write_all(FILE *fp, const void *p, size_t n) { return fwrite(p, 1, n, fp) == n ? 0 : -1; }
 
 int graph_save_cgr(const char *path, const struct graph *g) {
+  return graph_save_cgr_version(path, g, CGR_VERSION, 0);
+}
+
+int graph_save_cgr_version(const char *path, const struct graph *g, unsigned version,
+                           unsigned block_shift) {
+  if (version != CGR_VERSION && version != CGR_VERSION_BLOCKS)
+    return cg_err_set(CG_ERR_ARG, "%s: .cgr version %u cannot be written: expected 1 or 2", path,
+                      version);
+  if (version == CGR_VERSION_BLOCKS && block_shift == 0) block_shift = GRAPH_CGR_BLOCK_SHIFT_DEFAULT;
+  if (version == CGR_VERSION_BLOCKS &&
+      (block_shift < GRAPH_CGR_BLOCK_SHIFT_MIN || block_shift > GRAPH_CGR_BLOCK_SHIFT_MAX))
+    return cg_err_set(CG_ERR_ARG, "%s: block size 2^%u bytes, expected 2^%u .. 2^%u", path,
+                      block_shift, GRAPH_CGR_BLOCK_SHIFT_MIN, GRAPH_CGR_BLOCK_SHIFT_MAX);
+  if (version == CGR_VERSION) block_shift = 0;
   /* Never write a file that the reader would reject. */
   TRY(graph_check(g, g->name[0] ? g->name : "graph to save"));
 
@@ -604,7 +695,23 @@ int graph_save_cgr(const char *path, const struct graph *g) {
   uint64_t size[GRAPH_CGR_NUM_SECTIONS], off[GRAPH_CGR_NUM_SECTIONS];
   uint32_t crc[GRAPH_CGR_NUM_SECTIONS];
   graph_sections(g, ptr, size);
-  section_crcs(g, crc);
+  /* version 2: the block CRC table, whose blocks combine to the section CRCs */
+  uint32_t *table = NULL;
+  uint64_t nent = 0, first[GRAPH_CGR_NUM_SECTIONS];
+  if (version == CGR_VERSION_BLOCKS) {
+    const uint64_t B = (uint64_t)1 << block_shift;
+    for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++) {
+      first[s] = nent;
+      nent += (size[s] + B - 1) / B;
+    }
+    table = cg_malloc((size_t)(nent + 1) * sizeof *table, "block CRC table");
+    if (!table) return CG_ERR_NOMEM;
+    for (int s = 0; s < GRAPH_CGR_NUM_SECTIONS; s++)
+      crc[s] = size[s] ? graph_crc32_blocks(ptr[s], (size_t)size[s], (size_t)B, table + first[s]) : 0;
+    table[nent] = graph_crc32(table, (size_t)(4 * nent));
+  } else {
+    section_crcs(g, crc);
+  }
 
   /* Layout: sections in table order, each non-empty one at the next multiple of 64,
    * zero padding between them, the file ending where the last one ends. */
@@ -621,7 +728,7 @@ int graph_save_cgr(const char *path, const struct graph *g) {
   unsigned char h[GRAPH_CGR_HEADER_BYTES];
   memset(h, 0, sizeof h);
   memcpy(h, CGR_MAGIC, 8);
-  cg_put_le32(h + 8, CGR_VERSION);
+  cg_put_le32(h + 8, version);
   cg_put_le32(h + 12, GRAPH_CGR_HEADER_BYTES);
   cg_put_le64(h + 16, (uint64_t)g->n);
   cg_put_le64(h + 24, (uint64_t)g->m);
@@ -637,10 +744,15 @@ int graph_save_cgr(const char *path, const struct graph *g) {
     cg_put_le32(e + 16, crc[s]);
   }
   memcpy(h + CGR_NAME_OFFSET, g->name, strnlen(g->name, 15));
+  cg_put_le32(h + CGR_BLOCK_SHIFT_OFFSET, block_shift);
   cg_put_le32(h + CGR_CRC_OFFSET, (uint32_t)crc32(0L, h, CGR_CRC_OFFSET));
 
   struct cg_outfile out;
-  TRY(cg_outfile_open(&out, path, "graph"));
+  int ost = cg_outfile_open(&out, path, "graph");
+  if (ost != CG_OK) {
+    cg_free(table);
+    return ost;
+  }
   FILE *fp = out.fp;
   static const unsigned char zeros[64];
   uint64_t pos = 0;
@@ -652,10 +764,16 @@ int graph_save_cgr(const char *path, const struct graph *g) {
     if (write_all(fp, ptr[s], (size_t)size[s])) goto io_fail;
     pos = off[s] + size[s];
   }
+  if (table) { /* little-endian host (graph_internal.h): the u32 entries as they are */
+    if (write_all(fp, zeros, (size_t)(((pos + 63) & ~(uint64_t)63) - pos))) goto io_fail;
+    if (write_all(fp, table, (size_t)(4 * (nent + 1)))) goto io_fail;
+  }
   if (fflush(fp) != 0) goto io_fail;
+  cg_free(table);
   return cg_outfile_commit(&out);
 
 io_fail:;
+  cg_free(table);
   const int st = cg_err_set(CG_ERR_IO, "%s: write failed: %s (is the disk full?)",
                             out.tmp ? out.tmp : out.path, strerror(errno));
   cg_outfile_abort(&out);

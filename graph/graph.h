@@ -47,6 +47,12 @@ int graph_load_cgr(const char *path, struct graph *g);
 /* Write a .cgr file (64-byte aligned sections, CRCs). Writes to "<path>.tmp" and
  * renames, so a failure never leaves a half-written file at `path`. */
 int graph_save_cgr(const char *path, const struct graph *g);
+/* The same in a chosen layout: version 1 (FORMAT.md; block_shift ignored) or version 2
+ * (docs/cgr-v2.md: the same sections plus a CRC-32 per block of 2^block_shift bytes,
+ * 6 <= block_shift <= 30, 0 = 16, i.e. 64 KiB), which graph_cgr_read_rows verifies
+ * block by block. graph_load_cgr reads both. */
+int graph_save_cgr_version(const char *path, const struct graph *g, unsigned version,
+                           unsigned block_shift);
 /* The strong checks on an in-memory graph (same messages as the reader, `what` names it). */
 int graph_check(const struct graph *g, const char *what);
 void graph_free(struct graph *g); /* accepts a zeroed struct; leaves it zeroed */
@@ -56,6 +62,56 @@ void graph_checksum_update(struct graph *g);
 /* The bytes graph_save_cgr writes for g apart from the alignment padding: the
  * header plus the seven sections (a progress total known before writing). */
 uint64_t graph_cgr_data_bytes(const struct graph *g);
+
+/* ---- ranged reading of a .cgr file (graph/cgr_range.c) --------------------------------
+ * For ranks that each need only their own rows: open reads the header (and, version 2,
+ * the block CRC table); the reads below fetch byte ranges with pread and verify every
+ * byte they use. Version 2 verifies each block it reads (only the blocks that hold a
+ * wanted byte are read); version 1 has only whole-section CRCs, so a ranged read of a
+ * v1 section streams the whole section through a bounded buffer (memory stays small,
+ * bytes read do not) and fails if the section's CRC does not match.
+ * The checks a subset of rows allows are made (FORMAT.md check 6 and the strong checks
+ * per row); the symmetry of the graph needs every row (graph_cgr_read_structure). */
+struct graph_cgr; /* opaque: an open file, its header and byte counter */
+int graph_cgr_open(const char *path, struct graph_cgr **out);
+void graph_cgr_close(struct graph_cgr **f); /* accepts NULL / *f NULL */
+/* The header's values in `hdr` (name, n, m, feat_dim, feat_nnz, sparse_feat, num_classes,
+ * multilabel, checksum: graph_load_cgr's value, from the stored section CRCs); every
+ * array pointer NULL. */
+void graph_cgr_info(const struct graph_cgr *f, struct graph *hdr);
+unsigned graph_cgr_version(const struct graph_cgr *f);
+/* Bytes read from the file so far (header and block table included). */
+uint64_t graph_cgr_bytes_read(const struct graph_cgr *f);
+/* The row pointers (n + 1 values, caller-allocated), verified and checked (rowptr[0] = 0,
+ * rowptr[n] = m, never decreasing): every rank's global degrees. */
+int graph_cgr_read_rowptr(struct graph_cgr *f, int64_t *rowptr);
+/* The structure alone (what a partitioner needs): the info plus rowptr and colidx, checked
+ * like graph_load_cgr checks them (ranges, sorted, no self-loops, symmetric); features,
+ * labels and split NULL. Free with graph_free. */
+int graph_cgr_read_structure(struct graph_cgr *f, struct graph *g);
+
+/* Rows of a graph read by graph_cgr_read_rows: row i is global vertex rows[i]. */
+struct graph_rows {
+  int64_t nrows, feat_dim, num_classes;
+  int multilabel;
+  int64_t *rowptr;   /* nrows + 1, from 0: row i's neighbours are colidx[rowptr[i] .. rowptr[i+1]) */
+  int32_t *colidx;   /* global ids */
+  float *feat;       /* nrows x feat_dim, dense (sparse rows expanded) */
+  int32_t *labels;   /* nrows (single-label) */
+  uint8_t *mlabels;  /* nrows x num_classes (multilabel) */
+  uint8_t *split;    /* nrows */
+};
+/* Rows `rows` (nrows strictly increasing global ids; nrows may be 0) given the file's
+ * row pointers (graph_cgr_read_rowptr): features (dense), labels, split, and with
+ * GRAPH_ROWS_ADJ the CSR rows (else rowptr and colidx NULL); GRAPH_ROWS_FEAT_ROWNORM
+ * normalises each row as graph_feat_rownorm would the whole graph (the same bits).
+ * CG_ERR_FORMAT on a corrupt block (naming the section and block) or a row that fails
+ * a check. */
+#define GRAPH_ROWS_ADJ 1u
+#define GRAPH_ROWS_FEAT_ROWNORM 2u
+int graph_cgr_read_rows(struct graph_cgr *f, const int64_t *rowptr, const int32_t *rows, int64_t nrows,
+                        unsigned what, struct graph_rows *out);
+void graph_rows_free(struct graph_rows *r); /* accepts a zeroed struct; leaves it zeroed */
 
 /* Synthetic graph from a spec "synth:PRESET[:key=value[,key=value...]]".
  * Presets: reddit (232,965 nodes, ~114.6M directed edges, 602 features, 41 classes),

@@ -8,6 +8,7 @@
 
 #include "core/status.h"
 #include "graph/graph.h"
+#include "graph_internal.h"
 
 float graph_norm_weight(enum graph_norm kind, int64_t deg_u, int64_t deg_v) {
   /* Computed in double and rounded once, so that the float weight does not depend
@@ -78,13 +79,17 @@ void graph_feat_rownorm(struct graph *g) {
       v = g->feat_values + u * g->feat_dim;
       len = g->feat_dim;
     }
-    /* Sum in double, divide in double, round once: the same result on every backend
-     * and thread count. */
-    double s = 0;
-    for (int64_t j = 0; j < len; j++) s += v[j];
-    if (s == 0) continue;
-    for (int64_t j = 0; j < len; j++) v[j] = (float)((double)v[j] / s);
+    graph_feat_row_normalise(v, len);
   }
+}
+
+void graph_feat_row_normalise(float *v, int64_t len) {
+  /* Sum in double, divide in double, round once: the same result on every backend
+   * and thread count. */
+  double s = 0;
+  for (int64_t j = 0; j < len; j++) s += v[j];
+  if (s == 0) return;
+  for (int64_t j = 0; j < len; j++) v[j] = (float)((double)v[j] / s);
 }
 
 void graph_feat_dense(const struct graph *g, const int64_t *rows, int64_t nrows, float *out) {

@@ -147,7 +147,7 @@ int import_convert(const char *from, const struct import_opts *o, const char *ou
   char what[4200];
   snprintf(what, sizeof what, "writing %s", output);
   cg_progress_begin(&pr, what, (int64_t)graph_cgr_data_bytes(&g), "B");
-  int st = graph_save_cgr(output, &g);
+  int st = graph_save_cgr_version(output, &g, o->cgr_version ? o->cgr_version : 1, o->block_shift);
   if (st == CG_OK) cg_progress_end(&pr);
   else cg_progress_cancel(&pr);
   graph_free(&g);

@@ -70,6 +70,9 @@ struct import_opts {
   int64_t num_classes;   /* single-label: 0 = max label + 1; else labels must lie in [-1, c) */
   uint64_t seed;         /* the random split of "edgelist" without opts.split */
   enum import_feat_storage feat_storage;
+  unsigned cgr_version;  /* import_convert's layout: 0 or 1 = version 1 (FORMAT.md), 2 =
+                            version 2 with per-block CRCs (docs/cgr-v2.md) */
+  unsigned block_shift;  /* version 2: blocks of 2^block_shift bytes (0: 64 KiB) */
 };
 
 #define IMPORT_MAX_NOTES 8

@@ -33,9 +33,25 @@ static int agg_entry_cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* The CSR rows of the inner vertices: those of the whole graph (rp indexed by global
+ * id), or the rank's own rows alone (rp indexed by inner id, per-rank loading). */
+struct row_src {
+  const int64_t *rp;
+  const int32_t *ci;
+  int by_inner;
+};
+static inline int64_t row_begin(const struct row_src *s, int64_t v, int64_t r) {
+  return s->by_inner ? s->rp[r] : s->rp[v];
+}
+static inline int64_t row_end(const struct row_src *s, int64_t v, int64_t r) {
+  return s->by_inner ? s->rp[r + 1] : s->rp[v + 1];
+}
+
 /* Rows of the aggregation operator: the global row of each inner vertex, columns
- * mapped through lid[], sorted by local column. */
-static int agg_build(const struct graph *g, const int32_t *lid, struct part_local *pl) {
+ * mapped through lid[], sorted by local column. g gives the global degrees only
+ * (g->rowptr); the rows come from src. */
+static int agg_build(const struct graph *g, const struct row_src *src, const int32_t *lid,
+                     struct part_local *pl) {
   int self = pl->norm == GRAPH_NORM_GCN && pl->self_loops;
   int64_t nnz = 0, maxrow = 0;
   for (int64_t r = 0; r < pl->n_inner; r++) {
@@ -60,8 +76,8 @@ static int agg_build(const struct graph *g, const int32_t *lid, struct part_loca
     int32_t v = pl->gid[r];
     int64_t dv = graph_norm_degree(g, pl->norm, pl->self_loops, v), len = 0;
     pl->agg.row_scale[r] = graph_norm_row_scale(pl->norm, dv);
-    for (int64_t k = g->rowptr[v]; k < g->rowptr[v + 1]; k++) {
-      int32_t u = g->colidx[k];
+    for (int64_t k = row_begin(src, v, r); k < row_end(src, v, r); k++) {
+      int32_t u = src->ci[k];
       row[len].col = lid[u];
       row[len].val = graph_norm_weight(pl->norm, dv, graph_norm_degree(g, pl->norm, pl->self_loops, u));
       len++;
@@ -141,10 +157,84 @@ done:
   return st;
 }
 
+/* Send lists from the rank's own rows (per-rank loading; the graph is symmetric): v is
+ * sent to q when a neighbour of v is owned by q, since that neighbour's row then reads v.
+ * Increasing inner id within each q, like send_build. */
+static int send_build_own(const struct row_src *src, const int32_t *owner, struct part_local *pl,
+                          int64_t *scnt, int32_t **send_idx_out) {
+  int64_t *last = cg_malloc((size_t)pl->nparts * sizeof *last, "send list marks");
+  int64_t *pos = cg_malloc((size_t)pl->nparts * sizeof *pos, "send list cursors");
+  int32_t *send_idx = NULL;
+  if (!last || !pos) {
+    cg_free(last);
+    cg_free(pos);
+    return CG_ERR_NOMEM;
+  }
+  int64_t total = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    for (int q = 0; q < pl->nparts; q++) last[q] = -1;
+    for (int64_t l = 0; l < pl->n_inner; l++)
+      for (int64_t k = src->rp[l]; k < src->rp[l + 1]; k++) {
+        int q = owner[src->ci[k]];
+        if (q == pl->rank || last[q] == l) continue;
+        last[q] = l;
+        if (pass == 0) scnt[q]++;
+        else send_idx[pos[q]++] = (int32_t)l;
+      }
+    if (pass == 0) {
+      for (int q = 0; q < pl->nparts; q++) {
+        pos[q] = total;
+        total += scnt[q];
+      }
+      send_idx = cg_malloc((size_t)(total > 0 ? total : 1) * sizeof *send_idx, "send lists");
+      if (!send_idx) {
+        cg_free(last);
+        cg_free(pos);
+        return CG_ERR_NOMEM;
+      }
+    }
+  }
+  cg_free(last);
+  cg_free(pos);
+  *send_idx_out = send_idx;
+  return CG_OK;
+}
+
+static int local_build(const struct graph *g, const struct row_src *src, const int32_t *owner,
+                       int nparts, int rank, enum graph_norm kind, int self_loops,
+                       struct part_local *out);
+
 int part_local_build(const struct graph *g, const int32_t *owner, int nparts, int rank,
                      enum graph_norm kind, int self_loops, struct part_local *out) {
   if (!g || !out || !g->rowptr)
     return cg_err_set(CG_ERR_ARG, "part_local_build: graph and output must not be NULL");
+  const struct row_src src = {g->rowptr, g->colidx, 0};
+  return local_build(g, &src, owner, nparts, rank, kind, self_loops, out);
+}
+
+int part_local_build_rows(int64_t n, const int64_t *rowptr, const struct graph_rows *rows,
+                          const int32_t *owner, int nparts, int rank, enum graph_norm kind,
+                          int self_loops, struct part_local *out) {
+  if (!rowptr || !rows || !out || !owner || !rows->rowptr)
+    return cg_err_set(CG_ERR_ARG, "part_local_build_rows: row pointers, rows (with their CSR rows), "
+                      "owners and output must not be NULL");
+  struct graph dg; /* the degrees: n and the global row pointers */
+  memset(&dg, 0, sizeof dg);
+  dg.n = n;
+  dg.m = rowptr[n];
+  dg.rowptr = (int64_t *)rowptr;
+  int64_t mine = 0;
+  for (int64_t v = 0; v < n && nparts > 0; v++) mine += owner[v] == rank;
+  if (mine != rows->nrows)
+    return cg_err_set(CG_ERR_ARG, "part_local_build_rows: rank %d owns %lld vertices but was given %lld "
+                      "rows", rank, (long long)mine, (long long)rows->nrows);
+  const struct row_src src = {rows->rowptr, rows->colidx, 1};
+  return local_build(&dg, &src, owner, nparts, rank, kind, self_loops, out);
+}
+
+static int local_build(const struct graph *g, const struct row_src *src, const int32_t *owner,
+                       int nparts, int rank, enum graph_norm kind, int self_loops,
+                       struct part_local *out) {
   memset(out, 0, sizeof *out);
   if (nparts < 1 || rank < 0 || rank >= nparts)
     return cg_err_set(CG_ERR_ARG, "part_local_build: rank %d is outside [0, %d)", rank, nparts);
@@ -179,8 +269,9 @@ int part_local_build(const struct graph *g, const int32_t *owner, int nparts, in
   pl->n_inner = n_inner;
   for (int64_t v = 0; v < n; v++) {
     if (owner[v] != rank) continue;
-    for (int64_t k = g->rowptr[v]; k < g->rowptr[v + 1]; k++) {
-      int32_t u = g->colidx[k];
+    const int64_t r = lid[v];
+    for (int64_t k = row_begin(src, v, r); k < row_end(src, v, r); k++) {
+      int32_t u = src->ci[k];
       if (owner[u] != rank && lid[u] == -1) {
         lid[u] = -2;
         hcnt[owner[u]]++;
@@ -209,7 +300,10 @@ int part_local_build(const struct graph *g, const int32_t *owner, int nparts, in
     }
   }
 
-  TRY_GOTO(send_build(g, owner, lid, pl, scnt, &send_idx), fail);
+  if (src->by_inner)
+    TRY_GOTO(send_build_own(src, owner, pl, scnt, &send_idx), fail);
+  else
+    TRY_GOTO(send_build(g, owner, lid, pl, scnt, &send_idx), fail);
   pl->send_idx = send_idx;
   int npeers = 0;
   for (int q = 0; q < nparts; q++)
@@ -240,7 +334,7 @@ int part_local_build(const struct graph *g, const int32_t *owner, int nparts, in
     soff += scnt[q];
     i++;
   }
-  TRY_GOTO(agg_build(g, lid, pl), fail);
+  TRY_GOTO(agg_build(g, src, lid, pl), fail);
   cg_free(lid);
   cg_free(hcnt);
   cg_free(scnt);

@@ -121,6 +121,16 @@ struct part_local {
  * including ranks with no inner vertex. Cost O(n + m) time and O(n) scratch. */
 int part_local_build(const struct graph *g, const int32_t *owner, int nparts, int rank,
                      enum graph_norm kind, int self_loops, struct part_local *out);
+/* The same from this rank's rows alone (per-rank loading, runtime/dist.h): `rows` holds
+ * the CSR rows of the vertices `owner` gives `rank`, in increasing global id
+ * (graph_cgr_read_rows with GRAPH_ROWS_ADJ, or generated), rowptr the global row pointers
+ * (n + 1: the global degrees). The graph must be symmetric (FORMAT.md; checked where the
+ * structure is read whole): the send list to q is then the inner vertices with a
+ * neighbour owned by q. The result equals part_local_build's on the whole graph, field
+ * for field (tested by partition/tests/test_local_rows.c). */
+int part_local_build_rows(int64_t n, const int64_t *rowptr, const struct graph_rows *rows,
+                          const int32_t *owner, int nparts, int rank, enum graph_norm kind,
+                          int self_loops, struct part_local *out);
 void part_local_free(struct part_local *pl); /* accepts a zeroed struct; leaves it zeroed */
 
 /* Invariant checker of one rank's local graph against the global graph. Checks:

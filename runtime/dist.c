@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "core/ops_emulate.h"
+#include "core/timer.h"
 #include "core/status.h"
 #include "core/watchdog.h"
 #include "runtime/dist.h"
@@ -37,6 +38,25 @@ void rt_dist_options_defaults(struct rt_dist_options *o) {
   o->use_cache = 1;
   o->cache_dir = NULL;
   jaca_options_defaults(&o->halo_cache);
+  o->load = RT_LOAD_AUTO;
+}
+
+const char *rt_load_name(enum rt_load l) {
+  switch (l) {
+    case RT_LOAD_AUTO: return "auto";
+    case RT_LOAD_WHOLE: return "whole";
+    case RT_LOAD_PER_RANK: return "per-rank";
+  }
+  return "?";
+}
+
+int rt_load_parse(const char *name, enum rt_load *out) {
+  for (int l = RT_LOAD_AUTO; l <= RT_LOAD_PER_RANK; l++)
+    if (name && strcmp(name, rt_load_name((enum rt_load)l)) == 0) {
+      *out = (enum rt_load)l;
+      return CG_OK;
+    }
+  return cg_err_set(CG_ERR_ARG, "--load '%s': expected auto, whole or per-rank", name ? name : "");
 }
 
 /* ---- set-up ---------------------------------------------------------------------- */
@@ -279,12 +299,160 @@ done:
 
 /* Every rank opens the graph itself, then the set-up above; from then on this rank
  * holds its partition (plus halos) only. */
+/* The bytes of this rank's partition plus halo, for the set-up log: the features of
+ * its inner and halo rows, its operator (column + value per entry, row pointers), its
+ * labels and split, and its ids and send lists. */
+static int64_t dist_part_bytes(const struct rt_dist *d) {
+  const struct rt_local *l = &d->loc;
+  const struct part_local *p = &d->pl;
+  int64_t ns = 0;
+  for (int i = 0; i < p->npeers; i++) ns += p->send_count[i];
+  const int64_t nt = l->n_inner + l->n_halo;
+  return nt * l->feat_dim * 4 + l->agg.rowptr[l->agg.nrows] * 8 + (l->n_inner + 1) * 8 +
+         l->n_inner * (l->multilabel ? l->num_classes : 4) + l->n_inner + nt * 4 + ns * 4;
+}
+
+/* Per-rank loading (dist.h, RT_LOAD_PER_RANK): the structure on rank 0 for the
+ * partitioner, then every rank its own rows. */
+static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct rt_config *cfg,
+                               const struct rt_dist_options *o, struct rt_dist *d) {
+  int st = CG_OK;
+  const int rank = comm_rank(c), P = comm_size(c);
+  struct graph info, s;
+  memset(&s, 0, sizeof s);
+  graph_cgr_info(f, &info);
+  int32_t *owner = NULL, *mine = NULL;
+  int64_t *rowptr = NULL, structure_peak = 0;
+  struct graph_rows rows;
+  memset(&rows, 0, sizeof rows);
+
+  TRY(comm_agree(c, check_same_graph(c, &info), "checking that every rank opened the same graph"));
+  if (info.n < P)
+    st = cg_err_set(CG_ERR_ARG, "graph %s has %lld vertices, fewer than the %d ranks", info.name,
+                    (long long)info.n, P);
+  TRY(comm_agree(c, st, "checking the graph size"));
+
+  owner = cg_malloc((size_t)info.n * sizeof(int32_t), "owner of every vertex");
+  st = owner ? CG_OK : CG_ERR_NOMEM;
+  if (st == CG_OK && rank == 0) {
+    /* the structure alone, for METIS (or the cache's key check); freed before the rows */
+    st = graph_cgr_read_structure(f, &s);
+    if (st == CG_OK) {
+      struct part_options po;
+      memset(&po, 0, sizeof po);
+      po.method = o->method;
+      po.nparts = P;
+      po.seed = o->part_seed;
+      int reused = 0;
+      st = o->use_cache ? part_assign_cached(&s, &po, o->cache_dir, owner, &reused) : part_assign(&s, &po, owner);
+      if (st == CG_OK)
+        LOG_INFO("dist", "partition: %s, %d parts, seed %llu%s (structure read on rank 0 only: %lld bytes)",
+                 part_method_name(o->method), P, (unsigned long long)o->part_seed,
+                 reused ? " (reused from the cache)" : "", (long long)(8 * (s.n + 1) + 4 * s.m));
+    }
+    graph_free(&s);
+    structure_peak = cg_peak_rss_bytes();
+  }
+  TRY_GOTO(comm_agree(c, st, "partitioning the graph"), done);
+  TRY_GOTO(comm_bcast(c, owner, (size_t)info.n * sizeof(int32_t), 0), done);
+
+  /* every rank: the global degrees and its own rows */
+  rowptr = cg_malloc((size_t)(info.n + 1) * sizeof(int64_t), "global row pointers (degrees)");
+  mine = cg_malloc((size_t)info.n * sizeof(int32_t), "this rank's vertices");
+  st = rowptr && mine ? CG_OK : CG_ERR_NOMEM;
+  int64_t k = 0;
+  if (st == CG_OK) st = graph_cgr_read_rowptr(f, rowptr);
+  if (st == CG_OK) {
+    for (int64_t v = 0; v < info.n; v++)
+      if (owner[v] == rank) mine[k++] = (int32_t)v;
+    st = graph_cgr_read_rows(f, rowptr, mine, k, GRAPH_ROWS_ADJ | (cfg->feat_norm_row ? GRAPH_ROWS_FEAT_ROWNORM : 0),
+                             &rows);
+  }
+  cg_free(mine);
+  mine = NULL;
+  TRY_GOTO(comm_agree(c, st, "reading this rank's rows"), done);
+
+  int self_loops = 0;
+  enum graph_norm norm = rt_model_norm(cfg->model, &self_loops);
+  st = part_local_build_rows(info.n, rowptr, &rows, owner, P, rank, norm, self_loops, &d->pl);
+  TRY_GOTO(comm_agree(c, st, "building the local graph"), done);
+  int64_t split[3] = {0, 0, 0};
+  for (int64_t i = 0; i < rows.nrows; i++)
+    if (rows.split[i] >= GRAPH_SPLIT_TRAIN && rows.split[i] <= GRAPH_SPLIT_TEST) split[rows.split[i] - 1]++;
+  TRY_GOTO(comm_allreduce_i64(c, split, 3, COMM_SUM), done);
+  st = rt_local_from_rows(&info, &d->pl, &rows, split, &d->loc);
+  TRY_GOTO(comm_agree(c, st, "building the local problem"), done);
+  cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
+  /* what this rank read and its set-up peak, against the partition it holds */
+  const int64_t part_bytes = dist_part_bytes(d);
+  LOG_INFO("dist", "rank %d: per-rank loading read %llu bytes of %s (%lld rows of %lld); set-up peak RSS "
+                  "%lld bytes%s; partition + halo %lld bytes",
+                  rank, (unsigned long long)graph_cgr_bytes_read(f), info.name, (long long)rows.nrows,
+                  (long long)info.n, (long long)cg_peak_rss_bytes(),
+                  rank == 0 ? " (includes the structure read to partition)" : "", (long long)part_bytes);
+  if (rank == 0)
+    LOG_INFO("dist", "rank 0: peak RSS %lld bytes once the structure was read and freed", (long long)structure_peak);
+
+done:
+  graph_rows_free(&rows);
+  cg_free(rowptr);
+  cg_free(mine);
+  cg_free(owner);
+  return st;
+}
+
+static int dist_create_per_rank(struct comm *c, const char *path, const struct rt_config *cfg,
+                                const struct rt_dist_options *o, struct rt_dist **out) {
+  int st = CG_OK;
+  struct graph_cgr *f = NULL;
+  struct rt_dist *d = NULL;
+  if (rt_fault_from_env(comm_rank(c)) == RT_FAULT_SETUP)
+    st = cg_err_set(CG_ERR_IO, "cannot open graph '%s' (simulated failure: "
+                    "CAPGNN_TEST_FAIL_RANK=%d is set)", cfg->graph, comm_rank(c));
+  else
+    st = graph_cgr_open(path, &f);
+  TRY_GOTO(comm_agree(c, st, "opening the graph"), fail);
+  d = cg_calloc(1, sizeof *d, "distributed training state");
+  st = d ? CG_OK : CG_ERR_NOMEM;
+  TRY_GOTO(comm_agree(c, st, "allocating the distributed state"), fail);
+  d->c = c;
+  d->halo_cache = o->halo_cache;
+  d->fail = rt_fault_from_env(comm_rank(c));
+  TRY_GOTO(dist_build_per_rank(c, f, cfg, o, d), fail);
+  graph_cgr_close(&f);
+  dist_log_memory(d);
+  *out = d;
+  return CG_OK;
+fail:
+  graph_cgr_close(&f);
+  rt_dist_destroy(&d);
+  return st;
+}
+
+/* Every rank opens the graph itself (WHOLE), or reads its own rows (PER_RANK), then the
+ * set-up above; from then on this rank holds its partition (plus halos) only. */
 int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_dist_options *o,
                    struct rt_dist **out) {
   int st = CG_OK;
   *out = NULL;
+  struct rt_dist_options def;
+  if (!o) {
+    rt_dist_options_defaults(&def);
+    o = &def;
+  }
   struct graph g;
   memset(&g, 0, sizeof g);
+  char pathbuf[4096];
+  const char *path = graph_path(cfg->graph, pathbuf, sizeof pathbuf);
+  if (o->load == RT_LOAD_PER_RANK && !path)
+    st = cg_err_set(CG_ERR_ARG, "--load per-rank reads a .cgr file; '%s' is %s (use --load whole or auto)",
+                    cfg->graph, strncmp(cfg->graph, "synth:", 6) == 0 ? "a synthetic spec" : "not a file");
+  else if (o->load == RT_LOAD_PER_RANK && o->rapa)
+    st = cg_err_set(CG_ERR_UNSUPPORTED, "--load per-rank with --partition rapa: the resource-aware partitioner "
+                    "(and halo pruning) read the whole graph on every rank (use --load whole or auto)");
+  TRY(comm_agree(c, st, "choosing how to load the graph"));
+  /* auto: per-rank for a file, unless the resource-aware partitioner needs the whole graph */
+  if (path && o->load != RT_LOAD_WHOLE && !o->rapa) return dist_create_per_rank(c, path, cfg, o, out);
   if (rt_fault_from_env(comm_rank(c)) == RT_FAULT_SETUP)
     st = cg_err_set(CG_ERR_IO, "cannot open graph '%s' (simulated failure: "
                     "CAPGNN_TEST_FAIL_RANK=%d is set)", cfg->graph, comm_rank(c));
@@ -312,6 +480,9 @@ int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_
 #endif
   }
   TRY_GOTO(rt_dist_create_from_graph(c, &g, cfg, o, NULL, out), done);
+  LOG_INFO("dist", "rank %d: whole-graph loading; set-up peak RSS %lld bytes (the whole graph: %lld bytes); "
+           "partition + halo %lld bytes", comm_rank(c), (long long)cg_peak_rss_bytes(),
+           (long long)graph_cgr_data_bytes(&g), (long long)dist_part_bytes(*out));
 done:
   graph_free(&g);
   return st;

@@ -69,6 +69,25 @@ extern "C" {
 
 struct rapa_rates; /* rapa/balance.h */
 struct rapa_links;
+/* How rt_dist_create reads the graph:
+ *  WHOLE     every rank opens the whole graph (graph_open), the flow above;
+ *  PER_RANK  a .cgr file: rank 0 reads only the structure (rowptr + colidx, checked,
+ *            symmetry included) and partitions (or reuses the cached partition), the
+ *            owners are broadcast, then every rank reads the row pointers (the global
+ *            degrees, 8 (n + 1) bytes) and its own rows only (graph_cgr_read_rows: CSR
+ *            rows, features, labels, split; verified per block in a version-2 file, per
+ *            section in a version-1 file, docs/cgr-v2.md) and builds its local graph from
+ *            them (part_local_build_rows: the same local graph bit for bit). The halo
+ *            feature rows come from their owners through the forward exchange at set-up,
+ *            as in WHOLE. A rank's set-up peak is then its rows, its local graph and
+ *            O(n) arrays (row pointers, owners), plus on rank 0 the structure while it
+ *            partitions. part_local_check (which needs the whole graph) is not run;
+ *            the global split counts are summed over the ranks;
+ *  AUTO      PER_RANK for a .cgr file, WHOLE for a synthetic spec (generated whole on
+ *            every rank, as before). */
+enum rt_load { RT_LOAD_AUTO = 0, RT_LOAD_WHOLE, RT_LOAD_PER_RANK };
+const char *rt_load_name(enum rt_load l);                 /* "auto", "whole", "per-rank" */
+int rt_load_parse(const char *name, enum rt_load *out);   /* CG_ERR_ARG on another name */
 
 struct rt_dist_options {
   enum part_method method; /* PART_METIS (default) or PART_RANDOM */
@@ -100,6 +119,7 @@ struct rt_dist_options {
    * (the exact training of that graph). prune_write: rank 0 writes it there as a .cgr. */
   double prune_eps;
   const char *prune_write;
+  enum rt_load load;              /* how rt_dist_create reads a .cgr file (default AUTO) */
 };
 void rt_dist_options_defaults(struct rt_dist_options *o);
 
@@ -107,6 +127,12 @@ void rt_dist_options_defaults(struct rt_dist_options *o);
  * the caller's), inner rows' dense features (feat_rows = n_inner), labels and split;
  * n_*_global from the whole graph `g`. pl must have been built from g. */
 int rt_local_from_part(const struct graph *g, const struct part_local *pl, struct rt_local *out);
+/* The same from the rank's own rows (per-rank loading): `info` the graph's header values
+ * (graph_cgr_info), pl built by part_local_build_rows from `rows`, split_global the
+ * train/val/test counts of the whole graph. The rows' features, labels and split move
+ * into *out (rows keeps its CSR arrays). */
+int rt_local_from_rows(const struct graph *info, const struct part_local *pl, struct graph_rows *rows,
+                       const int64_t split_global[3], struct rt_local *out);
 
 struct rt_dist; /* opaque: the rank's local problem, exchange plan and MPI objects */
 

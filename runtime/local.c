@@ -153,6 +153,56 @@ fail:
   rt_local_free(out);
   return st < 0 ? st : CG_ERR_INTERNAL;
 }
+
+int rt_local_from_rows(const struct graph *info, const struct part_local *pl, struct graph_rows *rows,
+                       const int64_t split_global[3], struct rt_local *out) {
+  int st = CG_OK;
+  memset(out, 0, sizeof *out);
+  if (pl->n_global != info->n || rows->nrows != pl->n_inner || rows->feat_dim != info->feat_dim)
+    return cg_err_set(CG_ERR_ARG, "local graph of rank %d (%lld of %lld vertices) and its %lld rows of %lld "
+                      "features do not match graph %s (%lld vertices, %lld features)", pl->rank,
+                      (long long)pl->n_inner, (long long)pl->n_global, (long long)rows->nrows,
+                      (long long)rows->feat_dim, info->name, (long long)info->n, (long long)info->feat_dim);
+  TRY(rt_graph_trainable(info));
+  snprintf(out->name, sizeof out->name, "%s", info->name);
+  out->rank = pl->rank;
+  out->nranks = pl->nparts;
+  out->n_global = info->n;
+  out->m_global = info->m;
+  out->graph_checksum = info->checksum;
+  out->n_inner = pl->n_inner;
+  out->n_halo = pl->n_halo;
+  out->norm = pl->norm;
+  out->feat_dim = info->feat_dim;
+  out->feat_rows = pl->n_inner;
+  out->num_classes = info->num_classes;
+  out->multilabel = info->multilabel;
+  const size_t nt = (size_t)(pl->n_inner + pl->n_halo);
+  out->gid = cg_malloc((nt ? nt : 1) * sizeof(int32_t), "local global ids");
+  if (!out->gid) {
+    st = CG_ERR_NOMEM;
+    goto fail;
+  }
+  if (nt) memcpy(out->gid, pl->gid, nt * sizeof(int32_t));
+  TRY_GOTO(cg_csr_copy(&pl->agg, &out->agg), fail);
+  /* the rows' arrays move into the local problem (no second copy at the set-up's peak) */
+  out->feat = rows->feat;
+  out->split = rows->split;
+  out->labels = rows->labels;
+  out->mlabels = rows->mlabels;
+  rows->feat = NULL;
+  rows->split = NULL;
+  rows->labels = NULL;
+  rows->mlabels = NULL;
+  out->n_train_global = split_global[0];
+  out->n_val_global = split_global[1];
+  out->n_test_global = split_global[2];
+  TRY_GOTO(rt_local_check(out, info->name), fail);
+  return CG_OK;
+fail:
+  rt_local_free(out);
+  return st < 0 ? st : CG_ERR_INTERNAL;
+}
 #endif
 
 int rt_local_check(const struct rt_local *l, const char *what) {

@@ -153,4 +153,94 @@ static inline int gt_graph_equal(const struct graph *a, const struct graph *b) {
   return ok;
 }
 
+/* Bytes graph_cgr_read_rowptr + graph_cgr_read_rows(rows, GRAPH_ROWS_ADJ) must read from
+ * the file whose bytes are `file`. Bytes the reader must read: the header, (v2) the block table, ROWPTR whole, and per
+ * section the blocks holding a wanted byte (v2) or the whole section if any byte is
+ * wanted (v1). Independent of the reader: from the whole graph and the file's header. */
+struct gt_need {
+  const unsigned char *file;
+  unsigned version;
+  uint64_t block;
+  uint64_t total;
+};
+static inline void gt_need_section(struct gt_need *nd, const struct graph *g, int s, const uint64_t *lo,
+                         const uint64_t *hi, int64_t cnt) {
+  (void)g;
+  unsigned char *b = (unsigned char *)nd->file;
+  uint64_t size = gt_sec_size(b, s);
+  if (size == 0) return;
+  if (nd->version == 1) {
+    for (int64_t i = 0; i < cnt; i++)
+      if (hi[i] > lo[i]) {
+        nd->total += size;
+        return;
+      }
+    return;
+  }
+  uint64_t nb = (size + nd->block - 1) / nd->block;
+  char *mark = calloc((size_t)nb, 1);
+  if (!mark) abort();
+  for (int64_t i = 0; i < cnt; i++)
+    for (uint64_t p = lo[i]; p < hi[i]; p++) mark[p / nd->block] = 1;
+  for (uint64_t k = 0; k < nb; k++)
+    if (mark[k]) nd->total += (k + 1 < nb) ? nd->block : size - k * nd->block;
+  free(mark);
+}
+
+static inline uint64_t gt_cgr_bytes_needed(const unsigned char *file, const struct graph *g, const int32_t *rows,
+                               int64_t nrows) {
+  struct gt_need nd = {file, gt_u32(file + 8), 0, 256};
+  unsigned char *b = (unsigned char *)file;
+  if (nd.version == 2) {
+    nd.block = (uint64_t)1 << gt_u32(file + 248);
+    uint64_t ent = 0;
+    for (int s = 0; s < 7; s++) ent += (gt_sec_size(b, s) + nd.block - 1) / nd.block;
+    nd.total += 4 * (ent + 1);
+  }
+  uint64_t *lo = malloc((size_t)(2 * nrows + 1) * sizeof *lo), *hi = malloc((size_t)(2 * nrows + 1) * sizeof *hi);
+  if (!lo || !hi) abort();
+  lo[0] = 0;
+  hi[0] = 8 * (uint64_t)(g->n + 1);
+  gt_need_section(&nd, g, 0, lo, hi, 1);
+  for (int64_t i = 0; i < nrows; i++) {
+    lo[i] = 4 * (uint64_t)g->rowptr[rows[i]];
+    hi[i] = 4 * (uint64_t)g->rowptr[rows[i] + 1];
+  }
+  gt_need_section(&nd, g, 1, lo, hi, nrows);
+  if (g->sparse_feat) {
+    for (int64_t i = 0; i < nrows; i++) {
+      lo[i] = 8 * (uint64_t)rows[i];
+      hi[i] = lo[i] + 16;
+    }
+    gt_need_section(&nd, g, 2, lo, hi, nrows);
+    for (int64_t i = 0; i < nrows; i++) {
+      lo[i] = 4 * (uint64_t)g->feat_rowptr[rows[i]];
+      hi[i] = 4 * (uint64_t)g->feat_rowptr[rows[i] + 1];
+    }
+    gt_need_section(&nd, g, 3, lo, hi, nrows);
+    gt_need_section(&nd, g, 4, lo, hi, nrows);
+  } else {
+    for (int64_t i = 0; i < nrows; i++) {
+      lo[i] = 4 * (uint64_t)g->feat_dim * (uint64_t)rows[i];
+      hi[i] = lo[i] + 4 * (uint64_t)g->feat_dim;
+    }
+    gt_need_section(&nd, g, 4, lo, hi, nrows);
+  }
+  uint64_t w = g->multilabel ? (uint64_t)g->num_classes : 4;
+  for (int64_t i = 0; i < nrows; i++) {
+    lo[i] = w * (uint64_t)rows[i];
+    hi[i] = lo[i] + w;
+  }
+  gt_need_section(&nd, g, 5, lo, hi, nrows);
+  for (int64_t i = 0; i < nrows; i++) {
+    lo[i] = (uint64_t)rows[i];
+    hi[i] = lo[i] + 1;
+  }
+  gt_need_section(&nd, g, 6, lo, hi, nrows);
+  free(lo);
+  free(hi);
+  return nd.total;
+}
+
+
 #endif

@@ -144,8 +144,8 @@ static void test_header_checks(void **state) {
   expect_fail(c, size, CG_ERR_FORMAT, "bad magic");
 
   memcpy(c, b, size);
-  gt_put_u32(c + 8, 2); /* version before the header CRC: a version-2 file is reported as such */
-  expect_fail(c, size, CG_ERR_FORMAT, "unsupported version: expected 1, found 2");
+  gt_put_u32(c + 8, 3); /* version before the header CRC: a version-3 file is reported as such */
+  expect_fail(c, size, CG_ERR_FORMAT, "unsupported version: expected 1 or 2, found 3");
 
   memcpy(c, b, size);
   gt_put_u32(c + 12, 512);

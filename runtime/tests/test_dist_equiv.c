@@ -47,6 +47,13 @@
  * --staleness 2 and 5 (approximate) it checks what still must hold: no row older than the
  * bound, rows reused, fewer bytes, the first step exact, the loss going down.
  *
+ * With the argument "perrank" (issue #17, per-rank loading) it runs cases on .cgr files
+ * (synth:small written as version 2 with 4 KiB blocks and as version 1, and cora when
+ * present) with RT_LOAD_PER_RANK: every rank reads only its own rows; each case also
+ * builds the local problem with RT_LOAD_WHOLE and requires it equal bit for bit (ids,
+ * features, labels, split, operator, plans), then the usual checks against one rank;
+ * run on 2-4 ranks, 4 ranks as 2 x 2 and 6 ranks as 2 x 3 emulated nodes.
+ *
  * Any failed check prints "[rank R] FAIL ..." and aborts the whole job. */
 #include <math.h>
 #include <stdio.h>
@@ -269,6 +276,39 @@ struct tcase {
 
 static double worst_loss_all = 0.0, worst_w_all = 0.0;
 
+/* The "perrank" mode: rt_dist_create loads with this (RT_LOAD_PER_RANK), and each case
+ * also builds the local problem with RT_LOAD_WHOLE, which must be the same bit for bit. */
+static enum rt_load g_load = RT_LOAD_AUTO;
+static int g_perrank_cases;
+
+#define SAME_ARR(a, b, cnt, what)                                                            \
+  CHECK(((cnt) == 0) || memcmp((a), (b), (size_t)(cnt) * sizeof *(a)) == 0,                  \
+        "per-rank loading: %s differs from the whole-graph set-up", what)
+
+static void same_local_problem(const struct rt_dist *a, const struct rt_dist *b) {
+  const struct rt_local *x = rt_dist_local(a), *y = rt_dist_local(b);
+  const struct part_local *p = rt_dist_part(a), *q = rt_dist_part(b);
+  CHECK(x->n_inner == y->n_inner && x->n_halo == y->n_halo && x->feat_rows == y->feat_rows &&
+            x->feat_dim == y->feat_dim && x->graph_checksum == y->graph_checksum &&
+            x->n_train_global == y->n_train_global && x->n_val_global == y->n_val_global &&
+            x->n_test_global == y->n_test_global && x->m_global == y->m_global,
+        "per-rank loading: sizes or counts differ from the whole-graph set-up");
+  SAME_ARR(x->gid, y->gid, x->n_inner + x->n_halo, "gid");
+  SAME_ARR(x->feat, y->feat, x->feat_rows * x->feat_dim, "features");
+  SAME_ARR(x->split, y->split, x->n_inner, "split");
+  if (!x->multilabel) SAME_ARR(x->labels, y->labels, x->n_inner, "labels");
+  SAME_ARR(x->agg.rowptr, y->agg.rowptr, x->agg.nrows + 1, "operator rows");
+  SAME_ARR(x->agg.colidx, y->agg.colidx, x->agg.rowptr[x->agg.nrows], "operator columns");
+  SAME_ARR(x->agg.vals, y->agg.vals, x->agg.rowptr[x->agg.nrows], "operator values");
+  CHECK(p->npeers == q->npeers, "per-rank loading: %d peers vs %d", p->npeers, q->npeers);
+  SAME_ARR(p->peer, q->peer, p->npeers, "peers");
+  SAME_ARR(p->send_count, q->send_count, p->npeers, "send counts");
+  SAME_ARR(p->recv_count, q->recv_count, p->npeers, "receive counts");
+  int64_t ns = 0;
+  for (int i = 0; i < p->npeers; i++) ns += p->send_count[i];
+  SAME_ARR(p->send_idx, q->send_idx, ns, "send lists");
+}
+
 /* The "cache" mode: each case runs first without the halo cache (kept in g_plain), then
  * with every cache configuration (g_cache), which must give the plain run's losses and
  * parameters bit for bit (the cache moves the same values) besides passing every check
@@ -348,10 +388,20 @@ static void run_case(const struct tcase *tc) {
   o.part_seed = 3;
   o.use_cache = 0;
   if (g_cache) o.halo_cache = *g_cache;
+  o.load = g_load;
   struct rt_dist *d = NULL;
   const char *how = part_method_name(tc->method);
   if (tc->owners == OWN_PARTITIONER) {
     OK(rt_dist_create(g_comm, &cfg, &o, &d));
+    if (g_load == RT_LOAD_PER_RANK) {
+      struct rt_dist_options ow = o;
+      ow.load = RT_LOAD_WHOLE;
+      struct rt_dist *dw = NULL;
+      OK(rt_dist_create(g_comm, &cfg, &ow, &dw));
+      same_local_problem(d, dw);
+      rt_dist_destroy(&dw);
+      g_perrank_cases++;
+    }
   } else if (tc->owners == OWN_RAPA || tc->owners == OWN_RAPA_PRUNE) {
     struct rapa_rates rates[RAPA_MAX_RANKS];
     for (int p = 0; p < P && p < RAPA_MAX_RANKS; p++) {
@@ -686,8 +736,56 @@ int main(int argc, char **argv) {
   OK(comm_init(&argc, &argv, &g_comm));
   if (!getenv("CAPGNN_LOG_LEVEL")) cg_log_set_level(CG_LOG_WARN);
   const char *which = argc > 1 ? argv[1] : "all";
-  CHECK(!strcmp(which, "all") || !strcmp(which, "cora") || !strcmp(which, "synth") || !strcmp(which, "cache"),
-        "argument '%s': expected cora, synth, cache or nothing", which);
+  CHECK(!strcmp(which, "all") || !strcmp(which, "cora") || !strcmp(which, "synth") || !strcmp(which, "cache") ||
+            !strcmp(which, "perrank"),
+        "argument '%s': expected cora, synth, cache, perrank or nothing", which);
+  if (!strcmp(which, "perrank")) {
+    /* rank 0 writes synth:small as version 2 (4 KiB blocks) and version 1; every rank
+     * then loads its own rows of it (and of the shipped cora, version 1, when present) */
+    char dir[256] = "", v2[512], v1[512], cora[4096];
+    if (comm_rank(g_comm) == 0) {
+      snprintf(dir, sizeof dir, "/tmp/capgnn_perrank_XXXXXX");
+      CHECK(mkdtemp(dir) != NULL, "mkdtemp failed");
+      struct graph g;
+      OK(graph_synth("synth:small", &g));
+      snprintf(v2, sizeof v2, "%s/small2.cgr", dir);
+      snprintf(v1, sizeof v1, "%s/small1.cgr", dir);
+      OK(graph_save_cgr_version(v2, &g, 2, 12));
+      OK(graph_save_cgr(v1, &g));
+      graph_free(&g);
+    }
+    OK(comm_bcast(g_comm, dir, sizeof dir, 0));
+    snprintf(v2, sizeof v2, "%s/small2.cgr", dir);
+    snprintf(v1, sizeof v1, "%s/small1.cgr", dir);
+    snprintf(cora, sizeof cora, "%s/cora.cgr", CAPGNN_TEST_DATASETS);
+    g_load = RT_LOAD_PER_RANK;
+    const struct tcase pcases[] = {
+        {v2, 0, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0},
+        {v2, 1, RT_MODEL_SAGE, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0},
+        {v2, 0, RT_MODEL_GCN, 3, PART_METIS, OWN_PARTITIONER, 1, 0},
+        {v1, 0, RT_MODEL_SAGE, 2, PART_METIS, OWN_PARTITIONER, 0, 0},
+        {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0},
+    };
+    int ran = 0;
+    for (size_t i = 0; i < sizeof pcases / sizeof pcases[0]; i++) {
+      if (pcases[i].graph == cora && access(cora, R_OK) != 0) continue;
+      run_case(&pcases[i]);
+      ran++;
+    }
+    OK(comm_barrier(g_comm));
+    if (comm_rank(g_comm) == 0) {
+      remove(v1);
+      remove(v2);
+      rmdir(dir);
+      printf("%d ranks on %d nodes, per-rank loading: %d cases, each local problem equal to the whole-graph "
+             "set-up's bit for bit, worst loss rel err %.3e (tolerance %g), worst weight err %.3f of the "
+             "tolerance\n",
+             comm_size(g_comm), comm_nnodes(g_comm), g_perrank_cases, worst_loss_all, LOSS_RTOL, worst_w_all);
+    }
+    CHECK(g_perrank_cases == ran, "%d of %d cases compared", g_perrank_cases, ran);
+    comm_finalize(&g_comm);
+    return 0;
+  }
   if (!strcmp(which, "cache")) {
     const int ran = run_cache_cases();
     if (comm_rank(g_comm) == 0)
