@@ -41,6 +41,12 @@ struct cg_adam_params {
   int decoupled; /* 0: Adam with L2 (g += wd*w, as torch.optim.Adam); 1: AdamW (w -= lr*wd*w) */
 };
 
+/* torch.optim.SGD (core/sgd.h): L2 weight decay in the gradient, momentum without
+ * dampening or Nesterov (0: plain SGD). Plain data: passed by value to the kernel. */
+struct cg_sgd_params {
+  float lr, momentum, weight_decay;
+};
+
 /* Dropout site key: with the global vertex id of each row and the column, this
  * fully determines the mask (core/philox.h). */
 struct cg_dropout_key {
@@ -129,6 +135,11 @@ struct cg_backend {
   /* One Adam/AdamW step on n parameters at step t >= 1 (bias correction uses t). */
   void (*adam)(struct cg_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
                const struct cg_adam_params *p, int64_t t);
+
+  /* One SGD step on n parameters (core/sgd.h); buf is the momentum buffer (untouched
+   * when p->momentum is 0). */
+  void (*sgd)(struct cg_backend *be, float *w, const float *g, float *buf, int64_t n,
+              const struct cg_sgd_params *p);
 
   /* ---- halo rows ---- */
   /* dst[i] = src[idx[i]] for i < n (rows of width cols, row strides = cols). */

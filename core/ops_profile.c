@@ -146,6 +146,11 @@ static void w_adam(struct cg_backend *be, float *w, const float *g, float *m, fl
                    const struct cg_adam_params *pa, int64_t t) {
   FWD(CG_PROF_ADAM, p_->in->adam(p_->in, w, g, m, v, n, pa, t));
 }
+/* SGD's update counts in the optimizer's category, which keeps its name "adam" */
+static void w_sgd(struct cg_backend *be, float *w, const float *g, float *buf, int64_t n,
+                  const struct cg_sgd_params *ps) {
+  FWD(CG_PROF_ADAM, p_->in->sgd(p_->in, w, g, buf, n, ps));
+}
 static void w_gather(struct cg_backend *be, const float *s, int64_t c, const int32_t *idx, int64_t n,
                      float *d) {
   FWD(CG_PROF_HALO_ROWS, p_->in->gather_rows(p_->in, s, c, idx, n, d));
@@ -172,7 +177,7 @@ int cg_backend_profile_wrap(struct cg_backend *inner, struct cg_backend **out) {
   b->bias_add = w_bias_add; b->bias_grad = w_bias_grad; b->relu_fwd = w_relu_fwd;
   b->relu_bwd = w_relu_bwd; b->dropout = w_dropout; b->layernorm_fwd = w_ln_fwd;
   b->layernorm_bwd = w_ln_bwd; b->xent = w_xent; b->bce = w_bce; b->eval_counts = w_eval;
-  b->adam = w_adam; b->gather_rows = w_gather; b->scatter_add_rows = w_scatter;
+  b->adam = w_adam; b->sgd = w_sgd; b->gather_rows = w_gather; b->scatter_add_rows = w_scatter;
   *out = b;
   return CG_OK;
 }

@@ -947,6 +947,11 @@ static void cu_adam(struct cg_backend *be, float *w, const float *g, float *m, f
   cgk_adam(IMPL(be)->stream, w, g, m, v, n, &c);
 }
 
+static void cu_sgd(struct cg_backend *be, float *w, const float *g, float *buf, int64_t n,
+                   const struct cg_sgd_params *p) {
+  cgk_sgd(IMPL(be)->stream, w, g, buf, n, p);
+}
+
 static void cu_gather_rows(struct cg_backend *be, const float *src, int64_t cols,
                            const int32_t *idx, int64_t n, float *dst) {
   cgk_gather_rows(IMPL(be)->stream, src, cols, idx, n, dst);
@@ -1152,6 +1157,7 @@ int cg_backend_cuda_create(int device_ordinal, int tf32, struct cg_backend **out
   be->bce = cu_bce;
   be->eval_counts = cu_eval_counts;
   be->adam = cu_adam;
+  be->sgd = cu_sgd;
   be->gather_rows = cu_gather_rows;
   be->scatter_add_rows = cu_scatter_add_rows;
   LOG_INFO("cuda", "device %d: %s; GEMM %s, SpMM %s", device_ordinal, im->describe,

@@ -55,6 +55,9 @@ void cgk_dropout(cudaStream_t s, const float *in, float *out, int64_t rows, int6
 struct cg_adam_coefs;
 void cgk_adam(cudaStream_t s, float *w, const float *g, float *m, float *v, int64_t n,
               const struct cg_adam_coefs *c);
+/* One SGD step: core/sgd.h's cg_sgd_update on every element (buf: momentum). */
+struct cg_sgd_params;
+void cgk_sgd(cudaStream_t s, float *w, const float *g, float *buf, int64_t n, const struct cg_sgd_params *p);
 void cgk_gather_rows(cudaStream_t s, const float *src, int64_t cols, const int32_t *idx, int64_t n,
                      float *dst);
 void cgk_scatter_add_rows(cudaStream_t s, const float *src, int64_t cols, const int32_t *idx,

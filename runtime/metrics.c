@@ -181,6 +181,10 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
   cJSON_AddStringToObject(o, "feat_norm", cfg->feat_norm_row ? "row" : "none");
   cJSON_AddNumberToObject(o, "eval_every", cfg->eval_every);
   cJSON_AddBoolToObject(o, "overlap", cfg->overlap != 0);
+  if (cfg->optimizer == RT_OPT_SGD) cJSON_AddNumberToObject(o, "momentum", fdec(cfg->momentum));
+  cJSON_AddStringToObject(o, "lr_schedule", rt_lr_schedule_str(cfg->lr_schedule));
+  cJSON_AddNumberToObject(o, "early_stop", cfg->early_stop);
+  if (cfg->early_stop > 0) cJSON_AddStringToObject(o, "early_stop_rule", rt_early_stop_rule_str(cfg->early_stop_rule));
   if (cfg->seed <= (1ull << 53)) {
     cJSON_AddNumberToObject(o, "seed", (double)cfg->seed);
   } else {

@@ -429,20 +429,7 @@ int rt_model_step(struct rt_model *m, uint32_t epoch, struct rt_step_stats *st) 
   double loss = 0.0;
   TRY(rt_model_loss_grad(m, epoch, 1, &loss, st));
   m->t_step++;
-  struct cg_adam_params ap;
-  ap.lr = m->cfg.lr;
-  ap.beta1 = m->cfg.beta1;
-  ap.beta2 = m->cfg.beta2;
-  ap.eps = m->cfg.adam_eps;
-  ap.decoupled = m->cfg.optimizer == RT_OPT_ADAMW;
-  /* One call per tensor: weight decay differs between tensors (weights vs biases and
-   * LayerNorm; first layer only with RT_WD_FIRST). */
-  for (int i = 0; i < m->ntensors; i++) {
-    const struct rt_tensor_info *t = &m->tensors[i];
-    ap.weight_decay = t->decay ? m->cfg.weight_decay : 0.0f;
-    m->be->adam(m->be, m->p + t->offset, m->g + t->offset, m->m1 + t->offset, m->m2 + t->offset,
-                t->count, &ap, m->t_step);
-  }
+  rt_model_optimizer_step(m); /* runtime/optimizer.c */
   return CG_OK;
 }
 

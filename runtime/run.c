@@ -41,6 +41,10 @@ int rt_run_check_files(const struct rt_config *cfg) {
   }
   if (cfg->checkpoint_path)
     TRY(rt_checkpoint_probe_target(cfg->checkpoint_path, !cfg->resume_path, in, n - 1, cfg->force));
+  if (cfg->save_best_path) { /* the same rule, as --save-best (the message names the option) */
+    TRY(cg_outfile_check(cfg->save_best_path, "--save-best", rt_checkpoint_kind(), in, n - 1, cfg->force, 0));
+    TRY(cg_outfile_probe(cfg->save_best_path, "best-weights checkpoint"));
+  }
   return CG_OK;
 }
 

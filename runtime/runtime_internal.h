@@ -145,6 +145,10 @@ int rt_model_count_params(const struct rt_local *loc, const struct rt_config *cf
 int rt_model_build(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
                    struct cg_exchange *ex, struct rt_model **out);
 
+/* The optimizer's update of step m->t_step (already counted) from the gradient in m->g:
+ * Adam/AdamW or SGD at rt_lr_at's learning rate (runtime/optimizer.c). */
+void rt_model_optimizer_step(struct rt_model *m);
+
 /* ---- the training loop's bookkeeping (train.c, checkpoint_run.c) -------------- */
 
 /* The best evaluation so far: the highest validation accuracy, ties to the lower
@@ -163,6 +167,30 @@ struct rt_train_track {
   struct rt_best best;
   double last_val;
 };
+
+/* ---- early stopping (early_stop.c) ------------------------------------------- */
+
+/* Where --early-stop N stands, over the evaluations of the --eval-every schedule
+ * (runtime.h, rt_train, states the rules). */
+struct rt_early_stop {
+  int n;                     /* 0: off */
+  enum rt_early_stop_rule rule;
+  int evals;                 /* scheduled evaluations so far */
+  double best_loss;          /* patience: the lowest validation loss so far (inf: none) */
+  int since;                 /* patience: evaluations since it was reached */
+  double *hist;              /* window: the last n losses before this one, oldest first */
+  int hist_n;
+  int stopped;               /* the rule has fired */
+};
+int rt_early_stop_init(struct rt_early_stop *es, const struct rt_config *cfg);
+/* The scheduled evaluation's validation loss; returns 1 when the run stops after it. */
+int rt_early_stop_update(struct rt_early_stop *es, double val_loss);
+/* To and from a checkpoint (its es_* fields; the copy in c is borrowed from es). */
+void rt_early_stop_to_checkpoint(const struct rt_early_stop *es, struct rt_checkpoint *c);
+int rt_early_stop_from_checkpoint(struct rt_early_stop *es, const struct rt_checkpoint *c);
+void rt_early_stop_free(struct rt_early_stop *es);
+/* Why the rule fired, for the log (a static buffer). */
+const char *rt_early_stop_describe(const struct rt_early_stop *es);
 
 /* ---- the metrics file (metrics.c) -------------------------------------------- */
 
@@ -280,8 +308,9 @@ const struct cg_outfile_kind *rt_checkpoint_kind(void);
 int rt_checkpoint_probe_target(const char *path, int warn_replace, const struct cg_outfile_input *inputs,
                                int ninputs, int force);
 /* The run's files must be distinct: the checkpoint, the resume file, the metrics
- * file and the graph file (when --graph names a file) cannot be one another (the
- * metrics appended to a checkpoint, a checkpoint written over the dataset). */
+ * file, the best-weights file and the graph file (when --graph names a file) cannot
+ * be one another (the metrics appended to a checkpoint, a checkpoint written over the
+ * dataset); the checkpoint and the best-weights file may be the resume file. */
 int rt_checkpoint_check_paths(const struct rt_config *cfg);
 /* The checkpoint a run resumes from, read once, before the graph is loaded:
  * cfg->resume_path reads back and rt_checkpoint_fits the run (without warnings; the
@@ -304,13 +333,45 @@ int rt_checkpoint_fits_problem(const struct rt_checkpoint *c, const char *path,
  * bookkeeping and *tr; *done gets the checkpoint's epoch. */
 int rt_checkpoint_restore(const struct rt_checkpoint *c, const char *path, struct rt_model *m,
                           const struct rt_local *loc, const struct rt_config *cfg, struct rt_result *r,
-                          struct rt_train_track *tr, int *done);
+                          struct rt_train_track *tr, struct rt_early_stop *es, int *done);
 /* Write the state after `epoch` epochs to cfg->checkpoint_path. Every rank holds the
  * same parameters: rank 0 writes, and all ranks learn (through ex, when given)
  * whether it worked, so that a failed write stops every rank or none. */
 int rt_checkpoint_save(struct rt_model *m, const struct cg_backend *be, const struct rt_local *loc,
                        struct cg_exchange *ex, const struct rt_config *cfg, const struct rt_result *r,
-                       const struct rt_train_track *tr, int epoch);
+                       const struct rt_train_track *tr, const struct rt_early_stop *es, int epoch);
+/* The same to `path`, with the parameters and optimizer state of backend arrays
+ * (params, mom1, mom2: rt_model_num_params floats each; rank 0's are written) after
+ * `steps` optimizer steps: the model's own (rt_checkpoint_save) or a copy kept at the
+ * best epoch (runtime/best.c). es may be NULL (the rule's state then starts afresh). */
+int rt_checkpoint_save_state(const char *path, const struct rt_model *m, const struct cg_backend *be,
+                             const struct rt_local *loc, struct cg_exchange *ex, const struct rt_config *cfg,
+                             const struct rt_result *r, const struct rt_train_track *tr,
+                             const struct rt_early_stop *es, int epoch, const float *params,
+                             const float *mom1, const float *mom2, int64_t steps);
+
+/* ---- the best epoch's weights (best.c; --save-best) --------------------------------- */
+
+/* A copy of the parameters and optimizer state on the backend, taken whenever a
+ * scheduled evaluation becomes the best (rank 0 only; the others hold the same), and
+ * written as a checkpoint of that epoch when the run ends, however it ends. */
+struct rt_best_keep {
+  float *p, *m1, *m2;        /* backend arrays; NULL: not kept (no --save-best, rank != 0) */
+  int64_t steps;
+  int epoch;                 /* 0: nothing taken in this run */
+  struct rt_train_track tr;  /* the bookkeeping at that epoch */
+  double train_acc, val_acc, test_acc;
+};
+int rt_best_keep_init(struct rt_best_keep *k, struct rt_model *m, const struct rt_local *loc,
+                      const struct rt_config *cfg);
+void rt_best_keep_take(struct rt_best_keep *k, struct rt_model *m, const struct rt_train_track *tr,
+                       const struct rt_eval *ev);
+/* Every rank calls it (the write is agreed, as rt_checkpoint_save); *written = 1 when the
+ * file was written. */
+int rt_best_keep_save(struct rt_best_keep *k, struct rt_model *m, const struct cg_backend *be,
+                      const struct rt_local *loc, struct cg_exchange *ex, const struct rt_config *cfg,
+                      const struct rt_result *r, int *written);
+void rt_best_keep_free(struct rt_best_keep *k, struct rt_model *m);
 
 /* ---- emulated heterogeneity (backend.c) ----------------------------------------- */
 
