@@ -512,6 +512,17 @@ int jaca_exchange_stats(const struct cg_exchange *ex, int layer, struct jaca_sta
   return CG_OK;
 }
 
+int jaca_exchange_window(const struct cg_exchange *ex, struct jaca_window *out) {
+  memset(out, 0, sizeof *out);
+  if (!ex || ex->destroy != jx_destroy)
+    return cg_err_set(CG_ERR_ARG, "jaca_exchange_window: not a caching exchange");
+  const struct jaca_node_plan *p = &((const struct jaca_exchange *)ex)->plan;
+  out->reads = p->win_reads;
+  out->policy_hits = p->win_policy_hits;
+  out->oracle_hits = p->win_oracle_hits;
+  return CG_OK;
+}
+
 int jaca_exchange_options(const struct cg_exchange *ex, struct jaca_options *out) {
   if (!ex || ex->destroy != jx_destroy)
     return cg_err_set(CG_ERR_ARG, "jaca_exchange_options: not a caching exchange");
@@ -569,14 +580,18 @@ static int jx_alloc(struct jaca_exchange *j) {
 
 static void jx_log(struct comm *c, const struct jaca_exchange *j) {
   /* node totals from each node's local rank 0 */
-  int64_t v[4] = {0, 0, 0, 0};
+  int64_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   if (comm_local_rank(c) == 0) {
     v[0] = j->plan.n_union;
     v[1] = j->plan.n_admitted;
     v[2] = (int64_t)(j->layer_bytes * (size_t)(j->layers.nlayers - 1));
+    v[4] = j->plan.win_reads;
+    v[5] = j->plan.win_policy_hits;
+    v[6] = j->plan.win_oracle_hits < 0 ? 0 : j->plan.win_oracle_hits;
+    v[7] = j->plan.win_oracle_hits < 0;
   }
   v[3] = j->plan.n_halo;
-  if (comm_allreduce_i64(c, v, 4, COMM_SUM) != CG_OK) {
+  if (comm_allreduce_i64(c, v, 8, COMM_SUM) != CG_OK) {
     cg_err_clear();
     return;
   }
@@ -587,6 +602,10 @@ static void jx_log(struct comm *c, const struct jaca_exchange *j) {
            "%.1f MiB of shared memory in all",
            (long long)v[1], (long long)v[0], comm_nnodes(c), comm_nnodes(c) == 1 ? "" : "s",
            (long long)v[3], (double)v[2] / 1048576.0);
+  if (v[4] > 0 && v[7] == 0)
+    LOG_INFO("jaca", "hit rate over a refresh window of %d step%s: %.1f %% (Belady's MIN with the same slots: %.1f %%)",
+             j->opt.staleness + 1, j->opt.staleness == 0 ? "" : "s", 100.0 * (double)v[5] / (double)v[4],
+             100.0 * (double)v[6] / (double)v[4]);
 }
 
 int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct part_local *pl,

@@ -152,6 +152,23 @@ struct jaca_stats {
 /* CG_ERR_ARG when ex is not a caching exchange from jaca_exchange_create or layer is
  * out of range. */
 int jaca_exchange_stats(const struct cg_exchange *ex, int layer, struct jaca_stats *out);
+/* How far the tiers are from the best any cache of their size could do, over one
+ * refresh window (S + 1 training steps; the cache's values live that long). The trace
+ * is a node's halo reads of the window (each rank's halo rows in order, by local rank),
+ * after each vertex owned on the node is written once by its owner:
+ *  reads        the reads of the window
+ *  policy_hits  those the tiers serve without sending the row to the reader (what
+ *               cache_hit_rate tends to over a long run)
+ *  oracle_hits  those Belady's MIN serves on the same trace with the same slots (the
+ *               node tier's and the node's rank tiers' as one cache); -1 when the trace
+ *               was too long to simulate (more than 4M entries)
+ * On each node's local rank 0, zeros on its other ranks: sums over the ranks are the
+ * job's. CG_ERR_ARG for an exchange that is not a caching one. */
+struct jaca_window {
+  int64_t reads, policy_hits, oracle_hits;
+};
+int jaca_exchange_window(const struct cg_exchange *ex, struct jaca_window *out);
+
 /* The options a caching exchange was created with (CG_ERR_ARG for any other exchange). */
 int jaca_exchange_options(const struct cg_exchange *ex, struct jaca_options *out);
 

@@ -96,7 +96,28 @@ struct jaca_node_plan {
   int64_t n_read;
   int64_t *read_halo, *read_row;
   int32_t *read_phase;
+  /* Hit rates over one refresh window (S + 1 steps), on each node's local rank 0 (zeros
+   * on its other ranks, so that sums over the ranks are the job's). The node's access
+   * trace: each vertex owned on the node once (its owner writing it into the tier, a
+   * fill that sends nothing), then the node's halo reads of S + 1 steps (local rank 0's
+   * halo rows in order, then local rank 1's, ...). A value lives S + 1 steps, so one
+   * window is the steady state.
+   *  win_reads        the reads of the window
+   *  win_policy_hits  reads the plan serves without sending the row to the reader: an
+   *                   admitted vertex all its reads but, when its owner is on another
+   *                   node, the receiver's one per window; a row a rank tier keeps S of
+   *                   its S + 1 reads. What cache_hit_rate tends to over a long run (and
+   *                   equals over generations 2 .. S + 2 of a layer: tested).
+   *  win_oracle_hits  Belady's MIN (jaca_oracle_hits) on that trace with the node tier's
+   *                   and the node's rank tiers' slots as one cache: no arrangement of the
+   *                   same slots serves more (>= win_policy_hits, tested); -1 when the
+   *                   trace is longer than JACA_ORACLE_MAX_TRACE entries. */
+  int64_t win_reads, win_policy_hits, win_oracle_hits;
 };
+
+/* The longest access trace simulated for win_oracle_hits (32 bytes of set-up memory an
+ * entry). */
+#define JACA_ORACLE_MAX_TRACE (1 << 22)
 
 /* The phase of vertex gid under staleness S (0 when S = 0). */
 int jaca_phase(int64_t gid, int staleness);

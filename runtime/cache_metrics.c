@@ -8,6 +8,7 @@
  *   exchange's host all-reduce (maxima through its MAX), like the other per-epoch sums.
  * - Whether there is a cache is agreed at creation: a rank whose exchange is wrapped
  *   (the test fault injection) must not skip the collective the others enter. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -111,6 +112,13 @@ int rt_cache_track_create(struct cg_exchange *ex, int nlayers, struct rt_cache_t
   t->totals.staleness = o.staleness;
   t->totals.grad_staleness = o.grad_staleness;
   for (int l = 1; l < nlayers; l++) TRY(jaca_exchange_stats(ex, l, &t->prev[l]));
+  struct jaca_window w;
+  TRY(jaca_exchange_window(ex, &w));
+  double wv[4] = {(double)w.reads, (double)w.policy_hits, w.oracle_hits < 0 ? 0.0 : (double)w.oracle_hits,
+                  w.oracle_hits < 0 ? 1.0 : 0.0};
+  TRY(ex->allreduce_host(ex, wv, 4, CG_REDUCE_SUM));
+  t->totals.policy_hit_rate = wv[0] > 0 ? wv[1] / wv[0] : NAN;
+  t->totals.oracle_hit_rate = wv[0] > 0 && wv[3] == 0.0 ? wv[2] / wv[0] : NAN;
   *out = t;
   return CG_OK;
 }

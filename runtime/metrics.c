@@ -148,6 +148,8 @@ int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec) {
     cJSON_AddNumberToObject(o, "cache_hit_rate", (double)rec->cache_hits / (double)rec->cache_lookups);
   else
     cJSON_AddNullToObject(o, "cache_hit_rate");
+  /* beside it, the best any cache of the same slots could do (a set-up figure) */
+  json_num(o, "cache_oracle_hit_rate", rec->cache_lookups > 0 && rec->cache ? rec->cache->oracle_hit_rate : NAN);
   json_num(o, "eval_s", rec->eval_s);
   if (rec->cache) cJSON_AddItemToObject(o, "cache", cache_object(rec->cache));
   return write_line(mt, o);
@@ -224,6 +226,8 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
       cJSON_AddNumberToObject(c, "staleness", cache->staleness);
       cJSON_AddNumberToObject(c, "grad_staleness", cache->grad_staleness);
       cJSON_AddBoolToObject(c, "exact", cache->staleness == 0 && cache->grad_staleness == 0);
+      json_num(c, "policy_hit_rate", cache->policy_hit_rate);
+      json_num(c, "oracle_hit_rate", cache->oracle_hit_rate);
     }
     cJSON_AddItemToObject(o, "cache", c);
   }

@@ -118,6 +118,10 @@ struct rt_cache_record {
   char policy[8];
   double capacity, host_mb;
   int staleness, grad_staleness;
+  /* over one refresh window, summed over the nodes (jaca/jaca.h, struct jaca_window):
+   * the hit rate the tiers' rows give and Belady's MIN's with the same slots; NaN when
+   * a node's trace was too long to simulate */
+  double policy_hit_rate, oracle_hit_rate;
   struct rt_cache_row total;
   struct rt_cache_row layer[RT_CACHE_MAX_LAYERS]; /* [l], l >= 1 */
 };

@@ -10,8 +10,10 @@
  *    counts add up (hits + misses = lookups, per layer summing to the total), whose
  *    bytes_saved = bytes_exact - bytes_intra_node - bytes_inter_node, and whose saving
  *    is exactly the difference of halo_bytes against the plain run; with the whole node
- *    halo in the tier nothing is sent between ranks of a node. The summary names the
- *    settings (policy, capacity, staleness 0, exact) and holds the run's totals.
+ *    halo in the tier nothing is sent between ranks of a node. Beside the hit rate,
+ *    cache_oracle_hit_rate is in [0, 1]. The summary names the settings (policy,
+ *    capacity, staleness 0, exact), holds the run's totals, and policy_hit_rate <=
+ *    oracle_hit_rate (Belady's MIN), equal when the tier holds the whole node halo.
  *    With --staleness 2 --cache-warmup 1 (lru, half of the rows): epoch 1 (warm-up) and
  *    epoch 2 (the cache's first exchange refreshes every row) equal the plain run bit
  *    for bit; every epoch's oldest row is at most 2 epochs old; rows are reused (hits)
@@ -103,6 +105,14 @@ static void read_run(const char *path, int cached, int whole_halo, const char *p
         for (int e = 0; e < r->n; e++) tot += r->saved[e];
         CHECK(c && num(c, "bytes_saved") == tot, "%s: summary saves %.0f bytes, the epochs %.0f", path,
               num(c, "bytes_saved"), tot);
+        /* the window's rates: the tiers' own, and Belady's MIN with the same slots, which
+         * no policy beats; with the whole node halo held and nothing kept across steps,
+         * they are equal */
+        const double prate = num(c, "policy_hit_rate"), orate = num(c, "oracle_hit_rate");
+        CHECK(prate >= 0 && prate <= orate && orate <= 1, "%s: policy hit rate %g, Belady's MIN %g", path, prate,
+              orate);
+        if (whole_halo && staleness == 0)
+          CHECK(prate == orate, "%s: the whole node halo held, yet MIN %g beats the tiers' %g", path, orate, prate);
         r->summary_ok = c != NULL;
       } else {
         CHECK(c == NULL, "%s: a cache object without a cache", path);
@@ -114,7 +124,9 @@ static void read_run(const char *path, int cached, int whole_halo, const char *p
       r->halo[e] = num(o, "halo_bytes");
       const cJSON *hr = cJSON_GetObjectItemCaseSensitive(o, "cache_hit_rate");
       if (!cached) {
-        CHECK(cJSON_IsNull(hr) && c == NULL, "%s epoch %d: cache fields without a cache", path, e + 1);
+        CHECK(cJSON_IsNull(hr) && cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "cache_oracle_hit_rate")) &&
+                  c == NULL,
+              "%s epoch %d: cache fields without a cache", path, e + 1);
       } else {
         CHECK(c != NULL, "%s epoch %d: no cache object", path, e + 1);
         if (c && num(c, "lookups") == 0) { /* warm-up: the plain exchange */
@@ -128,6 +140,9 @@ static void read_run(const char *path, int cached, int whole_halo, const char *p
                 look);
           CHECK(fabs(hr->valuedouble - (rh + nh) / look) < 1e-12, "%s epoch %d: hit rate %g", path, e + 1,
                 hr->valuedouble);
+          const cJSON *orate = cJSON_GetObjectItemCaseSensitive(o, "cache_oracle_hit_rate");
+          CHECK(cJSON_IsNumber(orate) && orate->valuedouble >= 0 && orate->valuedouble <= 1,
+                "%s epoch %d: no Belady MIN hit rate beside the hit rate", path, e + 1);
           const double saved = num(c, "bytes_saved");
           CHECK(saved == num(c, "bytes_exact") - num(c, "bytes_intra_node") - num(c, "bytes_inter_node"),
                 "%s epoch %d: bytes_saved %.0f", path, e + 1, saved);

@@ -245,7 +245,8 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   struct cg_exchange_counters c0, c1;
   ex->counters(ex, &c0);
   struct expect x1 = {0}; /* layer 1's */
-  int64_t worst_age = 0, per_gen_inter[EPOCH_CODES] = {0};
+  int64_t worst_age = 0, per_gen_inter[EPOCH_CODES] = {0}, per_gen_hits[EPOCH_CODES] = {0},
+          per_gen_lookups[EPOCH_CODES] = {0};
   for (uint32_t e = 1; e <= E; e++) {
     for (int l = 1; l < NLAYERS; l++) {
       CHECK(forward_check(&s, be, ex, d, h, l, e, 0, p, &worst_age) == 0,
@@ -254,6 +255,10 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
         const int64_t before = x1.inter;
         expect_add(&x1, p, e);
         per_gen_inter[e] = x1.inter - before;
+        struct jaca_stats now;
+        OK(jaca_exchange_stats(ex, 1, &now));
+        per_gen_hits[e] = now.rank_hits + now.node_hits;
+        per_gen_lookups[e] = now.lookups;
       }
     }
     backward_check(&s, be, ex, d, h);
@@ -288,6 +293,29 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
     CHECK(period == per_gen_inter[1] + staleness * always,
           "inter-node rows over one period %lld, one full refresh %lld + %d x %lld always", (long long)period,
           (long long)per_gen_inter[1], staleness, (long long)always);
+  }
+
+  /* the hit rates of one refresh window: the plan's equal what the cache did over
+   * generations 2 .. S + 2 (every phase refreshed once), summed over the ranks; Belady's
+   * MIN with the same slots does at least as well, and no better when the tiers hold
+   * every row and nothing is reused across steps */
+  double win_rate = 0.0, win_oracle = 0.0;
+  {
+    struct jaca_window w;
+    OK(jaca_exchange_window(ex, &w));
+    CHECK(comm_local_rank(g_comm) == 0 || (w.reads == 0 && w.policy_hits == 0 && w.oracle_hits == 0),
+          "window counts on a rank other than the node's first");
+    int64_t v[5] = {per_gen_hits[staleness + 2] - per_gen_hits[1], per_gen_lookups[staleness + 2] - per_gen_lookups[1],
+                    w.policy_hits, w.reads, w.oracle_hits};
+    OK(comm_allreduce_i64(g_comm, v, 5, COMM_SUM));
+    CHECK(v[0] == v[2] && v[1] == v[3], "one window: %lld hits of %lld reads measured, the plan says %lld of %lld",
+          (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3]);
+    CHECK(v[4] >= v[2] && v[4] <= v[3], "Belady's MIN: %lld hits, the plan %lld, of %lld reads", (long long)v[4],
+          (long long)v[2], (long long)v[3]);
+    if (capacity >= 1.0 && staleness == 0)
+      CHECK(v[4] == v[2], "every row held, staleness 0: MIN %lld hits, the plan %lld", (long long)v[4], (long long)v[2]);
+    win_rate = v[3] ? 100.0 * (double)v[2] / (double)v[3] : 0.0;
+    win_oracle = v[3] ? 100.0 * (double)v[4] / (double)v[3] : 0.0;
   }
 
   /* statistics and counters */
@@ -340,10 +368,10 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   if (me == 0)
     printf("ok: %-13s %s owners, %s, %s %3.0f %%, S %d: node tiers hold %lld of %lld rows; rows between nodes: %lld "
            "per full refresh, %.1f per exchange over %lld (per-rank exchange: %lld in all); %lld node hits, %lld rank "
-           "hits, %lld torn reads retried, oldest row used %lld epochs\n",
+           "hits, %lld torn reads retried, oldest row used %lld epochs; hit rate over a window %.1f %%, Belady's MIN %.1f %%\n",
            spec, random_owners ? "random" : "v mod P", be->name, jaca_policy_name(policy), capacity * 100, staleness,
            (long long)v[2], (long long)v[3], (long long)v[0], (double)v[7] / (double)nx, (long long)nx, (long long)v[1],
-           (long long)v[5], (long long)v[6], (long long)v[4], (long long)worst_age);
+           (long long)v[5], (long long)v[6], (long long)v[4], (long long)worst_age, win_rate, win_oracle);
   be->free(be, d);
   free(h);
   cg_exchange_destroy(&ex);
