@@ -86,7 +86,8 @@ struct jaca_exchange {
 };
 
 static struct jaca_exchange *impl(struct cg_exchange *ex) { return (struct jaca_exchange *)ex; }
-static int on_host(const struct jaca_exchange *j) { return j->be->kind == CG_DEVICE_CPU; }
+static int on_host_be(const struct cg_backend *be) { return be->kind == CG_DEVICE_CPU; }
+static int on_host(const struct jaca_exchange *j) { return on_host_be(j->be); }
 
 static char *node_row(const struct jaca_exchange *j, int layer, int64_t r) {
   return j->seg + (size_t)(layer - 1) * j->layer_bytes + (size_t)r * j->stride;
@@ -608,6 +609,55 @@ static void jx_log(struct comm *c, const struct jaca_exchange *j) {
              100.0 * (double)v[6] / (double)v[4]);
 }
 
+/* The tiers' memory budgets (node_internal.h, struct jaca_budget): a MiB option as
+ * given, or with JACA_MB_AUTO the memory measured free now (Algorithm 1: the node's
+ * least available host memory over its ranks, so that they all plan the same node tier;
+ * the backend's free memory for a rank tier, which on the CPU backend is the same host
+ * memory, shared by the node's ranks after the node tier). Collective over the world. */
+static int measure_budget(struct comm *c, struct cg_backend *be, const struct jaca_options *o,
+                          struct jaca_budget *b) {
+  const int64_t MiB = 1048576;
+  memset(b, 0, sizeof *b);
+  b->node_avail = b->rank_avail = -1;
+  b->rank_share = 1;
+  int st = CG_OK;
+  size_t host_free = 0, dev_free = 0;
+  if (o->host_mb == JACA_MB_AUTO || (o->device_mb == JACA_MB_AUTO && on_host_be(be)))
+    st = cg_host_mem_info(&host_free, NULL);
+  if (st == CG_OK && o->device_mb == JACA_MB_AUTO && !on_host_be(be))
+    st = be->mem_info ? be->mem_info(be, &dev_free, NULL)
+                      : cg_err_set(CG_ERR_ARG, "jaca: backend %s cannot say its free memory: give --cache-device-mb N",
+                                   be->name);
+  TRY(comm_agree(c, st, "jaca: measuring free memory for the cache's capacity"));
+  const int L = comm_local_size(c);
+  int64_t *all = cg_malloc(sizeof(int64_t) * (size_t)L, "jaca: free memory of the node's ranks");
+  st = all ? CG_OK : CG_ERR_NOMEM;
+  TRY(comm_agree(c, st, "jaca: measuring free memory"));
+  st = comm_node_allgather_i64(c, (int64_t)host_free, all);
+  int64_t node_free = (int64_t)host_free;
+  for (int r = 0; st == CG_OK && r < L; r++)
+    if (all[r] < node_free) node_free = all[r];
+  cg_free(all);
+  TRY(comm_agree(c, st, "jaca: measuring free memory"));
+  if (o->host_mb > 0) b->node_avail = o->host_mb * MiB;
+  else if (o->host_mb == JACA_MB_AUTO) {
+    b->node_avail = node_free;
+    b->node_reserve = o->reserve_mb * MiB;
+  }
+  if (o->device_mb > 0) b->rank_avail = o->device_mb * MiB;
+  else if (o->device_mb == JACA_MB_AUTO) {
+    b->rank_reserve = o->reserve_mb * MiB;
+    if (on_host_be(be)) {
+      b->rank_avail = node_free;
+      b->rank_share = L;
+      b->rank_after_node = 1;
+    } else {
+      b->rank_avail = (int64_t)dev_free;
+    }
+  }
+  return CG_OK;
+}
+
 int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct part_local *pl,
                          const struct cg_csr *agg, int64_t max_cols, const struct jaca_layers *layers,
                          const struct jaca_options *o, struct cg_exchange **out) {
@@ -653,7 +703,11 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
       if (comm_node_of(c, pl->peer[k]) != comm_node(c)) j->plain_send_rows_inter += pl->send_count[k];
     }
   TRY_GOTO(comm_agree(c, st, "allocating the halo cache"), fail);
-  TRY_GOTO(jaca_node_plan_build(c, pl, agg, o, layers, &j->plan), fail); /* agreed inside */
+  {
+    struct jaca_budget b;
+    TRY_GOTO(measure_budget(c, be, o, &b), fail); /* agreed inside */
+    TRY_GOTO(jaca_node_plan_build(c, pl, agg, o, layers, &b, &j->plan), fail); /* agreed inside */
+  }
   TRY_GOTO(comm_exchange_create(c, be, &plain_plan, max_cols, &j->plain), fail);
   j->fwd = cg_calloc((size_t)j->plan.nclasses, sizeof *j->fwd, "jaca: forward exchanges");
   st = j->fwd ? CG_OK : CG_ERR_NOMEM;

@@ -32,9 +32,15 @@
  *  - Evaluation (epoch 0), the set-up exchange of the input features, and the first
  *    --cache-warmup epochs go through the plain exchange unchanged.
  *
+ *  - Capacity: besides --cache-capacity (a fraction of the rows), each tier's memory
+ *    budget is by default Algorithm 1 of the paper on memory measured free at set-up,
+ *    less a reserve (jaca_capacity_rows); --cache-host-mb / --cache-device-mb N fix it.
+ *  - Beside the measured hit rate, the hit rate Belady's MIN would reach on the same
+ *    reads with the same slots (jaca_exchange_window).
+ *
  * Not built yet (issue #13): the adaptive mode
- * (--staleness adaptive), prefetch queues (background thread, CUDA stream), Algorithm
- * 1's default capacity from measured free memory. Options that need them are refused
+ * (--staleness adaptive), prefetch queues (background thread, CUDA stream), halo
+ * gradients through the node tier. Options that need them are refused
  * by jaca_options_check with a message saying so. On a CUDA backend the rank tier is
  * device memory and the node tier is reached through host staging buffers (synchronous
  * copies; compiled, tested with a fake device, not run on a GPU).
@@ -73,15 +79,25 @@ const char *jaca_policy_name(enum jaca_policy p); /* "none", "jaca", "lru", "fif
 /* The names above -> policy; CG_ERR_ARG listing them for anything else. */
 int jaca_policy_parse(const char *s, enum jaca_policy *out);
 
+/* host_mb / device_mb: the budget from measured free memory (Algorithm 1, below). */
+#define JACA_MB_AUTO (-1)
+#define JACA_RESERVE_MB_DEFAULT 1024
+
 struct jaca_options {
   enum jaca_policy policy; /* NONE: no cache at all */
   /* Node tier budget. capacity: the fraction of the node's halo rows it may hold, in
-   * (0, 1] (1 = every row); host_mb > 0 instead caps its size in MiB (the smaller of the
-   * two wins when both are given). */
+   * (0, 1] (1 = every row); host_mb > 0 caps its size in MiB besides (the smaller of the
+   * two wins), 0 = no MiB cap, JACA_MB_AUTO (the default) = Algorithm 1 on the node's
+   * available host memory less reserve_mb (jaca_capacity_rows). */
   double capacity;
   int64_t host_mb;
-  int64_t device_mb; /* rank tier budget in MiB per rank (> 0), besides capacity: the
-                        fraction of a rank's direct rows it keeps (with staleness > 0) */
+  int64_t device_mb; /* rank tier budget per rank, besides capacity (the fraction of a
+                        rank's direct rows it keeps, with staleness > 0): > 0 MiB, 0 = no
+                        MiB cap, JACA_MB_AUTO (default) = Algorithm 1 on the backend's
+                        free memory less reserve_mb, shared by the node's ranks on the
+                        CPU backend (their memory is the host's) */
+  int64_t reserve_mb; /* Algorithm 1's reserved memory, MiB (default 1024): left free for
+                         everything the job allocates after the cache */
   int staleness;     /* S in [0, JACA_MAX_STALENESS]: 0 = exact */
   int grad_staleness; /* G: 0 = every gradient sent back every epoch (exact); G > 0: a
                          halo row's gradient is sent at most every G + 1 steps (by phase)
@@ -89,13 +105,25 @@ struct jaca_options {
   int warmup;        /* epochs with the cache off (the plain exchange) at the start */
 };
 
-/* policy NONE, capacity 1, no MiB budgets, staleness 0, grad_staleness 0, warmup 0. */
+/* policy NONE, capacity 1, MiB budgets JACA_MB_AUTO with 1024 MiB reserved, staleness 0,
+ * grad_staleness 0, warmup 0. */
 void jaca_options_defaults(struct jaca_options *o);
 /* Range checks; CG_ERR_ARG naming the option and its range. */
 int jaca_options_check(const struct jaca_options *o);
 /* One line for the log naming the policy and every approximation in force
  * ("jaca, node tier 10 % of the halo rows, exact (staleness 0)"). */
 const char *jaca_options_describe(const struct jaca_options *o, char *buf, size_t len);
+
+/* Algorithm 1 of the CaPGNN paper (its cache capacity), as used here: a tier holds
+ *   min(floor((avail_bytes - reserve_bytes) / vertex_bytes), candidates)
+ * rows, where avail_bytes is the memory measured free where the tier lives (the node's
+ * available host memory for the node tier, the least any of its ranks sees; the
+ * backend's free memory for a rank tier), reserve_bytes what must stay free for the
+ * rest of the job, vertex_bytes the bytes one vertex takes in the tier over every
+ * cached layer (the sum of its rows' sizes), candidates the rows the tier could hold at
+ * most (the node's halo vertices; a rank's direct rows). 0 when nothing is left after
+ * the reserve; vertex_bytes <= 0 gives candidates. */
+int64_t jaca_capacity_rows(int64_t avail_bytes, int64_t reserve_bytes, int64_t vertex_bytes, int64_t candidates);
 
 /* The layers a cache serves: layer l in [1, nlayers) exchanges rows of at most `cols`
  * values (the model's hidden width: a hidden layer's input or its transformed rows);

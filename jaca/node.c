@@ -74,12 +74,6 @@ uint32_t jaca_last_refresh(uint32_t g, int cls, int staleness) {
   return g - (g - 1u - (uint32_t)cls) % period;
 }
 
-int64_t jaca_node_rows_for_mb(int64_t mb, const struct jaca_layers *layers) {
-  const int64_t per_vertex = (int64_t)jaca_row_stride(layers->cols) * (layers->nlayers - 1);
-  if (mb <= 0 || per_vertex <= 0) return 0;
-  return (int64_t)((double)mb * 1048576.0 / (double)per_vertex);
-}
-
 /* Local id of global id g among the inner rows (gid[0..n) increasing), -1 if absent. */
 static int64_t inner_of(const int32_t *gid, int64_t n, int64_t g) {
   int64_t lo = 0, hi = n;
@@ -291,7 +285,7 @@ static int window_rates(struct comm *c, const struct window_in *w, struct jaca_n
 
 int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const struct cg_csr *agg,
                          const struct jaca_options *o, const struct jaca_layers *layers,
-                         struct jaca_node_plan *p) {
+                         const struct jaca_budget *b, struct jaca_node_plan *p) {
   int st = CG_OK;
   memset(p, 0, sizeof *p);
   const int P = comm_size(c), me = comm_rank(c);
@@ -395,12 +389,14 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
   for (int64_t k = 0; k < U; k++) u_rank[prio_order[k]] = k;
 
   /* ---- admission: the policy's directory over one epoch of the node's reads ---- */
+  const int64_t node_vertex_bytes = (int64_t)jaca_row_stride(layers->cols) * (layers->nlayers - 1);
   int64_t cap = (int64_t)(o->capacity * (double)U);
   if (cap > U) cap = U;
-  if (o->host_mb > 0) {
-    const int64_t by_mb = jaca_node_rows_for_mb(o->host_mb, layers);
-    if (by_mb < cap) cap = by_mb;
+  if (b->node_avail >= 0) {
+    const int64_t by_mem = jaca_capacity_rows(b->node_avail, b->node_reserve, node_vertex_bytes, U);
+    if (by_mem < cap) cap = by_mem;
   }
+  p->node_rows_budget = cap;
   st = jaca_dir_create(o->policy, U, cap, u_rank, &dir);
   if (st < 0) goto fail_agree;
   for (int64_t e = 0; e < ntot; e++) {
@@ -449,10 +445,13 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
     int64_t ndc = 0;
     for (int64_t i = 0; i < nh; i++) ndc += u_row[ent_u[lr_first[lr] + i]] < 0;
     int64_t rcap = (int64_t)(o->capacity * (double)ndc);
-    if (o->device_mb > 0 && layers->nlayers > 1) {
-      const int64_t by_mb = (int64_t)((double)o->device_mb * 1048576.0 /
-                                      ((double)layers->cols * sizeof(float) * (layers->nlayers - 1)));
-      if (by_mb < rcap) rcap = by_mb;
+    if (b->rank_avail >= 0) {
+      /* on the host, after the node tier's share of the same memory */
+      const int64_t avail = b->rank_avail - (b->rank_after_node ? cap * node_vertex_bytes : 0);
+      const int64_t share = b->rank_share > 1 ? b->rank_share : 1;
+      const int64_t by_mem = jaca_capacity_rows(avail / share, b->rank_reserve / share,
+                                                layers->cols * (int64_t)sizeof(float) * (layers->nlayers - 1), ndc);
+      if (by_mem < rcap) rcap = by_mem;
     }
     int64_t *dkey = cg_malloc(sizeof(int64_t) * nhs, "jaca: rank tier candidates");
     int64_t *drank = cg_malloc(sizeof(int64_t) * nhs, "jaca: rank tier priorities");

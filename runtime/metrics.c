@@ -222,7 +222,8 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
     if (c) { /* the settings, every approximation among them */
       cJSON_AddStringToObject(c, "policy", cache->policy);
       cJSON_AddNumberToObject(c, "capacity", cache->capacity);
-      cJSON_AddNumberToObject(c, "host_mb", cache->host_mb);
+      if (cache->host_mb < 0) cJSON_AddStringToObject(c, "host_mb", "auto"); /* Algorithm 1 */
+      else cJSON_AddNumberToObject(c, "host_mb", cache->host_mb);
       cJSON_AddNumberToObject(c, "staleness", cache->staleness);
       cJSON_AddNumberToObject(c, "grad_staleness", cache->grad_staleness);
       cJSON_AddBoolToObject(c, "exact", cache->staleness == 0 && cache->grad_staleness == 0);

@@ -22,7 +22,9 @@
  * 2. What is not built yet is a usage error (exit 2) naming the option: --staleness
  *    adaptive; so are a bad policy, a capacity outside (0, 1] and a staleness or
  *    gradient staleness above the limit.
- * 3. --print-config shows the [cache] settings. */
+ *    So are MiB budgets that are neither auto nor >= 0, and a negative reserve.
+ * 3. --print-config shows the [cache] settings (the MiB budgets auto by default:
+ *    Algorithm 1). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,14 +246,19 @@ int main(int argc, char **argv) {
   expect_usage(capgnn, "--cache-policy belady", "--cache-policy 'belady'");
   expect_usage(capgnn, "--cache-policy jaca --cache-capacity 0", "--cache-capacity 0");
   expect_usage(capgnn, "--cache-policy jaca --cache-capacity 1.5", "--cache-capacity 1.5");
+  expect_usage(capgnn, "--cache-policy jaca --cache-host-mb -3", "--cache-host-mb -3");
+  expect_usage(capgnn, "--cache-policy jaca --cache-device-mb lots", "--cache-device-mb");
+  expect_usage(capgnn, "--cache-policy jaca --cache-reserve-mb -1", "--cache-reserve-mb -1");
   {
     char cmd[2048], log[512];
     snprintf(log, sizeof log, "%s/print.log", g_dir);
-    snprintf(cmd, sizeof cmd, "%s --cache-policy fifo --cache-capacity 0.25 --print-config", capgnn);
+    snprintf(cmd, sizeof cmd, "%s --cache-policy fifo --cache-capacity 0.25 --cache-device-mb 12 --print-config",
+             capgnn);
     CHECK(run(cmd, log) == 0, "`%s` failed", cmd);
     char *out = slurp(log);
     CHECK(out && strstr(out, "[cache]") && strstr(out, "cache-policy = fifo") && strstr(out, "cache-capacity = 0.25") &&
-              strstr(out, "staleness = 0"),
+              strstr(out, "staleness = 0") && strstr(out, "cache-host-mb = auto") &&
+              strstr(out, "cache-device-mb = 12") && strstr(out, "cache-reserve-mb = 1024"),
           "--print-config lacks the cache settings:\n%s", out ? out : "");
     free(out);
   }

@@ -216,6 +216,8 @@ static void expect_add(struct expect *x, const struct jaca_node_plan *p, uint32_
   x->refreshed += direct_now + fresh_reads;
 }
 
+static int64_t g_reserve_mb = -1; /* >= 0: Algorithm 1's reserve for run_case */
+
 static void run_case(const char *spec, int random_owners, enum jaca_policy policy, double capacity, int staleness,
                      struct cg_backend *be) {
   const int me = comm_rank(g_comm);
@@ -227,11 +229,21 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   o.policy = policy;
   o.capacity = capacity;
   o.staleness = staleness;
+  if (g_reserve_mb >= 0) o.reserve_mb = g_reserve_mb;
   const struct jaca_layers layers = {NLAYERS, COLS};
   struct cg_exchange *ex = NULL;
   OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
   const struct jaca_node_plan *p = jaca_exchange_plan(ex);
   CHECK(p != NULL, "not a caching exchange");
+  if (g_reserve_mb >= 0) /* more reserved than any host has free: the tiers hold nothing */
+    CHECK(p->n_admitted == 0 && p->n_rank_cached == 0 && p->node_rows_budget == 0,
+          "reserve %lld MiB: %lld node rows, %lld kept, budget %lld", (long long)g_reserve_mb,
+          (long long)p->n_admitted, (long long)p->n_rank_cached, (long long)p->node_rows_budget);
+  else /* the defaults (Algorithm 1 on this host's free memory) hold these small graphs whole */
+    CHECK(p->node_rows_budget == (int64_t)(capacity * (double)p->n_union) ||
+              p->node_rows_budget == p->n_union,
+          "node tier budget %lld rows of %lld at capacity %g", (long long)p->node_rows_budget,
+          (long long)p->n_union, capacity);
   OK(jaca_node_plan_check(p, pl));
   const int64_t rows = pl->n_inner + pl->n_halo;
   float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
@@ -353,7 +365,7 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
         "seam halo bytes %lld: the cache's forward bytes %lld + %u x (%lld + %lld) rows x %d x 4",
         (long long)(c1.halo_bytes - c0.halo_bytes), (long long)sent_c1, E, (long long)plain_fwd,
         (long long)pl->n_halo, COLS);
-  if (capacity >= 1.0 && staleness == 0) {
+  if (capacity >= 1.0 && staleness == 0 && g_reserve_mb < 0) {
     const int64_t model = model_inter_rows(&s);
     CHECK(p->cls[0].send_rows_inter + p->cls[1].send_rows_inter == model &&
               p->cls[0].send_rows_intra + p->cls[1].send_rows_intra == 0 && p->n_direct == 0,
@@ -475,6 +487,12 @@ int main(int argc, char **argv) {
   run_case("synth:tiny", 0, JACA_POLICY_JACA, 1.0, 0, dev);
   run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 0, dev);
   run_case("synth:small", 1, JACA_POLICY_JACA, 0.5, 2, dev);
+  /* Algorithm 1 with more memory reserved than there is: no tier holds a row, every
+   * row travels directly, still right */
+  g_reserve_mb = (int64_t)1 << 40;
+  run_case("synth:small", 1, JACA_POLICY_JACA, 1.0, 0, cpu);
+  run_case("synth:small", 1, JACA_POLICY_LRU, 1.0, 2, cpu);
+  g_reserve_mb = -1;
   grad_case("synth:tiny", 1, cpu);
   grad_case("synth:small", 3, cpu);
   grad_case("synth:small", 2, dev);
