@@ -23,9 +23,11 @@
  *   a broken schedule, and is reported as such rather than used.
  * - Every row read is checked against its global id, generation and epoch (the seqlock
  *   payload carries them), so a misplaced or stale row is an error, never a value.
- * - Evaluation (epoch 0), the set-up exchange of the features (layer 0) and every
- *   backward exchange go through the plain exchange: they are exact and uncached, and
- *   evaluation's rows (no dropout) never reach the tier that training reads.
+ * - Evaluation (epoch 0) and the set-up exchange of the features (layer 0) go through
+ *   the plain exchange: they are exact and uncached, and evaluation's rows (no dropout)
+ *   never reach the tier that training reads. Training's backward exchanges go through
+ *   the node tier's gradient path (jaca/ngrad.c, exact) or, with --grad-staleness, the
+ *   stale-gradient path below.
  * - The CPU backend reads and writes backend memory in place; a device backend goes
  *   through host staging buffers (download, upload), allocated here once. */
 #include <stdio.h>
@@ -36,6 +38,7 @@
 #include "core/status.h"
 #include "jaca/exchange_internal.h"
 #include "jaca/jaca.h"
+#include "jaca/ngrad_internal.h"
 #include "jaca/node_internal.h"
 #include "jaca/seqlock_internal.h"
 
@@ -76,6 +79,7 @@ struct jaca_exchange {
   int32_t *d_gidx;                /* backend: the inner row each stored gradient adds into */
   int64_t nblk, *blk_off, *blk_cnt; /* the (class, peer) blocks of gstore, in order */
   uint32_t *bgen;                 /* per layer: backward generations */
+  struct jaca_ngrad *ng;          /* exact gradients through the node tier (G = 0) */
   int64_t plain_send_rows;        /* what the plain exchange sends forward per exchange */
   int64_t plain_send_rows_inter;  /* ... to ranks of other nodes */
   double timeout_s;               /* JACA_READ_TIMEOUT_S or CAPGNN_JACA_TIMEOUT */
@@ -98,7 +102,7 @@ static char *node_row(const struct jaca_exchange *j, int layer, int64_t r) {
 static int cached(const struct jaca_exchange *j, enum cg_halo_dir dir, struct cg_halo_tag tag) {
   if (tag.epoch == 0 || tag.epoch <= (uint32_t)j->opt.warmup || tag.layer < 1 || tag.layer >= j->layers.nlayers)
     return 0;
-  return dir == CG_HALO_FORWARD || (dir == CG_HALO_BACKWARD && j->gnc > 0);
+  return dir == CG_HALO_FORWARD || (dir == CG_HALO_BACKWARD && (j->gnc > 0 || j->ng));
 }
 
 static int refreshed(const struct jaca_exchange *j, uint32_t g, int cls) {
@@ -278,6 +282,17 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
   if (cols < 1 || cols > j->layers.cols)
     return cg_err_set(CG_ERR_ARG, "jaca: layer %d exchanges %lld columns, the cache holds rows of at most %lld",
                       tag.layer, (long long)cols, (long long)j->layers.cols);
+  if (dir == CG_HALO_BACKWARD && j->gnc == 0) {
+    struct jaca_stats *s = &j->stats[tag.layer];
+    TRY(jaca_ngrad_begin(j->ng, tag.layer, tag.epoch, x, cols, &s->grad_bytes, &s->grad_bytes_shm));
+    s->grad_bytes_exact += j->plan.n_halo * cols * (int64_t)sizeof(float);
+    j->in_flight = 1;
+    j->delegated = 0;
+    j->layer = tag.layer;
+    j->flight_dir = CG_HALO_BACKWARD;
+    j->flight_epoch = tag.epoch;
+    return CG_OK;
+  }
   if (dir == CG_HALO_BACKWARD) return bwd_begin(j, tag, x, cols);
   const struct jaca_node_plan *p = &j->plan;
   struct cg_backend *be = j->be;
@@ -332,6 +347,12 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
     return cg_err_set(CG_ERR_ARG, "jaca: halo_end (layer %d, epoch %u) does not match its begin (layer %d, epoch %u)",
                       tag.layer, tag.epoch, j->layer, j->flight_epoch);
   j->in_flight = 0;
+  if (dir == CG_HALO_BACKWARD && j->gnc == 0) {
+    struct jaca_stats *s = &j->stats[tag.layer];
+    TRY(jaca_ngrad_end(j->ng, tag.layer, tag.epoch, x, cols, &s->torn_reads));
+    s->grad_used += j->plan.n_halo;
+    return CG_OK;
+  }
   if (dir == CG_HALO_BACKWARD) return bwd_end(j, tag, x, cols);
   const struct jaca_node_plan *p = &j->plan;
   struct cg_backend *be = j->be;
@@ -450,6 +471,7 @@ static void stats_sum(const struct jaca_exchange *j, struct jaca_stats *t) {
     if (s->age_max > t->age_max) t->age_max = s->age_max;
     t->grad_bytes += s->grad_bytes;
     t->grad_bytes_exact += s->grad_bytes_exact;
+    t->grad_bytes_shm += s->grad_bytes_shm;
     t->grad_refreshed += s->grad_refreshed;
     t->grad_used += s->grad_used;
     if (s->grad_age_max > t->grad_age_max) t->grad_age_max = s->grad_age_max;
@@ -463,6 +485,7 @@ static void jx_counters(const struct cg_exchange *ex, struct cg_exchange_counter
   stats_sum(j, &t);
   for (int c = 0; c < j->plan.nclasses; c++) out->halo_bytes += comm_halo_bytes_sent(j->fwd[c]);
   for (int c = 0; c < j->gnc; c++) out->halo_bytes += comm_halo_bytes_sent(j->bwd[c]);
+  out->halo_bytes += jaca_ngrad_bytes_sent(j->ng);
   out->cache_hits += t.rank_hits + t.node_hits;
   out->cache_lookups += t.lookups;
 }
@@ -496,6 +519,7 @@ static void jx_destroy(struct cg_exchange *ex) {
   /* collective, in the same order on every rank */
   for (int c = 0; j->fwd && c < j->plan.nclasses; c++) comm_halo_destroy(&j->fwd[c]);
   for (int c = 0; j->bwd && c < j->gnc; c++) comm_halo_destroy(&j->bwd[c]);
+  jaca_ngrad_destroy(&j->ng);
   comm_shm_destroy(&j->shm);
   cg_exchange_destroy(&j->plain);
   jx_free(j);
@@ -739,6 +763,7 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
   st = jx_alloc(j);
   TRY_GOTO(comm_agree(c, st, "allocating the halo cache's buffers"), fail);
   if (o->grad_staleness > 0) TRY_GOTO(bwd_create(c, pl, j), fail); /* agreed inside */
+  else TRY_GOTO(jaca_ngrad_create(c, be, pl, layers, j->timeout_s, &j->ng), fail); /* collective */
   j->ex.halo_begin = jx_halo_begin;
   j->ex.halo_end = jx_halo_end;
   j->ex.allreduce_grads = jx_allreduce_grads;
@@ -754,6 +779,7 @@ fail:
     /* every rank got as far as the others (each step is agreed): collective frees */
     for (int k = 0; j->fwd && k < j->plan.nclasses; k++) comm_halo_destroy(&j->fwd[k]);
     for (int k = 0; j->bwd && k < j->gnc; k++) comm_halo_destroy(&j->bwd[k]);
+    jaca_ngrad_destroy(&j->ng);
     comm_shm_destroy(&j->shm);
     cg_exchange_destroy(&j->plain);
     jx_free(j);

@@ -24,11 +24,15 @@
  *    halo rows as without the cache, so training is exact (tested against one rank and
  *    bit for bit against the plain exchange). Every row served is checked against the
  *    bound: an older row is an error, never a value.
+ *  - Halo gradients (backward, G = 0): a consumer whose row's owner is on its node
+ *    writes the gradient into a node segment, the owner reads it from there and adds
+ *    it (jaca/ngrad_internal.h); gradients for other nodes go through MPI. The owner
+ *    adds in the plain exchange's order: exact, bit for bit (tested).
  *  - Gradient staleness G (--grad-staleness): a consumer sends the gradient of a halo
  *    row only in the steps of the row's phase (G + 1 phases, as above); its owner keeps
  *    the last gradient each consumer sent for each row and adds it every step, so a
  *    gradient is never more than G epochs old. G = 0: every gradient is sent back every
- *    epoch through the plain exchange (exact).
+ *    epoch (exact).
  *  - Evaluation (epoch 0), the set-up exchange of the input features, and the first
  *    --cache-warmup epochs go through the plain exchange unchanged.
  *
@@ -39,8 +43,7 @@
  *    reads with the same slots (jaca_exchange_window).
  *
  * Not built yet (issue #13): the adaptive mode
- * (--staleness adaptive), prefetch queues (background thread, CUDA stream), halo
- * gradients through the node tier. Options that need them are refused
+ * (--staleness adaptive), prefetch queues (background thread, CUDA stream). Options that need them are refused
  * by jaca_options_check with a message saying so. On a CUDA backend the rank tier is
  * device memory and the node tier is reached through host staging buffers (synchronous
  * copies; compiled, tested with a fake device, not run on a GPU).
@@ -169,9 +172,11 @@ struct jaca_stats {
   int64_t bytes_exact_inter; /* ... of them to ranks of other nodes */
   int64_t age_sum, age_max; /* epochs between a row's production and its use, over the
                                rows read (0 with staleness 0) */
-  /* the stale-gradient path (grad_staleness > 0; zeros otherwise: the plain exchange
-   * sends every gradient, counted in the seam's halo_bytes only) */
-  int64_t grad_bytes;       /* gradient bytes this rank sent */
+  /* halo gradients of training steps (after the warm-up): at grad_staleness 0 every
+   * gradient every step, those for owners on this node through the node tier, the
+   * others through MPI (exact); with G > 0 the stale-gradient path, all through MPI */
+  int64_t grad_bytes;       /* gradient bytes this rank sent through MPI */
+  int64_t grad_bytes_shm;   /* ... wrote into the node segment instead */
   int64_t grad_bytes_exact; /* ... the plain exchange would have sent */
   int64_t grad_refreshed;   /* gradients received with this step's values (as owner) */
   int64_t grad_used;        /* gradients added (fresh and kept) */

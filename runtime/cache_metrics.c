@@ -16,7 +16,7 @@
 #include "jaca/jaca.h"
 #include "runtime/runtime_internal.h"
 
-#define ROW_VALUES 19
+#define ROW_VALUES 20
 
 struct rt_cache_track {
   int nlayers;
@@ -45,6 +45,7 @@ static void row_from_stats(const struct jaca_stats *a, const struct jaca_stats *
   v[16] = (double)(b->grad_refreshed - a->grad_refreshed);
   v[17] = (double)(b->grad_used - a->grad_used);
   v[18] = (double)b->grad_age_max;
+  v[19] = (double)(b->grad_bytes_shm - a->grad_bytes_shm);
 }
 
 static void row_set(struct rt_cache_row *r, const double *v) {
@@ -67,6 +68,7 @@ static void row_set(struct rt_cache_row *r, const double *v) {
   r->grad_refreshed = v[16];
   r->grad_used = v[17];
   r->grad_age_max = v[18];
+  r->grad_bytes_shm = v[19];
 }
 
 static void row_add(struct rt_cache_row *t, const struct rt_cache_row *r) {
@@ -84,6 +86,7 @@ static void row_add(struct rt_cache_row *t, const struct rt_cache_row *r) {
   t->bytes_exact_inter += r->bytes_exact_inter;
   t->grad_bytes += r->grad_bytes;
   t->grad_bytes_exact += r->grad_bytes_exact;
+  t->grad_bytes_shm += r->grad_bytes_shm;
   t->grad_refreshed += r->grad_refreshed;
   t->grad_used += r->grad_used;
   if (r->grad_age_max > t->grad_age_max) t->grad_age_max = r->grad_age_max;

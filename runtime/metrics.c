@@ -98,10 +98,14 @@ static cJSON *cache_row(const struct rt_cache_row *r) {
   cJSON_AddNumberToObject(o, "bytes_d2h", r->bytes_d2h);
   cJSON_AddNumberToObject(o, "bytes_exact", r->bytes_exact);
   cJSON_AddNumberToObject(o, "bytes_exact_inter_node", r->bytes_exact_inter);
-  cJSON_AddNumberToObject(o, "bytes_saved", r->bytes_exact - r->bytes_intra - r->bytes_inter);
+  /* forward rows and gradients: what the plain exchange would have sent through MPI
+   * less what was sent (the difference of halo_bytes against a run without the cache) */
+  cJSON_AddNumberToObject(o, "bytes_saved",
+                          r->bytes_exact - r->bytes_intra - r->bytes_inter + r->grad_bytes_exact - r->grad_bytes);
   json_num(o, "age_mean", r->lookups > 0 ? r->age_sum / r->lookups : NAN);
   cJSON_AddNumberToObject(o, "age_max", r->age_max);
   cJSON_AddNumberToObject(o, "grad_bytes", r->grad_bytes);
+  cJSON_AddNumberToObject(o, "grad_bytes_shm", r->grad_bytes_shm);
   cJSON_AddNumberToObject(o, "grad_bytes_exact", r->grad_bytes_exact);
   cJSON_AddNumberToObject(o, "grad_refreshed", r->grad_refreshed);
   cJSON_AddNumberToObject(o, "grad_used", r->grad_used);

@@ -109,7 +109,7 @@ struct rt_cache_row {
   double lookups, rank_hits, node_hits, misses, refreshed;
   double bytes_intra, bytes_inter, bytes_shm, bytes_h2d, bytes_d2h, bytes_exact, bytes_exact_inter;
   double age_sum, age_max;
-  double grad_bytes, grad_bytes_exact, grad_refreshed, grad_used, grad_age_max;
+  double grad_bytes, grad_bytes_exact, grad_refreshed, grad_used, grad_age_max, grad_bytes_shm;
 };
 #define RT_CACHE_MAX_LAYERS 64
 struct rt_cache_record {

@@ -8,7 +8,8 @@
  *    plain run's bit for bit (the cache is exact). Every epoch record of a cached run has
  *    cache_hit_rate = (rank_hits + node_hits) / lookups and a "cache" object whose
  *    counts add up (hits + misses = lookups, per layer summing to the total), whose
- *    bytes_saved = bytes_exact - bytes_intra_node - bytes_inter_node, and whose saving
+ *    bytes_saved = bytes_exact - bytes_intra_node - bytes_inter_node + grad_bytes_exact -
+ *    grad_bytes (forward rows and gradients), and whose saving
  *    is exactly the difference of halo_bytes against the plain run; with the whole node
  *    halo in the tier nothing is sent between ranks of a node. Beside the hit rate,
  *    cache_oracle_hit_rate is in [0, 1]. The summary names the settings (policy,
@@ -146,7 +147,8 @@ static void read_run(const char *path, int cached, int whole_halo, const char *p
           CHECK(cJSON_IsNumber(orate) && orate->valuedouble >= 0 && orate->valuedouble <= 1,
                 "%s epoch %d: no Belady MIN hit rate beside the hit rate", path, e + 1);
           const double saved = num(c, "bytes_saved");
-          CHECK(saved == num(c, "bytes_exact") - num(c, "bytes_intra_node") - num(c, "bytes_inter_node"),
+          CHECK(saved == num(c, "bytes_exact") - num(c, "bytes_intra_node") - num(c, "bytes_inter_node") +
+                             num(c, "grad_bytes_exact") - num(c, "grad_bytes"),
                 "%s epoch %d: bytes_saved %.0f", path, e + 1, saved);
           if (whole_halo) CHECK(num(c, "bytes_intra_node") == 0, "%s: bytes sent within a node", path);
           CHECK(num(c, "age_max") <= staleness, "%s epoch %d: a row %g epochs old (staleness %d)", path, e + 1,

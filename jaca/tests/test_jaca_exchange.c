@@ -10,7 +10,8 @@
  * a row from the wrong rank, vertex, column, layer or epoch is caught value by value.
  * Epochs run 1..3 over layers 1..2; an evaluation exchange (epoch 0, the plain path) and
  * a backward exchange (owners add the exact sum of their holders' integer gradients, in
- * any order) run in between. A negative control feeds one rank's rows of the wrong epoch
+ * any order; those of holders on the owner's node come through the node tier) run in
+ * between. A negative control feeds one rank's rows of the wrong epoch
  * and must be caught.
  *
  * Configurations: policies jaca, lru, fifo at node-tier capacity 100 % and 10 %; the
@@ -361,10 +362,23 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
         (long long)((E * L1 + nx - E) * plain_fwd * COLS * 4));
   if (be->kind == CG_DEVICE_CPU) CHECK(st.bytes_h2d == 0 && st.bytes_d2h == 0, "host/device bytes on the CPU backend");
   else CHECK(st.bytes_h2d == (E * L1 + nx - E) * p->n_read * COLS * 4, "host-to-device bytes %lld", (long long)st.bytes_h2d);
-  CHECK(c1.halo_bytes - c0.halo_bytes == sent_c1 + (int64_t)E * (plain_fwd + pl->n_halo) * COLS * 4,
-        "seam halo bytes %lld: the cache's forward bytes %lld + %u x (%lld + %lld) rows x %d x 4",
-        (long long)(c1.halo_bytes - c0.halo_bytes), (long long)sent_c1, E, (long long)plain_fwd,
-        (long long)pl->n_halo, COLS);
+  /* the gradients: those for owners on this node through the node tier, the others
+   * through MPI, every one every step (backward_check proved the sums exact) */
+  int64_t grad_far = 0;
+  for (int64_t i = pl->n_inner; i < pl->n_inner + pl->n_halo; i++)
+    grad_far += comm_node_of(g_comm, s.owner[pl->gid[i]]) != comm_node(g_comm);
+  CHECK(st.grad_bytes == (int64_t)E * grad_far * COLS * 4 &&
+            st.grad_bytes_shm == (int64_t)E * (pl->n_halo - grad_far) * COLS * 4 &&
+            st.grad_bytes_exact == (int64_t)E * pl->n_halo * COLS * 4,
+        "gradient bytes: %lld through MPI, %lld through the node tier, %lld exact; halo rows %lld, %lld of them "
+        "owned on other nodes, %u steps",
+        (long long)st.grad_bytes, (long long)st.grad_bytes_shm, (long long)st.grad_bytes_exact, (long long)pl->n_halo,
+        (long long)grad_far, E);
+  CHECK(c1.halo_bytes - c0.halo_bytes == sent_c1 + (int64_t)E * plain_fwd * COLS * 4 + st.grad_bytes,
+        "seam halo bytes %lld: the cache's forward bytes %lld + %u x %lld rows x %d x 4 (evaluations) + gradient "
+        "bytes %lld",
+        (long long)(c1.halo_bytes - c0.halo_bytes), (long long)sent_c1, E, (long long)plain_fwd, COLS,
+        (long long)st.grad_bytes);
   if (capacity >= 1.0 && staleness == 0 && g_reserve_mb < 0) {
     const int64_t model = model_inter_rows(&s);
     CHECK(p->cls[0].send_rows_inter + p->cls[1].send_rows_inter == model &&
