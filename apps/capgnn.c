@@ -25,6 +25,7 @@ static const struct capgnn_command commands[] = {
 #endif
 #ifdef CAPGNN_HAVE_CMD_PROFILE
     {"profile", cmd_profile, "measure every rank's device and link; keep the profile; write a report"},
+    {"doctor", cmd_doctor, "where every rank runs, MPI and its transport, and what is wrong with the mapping"},
 #endif
     {"convert", cmd_convert, "convert a dataset (DGL Reddit, OGB, GraphSAINT, edge list) to .cgr"},
     {"info", cmd_info, "print a dataset's sizes, split, degrees and checksum status"},

@@ -78,5 +78,7 @@ int cmd_gen(int argc, char **argv);
 /* apps/cmd_profile.c (built in with rapa/, which defines CAPGNN_HAVE_CMD_PROFILE):
  * device and link profiles, the report. */
 int cmd_profile(int argc, char **argv);
+/* apps/cmd_doctor.c (with rapa/ too): the job's mapping, MPI and transport checked. */
+int cmd_doctor(int argc, char **argv);
 
 #endif

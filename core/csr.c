@@ -1,4 +1,4 @@
-/* core/csr.c — host CSR allocation, transpose and checks. */
+/* core/csr.c — host CSR allocation, transpose, slices and checks. */
 #include "csr.h"
 
 #include <omp.h>
@@ -123,6 +123,67 @@ int cg_csr_transpose(const struct cg_csr *a, struct cg_csr *at) {
   }
   cg_free(next);
   return copy_scales(at, a->col_scale, a->row_scale); /* transposed: swapped */
+}
+
+int cg_csr_slice(const struct cg_csr *a, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                 struct cg_csr *out) {
+  memset(out, 0, sizeof *out);
+  if (r0 < 0 || r0 > r1 || r1 > a->nrows || c0 < 0 || c0 > c1 || c1 > a->ncols)
+    return cg_err_set(CG_ERR_ARG, "cg_csr_slice: rows [%lld, %lld) and columns [%lld, %lld) of a "
+                      "%lld x %lld matrix", (long long)r0, (long long)r1, (long long)c0,
+                      (long long)c1, (long long)a->nrows, (long long)a->ncols);
+  int64_t nnz = 0;
+  for (int64_t k = a->rowptr[r0]; k < a->rowptr[r1]; k++)
+    nnz += a->colidx[k] >= c0 && a->colidx[k] < c1;
+  TRY(cg_csr_alloc(out, r1 - r0, c1 - c0, nnz, a->vals != NULL));
+  int64_t e = 0;
+  for (int64_t r = r0; r < r1; r++) {
+    for (int64_t k = a->rowptr[r]; k < a->rowptr[r + 1]; k++) {
+      const int64_t c = a->colidx[k];
+      if (c < c0 || c >= c1) continue;
+      out->colidx[e] = (int32_t)(c - c0);
+      if (a->vals) out->vals[e] = a->vals[k];
+      e++;
+    }
+    out->rowptr[r - r0 + 1] = e;
+  }
+  return copy_scales(out, a->row_scale ? a->row_scale + r0 : NULL,
+                     a->col_scale ? a->col_scale + c0 : NULL);
+}
+
+int cg_csr_nonempty_rows(const struct cg_csr *a, struct cg_csr *out, int32_t **rows) {
+  memset(out, 0, sizeof *out);
+  *rows = NULL;
+  if (a->nrows > INT32_MAX)
+    return cg_err_set(CG_ERR_ARG, "cg_csr_nonempty_rows: %lld rows do not fit int32 row indices",
+                      (long long)a->nrows);
+  int64_t n = 0;
+  for (int64_t r = 0; r < a->nrows; r++) n += a->rowptr[r + 1] > a->rowptr[r];
+  int32_t *idx = cg_malloc((size_t)(n > 0 ? n : 1) * sizeof *idx, "indices of non-empty CSR rows");
+  if (!idx) return CG_ERR_NOMEM;
+  if (cg_csr_alloc(out, n, a->ncols, a->nnz, a->vals != NULL) != CG_OK) {
+    cg_free(idx);
+    return CG_ERR_NOMEM;
+  }
+  int64_t i = 0;
+  for (int64_t r = 0; r < a->nrows; r++) {
+    if (a->rowptr[r + 1] == a->rowptr[r]) continue;
+    idx[i++] = (int32_t)r;
+    out->rowptr[i] = a->rowptr[r + 1];
+  }
+  if (a->nnz) memcpy(out->colidx, a->colidx, (size_t)a->nnz * sizeof(int32_t));
+  if (a->vals && a->nnz) memcpy(out->vals, a->vals, (size_t)a->nnz * sizeof(float));
+  if (a->row_scale && a->col_scale) {
+    if (cg_csr_alloc_scales(out) != CG_OK) {
+      cg_csr_free(out);
+      cg_free(idx);
+      return CG_ERR_NOMEM;
+    }
+    for (int64_t k = 0; k < n; k++) out->row_scale[k] = a->row_scale[idx[k]];
+    if (a->ncols) memcpy(out->col_scale, a->col_scale, (size_t)a->ncols * sizeof(float));
+  }
+  *rows = idx;
+  return CG_OK;
 }
 
 int cg_csr_check(const struct cg_csr *a, const char *what) {

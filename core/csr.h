@@ -35,6 +35,17 @@ int cg_csr_alloc_scales(struct cg_csr *a);
 /* AT = A^T (rows of AT are A's columns), columns sorted within each row; the
  * factors, if any, are swapped. */
 int cg_csr_transpose(const struct cg_csr *a, struct cg_csr *at);
+/* out = the block of rows [r0, r1) and columns [c0, c1) of a (0 <= r0 <= r1 <= nrows,
+ * 0 <= c0 <= c1 <= ncols): each row keeps its entries in those columns, in their
+ * order, renumbered c - c0; values and factors (row_scale[r0, r1), col_scale[c0, c1))
+ * are copied. What the split of an aggregation operator into its inner and halo
+ * parts is made of (runtime/, issue #14). CG_ERR_ARG for a range outside a. */
+int cg_csr_slice(const struct cg_csr *a, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                 struct cg_csr *out);
+/* out = the rows of a that hold at least one entry, in order (row_scale with them);
+ * *rows (cg_malloc, out->nrows entries, at least one allocated) gets the row of a that
+ * each row of out is. Row indices fit int32 (they index backend rows). */
+int cg_csr_nonempty_rows(const struct cg_csr *a, struct cg_csr *out, int32_t **rows);
 /* Check rowptr monotone, rowptr[0]==0, rowptr[n]==nnz, columns in range, factors
  * only with values and both or neither.
  * Returns CG_ERR_INTERNAL with a message naming the first violation. */

@@ -8,9 +8,12 @@
  * another exchange and forwards what it does not serve itself. A single process
  * trains with no exchange at all (NULL).
  *
- * Every member of struct cg_exchange is required: an implementation fills them all
- * (one that has nothing to count reports zeros), and a caller may call any of them
- * without checking for NULL (rt_model_create refuses an incomplete table).
+ * Every member of struct cg_exchange is required but one: an implementation fills
+ * them all (one that has nothing to count reports zeros), and a caller may call any of
+ * them without checking for NULL (rt_model_create refuses an incomplete table). The
+ * exception is halo_progress, added later (issue #14): NULL means the implementation
+ * has nothing to drive, so that an exchange written before it keeps working unchanged;
+ * call it through cg_exchange_halo_progress.
  *
  * Rows are laid out as in ARCHITECTURE.md: local rows [0, n_inner) are this rank's
  * own ("inner"), rows [n_inner, n_inner + n_halo) are halo rows owned by others.
@@ -25,11 +28,27 @@
  *  CG_HALO_BACKWARD  the halo rows of dx (gradients) go back to their owners, which
  *                    ADD them into their inner rows (the reverse of FORWARD); the
  *                    halo rows of dx are left as they were. Between begin and end
- *                    dx must not be written.
+ *                    the halo rows of dx must not be written; inner rows may be read
+ *                    and written: the owners' adds happen in end, after whatever the
+ *                    caller wrote there before calling it (so an implementation
+ *                    reads no inner row of dx before end).
+ * What may run between begin and end is what an overlapped schedule computes there
+ * (runtime/model.c: the inner rows of an aggregation, which need no halo row); the
+ * result must not depend on whether anything ran between them.
  * end must get the same direction, tag, matrix and cols as the begin it completes;
  * one halo exchange is in flight at a time, and every rank calls begin and end in
  * the same order with the same tags (the calls are collective over the ranks that
  * share halos).
+ *
+ * Progress. An implementation may move data only inside its own calls (MPI without
+ * an asynchronous progress thread, as Open MPI over shared memory: a large message
+ * moves when the receiver is inside an MPI call). A caller that computes between
+ * begin and end therefore calls halo_progress now and then (between row blocks): it
+ * advances the exchange in flight without waiting and says whether its transfer has
+ * completed (end will then not wait for a peer). It is called on the thread that
+ * calls begin and end (MPI_THREAD_FUNNELED: no other thread makes MPI calls), only
+ * between a begin and its end, any number of times, also after it has returned 1;
+ * calling it or not never changes a result.
  *
  * The tag (struct cg_halo_tag) says which rows move: an implementation that keeps
  * state per layer (a halo cache: rows keyed by layer, aged by epoch against its
@@ -89,6 +108,12 @@ struct cg_exchange {
   void (*counters)(const struct cg_exchange *ex, struct cg_exchange_counters *out);
   /* Release the exchange (collective when it holds communicators). */
   void (*destroy)(struct cg_exchange *ex);
+  /* Optional (NULL: nothing to drive). Advance the halo exchange in flight without
+   * blocking (see Progress above): 1 when its transfer has completed, 0 when it is
+   * still under way, a negative cg_status on error (fatal in a step, like begin's).
+   * Last in the table, so that an implementation written before it (positional or
+   * zeroed initialisation) is unchanged. */
+  int (*halo_progress)(struct cg_exchange *ex);
 };
 
 /* begin + end. */
@@ -96,6 +121,12 @@ static inline int cg_exchange_halo(struct cg_exchange *ex, enum cg_halo_dir dir,
                                    struct cg_halo_tag tag, float *x, int64_t cols) {
   int st = ex->halo_begin(ex, dir, tag, x, cols);
   return st < 0 ? st : ex->halo_end(ex, dir, tag, x, cols);
+}
+
+/* halo_progress when the implementation has one; 0 (under way, as far as the caller
+ * can tell) when it has none. */
+static inline int cg_exchange_halo_progress(struct cg_exchange *ex) {
+  return ex->halo_progress ? ex->halo_progress(ex) : 0;
 }
 
 /* Accepts NULL and *ex NULL; sets *ex to NULL. */

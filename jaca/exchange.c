@@ -335,6 +335,33 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
   return CG_OK;
 }
 
+/* Polls every transfer the exchange in flight has posted (core/exchange.h, Progress);
+ * 1 once all of them have completed. The tier's copies happen in end, as without polling. */
+static int jx_halo_progress(struct cg_exchange *ex) {
+  struct jaca_exchange *j = impl(ex);
+  if (!j->in_flight) return cg_err_set(CG_ERR_ARG, "jaca: halo_progress without halo_begin");
+  if (j->delegated) return cg_exchange_halo_progress(j->plain);
+  const uint32_t g = j->flight_gen;
+  int done = 1;
+  if (j->flight_dir == CG_HALO_BACKWARD && j->gnc == 0) return jaca_ngrad_progress(j->ng);
+  if (j->flight_dir == CG_HALO_BACKWARD) {
+    for (int c = 0; c < j->gnc; c++) {
+      if (jaca_last_refresh(g, c, j->opt.grad_staleness) != g) continue;
+      const int st = comm_halo_progress(j->bwd[c]);
+      if (st < 0) return st;
+      done &= st;
+    }
+    return done;
+  }
+  for (int c = 0; c < j->plan.nclasses; c++) {
+    if (!refreshed(j, g, c)) continue;
+    const int st = comm_halo_progress(j->fwd[c]);
+    if (st < 0) return st;
+    done &= st;
+  }
+  return done;
+}
+
 static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
                        int64_t cols) {
   struct jaca_exchange *j = impl(ex);
@@ -766,6 +793,7 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
   else TRY_GOTO(jaca_ngrad_create(c, be, pl, layers, j->timeout_s, &j->ng), fail); /* collective */
   j->ex.halo_begin = jx_halo_begin;
   j->ex.halo_end = jx_halo_end;
+  j->ex.halo_progress = jx_halo_progress;
   j->ex.allreduce_grads = jx_allreduce_grads;
   j->ex.allreduce_host = jx_allreduce_host;
   j->ex.counters = jx_counters;

@@ -22,7 +22,9 @@
  *
  * Deadlock freedom, as in the forward tier: a consumer writes its rows in begin, before
  * it waits for any MPI transfer; an owner reads the segment in end, after its own MPI
- * transfer has completed. */
+ * transfer has completed. The seam's rules hold: begin reads only dx's halo rows, and
+ * the owner's adds into its inner rows happen in end, after what the caller wrote there
+ * between begin and end (the overlapped schedule). */
 #ifndef CAPGNN_JACA_NGRAD_INTERNAL_H
 #define CAPGNN_JACA_NGRAD_INTERNAL_H
 
@@ -51,6 +53,10 @@ void jaca_ngrad_destroy(struct jaca_ngrad **g);
 int jaca_ngrad_begin(struct jaca_ngrad *g, int layer, uint32_t epoch, float *dx, int64_t cols, int64_t *bytes_mpi,
                      int64_t *bytes_shm);
 int jaca_ngrad_end(struct jaca_ngrad *g, int layer, uint32_t epoch, float *dx, int64_t cols, int64_t *torn);
+
+/* Advance the MPI part of the exchange in flight without waiting (core/exchange.h,
+ * Progress): 1 once it has completed; the node tier's rows are read in end. */
+int jaca_ngrad_progress(struct jaca_ngrad *g);
 
 /* Bytes sent through MPI since creation (the seam's halo_bytes). */
 int64_t jaca_ngrad_bytes_sent(const struct jaca_ngrad *g);

@@ -278,7 +278,8 @@ struct comm_stats {
    * wire traffic depends on MPI's algorithm). */
   int64_t halo_fwd_bytes, halo_bwd_bytes, allreduce_bytes;
   int64_t halo_fwd_calls, halo_bwd_calls, allreduce_calls;
-  /* Seconds inside begin + end (halo) and inside the all-reduce incl. staging. */
+  /* Seconds inside begin, progress and end (halo) and inside the all-reduce incl.
+   * staging. */
   double halo_fwd_s, halo_bwd_s, halo_s /* = fwd + bwd */, allreduce_s;
 };
 
@@ -413,18 +414,22 @@ void comm_halo_destroy(struct comm_halo **h); /* accepts NULL; sets *h to NULL *
  *    neighbourhood all-to-all between host buffers; end waits and enqueues the async
  *    copy of the received rows to their place (wrapped backends: be->download /
  *    be->upload).
- *  NCCL: one group of ncclSend/ncclRecv per neighbour, enqueued on the backend
- *    stream, received straight into place; begin returns at once; end enqueues
- *    nothing forward and the adds backward (stream order does the rest).
+ *  NCCL: one group of ncclSend/ncclRecv per neighbour on the exchange's own stream
+ *    (created at create), after the backend stream's work so far (an event), received
+ *    straight into place; begin returns at once, and kernels the caller enqueues on the
+ *    backend stream before end run beside the transfer. end makes the backend stream
+ *    wait for the transfer (an event) and then enqueues nothing forward and the adds
+ *    backward.
  * Between begin and end: forward, x's halo rows must not be used, inner rows may be
- * read; backward, x must not be modified; in both, x must stay allocated (MPI or
+ * read; backward, x's halo rows must not be modified, inner rows may be read and
+ * written (end's adds come after those writes); in both, x must stay allocated (MPI or
  * NCCL may write it any time before end returns). end must get the same direction,
  * x and cols as begin. One exchange per object in flight; every rank calls begin/end
  * in the same order (collective).
  * Counters (comm_stats): begin adds the bytes sent (forward: sum send_count rows,
  * backward: sum recv_count rows, times cols x 4) and one call to the direction's
- * counters; begin and end add their time to its seconds. begin adds the same bytes to
- * h's own count (comm_halo_bytes_sent).
+ * counters; begin, progress and end add their time to its seconds. begin adds the
+ * same bytes to h's own count (comm_halo_bytes_sent).
  * Misuse (unknown direction, cols out of range, NULL x with rows, begin while an
  * exchange is in flight, end without the matching begin or with another x or cols)
  * returns CG_ERR_ARG locally, with a message naming the call and the direction. */
@@ -443,6 +448,15 @@ int comm_halo_begin_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, fl
                          int64_t cols);
 int comm_halo_end_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, float *recv,
                        int64_t cols);
+/* Advance the exchange in flight without waiting (core/exchange.h, Progress): MPI
+ * paths test their requests (MPI_Testall; Open MPI moves a large message over shared
+ * memory only inside MPI calls such as this one), NCCL queries its stream's event.
+ * Returns 1 when the transfer has completed (end then waits for no peer; the staged
+ * path's copy into place and backward's adds still happen in end), 0 when it is under
+ * way, a negative cg_status on failure; CG_ERR_ARG when no exchange is in flight. Call
+ * it on the thread that called begin. Costs one MPI_Testall (or event query) when
+ * there is nothing to move. */
+int comm_halo_progress(struct comm_halo *h);
 /* begin + end. */
 int comm_halo_exchange(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols);
 
@@ -461,7 +475,8 @@ int64_t comm_halo_bytes_sent(const struct comm_halo *h);
 /* ---- the exchange seam -------------------------------------------------------- */
 
 /* The plain exchange of core/exchange.h over MPI/NCCL: a comm_halo over `plan` for
- * rows of up to max_cols values (comm_halo_create), the flat gradient all-reduce
+ * rows of up to max_cols values (comm_halo_create; halo_progress is comm_halo_progress),
+ * the flat gradient all-reduce
  * (comm_grad, created at the first call with that call's size and again when the size
  * changes: every rank reaches it together) and host reductions over the world.
  * Counters: those of its own objects since the exchange was created, counted like

@@ -58,6 +58,14 @@ static int ex_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
   return st < 0 ? call_error(st, halo_call(dir, 1), cols, "columns") : CG_OK;
 }
 
+static int ex_halo_progress(struct cg_exchange *ex) {
+  int st = comm_halo_progress(impl(ex)->halo);
+  if (st >= 0) return st;
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", cg_err_msg());
+  return cg_err_set(st, "comm_halo_progress failed: %s", msg[0] ? msg : cg_status_str(st));
+}
+
 static int ex_allreduce_grads(struct cg_exchange *ex, float *buf, int64_t n) {
   struct comm_exchange *e = impl(ex);
   int st = CG_OK;
@@ -116,6 +124,7 @@ int comm_exchange_create(struct comm *c, struct cg_backend *be, const struct com
   }
   e->ex.halo_begin = ex_halo_begin;
   e->ex.halo_end = ex_halo_end;
+  e->ex.halo_progress = ex_halo_progress;
   e->ex.allreduce_grads = ex_allreduce_grads;
   e->ex.allreduce_host = ex_allreduce_host;
   e->ex.counters = ex_counters;

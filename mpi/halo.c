@@ -30,6 +30,17 @@
  *   block an inner row appears at most once (checked at create), so the sum does
  *   not depend on message arrival order nor on how a backend implements
  *   scatter_add_rows (atomics included).
+ * - Overlap (issue #14): the caller computes between begin and end. Open MPI moves a
+ *   large message only while a rank is inside an MPI call (no progress thread; over
+ *   shared memory the receiver copies the sender's buffer, CMA, when it sees the
+ *   request), so comm_halo_progress tests the requests: called between the caller's
+ *   row blocks it lets the transfer happen there instead of inside end. All MPI calls
+ *   stay on the calling thread (MPI_THREAD_FUNNELED).
+ * - NCCL runs on a stream of its own (created at create), ordered after the gather by
+ *   an event and before whatever the backend's stream runs after end by another: the
+ *   transfer then runs on the GPU beside the inner rows' kernels instead of queued
+ *   behind or before them. Backward's adds stay on the backend's stream, in end, after
+ *   what the caller wrote into the inner rows between begin and end.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -62,6 +73,9 @@ struct comm_halo {
   float *d_rows;
   /* host staging (staged path; pinned when sel.pinned): max(send, recv) rows x max_cols each */
   float *h_a, *h_b;
+  /* NCCL path: its own stream, and events "rows ready" (backend stream -> comm stream)
+   * and "transfer done" (comm stream -> backend stream); NULL on the other paths */
+  void *d_stream, *ev_ready, *ev_done;
   /* exchange in flight: 1 request (neighbourhood collective) or up to 2 per neighbour */
   int in_flight;
   enum cg_halo_dir flight_dir;
@@ -228,6 +242,11 @@ static int halo_alloc(struct comm_halo *h, const struct comm_halo_plan *p) {
                 "halo send/receive rows"));
   if (h->send_rows > 0)
     TRY(be->upload(be, h->d_idx, p->send_idx, (size_t)h->send_rows * sizeof(int32_t)));
+  if (h->sel.path == COMM_PATH_NCCL) {
+    TRY(comm_dev_stream_create(&h->d_stream));
+    TRY(comm_dev_event_create(&h->ev_ready));
+    TRY(comm_dev_event_create(&h->ev_done));
+  }
   if (h->sel.path == COMM_PATH_MPI_STAGED) {
     int64_t m = h->send_rows > h->recv_rows ? h->send_rows : h->recv_rows;
     size_t bytes = (size_t)(m > 0 ? m : 1) * (size_t)h->max_cols * sizeof(float);
@@ -313,7 +332,11 @@ void comm_halo_destroy(struct comm_halo **hp) {
     MPI_Waitall(h->nreq, h->reqs, MPI_STATUSES_IGNORE);
   }
   /* device backends: queued copies or NCCL calls may still use the buffers */
+  if (h->d_stream) comm_dev_stream_sync(h->d_stream);
   if (h->be && h->be->kind != CG_DEVICE_CPU) h->be->sync(h->be);
+  comm_dev_event_destroy(h->ev_ready);
+  comm_dev_event_destroy(h->ev_done);
+  comm_dev_stream_destroy(h->d_stream);
   for (int i = 0; i < h->ntypes; i++)
     if (h->types[i] != MPI_DATATYPE_NULL) MPI_Type_free(&h->types[i]);
   if (h->graph != MPI_COMM_NULL) MPI_Comm_free(&h->graph);
@@ -506,9 +529,12 @@ int comm_halo_begin_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, fl
   struct halo_route rt = halo_route(h, dir, x, recv, cols);
   size_t sbytes = (size_t)(rt.srows * cols) * sizeof(float);
   switch (h->sel.path) {
-    case COMM_PATH_NCCL:
-      TRY(comm_nccl_exchange(h->c, be, h->nnb, h->nb, rt.src, rt.scnt, rt.sdsp, rt.dst, rt.rcnt,
-                             rt.rdsp, cols));
+    case COMM_PATH_NCCL: /* on its own stream, after the gather / the caller's writes */
+      TRY(comm_dev_event_record(be, h->ev_ready, NULL));
+      TRY(comm_dev_stream_wait(be, h->d_stream, h->ev_ready));
+      TRY(comm_nccl_exchange(h->c, be, h->d_stream, h->nnb, h->nb, rt.src, rt.scnt, rt.sdsp, rt.dst,
+                             rt.rcnt, rt.rdsp, cols));
+      TRY(comm_dev_event_record(be, h->ev_done, h->d_stream));
       break;
     case COMM_PATH_MPI_STAGED:
       if (h->sel.pinned) {
@@ -546,6 +572,8 @@ int comm_halo_end_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, floa
   TRY(halo_end_check(h, dir, x, recv, cols));
   struct halo_route rt = halo_route(h, dir, x, recv, cols);
   int st = halo_wait(h);
+  /* NCCL: what the backend's stream runs from now on comes after the transfer */
+  if (st == CG_OK && h->sel.path == COMM_PATH_NCCL) st = comm_dev_stream_wait(be, NULL, h->ev_done);
   /* staged: the received rows are in host memory (forward: x's halo rows are their
    * place; backward: the row buffer) */
   if (st == CG_OK && h->sel.path == COMM_PATH_MPI_STAGED && rt.rrows > 0) {
@@ -563,6 +591,24 @@ int comm_halo_end_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, floa
   halo_count(h->c, dir, 0, 0, cg_time_now() - t0);
   TRY(st);
   return CG_OK;
+}
+
+int comm_halo_progress(struct comm_halo *h) {
+  double t0 = cg_time_now();
+  if (!h->in_flight)
+    return cg_err_set(CG_ERR_ARG, "comm_halo_progress: no exchange in flight (call it between "
+                      "comm_halo_begin and comm_halo_end)");
+  int done = 1, st = CG_OK;
+  if (h->sel.path == COMM_PATH_NCCL) {
+    st = comm_dev_event_query(h->ev_done);
+    done = st == 1;
+  } else if (h->nreq > 0) { /* completed requests become MPI_REQUEST_NULL: end's wait is then free */
+    int rc = MPI_Testall(h->nreq, h->reqs, &done, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) st = comm_mpi_error(rc, "MPI_Testall (halo exchange)", __FILE__, __LINE__);
+  }
+  halo_count(h->c, h->flight_dir, 0, 0, cg_time_now() - t0);
+  TRY(st);
+  return done ? 1 : 0;
 }
 
 int comm_halo_exchange(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols) {

@@ -89,11 +89,11 @@ int comm_nccl_start(struct comm *c, int dev) {
   return CG_OK;
 }
 
-int comm_nccl_exchange(struct comm *c, struct cg_backend *be, int n, const int *peer,
+int comm_nccl_exchange(struct comm *c, struct cg_backend *be, void *stream, int n, const int *peer,
                        const float *sbuf, const int *scnt, const int *sdsp, float *rbuf,
                        const int *rcnt, const int *rdsp, int64_t cols) {
   ncclComm_t nc = (ncclComm_t)c->nccl;
-  cudaStream_t s = cg_cuda_stream(be);
+  cudaStream_t s = stream ? (cudaStream_t)stream : cg_cuda_stream(be);
   if (n == 0) return CG_OK;
   COMM_NCCL_TRY(ncclGroupStart());
   for (int k = 0; k < n; k++) {
@@ -151,7 +151,7 @@ int comm_nccl_version(void) {
 int comm_nccl_start(struct comm *c, int dev) {
   return cg_err_set(CG_ERR_UNSUPPORTED, "this build has no NCCL");
 }
-int comm_nccl_exchange(struct comm *c, struct cg_backend *be, int n, const int *peer,
+int comm_nccl_exchange(struct comm *c, struct cg_backend *be, void *stream, int n, const int *peer,
                        const float *sbuf, const int *scnt, const int *sdsp, float *rbuf,
                        const int *rcnt, const int *rdsp, int64_t cols) {
   return cg_err_set(CG_ERR_UNSUPPORTED, "comm_nccl_exchange: this build has no NCCL");

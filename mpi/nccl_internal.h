@@ -16,8 +16,8 @@
 int comm_nccl_start(struct comm *c, int dev);
 /* One NCCL group: for each of the n neighbours, send scnt[k] rows of `cols` floats
  * from sbuf + sdsp[k] rows and receive rcnt[k] rows into rbuf + rdsp[k] rows
- * (zero counts skipped), on the backend's stream. */
-int comm_nccl_exchange(struct comm *c, struct cg_backend *be, int n, const int *peer,
+ * (zero counts skipped), on `stream` (a cudaStream_t; NULL: the backend's stream). */
+int comm_nccl_exchange(struct comm *c, struct cg_backend *be, void *stream, int n, const int *peer,
                        const float *sbuf, const int *scnt, const int *sdsp, float *rbuf,
                        const int *rcnt, const int *rdsp, int64_t cols);
 /* In-place sum of n floats over the world on the backend's stream. */

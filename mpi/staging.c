@@ -1,5 +1,7 @@
 /* mpi/staging.c — pinned host buffers and asynchronous copies on the CUDA backend's
- * stream: what the MPI_STAGED path of the CUDA backend moves device rows through.
+ * stream: what the MPI_STAGED path of the CUDA backend moves device rows through; and
+ * the stream and events with which the NCCL path runs a halo exchange beside the
+ * backend's kernels (mpi/halo.c).
  *
  * Design notes (the why):
  * - Pinned (page-locked) buffers make cudaMemcpyAsync truly asynchronous and fast;
@@ -66,6 +68,69 @@ int comm_dev_sync(struct cg_backend *be) {
   return CG_OK;
 }
 
+int comm_dev_stream_create(void **stream) {
+  cudaStream_t s = NULL;
+  *stream = NULL;
+  COMM_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                "creating the halo exchange's stream");
+  *stream = s;
+  return CG_OK;
+}
+
+void comm_dev_stream_destroy(void *stream) {
+  if (stream && cudaStreamDestroy((cudaStream_t)stream) != cudaSuccess) {
+    (void)cudaGetLastError();
+    LOG_WARN("mpi", "cudaStreamDestroy of the halo exchange's stream failed");
+  }
+}
+
+void comm_dev_stream_sync(void *stream) {
+  if (!stream) return;
+  cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    LOG_WARN("mpi", "waiting for the halo exchange's stream failed: %s", cudaGetErrorString(e));
+  }
+}
+
+int comm_dev_event_create(void **ev) {
+  cudaEvent_t e = NULL;
+  *ev = NULL;
+  COMM_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
+                "creating an event of the halo exchange");
+  *ev = e;
+  return CG_OK;
+}
+
+void comm_dev_event_destroy(void *ev) {
+  if (ev && cudaEventDestroy((cudaEvent_t)ev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    LOG_WARN("mpi", "cudaEventDestroy of a halo exchange event failed");
+  }
+}
+
+int comm_dev_event_record(struct cg_backend *be, void *ev, void *stream) {
+  cudaStream_t s = stream ? (cudaStream_t)stream : cg_cuda_stream(be);
+  COMM_CUDA_TRY(cudaEventRecord((cudaEvent_t)ev, s), "ordering the halo exchange's streams");
+  return CG_OK;
+}
+
+int comm_dev_stream_wait(struct cg_backend *be, void *stream, void *ev) {
+  cudaStream_t s = stream ? (cudaStream_t)stream : cg_cuda_stream(be);
+  COMM_CUDA_TRY(cudaStreamWaitEvent(s, (cudaEvent_t)ev, 0), "ordering the halo exchange's streams");
+  return CG_OK;
+}
+
+int comm_dev_event_query(void *ev) {
+  cudaError_t e = cudaEventQuery((cudaEvent_t)ev);
+  if (e == cudaSuccess) return 1;
+  if (e == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return comm_cuda_fail(e, "cudaEventQuery", "testing the halo exchange's transfer");
+}
+
 #else /* !CAPGNN_HAVE_CUDA */
 
 static int no_cuda(const char *fn) {
@@ -83,5 +148,23 @@ int comm_dev_h2d(struct cg_backend *be, void *d_dst, const void *h_src, size_t b
   return no_cuda("comm_dev_h2d");
 }
 int comm_dev_sync(struct cg_backend *be) { return no_cuda("comm_dev_sync"); }
+int comm_dev_stream_create(void **stream) {
+  *stream = NULL;
+  return no_cuda("comm_dev_stream_create");
+}
+void comm_dev_stream_destroy(void *stream) { (void)stream; }
+void comm_dev_stream_sync(void *stream) { (void)stream; }
+int comm_dev_event_create(void **ev) {
+  *ev = NULL;
+  return no_cuda("comm_dev_event_create");
+}
+void comm_dev_event_destroy(void *ev) { (void)ev; }
+int comm_dev_event_record(struct cg_backend *be, void *ev, void *stream) {
+  return no_cuda("comm_dev_event_record");
+}
+int comm_dev_stream_wait(struct cg_backend *be, void *stream, void *ev) {
+  return no_cuda("comm_dev_stream_wait");
+}
+int comm_dev_event_query(void *ev) { return no_cuda("comm_dev_event_query"); }
 
 #endif /* CAPGNN_HAVE_CUDA */

@@ -19,4 +19,21 @@ int comm_dev_h2d(struct cg_backend *be, void *d_dst, const void *h_src, size_t b
 /* cudaStreamSynchronize of the backend's stream, as a status. */
 int comm_dev_sync(struct cg_backend *be);
 
+/* A stream of the exchange's own (the NCCL path's, so that a transfer runs beside the
+ * backend's kernels) and events that order it against the backend's stream. Handles
+ * are cudaStream_t / cudaEvent_t behind void *; a `stream` argument NULL means the
+ * backend's stream. The stream does not synchronise with the legacy default stream;
+ * the events record no timing. destroy and sync accept NULL (sync: no-op). */
+int comm_dev_stream_create(void **stream);
+void comm_dev_stream_destroy(void *stream);
+void comm_dev_stream_sync(void *stream); /* failures are logged: used on release paths */
+int comm_dev_event_create(void **ev);
+void comm_dev_event_destroy(void *ev);
+/* Record ev on `stream` after what was enqueued there so far. */
+int comm_dev_event_record(struct cg_backend *be, void *ev, void *stream);
+/* Work enqueued on `stream` from now on waits for ev. */
+int comm_dev_stream_wait(struct cg_backend *be, void *stream, void *ev);
+/* 1 when the work before ev's last record has completed, 0 when not yet. */
+int comm_dev_event_query(void *ev);
+
 #endif

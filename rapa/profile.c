@@ -555,7 +555,7 @@ int rapa_profile_load(const char *path, struct rapa_profile **out) {
   return st;
 }
 
-static int write_json(const char *path, const cJSON *obj, const char *what) {
+int rapa_write_json(const char *path, const cJSON *obj, const char *what) {
   char *text = cJSON_Print(obj);
   if (!text) return cg_err_set(CG_ERR_NOMEM, "out of memory printing the %s", what);
   struct cg_outfile of;
@@ -574,7 +574,7 @@ static int write_json(const char *path, const cJSON *obj, const char *what) {
 }
 
 int rapa_profile_save(const struct rapa_profile *p, const char *path) {
-  return write_json(path, p->root, "profile");
+  return rapa_write_json(path, p->root, "profile");
 }
 
 /* ---- cache ----------------------------------------------------------------------------- */
@@ -666,5 +666,5 @@ int rapa_cache_read(const char *path, const char *schema, int need_full, cJSON *
 }
 
 int rapa_cache_write(const char *path, const cJSON *obj) {
-  return write_json(path, obj, "profile cache");
+  return rapa_write_json(path, obj, "profile cache");
 }

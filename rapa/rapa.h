@@ -172,6 +172,53 @@ int rapa_report_html(const struct rapa_profile *p, const char *path);
 int rapa_train_profile(struct comm *c, const char *spec, const char *device, int threads,
                        const char *cache_dir);
 
+/* ---- capgnn doctor (doctor.c, mapping.c) ------------------------------------------- */
+
+/* What one rank learns about where it runs (doctor.c gathers them; mapping.c checks
+ * them). Facts a rank cannot learn are 0, -1 or "". */
+#define RAPA_PU_WORDS 16 /* the bound CPUs as a bitmap of the host's first 1024 PUs */
+#define RAPA_WARN_LEN 400
+struct rapa_rank_facts {
+  int rank, node;                /* world rank; node (emulated if CAPGNN_EMULATE_NODES) */
+  char host[64];                 /* hostname */
+  int host_cores, host_pus;      /* the host's cores and hardware threads (hwloc) */
+  int bound_pus;                 /* PUs this rank may run on */
+  char bound_cpus[128];          /* their list ("0-3,8") */
+  uint64_t cpu_mask[RAPA_PU_WORDS];
+  int cpu_numa;                  /* NUMA node of those PUs, -1 when several or unknown */
+  int host_gpus;                 /* GPUs the rank sees (0 without CUDA in the build) */
+  char gpu_name[64], gpu_uuid[64]; /* the rank's GPU, "" without one */
+  char gpu_bus[32];              /* its PCI bus id */
+  int gpu_numa;                  /* its NUMA node, -1 unknown */
+  int nics, ib_nics;             /* the host's network devices (hwloc), InfiniBand among them */
+  char nic_names[128];           /* "mlx5_0, ib0" */
+  unsigned nic_numa_mask;        /* bit k: a NIC on NUMA node k (k < 32) */
+};
+/* Write the problems of a job's mapping into warnings[0 .. max) (each one sentence
+ * with the fix; cut at RAPA_WARN_LEN) and return how many there are (may exceed max):
+ * ranks sharing a GPU (and whether other GPUs are idle), a GPU on another NUMA node
+ * than every NIC of its host, a rank bound to CPUs of another NUMA node than its GPU,
+ * uneven ranks per node, more ranks than cores on a host, ranks of a host bound to
+ * overlapping CPU sets (unbound ranks excepted), a job over several hosts with a host
+ * without InfiniBand. Emulated nodes count as nodes; hosts are told apart by name.
+ * f[i] is rank i's facts. Pure: no I/O. */
+int rapa_mapping_check(const struct rapa_rank_facts *f, int n, char (*warnings)[RAPA_WARN_LEN], int max);
+/* Nodes (the highest node id + 1) and distinct hosts among f[0 .. n). */
+void rapa_facts_counts(const struct rapa_rank_facts *f, int n, int *nodes, int *hosts);
+
+struct rapa_doctor_opts {
+  const char *device;   /* "auto" (GPUs when every rank sees one), "cpu", "cuda" */
+  int links;            /* measure latency and bandwidth between rank 0 and a peer per kind */
+  const char *json;     /* rank 0 writes the whole report (JSON) here, NULL: none */
+};
+/* `capgnn doctor`: every rank collects its facts (binding to its GPU as training
+ * would, comm_gpu_bind), rank 0 gathers them, checks the mapping, measures rank 0's
+ * links to one rank of its node and one of another node (ping-pong: 8-byte latency,
+ * 4 MiB bandwidth, medians) and prints the report on `out`: the MPI library and
+ * transport (comm_lib_info), CUDA-awareness, NCCL, nodes, one line per rank, the
+ * links, the warnings. Collective; on success *nwarn (rank 0) is the warning count. */
+int rapa_doctor_run(struct comm *c, const struct rapa_doctor_opts *o, FILE *out, int *nwarn);
+
 #ifdef __cplusplus
 }
 #endif

@@ -89,6 +89,8 @@ int rapa_validate_device(const cJSON *d, const char *what, const char *path);
 int rapa_validate_links(const cJSON *l, int nranks, const char *what, const char *path);
 int rapa_validate_profile(const cJSON *root, const char *what);
 /* The number at `path` of a JSON object ("mm.summary.gflops"); NaN when absent. */
+/* obj as indented JSON into path, whole or not at all (core/outfile.h). */
+int rapa_write_json(const char *path, const cJSON *obj, const char *what);
 double rapa_json_num(const cJSON *obj, const char *path);
 /* T_i of rapa_profile_capabilities for one device entry; CG_ERR_FORMAT when its rates
  * are missing. */

@@ -28,6 +28,7 @@ void rt_config_defaults(struct rt_config *c) {
   c->device = "auto";
   c->threads = 0;
   c->tf32 = 0;
+  c->overlap = 1;
   c->metrics_path = NULL;
   c->quiet = 0;
   c->checkpoint_path = NULL;
@@ -80,7 +81,7 @@ int rt_config_check(const struct rt_config *c) {
     return cg_err_set(CG_ERR_ARG, "--optimizer: expected adam or adamw");
   if (c->wd_scope != RT_WD_ALL && c->wd_scope != RT_WD_FIRST)
     return cg_err_set(CG_ERR_ARG, "--wd-scope: expected all or first");
-  /* (per-epoch losses and times are kept: 24 bytes an epoch, allocated up front) */
+  /* (per-epoch losses and times are kept: 40 bytes an epoch, allocated up front) */
   if (c->epochs < 1 || c->epochs > RT_MAX_EPOCHS)
     return cg_err_set(CG_ERR_ARG, "--epochs %d: expected an integer in [1, %d]", c->epochs,
                       RT_MAX_EPOCHS);
@@ -96,6 +97,8 @@ int rt_config_check(const struct rt_config *c) {
     return cg_err_set(CG_ERR_ARG, "--checkpoint-every needs --checkpoint FILE (where to write)");
   if (!(c->stall_timeout_s >= 0.0 && c->stall_timeout_s <= 1e7))
     return cg_err_set(CG_ERR_ARG, "--stall-timeout %g: expected seconds in [0, 1e7] (0 = off)", c->stall_timeout_s);
+  if (c->overlap != 0 && c->overlap != 1)
+    return cg_err_set(CG_ERR_ARG, "--overlap: expected on or off");
   if (!c->device || (strcmp(c->device, "auto") && strcmp(c->device, "cpu") && strcmp(c->device, "cuda")))
     return cg_err_set(CG_ERR_ARG, "--device %s: expected auto, cpu or cuda", c->device ? c->device : "(null)");
   return CG_OK;

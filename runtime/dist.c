@@ -152,6 +152,10 @@ done:
   return st;
 }
 
+void rt_dist_unbind(struct rt_dist *d) {
+  if (d) cg_exchange_destroy(&d->ex);
+}
+
 void rt_dist_destroy(struct rt_dist **pd) {
   if (!pd || !*pd) return;
   struct rt_dist *d = *pd;

@@ -101,6 +101,11 @@ int rt_dist_create_from_graph(struct comm *c, const struct graph *g, const struc
  * d; *ex stays owned by d, valid until rt_dist_destroy (which releases it). */
 int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_config *cfg,
                  struct cg_exchange **ex);
+/* Release the exchange rt_dist_bind made (collective: frees MPI objects), so that the
+ * next rt_dist_bind starts afresh. A halo cache carries state from one training run to
+ * the next (rows, their epochs, refresh generations), which another run (another seed,
+ * the same run with other settings) must not inherit. No-op when not bound. */
+void rt_dist_unbind(struct rt_dist *d);
 /* Collective when bound (frees MPI objects). Accepts NULL / *d NULL. */
 void rt_dist_destroy(struct rt_dist **d);
 

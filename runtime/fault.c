@@ -71,6 +71,10 @@ static int fault_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct c
   return f->inner->halo_end(f->inner, dir, tag, x, cols);
 }
 
+static int fault_halo_progress(struct cg_exchange *ex) {
+  return cg_exchange_halo_progress(impl(ex)->inner);
+}
+
 static int fault_allreduce_grads(struct cg_exchange *ex, float *buf, int64_t n) {
   struct fault_exchange *f = impl(ex);
   return f->inner->allreduce_grads(f->inner, buf, n);
@@ -101,6 +105,7 @@ int rt_fault_exchange_wrap(struct cg_exchange **ex, int rank, enum rt_fault mode
   f->rank = rank;
   f->ex.halo_begin = fault_halo_begin;
   f->ex.halo_end = fault_halo_end;
+  f->ex.halo_progress = fault_halo_progress;
   f->ex.allreduce_grads = fault_allreduce_grads;
   f->ex.allreduce_host = fault_allreduce_host;
   f->ex.counters = fault_counters;

@@ -144,6 +144,8 @@ int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec) {
   json_num(o, "epoch_s", rec->epoch_s);
   json_num(o, "compute_s", rec->compute_s);
   json_num(o, "comm_s", rec->comm_s);
+  json_num(o, "comm_exposed_s", rec->comm_exposed_s);
+  json_num(o, "comm_hidden_s", rec->comm_hidden_s);
   cJSON_AddNumberToObject(o, "halo_bytes", rec->halo_bytes);
   cJSON_AddNumberToObject(o, "allreduce_bytes", rec->allreduce_bytes);
   json_num(o, "compute_max_s", rec->compute_max_s);
@@ -179,6 +181,7 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
   cJSON_AddStringToObject(o, "wd_scope", rt_wd_scope_str(cfg->wd_scope));
   cJSON_AddStringToObject(o, "feat_norm", cfg->feat_norm_row ? "row" : "none");
   cJSON_AddNumberToObject(o, "eval_every", cfg->eval_every);
+  cJSON_AddBoolToObject(o, "overlap", cfg->overlap != 0);
   if (cfg->seed <= (1ull << 53)) {
     cJSON_AddNumberToObject(o, "seed", (double)cfg->seed);
   } else {
@@ -219,6 +222,8 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
   json_num(o, "final_val_acc", r->final_val_acc);
   json_num(o, "final_test_acc", r->final_test_acc);
   json_num(o, "median_epoch_s", r->median_epoch_s);
+  json_num(o, "median_comm_exposed_s", r->median_comm_exposed_s);
+  json_num(o, "median_comm_hidden_s", r->median_comm_hidden_s);
   json_num(o, "total_s", cg_time_now() - t_start);
   cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)cg_peak_rss_bytes());
   if (cache) {

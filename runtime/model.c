@@ -31,6 +31,19 @@
  *     is computed after the halo rows of the features have arrived.
  * Âᵀ is a second uploaded operator: Â is not square when there are halo rows and
  * the SAGE mean is not symmetric even without them.
+ *
+ * Overlap (runtime.h, "communication"; issue #14). With an exchange the products are
+ * split (struct rt_agg): forward, the exchange is begun, the inner part computed (in
+ * row blocks, the exchange's progress called after each), the exchange ended and the
+ * halo part added; backward, the halo rows of Âᵀ·dY are computed first, their return
+ * begun, the inner rows computed with the weight gradients that need no exchange, and
+ * the exchange ended. halo_begin / model_poll / halo_end below place the exchange;
+ * with --overlap off halo_begin ends it at once and the same ops follow in the same
+ * order, so both schedules give the same bits. Between begin and end nothing reads or
+ * writes a halo row of the exchanged matrix (core/exchange.h): forward, the inner part
+ * reads rows [0, n_in) only, the dropout of the halo rows waits for end; backward, only
+ * inner rows are written (SAGE's self term is added into them before end, as the sum
+ * was ordered before: Âᵀ dA, + the self term, + the returned gradients).
  */
 #include <math.h>
 #include <stdio.h>
@@ -70,21 +83,94 @@ static void stats_end(struct rt_model *m, struct rt_step_stats *st) {
   st->cache_lookups += c.cache_lookups;
 }
 
-/* One blocking halo exchange of x (forward) or of the gradient dx (backward), and
- * where it is timed: the device is synchronised on both sides so that comm_s holds
- * only communication (and waiting for peers), never queued compute. Nothing runs
- * between begin and end here; an overlapped schedule will split the aggregation in
- * forward() and backward() around the seam's begin and end (inner rows in between,
- * halo rows after), which this call has no access to. */
-static int model_halo(struct rt_model *m, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
+/* The halo exchange of layer l's x (forward) or gradient dx (backward), in three
+ * calls: begin, progress points (model_poll, between the inner blocks and the other
+ * work that needs no halo row), end. The backend is synchronised before each call and
+ * after end, so that comm_s holds only communication (and waiting for peers), never
+ * queued compute; the time inside the calls is comm_exposed_s, the time the exchange
+ * was in flight while the step computed comm_hidden_s (runtime.h). With --overlap off
+ * the whole exchange runs at halo_end (begin and end back to back): by then
+ * everything the exchange reads is computed (backward: the inner rows it adds into),
+ * and nothing after it needed it earlier (forward: only the halo part reads halo rows). */
+static int halo_begin(struct rt_model *m, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
                       int64_t cols, struct rt_step_stats *st) {
   if (!rt_local_exchanges(m->loc)) return CG_OK;
+  m->flight.open = 1;
+  m->flight.done = 0;
+  m->flight.dir = dir;
+  m->flight.tag = tag;
+  m->flight.x = x;
+  m->flight.cols = cols;
+  m->flight.t_polls = 0.0;
+  m->flight.t_open = 0.0;
+  m->flight.t_begin = 0.0;
+  m->flight.polls = 0;
+  if (!m->cfg.overlap) return CG_OK; /* halo_end runs it */
   m->be->sync(m->be);
-  double t0 = cg_time_now();
-  int rc = cg_exchange_halo(m->ex, dir, tag, x, cols);
-  m->be->sync(m->be);
-  st->comm_s += cg_time_now() - t0;
+  const double t0 = cg_time_now();
+  const int rc = m->ex->halo_begin(m->ex, dir, tag, x, cols);
+  const double t1 = cg_time_now();
+  st->comm_s += t1 - t0;
+  st->comm_exposed_s += t1 - t0;
+  m->flight.t_open = t1;
+  m->flight.t_begin = t1 - t0;
   TRY(rc);
+  return CG_OK;
+}
+
+/* A progress point: lets the exchange in flight move (core/exchange.h, Progress) once
+ * the compute enqueued so far is done; notes when its transfer is seen complete. */
+static int model_poll(struct rt_model *m, struct rt_step_stats *st) {
+  if (!m->flight.open || m->flight.done || !m->cfg.overlap || !m->ex->halo_progress) return CG_OK;
+  m->be->sync(m->be);
+  const double t0 = cg_time_now();
+  const int rc = m->ex->halo_progress(m->ex);
+  const double t1 = cg_time_now();
+  m->flight.t_polls += t1 - t0;
+  m->flight.polls++;
+  st->comm_s += t1 - t0;
+  st->comm_exposed_s += t1 - t0;
+  TRY(rc);
+  if (rc == 1) {
+    m->flight.done = 1;
+    st->comm_hidden_s += t1 - m->flight.t_open - m->flight.t_polls;
+  }
+  return CG_OK;
+}
+
+/* (for the products' poll callback) */
+struct poll_ctx {
+  struct rt_model *m;
+  struct rt_step_stats *st;
+};
+static int poll_cb(void *ctx) {
+  struct poll_ctx *p = ctx;
+  return model_poll(p->m, p->st);
+}
+
+static int halo_end(struct rt_model *m, struct rt_step_stats *st) {
+  if (!m->flight.open) return CG_OK; /* no exchange */
+  m->flight.open = 0;
+  m->be->sync(m->be);
+  const double t0 = cg_time_now();
+  int rc = CG_OK;
+  if (m->cfg.overlap) {
+    if (!m->flight.done) st->comm_hidden_s += t0 - m->flight.t_open - m->flight.t_polls;
+  } else {
+    rc = m->ex->halo_begin(m->ex, m->flight.dir, m->flight.tag, m->flight.x, m->flight.cols);
+  }
+  if (rc >= 0) rc = m->ex->halo_end(m->ex, m->flight.dir, m->flight.tag, m->flight.x, m->flight.cols);
+  m->be->sync(m->be);
+  const double t1 = cg_time_now();
+  st->comm_s += t1 - t0;
+  st->comm_exposed_s += t1 - t0;
+  TRY(rc);
+  LOG_DEBUG("train", "halo exchange layer %d %s (%lld cols, epoch %u): begin %.3f ms, %d progress "
+            "calls %.3f ms%s, end %.3f ms%s", m->flight.tag.layer,
+            m->flight.dir == CG_HALO_FORWARD ? "forward" : "backward", (long long)m->flight.cols,
+            m->flight.tag.epoch, m->flight.t_begin * 1e3, m->flight.polls, m->flight.t_polls * 1e3,
+            m->flight.done ? " (saw it complete)" : "", (t1 - t0) * 1e3,
+            m->cfg.overlap ? "" : " (overlap off: the whole exchange)");
   return CG_OK;
 }
 
@@ -135,31 +221,48 @@ static const float *layer_hd(const struct rt_model *m, const struct rt_layer *L)
 
 static int forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step_stats *st) {
   struct cg_backend *be = m->be;
-  const int64_t n_in = m->n_in, n_tot = m->n_tot;
+  const int64_t n_in = m->n_in, n_tot = m->n_tot, n_halo = n_tot - n_in;
+  struct poll_ctx pc = {m, st};
   m->last_fwd_train = train;
   m->last_fwd_epoch = epoch;
   for (int l = 0; l < m->nlayers; l++) {
     struct rt_layer *L = &m->layers[l];
     const int64_t fin = L->fin, fout = L->fout;
-    /* Rows of the input this layer reads: layer 0 and aggregate-first layers read
-     * all n_tot rows; a transform-first hidden layer transforms inner rows only and
-     * exchanges the (narrower) result instead. */
-    const int64_t rows = (l == 0 || !L->transform_first) ? n_tot : n_in;
     const struct cg_halo_tag tag = halo_tag(l, epoch, train);
-    if (l > 0 && !L->transform_first) TRY(model_halo(m, CG_HALO_FORWARD, tag, L->in, fin, st));
-    const float *hd = L->in;
-    if (train && L->p_drop > 0.0f) {
-      be->dropout(be, L->in, L->in_d, rows, fin, m->d_gid, L->p_drop, drop_key(m, epoch, l));
-      hd = L->in_d;
-    }
+    const int drop = train && L->p_drop > 0.0f;
+    const struct cg_dropout_key key = drop_key(m, epoch, l);
+    const float *hd = drop ? L->in_d : L->in;
     const float *w = m->p + L->off_w;
-    if (L->transform_first) {
-      be->gemm(be, 0, 0, rows, fout, fin, 1.0f, hd, fin, w, fout, 0.0f, L->t, fout);
-      if (l > 0) TRY(model_halo(m, CG_HALO_FORWARD, tag, L->t, fout, st));
-      be->spmm(be, m->a, L->t, fout, L->z, fout, fout);
-    } else {
-      if (!L->agg_cached) be->spmm(be, m->a, hd, fin, L->agg, fin, fin);
+    if (l > 0 && !L->transform_first) {
+      /* aggregate-first: the input's halo rows arrive while the inner part runs; their
+       * dropout (keyed by global id: the owner's mask) waits for them */
+      TRY(halo_begin(m, CG_HALO_FORWARD, tag, L->in, fin, st));
+      if (drop) be->dropout(be, L->in, L->in_d, n_in, fin, m->d_gid, L->p_drop, key);
+      TRY(rt_agg_fwd_inner(be, &m->agg, hd, fin, L->agg, poll_cb, &pc));
+      TRY(halo_end(m, st));
+      if (drop && n_halo > 0)
+        be->dropout(be, L->in + n_in * fin, L->in_d + n_in * fin, n_halo, fin, m->d_gid + n_in,
+                    L->p_drop, key);
+      rt_agg_fwd_halo(be, &m->agg, hd, fin, L->agg, m->agg.hbuf);
       be->gemm(be, 0, 0, n_in, fout, fin, 1.0f, L->agg, fin, w, fout, 0.0f, L->z, fout);
+    } else {
+      /* layer 0 reads all n_tot rows (its halo rows are local); a transform-first
+       * hidden layer transforms its inner rows and exchanges the (narrower) result */
+      const int64_t rows = l == 0 ? n_tot : n_in;
+      if (drop) be->dropout(be, L->in, L->in_d, rows, fin, m->d_gid, L->p_drop, key);
+      if (L->transform_first) {
+        be->gemm(be, 0, 0, rows, fout, fin, 1.0f, hd, fin, w, fout, 0.0f, L->t, fout);
+        if (l > 0) TRY(halo_begin(m, CG_HALO_FORWARD, tag, L->t, fout, st));
+        TRY(rt_agg_fwd_inner(be, &m->agg, L->t, fout, L->z, poll_cb, &pc));
+        TRY(halo_end(m, st));
+        rt_agg_fwd_halo(be, &m->agg, L->t, fout, L->z, m->agg.hbuf);
+      } else {
+        if (!L->agg_cached) {
+          TRY(rt_agg_fwd_inner(be, &m->agg, hd, fin, L->agg, NULL, NULL));
+          rt_agg_fwd_halo(be, &m->agg, hd, fin, L->agg, m->agg.hbuf);
+        }
+        be->gemm(be, 0, 0, n_in, fout, fin, 1.0f, L->agg, fin, w, fout, 0.0f, L->z, fout);
+      }
     }
     if (L->off_ws >= 0)
       be->gemm(be, 0, 0, n_in, fout, fin, 1.0f, hd, fin, m->p + L->off_ws, fout, 1.0f, L->z, fout);
@@ -199,13 +302,29 @@ static int loss_train(struct rt_model *m, double *loss, struct rt_step_stats *st
 
 /* ---- backward ---------------------------------------------------------------- */
 
+/* SAGE's self term backward: its weight gradient (needs no exchange) and, l > 0, its
+ * share of dHd's inner rows. */
+static void sage_self_grad(struct rt_model *m, const struct rt_layer *L, const float *hd,
+                           const float *dz) {
+  struct cg_backend *be = m->be;
+  be->gemm(be, 1, 0, L->fin, L->fout, m->n_in, 1.0f, hd, L->fin, dz, L->fout, 0.0f,
+           m->g + L->off_ws, L->fout);
+}
+static void sage_self_dx(struct rt_model *m, const struct rt_layer *L, const float *dz, float *dhd) {
+  struct cg_backend *be = m->be;
+  be->gemm(be, 0, 1, m->n_in, L->fin, L->fout, 1.0f, dz, L->fout, m->p + L->off_ws, L->fout, 1.0f,
+           dhd, L->fin);
+}
+
 static int backward(struct rt_model *m, struct rt_step_stats *st) {
   struct cg_backend *be = m->be;
   const int64_t n_in = m->n_in, n_tot = m->n_tot;
+  struct poll_ctx pc = {m, st};
   float *dz = m->scratch[0]; /* dlogits from the loss */
   for (int l = m->nlayers - 1; l >= 0; l--) {
     struct rt_layer *L = &m->layers[l];
     const int64_t fin = L->fin, fout = L->fout;
+    const int sage = L->off_ws >= 0;
     float *q = NULL, *r = NULL; /* the two scratch buffers not holding dz */
     for (int s = 0; s < 3; s++) {
       if (m->scratch[s] == dz) continue;
@@ -220,31 +339,46 @@ static int backward(struct rt_model *m, struct rt_step_stats *st) {
 
     be->bias_grad(be, dz, n_in, fout, m->g + L->off_b);
     if (L->transform_first) {
+      /* dT = Âᵀ dZ over n_tot rows: the halo rows first, then their return to the owners
+       * runs while the inner rows and SAGE's self weight gradient are computed */
       float *dt = q;
-      be->spmm(be, m->at, dz, fout, dt, fout, fout); /* dT = Âᵀ dZ, n_tot rows */
+      rt_agg_bwd_halo(be, &m->agg, dz, fout, dt);
+      if (l > 0) TRY(halo_begin(m, CG_HALO_BACKWARD, tag, dt, fout, st));
+      TRY(rt_agg_bwd_inner(be, &m->agg, dz, fout, dt, poll_cb, &pc));
+      if (sage) {
+        sage_self_grad(m, L, hd, dz);
+        TRY(model_poll(m, st));
+      }
+      TRY(halo_end(m, st)); /* owners have added the halo rows of dT */
       if (l == 0) {
         /* All n_tot rows of T were computed here from local input rows. */
         be->gemm(be, 1, 0, fin, fout, n_tot, 1.0f, hd, fin, dt, fout, 0.0f, gw, fout);
       } else {
-        TRY(model_halo(m, CG_HALO_BACKWARD, tag, dt, fout, st)); /* owners add the halo rows of dT */
         be->gemm(be, 1, 0, fin, fout, n_in, 1.0f, hd, fin, dt, fout, 0.0f, gw, fout);
         be->gemm(be, 0, 1, n_in, fin, fout, 1.0f, dt, fout, w, fout, 0.0f, dhd, fin);
+        if (sage) sage_self_dx(m, L, dz, dhd);
       }
+    } else if (l > 0) {
+      /* dHd = Âᵀ dA over n_tot rows: the halo rows first, then their return runs while
+       * the inner rows, the weight gradients and SAGE's self term are computed */
+      float *da = q;
+      be->gemm(be, 0, 1, n_in, fin, fout, 1.0f, dz, fout, w, fout, 0.0f, da, fin);
+      rt_agg_bwd_halo(be, &m->agg, da, fin, dhd);
+      TRY(halo_begin(m, CG_HALO_BACKWARD, tag, dhd, fin, st));
+      TRY(rt_agg_bwd_inner(be, &m->agg, da, fin, dhd, poll_cb, &pc));
+      be->gemm(be, 1, 0, fin, fout, n_in, 1.0f, L->agg, fin, dz, fout, 0.0f, gw, fout);
+      TRY(model_poll(m, st));
+      if (sage) {
+        sage_self_grad(m, L, hd, dz);
+        sage_self_dx(m, L, dz, dhd); /* inner rows, before the returned gradients */
+        TRY(model_poll(m, st));
+      }
+      TRY(halo_end(m, st)); /* owners have added the halo rows of dHd */
     } else {
       be->gemm(be, 1, 0, fin, fout, n_in, 1.0f, L->agg, fin, dz, fout, 0.0f, gw, fout);
-      if (l > 0) {
-        float *da = q;
-        be->gemm(be, 0, 1, n_in, fin, fout, 1.0f, dz, fout, w, fout, 0.0f, da, fin);
-        be->spmm(be, m->at, da, fin, dhd, fin, fin); /* n_tot rows */
-      }
-    }
-    if (L->off_ws >= 0) {
-      be->gemm(be, 1, 0, fin, fout, n_in, 1.0f, hd, fin, dz, fout, 0.0f, m->g + L->off_ws, fout);
-      if (l > 0)
-        be->gemm(be, 0, 1, n_in, fin, fout, 1.0f, dz, fout, m->p + L->off_ws, fout, 1.0f, dhd, fin);
+      if (sage) sage_self_grad(m, L, hd, dz);
     }
     if (l == 0) break; /* no gradient w.r.t. the input features */
-    if (!L->transform_first) TRY(model_halo(m, CG_HALO_BACKWARD, tag, dhd, fin, st));
     /* Inner rows of dhd now hold the full gradient w.r.t. Hd; undo dropout with the
      * same mask (keyed by global id), then the previous layer's ReLU and LayerNorm. */
     if (m->last_fwd_train && L->p_drop > 0.0f)

@@ -15,45 +15,6 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-/* Same shape, structure and values, bit for bit. */
-static int csr_same(const struct cg_csr *a, const struct cg_csr *b) {
-  if (a->nrows != b->nrows || a->ncols != b->ncols || a->nnz != b->nnz) return 0;
-  if ((a->vals == NULL) != (b->vals == NULL)) return 0;
-  if (memcmp(a->rowptr, b->rowptr, (size_t)(a->nrows + 1) * sizeof *a->rowptr)) return 0;
-  if (a->nnz && memcmp(a->colidx, b->colidx, (size_t)a->nnz * sizeof *a->colidx)) return 0;
-  if (a->vals && a->nnz && memcmp(a->vals, b->vals, (size_t)a->nnz * sizeof *a->vals)) return 0;
-  /* (a backend may compute with the factors instead of vals: they must match too) */
-  if (!a->row_scale != !b->row_scale) return 0;
-  return !a->row_scale ||
-         (memcmp(a->row_scale, b->row_scale, (size_t)a->nrows * sizeof *a->row_scale) == 0 &&
-          memcmp(a->col_scale, b->col_scale, (size_t)a->ncols * sizeof *a->col_scale) == 0);
-}
-
-/* Whether a square operator looks symmetric to the bit on up to 4096 entries
- * spread evenly over its nonzeros: a(u, v) == a(v, u) (binary search in row v) and
- * equal factors. A cheap guard on a known property, not a proof. */
-static int symmetric_sample(const struct cg_csr *a) {
-  if (a->nrows != a->ncols) return 0;
-  if (!a->row_scale != !a->col_scale) return 0;
-  if (a->row_scale && memcmp(a->row_scale, a->col_scale, (size_t)a->nrows * sizeof(float)) != 0)
-    return 0;
-  const int64_t step = a->nnz / 4096 + 1;
-  int64_t u = 0;
-  for (int64_t k = 0; k < a->nnz; k += step) {
-    while (a->rowptr[u + 1] <= k) u++;
-    const int64_t v = a->colidx[k];
-    int64_t lo = a->rowptr[v], hi = a->rowptr[v + 1];
-    while (lo < hi) { /* first entry of row v with column >= u */
-      int64_t mid = lo + (hi - lo) / 2;
-      if (a->colidx[mid] < u) lo = mid + 1;
-      else hi = mid;
-    }
-    if (lo == a->rowptr[v + 1] || a->colidx[lo] != u) return 0;
-    if (a->vals && memcmp(&a->vals[lo], &a->vals[k], sizeof(float)) != 0) return 0;
-  }
-  return 1;
-}
-
 static int add_tensor(struct rt_model *m, const char *name, enum rt_tensor_kind kind, int layer,
                       int64_t rows, int64_t cols, int decay, int64_t *off) {
   if (m->ntensors >= RT_MAX_TENSORS)
@@ -185,28 +146,17 @@ done:
   return st;
 }
 
-/* Â and Âᵀ on the backend. */
+/* Â and Âᵀ on the backend: whole for a single process, split into inner and halo
+ * parts when the model exchanges halo rows (model_agg.c), with a halo-part buffer as
+ * wide as the widest aggregation of a step. */
 static int model_operators(struct rt_model *m, const struct rt_local *loc) {
-  int st = CG_OK;
-  struct cg_backend *be = m->be;
-  struct cg_csr at = {0};
-  TRY(be->spmat_create(be, &loc->agg, &m->a));
-  /* GCN's Â on one rank is symmetric to the bit: then Âᵀ shares Â's backend copy
-   * (on Reddit that saves ~0.9 GB and the second upload). Known without building
-   * Âᵀ (1.7 s on Reddit) when the operator is GCN's over the whole graph (every
-   * graph's adjacency is symmetric, graph_check; the weight and the factors are
-   * symmetric in the two degrees, graph/tests/test_norm.c), confirmed on a sample;
-   * otherwise, or if the sample disagrees, Âᵀ is built and compared whole. */
-  if (loc->n_halo == 0 && loc->norm == GRAPH_NORM_GCN && symmetric_sample(&loc->agg)) {
-    m->at = m->a;
-    return CG_OK;
+  int64_t hwidth = 1;
+  for (int l = 0; l < m->nlayers; l++) {
+    const struct rt_layer *L = &m->layers[l];
+    const int64_t w = L->agg_cached ? 0 : L->transform_first ? L->fout : L->fin;
+    if (w > hwidth) hwidth = w;
   }
-  TRY_GOTO(cg_csr_transpose(&loc->agg, &at), done);
-  if (csr_same(&loc->agg, &at)) m->at = m->a;
-  else TRY_GOTO(be->spmat_create(be, &at, &m->at), done);
-done:
-  cg_csr_free(&at);
-  return st;
+  return rt_agg_build(m->be, loc, rt_local_exchanges(loc), hwidth, &m->agg);
 }
 
 /* Global ids (dropout keys), labels, and the inner rows of each split. */
@@ -281,7 +231,19 @@ static int model_features(struct rt_model *m, const struct rt_local *loc) {
     const struct cg_halo_tag features = {0, 0}; /* layer 0's input, outside training */
     TRY(cg_exchange_halo(m->ex, CG_HALO_FORWARD, features, L0->in, loc->feat_dim));
   }
-  if (L0->agg_cached) be->spmm(be, m->a, L0->in, loc->feat_dim, L0->agg, loc->feat_dim, loc->feat_dim);
+  if (L0->agg_cached) {
+    const int64_t f = loc->feat_dim;
+    float *hbuf = m->agg.hbuf, *tmp = NULL;
+    if (m->agg.n_hrows > 0 && f > m->agg.hwidth) { /* wider than any step's: set-up only */
+      TRY(be_alloc(m, &tmp, m->agg.n_hrows * f, "halo part of Â·X"));
+      hbuf = tmp;
+    }
+    int st = rt_agg_fwd_inner(be, &m->agg, L0->in, f, L0->agg, NULL, NULL);
+    if (st == CG_OK) rt_agg_fwd_halo(be, &m->agg, L0->in, f, L0->agg, hbuf);
+    be->sync(be);
+    be->free(be, tmp);
+    TRY(st);
+  }
   be->sync(be);
   return CG_OK;
 }
@@ -380,8 +342,7 @@ void rt_model_destroy(struct rt_model **pm) {
   be->free(be, m->g);
   be->free(be, m->m1);
   be->free(be, m->m2);
-  if (m->at != m->a) be->spmat_destroy(be, m->at);
-  be->spmat_destroy(be, m->a);
+  rt_agg_free(be, &m->agg);
   cg_free(m);
   *pm = NULL;
 }

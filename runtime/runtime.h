@@ -83,6 +83,10 @@ struct rt_config {
                              rt_run_dist resolve it first: the run, its summary and its
                              checkpoints see the count used) */
   int tf32;               /* CUDA: allow TF32 GEMM (off by default: exactness) */
+  int overlap;            /* 1 (default): halo exchanges overlap the inner rows'
+                             aggregation ("communication" below); 0: each exchange
+                             completes before the aggregation starts. Results are
+                             bit-identical either way. */
   const char *metrics_path; /* JSON Lines metrics file, NULL = none */
   int quiet;              /* 1: no per-epoch INFO lines */
   /* checkpoints (rt_run, rt_run_dist, rt_train: "checkpoints in a run" below) */
@@ -103,7 +107,7 @@ struct rt_config {
 
 /* Defaults: synth:small, GCN, 2 layers, 16 hidden, dropout 0.5, no LayerNorm, Adam
  * lr 0.01, weight decay 5e-4 on all weight matrices, 200 epochs, eval every epoch,
- * seed 1, no feature normalisation, device auto. */
+ * seed 1, no feature normalisation, device auto, overlap on. */
 void rt_config_defaults(struct rt_config *c);
 /* Dropout probability on the input of layer l (input_dropout for l = 0). */
 float rt_config_layer_dropout(const struct rt_config *c, int l);
@@ -168,11 +172,31 @@ void rt_local_free(struct rt_local *l); /* accepts a zeroed struct; leaves it ze
 /* The model reaches the other ranks only through the exchange seam (struct
  * cg_exchange, core/exchange.h): a halo exchange is its begin then its end, tagged
  * with the layer whose rows move and the step's epoch (struct cg_halo_tag; 0 in
- * evaluation and at set-up), with the backend synchronised before begin and after
- * end and the time in between counted as comm_s; the flat gradient and a few host
- * values are summed over the ranks; the per-step metrics are deltas of its counters.
- * A single process passes no exchange (NULL): with n_halo == 0 and nranks == 1 the
- * model never calls one. */
+ * evaluation and at set-up); the flat gradient and a few host values are summed over
+ * the ranks; the per-step metrics are deltas of its counters. A single process passes
+ * no exchange (NULL): with n_halo == 0 and nranks == 1 the model never calls one.
+ *
+ * Overlap (cfg->overlap, issue #14). With halo rows to exchange, each layer's
+ * aggregation is split into its inner part (the operator's columns of inner rows,
+ * which need no halo row) and its halo part (runtime_internal.h, struct rt_agg):
+ *   forward   begin the exchange of the layer's input (or transformed rows), compute
+ *             the inner part, end the exchange, add the halo part;
+ *   backward  compute the halo rows' gradients (rows [n_inner, n_tot) of Âᵀ dZ),
+ *             begin their return to the owners, compute the inner rows' gradients
+ *             (and the weight gradients that need no exchange), end (the owners add
+ *             what came back).
+ * Between begin and end the inner part runs in row blocks with the exchange's
+ * progress called after each (halo_progress: MPI without a progress thread moves a
+ * large message only inside MPI calls). With overlap off the same products run in the
+ * same order, each exchange ended right after its begin, so the results are
+ * bit-identical; only the time spent waiting differs. One rank (no halo) multiplies by
+ * the whole operator as before. Timing: the backend is synchronised before begin,
+ * before each progress call and before end, and after end, so that compute is never
+ * counted as communication nor communication as compute. On the CUDA backend the NCCL
+ * path runs the transfer on the exchange's own stream, beside the inner blocks'
+ * kernels; the MPI paths (CUDA-aware, staged through pinned memory) move data in the
+ * progress calls between the blocks (every MPI call stays on the calling thread:
+ * MPI_THREAD_FUNNELED, mpi/comm.h). */
 
 /* ---- the model ------------------------------------------------------------- */
 
@@ -206,7 +230,10 @@ struct rt_eval {
 /* Host-side timing of one step (seconds; comm includes the synchronisations). */
 struct rt_step_stats {
   double loss;           /* mean loss over all train vertices (before the update) */
-  double comm_s;         /* halo exchange + all-reduce time */
+  double comm_s;         /* time inside communication calls: comm_exposed_s + the
+                            gradient all-reduce and host reductions */
+  double comm_exposed_s; /* time inside halo begin, progress and end calls (waiting) */
+  double comm_hidden_s;  /* halo exchanges in flight while the step computed (overlap) */
   int64_t halo_bytes;    /* delta of the exchange's counter during the step (this rank) */
   int64_t cache_hits, cache_lookups;
   int64_t allreduce_bytes; /* delta of the all-reduce counter during the step (this rank) */
@@ -260,6 +287,7 @@ struct rt_result {
   int best_epoch;               /* 0 when no evaluation happened */
   double final_train_acc, final_val_acc, final_test_acc;
   double median_epoch_s;
+  double median_comm_hidden_s, median_comm_exposed_s; /* medians over the epochs run */
   int64_t num_params;
 };
 void rt_result_free(struct rt_result *r); /* accepts a zeroed struct */
@@ -315,25 +343,40 @@ struct rt_checkpoint; /* "checkpoints" below */
  *   per epoch: epoch, loss (training loss of the step, with dropout, before the
  *     update), train_acc, val_acc, test_acc, val_loss (after the update; null on
  *     epochs without evaluation; micro-F1 for multi-label graphs), epoch_s, compute_s,
- *     comm_s, halo_bytes, allreduce_bytes, compute_max_s, compute_min_s,
- *     cache_hit_rate, cache_oracle_hit_rate, eval_s.
+ *     comm_s, comm_exposed_s, comm_hidden_s, halo_bytes, allreduce_bytes,
+ *     compute_max_s, compute_min_s, cache_hit_rate, cache_oracle_hit_rate, eval_s.
  *   last line: {"summary": true, graph, nodes, edges, features, classes, multilabel,
  *     device, threads,
  *     ranks, model, layers, hidden, dropout, input_dropout, layernorm, optimizer, lr,
  *     weight_decay,
- *     wd_scope, feat_norm, eval_every, seed, params, epochs (the last epoch reached),
+ *     wd_scope, feat_norm, eval_every, seed, overlap, params, epochs (the last epoch reached),
  *     outcome ("completed"; "interrupted": stopped on request; "diverged": the loss of
  *     the last epoch is not finite; a run that stops early writes its summary too),
  *     resumed_from_epoch, best_val_acc,
  *     test_acc_at_best_val, best_epoch, final_loss, final_train_acc, final_val_acc,
- *     final_test_acc, median_epoch_s, total_s, peak_rss_bytes}.
+ *     final_test_acc, median_epoch_s, median_comm_exposed_s, median_comm_hidden_s,
+ *     total_s, peak_rss_bytes}.
  * Timers (the backend is synchronised before every reading):
  *   epoch_s    wall time of one training step: forward, loss, backward, gradient
  *              all-reduce, optimizer update (evaluation excluded: that is eval_s);
  *              rank 0's (every rank's step ends in the same all-reduce)
- *   comm_s     time inside halo exchanges and all-reduces of that step, including the
- *              synchronisations around them and waiting for peers (0 on one rank);
- *              rank 0's
+ *   comm_s     time inside communication calls during the step: halo exchanges
+ *              (comm_exposed_s), the gradient all-reduce and the host reductions
+ *              (the loss), including the synchronisations around them and waiting for
+ *              peers (0 on one rank); rank 0's. The communication the step waited for:
+ *              what overlap hides is not in it (as before overlap, when nothing ran
+ *              during an exchange, it was all of the exchanges' time)
+ *   comm_exposed_s  the halo exchanges' part of comm_s: time inside their begin,
+ *              progress and end calls (with the synchronisations before begin, before
+ *              end and after end); rank 0's
+ *   comm_hidden_s  halo exchange time covered by compute: for each exchange, from the
+ *              return of its begin to the progress call that saw its transfer complete,
+ *              or to the call of its end when none did, minus the time inside progress
+ *              calls in between (counted in comm_exposed_s); 0 with overlap off and on
+ *              one rank; rank 0's. An exchange lasts comm_exposed_s + comm_hidden_s from
+ *              begin to completion: the fraction hidden is hidden / (hidden + exposed).
+ *              (The time a transfer needed cannot be observed: an exchange that waited
+ *              for a slower peer counts that wait too, hidden when compute covered it.)
  *   compute_s  epoch_s - comm_s (rank 0's)
  *   compute_max_s, compute_min_s  the largest and smallest compute_s over the ranks
  *              (load imbalance: waiting for the slowest rank shows up in the others'

@@ -10,6 +10,68 @@
 #include "core/outfile.h"
 #include "runtime/runtime.h"
 
+/* ---- the aggregation operator (model_agg.c) ------------------------------------ */
+
+/* Â (n_in x n_tot) and Âᵀ on the backend, as the model multiplies by them.
+ * Whole (split = 0; a single process, which exchanges nothing): a and at (at == a when
+ * Â is symmetric to the bit).
+ * Split (split = 1; whenever the model exchanges halo rows, rt_local_exchanges):
+ *   inner part  a_in[k]  = Â[blk[k]:blk[k+1], 0:n_in]   (the columns of inner rows)
+ *               at_in[k] = Âᵀ[blk[k]:blk[k+1], 0:n_in]  (== a_in[k] when at_shared)
+ *   halo part   a_h      = Â[hrows, n_in:n_tot]: the n_hrows inner rows with a halo
+ *                          column (d_hrows, ascending), columns renumbered from 0;
+ *                          its product goes to hbuf (n_hrows x hwidth) and is added
+ *                          into those rows (scatter_add_rows)
+ *               at_h     = Âᵀ[n_in:n_tot, 0:n_in]: the halo rows' gradients
+ * so that Y = Â X is (inner part, then + halo part) per row, the same sums whatever
+ * runs between them, and the halo rows of Âᵀ dY are a product of their own. Blocks
+ * (nblk of them, bounds blk[0..nblk] on multiples of 1024 rows) are where the model
+ * lets the exchange progress (model_agg.c says how they are chosen). */
+struct rt_agg {
+  int split;
+  int64_t n_in;
+  struct cg_spmat *a, *at;
+  int nblk, at_shared;
+  int64_t *blk; /* host, nblk + 1 */
+  struct cg_spmat **a_in, **at_in;
+  struct cg_spmat *a_h, *at_h;
+  int32_t *d_hrows;
+  int64_t n_hrows;
+  float *hbuf;
+  int64_t hwidth;
+};
+
+/* Build g for loc on be: whole, or split with a halo-part buffer for products up to
+ * hwidth columns. Release with rt_agg_free (also after a failure). */
+int rt_agg_build(struct cg_backend *be, const struct rt_local *loc, int split, int64_t hwidth,
+                 struct rt_agg *g);
+void rt_agg_free(struct cg_backend *be, struct rt_agg *g); /* accepts a zeroed struct */
+/* Row blocks of an inner part of n_in rows, at most max_blocks: fills blk[0..nblk]
+ * (blk[0] = 0, blk[nblk] = n_in, ascending, inner bounds multiples of 1024; an
+ * operator of >= 32768 rows gets blocks of >= 16384 rows) and returns nblk (0 when
+ * n_in == 0). */
+int rt_agg_blocks(int64_t n_in, int64_t *blk, int max_blocks);
+/* Same shape, structure, values and factors, bit for bit. */
+int rt_csr_same(const struct cg_csr *a, const struct cg_csr *b);
+
+/* The products (enqueued on be's stream). Row strides equal the widths f. `poll` (may
+ * be NULL) is called after each block of an inner part, with ctx; its failure is
+ * returned at once. Whole operator: the inner calls multiply by all of Â / Âᵀ and the
+ * halo calls do nothing.
+ *   fwd_inner  Y[0:n_in] = inner part · X[0:n_in]           (whole: Y = Â X)
+ *   fwd_halo   Y[hrows] += a_h · X[n_in:n_tot], through hbuf (n_hrows x f, f <= its
+ *              width: g->hbuf, or a caller's buffer)
+ *   bwd_halo   dX[n_in:n_tot] = at_h · dY
+ *   bwd_inner  dX[0:n_in] = inner part of Âᵀ · dY             (whole: dX = Âᵀ dY) */
+int rt_agg_fwd_inner(struct cg_backend *be, const struct rt_agg *g, const float *x, int64_t f,
+                     float *y, int (*poll)(void *ctx), void *ctx);
+void rt_agg_fwd_halo(struct cg_backend *be, const struct rt_agg *g, const float *x, int64_t f,
+                     float *y, float *hbuf);
+void rt_agg_bwd_halo(struct cg_backend *be, const struct rt_agg *g, const float *dy, int64_t f,
+                     float *dx);
+int rt_agg_bwd_inner(struct cg_backend *be, const struct rt_agg *g, const float *dy, int64_t f,
+                     float *dx, int (*poll)(void *ctx), void *ctx);
+
 /* ---- the model (model_build.c, model.c) -------------------------------------- */
 
 #define RT_LN_EPS 1e-5f        /* LayerNorm's epsilon */
@@ -39,7 +101,7 @@ struct rt_model {
   struct rt_layer *layers;
   int64_t n_in, n_tot, classes;
 
-  struct cg_spmat *a, *at;  /* Â and Âᵀ */
+  struct rt_agg agg;         /* Â and Âᵀ, whole or split (model_agg.c) */
   int32_t *d_gid;
   int32_t *d_labels;
   uint8_t *d_mlabels;
@@ -57,6 +119,17 @@ struct rt_model {
   int64_t t_step;           /* optimizer steps taken */
   int last_fwd_train;       /* whether the last forward applied dropout */
   uint32_t last_fwd_epoch;
+  /* the halo exchange in flight (model.c: begun, not yet ended; --overlap) */
+  struct {
+    int open, done;         /* begun and not ended; its completion seen by a progress call */
+    enum cg_halo_dir dir;
+    struct cg_halo_tag tag;
+    float *x;
+    int64_t cols;
+    double t_open, t_polls; /* when begin returned; time inside progress calls since */
+    double t_begin;         /* time inside begin (with the sync before it) */
+    int polls;              /* progress calls (the one that saw completion included) */
+  } flight;
 };
 
 /* Whether a local problem talks to other ranks at all (a single process does not). */
@@ -143,6 +216,7 @@ struct rt_epoch_record {
   double loss;
   struct rt_eval ev;                 /* NaN on epochs without evaluation */
   double epoch_s, compute_s, comm_s; /* rank 0's */
+  double comm_exposed_s, comm_hidden_s; /* rank 0's (halo exchanges) */
   double halo_bytes, allreduce_bytes; /* summed over the ranks */
   double compute_max_s, compute_min_s;
   int64_t cache_hits, cache_lookups;

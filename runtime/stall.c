@@ -47,6 +47,10 @@ static int w_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_ha
   return after(w, call, tag.layer, w->inner->halo_end(w->inner, dir, tag, x, cols));
 }
 
+/* Polling between compute blocks is the computation itself (no mark: the begin's
+ * "computing after" stands, and the watchdog sees end's wait when the peer stalls). */
+static int w_halo_progress(struct cg_exchange *ex) { return cg_exchange_halo_progress(impl(ex)->inner); }
+
 static int w_allreduce_grads(struct cg_exchange *ex, float *buf, int64_t n) {
   struct watch_exchange *w = impl(ex);
   cg_watch_mark("gradient all-reduce", w->epoch, -1, 1);
@@ -73,6 +77,7 @@ int rt_watch_exchange_wrap(struct cg_exchange *inner, struct cg_exchange **out) 
   w->inner = inner;
   w->ex.halo_begin = w_halo_begin;
   w->ex.halo_end = w_halo_end;
+  w->ex.halo_progress = w_halo_progress;
   w->ex.allreduce_grads = w_allreduce_grads;
   w->ex.allreduce_host = w_allreduce_host;
   w->ex.counters = w_counters;

@@ -65,6 +65,7 @@ struct train_run {
   struct rt_result r;
   struct rt_train_track tr;
   double *epoch_s, *tmp;  /* per-epoch step times; scratch of the median */
+  double *exposed_s, *hidden_s; /* per-epoch halo exchange times (rank 0's) */
   int e_done;             /* epochs before this run (resumed) */
   double t_start;
   const char *acc_name;   /* "acc", or "f1" for multi-label graphs */
@@ -85,7 +86,9 @@ static int train_setup(struct train_run *t) {
   t->r.loss = cg_calloc((size_t)E, sizeof(double), "per-epoch losses");
   t->epoch_s = cg_calloc((size_t)E, sizeof(double), "per-epoch times");
   t->tmp = cg_calloc((size_t)E, sizeof(double), "median scratch");
-  if (!t->r.loss || !t->epoch_s || !t->tmp) return CG_ERR_NOMEM;
+  t->exposed_s = cg_calloc((size_t)E, sizeof(double), "per-epoch exchange times");
+  t->hidden_s = cg_calloc((size_t)E, sizeof(double), "per-epoch exchange times");
+  if (!t->r.loss || !t->epoch_s || !t->tmp || !t->exposed_s || !t->hidden_s) return CG_ERR_NOMEM;
   TRY(rt_model_build(t->be, loc, cfg, t->ex, &t->m));
   t->r.num_params = rt_model_num_params(t->m);
 #ifdef CAPGNN_HAVE_DIST
@@ -167,6 +170,8 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   be->sync(be);
   double dt = cg_time_now() - t0;
   t->epoch_s[e - 1] = dt;
+  t->exposed_s[e - 1] = ss.comm_exposed_s;
+  t->hidden_s[e - 1] = ss.comm_hidden_s;
   t->r.loss[e - 1] = ss.loss;
   if (!isfinite(ss.loss)) {
     *diverged = 1;
@@ -203,7 +208,8 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   }
   const struct rt_epoch_record rec = {
       .epoch = e, .loss = ss.loss, .ev = ev, .epoch_s = dt, .compute_s = compute_s,
-      .comm_s = ss.comm_s, .halo_bytes = sums[0], .allreduce_bytes = sums[1],
+      .comm_s = ss.comm_s, .comm_exposed_s = ss.comm_exposed_s, .comm_hidden_s = ss.comm_hidden_s,
+      .halo_bytes = sums[0], .allreduce_bytes = sums[1],
       .compute_max_s = ext[0], .compute_min_s = -ext[1], .cache_hits = (int64_t)sums[3],
       .cache_lookups = (int64_t)sums[4], .eval_s = eval_s, .cache = t->cache ? &t->cache_epoch : NULL};
   cg_watch_mark("writing the metrics record", e, -1, 0);
@@ -229,6 +235,12 @@ static int train_finish(struct train_run *t, int last, const char *outcome) {
   struct rt_result *r = &t->r;
   const char *acc = t->acc_name;
   r->median_epoch_s = median(t->epoch_s + t->e_done, last - t->e_done, t->tmp); /* epochs run here */
+  r->median_comm_exposed_s = median(t->exposed_s + t->e_done, last - t->e_done, t->tmp);
+  r->median_comm_hidden_s = median(t->hidden_s + t->e_done, last - t->e_done, t->tmp);
+  if (rt_local_exchanges(t->loc) && last > t->e_done) /* rank 0's halo exchanges, per epoch */
+    LOG_INFO("train", "halo exchange per epoch (median): %.2f ms hidden behind compute, %.2f ms "
+             "exposed (overlap %s)", r->median_comm_hidden_s * 1e3, r->median_comm_exposed_s * 1e3,
+             t->cfg->overlap ? "on" : "off");
 #ifdef CAPGNN_HAVE_DIST
   const struct rt_cache_record *cache = rt_cache_track_totals(t->cache);
 #else
@@ -319,6 +331,8 @@ done:
   cg_exchange_destroy(&t.watched);
   cg_free(t.epoch_s);
   cg_free(t.tmp);
+  cg_free(t.exposed_s);
+  cg_free(t.hidden_s);
   if (st == CG_OK && res) *res = t.r;
   else rt_result_free(&t.r);
   return st;

@@ -2,7 +2,9 @@
 # Behaviour check for refactors: runs a fixed set of trainings with two builds of
 # `capgnn` (before and after a change) and compares their metrics files and
 # checkpoints. Metrics must be identical byte for byte once the fields that hold
-# timings or memory readings are removed; checkpoints must be identical whole.
+# timings or memory readings are removed; checkpoints must be identical whole. A field
+# that only AFTER writes (a new metric or setting) is listed and left out of the
+# comparison; a field that AFTER no longer writes is a difference.
 #
 #   scripts/behaviour-check.sh BEFORE/bin/capgnn AFTER/bin/capgnn [OUTDIR]
 #
@@ -53,16 +55,18 @@ done
 python3 - "$out" <<'PY'
 import json, os, sys
 out = sys.argv[1]
-volatile = {"epoch_s", "compute_s", "comm_s", "compute_max_s", "compute_min_s", "eval_s",
-            "median_epoch_s", "total_s", "peak_rss_bytes"}
-bad = 0; n = 0
+volatile = {"epoch_s", "compute_s", "comm_s", "comm_exposed_s", "comm_hidden_s", "compute_max_s",
+            "compute_min_s", "eval_s", "median_epoch_s", "median_comm_exposed_s",
+            "median_comm_hidden_s", "total_s", "peak_rss_bytes"}
+bad = 0; n = 0; new_keys = set()
 for name in sorted(os.listdir(os.path.join(out, "before"))):
     a, b = (os.path.join(out, s, name) for s in ("before", "after"))
     if name.endswith(".jsonl"):
-        rows = []
-        for p in (a, b):
-            rows.append([json.dumps({k: v for k, v in json.loads(l).items() if k not in volatile})
-                         for l in open(p)])
+        recs = [[json.loads(l) for l in open(p)] for p in (a, b)]
+        for ra, rb in zip(*recs):  # fields only AFTER writes: listed, not compared
+            new_keys |= set(rb) - set(ra) - volatile
+        rows = [[json.dumps({k: v for k, v in r.items() if k not in volatile and k not in new_keys})
+                 for r in side] for side in recs]
         same = rows[0] == rows[1]
     elif name.endswith(".ckpt"):
         same = open(a, "rb").read() == open(b, "rb").read()
@@ -71,6 +75,8 @@ for name in sorted(os.listdir(os.path.join(out, "before"))):
     n += 1
     print(("same     " if same else "DIFFERENT"), name)
     bad += not same
+if new_keys:
+    print("fields only AFTER writes (not compared): " + ", ".join(sorted(new_keys)))
 print(f"{n} files compared, {bad} different")
 sys.exit(1 if bad or n == 0 else 0)
 PY

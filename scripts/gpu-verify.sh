@@ -41,6 +41,9 @@ if has perf; then
        --lr 0.01 --weight-decay 0 --epochs 30 --device cuda --metrics "$O/capgnn_reddit.jsonl" --quiet
   step torch_reddit 90 env PYTHONUNBUFFERED=1 python3 benchmarks/torch_gcn.py --graph /tmp/reddit.cgr \
        --epochs 30 --json "$O/torch_reddit.json"
+  # the fair peer: the transpose built once (issue #14), gradients checked against plain
+  step torch_reddit_tuned 90 env PYTHONUNBUFFERED=1 python3 benchmarks/torch_gcn.py --graph /tmp/reddit.cgr \
+       --epochs 30 --peer tuned --check-grads --json "$O/torch_reddit_tuned.json"
 fi
 if has tiled; then
   [ -f /tmp/reddit.cgr ] || step save_reddit 120 "$B/bin/capgnn" gen synth:reddit --output /tmp/reddit.cgr --quiet

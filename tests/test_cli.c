@@ -233,10 +233,12 @@ static void help(void **state) {
 }
 
 static const char *epoch_keys[] = {"epoch", "loss", "train_acc", "val_acc", "test_acc", "epoch_s",
-                                   "compute_s", "comm_s", "halo_bytes", "cache_hit_rate"};
+                                   "compute_s", "comm_s", "comm_exposed_s", "comm_hidden_s",
+                                   "halo_bytes", "cache_hit_rate"};
 static const char *summary_keys[] = {"best_val_acc", "test_acc_at_best_val", "best_epoch", "epochs",
-                                     "median_epoch_s", "peak_rss_bytes", "device", "model", "layers",
-                                     "hidden", "seed"};
+                                     "median_epoch_s", "median_comm_exposed_s", "median_comm_hidden_s",
+                                     "peak_rss_bytes", "device", "model", "layers", "hidden", "seed",
+                                     "overlap"};
 
 static void train_metrics(void **state) {
   (void)state;

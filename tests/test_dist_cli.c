@@ -12,6 +12,9 @@
  *    bytes modelled from the partition that `capgnn partition` reports (halo rows x
  *    the width the 2-layer GCN exchanges x 4 bytes x 2 directions); allreduce_bytes =
  *    2 ranks x parameters x 4; compute_max_s >= compute_min_s > 0.
+ *    With --overlap off (issue #14) the 2-rank losses are the same bits as with overlap
+ *    on (the default); comm_hidden_s is 0 then, and in both runs comm_s >=
+ *    comm_exposed_s >= 0 and the summary says which schedule ran ("overlap").
  * 3. Without --threads, -np 1 / 2 / 4 run the host's CPUs divided by the ranks (the
  *    summary says how many; more ranks than CPUs are warned about).
  *    Usage errors under mpiexec -n 2 print one "capgnn: error:" line (rank 0's).
@@ -72,7 +75,9 @@ struct metrics {
   int nepochs;
   double loss[MAXE], compute[MAXE], compute_max[MAXE], compute_min[MAXE];
   double halo[MAXE], allreduce[MAXE];
+  double comm[MAXE], exposed[MAXE], hidden[MAXE];
   double params, ranks;
+  int overlap; /* the summary's "overlap": 1 true, 0 false, -1 absent */
   int has_summary, bad_lines;
 };
 
@@ -111,6 +116,8 @@ static int read_metrics(const char *path, struct metrics *m) {
       m->has_summary++;
       m->params = num(o, "params");
       m->ranks = num(o, "ranks");
+      const cJSON *ov = cJSON_GetObjectItemCaseSensitive(o, "overlap");
+      m->overlap = cJSON_IsBool(ov) ? cJSON_IsTrue(ov) : -1;
     } else if (m->nepochs < MAXE) {
       int e = m->nepochs++;
       CHECK((int)num(o, "epoch") == e + 1, "%s: record %d has epoch %g", path, e + 1, num(o, "epoch"));
@@ -120,6 +127,9 @@ static int read_metrics(const char *path, struct metrics *m) {
       m->compute_min[e] = num(o, "compute_min_s");
       m->halo[e] = num(o, "halo_bytes");
       m->allreduce[e] = num(o, "allreduce_bytes");
+      m->comm[e] = num(o, "comm_s");
+      m->exposed[e] = num(o, "comm_exposed_s");
+      m->hidden[e] = num(o, "comm_hidden_s");
     }
     cJSON_Delete(o);
   }
@@ -239,6 +249,31 @@ int main(int argc, char **argv) {
          "all-reduce bytes/epoch %.0f\n",
          worst, m[2].halo[0], halo_total, m[2].allreduce[0]);
   CHECK(worst <= 1e-5, "2-rank losses differ from the single-process ones by %.3e relative", worst);
+
+  /* ---- 2 ranks with --overlap off: the same bits, nothing hidden ---- */
+  {
+    char off[512];
+    struct metrics mo;
+    snprintf(off, sizeof off, "%s/np2_overlap_off.jsonl", g_dir);
+    snprintf(log, sizeof log, "%s/np2_overlap_off.log", g_dir);
+    snprintf(cmd, sizeof cmd, "%s -n 2 %s %s %s --overlap off --metrics %s", mpiexec, mpi, capgnn, k_opts, off);
+    CHECK(run(cmd, log) == 0, "`%s` failed", cmd);
+    CHECK(read_metrics(off, &mo) == 0 && mo.nepochs == EPOCHS, "cannot read %s", off);
+    CHECK(m[2].overlap == 1 && mo.overlap == 0, "summary overlap: %d by default, %d with --overlap off",
+          m[2].overlap, mo.overlap);
+    for (int e = 0; e < EPOCHS && e < mo.nepochs; e++) {
+      CHECK(memcmp(&m[2].loss[e], &mo.loss[e], sizeof(double)) == 0,
+            "epoch %d: loss %.17g with overlap, %.17g without", e + 1, m[2].loss[e], mo.loss[e]);
+      CHECK(mo.hidden[e] == 0.0, "epoch %d: %g s hidden with --overlap off", e + 1, mo.hidden[e]);
+      const struct metrics *k2[2] = {&m[2], &mo};
+      for (int k = 0; k < 2; k++)
+        CHECK(k2[k]->hidden[e] >= 0.0 && k2[k]->exposed[e] > 0.0 && k2[k]->comm[e] >= k2[k]->exposed[e],
+              "epoch %d (overlap %s): comm_s %g, comm_exposed_s %g, comm_hidden_s %g", e + 1,
+              k ? "off" : "on", k2[k]->comm[e], k2[k]->exposed[e], k2[k]->hidden[e]);
+    }
+    printf("2 ranks: --overlap off gives the same losses bit for bit; comm_hidden_s %.2g s (on) / 0 (off) "
+           "in epoch 1\n", m[2].hidden[0]);
+  }
 
   /* ---- checkpoints on 2 ranks: 4 epochs + resumed 4 == 8 straight, byte for byte;
    * the 2-rank checkpoint also resumes in one process ---- */

@@ -1,5 +1,6 @@
-/* core/tests/test_csr.c — cg_csr_transpose against a dense transpose, and
- * cg_csr_check against each kind of violation. */
+/* core/tests/test_csr.c — cg_csr_transpose against a dense transpose, slices and
+ * non-empty rows against the dense matrix, and cg_csr_check against each kind of
+ * violation. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -210,12 +211,120 @@ static void test_scales(void **state) {
   cg_csr_free(&a);
 }
 
+/* Slices: every (row range, column range), including empty ones, against the dense
+ * block; the column-split blocks of a row range hold, in order, exactly that row range's
+ * entries (what the inner/halo split of an operator relies on); factors sliced alike. */
+static void test_slice(void **state) {
+  (void)state;
+  struct cg_csr a;
+  make_csr(&a, 17, 13, 0.35, 1, 9);
+  assert_int_equal(cg_csr_alloc_scales(&a), CG_OK);
+  for (int64_t r = 0; r < a.nrows; r++) a.row_scale[r] = 1.0f + (float)r;
+  for (int64_t c = 0; c < a.ncols; c++) a.col_scale[c] = 0.25f * (float)(c + 1);
+  float *d = to_dense(&a);
+  const int64_t rcuts[][2] = {{0, 17}, {0, 0}, {3, 11}, {16, 17}, {5, 5}};
+  const int64_t ccuts[][2] = {{0, 13}, {0, 7}, {7, 13}, {4, 4}, {12, 13}};
+  for (int i = 0; i < 5; i++)
+    for (int j = 0; j < 5; j++) {
+      const int64_t r0 = rcuts[i][0], r1 = rcuts[i][1], c0 = ccuts[j][0], c1 = ccuts[j][1];
+      struct cg_csr s;
+      assert_int_equal(cg_csr_slice(&a, r0, r1, c0, c1, &s), CG_OK);
+      assert_int_equal(cg_csr_check(&s, "slice"), CG_OK);
+      assert_int_equal(s.nrows, r1 - r0);
+      assert_int_equal(s.ncols, c1 - c0);
+      float *ds = to_dense(&s);
+      for (int64_t r = r0; r < r1; r++)
+        for (int64_t c = c0; c < c1; c++)
+          assert_true(ds[(r - r0) * s.ncols + (c - c0)] == d[r * a.ncols + c]);
+      if (r1 > r0) assert_memory_equal(s.row_scale, a.row_scale + r0, (size_t)(r1 - r0) * sizeof(float));
+      if (c1 > c0) assert_memory_equal(s.col_scale, a.col_scale + c0, (size_t)(c1 - c0) * sizeof(float));
+      free(ds);
+      cg_csr_free(&s);
+    }
+  /* rows 3..11 split at column 7: left then right entries of each row are the row's */
+  struct cg_csr lft, rgt;
+  assert_int_equal(cg_csr_slice(&a, 3, 11, 0, 7, &lft), CG_OK);
+  assert_int_equal(cg_csr_slice(&a, 3, 11, 7, 13, &rgt), CG_OK);
+  assert_int_equal(lft.nnz + rgt.nnz, a.rowptr[11] - a.rowptr[3]);
+  for (int64_t r = 3; r < 11; r++) {
+    int64_t k = a.rowptr[r];
+    for (int64_t e = lft.rowptr[r - 3]; e < lft.rowptr[r - 2]; e++, k++) {
+      assert_int_equal(lft.colidx[e], a.colidx[k]);
+      assert_true(lft.vals[e] == a.vals[k]);
+    }
+    for (int64_t e = rgt.rowptr[r - 3]; e < rgt.rowptr[r - 2]; e++, k++) {
+      assert_int_equal(rgt.colidx[e] + 7, a.colidx[k]);
+      assert_true(rgt.vals[e] == a.vals[k]);
+    }
+    assert_int_equal(k, a.rowptr[r + 1]);
+  }
+  cg_csr_free(&lft);
+  cg_csr_free(&rgt);
+  /* out of range */
+  struct cg_csr s;
+  assert_int_equal(cg_csr_slice(&a, 3, 18, 0, 13, &s), CG_ERR_ARG);
+  assert_int_equal(cg_csr_slice(&a, 4, 3, 0, 13, &s), CG_ERR_ARG);
+  assert_int_equal(cg_csr_slice(&a, 0, 17, 0, 14, &s), CG_ERR_ARG);
+  assert_int_equal(cg_csr_slice(&a, 0, 17, -1, 13, &s), CG_ERR_ARG);
+  cg_err_clear();
+  free(d);
+  cg_csr_free(&a);
+}
+
+/* Non-empty rows: the rows with entries, in order, with their factors; a matrix
+ * without entries gives none; without factors none appear. */
+static void test_nonempty_rows(void **state) {
+  (void)state;
+  struct cg_csr a, b;
+  int32_t *rows = NULL;
+  make_csr(&a, 23, 6, 0.15, 1, 17); /* every 5th row empty, others sometimes */
+  assert_int_equal(cg_csr_alloc_scales(&a), CG_OK);
+  for (int64_t r = 0; r < a.nrows; r++) a.row_scale[r] = 2.0f + (float)r;
+  for (int64_t c = 0; c < a.ncols; c++) a.col_scale[c] = 1.0f / (float)(c + 1);
+  assert_int_equal(cg_csr_nonempty_rows(&a, &b, &rows), CG_OK);
+  assert_int_equal(cg_csr_check(&b, "non-empty rows"), CG_OK);
+  int64_t n = 0;
+  for (int64_t r = 0; r < a.nrows; r++) {
+    const int64_t len = a.rowptr[r + 1] - a.rowptr[r];
+    if (!len) continue;
+    assert_true(n < b.nrows);
+    assert_int_equal(rows[n], r);
+    assert_int_equal(b.rowptr[n + 1] - b.rowptr[n], len);
+    assert_memory_equal(b.colidx + b.rowptr[n], a.colidx + a.rowptr[r], (size_t)len * sizeof(int32_t));
+    assert_memory_equal(b.vals + b.rowptr[n], a.vals + a.rowptr[r], (size_t)len * sizeof(float));
+    assert_true(b.row_scale[n] == a.row_scale[r]);
+    n++;
+  }
+  assert_int_equal(n, b.nrows);
+  assert_true(n < a.nrows && n > 0);
+  assert_memory_equal(b.col_scale, a.col_scale, (size_t)a.ncols * sizeof(float));
+  cg_free(rows);
+  cg_csr_free(&b);
+  /* no entries at all; no factors */
+  struct cg_csr e;
+  assert_int_equal(cg_csr_slice(&a, 0, 23, 3, 3, &e), CG_OK); /* 23 x 0 */
+  cg_free(e.row_scale);
+  cg_free(e.col_scale);
+  e.row_scale = e.col_scale = NULL;
+  assert_int_equal(cg_csr_nonempty_rows(&e, &b, &rows), CG_OK);
+  assert_int_equal(b.nrows, 0);
+  assert_int_equal(b.nnz, 0);
+  assert_null(b.row_scale);
+  assert_non_null(rows);
+  cg_free(rows);
+  cg_csr_free(&b);
+  cg_csr_free(&e);
+  cg_csr_free(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_transpose),
       cmocka_unit_test(test_transpose_parallel),
       cmocka_unit_test(test_check),
       cmocka_unit_test(test_scales),
+      cmocka_unit_test(test_slice),
+      cmocka_unit_test(test_nonempty_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

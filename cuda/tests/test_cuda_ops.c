@@ -531,6 +531,136 @@ static void test_spmm(void **state) {
   }
 }
 
+/* The split operator of partition-parallel training (runtime/model_agg.c, issue #14)
+ * on this backend: Â (n_in x n_tot) as its inner part in row blocks (products written at
+ * a row offset of Y) plus its halo part on the boundary rows, added with
+ * scatter_add_rows; Âᵀ as its inner rows by blocks and its halo rows. Against the CPU
+ * backend running the same pieces, and the GPU's own second run bitwise. */
+struct split_op {
+  int nblk;
+  int64_t blk[4];
+  struct cg_spmat *in[3], *in_t[3], *h, *h_t;
+  int32_t *d_rows;
+  int64_t n_rows;
+};
+
+static void split_upload(struct cg_backend *be, const struct cg_csr *a, int64_t n_in,
+                         struct split_op *o) {
+  struct cg_csr inner, inner_t, halo, halo_rows, halo_t, b;
+  int32_t *rows = NULL;
+  const int64_t n_tot = a->ncols;
+  memset(o, 0, sizeof *o);
+  o->nblk = 3;
+  const int64_t bounds[4] = {0, 512, 1024, n_in};
+  memcpy(o->blk, bounds, sizeof bounds);
+  assert_int_equal(cg_csr_slice(a, 0, n_in, 0, n_in, &inner), CG_OK);
+  assert_int_equal(cg_csr_transpose(&inner, &inner_t), CG_OK);
+  for (int k = 0; k < o->nblk; k++) {
+    assert_int_equal(cg_csr_slice(&inner, o->blk[k], o->blk[k + 1], 0, n_in, &b), CG_OK);
+    assert_int_equal(be->spmat_create(be, &b, &o->in[k]), CG_OK);
+    cg_csr_free(&b);
+    assert_int_equal(cg_csr_slice(&inner_t, o->blk[k], o->blk[k + 1], 0, n_in, &b), CG_OK);
+    assert_int_equal(be->spmat_create(be, &b, &o->in_t[k]), CG_OK);
+    cg_csr_free(&b);
+  }
+  assert_int_equal(cg_csr_slice(a, 0, n_in, n_in, n_tot, &halo), CG_OK);
+  assert_int_equal(cg_csr_nonempty_rows(&halo, &halo_rows, &rows), CG_OK);
+  assert_true(halo_rows.nrows > 0);
+  assert_int_equal(be->spmat_create(be, &halo_rows, &o->h), CG_OK);
+  o->n_rows = halo_rows.nrows;
+  o->d_rows = up(be, rows, (size_t)o->n_rows * sizeof(int32_t));
+  assert_int_equal(cg_csr_transpose(&halo, &halo_t), CG_OK);
+  assert_int_equal(be->spmat_create(be, &halo_t, &o->h_t), CG_OK);
+  cg_free(rows);
+  cg_csr_free(&inner);
+  cg_csr_free(&inner_t);
+  cg_csr_free(&halo);
+  cg_csr_free(&halo_rows);
+  cg_csr_free(&halo_t);
+}
+
+static void split_free(struct cg_backend *be, struct split_op *o) {
+  for (int k = 0; k < o->nblk; k++) {
+    be->spmat_destroy(be, o->in[k]);
+    be->spmat_destroy(be, o->in_t[k]);
+  }
+  be->spmat_destroy(be, o->h);
+  be->spmat_destroy(be, o->h_t);
+  be->free(be, o->d_rows);
+}
+
+/* Y[0:n_in] = inner part X + halo part X (forward); DX[0:n_tot] = Âᵀ DY by halo rows
+ * then inner blocks (backward). hb: n_rows x f scratch. */
+static void split_forward(struct cg_backend *be, const struct split_op *o, int64_t n_in, const float *x,
+                          int64_t f, float *y, float *hb) {
+  for (int k = 0; k < o->nblk; k++) be->spmm(be, o->in[k], x, f, y + o->blk[k] * f, f, f);
+  be->spmm(be, o->h, x + n_in * f, f, hb, f, f);
+  be->scatter_add_rows(be, hb, f, o->d_rows, o->n_rows, y);
+}
+static void split_backward(struct cg_backend *be, const struct split_op *o, int64_t n_in, const float *dy,
+                           int64_t f, float *dx) {
+  be->spmm(be, o->h_t, dy, f, dx + n_in * f, f, f);
+  for (int k = 0; k < o->nblk; k++) be->spmm(be, o->in_t[k], dy, f, dx + o->blk[k] * f, f, f);
+}
+
+static void test_spmm_split(void **state) {
+  (void)state;
+  struct cg_csr a;
+  const int64_t n_in = 1100;
+  make_clustered(&a, n_in, 1450, TM_FACTORED); /* 350 halo columns */
+  struct split_op oc, og;
+  split_upload(cpu, &a, n_in, &oc);
+  split_upload(gpu, &a, n_in, &og);
+  static const int64_t widths[] = {16, 41, 256};
+  for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+    const int64_t f = widths[wi], n_tot = a.ncols;
+    float *x = frand(n_tot * f, -1, 1), *dy = frand(n_in * f, -1, 1);
+    /* forward scale: sum |a x| per output; backward: sum |a dy| per output (column of a) */
+    double *sf = hbuf((size_t)(n_in * f) * sizeof(double)), *sb = hbuf((size_t)(n_tot * f) * sizeof(double));
+    for (int64_t r = 0; r < n_in; r++)
+      for (int64_t k = a.rowptr[r]; k < a.rowptr[r + 1]; k++)
+        for (int64_t c = 0; c < f; c++) {
+          sf[r * f + c] += fabs(a.vals[k] * x[(int64_t)a.colidx[k] * f + c]);
+          sb[(int64_t)a.colidx[k] * f + c] += fabs(a.vals[k] * dy[r * f + c]);
+        }
+    struct both X = up2(x, (size_t)(n_tot * f) * 4), Y = up2(NULL, (size_t)(n_in * f) * 4);
+    struct both DY = up2(dy, (size_t)(n_in * f) * 4), DX = up2(NULL, (size_t)(n_tot * f) * 4);
+    struct both HB = up2(NULL, (size_t)(oc.n_rows * f) * 4);
+    split_forward(cpu, &oc, n_in, X.c, f, Y.c, HB.c);
+    split_forward(gpu, &og, n_in, X.g, f, Y.g, HB.g);
+    split_backward(cpu, &oc, n_in, DY.c, f, DX.c);
+    split_backward(gpu, &og, n_in, DY.g, f, DX.g);
+    char what[96];
+    snprintf(what, sizeof what, "split A X, f=%lld", (long long)f);
+    cmp2(what, &Y, n_in * f, sf, 1e-6, 2e-5);
+    snprintf(what, sizeof what, "split A^T dY, f=%lld", (long long)f);
+    cmp2(what, &DX, n_tot * f, sb, 1e-6, 2e-5);
+    /* deterministic: the same pieces again give the same bits */
+    float *y1 = down(gpu, Y.g, Y.bytes), *dx1 = down(gpu, DX.g, DX.bytes);
+    split_forward(gpu, &og, n_in, X.g, f, Y.g, HB.g);
+    split_backward(gpu, &og, n_in, DY.g, f, DX.g);
+    float *y2 = down(gpu, Y.g, Y.bytes), *dx2 = down(gpu, DX.g, DX.bytes);
+    assert_memory_equal(y1, y2, Y.bytes);
+    assert_memory_equal(dx1, dx2, DX.bytes);
+    free(y1);
+    free(y2);
+    free(dx1);
+    free(dx2);
+    free2(&X);
+    free2(&Y);
+    free2(&DY);
+    free2(&DX);
+    free2(&HB);
+    free(x);
+    free(dy);
+    free(sf);
+    free(sb);
+  }
+  split_free(cpu, &oc);
+  split_free(gpu, &og);
+  cg_csr_free(&a);
+}
+
 /* The tiled variant on clustered matrices (valued, factored, all ones), against the
  * CPU backend like every other variant; the layout itself is tested on the host in
  * test_spmm_tiles. */
@@ -877,7 +1007,7 @@ int main(void) {
       cmocka_unit_test(test_arena),         cmocka_unit_test(test_variant_selection),
       cmocka_unit_test(test_gemm),          cmocka_unit_test(test_blas1),
       cmocka_unit_test(test_spmm),          cmocka_unit_test(test_spmm_tiled),
-      cmocka_unit_test(test_spmm_degenerate),
+      cmocka_unit_test(test_spmm_degenerate), cmocka_unit_test(test_spmm_split),
       cmocka_unit_test(test_bias),          cmocka_unit_test(test_relu),
       cmocka_unit_test(test_dropout),       cmocka_unit_test(test_layernorm),
       cmocka_unit_test(test_losses),        cmocka_unit_test(test_eval_counts),

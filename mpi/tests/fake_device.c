@@ -44,6 +44,9 @@ static int fake_mem_info(struct cg_backend *be, size_t *free_bytes, size_t *tota
 static void fake_fill(struct cg_backend *be, float *x, int64_t n, float value) {
   fd(be)->cpu->fill(fd(be)->cpu, real(x), n, value);
 }
+static void fake_scale(struct cg_backend *be, int64_t n, float alpha, float *x) {
+  fd(be)->cpu->scale(fd(be)->cpu, n, alpha, real(x));
+}
 static void fake_gather_rows(struct cg_backend *be, const float *src, int64_t cols,
                              const int32_t *idx, int64_t n, float *dst) {
   fd(be)->cpu->gather_rows(fd(be)->cpu, real(src), cols, real(idx), n, real(dst));
@@ -69,6 +72,7 @@ int fake_device_create(struct cg_backend *cpu, struct cg_backend **out) {
   f->be.sync = fake_sync;
   f->be.mem_info = fake_mem_info;
   f->be.fill = fake_fill;
+  f->be.scale = fake_scale;
   f->be.gather_rows = fake_gather_rows;
   f->be.scatter_add_rows = fake_scatter_add_rows;
   *out = &f->be;

@@ -80,9 +80,9 @@ static void check_x(const struct hc_case *k, const float *x, int64_t cols, uint6
 /* What the owner's row of dx (gid) holds after the backward exchange: its own value
  * plus one block per rank holding it as halo, added in ascending rank order (the
  * order comm_halo_end promises backward). */
-static float dx_sum(const struct hc_case *k, uint64_t salt, int64_t gid, int64_t j) {
+static float dx_sum(const struct hc_case *k, uint64_t salt, int64_t gid, int64_t j, float scale) {
   int P = comm_size(k->c), owner = k->g.owner[gid];
-  float v = hval(salt, ROLE_DXI, gid, j);
+  float v = scale * hval(salt, ROLE_DXI, gid, j);
   for (int q = 0; q < P; q++)
     if (q != owner && k->marks[(size_t)q * (size_t)k->g.n + (size_t)gid])
       v = v + hval(salt, ROLE_DXH(q), gid, j);
@@ -90,9 +90,10 @@ static float dx_sum(const struct hc_case *k, uint64_t salt, int64_t gid, int64_t
 }
 
 /* After backward: inner rows hold dx_sum and halo rows are left alone, unless
- * `halo_summed`: a forward exchange followed, so they hold their owners' sums. */
-static void check_dx(const struct hc_case *k, const float *dx, int64_t cols, uint64_t salt,
-                     int halo_summed, const char *be, const char *what) {
+ * `halo_summed`: a forward exchange followed, so they hold their owners' sums. The
+ * inner rows' own values were multiplied by `scale` between begin and end. */
+static void check_dx_scaled(const struct hc_case *k, const float *dx, int64_t cols, uint64_t salt,
+                            int halo_summed, float scale, const char *be, const char *what) {
   const struct fx_local *l = &k->l;
   int r = comm_rank(k->c);
   int64_t bad = 0;
@@ -100,7 +101,7 @@ static void check_dx(const struct hc_case *k, const float *dx, int64_t cols, uin
     int64_t gid = l->gid[i];
     for (int64_t j = 0; j < cols; j++) {
       float want =
-          i < l->n_inner || halo_summed ? dx_sum(k, salt, gid, j) : hval(salt, ROLE_DXH(r), gid, j);
+          i < l->n_inner || halo_summed ? dx_sum(k, salt, gid, j, scale) : hval(salt, ROLE_DXH(r), gid, j);
       float got = dx[i * cols + j];
       if (memcmp(&want, &got, sizeof want) == 0) continue;
       if (bad++ == 0)
@@ -112,6 +113,11 @@ static void check_dx(const struct hc_case *k, const float *dx, int64_t cols, uin
     }
   }
   MT_CHECK(bad == 0, "%lld wrong values after %s on %s", (long long)bad, what, be);
+}
+
+static void check_dx(const struct hc_case *k, const float *dx, int64_t cols, uint64_t salt,
+                     int halo_summed, const char *be, const char *what) {
+  check_dx_scaled(k, dx, cols, salt, halo_summed, 1.0f, be, what);
 }
 
 /* The rows the plan sends forward and receives (= sends backward). */
@@ -141,6 +147,17 @@ static int t_begin(const struct hc_target *t, enum cg_halo_dir d, float *x, int6
 }
 static int t_end(const struct hc_target *t, enum cg_halo_dir d, float *x, int64_t cols) {
   return t->h ? comm_halo_end(t->h, d, x, cols) : t->ex->halo_end(t->ex, d, t_tag(d, cols), x, cols);
+}
+/* Progress polled until the transfer is reported done (every rank polls, so every
+ * peer's part moves), then once more. */
+static void t_progress_until_done(const struct hc_target *t, const char *tag) {
+  long polls = 0;
+  int st;
+  while ((st = t->h ? comm_halo_progress(t->h) : cg_exchange_halo_progress(t->ex)) == 0)
+    MT_CHECK(++polls < 100000000L, "%s: the exchange never completed", tag);
+  MT_CHECK(st == 1, "%s: progress returned %d", tag, st);
+  st = t->h ? comm_halo_progress(t->h) : cg_exchange_halo_progress(t->ex);
+  MT_CHECK(st == 1, "%s: progress after completion returned %d", tag, st);
 }
 static int t_exchange(const struct hc_target *t, enum cg_halo_dir d, float *x, int64_t cols) {
   return t->h ? comm_halo_exchange(t->h, d, x, cols)
@@ -229,6 +246,26 @@ static uint64_t workout(const struct hc_case *k, struct cg_backend *be, const st
   check_dx(k, hm[2], cols, salt + 4, 1, tag, "backward then forward (1st of 2 back to back)");
   check_dx(k, hm[3], cols, salt + 5, 0, tag, "backward (2nd of 2 back to back)");
   for (int i = 0; i < 4; i++) hash = fnv(hash, hm[i], n);
+
+  /* overlapped, as the model runs it (issue #14): progress polled between begin and
+   * end; backward, the inner rows are rewritten on the backend (doubled) between begin
+   * and end, and end's adds must come after that */
+  fill_x(k, hm[0], cols, salt + 6);
+  fill_dx(k, hm[1], cols, salt + 7);
+  MT_OK(be->upload(be, dm[0], hm[0], n * sizeof(float)));
+  MT_OK(be->upload(be, dm[1], hm[1], n * sizeof(float)));
+  MT_OK(t_begin(t, CG_HALO_FORWARD, dm[0], cols));
+  t_progress_until_done(t, tag);
+  MT_OK(t_end(t, CG_HALO_FORWARD, dm[0], cols));
+  MT_OK(t_begin(t, CG_HALO_BACKWARD, dm[1], cols));
+  be->scale(be, l->n_inner * cols, 2.0f, dm[1]);
+  t_progress_until_done(t, tag);
+  MT_OK(t_end(t, CG_HALO_BACKWARD, dm[1], cols));
+  MT_OK(be->download(be, hm[0], dm[0], n * sizeof(float)));
+  MT_OK(be->download(be, hm[1], dm[1], n * sizeof(float)));
+  check_x(k, hm[0], cols, salt + 6, tag, "forward (overlapped)");
+  check_dx_scaled(k, hm[1], cols, salt + 7, 0, 2.0f, tag, "backward (overlapped, inner rows rewritten)");
+  hash = fnv(fnv(hash, hm[0], n), hm[1], n);
   for (int i = 0; i < 4; i++) {
     be->free(be, dm[i]);
     free(hm[i]);

@@ -8,9 +8,11 @@
  * ascending rank order in float arithmetic — the order comm_halo_end promises
  * backward — so the expected result is exact and the same for every backend and path
  * (a different order or a lost block shows up as a wrong bit). Rounds run non-blocking
- * (a barrier between begin and end) and back to back on two matrices with no host
+ * (a barrier between begin and end), back to back on two matrices with no host
  * synchronisation in between, which catches a staged path that reuses a host buffer
- * before its asynchronous copy is done. Byte counters are checked too (comm_stats and
+ * before its asynchronous copy is done, and overlapped (progress polled until done
+ * between begin and end; backward with the inner rows doubled by a backend op in
+ * between, which end's adds must follow: on NCCL the transfer runs on its own stream). Byte counters are checked too (comm_stats and
  * the object's own, comm_halo_bytes_sent).
  *
  * Every check that fails aborts the job (mpi_test.h). */

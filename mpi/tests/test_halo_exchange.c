@@ -7,7 +7,11 @@
  * from the wrong rank, the wrong vertex or the wrong column is caught and printed.
  * Backward: each rank puts 3 + ((r*n + g)*cols + j) in its halo row of g; the owner
  * must end with its own value plus the exact sum over the ranks holding g as halo.
- * Byte counters must equal the modelled rows x cols x 4. Runs with the CPU
+ * Byte counters must equal the modelled rows x cols x 4. Each round runs blocking,
+ * non-blocking (other MPI traffic between begin and end), and overlapped as the model
+ * does it (issue #14): comm_halo_progress called until it reports the transfer done
+ * (and once more), and backward with the inner rows rewritten (doubled) between begin
+ * and end, which end's adds must come after. Runs with the CPU
  * backend and with a fake device backend (staging path), cols in {1, 5, 64},
  * several graph shapes (a rank with no peers, no edges, peers with no traffic),
  * checks that a sabotaged plan is detected, and that bad plans fail on every rank.
@@ -57,10 +61,25 @@ static void model_rows(struct ctx *x) {
     }
 }
 
+/* How a round runs the exchange: begin + end in one call, begin and end with a
+ * barrier between them, or overlapped (progress until done, inner rows rewritten
+ * between a backward begin and end). */
+enum round_mode { ROUND_BLOCKING = 0, ROUND_NONBLOCKING = 1, ROUND_OVERLAPPED = 2 };
+
+/* comm_halo_progress until it reports the transfer done (every rank polls, so every
+ * peer's part moves), then once more: it keeps saying so. */
+static void progress_until_done(struct comm_halo *h) {
+  long polls = 0;
+  int st;
+  while ((st = comm_halo_progress(h)) == 0) MT_CHECK(++polls < 100000000L, "the exchange never completed");
+  MT_CHECK(st == 1, "comm_halo_progress returned %d", st);
+  MT_CHECK(comm_halo_progress(h) == 1, "comm_halo_progress after completion");
+}
+
 /* One forward + backward round; returns the number of wrong forward values
  * (aborts on any other failure unless `tolerate_fwd` is set). */
 static int64_t round_check(struct ctx *x, struct cg_backend *be, struct comm_halo *h, int64_t cols,
-                           int nonblocking, int tolerate_fwd) {
+                           enum round_mode nonblocking, int tolerate_fwd) {
   const struct fx_graph *g = x->g;
   const struct fx_local *l = x->l;
   struct comm *c = x->c;
@@ -80,7 +99,8 @@ static int64_t round_check(struct ctx *x, struct cg_backend *be, struct comm_hal
   comm_stats_reset(c);
   if (nonblocking) {
     MT_OK(comm_halo_begin(h, CG_HALO_FORWARD, dx, cols));
-    MT_OK(comm_barrier(c)); /* other MPI traffic while the exchange is pending */
+    if (nonblocking == ROUND_OVERLAPPED) progress_until_done(h);
+    else MT_OK(comm_barrier(c)); /* other MPI traffic while the exchange is pending */
     MT_OK(comm_halo_end(h, CG_HALO_FORWARD, dx, cols));
   } else {
     MT_OK(comm_halo_exchange(h, CG_HALO_FORWARD, dx, cols));
@@ -116,9 +136,18 @@ static int64_t round_check(struct ctx *x, struct cg_backend *be, struct comm_hal
       hx[i * cols + j] = (float)(i < l->n_inner ? enc_fwd(g, r, l->gid[i], cols, j)
                                                 : enc_bwd(g, r, l->gid[i], cols, j));
   MT_OK(be->upload(be, dx, hx, (size_t)rows * (size_t)cols * sizeof(float)));
+  const double inner_scale = nonblocking == ROUND_OVERLAPPED ? 2.0 : 1.0;
   if (nonblocking) {
     MT_OK(comm_halo_begin(h, CG_HALO_BACKWARD, dx, cols));
-    MT_OK(comm_barrier(c));
+    if (nonblocking == ROUND_OVERLAPPED) {
+      /* the caller may write the inner rows now: end adds into what is there then */
+      (void)comm_halo_progress(h);
+      for (int64_t i = 0; i < l->n_inner * cols; i++) hx[i] *= 2.0f;
+      if (l->n_inner > 0) MT_OK(be->upload(be, dx, hx, (size_t)l->n_inner * (size_t)cols * sizeof(float)));
+      progress_until_done(h);
+    } else {
+      MT_OK(comm_barrier(c));
+    }
     MT_OK(comm_halo_end(h, CG_HALO_BACKWARD, dx, cols));
   } else {
     MT_OK(comm_halo_exchange(h, CG_HALO_BACKWARD, dx, cols));
@@ -130,7 +159,7 @@ static int64_t round_check(struct ctx *x, struct cg_backend *be, struct comm_hal
     for (int64_t j = 0; j < cols; j++) {
       double want;
       if (i < l->n_inner) {
-        want = enc_fwd(g, r, gid, cols, j);
+        want = inner_scale * enc_fwd(g, r, gid, cols, j);
         for (int q = 0; q < g->nranks; q++)
           if (q != r && x->marks[(size_t)q * (size_t)g->n + (size_t)gid])
             want += enc_bwd(g, q, gid, cols, j);
@@ -247,8 +276,9 @@ static void run_config(struct comm *c, struct cg_backend *be, const struct fx_op
            (long long)comm_halo_recv_rows(h), (long long)x.model_bwd_rows);
   const int64_t widths[] = {1, 5, MAX_COLS};
   for (int w = 0; w < 3; w++) {
-    round_check(&x, be, h, widths[w], 1, 0);
-    round_check(&x, be, h, widths[w], 0, 0);
+    round_check(&x, be, h, widths[w], ROUND_NONBLOCKING, 0);
+    round_check(&x, be, h, widths[w], ROUND_BLOCKING, 0);
+    round_check(&x, be, h, widths[w], ROUND_OVERLAPPED, 0);
     into_check(&x, be, h, widths[w]);
   }
   comm_halo_destroy(&h);
@@ -288,7 +318,7 @@ static void run_sabotage(struct comm *c, struct cg_backend *be) {
   struct comm_halo *h = NULL;
   MT_OK(comm_halo_create(c, be, &l.plan, MAX_COLS, &h));
   mismatch_note = "(expected, sabotaged plan) ";
-  int64_t bad[2] = {round_check(&x, be, h, 5, 1, 1), swapped};
+  int64_t bad[2] = {round_check(&x, be, h, 5, ROUND_NONBLOCKING, 1), swapped};
   mismatch_note = "";
   MT_OK(comm_allreduce_i64(c, bad, 2, COMM_SUM));
   MT_CHECK(bad[1] == 1, "rank 0 found no peer with two rows to swap");
@@ -394,6 +424,8 @@ static void run_misuse(struct comm *c, struct cg_backend *be) {
     expect_misuse(comm_halo_begin(h, d, x, 9), "cols > max_cols accepted", begin, "max_cols 8");
     expect_misuse(comm_halo_begin(h, d, x, 0), "cols 0 accepted", begin, "cols 0");
     expect_misuse(comm_halo_end(h, d, x, 8), "end without begin accepted", end, none);
+    expect_misuse(comm_halo_progress(h), "progress without begin accepted", "comm_halo_progress",
+                  "no exchange in flight");
     MT_OK(comm_halo_begin(h, d, x, 8));
     expect_misuse(comm_halo_begin(h, other, x, 8), "two exchanges in flight accepted", "still in flight",
                   dn);

@@ -19,6 +19,16 @@
  * evaluation's forward with epoch 0; every end repeats its begin's tag. An exchange
  * whose table lacks a member is refused by rt_model_create.
  *
+ * Overlap (issue #14): every distributed case runs three times on the same exchange —
+ * overlap on (the exchange progressed between the inner row blocks), overlap off
+ * (each exchange ended right after its begin), and overlap on through an exchange
+ * without halo_progress (as one written before that member existed, e.g. a halo
+ * cache) — and the three must agree bit for bit: every epoch's loss (forward), the
+ * first step's gradient (forward and backward), the final parameters after 12 Adam
+ * steps and the evaluation. The recorder checks that progress is called only between
+ * a begin and its end, that overlap on calls it on every rank with inner rows and
+ * halo traffic, and that overlap off never does.
+ *
  * Why the seed matters (measured, not guessed): reassociation changes values by
  * ~1e-7 relative; a ReLU input within that distance of 0 takes the other branch on
  * one side, which changes the gradient discretely (one vertex's share, ~5e-4 of an
@@ -103,6 +113,7 @@ struct tag_recorder {
   struct cg_exchange *inner; /* not owned */
   struct tag_entry log[TAG_LOG_MAX];
   int n, open; /* entries; 1 while a begin awaits its end */
+  int64_t polls; /* halo_progress calls */
 };
 
 static struct tag_recorder *rec_of(struct cg_exchange *ex) { return (struct tag_recorder *)ex; }
@@ -126,6 +137,12 @@ static int rec_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_
   r->open = 0;
   return r->inner->halo_end(r->inner, dir, tag, x, cols);
 }
+static int rec_progress(struct cg_exchange *ex) {
+  struct tag_recorder *r = rec_of(ex);
+  CHECK(r->open, "halo_progress outside a begin/end pair (after %d exchanges)", r->n);
+  r->polls++;
+  return cg_exchange_halo_progress(r->inner);
+}
 static int rec_grads(struct cg_exchange *ex, float *buf, int64_t n) {
   return rec_of(ex)->inner->allreduce_grads(rec_of(ex)->inner, buf, n);
 }
@@ -138,11 +155,13 @@ static void rec_counters(const struct cg_exchange *ex, struct cg_exchange_counte
 }
 static void rec_destroy(struct cg_exchange *ex) { (void)ex; } /* the test owns both */
 
-static void rec_init(struct tag_recorder *r, struct cg_exchange *inner) {
+/* with_progress = 0: a table without halo_progress (optional, core/exchange.h). */
+static void rec_init(struct tag_recorder *r, struct cg_exchange *inner, int with_progress) {
   memset(r, 0, sizeof *r);
   r->inner = inner;
   r->ex.halo_begin = rec_begin;
   r->ex.halo_end = rec_end;
+  r->ex.halo_progress = with_progress ? rec_progress : NULL;
   r->ex.allreduce_grads = rec_grads;
   r->ex.allreduce_host = rec_host;
   r->ex.counters = rec_counters;
@@ -198,6 +217,26 @@ static void run_model(struct cg_backend *be, const struct rt_local *loc, struct 
     o->widths_sum += rt_model_layer_transform_first(m, l) ? fout : fin;
   }
   rt_model_destroy(&m);
+}
+
+/* b computed what a computed, bit for bit (the overlapped and non-overlapped runs). */
+static void same_bits(const struct run_out *a, const struct run_out *b, const char *what) {
+  CHECK(a->nparams == b->nparams && a->epochs == b->epochs, "%s: shapes differ", what);
+  for (int e = 0; e < a->epochs; e++)
+    CHECK(memcmp(&a->loss[e], &b->loss[e], sizeof a->loss[e]) == 0,
+          "%s: epoch %d loss %.17g, overlapped %.17g", what, e + 1, b->loss[e], a->loss[e]);
+  for (int64_t i = 0; i < a->nparams; i++)
+    CHECK(memcmp(&a->grads0[i], &b->grads0[i], sizeof(float)) == 0,
+          "%s: first-step gradient %lld is %.9g, overlapped %.9g", what, (long long)i,
+          (double)b->grads0[i], (double)a->grads0[i]);
+  for (int64_t i = 0; i < a->nparams; i++)
+    CHECK(memcmp(&a->params[i], &b->params[i], sizeof(float)) == 0,
+          "%s: parameter %lld is %.9g, overlapped %.9g", what, (long long)i, (double)b->params[i],
+          (double)a->params[i]);
+  CHECK(memcmp(&a->ev, &b->ev, sizeof a->ev) == 0, "%s: evaluation differs", what);
+  for (int e = 0; e < a->epochs; e++)
+    CHECK(a->halo_bytes[e] == b->halo_bytes[e], "%s: epoch %d halo bytes %lld vs %lld", what, e + 1,
+          (long long)b->halo_bytes[e], (long long)a->halo_bytes[e]);
 }
 
 /* Who owns which vertex: the partitioner (rt_dist_create), or an owner array given
@@ -319,7 +358,7 @@ static void run_case(const struct tcase *tc) {
   OK(cg_backend_cpu_create(1, &be));
   OK(rt_dist_bind(d, be, &cfg, &ex));
   static struct tag_recorder rec; /* large: not on the stack */
-  rec_init(&rec, ex);
+  rec_init(&rec, ex, 1);
   { /* every member of the table is required: one missing is refused, before any call */
     struct rt_model *m = NULL;
     rec.ex.counters = NULL;
@@ -331,6 +370,40 @@ static void run_case(const struct tcase *tc) {
   }
   run_model(be, loc, &rec.ex, &cfg, &dist);
   rec_expect(&rec, loc, cfg.layers, cfg.epochs);
+  /* a rank with inner rows and halo traffic has inner blocks to poll between */
+  const int polled = loc->n_inner > 0 && (loc->n_halo > 0 || rt_dist_part(d)->npeers > 0);
+  CHECK(cfg.overlap == 1 && (!polled || rec.polls > 0), "overlap on: %lld progress calls",
+        (long long)rec.polls);
+  const int64_t polls_on = rec.polls;
+
+  /* ---- overlap off, and on through an exchange without halo_progress: the same bits ---- */
+  struct run_out off, noprog;
+  memset(&off, 0, sizeof off);
+  memset(&noprog, 0, sizeof noprog);
+  struct rt_config cfg_off = cfg;
+  cfg_off.overlap = 0;
+  /* A halo cache keeps its rows and generations from one run to the next: the first
+   * run's statistics are checked below; each later run gets an exchange of its own. */
+  struct jaca_stats js_first;
+  memset(&js_first, 0, sizeof js_first);
+  if (g_cache) OK(jaca_exchange_stats(ex, 0, &js_first));
+  if (g_cache) {
+    rt_dist_unbind(d);
+    OK(rt_dist_bind(d, be, &cfg, &ex));
+  }
+  rec_init(&rec, ex, 1);
+  run_model(be, loc, &rec.ex, &cfg_off, &off);
+  rec_expect(&rec, loc, cfg.layers, cfg.epochs);
+  CHECK(rec.polls == 0, "overlap off: %lld progress calls", (long long)rec.polls);
+  if (g_cache) {
+    rt_dist_unbind(d);
+    OK(rt_dist_bind(d, be, &cfg, &ex));
+  }
+  rec_init(&rec, ex, 0);
+  run_model(be, loc, &rec.ex, &cfg, &noprog);
+  rec_expect(&rec, loc, cfg.layers, cfg.epochs);
+  same_bits(&dist, &off, "overlap off");
+  same_bits(&dist, &noprog, "overlap on without halo_progress");
 
   /* ---- compare ---- */
   double worst_loss = 0.0, worst_w = 0.0;
@@ -384,8 +457,7 @@ static void run_case(const struct tcase *tc) {
     /* staleness S: rows up to S epochs old, never more (the cache checks every row it
      * serves; its statistics say the oldest); rows reused; fewer bytes; the first step
      * is still exact (the first loss_grad refreshed every row with the same weights) */
-    struct jaca_stats js;
-    OK(jaca_exchange_stats(ex, 0, &js));
+    const struct jaca_stats js = js_first;
     int64_t v[3] = {js.rank_hits + js.node_hits, js.grad_age_max, js.age_max};
     int64_t sent = 0, plain_cnt = 0;
     for (int e = 0; e < cfg.epochs; e++) sent += counted[e];
@@ -419,8 +491,7 @@ static void run_case(const struct tcase *tc) {
     /* forward rows through the cache's own plan (jaca_exchange_stats: the same every
      * training forward pass, epochs + the first loss_grad); gradients through the node
      * tier to owners on the node, through MPI to the others: none on one node */
-    struct jaca_stats js;
-    OK(jaca_exchange_stats(ex, 0, &js));
+    const struct jaca_stats js = js_first;
     int64_t v[5] = {js.bytes_intra + js.bytes_inter, js.lookups, js.node_hits, js.grad_bytes,
                     js.grad_bytes + js.grad_bytes_shm};
     OK(comm_allreduce_i64(g_comm, v, 5, COMM_SUM));
@@ -443,12 +514,13 @@ static void run_case(const struct tcase *tc) {
   if (rank == 0)
     printf("  %-40s %-4s L%d%s %-6s P%d%s%s: halo %6lld rows, loss %.5f -> %.5f, worst loss rel err %.2e "
            "(epoch %d), first-step gradient err %.2e of tolerance, worst weight err %.2e of tolerance (param %lld: %.7g vs %.7g), acc "
-           "%.4f/%.4f/%.4f, halo bytes/epoch %lld (modelled %lld)\n",
+           "%.4f/%.4f/%.4f, halo bytes/epoch %lld (modelled %lld); overlap on = off = on without "
+           "progress, bit for bit (%lld progress calls on rank 0)\n",
            tc->graph, rt_model_kind_str(tc->model), tc->layers, tc->features_kept ? " x0" : "", how, P,
            g_cache ? " cache " : "", g_cache ? cache_label : "", (long long)halo_total, ref.loss[0], ref.loss[cfg.epochs - 1], worst_loss, worst_e, worst_g, worst_w,
            (long long)worst_i, (double)dist.params[worst_i], (double)ref.params[worst_i],
            ref.ev.train_acc, ref.ev.val_acc, ref.ev.test_acc, (long long)counted[0],
-           (long long)modelled);
+           (long long)modelled, (long long)polls_on);
   CHECK(worst_loss <= LOSS_RTOL, "%s: per-epoch loss differs by %.3e relative at epoch %d (tolerance %g)",
         tc->graph, worst_loss, worst_e, LOSS_RTOL);
   CHECK(worst_g <= 1.0, "%s: first-step gradient %lld is %.9g, reference %.9g (tolerance %g max|g| + %g |ref|)",
@@ -491,6 +563,10 @@ static void run_case(const struct tcase *tc) {
   free(dist.params);
   free(ref.grads0);
   free(dist.grads0);
+  free(off.params);
+  free(off.grads0);
+  free(noprog.params);
+  free(noprog.grads0);
   rt_dist_destroy(&d);
   cg_backend_destroy(&be);
   if (tc->tiled) {
