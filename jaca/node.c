@@ -394,6 +394,10 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
   if (cap > U) cap = U;
   if (b->node_avail >= 0) {
     const int64_t by_mem = jaca_capacity_rows(b->node_avail, b->node_reserve, node_vertex_bytes, U);
+    if (by_mem < cap && lr == 0)
+      LOG_WARN("jaca", "node %d: its tier holds %lld of the %lld rows asked for: %.0f MiB of memory less %.0f MiB "
+               "reserved (--cache-host-mb, --cache-reserve-mb)", node, (long long)by_mem, (long long)cap,
+               (double)b->node_avail / 1048576.0, (double)b->node_reserve / 1048576.0);
     if (by_mem < cap) cap = by_mem;
   }
   p->node_rows_budget = cap;
@@ -451,6 +455,11 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
       const int64_t share = b->rank_share > 1 ? b->rank_share : 1;
       const int64_t by_mem = jaca_capacity_rows(avail / share, b->rank_reserve / share,
                                                 layers->cols * (int64_t)sizeof(float) * (layers->nlayers - 1), ndc);
+      if (by_mem < rcap && S > 0)
+        LOG_WARN("jaca", "its rank tier keeps %lld of the %lld rows asked for: %.0f MiB of memory for %lld rank%s "
+                 "less %.0f MiB reserved (--cache-device-mb, --cache-reserve-mb)", (long long)by_mem, (long long)rcap,
+                 (double)avail / 1048576.0, (long long)share, share == 1 ? "" : "s",
+                 (double)b->rank_reserve / 1048576.0);
       if (by_mem < rcap) rcap = by_mem;
     }
     int64_t *dkey = cg_malloc(sizeof(int64_t) * nhs, "jaca: rank tier candidates");

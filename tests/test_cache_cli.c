@@ -195,8 +195,12 @@ int main(int argc, char **argv) {
   const char *opts = "--graph synth:small --model gcn --layers 3 --hidden 16 --epochs 4 --device cpu --threads 1 "
                      "--no-part-cache --partition metis --quiet";
   const char *names[4] = {"plain", "jaca", "lru10", "stale2"};
-  const char *extra[4] = {"", "--cache-policy jaca", "--cache-policy lru --cache-capacity 0.1",
-                          "--cache-policy lru --cache-capacity 0.5 --staleness 2 --cache-warmup 1"};
+  /* no MiB budget (--cache-host-mb 0 --cache-device-mb 0): the tiers must not depend on
+   * the memory other jobs leave free while the test runs */
+  const char *extra[4] = {"", "--cache-policy jaca --cache-host-mb 0 --cache-device-mb 0",
+                          "--cache-policy lru --cache-capacity 0.1 --cache-host-mb 0 --cache-device-mb 0",
+                          "--cache-policy lru --cache-capacity 0.5 --staleness 2 --cache-warmup 1 --cache-host-mb 0 "
+                          "--cache-device-mb 0"};
   struct run_out r[4];
   for (int k = 0; k < 4; k++) {
     char cmd[4096], log[512], path[512];

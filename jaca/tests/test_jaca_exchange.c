@@ -230,7 +230,13 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   o.policy = policy;
   o.capacity = capacity;
   o.staleness = staleness;
-  if (g_reserve_mb >= 0) o.reserve_mb = g_reserve_mb;
+  /* no MiB budget, so that the tiers do not depend on the memory free while the test
+   * runs; Algorithm 1 (auto) only with the reserve below */
+  o.host_mb = o.device_mb = 0;
+  if (g_reserve_mb >= 0) {
+    o.host_mb = o.device_mb = JACA_MB_AUTO;
+    o.reserve_mb = g_reserve_mb;
+  }
   const struct jaca_layers layers = {NLAYERS, COLS};
   struct cg_exchange *ex = NULL;
   OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
@@ -240,7 +246,7 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
     CHECK(p->n_admitted == 0 && p->n_rank_cached == 0 && p->node_rows_budget == 0,
           "reserve %lld MiB: %lld node rows, %lld kept, budget %lld", (long long)g_reserve_mb,
           (long long)p->n_admitted, (long long)p->n_rank_cached, (long long)p->node_rows_budget);
-  else /* the defaults (Algorithm 1 on this host's free memory) hold these small graphs whole */
+  else /* no MiB budget: the capacity fraction alone */
     CHECK(p->node_rows_budget == (int64_t)(capacity * (double)p->n_union) ||
               p->node_rows_budget == p->n_union,
           "node tier budget %lld rows of %lld at capacity %g", (long long)p->node_rows_budget,
@@ -420,6 +426,7 @@ static void grad_case(const char *spec, int G, struct cg_backend *be) {
   const struct part_local *pl = s.pl;
   struct jaca_options o;
   jaca_options_defaults(&o);
+  o.host_mb = o.device_mb = 0;
   o.policy = JACA_POLICY_JACA;
   o.grad_staleness = G;
   const struct jaca_layers layers = {NLAYERS, COLS};

@@ -594,6 +594,7 @@ static int run_cache_cases(void) {
       for (int k = 0; k < 2; k++) {
         struct jaca_options jo;
         jaca_options_defaults(&jo);
+        jo.host_mb = jo.device_mb = 0; /* no MiB budget: the same tiers whatever memory is free */
         jo.policy = pols[p];
         jo.capacity = caps[k];
         g_cache = &jo;
@@ -606,6 +607,7 @@ static int run_cache_cases(void) {
     for (int k = 0; k < 4; k++) {
       struct jaca_options jo;
       jaca_options_defaults(&jo);
+      jo.host_mb = jo.device_mb = 0;
       jo.policy = k % 2 == 0 ? JACA_POLICY_JACA : JACA_POLICY_LRU;
       jo.capacity = k % 2 == 0 ? 1.0 : 0.5;
       jo.staleness = stale[k];
