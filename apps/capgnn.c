@@ -27,6 +27,7 @@ static const struct capgnn_command commands[] = {
     {"profile", cmd_profile, "measure every rank's device and link; keep the profile; write a report"},
     {"doctor", cmd_doctor, "where every rank runs, MPI and its transport, and what is wrong with the mapping"},
 #endif
+    {"predict", cmd_predict, "write a checkpoint's logits (and embeddings) on its graph as .npy"},
     {"convert", cmd_convert, "convert a dataset (DGL Reddit, OGB, GraphSAINT, edge list) to .cgr"},
     {"info", cmd_info, "print a dataset's sizes, split, degrees and checksum status"},
     {"gen", cmd_gen, "write a synthetic graph to a .cgr file"},

@@ -38,6 +38,18 @@ int cli_launch_rank(void) {
 
 int cli_speaks(void) { return cli_launch_rank() == 0; }
 
+int cli_launch_size(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_NTASKS"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    char *end = NULL;
+    if (!v || !*v) continue;
+    const long n = strtol(v, &end, 10);
+    if (*end == '\0' && n >= 1 && n <= INT_MAX) return (int)n;
+  }
+  return 1;
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
   if (!cli_speaks()) return CAPGNN_EXIT_USAGE; /* rank 0 says it for the job */
   va_list ap;

@@ -171,6 +171,14 @@ static int info_checkpoint(const char *path) {
   printf("optimizer:  %s, lr %g, weight decay %g (%s), seed %llu, eval every %d\n",
          rt_optimizer_str(c.optimizer), (double)c.lr, (double)c.weight_decay, rt_wd_scope_str(c.wd_scope),
          (unsigned long long)c.seed, c.eval_every);
+  if (c.optimizer == RT_OPT_SGD) printf("            momentum %g\n", (double)c.momentum);
+  if (c.lr_schedule == RT_LR_STEP)
+    printf("schedule:   step, x %g every %d epochs, warm-up %d\n", (double)c.lr_gamma, c.lr_step_size, c.lr_warmup);
+  else if (c.lr_schedule == RT_LR_COSINE || c.lr_warmup > 0)
+    printf("schedule:   %s over %d epochs, warm-up %d\n", rt_lr_schedule_str(c.lr_schedule), c.lr_epochs, c.lr_warmup);
+  if (c.early_stop > 0)
+    printf("early stop: %d evaluations, rule %s%s\n", c.early_stop, rt_early_stop_rule_str(c.early_stop_rule),
+           c.stopped_early ? "; the run stopped here by it" : "");
   printf("progress:   epoch %d (%lld optimizer steps), last training loss %.6f\n", c.epoch,
          (long long)c.steps, c.loss[c.epoch - 1]);
   if (c.best_epoch > 0)

@@ -17,6 +17,14 @@
 #include "graph/graph.h"
 #include "core/progress.h"
 #include "partition/partition.h"
+#ifdef CAPGNN_HAVE_RAPA
+#include <cjson/cJSON.h>
+
+#include "core/ops.h"
+#include "core/ops_emulate.h"
+#include "rapa/balance.h"
+#include "rapa/rapa.h"
+#endif
 
 static void cmd_partition_usage(FILE *out) {
   fprintf(out,
@@ -27,8 +35,10 @@ static void cmd_partition_usage(FILE *out) {
           "\n"
           "  --graph NAME|FILE|synth:SPEC  graph to partition (NAME reads $CAPGNN_DATA/NAME.cgr)\n"
           "  --parts P                     number of parts, 1 <= P <= vertices\n"
-          "  --partition metis|random      METIS k-way (minimum edge cut) or a seeded balanced\n"
-          "                                random split (default metis); alias --method\n"
+          "  --partition metis|random|rapa METIS k-way (minimum edge cut), a seeded balanced random\n"
+          "                                split, or METIS with part weights proportional to each\n"
+          "                                rank's measured capability (rapa; default metis);\n"
+          "                                alias --method\n"
           "  --part-seed N                 seed of METIS / the random split (default 1); alias --seed\n"
           "  --hops 1|2                    halo depth of the statistics (default 1)\n"
           "  --json FILE                   also write the statistics as JSON (an earlier statistics\n"
@@ -38,6 +48,14 @@ static void cmd_partition_usage(FILE *out) {
           "  --part-cache DIR              partition cache folder (default $CAPGNN_CACHE, else\n"
           "                                .capgnn-cache); alias --cache\n"
           "  --no-part-cache               neither read nor write the cache; alias --no-cache\n"
+          "  --profile FILE                rates of the P ranks from `capgnn profile --json FILE` (P\n"
+          "                                ranks): print and write the predicted epoch (compute +\n"
+          "                                communication) and memory of every rank. Without it,\n"
+          "                                rapa and the prediction use rates measured here on the\n"
+          "                                CPU, each rank's scaled by CAPGNN_EMULATE_SPEED, compute\n"
+          "                                only\n"
+          "  --model gcn|sage, --layers N, --hidden N, --dropout P\n"
+          "                                the model the prediction prices (default gcn, 2, 16, 0.5)\n"
           "  --check                       build every rank's local graph and exchange plans and\n"
           "                                run the invariant checkers on them\n"
           "  --quiet                       no progress lines\n"
@@ -78,7 +96,104 @@ static int check_all_ranks(const struct graph *g, const int32_t *owner, int npar
 }
 
 enum { OPT_GRAPH = 256, OPT_PARTS, OPT_METHOD, OPT_SEED, OPT_HOPS, OPT_JSON, OPT_CACHE, OPT_NO_CACHE, OPT_CHECK,
-       OPT_QUIET, OPT_FORCE };
+       OPT_QUIET, OPT_FORCE, OPT_PROFILE, OPT_MODEL, OPT_LAYERS, OPT_HIDDEN, OPT_DROPOUT };
+
+#ifdef CAPGNN_HAVE_RAPA
+/* The rates of the P ranks: from the profile, or measured here (CPU, this process's
+ * threads) and scaled by each rank's CAPGNN_EMULATE_SPEED. *what says which. */
+static int partition_rates(const struct graph *g, const struct rapa_shape *s, int P, const char *profile,
+                           struct rapa_rates *rates, struct rapa_links *links, int *have_links, char *what,
+                           size_t what_len) {
+  *have_links = 0;
+  if (profile) {
+    struct rapa_profile *prof = NULL;
+    TRY(rapa_profile_load(profile, &prof));
+    int st = CG_OK;
+    if (rapa_profile_nranks(prof) != P)
+      st = cg_err_set(CG_ERR_ARG, "--profile %s has %d ranks, but --parts is %d: profile the job's ranks", profile,
+                      rapa_profile_nranks(prof), P);
+    for (int p = 0; p < P && st == CG_OK; p++) st = rapa_rates_from_profile(prof, p, 0, &rates[p]);
+    if (st == CG_OK && P > 1) {
+      st = rapa_links_from_profile(prof, links);
+      *have_links = st == CG_OK;
+    }
+    rapa_profile_destroy(&prof);
+    snprintf(what, what_len, "profile %s", profile);
+    return st;
+  }
+  struct cg_backend *be = NULL;
+  TRY(cg_backend_cpu_create(1, &be)); /* one thread: what a rank of a CPU job measures */
+  struct rapa_rates here;
+  const int st = rapa_rates_measure_local(be, g, s, P, &here);
+  cg_backend_destroy(&be);
+  TRY(st);
+  const char *env = getenv("CAPGNN_EMULATE_SPEED");
+  for (int p = 0; p < P; p++) {
+    double f = 1.0;
+    TRY(cg_emulate_speed_parse(env, p, P, &f));
+    rates[p] = here;
+    rates[p].gemm_flops *= f;
+    rates[p].spmm_rate *= f;
+    rates[p].mem_bps *= f;
+    rates[p].rng_eps *= f;
+    rates[p].op_s /= f;
+  }
+  snprintf(what, what_len, "measured here (cpu, 1 thread)%s%s%s", env && env[0] ? ", EMULATED speeds " : "",
+           env && env[0] ? env : "", ", compute only");
+  return CG_OK;
+}
+
+/* The statistics JSON with the prediction added ("rapa": rates, shape, per part). */
+static int write_json_rapa(const struct part_stats *st, const char *path, const struct rapa_split *sp,
+                           const struct rapa_shape *s, const char *what) {
+  char *text = part_stats_to_json(st);
+  cJSON *root = text ? cJSON_Parse(text) : NULL;
+  free(text);
+  if (!root) return cg_err_set(CG_ERR_NOMEM, "out of memory formatting partition statistics as JSON");
+  cJSON *r = cJSON_AddObjectToObject(root, "rapa");
+  cJSON_AddStringToObject(r, "rates", what);
+  cJSON *sh = cJSON_AddObjectToObject(r, "model");
+  cJSON_AddStringToObject(sh, "model", s->sage ? "sage" : "gcn");
+  cJSON_AddNumberToObject(sh, "layers", s->layers);
+  cJSON_AddNumberToObject(sh, "features", (double)s->features);
+  cJSON_AddNumberToObject(sh, "hidden", (double)s->hidden);
+  cJSON_AddNumberToObject(sh, "classes", (double)s->classes);
+  cJSON_AddNumberToObject(sh, "dropout", s->dropout);
+  cJSON_AddNumberToObject(r, "passes", sp->passes);
+  cJSON_AddBoolToObject(r, "corrected", sp->corrected);
+  cJSON *arr = cJSON_AddArrayToObject(r, "partitions");
+  double mx = 0;
+  for (int p = 0; p < sp->P; p++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "part", p);
+    cJSON_AddNumberToObject(o, "capability", sp->capability[p]);
+    cJSON_AddNumberToObject(o, "target", sp->target[p]);
+    cJSON_AddNumberToObject(o, "share", sp->share[p]);
+    cJSON_AddNumberToObject(o, "predicted_compute_s", sp->cost[p].comp_s);
+    cJSON_AddNumberToObject(o, "predicted_comm_s", sp->cost[p].comm_s);
+    cJSON_AddNumberToObject(o, "predicted_lambda_s", sp->cost[p].lambda_s);
+    cJSON_AddNumberToObject(o, "memory_bytes", sp->cost[p].memory_bytes);
+    cJSON_AddBoolToObject(o, "fits", sp->cost[p].fits);
+    cJSON_AddItemToArray(arr, o);
+    if (sp->cost[p].lambda_s > mx) mx = sp->cost[p].lambda_s;
+  }
+  cJSON_AddNumberToObject(r, "predicted_epoch_s", mx);
+  text = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!text) return cg_err_set(CG_ERR_NOMEM, "out of memory formatting partition statistics as JSON");
+  struct cg_outfile out;
+  int rc = cg_outfile_open(&out, path, "partition statistics");
+  if (rc == CG_OK) {
+    if (fputs(text, out.fp) >= 0 && fputc('\n', out.fp) != EOF) rc = cg_outfile_commit(&out);
+    else {
+      rc = cg_err_set(CG_ERR_IO, "writing partition statistics to '%s' failed", out.tmp ? out.tmp : out.path);
+      cg_outfile_abort(&out);
+    }
+  }
+  cJSON_free(text);
+  return rc;
+}
+#endif
 
 int cmd_partition(int argc, char **argv) {
   static const struct option longopts[] = {
@@ -91,13 +206,21 @@ int cmd_partition(int argc, char **argv) {
       {"part-cache", required_argument, NULL, OPT_CACHE}, {"no-part-cache", no_argument, NULL, OPT_NO_CACHE},
       {"check", no_argument, NULL, OPT_CHECK},         {"quiet", no_argument, NULL, OPT_QUIET},
       {"force", no_argument, NULL, OPT_FORCE},
+#ifdef CAPGNN_HAVE_RAPA
+      {"profile", required_argument, NULL, OPT_PROFILE}, {"model", required_argument, NULL, OPT_MODEL},
+      {"layers", required_argument, NULL, OPT_LAYERS},   {"hidden", required_argument, NULL, OPT_HIDDEN},
+      {"dropout", required_argument, NULL, OPT_DROPOUT},
+#endif
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *graph_name = NULL, *json = NULL, *cache = NULL;
   int parts = 0, hops = 1;
   uint64_t seed = 1;
   enum part_method method = PART_METIS;
-  int no_cache = 0, check = 0, quiet = 0, force = 0, c, rc = 0;
+  int no_cache = 0, check = 0, quiet = 0, force = 0, c, rc = 0, rapa = 0, sage = 0, layers = 2;
+  const char *profile = NULL;
+  int64_t hidden = 16;
+  float dropout = 0.5f;
   opterr = 0;
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
@@ -107,8 +230,31 @@ int cmd_partition(int argc, char **argv) {
       case OPT_GRAPH: graph_name = optarg; break;
       case OPT_PARTS: rc = cli_parse_int_in("partition", "--parts", optarg, 1, INT_MAX, &parts); break;
       case OPT_METHOD:
+        rapa = 0;
+#ifdef CAPGNN_HAVE_RAPA
+        if (!strcmp(optarg, "rapa")) {
+          rapa = 1;
+          method = PART_METIS;
+          break;
+        }
+#endif
         if (part_method_parse(optarg, &method) != CG_OK)
-          rc = usage_error("--partition '%s': expected metis or random", optarg);
+          rc = usage_error("--partition '%s': expected metis, random or rapa", optarg);
+        break;
+      case OPT_PROFILE: profile = optarg; break;
+      case OPT_MODEL:
+        if (!strcmp(optarg, "gcn")) sage = 0;
+        else if (!strcmp(optarg, "sage")) sage = 1;
+        else rc = usage_error("--model '%s': expected gcn or sage", optarg);
+        break;
+      case OPT_LAYERS: rc = cli_parse_int_in("partition", "--layers", optarg, 1, 64, &layers); break;
+      case OPT_HIDDEN:
+        rc = cli_parse_i64("partition", "--hidden", optarg, &hidden);
+        if (rc == 0 && (hidden < 1 || hidden > 65536)) rc = usage_error("--hidden %s: expected 1 .. 65536", optarg);
+        break;
+      case OPT_DROPOUT:
+        rc = cli_parse_float("partition", "--dropout", optarg, &dropout);
+        if (rc == 0 && !(dropout >= 0.0f && dropout < 1.0f)) rc = usage_error("--dropout %s: expected [0, 1)", optarg);
         break;
       case OPT_SEED: rc = cli_parse_u64("partition", "--part-seed", optarg, &seed); break;
       case OPT_HOPS: rc = cli_parse_int_in("partition", "--hops", optarg, 1, 2, &hops); break;
@@ -142,12 +288,41 @@ int cmd_partition(int argc, char **argv) {
   int32_t *owner = malloc((size_t)g.n * sizeof *owner);
   struct part_stats s;
   memset(&s, 0, sizeof s);
+#ifdef CAPGNN_HAVE_RAPA
+  struct rapa_links links;
+  memset(&links, 0, sizeof links);
+#endif
   int st = CG_OK, reused = 0;
   if (!owner) {
     st = cg_err_set(CG_ERR_NOMEM, "out of memory for the owners of %lld vertices", (long long)g.n);
     goto done;
   }
   struct part_options o = {.method = method, .nparts = parts, .seed = seed};
+#ifdef CAPGNN_HAVE_RAPA
+  struct rapa_split split;
+  struct rapa_shape shape = {layers, g.feat_dim, hidden, g.num_classes, sage, dropout, dropout};
+  struct rapa_rates rates[RAPA_MAX_RANKS];
+  int have_links = 0, predict = rapa || profile;
+  char what[1200] = "";
+  if (predict && parts > RAPA_MAX_RANKS) {
+    st = cg_err_set(CG_ERR_ARG, "--partition rapa and --profile support at most %d parts", RAPA_MAX_RANKS);
+    goto done;
+  }
+  if (predict && g.feat_dim < 1) {
+    st = cg_err_set(CG_ERR_ARG, "graph '%s' has no features: there is no model to price", g.name);
+    goto done;
+  }
+  if (predict) {
+    st = partition_rates(&g, &shape, parts, profile, rates, &links, &have_links, what, sizeof what);
+    if (st != CG_OK) goto done;
+  }
+  if (rapa) {
+    /* the weighted split depends on the rates: computed, never read from the cache */
+    st = rapa_partition_weighted(&g, &shape, rates, have_links ? &links : NULL, parts, seed, 0.05, owner, &split);
+    if (st != CG_OK) goto done;
+    no_cache = 1;
+  } else
+#endif
   if (no_cache) st = part_assign(&g, &o, owner);
   else st = part_assign_cached(&g, &o, cache, owner, &reused);
   if (st != CG_OK) goto done;
@@ -161,14 +336,37 @@ int cmd_partition(int argc, char **argv) {
   }
   st = part_stats_compute(&g, owner, parts, hops, &s);
   if (st != CG_OK) goto done;
-  snprintf(s.method, sizeof s.method, "%s", part_method_name(method));
+  snprintf(s.method, sizeof s.method, "%s", rapa ? "rapa" : part_method_name(method));
   part_stats_print(stdout, &s);
+#ifdef CAPGNN_HAVE_RAPA
+  if (predict && !rapa) st = rapa_split_evaluate(&g, &shape, rates, have_links ? &links : NULL, parts, owner, &split);
+  if (st != CG_OK) goto done;
+  if (predict) {
+    printf("predicted epoch per rank (%s %d x %lld, rates: %s):\n", sage ? "sage" : "gcn", layers, (long long)hidden,
+           what);
+    printf("%6s %11s %11s %11s %11s %11s %11s %12s\n", "part", "capability", "target", "share", "compute_ms",
+           "comm_ms", "lambda_ms", "memory_MiB");
+    for (int p = 0; p < parts; p++)
+      printf("%6d %11.4f %11.4f %11.4f %11.3f %11.3f %11.3f %12.1f%s\n", p, split.capability[p], split.target[p],
+             split.share[p], split.cost[p].comp_s * 1e3, split.cost[p].comm_s * 1e3, split.cost[p].lambda_s * 1e3,
+             split.cost[p].memory_bytes / 1048576.0, split.cost[p].fits ? "" : "  does not fit");
+    if (rapa) printf("rapa: %d METIS run%s%s\n", split.passes, split.passes == 1 ? "" : "s",
+                     split.corrected ? ", the correction pass's split kept" : "");
+  }
+  if (json && predict) {
+    st = write_json_rapa(&s, json, &split, &shape, what);
+    if (st != CG_OK) goto done;
+  } else
+#endif
   if (json) {
     st = part_stats_write_json(&s, json);
     if (st != CG_OK) goto done;
   }
   if (check) st = check_all_ranks(&g, owner, parts);
 done:
+#ifdef CAPGNN_HAVE_RAPA
+  rapa_links_free(&links);
+#endif
   part_stats_free(&s);
   free(owner);
   graph_free(&g);

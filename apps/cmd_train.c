@@ -18,8 +18,10 @@
 #include "apps/commands_internal.h"
 #include "apps/config_file_internal.h"
 #include "core/log.h"
+#include "core/outfile.h"
 #include "core/status.h"
 #include "core/progress.h"
+#include "graph/graph.h"
 #include "runtime/runtime.h"
 #ifdef CAPGNN_HAVE_DIST
 #include "mpi/comm.h"
@@ -36,7 +38,13 @@ struct train_par {
   const char *part_cache; /* NULL: $CAPGNN_CACHE or .capgnn-cache */
   int no_part_cache;
   const char *comm;       /* auto | nccl | mpi-cuda | mpi-staged */
+  const char *allreduce;  /* auto | mpi | flat | hier */
   const char *profile;    /* --profile FILE|auto, NULL: none */
+  const char *threads_list; /* --threads N,N,...: one count per rank (cfg.threads is this rank's) */
+  int nthreads;             /* values in threads_list (0: a single --threads N) */
+  float prune_eps;          /* --prune-halo EPS (0: off) */
+  const char *gpu_share;    /* --gpu-share P[,P...]: MPS share of each rank (NULL: none) */
+  const char *prune_write;  /* --prune-write FILE */
   /* the halo cache (jaca/jaca.h; cache_options turns these into its options) */
   const char *cache_policy; /* jaca | lru | fifo | none */
   float cache_capacity;
@@ -61,6 +69,13 @@ static void print_mb(FILE *out, const char *key, int64_t mb) {
   if (mb == MB_AUTO) fprintf(out, "%s = auto\n", key);
   else fprintf(out, "%s = %lld\n", key, (long long)mb);
 }
+
+/* --seeds N,N,...: the runs to make, one per seed (n = 0: one run with --seed). */
+#define MAX_SEEDS 64
+struct seed_list {
+  uint64_t v[MAX_SEEDS];
+  int n;
+};
 
 #ifdef CAPGNN_HAVE_DIST
 /* The halo cache's options from the command line's, checked (jaca_options_check: what is
@@ -90,17 +105,34 @@ void cmd_train_usage(FILE *out) {
           "                                presets tiny, small, reddit, products\n"
           "  --feat-norm row|none          divide each feature row by its sum (default none)\n"
           "model\n"
-          "  --model gcn|sage              GCN or GraphSAGE with the mean aggregator (default gcn)\n"
+          "  --model gcn|sage|gat          GCN, GraphSAGE with the mean aggregator, or GAT (default\n"
+          "                                gcn)\n"
           "  --layers N                    convolution layers, 1..64 (default 2)\n"
-          "  --hidden N                    hidden width (default 16)\n"
+          "  --hidden N                    hidden width (default 16; GAT: per head)\n"
+          "  --heads H                     GAT: attention heads of each hidden layer, concatenated\n"
+          "                                (default 8)\n"
+          "  --out-heads K                 GAT: heads of the output layer, averaged (default 1)\n"
+          "  --attn-dropout P              GAT: dropout on the attention coefficients (default: as\n"
+          "                                --dropout)\n"
           "  --dropout P                   dropout on every layer's input, 0 <= P < 1 (default 0.5)\n"
           "  --input-dropout P             dropout on the input features instead (default: as\n"
           "                                --dropout); with 0, layer 0's aggregation is computed\n"
           "                                once and each epoch skips two of its sparse products\n"
           "  --layernorm                   LayerNorm after each hidden convolution\n"
           "training\n"
-          "  --optimizer adam|adamw        Adam with L2 (torch.optim.Adam) or AdamW (default adam)\n"
+          "  --optimizer adam|adamw|sgd    Adam with L2 (torch.optim.Adam), AdamW, or SGD with L2\n"
+          "                                and momentum (torch.optim.SGD) (default adam)\n"
+          "  --momentum X                  SGD's momentum, 0 <= X < 1 (default 0: plain SGD)\n"
           "  --lr X                        learning rate (default 0.01)\n"
+          "  --lr-schedule none|step|cosine  the learning rate over the epochs (default none);\n"
+          "                                step: x --lr-gamma every --lr-step-size epochs;\n"
+          "                                cosine: down to 0 over --lr-epochs (torch's StepLR,\n"
+          "                                CosineAnnealingLR)\n"
+          "  --lr-step-size N              step: epochs between decays (needed with step)\n"
+          "  --lr-gamma X                  step: the factor, 0 < X <= 1 (default 0.1)\n"
+          "  --lr-warmup N                 first N epochs ramp linearly up to --lr, the schedule\n"
+          "                                runs after them (default 0)\n"
+          "  --lr-epochs N                 epochs the schedule spans (default 0: --epochs)\n"
           "  --weight-decay X              weight decay of the weight matrices (default 5e-4);\n"
           "                                biases and LayerNorm parameters never decay\n"
           "  --wd-scope all|first          decay all layers' weights or the first layer's only,\n"
@@ -108,11 +140,21 @@ void cmd_train_usage(FILE *out) {
           "  --epochs N                    training epochs (default 200)\n"
           "  --eval-every N                evaluate train/val/test every N epochs (default 1)\n"
           "  --seed N                      seed of weights and dropout masks (default 1)\n"
+          "  --seeds N,N,...               train once per seed, then print mean +- std of the\n"
+          "                                runs; --metrics gets every run and an aggregate record;\n"
+          "                                --checkpoint/--save-best FILE become FILE.seedN per run\n"
+          "  --early-stop N                stop when the validation loss has not improved for N\n"
+          "                                evaluations (default 0: off)\n"
+          "  --early-stop-rule patience|window  patience: no new lowest validation loss in N\n"
+          "                                evaluations (Keras, PyG, DGL); window: the loss rose above\n"
+          "                                the mean of the N before it (Kipf & Welling's gcn)\n"
+          "                                (default patience)\n"
           "execution and output\n"
           "  --device auto|cpu|cuda        compute backend (default auto: CUDA if built and present)\n"
-          "  --threads N                   CPU threads per rank (default 0 = the host's cores / its\n"
-          "                                ranks, at least 1: all cores for one process); results\n"
-          "                                are reproducible for a fixed thread count\n"
+          "  --threads N[,N...]            CPU threads per rank (default 0 = the host's cores / its\n"
+          "                                ranks, at least 1: all cores for one process), or one\n"
+          "                                count per rank (rank r takes the r-th: ranks of unequal\n"
+          "                                speed); results are reproducible for a fixed thread count\n"
           "  --tf32                        CUDA: allow TF32 matrix products (faster, less exact)\n"
           "  --metrics FILE                write JSON Lines metrics: one object per epoch, then a\n"
           "                                summary object (an earlier metrics file is replaced,\n"
@@ -121,6 +163,9 @@ void cmd_train_usage(FILE *out) {
           "                                of another kind (never an input: the graph, --resume,\n"
           "                                a settings file)\n"
           "  --quiet                       no per-epoch log lines and no progress lines\n"
+          "  --log-every N                 without a terminal: a progress line every N epochs, and\n"
+          "                                the first and last (default 0: about 20 lines a run); on\n"
+          "                                a terminal one line is updated in place\n"
           "  --stall-timeout SECONDS       a rank that makes no progress in training for this long\n"
           "                                (stopped, a hung GPU or file system, a peer gone) ends\n"
           "                                the whole job, naming the rank and where it stopped;\n"
@@ -132,6 +177,9 @@ void cmd_train_usage(FILE *out) {
           "                                written whole or not at all; FILE must be new, an earlier\n"
           "                                checkpoint (replaced) or /dev/null\n"
           "  --checkpoint-every N          ... and every N epochs (default 0: not in between)\n"
+          "  --save-best FILE              save the weights of the best epoch (highest validation\n"
+          "                                accuracy) as a checkpoint of that epoch, when the run\n"
+          "                                ends (capgnn predict reads it)\n"
           "  --resume FILE                 continue from a checkpoint up to --epochs: the same\n"
           "                                losses and parameters, bit for bit, as a run that never\n"
           "                                stopped (same settings, device and thread count); writes\n"
@@ -139,18 +187,34 @@ void cmd_train_usage(FILE *out) {
           "                                a resumed run appends to its --metrics file\n"
           "parallel (mpiexec -n P capgnn ..., one partition per rank; P = 1 trains as without MPI;\n"
           "the same names as capgnn partition)\n"
-          "  --partition metis|random      how vertices are split over the ranks (default metis);\n"
+          "  --partition metis|random|rapa how vertices are split over the ranks (default metis);\n"
+          "                                rapa: METIS with part weights proportional to each\n"
+          "                                rank's capability (rates from --profile FILE, else\n"
+          "                                measured at start-up on every rank), exact;\n"
           "                                alias --method\n"
           "  --part-seed N                 seed of METIS / the random split (default 1)\n"
           "  --part-cache DIR              partition cache folder (default $CAPGNN_CACHE, else\n"
           "                                .capgnn-cache); alias --cache\n"
           "  --no-part-cache               neither read nor write the cache; alias --no-cache\n"
+          "  --prune-halo EPS              APPROXIMATE for EPS > 0 (with --partition rapa): drop halo\n"
+          "                                vertices of ranks whose predicted epoch is above the mean\n"
+          "                                (lowest influence first; their edges go both ways) until\n"
+          "                                std < EPS x mean; trains the pruned graph (default 0: off)\n"
+          "  --prune-write FILE            write the pruned graph as a .cgr (one rank trains the same)\n"
+          "  --gpu-share P[,P...]          CUDA: limit each rank to P %% of its GPU's SMs through MPS\n"
+          "                                (as capgnn profile; the MPS daemon must run); one value\n"
+          "                                or one per rank\n"
           "  --comm auto|nccl|mpi-cuda|mpi-staged  how GPU ranks exchange halo rows and gradients\n"
           "                                (default auto; CPU ranks always use plain MPI)\n"
+          "  --allreduce auto|mpi|flat|hier  how the gradients are summed: mpi (MPI_Allreduce),\n"
+          "                                flat or hier (ours, in a fixed order: the same bits\n"
+          "                                either way; hier sends each node's sum once between\n"
+          "                                nodes); default auto: hier on several nodes with equal\n"
+          "                                ranks per node, else mpi (the NCCL path: NCCL's own)\n"
           "  --profile FILE|auto           load a device profile (capgnn profile --json FILE, or\n"
           "                                auto: each rank's device from the cache), validate it\n"
-          "                                and log the ranks' relative capabilities (training is\n"
-          "                                unchanged: the resource-aware partitioner comes later)\n"
+          "                                and log the ranks' relative capabilities; with\n"
+          "                                --partition rapa, FILE's rates size the parts\n"
           "  --overlap on|off              compute the inner rows' aggregation while halo rows\n"
           "                                travel (default on); results are bit-identical either\n"
           "                                way, only the time spent waiting differs\n"
@@ -191,13 +255,71 @@ enum {
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
   OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_FORCE, OPT_STALL_TIMEOUT, OPT_PROFILE, OPT_CACHE_POLICY,
   OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB, OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS,
-  OPT_CACHE_WARMUP, OPT_CACHE_RESERVE_MB, OPT_OVERLAP
+  OPT_CACHE_WARMUP, OPT_CACHE_RESERVE_MB, OPT_OVERLAP, OPT_ALLREDUCE, OPT_MOMENTUM, OPT_LR_SCHEDULE,
+  OPT_LR_STEP_SIZE, OPT_LR_GAMMA, OPT_LR_WARMUP, OPT_LR_EPOCHS, OPT_EARLY_STOP, OPT_EARLY_STOP_RULE, OPT_SAVE_BEST,
+  OPT_LOG_EVERY, OPT_SEEDS, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT, OPT_PRUNE_HALO, OPT_PRUNE_WRITE, OPT_GPU_SHARE
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
 
 static int cmd_train_parsed(int argc, char **argv, const struct option *longopts, const char *const *files,
                             int nfiles);
+
+/* --gpu-share 100,50: percentages in [1, 100], one or one per rank; *n values. */
+static int share_list_parse(const char *s, int *n) {
+  *n = 0;
+  for (const char *p = s;;) {
+    char word[32];
+    const size_t len = strcspn(p, ",");
+    int v = 0;
+    if (len == 0 || len >= sizeof word)
+      return usage_error("--gpu-share '%s': expected one percentage, or one per rank separated by commas", s);
+    memcpy(word, p, len);
+    word[len] = '\0';
+    if (cli_parse_int_in("train", "--gpu-share", word, 1, 100, &v) != 0) return CAPGNN_EXIT_USAGE;
+    (*n)++;
+    p += len;
+    if (!*p) return 0;
+    p++;
+  }
+}
+
+/* This rank's share (`rank` of the list, or its only value). */
+static int share_of(const char *s, int rank) {
+  int i = 0, first = 0, mine = -1;
+  for (const char *p = s; *p; i++) {
+    const int v = atoi(p);
+    if (i == 0) first = v;
+    if (i == rank) mine = v;
+    p += strcspn(p, ",");
+    if (*p) p++;
+  }
+  return i == 1 ? first : mine;
+}
+
+/* --threads 2,1: one count per rank; this rank (the launcher's, `rank`) takes its own
+ * (the count of values is checked against the job's ranks once MPI is up). */
+static int threads_list_parse(const char *s, int rank, int *mine, int *n) {
+  *n = 0;
+  *mine = 0;
+  const char *p = s;
+  while (1) {
+    char word[32];
+    const size_t len = strcspn(p, ",");
+    int v = 0;
+    if (len == 0 || len >= sizeof word)
+      return usage_error("--threads '%s': expected one count, or one per rank separated by commas", s);
+    memcpy(word, p, len);
+    word[len] = '\0';
+    if (cli_parse_int_in("train", "--threads", word, 0, 4096, &v) != 0) return CAPGNN_EXIT_USAGE;
+    if (*n == rank) *mine = v;
+    (*n)++;
+    p += len;
+    if (!*p) break;
+    p++;
+  }
+  return 0;
+}
 
 /* The shortest decimal that reads back as the same float ("0.01", not "0.00999999978"). */
 static const char *float_str(char *buf, size_t len, float v) {
@@ -211,7 +333,7 @@ static const char *float_str(char *buf, size_t len, float v) {
 /* The resolved settings in the --config format, so that the output can be saved and
  * read back with --config (every float reads back exactly). */
 static void print_config(FILE *out, const struct rt_config *c, const struct train_par *par,
-                         const char *const *files, int nfiles) {
+                         const struct seed_list *seeds, const char *const *files, int nfiles) {
   char f1[32], f2[32], f3[32];
   fprintf(out, "# capgnn train settings, resolved from: defaults");
   for (int i = 0; i < nfiles; i++) fprintf(out, ", %s", files[i]);
@@ -224,28 +346,56 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   else
     fprintf(out, "# input-dropout = P (as dropout)\n");
   fprintf(out, "layernorm = %s\n", c->layernorm ? "true" : "false");
+  if (c->model == RT_MODEL_GAT) {
+    fprintf(out, "heads = %d\nout-heads = %d\n", c->heads, c->out_heads);
+    if (c->attn_dropout >= 0.0f) fprintf(out, "attn-dropout = %s\n", float_str(f1, sizeof f1, c->attn_dropout));
+    else fprintf(out, "# attn-dropout = P (as dropout)\n");
+  }
   fprintf(out,
           "\n[training]\noptimizer = %s\nlr = %s\nweight-decay = %s\nwd-scope = %s\nepochs = %d\n"
           "eval-every = %d\nseed = %llu\n",
           rt_optimizer_str(c->optimizer), float_str(f2, sizeof f2, c->lr), float_str(f3, sizeof f3, c->weight_decay),
           rt_wd_scope_str(c->wd_scope), c->epochs, c->eval_every, (unsigned long long)c->seed);
-  fprintf(out, "\n[execution]\ndevice = %s\nthreads = %d\ntf32 = %s\nstall-timeout = %g\n", c->device,
-          c->threads, c->tf32 ? "true" : "false", c->stall_timeout_s);
+  if (seeds && seeds->n > 0) {
+    fprintf(out, "seeds = ");
+    for (int i = 0; i < seeds->n; i++) fprintf(out, "%s%llu", i ? "," : "", (unsigned long long)seeds->v[i]);
+    fprintf(out, "\n");
+  }
+  if (c->optimizer == RT_OPT_SGD) fprintf(out, "momentum = %s\n", float_str(f1, sizeof f1, c->momentum));
+  fprintf(out, "lr-schedule = %s\n", rt_lr_schedule_str(c->lr_schedule));
+  if (c->lr_schedule == RT_LR_STEP)
+    fprintf(out, "lr-step-size = %d\nlr-gamma = %s\n", c->lr_step_size, float_str(f1, sizeof f1, c->lr_gamma));
+  if (c->lr_warmup > 0) fprintf(out, "lr-warmup = %d\n", c->lr_warmup);
+  if (c->lr_epochs > 0) fprintf(out, "lr-epochs = %d\n", c->lr_epochs);
+  fprintf(out, "early-stop = %d\n", c->early_stop);
+  if (c->early_stop > 0) fprintf(out, "early-stop-rule = %s\n", rt_early_stop_rule_str(c->early_stop_rule));
+  if (par->threads_list)
+    fprintf(out, "\n[execution]\ndevice = %s\nthreads = %s\ntf32 = %s\nstall-timeout = %g\n", c->device,
+            par->threads_list, c->tf32 ? "true" : "false", c->stall_timeout_s);
+  else
+    fprintf(out, "\n[execution]\ndevice = %s\nthreads = %d\ntf32 = %s\nstall-timeout = %g\n", c->device,
+            c->threads, c->tf32 ? "true" : "false", c->stall_timeout_s);
   fprintf(out, "\n[output]\n");
   if (c->metrics_path) fprintf(out, "metrics = %s\n", c->metrics_path);
   else fprintf(out, "# metrics = FILE (none)\n");
   fprintf(out, "quiet = %s\n", c->quiet ? "true" : "false");
+  if (c->log_every > 0) fprintf(out, "log-every = %d\n", c->log_every);
   if (c->force) fprintf(out, "force = true\n");
   fprintf(out, "\n[checkpoints]\n");
   if (c->checkpoint_path) fprintf(out, "checkpoint = %s\ncheckpoint-every = %d\n", c->checkpoint_path, c->checkpoint_every);
   else fprintf(out, "# checkpoint = FILE (none)\n");
   if (c->resume_path) fprintf(out, "resume = %s\n", c->resume_path);
+  if (c->save_best_path) fprintf(out, "save-best = %s\n", c->save_best_path);
   fprintf(out, "\n[parallel]\npartition = %s\npart-seed = %llu\n", par->partition,
           (unsigned long long)par->part_seed);
   if (par->part_cache) fprintf(out, "part-cache = %s\n", par->part_cache);
   if (par->no_part_cache) fprintf(out, "no-part-cache = true\n");
   fprintf(out, "comm = %s\n", par->comm);
+  fprintf(out, "allreduce = %s\n", par->allreduce);
   if (par->profile) fprintf(out, "profile = %s\n", par->profile);
+  if (par->prune_eps > 0) fprintf(out, "prune-halo = %g\n", (double)par->prune_eps);
+  if (par->prune_write) fprintf(out, "prune-write = %s\n", par->prune_write);
+  if (par->gpu_share) fprintf(out, "gpu-share = %s\n", par->gpu_share);
   char cap[32];
   fprintf(out, "\n[cache]\ncache-policy = %s\ncache-capacity = %s\n", par->cache_policy,
           float_str(cap, sizeof cap, par->cache_capacity));
@@ -322,13 +472,88 @@ static void install_stop_handlers(void) {
   signal(SIGPIPE, SIG_IGN);
 }
 
+static int parse_seeds(const char *arg, struct seed_list *out) {
+  out->n = 0;
+  const char *p = arg;
+  while (1) {
+    char word[32];
+    const char *comma = strchr(p, ',');
+    const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len == 0 || len >= sizeof word)
+      return usage_error("--seeds '%s': expected seeds separated by commas, e.g. 1,2,3", arg);
+    if (out->n == MAX_SEEDS) return usage_error("--seeds '%s': at most %d seeds", arg, MAX_SEEDS);
+    memcpy(word, p, len);
+    word[len] = '\0';
+    uint64_t v = 0;
+    if (cli_parse_u64("train", "--seeds", word, &v) != 0) return CAPGNN_EXIT_USAGE;
+    for (int i = 0; i < out->n; i++)
+      if (out->v[i] == v) return usage_error("--seeds '%s': seed %llu is given twice", arg, (unsigned long long)v);
+    out->v[out->n++] = v;
+    if (!comma) break;
+    p = comma + 1;
+  }
+  return 0;
+}
+
+/* FILE.seedN: one file per seed's run. */
+static const char *seed_path(char *buf, size_t len, const char *path, uint64_t seed) {
+  if (!path) return NULL;
+  snprintf(buf, len, "%s.seed%llu", path, (unsigned long long)seed);
+  return buf;
+}
+
+/* Run i of --seeds: its seed, its files; the metrics of the runs after the first go
+ * on in the first one's file. */
+static void seed_config(const struct rt_config *cfg, const struct seed_list *seeds, int i, struct rt_config *out,
+                        char *ck, char *best, size_t len) {
+  *out = *cfg;
+  if (seeds->n == 0) return;
+  out->seed = seeds->v[i];
+  out->checkpoint_path = seed_path(ck, len, cfg->checkpoint_path, seeds->v[i]);
+  out->save_best_path = seed_path(best, len, cfg->save_best_path, seeds->v[i]);
+  out->metrics_append = i > 0;
+}
+
+/* After the runs of --seeds (rank 0): mean +- std on stdout, the aggregate record. */
+static int seeds_report(const struct rt_config *cfg, const struct seed_list *seeds, const struct rt_result *res) {
+  struct rt_seeds_summary sum;
+  rt_seeds_summarize(res, seeds->n, &sum);
+  printf("seeds");
+  for (int i = 0; i < seeds->n; i++) printf("%s%llu", i ? "," : " ", (unsigned long long)seeds->v[i]);
+  printf(" (%d runs; mean +- std, std of the population):\n", seeds->n);
+  printf("  %-8s %20s %14s %16s %12s %12s\n", "seed", "test acc at best val", "best val acc", "final test acc",
+         "best epoch", "epochs run");
+  for (int i = 0; i < seeds->n; i++)
+    printf("  %-8llu %20.4f %14.4f %16.4f %12d %12d\n", (unsigned long long)seeds->v[i], res[i].test_acc_at_best_val,
+           res[i].best_val_acc, res[i].final_test_acc, res[i].best_epoch, res[i].epochs_run);
+  printf("  test acc at best val   %.2f +- %.2f %%\n", 100.0 * sum.test_acc_at_best_val.mean,
+         100.0 * sum.test_acc_at_best_val.std);
+  printf("  best val acc           %.2f +- %.2f %%\n", 100.0 * sum.best_val_acc.mean, 100.0 * sum.best_val_acc.std);
+  printf("  final test acc         %.2f +- %.2f %%\n", 100.0 * sum.final_test_acc.mean,
+         100.0 * sum.final_test_acc.std);
+  printf("  epochs run             %.1f +- %.1f\n", sum.epochs.mean, sum.epochs.std);
+  fflush(stdout);
+  if (rt_seeds_write_aggregate(cfg, seeds->v, res, seeds->n) != CG_OK) {
+    fprintf(stderr, "capgnn: error: %s\n", err_text());
+    return CAPGNN_EXIT_FAILURE;
+  }
+  return CAPGNN_EXIT_OK;
+}
+
 /* MPI starts for every training run (a singleton without mpiexec). One rank trains
  * exactly as without MPI; P > 1 ranks train one partition each (runtime/dist.h). The
  * run checks its files and reads the checkpoint it resumes from before it loads the
  * graph (runtime.h, "checkpoints in a run"). A set-up error is agreed by all ranks,
  * which leave cleanly; a failure once training has started may leave peers waiting in
- * a collective, so it ends the whole job (comm_abort). */
-static int run_training(const struct rt_config *cfg, const struct train_par *par) {
+ * a collective, so it ends the whole job (comm_abort). With --seeds the runs follow
+ * one another in the same job; the first that fails ends it. */
+static int run_training(const struct rt_config *cfg, const struct train_par *par, const struct seed_list *seeds) {
+  struct rt_result res[MAX_SEEDS];
+  memset(res, 0, sizeof res);
+  const int runs = seeds->n > 0 ? seeds->n : 1;
+  int rc = CAPGNN_EXIT_OK;
+  char ck[4200], best[4200];
+  struct rt_config one;
 #ifdef CAPGNN_HAVE_DIST
   struct comm *c = NULL;
   if (comm_init(NULL, NULL, &c) != CG_OK) {
@@ -338,7 +563,12 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   struct rt_dist_options o;
   rt_dist_options_defaults(&o);
   enum comm_path path = COMM_PATH_AUTO;
-  if (part_method_parse(par->partition, &o.method) != CG_OK || comm_path_parse(par->comm, &path) != CG_OK) {
+  o.rapa = !strcmp(par->partition, "rapa");
+  o.prune_eps = par->prune_eps;
+  o.prune_write = par->prune_write;
+  if (o.rapa && par->profile && strcmp(par->profile, "auto") != 0) o.rapa_profile = par->profile;
+  if ((!o.rapa && part_method_parse(par->partition, &o.method) != CG_OK) || comm_path_parse(par->comm, &path) != CG_OK ||
+      comm_allreduce_parse(par->allreduce, &o.allreduce) != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", err_text()); /* not reached: checked while parsing */
     comm_finalize(&c);
     return CAPGNN_EXIT_USAGE;
@@ -352,6 +582,33 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
     return CAPGNN_EXIT_USAGE;
   }
   const int rank = comm_rank(c), size = comm_size(c);
+  if (par->nthreads > 1 && par->nthreads != size) {
+    if (rank == 0)
+      fprintf(stderr, "capgnn: error: --threads %s has %d values but the job has %d rank%s: give one count for "
+              "all ranks or one per rank (see capgnn train --help)\n", par->threads_list, par->nthreads, size,
+              size == 1 ? "" : "s");
+    comm_finalize(&c);
+    return CAPGNN_EXIT_USAGE;
+  }
+#ifdef CAPGNN_HAVE_RAPA
+  if (par->gpu_share) { /* before any CUDA context: the backend, the GPU binding */
+    int n = 0;
+    (void)share_list_parse(par->gpu_share, &n); /* checked while parsing */
+    int sst = CG_OK;
+    if (n > 1 && n != size)
+      sst = cg_err_set(CG_ERR_ARG, "--gpu-share %s has %d values but the job has %d ranks: give one share for all "
+                       "ranks or one per rank", par->gpu_share, n, size);
+    else if (!strcmp(cfg->device, "cpu"))
+      sst = cg_err_set(CG_ERR_ARG, "--gpu-share applies to GPU ranks: use --device cuda (or auto) with it");
+    else
+      sst = rapa_mps_share_set(share_of(par->gpu_share, rank));
+    if (comm_agree(c, sst, "setting the MPS share (--gpu-share)") != CG_OK) {
+      report_setup_error(c);
+      comm_finalize(&c);
+      return CAPGNN_EXIT_FAILURE;
+    }
+  }
+#endif
   if (size == 1 && o.halo_cache.policy != JACA_POLICY_NONE)
     LOG_INFO("train", "--cache-policy %s: one rank has no halo rows to cache", par->cache_policy);
   if (rank != 0) cg_progress_set_mode(CG_PROGRESS_OFF); /* every rank opens the graph: one progress line */
@@ -365,39 +622,47 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
     }
   }
 #endif
-  int fatal = 0;
   install_stop_handlers();
-  const int st = rt_run_dist(c, cfg, &o, path, NULL, &fatal);
-  if (st == CG_ERR_INTERRUPTED) { /* every rank stopped after the same epoch */
-    if (rank == 0) fprintf(stderr, "capgnn: %s\n", err_text());
-    comm_finalize(&c);
-    return CAPGNN_EXIT_INTERRUPTED;
-  }
-  if (st != CG_OK) {
-    if (fatal && size > 1) {
-      LOG_ERROR("train", "rank %d of %d failed during training: %s", rank, size, err_text());
-      cg_err_report("capgnn");
-      comm_abort(c, CAPGNN_EXIT_FAILURE);
+  for (int i = 0; i < runs && rc == CAPGNN_EXIT_OK; i++) {
+    seed_config(cfg, seeds, i, &one, ck, best, sizeof ck);
+    if (seeds->n > 0) LOG_INFO("train", "run %d of %d: --seed %llu", i + 1, runs, (unsigned long long)one.seed);
+    int fatal = 0;
+    const int st = rt_run_dist(c, &one, &o, path, &res[i], &fatal);
+    if (st == CG_ERR_INTERRUPTED) { /* every rank stopped after the same epoch */
+      if (rank == 0) fprintf(stderr, "capgnn: %s\n", err_text());
+      rc = CAPGNN_EXIT_INTERRUPTED;
+    } else if (st != CG_OK) {
+      if (fatal && size > 1) {
+        LOG_ERROR("train", "rank %d of %d failed during training: %s", rank, size, err_text());
+        cg_err_report("capgnn");
+        comm_abort(c, CAPGNN_EXIT_FAILURE);
+      }
+      report_setup_error(c);
+      rc = CAPGNN_EXIT_FAILURE;
     }
-    report_setup_error(c);
-    comm_finalize(&c);
-    return CAPGNN_EXIT_FAILURE;
   }
+  if (rc == CAPGNN_EXIT_OK && seeds->n > 0 && rank == 0) rc = seeds_report(cfg, seeds, res);
+  for (int i = 0; i < runs; i++) rt_result_free(&res[i]);
   comm_finalize(&c);
-  return CAPGNN_EXIT_OK;
+  return rc;
 #else
   (void)par;
   install_stop_handlers();
-  const int st = rt_run(cfg, NULL);
-  if (st == CG_ERR_INTERRUPTED) {
-    fprintf(stderr, "capgnn: %s\n", err_text());
-    return CAPGNN_EXIT_INTERRUPTED;
+  for (int i = 0; i < runs && rc == CAPGNN_EXIT_OK; i++) {
+    seed_config(cfg, seeds, i, &one, ck, best, sizeof ck);
+    if (seeds->n > 0) LOG_INFO("train", "run %d of %d: --seed %llu", i + 1, runs, (unsigned long long)one.seed);
+    const int st = rt_run(&one, &res[i]);
+    if (st == CG_ERR_INTERRUPTED) {
+      fprintf(stderr, "capgnn: %s\n", err_text());
+      rc = CAPGNN_EXIT_INTERRUPTED;
+    } else if (st != CG_OK) {
+      fprintf(stderr, "capgnn: error: %s\n", err_text());
+      rc = CAPGNN_EXIT_FAILURE;
+    }
   }
-  if (st != CG_OK) {
-    fprintf(stderr, "capgnn: error: %s\n", err_text());
-    return CAPGNN_EXIT_FAILURE;
-  }
-  return CAPGNN_EXIT_OK;
+  if (rc == CAPGNN_EXIT_OK && seeds->n > 0) rc = seeds_report(cfg, seeds, res);
+  for (int i = 0; i < runs; i++) rt_result_free(&res[i]);
+  return rc;
 #endif
 }
 
@@ -411,6 +676,9 @@ int cmd_train(int argc, char **argv) {
       {"dropout", required_argument, NULL, OPT_DROPOUT},
       {"input-dropout", required_argument, NULL, OPT_INPUT_DROPOUT},
       {"layernorm", no_argument, NULL, OPT_LAYERNORM},
+      {"heads", required_argument, NULL, OPT_HEADS},
+      {"out-heads", required_argument, NULL, OPT_OUT_HEADS},
+      {"attn-dropout", required_argument, NULL, OPT_ATTN_DROPOUT},
       {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
       {"lr", required_argument, NULL, OPT_LR},
       {"weight-decay", required_argument, NULL, OPT_WD},
@@ -439,9 +707,13 @@ int cmd_train(int argc, char **argv) {
       {"cache", required_argument, NULL, OPT_PART_CACHE},
       {"no-cache", no_argument, NULL, OPT_NO_PART_CACHE},
       {"comm", required_argument, NULL, OPT_COMM},
+      {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
       {"overlap", required_argument, NULL, OPT_OVERLAP},
 #ifdef CAPGNN_HAVE_RAPA
       {"profile", required_argument, NULL, OPT_PROFILE},
+      {"prune-halo", required_argument, NULL, OPT_PRUNE_HALO},
+      {"prune-write", required_argument, NULL, OPT_PRUNE_WRITE},
+      {"gpu-share", required_argument, NULL, OPT_GPU_SHARE},
 #endif
       {"cache-policy", required_argument, NULL, OPT_CACHE_POLICY},
       {"cache-capacity", required_argument, NULL, OPT_CACHE_CAPACITY},
@@ -451,6 +723,17 @@ int cmd_train(int argc, char **argv) {
       {"grad-staleness", required_argument, NULL, OPT_GRAD_STALENESS},
       {"cache-warmup", required_argument, NULL, OPT_CACHE_WARMUP},
       {"cache-reserve-mb", required_argument, NULL, OPT_CACHE_RESERVE_MB},
+      {"momentum", required_argument, NULL, OPT_MOMENTUM},
+      {"lr-schedule", required_argument, NULL, OPT_LR_SCHEDULE},
+      {"lr-step-size", required_argument, NULL, OPT_LR_STEP_SIZE},
+      {"lr-gamma", required_argument, NULL, OPT_LR_GAMMA},
+      {"lr-warmup", required_argument, NULL, OPT_LR_WARMUP},
+      {"lr-epochs", required_argument, NULL, OPT_LR_EPOCHS},
+      {"early-stop", required_argument, NULL, OPT_EARLY_STOP},
+      {"early-stop-rule", required_argument, NULL, OPT_EARLY_STOP_RULE},
+      {"save-best", required_argument, NULL, OPT_SAVE_BEST},
+      {"log-every", required_argument, NULL, OPT_LOG_EVERY},
+      {"seeds", required_argument, NULL, OPT_SEEDS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -476,7 +759,9 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   optind = 1;
   opterr = 0; /* our own one-line messages */
   int c, rc = 0, print = 0;
-  struct train_par par = {"metis", 1, NULL, 0, "auto", NULL, "none", 1.0f, MB_AUTO, MB_AUTO, 1024, 0, 0, 0};
+  struct seed_list seeds = {{0}, 0};
+  struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, "none", 1.0f,
+                          MB_AUTO, MB_AUTO, 1024, 0, 0, 0};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -493,7 +778,23 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_MODEL:
         if (strcmp(optarg, "gcn") == 0) cfg.model = RT_MODEL_GCN;
         else if (strcmp(optarg, "sage") == 0 || strcmp(optarg, "graphsage") == 0) cfg.model = RT_MODEL_SAGE;
-        else rc = usage_error("--model '%s': expected gcn or sage", optarg);
+        else if (strcmp(optarg, "gat") == 0) cfg.model = RT_MODEL_GAT;
+        else rc = usage_error("--model '%s': expected gcn, sage or gat", optarg);
+        break;
+      case OPT_HEADS:
+        rc = cli_parse_int("train", "--heads", optarg, &cfg.heads);
+        if (rc == 0 && (cfg.heads < 1 || cfg.heads > 1024))
+          rc = usage_error("--heads %s: expected an integer in [1, 1024]", optarg);
+        break;
+      case OPT_OUT_HEADS:
+        rc = cli_parse_int("train", "--out-heads", optarg, &cfg.out_heads);
+        if (rc == 0 && (cfg.out_heads < 1 || cfg.out_heads > 1024))
+          rc = usage_error("--out-heads %s: expected an integer in [1, 1024]", optarg);
+        break;
+      case OPT_ATTN_DROPOUT:
+        rc = cli_parse_float("train", "--attn-dropout", optarg, &cfg.attn_dropout);
+        if (rc == 0 && !(cfg.attn_dropout >= 0.0f && cfg.attn_dropout < 1.0f))
+          rc = usage_error("--attn-dropout %s: expected a probability in [0, 1)", optarg);
         break;
       case OPT_LAYERS: rc = cli_parse_int("train", "--layers", optarg, &cfg.layers); break;
       case OPT_HIDDEN: rc = cli_parse_i64("train", "--hidden", optarg, &cfg.hidden); break;
@@ -511,8 +812,41 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_OPTIMIZER:
         if (strcmp(optarg, "adam") == 0) cfg.optimizer = RT_OPT_ADAM;
         else if (strcmp(optarg, "adamw") == 0) cfg.optimizer = RT_OPT_ADAMW;
-        else rc = usage_error("--optimizer '%s': expected adam or adamw", optarg);
+        else if (strcmp(optarg, "sgd") == 0) cfg.optimizer = RT_OPT_SGD;
+        else rc = usage_error("--optimizer '%s': expected adam, adamw or sgd", optarg);
         break;
+      case OPT_MOMENTUM:
+        rc = cli_parse_float("train", "--momentum", optarg, &cfg.momentum);
+        if (rc == 0 && !(cfg.momentum >= 0.0f && cfg.momentum < 1.0f))
+          rc = usage_error("--momentum %s: expected a number in [0, 1)", optarg);
+        break;
+      case OPT_LR_SCHEDULE:
+        if (strcmp(optarg, "none") == 0) cfg.lr_schedule = RT_LR_NONE;
+        else if (strcmp(optarg, "step") == 0) cfg.lr_schedule = RT_LR_STEP;
+        else if (strcmp(optarg, "cosine") == 0) cfg.lr_schedule = RT_LR_COSINE;
+        else rc = usage_error("--lr-schedule '%s': expected none, step or cosine", optarg);
+        break;
+      case OPT_LR_STEP_SIZE:
+        rc = cli_parse_int_in("train", "--lr-step-size", optarg, 1, RT_MAX_EPOCHS, &cfg.lr_step_size);
+        break;
+      case OPT_LR_GAMMA:
+        rc = cli_parse_float("train", "--lr-gamma", optarg, &cfg.lr_gamma);
+        if (rc == 0 && !(cfg.lr_gamma > 0.0f && cfg.lr_gamma <= 1.0f))
+          rc = usage_error("--lr-gamma %s: expected a factor in (0, 1]", optarg);
+        break;
+      case OPT_LR_WARMUP: rc = cli_parse_int_in("train", "--lr-warmup", optarg, 0, RT_MAX_EPOCHS, &cfg.lr_warmup); break;
+      case OPT_LR_EPOCHS: rc = cli_parse_int_in("train", "--lr-epochs", optarg, 0, RT_MAX_EPOCHS, &cfg.lr_epochs); break;
+      case OPT_EARLY_STOP:
+        rc = cli_parse_int_in("train", "--early-stop", optarg, 0, RT_MAX_EARLY_STOP, &cfg.early_stop);
+        break;
+      case OPT_EARLY_STOP_RULE:
+        if (strcmp(optarg, "patience") == 0) cfg.early_stop_rule = RT_ES_PATIENCE;
+        else if (strcmp(optarg, "window") == 0) cfg.early_stop_rule = RT_ES_WINDOW;
+        else rc = usage_error("--early-stop-rule '%s': expected patience or window", optarg);
+        break;
+      case OPT_SAVE_BEST: cfg.save_best_path = optarg; break;
+      case OPT_LOG_EVERY: rc = cli_parse_int_in("train", "--log-every", optarg, 0, INT_MAX, &cfg.log_every); break;
+      case OPT_SEEDS: rc = parse_seeds(optarg, &seeds); break;
       case OPT_LR:
         rc = cli_parse_float("train", "--lr", optarg, &cfg.lr);
         if (rc == 0 && !(cfg.lr > 0.0f)) rc = usage_error("--lr %s: expected a number > 0", optarg);
@@ -532,6 +866,13 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_SEED: rc = cli_parse_u64("train", "--seed", optarg, &cfg.seed); break;
       case OPT_DEVICE: cfg.device = optarg; break;
       case OPT_THREADS:
+        par.threads_list = NULL;
+        par.nthreads = 0;
+        if (strchr(optarg, ',')) {
+          rc = threads_list_parse(optarg, cli_launch_rank(), &cfg.threads, &par.nthreads);
+          par.threads_list = optarg;
+          break;
+        }
         rc = cli_parse_int("train", "--threads", optarg, &cfg.threads);
         if (rc == 0 && (cfg.threads < 0 || cfg.threads > 4096))
           rc = usage_error("--threads %d: expected an integer in [0, 4096] (0 = the host's cores / its ranks)", cfg.threads);
@@ -555,8 +896,9 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       }
       case OPT_PRINT_CONFIG: print = 1; break;
       case OPT_PARTITION:
-        if (strcmp(optarg, "metis") == 0 || strcmp(optarg, "random") == 0) par.partition = optarg;
-        else rc = usage_error("--partition '%s': expected metis or random", optarg);
+        if (strcmp(optarg, "metis") == 0 || strcmp(optarg, "random") == 0 || strcmp(optarg, "rapa") == 0)
+          par.partition = optarg;
+        else rc = usage_error("--partition '%s': expected metis, random or rapa", optarg);
         break;
       case OPT_PART_SEED: rc = cli_parse_u64("train", "--part-seed", optarg, &par.part_seed); break;
       case OPT_PART_CACHE: par.part_cache = optarg; break;
@@ -567,9 +909,29 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
           par.comm = optarg;
         else rc = usage_error("--comm '%s': expected auto, nccl, mpi-cuda or mpi-staged", optarg);
         break;
+      case OPT_ALLREDUCE:
+        if (!strcmp(optarg, "auto") || !strcmp(optarg, "mpi") || !strcmp(optarg, "flat") || !strcmp(optarg, "hier"))
+          par.allreduce = optarg;
+        else rc = usage_error("--allreduce '%s': expected auto, mpi, flat or hier", optarg);
+        break;
       case OPT_PROFILE:
         if (!optarg[0]) rc = usage_error("--profile: empty file name (give a file or auto)");
         par.profile = optarg;
+        break;
+      case OPT_PRUNE_HALO:
+        rc = cli_parse_float("train", "--prune-halo", optarg, &par.prune_eps);
+        if (rc == 0 && !(par.prune_eps >= 0.0f && par.prune_eps <= 10.0f))
+          rc = usage_error("--prune-halo %s: expected a tolerance in [0, 10] (0 = off)", optarg);
+        break;
+      case OPT_GPU_SHARE: {
+        int n = 0;
+        rc = share_list_parse(optarg, &n);
+        par.gpu_share = optarg;
+        break;
+      }
+      case OPT_PRUNE_WRITE:
+        if (!optarg[0]) rc = usage_error("--prune-write: empty file name");
+        par.prune_write = optarg;
         break;
       case OPT_CACHE_POLICY:
         if (!strcmp(optarg, "jaca") || !strcmp(optarg, "lru") || !strcmp(optarg, "fifo") || !strcmp(optarg, "none"))
@@ -616,7 +978,19 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (cfg.metrics_path && !cfg.metrics_path[0]) return usage_error("--metrics: empty file name");
   if (cfg.checkpoint_path && !cfg.checkpoint_path[0]) return usage_error("--checkpoint: empty file name");
   if (cfg.resume_path && !cfg.resume_path[0]) return usage_error("--resume: empty file name");
+  if (cfg.save_best_path && !cfg.save_best_path[0]) return usage_error("--save-best: empty file name");
+  if (seeds.n > 0 && cfg.resume_path)
+    return usage_error("--seeds and --resume exclude each other (a checkpoint continues one run; resume each "
+                       "seed's FILE.seedN on its own, with --seed N)");
   if (par.part_cache && par.no_part_cache) return usage_error("--part-cache and --no-part-cache exclude each other");
+  if (par.prune_eps > 0 && strcmp(par.partition, "rapa") != 0)
+    return usage_error("--prune-halo needs --partition rapa (the cost model it balances comes with it)");
+  if (par.prune_write && !(par.prune_eps > 0)) return usage_error("--prune-write needs --prune-halo EPS > 0");
+  if (par.prune_write && cg_outfile_check(par.prune_write, "--prune-write", graph_outfile_kind(), NULL, 0, cfg.force,
+                                          0) != CG_OK) {
+    if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
+    return CAPGNN_EXIT_FAILURE;
+  }
 #ifdef CAPGNN_HAVE_DIST
   struct jaca_options jo;
   if (cache_options(&par, &jo) != CG_OK) return usage_error("%s", cg_err_msg());
@@ -624,9 +998,9 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (strcmp(par.cache_policy, "none") != 0) return usage_error("--cache-policy: parallel training is not built");
 #endif
   if (print) {
-    if (cli_speaks()) print_config(stdout, &cfg, &par, files, nfiles);
+    if (cli_speaks()) print_config(stdout, &cfg, &par, &seeds, files, nfiles);
     return CAPGNN_EXIT_OK;
   }
   if (cfg.quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
-  return run_training(&cfg, &par);
+  return run_training(&cfg, &par, &seeds);
 }

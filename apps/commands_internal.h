@@ -20,6 +20,8 @@
  * the same on every rank: only rank 0 prints them (cli_speaks), once for the job. */
 int cli_launch_rank(void);
 int cli_speaks(void); /* cli_launch_rank() == 0 */
+/* The number of processes the launcher started (its environment), 1 without one. */
+int cli_launch_size(void);
 
 /* Shared by the subcommands (apps/cli.c): print one line
  * "capgnn: error: MESSAGE (see capgnn CMD --help)" and return CAPGNN_EXIT_USAGE;
@@ -75,6 +77,8 @@ int cmd_partition(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+/* apps/cmd_predict.c: logits and embeddings of a checkpoint's model, as .npy. */
+int cmd_predict(int argc, char **argv);
 /* apps/cmd_profile.c (built in with rapa/, which defines CAPGNN_HAVE_CMD_PROFILE):
  * device and link profiles, the report. */
 int cmd_profile(int argc, char **argv);

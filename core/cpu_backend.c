@@ -26,7 +26,9 @@
 #include <cblas.h>
 
 #include "core/adam.h"
+#include "core/sgd.h"
 #include "core/log.h"
+#include "core/cpu_attn_internal.h"
 #include "core/cpu_spmm_internal.h"
 #include "core/fatal.h"
 #include "core/ops.h"
@@ -629,6 +631,15 @@ static void cpu_adam(struct cg_backend *be, float *w, const float *g, float *m, 
   for (int64_t i = 0; i < n; i++) cg_adam_update(c, w + i, g[i], m + i, v + i);
 }
 
+/* The update is core/sgd.h's, shared with the CUDA kernel. */
+static void cpu_sgd(struct cg_backend *be, float *w, const float *g, float *buf, int64_t n,
+                    const struct cg_sgd_params *p) {
+  const int nt = cpu_nt(be);
+  const struct cg_sgd_params c = *p;
+#pragma omp parallel for simd num_threads(nt) schedule(static) if (n >= CPU_PAR_MIN) firstprivate(c)
+  for (int64_t i = 0; i < n; i++) cg_sgd_update(c, w + i, g[i], buf + i);
+}
+
 /* ------------------------------------------------------------------------ */
 /* halo rows                                                                */
 /* ------------------------------------------------------------------------ */
@@ -731,8 +742,10 @@ int cg_backend_cpu_create(int threads, struct cg_backend **out) {
   be->bce = cpu_bce;
   be->eval_counts = cpu_eval_counts;
   be->adam = cpu_adam;
+  be->sgd = cpu_sgd;
   be->gather_rows = cpu_gather_rows;
   be->scatter_add_rows = cpu_scatter_add_rows;
+  cpu_attn_install(be);
   LOG_DEBUG("core", "CPU backend: %d threads, %s SpMM kernel", im->threads,
             im->avx2 ? "AVX2+FMA" : "generic");
   *out = be;

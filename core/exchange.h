@@ -92,6 +92,9 @@ struct cg_exchange_counters {
   int64_t allreduce_bytes; /* flat gradient buffer size per all-reduce */
   int64_t cache_hits;      /* halo rows served from a cache ... */
   int64_t cache_lookups;   /* ... of those looked up; both 0 without a cache */
+  int64_t inter_node_bytes; /* of halo_bytes and the all-reduce's wire bytes, those sent to
+                               ranks of other nodes (0 on one node, and for an all-reduce
+                               whose traffic is the library's) */
 };
 
 struct cg_exchange {

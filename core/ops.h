@@ -41,11 +41,33 @@ struct cg_adam_params {
   int decoupled; /* 0: Adam with L2 (g += wd*w, as torch.optim.Adam); 1: AdamW (w -= lr*wd*w) */
 };
 
+/* torch.optim.SGD (core/sgd.h): L2 weight decay in the gradient, momentum without
+ * dampening or Nesterov (0: plain SGD). Plain data: passed by value to the kernel. */
+struct cg_sgd_params {
+  float lr, momentum, weight_decay;
+};
+
 /* Dropout site key: with the global vertex id of each row and the column, this
  * fully determines the mask (core/philox.h). */
 struct cg_dropout_key {
   uint64_t seed;
   uint32_t epoch, layer;
+};
+
+/* A graph's in-edges on a backend, as the attention ops (GAT) read them; every
+ * pointer is backend memory (cg_edges_upload, core/attn.h, builds one from a host CSR).
+ * Edge k of row r (k in [rowptr[r], rowptr[r+1])) goes from column colidx[k] to r.
+ * The transpose lists, per column u, the edges whose source is u: j in
+ * [t_ptr[u], t_ptr[u+1]) is edge t_eid[j], of row t_row[j], in increasing k. It
+ * lets the backward passes that sum over a column's edges (gradients of source
+ * rows) run as row sums: deterministic, no atomics. */
+struct cg_edges {
+  int64_t nrows, ncols, nnz;
+  const int64_t *rowptr; /* nrows + 1 */
+  const int32_t *colidx; /* nnz */
+  const int64_t *t_ptr;  /* ncols + 1 */
+  const int32_t *t_row;  /* nnz */
+  const int64_t *t_eid;  /* nnz */
 };
 
 struct cg_backend {
@@ -130,6 +152,11 @@ struct cg_backend {
   void (*adam)(struct cg_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
                const struct cg_adam_params *p, int64_t t);
 
+  /* One SGD step on n parameters (core/sgd.h); buf is the momentum buffer (untouched
+   * when p->momentum is 0). */
+  void (*sgd)(struct cg_backend *be, float *w, const float *g, float *buf, int64_t n,
+              const struct cg_sgd_params *p);
+
   /* ---- halo rows ---- */
   /* dst[i] = src[idx[i]] for i < n (rows of width cols, row strides = cols). */
   void (*gather_rows)(struct cg_backend *be, const float *src, int64_t cols, const int32_t *idx,
@@ -137,6 +164,54 @@ struct cg_backend {
   /* dst[idx[i]] += src[i]; idx may repeat (the CPU backend adds in order of i). */
   void (*scatter_add_rows)(struct cg_backend *be, const float *src, int64_t cols,
                            const int32_t *idx, int64_t n, float *dst);
+
+  /* ---- graph attention (GAT; per-head layouts) ----
+   * H heads. Per-edge arrays are [nnz x H] (edge k, head h at k*H + h); per-vertex
+   * attention terms el (sources, ncols rows) and er (destinations, nrows rows) are
+   * [rows x H] at row strides lde / ldr; features are [rows x H*F] at row stride ld*,
+   * head h in columns [h*F, (h+1)*F). Element formulas: core/attn.h (shared with the
+   * CUDA kernels). */
+  /* s[k,h] = LeakyReLU_slope(el[colidx[k],h] + er[r,h]) for edge k of row r. */
+  void (*edge_scores)(struct cg_backend *be, const struct cg_edges *e, const float *el, int64_t lde,
+                      const float *er, int64_t ldr, int64_t heads, float slope, float *s);
+  /* With g = ds * LeakyReLU'(pre) (read from s: s > 0 iff pre > 0): del[u,h] = sum of g
+   * over the edges out of u (ncols rows), der[v,h] = sum over the edges into v (nrows
+   * rows); both overwritten (only their H first columns of each row). */
+  void (*edge_scores_bwd)(struct cg_backend *be, const struct cg_edges *e, const float *s,
+                          const float *ds, int64_t heads, float slope, float *del, int64_t lde,
+                          float *der, int64_t ldr);
+  /* alpha = softmax of s over each row's edges, per head, stable (the row's maximum is
+   * subtracted first); rows without edges have nothing. alpha may equal s. */
+  void (*edge_softmax)(struct cg_backend *be, const struct cg_edges *e, const float *s,
+                       int64_t heads, float *alpha);
+  /* ds = alpha * (dalpha - sum over the row of alpha * dalpha), per head; ds may equal
+   * dalpha. */
+  void (*edge_softmax_bwd)(struct cg_backend *be, const struct cg_edges *e, const float *alpha,
+                           const float *dalpha, int64_t heads, float *ds);
+  /* Attention dropout: out[k,h] = in[k,h] kept with probability 1-p and scaled by
+   * 1/(1-p), the mask keyed by (key, global id of the source, global id of the
+   * destination, head) — gid[] maps local rows and columns (local ids) to global
+   * ids — so every rank draws the same mask for an edge (core/attn.h). out may equal
+   * in; applied to a gradient with the same key it is the backward. */
+  void (*edge_dropout)(struct cg_backend *be, const struct cg_edges *e, const float *in, float *out,
+                       int64_t heads, const int32_t *gid, float p, struct cg_dropout_key key);
+  /* y[v, h*F+f] = sum over the edges k of row v of alpha[k,h] * x[colidx[k], h*F+f]
+   * (nrows rows of y overwritten; x has ncols rows). */
+  void (*spmm_edge)(struct cg_backend *be, const struct cg_edges *e, const float *alpha,
+                    int64_t heads, int64_t f, const float *x, int64_t ldx, float *y, int64_t ldy);
+  /* Its backward: dx[u, h*F+f] = sum over the edges k out of u of alpha[k,h] *
+   * dy[row(k), h*F+f] (ncols rows of dx overwritten, through the transpose) ... */
+  void (*spmm_edge_bwd_x)(struct cg_backend *be, const struct cg_edges *e, const float *alpha,
+                          int64_t heads, int64_t f, const float *dy, int64_t lddy, float *dx,
+                          int64_t lddx);
+  /* ... and dalpha[k,h] = sum_f dy[row(k), h*F+f] * x[colidx[k], h*F+f] (overwritten). */
+  void (*spmm_edge_bwd_alpha)(struct cg_backend *be, const struct cg_edges *e, int64_t heads,
+                              int64_t f, const float *x, int64_t ldx, const float *dy, int64_t lddy,
+                              float *dalpha);
+  /* ELU (alpha = 1): y = x > 0 ? x : exp(x) - 1 (y may equal x); backward in place on
+   * dy from the output y: dy *= y > 0 ? 1 : y + 1. */
+  void (*elu_fwd)(struct cg_backend *be, const float *x, float *y, int64_t n);
+  void (*elu_bwd)(struct cg_backend *be, const float *y, float *dy, int64_t n);
 };
 
 /* The CPU backend (always available). threads <= 0 means OpenMP's default.

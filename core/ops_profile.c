@@ -146,6 +146,11 @@ static void w_adam(struct cg_backend *be, float *w, const float *g, float *m, fl
                    const struct cg_adam_params *pa, int64_t t) {
   FWD(CG_PROF_ADAM, p_->in->adam(p_->in, w, g, m, v, n, pa, t));
 }
+/* SGD's update counts in the optimizer's category, which keeps its name "adam" */
+static void w_sgd(struct cg_backend *be, float *w, const float *g, float *buf, int64_t n,
+                  const struct cg_sgd_params *ps) {
+  FWD(CG_PROF_ADAM, p_->in->sgd(p_->in, w, g, buf, n, ps));
+}
 static void w_gather(struct cg_backend *be, const float *s, int64_t c, const int32_t *idx, int64_t n,
                      float *d) {
   FWD(CG_PROF_HALO_ROWS, p_->in->gather_rows(p_->in, s, c, idx, n, d));
@@ -153,6 +158,49 @@ static void w_gather(struct cg_backend *be, const float *s, int64_t c, const int
 static void w_scatter(struct cg_backend *be, const float *s, int64_t c, const int32_t *idx,
                       int64_t n, float *d) {
   FWD(CG_PROF_HALO_ROWS, p_->in->scatter_add_rows(p_->in, s, c, idx, n, d));
+}
+
+static void w_scores(struct cg_backend *be, const struct cg_edges *e, const float *el, int64_t lde,
+                     const float *er, int64_t ldr, int64_t h, float sl, float *s) {
+  FWD(CG_PROF_ATTENTION, p_->in->edge_scores(p_->in, e, el, lde, er, ldr, h, sl, s));
+}
+static void w_scores_bwd(struct cg_backend *be, const struct cg_edges *e, const float *s,
+                         const float *ds, int64_t h, float sl, float *del, int64_t lde, float *der,
+                         int64_t ldr) {
+  FWD(CG_PROF_ATTENTION, p_->in->edge_scores_bwd(p_->in, e, s, ds, h, sl, del, lde, der, ldr));
+}
+static void w_softmax(struct cg_backend *be, const struct cg_edges *e, const float *s, int64_t h,
+                      float *al) {
+  FWD(CG_PROF_ATTENTION, p_->in->edge_softmax(p_->in, e, s, h, al));
+}
+static void w_softmax_bwd(struct cg_backend *be, const struct cg_edges *e, const float *al,
+                          const float *dal, int64_t h, float *ds) {
+  FWD(CG_PROF_ATTENTION, p_->in->edge_softmax_bwd(p_->in, e, al, dal, h, ds));
+}
+static void w_edge_dropout(struct cg_backend *be, const struct cg_edges *e, const float *in,
+                           float *out, int64_t h, const int32_t *gid, float pr,
+                           struct cg_dropout_key key) {
+  FWD(CG_PROF_DROPOUT, p_->in->edge_dropout(p_->in, e, in, out, h, gid, pr, key));
+}
+static void w_spmm_edge(struct cg_backend *be, const struct cg_edges *e, const float *al, int64_t h,
+                        int64_t f, const float *x, int64_t ldx, float *y, int64_t ldy) {
+  FWD(CG_PROF_ATTENTION, p_->in->spmm_edge(p_->in, e, al, h, f, x, ldx, y, ldy));
+}
+static void w_spmm_edge_bwd_x(struct cg_backend *be, const struct cg_edges *e, const float *al,
+                              int64_t h, int64_t f, const float *dy, int64_t lddy, float *dx,
+                              int64_t lddx) {
+  FWD(CG_PROF_ATTENTION, p_->in->spmm_edge_bwd_x(p_->in, e, al, h, f, dy, lddy, dx, lddx));
+}
+static void w_spmm_edge_bwd_alpha(struct cg_backend *be, const struct cg_edges *e, int64_t h,
+                                  int64_t f, const float *x, int64_t ldx, const float *dy,
+                                  int64_t lddy, float *dal) {
+  FWD(CG_PROF_ATTENTION, p_->in->spmm_edge_bwd_alpha(p_->in, e, h, f, x, ldx, dy, lddy, dal));
+}
+static void w_elu_fwd(struct cg_backend *be, const float *x, float *y, int64_t n) {
+  FWD(CG_PROF_ELEMWISE, p_->in->elu_fwd(p_->in, x, y, n));
+}
+static void w_elu_bwd(struct cg_backend *be, const float *y, float *dy, int64_t n) {
+  FWD(CG_PROF_ELEMWISE, p_->in->elu_bwd(p_->in, y, dy, n));
 }
 
 int cg_backend_profile_wrap(struct cg_backend *inner, struct cg_backend **out) {
@@ -172,7 +220,11 @@ int cg_backend_profile_wrap(struct cg_backend *inner, struct cg_backend **out) {
   b->bias_add = w_bias_add; b->bias_grad = w_bias_grad; b->relu_fwd = w_relu_fwd;
   b->relu_bwd = w_relu_bwd; b->dropout = w_dropout; b->layernorm_fwd = w_ln_fwd;
   b->layernorm_bwd = w_ln_bwd; b->xent = w_xent; b->bce = w_bce; b->eval_counts = w_eval;
-  b->adam = w_adam; b->gather_rows = w_gather; b->scatter_add_rows = w_scatter;
+  b->adam = w_adam; b->sgd = w_sgd; b->gather_rows = w_gather; b->scatter_add_rows = w_scatter;
+  b->edge_scores = w_scores; b->edge_scores_bwd = w_scores_bwd; b->edge_softmax = w_softmax;
+  b->edge_softmax_bwd = w_softmax_bwd; b->edge_dropout = w_edge_dropout; b->spmm_edge = w_spmm_edge;
+  b->spmm_edge_bwd_x = w_spmm_edge_bwd_x; b->spmm_edge_bwd_alpha = w_spmm_edge_bwd_alpha;
+  b->elu_fwd = w_elu_fwd; b->elu_bwd = w_elu_bwd;
   *out = b;
   return CG_OK;
 }
@@ -185,6 +237,6 @@ void cg_profile_reset(struct cg_backend *prof) { memset(&P(prof)->c, 0, sizeof P
 
 const char *cg_prof_op_name(enum cg_prof_op op) {
   static const char *names[CG_PROF_NOPS] = {"gemm", "spmm", "elementwise", "dropout", "layernorm",
-                                            "loss", "adam", "halo_rows", "memory"};
+                                            "loss", "adam", "halo_rows", "memory", "attention"};
   return (unsigned)op < CG_PROF_NOPS ? names[op] : "?";
 }

@@ -17,7 +17,9 @@ extern "C" {
 
 enum cg_prof_op {
   CG_PROF_GEMM, CG_PROF_SPMM, CG_PROF_ELEMWISE, CG_PROF_DROPOUT, CG_PROF_LAYERNORM,
-  CG_PROF_LOSS, CG_PROF_ADAM, CG_PROF_HALO_ROWS, CG_PROF_MEMORY, CG_PROF_NOPS
+  CG_PROF_LOSS, CG_PROF_ADAM, CG_PROF_HALO_ROWS, CG_PROF_MEMORY,
+  CG_PROF_ATTENTION, /* the graph attention ops (edge scores, softmax, attention dropout, per-edge SpMM) */
+  CG_PROF_NOPS
 };
 
 struct cg_prof_counters {

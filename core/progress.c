@@ -150,6 +150,10 @@ void cg_progress_update(struct cg_progress *p, int64_t done) {
     if (now - p->t_draw >= PROGRESS_REDRAW_S || !p->drawn) draw_tty(p, now);
     return;
   }
+  if (p->every > 0) { /* a fixed schedule: first, every n-th, last */
+    if ((done == 1 || done % p->every == 0 || done == p->total) && done != p->logged) cg_progress_log_now(p);
+    return;
+  }
   /* Log mode: a line at each new 10 % mark or every 10 s, once the step has run a
    * second (short steps stay silent). */
   if (now - p->t0 < PROGRESS_LOG_MIN_S) return;
@@ -162,6 +166,37 @@ void cg_progress_update(struct cg_progress *p, int64_t done) {
   LOG_INFO(PROGRESS_SUBSYS, "%s", line);
   p->drawn = 1;
   p->t_draw = now;
+  p->logged = done;
+}
+
+void cg_progress_set_every(struct cg_progress *p, int64_t n) {
+  p->every = n > 0 ? n : 0;
+  p->logged = -1;
+}
+
+void cg_progress_log_now(struct cg_progress *p) {
+  if (p->mode != CG_PROGRESS_LOG || p->done == p->logged) return;
+  const double now = cg_time_now();
+  char line[512];
+  cg_progress_format(line, sizeof line, p->what, p->done, p->total, p->unit, p->detail, now - p->t0);
+  LOG_INFO(PROGRESS_SUBSYS, "%s", line);
+  p->drawn = 1;
+  p->t_draw = now;
+  p->logged = p->done;
+}
+
+void cg_progress_files(const char *what, const char *const *labels, const char *const *paths, int n) {
+  if (cg_progress_effective_mode() == CG_PROGRESS_OFF) return;
+  char line[4096];
+  size_t k = 0;
+  int shown = 0;
+  for (int i = 0; i < n; i++) {
+    if (!paths[i]) continue;
+    k += clamp_len(snprintf(line + k, sizeof line - k, "%s%s %s", shown ? ", " : "", labels[i], paths[i]),
+                   sizeof line - k);
+    shown++;
+  }
+  if (shown) LOG_INFO(PROGRESS_SUBSYS, "%s wrote: %s", what, line);
 }
 
 void cg_progress_update_detail(struct cg_progress *p, int64_t done, const char *detail) {

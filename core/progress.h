@@ -45,6 +45,9 @@ struct cg_progress {
   int next_decile;   /* log mode: next 10 % mark to report */
   int drawn;         /* something was printed for this step */
   char detail[160];  /* shown after the amount, e.g. "loss 0.4123  val 0.8912" */
+  int64_t every;     /* log mode: a line at done = 1, every `every` and at total (however
+                        short the step); 0: the 10 % / 10 s rule */
+  int64_t logged;    /* log mode: the `done` of the last line printed */
 };
 
 void cg_progress_begin(struct cg_progress *p, const char *what, int64_t total, const char *unit);
@@ -54,6 +57,17 @@ void cg_progress_update(struct cg_progress *p, int64_t done);
  * cg_progress_update_detail(&p, e, "loss 0.4123  val acc 0.8912") gives
  * "training   18.5%  37 / 200 epochs  loss 0.4123  val acc 0.8912  2.1 epochs/s  ETA 1:17". */
 void cg_progress_update_detail(struct cg_progress *p, int64_t done, const char *detail);
+/* Log mode: a line at done = 1, every n-th and the last (total) instead of the
+ * 10 % / 10 s rule, whatever the step's length (a training run's --log-every). Call
+ * after _begin. */
+void cg_progress_set_every(struct cg_progress *p, int64_t n);
+/* Log mode: print the current line now unless it was printed already (the last
+ * epoch of a run that stops before its total). */
+void cg_progress_log_now(struct cg_progress *p);
+/* One line naming the files a command wrote, e.g. "training wrote: metrics m.jsonl,
+ * checkpoint c.ckpt": labels[i] and paths[i] for i < n (NULL paths skipped); nothing
+ * when none is left or progress is off (--quiet). */
+void cg_progress_files(const char *what, const char *const *labels, const char *const *paths, int n);
 /* Final line: "what: done, AMOUNT in T (RATE)" (TTY: replaces the live line). In log
  * mode it is printed only for steps that took longer than about a second. */
 void cg_progress_end(struct cg_progress *p);

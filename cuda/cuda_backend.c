@@ -860,6 +860,51 @@ static void cu_dropout(struct cg_backend *be, const float *in, float *out, int64
   cgk_dropout(IMPL(be)->stream, in, out, rows, cols, gid, p, key.seed, key.epoch, key.layer);
 }
 
+/* graph attention (cuda/attn.cu) */
+static void cu_edge_scores(struct cg_backend *be, const struct cg_edges *e, const float *el,
+                           int64_t lde, const float *er, int64_t ldr, int64_t heads, float slope,
+                           float *s) {
+  cgk_edge_scores(IMPL(be)->stream, e, el, lde, er, ldr, heads, slope, s);
+}
+static void cu_edge_scores_bwd(struct cg_backend *be, const struct cg_edges *e, const float *s,
+                               const float *ds, int64_t heads, float slope, float *del, int64_t lde,
+                               float *der, int64_t ldr) {
+  cgk_edge_scores_bwd(IMPL(be)->stream, e, s, ds, heads, slope, del, lde, der, ldr);
+}
+static void cu_edge_softmax(struct cg_backend *be, const struct cg_edges *e, const float *s,
+                            int64_t heads, float *alpha) {
+  cgk_edge_softmax(IMPL(be)->stream, e, s, heads, alpha);
+}
+static void cu_edge_softmax_bwd(struct cg_backend *be, const struct cg_edges *e, const float *alpha,
+                                const float *dalpha, int64_t heads, float *ds) {
+  cgk_edge_softmax_bwd(IMPL(be)->stream, e, alpha, dalpha, heads, ds);
+}
+static void cu_edge_dropout(struct cg_backend *be, const struct cg_edges *e, const float *in,
+                            float *out, int64_t heads, const int32_t *gid, float p,
+                            struct cg_dropout_key key) {
+  cgk_edge_dropout(IMPL(be)->stream, e, in, out, heads, gid, p, key.seed, key.epoch, key.layer);
+}
+static void cu_spmm_edge(struct cg_backend *be, const struct cg_edges *e, const float *alpha,
+                         int64_t heads, int64_t f, const float *x, int64_t ldx, float *y, int64_t ldy) {
+  cgk_spmm_edge(IMPL(be)->stream, e, alpha, heads, f, x, ldx, y, ldy);
+}
+static void cu_spmm_edge_bwd_x(struct cg_backend *be, const struct cg_edges *e, const float *alpha,
+                               int64_t heads, int64_t f, const float *dy, int64_t lddy, float *dx,
+                               int64_t lddx) {
+  cgk_spmm_edge_bwd_x(IMPL(be)->stream, e, alpha, heads, f, dy, lddy, dx, lddx);
+}
+static void cu_spmm_edge_bwd_alpha(struct cg_backend *be, const struct cg_edges *e, int64_t heads,
+                                   int64_t f, const float *x, int64_t ldx, const float *dy,
+                                   int64_t lddy, float *dalpha) {
+  cgk_spmm_edge_bwd_alpha(IMPL(be)->stream, e, heads, f, x, ldx, dy, lddy, dalpha);
+}
+static void cu_elu_fwd(struct cg_backend *be, const float *x, float *y, int64_t n) {
+  cgk_elu_fwd(IMPL(be)->stream, x, y, n);
+}
+static void cu_elu_bwd(struct cg_backend *be, const float *y, float *dy, int64_t n) {
+  cgk_elu_bwd(IMPL(be)->stream, y, dy, n);
+}
+
 static void cu_layernorm_fwd(struct cg_backend *be, const float *x, int64_t rows, int64_t cols,
                              const float *gamma, const float *beta, float eps, float *y, float *mean,
                              float *rstd) {
@@ -945,6 +990,11 @@ static void cu_adam(struct cg_backend *be, float *w, const float *g, float *m, f
   if (t < 1) cg_cuda_fatal(__FILE__, __LINE__, "adam", "step t must be >= 1");
   const struct cg_adam_coefs c = cg_adam_coefs_make(p, t); /* as the CPU backend */
   cgk_adam(IMPL(be)->stream, w, g, m, v, n, &c);
+}
+
+static void cu_sgd(struct cg_backend *be, float *w, const float *g, float *buf, int64_t n,
+                   const struct cg_sgd_params *p) {
+  cgk_sgd(IMPL(be)->stream, w, g, buf, n, p);
 }
 
 static void cu_gather_rows(struct cg_backend *be, const float *src, int64_t cols,
@@ -1152,8 +1202,19 @@ int cg_backend_cuda_create(int device_ordinal, int tf32, struct cg_backend **out
   be->bce = cu_bce;
   be->eval_counts = cu_eval_counts;
   be->adam = cu_adam;
+  be->sgd = cu_sgd;
   be->gather_rows = cu_gather_rows;
   be->scatter_add_rows = cu_scatter_add_rows;
+  be->edge_scores = cu_edge_scores;
+  be->edge_scores_bwd = cu_edge_scores_bwd;
+  be->edge_softmax = cu_edge_softmax;
+  be->edge_softmax_bwd = cu_edge_softmax_bwd;
+  be->edge_dropout = cu_edge_dropout;
+  be->spmm_edge = cu_spmm_edge;
+  be->spmm_edge_bwd_x = cu_spmm_edge_bwd_x;
+  be->spmm_edge_bwd_alpha = cu_spmm_edge_bwd_alpha;
+  be->elu_fwd = cu_elu_fwd;
+  be->elu_bwd = cu_elu_bwd;
   LOG_INFO("cuda", "device %d: %s; GEMM %s, SpMM %s", device_ordinal, im->describe,
            im->tf32 ? "TF32" : "FP32", spmm_names[variant]);
   *out = be;

@@ -55,6 +55,9 @@ void cgk_dropout(cudaStream_t s, const float *in, float *out, int64_t rows, int6
 struct cg_adam_coefs;
 void cgk_adam(cudaStream_t s, float *w, const float *g, float *m, float *v, int64_t n,
               const struct cg_adam_coefs *c);
+/* One SGD step: core/sgd.h's cg_sgd_update on every element (buf: momentum). */
+struct cg_sgd_params;
+void cgk_sgd(cudaStream_t s, float *w, const float *g, float *buf, int64_t n, const struct cg_sgd_params *p);
 void cgk_gather_rows(cudaStream_t s, const float *src, int64_t cols, const int32_t *idx, int64_t n,
                      float *dst);
 void cgk_scatter_add_rows(cudaStream_t s, const float *src, int64_t cols, const int32_t *idx,
@@ -92,6 +95,28 @@ void cgk_bce(cudaStream_t s, const float *logits, int64_t rows, int64_t cols,
 void cgk_eval_counts(cudaStream_t s, const float *logits, int64_t cols, const int32_t *labels,
                      const uint8_t *mlabels, const int32_t *idx, int64_t n_idx,
                      unsigned long long *d_counts);
+
+/* ---- graph attention (cuda/attn.cu; the ops of core/ops.h, "graph attention") ---- */
+struct cg_edges;
+void cgk_edge_scores(cudaStream_t s, const struct cg_edges *e, const float *el, int64_t lde,
+                     const float *er, int64_t ldr, int64_t heads, float slope, float *out);
+void cgk_edge_scores_bwd(cudaStream_t s, const struct cg_edges *e, const float *sc, const float *ds,
+                         int64_t heads, float slope, float *del, int64_t lde, float *der, int64_t ldr);
+void cgk_edge_softmax(cudaStream_t s, const struct cg_edges *e, const float *sc, int64_t heads,
+                      float *alpha);
+void cgk_edge_softmax_bwd(cudaStream_t s, const struct cg_edges *e, const float *alpha,
+                          const float *dalpha, int64_t heads, float *ds);
+void cgk_edge_dropout(cudaStream_t s, const struct cg_edges *e, const float *in, float *out,
+                      int64_t heads, const int32_t *gid, float p, uint64_t seed, uint32_t epoch,
+                      uint32_t layer);
+void cgk_spmm_edge(cudaStream_t s, const struct cg_edges *e, const float *alpha, int64_t heads,
+                   int64_t f, const float *x, int64_t ldx, float *y, int64_t ldy);
+void cgk_spmm_edge_bwd_x(cudaStream_t s, const struct cg_edges *e, const float *alpha, int64_t heads,
+                         int64_t f, const float *dy, int64_t lddy, float *dx, int64_t lddx);
+void cgk_spmm_edge_bwd_alpha(cudaStream_t s, const struct cg_edges *e, int64_t heads, int64_t f,
+                             const float *x, int64_t ldx, const float *dy, int64_t lddy, float *dalpha);
+void cgk_elu_fwd(cudaStream_t s, const float *x, float *y, int64_t n);
+void cgk_elu_bwd(cudaStream_t s, const float *y, float *dy, int64_t n);
 
 /* ---- SpMM (cuda/spmm.cu) ---- */
 struct cgk_csr {

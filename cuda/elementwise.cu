@@ -2,7 +2,7 @@
  * and the deterministic column sum (bias / layernorm parameter gradients).
  *
  * Variants held here (one each): fill, axpy, scale, strided scale, bias add,
- * ReLU forward/backward, dropout, Adam/AdamW, gather rows, scatter-add rows
+ * ReLU forward/backward, dropout, Adam/AdamW, SGD, gather rows, scatter-add rows
  * (atomicAdd), column sum (two passes).
  *
  * Assumptions
@@ -17,6 +17,7 @@
  *   its multiply-adds, so the result may differ from the CPU's in the last bits.
  * - Under CGK_CUDA_EMULATE (cuda/tests/cuda_emu.h) the launchers are left out and
  *   the kernels run on the CPU (test_adam_emu).
+ * - SGD (momentum, L2 in the gradient) is core/sgd.h's cg_sgd_update, likewise.
  * - Column sums accumulate in double (as the CPU backend) and are deterministic:
  *   rows are cut into R fixed chunks (R depends only
  *   on rows, cols and the scratch size), each chunk sums in a fixed order, then the
@@ -28,6 +29,7 @@
 
 #include "core/adam.h"
 #include "core/philox.h"
+#include "core/sgd.h"
 #include "cuda/cuda_kernels_internal.h"
 
 namespace {
@@ -134,6 +136,14 @@ __global__ void copy_kernel(const float *__restrict__ in, float *__restrict__ ou
 __global__ void adam_kernel(float *__restrict__ w, const float *__restrict__ g, float *__restrict__ m,
                             float *__restrict__ v, int64_t n, cg_adam_coefs c) {
   for (int64_t i = gtid(); i < n; i += gstride()) cg_adam_update(c, w + i, g[i], m + i, v + i);
+}
+
+/* torch.optim.SGD (momentum, no dampening): core/sgd.h's update, the CPU backend's
+ * source. Compiled and run on the CPU under emulation (test_adam_emu); not yet run
+ * on a GPU. */
+__global__ void sgd_kernel(float *__restrict__ w, const float *__restrict__ g, float *__restrict__ buf,
+                           int64_t n, cg_sgd_params p) {
+  for (int64_t i = gtid(); i < n; i += gstride()) cg_sgd_update(p, w + i, g[i], buf + i);
 }
 
 __global__ void gather_rows_kernel(const float *__restrict__ src, int64_t cols,
@@ -283,6 +293,12 @@ void cgk_adam(cudaStream_t s, float *w, const float *g, float *m, float *v, int6
   if (n <= 0) return;
   adam_kernel<<<grid_for(n), kThreads, 0, s>>>(w, g, m, v, n, *c);
   CG_CUDA_LAUNCH_CHECK("adam_kernel");
+}
+
+void cgk_sgd(cudaStream_t s, float *w, const float *g, float *buf, int64_t n, const struct cg_sgd_params *p) {
+  if (n <= 0) return;
+  sgd_kernel<<<grid_for(n), kThreads, 0, s>>>(w, g, buf, n, *p);
+  CG_CUDA_LAUNCH_CHECK("sgd_kernel");
 }
 
 void cgk_gather_rows(cudaStream_t s, const float *src, int64_t cols, const int32_t *idx, int64_t n,

@@ -510,9 +510,16 @@ static void jx_counters(const struct cg_exchange *ex, struct cg_exchange_counter
   j->plain->counters(j->plain, out);
   struct jaca_stats t;
   stats_sum(j, &t);
-  for (int c = 0; c < j->plan.nclasses; c++) out->halo_bytes += comm_halo_bytes_sent(j->fwd[c]);
-  for (int c = 0; c < j->gnc; c++) out->halo_bytes += comm_halo_bytes_sent(j->bwd[c]);
+  for (int c = 0; c < j->plan.nclasses; c++) {
+    out->halo_bytes += comm_halo_bytes_sent(j->fwd[c]);
+    out->inter_node_bytes += comm_halo_inter_bytes_sent(j->fwd[c]);
+  }
+  for (int c = 0; c < j->gnc; c++) {
+    out->halo_bytes += comm_halo_bytes_sent(j->bwd[c]);
+    out->inter_node_bytes += comm_halo_inter_bytes_sent(j->bwd[c]);
+  }
   out->halo_bytes += jaca_ngrad_bytes_sent(j->ng);
+  out->inter_node_bytes += jaca_ngrad_inter_bytes_sent(j->ng);
   out->cache_hits += t.rank_hits + t.node_hits;
   out->cache_lookups += t.lookups;
 }

@@ -337,5 +337,6 @@ int jaca_ngrad_end(struct jaca_ngrad *g, int layer, uint32_t epoch, float *dx, i
 int jaca_ngrad_progress(struct jaca_ngrad *g) { return comm_halo_progress(g->gx); }
 
 int64_t jaca_ngrad_bytes_sent(const struct jaca_ngrad *g) { return g ? comm_halo_bytes_sent(g->gx) : 0; }
+int64_t jaca_ngrad_inter_bytes_sent(const struct jaca_ngrad *g) { return g ? comm_halo_inter_bytes_sent(g->gx) : 0; }
 int64_t jaca_ngrad_rows_out(const struct jaca_ngrad *g) { return g ? g->rows_out : 0; }
 int64_t jaca_ngrad_rows_in(const struct jaca_ngrad *g) { return g ? g->n_in_intra : 0; }

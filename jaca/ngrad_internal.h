@@ -60,6 +60,8 @@ int jaca_ngrad_progress(struct jaca_ngrad *g);
 
 /* Bytes sent through MPI since creation (the seam's halo_bytes). */
 int64_t jaca_ngrad_bytes_sent(const struct jaca_ngrad *g);
+/* ... of them to ranks of other nodes (the seam's inter_node_bytes: all of them). */
+int64_t jaca_ngrad_inter_bytes_sent(const struct jaca_ngrad *g);
 /* Gradient rows this rank writes into / reads from the node segment per exchange. */
 int64_t jaca_ngrad_rows_out(const struct jaca_ngrad *g);
 int64_t jaca_ngrad_rows_in(const struct jaca_ngrad *g);

@@ -50,6 +50,7 @@ static void comm_free_comms(struct comm *c) {
   cg_free(c->node_of);
   cg_free(c->node_ranks);
   c->node_of = c->node_ranks = NULL;
+  if (c->cross != MPI_COMM_NULL) MPI_Comm_free(&c->cross);
   if (c->node != MPI_COMM_NULL) MPI_Comm_free(&c->node);
   if (c->host != MPI_COMM_NULL) MPI_Comm_free(&c->host);
   if (c->world != MPI_COMM_NULL) MPI_Comm_free(&c->world);
@@ -154,7 +155,7 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
 
   struct comm *c = cg_calloc(1, sizeof *c, "communicator state");
   if (!c) return CG_ERR_NOMEM;
-  c->world = c->host = c->node = MPI_COMM_NULL;
+  c->world = c->host = c->node = c->cross = MPI_COMM_NULL;
   c->shared_win = MPI_WIN_NULL;
   c->we_initialised = we_init;
   c->path_req = COMM_PATH_AUTO;

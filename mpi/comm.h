@@ -170,6 +170,26 @@ const char *comm_path_name(enum comm_path p);
  * listing them for anything else. */
 int comm_path_parse(const char *s, enum comm_path *out);
 
+/* How the gradient all-reduce (comm_grad_allreduce) adds the ranks' buffers on the MPI
+ * paths (mpi/allreduce.c):
+ *  MPI   MPI_Allreduce: the library's algorithm and summation order;
+ *  FLAT  ours, in a fixed order: per value, each node's ranks in local-rank order, then
+ *        the nodes in node order; a reduce-scatter and an all-gather over all ranks;
+ *  HIER  the same order and the same bits as FLAT, hierarchically: inside each node,
+ *        among the nodes (each segment once per node), inside the node again; needs
+ *        the same number of ranks on every node;
+ *  AUTO  (default) HIER when the job spans several nodes (CAPGNN_EMULATE_NODES
+ *        included) with the same number of ranks on each, else MPI.
+ * The NCCL path always uses ncclAllReduce (NCCL's own order). */
+enum comm_allreduce { COMM_ALLREDUCE_AUTO = 0, COMM_ALLREDUCE_MPI, COMM_ALLREDUCE_FLAT, COMM_ALLREDUCE_HIER };
+/* Request an algorithm for the comm_grad objects created afterwards. Local. */
+int comm_set_allreduce(struct comm *c, enum comm_allreduce a);
+/* The algorithm AUTO (or the request) comes to on this job; CG_ERR_UNSUPPORTED on every
+ * rank for HIER with uneven nodes. Collective. */
+int comm_allreduce_resolve(struct comm *c, enum comm_allreduce *out);
+const char *comm_allreduce_name(enum comm_allreduce a); /* "auto", "mpi", "flat", "hier" */
+int comm_allreduce_parse(const char *s, enum comm_allreduce *out);
+
 /* ---- small host collectives (all collective, blocking) ------------------- */
 
 enum comm_op { COMM_SUM = 0, COMM_MAX = 1, COMM_MIN = 2 };
@@ -278,6 +298,12 @@ struct comm_stats {
    * wire traffic depends on MPI's algorithm). */
   int64_t halo_fwd_bytes, halo_bwd_bytes, allreduce_bytes;
   int64_t halo_fwd_calls, halo_bwd_calls, allreduce_calls;
+  /* The bytes this rank sent, split by where they went: to ranks of its own node or of
+   * other nodes. Halo: forward rows and returned gradients (halo_fwd_bytes +
+   * halo_bwd_bytes = intra + inter). All-reduce: what the FLAT and HIER algorithms send
+   * (wire bytes, not the buffer size above); 0 for MPI_Allreduce and NCCL, whose
+   * traffic is the library's. */
+  int64_t halo_intra_bytes, halo_inter_bytes, allreduce_intra_bytes, allreduce_inter_bytes;
   /* Seconds inside begin, progress and end (halo) and inside the all-reduce incl.
    * staging. */
   double halo_fwd_s, halo_bwd_s, halo_s /* = fwd + bwd */, allreduce_s;
@@ -341,16 +367,25 @@ int comm_grad_create(struct comm *c, struct cg_backend *be, int64_t n, struct co
  *    Wrapped device backends: be->download / be->upload (synchronous).
  *  NCCL: ncclAllReduce in place, enqueued on the backend stream; returns before it
  *    completes (later ops on the stream, and be->sync, see the sum).
- * Values are summed in an order that depends on the library, so results are
- * bit-identical across paths only where the sum is exact (tests use integers). */
+ * The MPI paths add with the algorithm comm_set_allreduce asked for (resolved at
+ * create, comm_allreduce_resolve): MPI_Allreduce (the library's order) or FLAT / HIER
+ * (mpi/allreduce.c: a fixed order, the same bits for both; on MPI_CUDA the buffer is
+ * then staged through host memory like MPI_STAGED, synchronously). NCCL adds in
+ * NCCL's order. Results are bit-identical across paths only where the sum is exact
+ * (tests use integers), and across FLAT and HIER always. */
 int comm_grad_allreduce(struct comm_grad *g, float *buf);
 void comm_grad_destroy(struct comm_grad **g);             /* accepts NULL; sets *g to NULL */
 enum comm_path comm_grad_path(const struct comm_grad *g); /* the path it uses */
+/* The algorithm it adds with (MPI, FLAT or HIER; MPI for the NCCL path, which has its own). */
+enum comm_allreduce comm_grad_algorithm(const struct comm_grad *g);
 /* Bytes this rank has contributed through g since it was created: n x 4 per
  * comm_grad_allreduce that succeeded (what it adds to comm_stats' allreduce_bytes).
  * Counts g alone: other objects on the same comm do not add to it and
  * comm_stats_reset does not clear it. */
 int64_t comm_grad_bytes_sent(const struct comm_grad *g);
+/* Wire bytes g's FLAT / HIER sums sent to ranks of other nodes since create (0 for
+ * MPI_Allreduce and NCCL, whose traffic is the library's). */
+int64_t comm_grad_inter_bytes_sent(const struct comm_grad *g);
 
 /* ---- halo exchange ------------------------------------------------------------ */
 
@@ -471,6 +506,8 @@ enum comm_path comm_halo_path(const struct comm_halo *h);
  * h alone: other objects on the same comm do not add to it and comm_stats_reset does
  * not clear it. */
 int64_t comm_halo_bytes_sent(const struct comm_halo *h);
+/* The part of it sent to ranks of other nodes. */
+int64_t comm_halo_inter_bytes_sent(const struct comm_halo *h);
 
 /* ---- the exchange seam -------------------------------------------------------- */
 

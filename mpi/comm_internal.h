@@ -16,6 +16,8 @@ struct comm {
   MPI_Comm world; /* dup of MPI_COMM_WORLD, MPI_ERRORS_RETURN */
   MPI_Comm host;  /* ranks sharing memory (MPI_COMM_TYPE_SHARED) */
   MPI_Comm node;  /* host, or an emulated sub-node of it */
+  MPI_Comm cross; /* local rank i of every node, in node order (allreduce.c); NULL until needed */
+  enum comm_allreduce allreduce_req; /* comm_set_allreduce (AUTO by default) */
   int rank, size;
   int node_id, nnodes, local_rank, local_size;
   int host_local_rank, host_local_size;
@@ -72,5 +74,11 @@ int comm_mpi_error(int rc, const char *call, const char *file, int line);
       goto label;                                              \
     }                                                          \
   } while (0)
+
+/* allreduce.c: buf (host memory, n values, the same n on every rank) becomes the sum
+ * over all ranks in the fixed order described there; a = FLAT or HIER (resolved).
+ * scratch: room for n + comm_size values. Adds the bytes sent to comm_stats'
+ * allreduce_intra_bytes / allreduce_inter_bytes. Collective. */
+int comm_sum_ordered(struct comm *c, enum comm_allreduce a, float *buf, int64_t n, float *scratch);
 
 #endif

@@ -28,6 +28,7 @@ struct comm_exchange {
   struct comm_grad *grad;
   int64_t grad_n;
   int64_t grad_bytes_before; /* comm_grad_bytes_sent of the gradient objects replaced */
+  int64_t grad_inter_before; /* ... and their comm_grad_inter_bytes_sent */
 };
 
 static struct comm_exchange *impl(struct cg_exchange *ex) { return (struct comm_exchange *)ex; }
@@ -71,6 +72,7 @@ static int ex_allreduce_grads(struct cg_exchange *ex, float *buf, int64_t n) {
   int st = CG_OK;
   if (!e->grad || e->grad_n != n) {
     if (e->grad) e->grad_bytes_before += comm_grad_bytes_sent(e->grad);
+    if (e->grad) e->grad_inter_before += comm_grad_inter_bytes_sent(e->grad);
     comm_grad_destroy(&e->grad);
     st = comm_grad_create(e->c, e->be, n, &e->grad);
     if (st < 0) return call_error(st, "comm_grad_create", n, "values");
@@ -93,6 +95,8 @@ static void ex_counters(const struct cg_exchange *ex, struct cg_exchange_counter
   memset(out, 0, sizeof *out);
   out->halo_bytes = comm_halo_bytes_sent(e->halo);
   out->allreduce_bytes = e->grad_bytes_before + (e->grad ? comm_grad_bytes_sent(e->grad) : 0);
+  out->inter_node_bytes = comm_halo_inter_bytes_sent(e->halo) + e->grad_inter_before +
+                          (e->grad ? comm_grad_inter_bytes_sent(e->grad) : 0);
 }
 
 static void ex_destroy(struct cg_exchange *ex) {

@@ -22,10 +22,17 @@ struct comm_grad {
   struct comm_sel sel;
   int64_t bytes_sent; /* since create (comm_grad_bytes_sent) */
   float *h_buf; /* staged path: host copy of the buffer (pinned when sel.pinned) */
+  enum comm_allreduce algo; /* MPI, FLAT or HIER (resolved at create) */
+  float *scratch;           /* FLAT / HIER: n + P values */
+  float *h_ordered;         /* FLAT / HIER on MPI_CUDA: host copy of the buffer */
+  int64_t inter_bytes;      /* comm_grad_inter_bytes_sent */
 };
+
+enum comm_allreduce comm_grad_algorithm(const struct comm_grad *g) { return g->algo; }
 
 enum comm_path comm_grad_path(const struct comm_grad *g) { return g->sel.path; }
 int64_t comm_grad_bytes_sent(const struct comm_grad *g) { return g->bytes_sent; }
+int64_t comm_grad_inter_bytes_sent(const struct comm_grad *g) { return g->inter_bytes; }
 
 int comm_grad_create(struct comm *c, struct cg_backend *be, int64_t n, struct comm_grad **out) {
   int st = CG_OK;
@@ -35,6 +42,9 @@ int comm_grad_create(struct comm *c, struct cg_backend *be, int64_t n, struct co
     return cg_err_set(CG_ERR_ARG, "comm_grad_create: communicator and backend are required");
   struct comm_sel sel;
   TRY(comm_path_select(c, be, &sel)); /* collective; fails on every rank together */
+  enum comm_allreduce algo;
+  TRY(comm_allreduce_resolve(c, &algo)); /* collective */
+  if (sel.path == COMM_PATH_NCCL) algo = COMM_ALLREDUCE_MPI; /* NCCL adds in its own order */
   if (n < 0)
     st = cg_err_set(CG_ERR_ARG, "comm_grad_create: negative gradient size %lld", (long long)n);
   if (st == CG_OK) {
@@ -46,7 +56,16 @@ int comm_grad_create(struct comm *c, struct cg_backend *be, int64_t n, struct co
     g->be = be;
     g->n = n;
     g->sel = sel;
+    g->algo = algo;
     size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(float);
+    if (algo != COMM_ALLREDUCE_MPI) {
+      g->scratch = cg_malloc(bytes + (size_t)c->size * sizeof(float), "scratch of the ordered all-reduce");
+      if (!g->scratch) st = CG_ERR_NOMEM;
+      if (st == CG_OK && sel.path == COMM_PATH_MPI_CUDA) {
+        g->h_ordered = cg_malloc(bytes, "host copy for the ordered all-reduce of device gradients");
+        if (!g->h_ordered) st = CG_ERR_NOMEM;
+      }
+    }
     if (sel.pinned)
       st = comm_pinned_alloc((void **)&g->h_buf, bytes,
                              "the pinned host buffer of the gradient all-reduce");
@@ -67,6 +86,12 @@ int comm_grad_create(struct comm *c, struct cg_backend *be, int64_t n, struct co
                     (long long)n, (long long)-range[1], (long long)range[0]);
     goto fail;
   }
+  if (c->rank == 0)
+    LOG_INFO("mpi", "gradient all-reduce: %s%s", comm_allreduce_name(g->algo),
+             g->algo == COMM_ALLREDUCE_HIER   ? " (inside each node, between nodes, inside again; fixed order)"
+             : g->algo == COMM_ALLREDUCE_FLAT ? " (one reduce-scatter and all-gather over all ranks; fixed order)"
+             : sel.path == COMM_PATH_NCCL     ? " (ncclAllReduce)"
+                                              : " (MPI_Allreduce)");
   *out = g;
   return CG_OK;
 fail:
@@ -84,12 +109,20 @@ void comm_grad_destroy(struct comm_grad **gp) {
   } else {
     cg_free(g->h_buf);
   }
+  cg_free(g->scratch);
+  cg_free(g->h_ordered);
   cg_free(g);
   *gp = NULL;
 }
 
-/* MPI_Allreduce in place, in chunks that fit MPI's int counts. */
-static int grad_mpi_sum(struct comm *c, float *buf, int64_t n) {
+/* MPI_Allreduce in place, in chunks that fit MPI's int counts; or the ordered sum. */
+static int grad_mpi_sum(struct comm_grad *g, struct comm *c, float *buf, int64_t n) {
+  if (g->algo != COMM_ALLREDUCE_MPI) {
+    const int64_t before = c->stats.allreduce_inter_bytes;
+    const int st = comm_sum_ordered(c, g->algo, buf, n, g->scratch);
+    g->inter_bytes += c->stats.allreduce_inter_bytes - before;
+    return st;
+  }
   for (int64_t off = 0; off < n; off += COMM_GRAD_CHUNK) {
     int64_t len = n - off < COMM_GRAD_CHUNK ? n - off : COMM_GRAD_CHUNK;
     COMM_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, buf + off, (int)len, MPI_FLOAT, MPI_SUM, c->world));
@@ -110,17 +143,23 @@ int comm_grad_allreduce(struct comm_grad *g, float *buf) {
       if (g->sel.pinned) {
         TRY(comm_dev_d2h(be, g->h_buf, buf, bytes));
         TRY(comm_dev_sync(be)); /* the copy, and the ops that wrote buf, are done */
-        TRY(grad_mpi_sum(c, g->h_buf, g->n));
+        TRY(grad_mpi_sum(g, c, g->h_buf, g->n));
         TRY(comm_dev_h2d(be, buf, g->h_buf, bytes)); /* ordered before later ops */
       } else {
         TRY(be->download(be, g->h_buf, buf, bytes));
-        TRY(grad_mpi_sum(c, g->h_buf, g->n));
+        TRY(grad_mpi_sum(g, c, g->h_buf, g->n));
         TRY(be->upload(be, buf, g->h_buf, bytes));
       }
       break;
     default:        /* HOST and MPI_CUDA: MPI reads and writes buf itself */
       be->sync(be); /* ops that wrote buf may still be in flight */
-      TRY(grad_mpi_sum(c, buf, g->n));
+      if (g->h_ordered) { /* MPI_CUDA, ordered: the sum is computed on the host */
+        TRY(be->download(be, g->h_ordered, buf, bytes));
+        TRY(grad_mpi_sum(g, c, g->h_ordered, g->n));
+        TRY(be->upload(be, buf, g->h_ordered, bytes));
+      } else {
+        TRY(grad_mpi_sum(g, c, buf, g->n));
+      }
       break;
   }
   g->bytes_sent += (int64_t)bytes; /* this object's own count: comm_stats is the whole comm's */

@@ -67,6 +67,7 @@ struct comm_halo {
   int64_t n_inner, n_halo, max_cols;
   int64_t send_rows, recv_rows;
   int64_t bytes_sent; /* since create, both directions (comm_halo_bytes_sent) */
+  int64_t inter_bytes; /* ... of them to ranks of other nodes (comm_halo_inter_bytes_sent) */
   struct comm_sel sel; /* path, fixed at create */
   int32_t *d_idx;      /* backend memory: packed send list (send_rows) */
   /* backend memory: send_rows x max_cols (forward: gathered rows; backward: received grads) */
@@ -93,6 +94,7 @@ int64_t comm_halo_send_rows(const struct comm_halo *h) { return h->send_rows; }
 int64_t comm_halo_recv_rows(const struct comm_halo *h) { return h->recv_rows; }
 enum comm_path comm_halo_path(const struct comm_halo *h) { return h->sel.path; }
 int64_t comm_halo_bytes_sent(const struct comm_halo *h) { return h->bytes_sent; }
+int64_t comm_halo_inter_bytes_sent(const struct comm_halo *h) { return h->inter_bytes; }
 
 /* ---- plan checks ------------------------------------------------------------- */
 
@@ -558,6 +560,15 @@ int comm_halo_begin_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, fl
   const int64_t bytes = rt.srows * cols * (int64_t)sizeof(float);
   h->bytes_sent += bytes; /* this object's own count: comm_stats is the whole comm's */
   halo_count(h->c, dir, bytes, 1, cg_time_now() - t0);
+  for (int k = 0; k < h->nnb; k++) { /* where they went: this node or another */
+    const int64_t b = (int64_t)rt.scnt[k] * cols * (int64_t)sizeof(float);
+    if (comm_node_of(h->c, h->nb[k]) == h->c->node_id) {
+      h->c->stats.halo_intra_bytes += b;
+    } else {
+      h->c->stats.halo_inter_bytes += b;
+      h->inter_bytes += b;
+    }
+  }
   return CG_OK;
 }
 

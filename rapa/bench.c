@@ -24,6 +24,7 @@ void rapa_bench_opts_default(struct rapa_bench_opts *o, int quick) {
   o->min_reps = 3;
   o->max_reps = quick ? 7 : 15;
   o->budget_s = quick ? 0.08 : 0.25;
+  o->batch = 1;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -45,9 +46,9 @@ int rapa_measure(struct cg_backend *be, const struct rapa_bench_opts *o, int (*o
     rapa_bench_opts_default(&d, 0);
     o = &d;
   }
-  if (o->min_reps < 1 || o->max_reps < o->min_reps || o->warmup < 0)
-    return cg_err_set(CG_ERR_ARG, "benchmark repetitions: min %d, max %d, warm-up %d (need 1 <= min <= max, warm-up >= 0)",
-                      o->min_reps, o->max_reps, o->warmup);
+  if (o->min_reps < 1 || o->max_reps < o->min_reps || o->warmup < 0 || o->batch < 1)
+    return cg_err_set(CG_ERR_ARG, "benchmark repetitions: min %d, max %d, warm-up %d, batch %d (need 1 <= min <= "
+                      "max, warm-up >= 0, batch >= 1)", o->min_reps, o->max_reps, o->warmup, o->batch);
   double *times = cg_malloc(sizeof(double) * (size_t)o->max_reps, "benchmark times");
   if (!times) return CG_ERR_NOMEM;
   struct rapa_cuda_timer *ct = NULL;
@@ -60,16 +61,16 @@ int rapa_measure(struct cg_backend *be, const struct rapa_bench_opts *o, int (*o
     double s;
     if (ct) {
       TRY_GOTO(rapa_cuda_timer_start(ct), done);
-      TRY_GOTO(op(ctx), done);
+      for (int b = 0; b < o->batch; b++) TRY_GOTO(op(ctx), done);
       TRY_GOTO(rapa_cuda_timer_stop(ct, &s), done);
     } else {
       double t0 = cg_time_now();
-      TRY_GOTO(op(ctx), done);
+      for (int b = 0; b < o->batch; b++) TRY_GOTO(op(ctx), done);
       if (be) be->sync(be);
       s = cg_time_now() - t0;
     }
-    times[n++] = s;
     spent += s;
+    times[n++] = s / o->batch;
   }
   t->reps = n;
   t->median_s = rapa_median(times, n);

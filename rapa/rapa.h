@@ -45,8 +45,11 @@ struct rapa_bench_opts {
   int min_reps;    /* timed repetitions at least (>= 1) */
   int max_reps;    /* ... and at most (>= min_reps) */
   double budget_s; /* no repetition starts after this much timed time once min_reps are done */
+  int batch;       /* the op runs this many times per timed repetition (>= 1), the times
+                      reported being per op: ops of microseconds are timed over a span the
+                      clock (and an emulated device's waits) resolve */
 };
-/* Defaults: warmup 1, 3..15 repetitions within 0.25 s (quick: 3..7 within 0.08 s). */
+/* Defaults: warmup 1, 3..15 repetitions within 0.25 s (quick: 3..7 within 0.08 s), batch 1. */
 void rapa_bench_opts_default(struct rapa_bench_opts *o, int quick);
 
 struct rapa_timing {

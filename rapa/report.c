@@ -512,7 +512,7 @@ int rapa_report_html(const struct rapa_profile *p, const char *path) {
 
   svg_printf(&s, "\n<h2>Relative capability</h2><p class=\"note\">");
   svg_escape(&s, str(cap, "definition"));
-  svg_printf(&s, ". The resource-aware partitioner will size each rank's part by it.</p>\n");
+  svg_printf(&s, ". <code>capgnn train --partition rapa --profile FILE</code> and <code>capgnn partition --partition rapa --profile FILE</code> size each rank's part by the profile's rates (rapa/balance.h's cost model).</p>\n");
 
   /* context */
   svg_printf(&s, "<h2>Machine context</h2><table id=\"context\"><tr><th>rank</th><th>host</th><th>OS</th><th>CPU</th>"

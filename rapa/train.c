@@ -4,8 +4,8 @@
  * Design notes (the why): the training ranks are matched to profile entries by host
  * and device key, not by rank number, so a profile measured with one rank count
  * serves a job with another on the same devices; the capabilities are normalised over
- * the job's ranks. Nothing here changes how training runs (the partitioner that will
- * use the capabilities is a later step). */
+ * the job's ranks. Nothing here changes how training runs (--partition rapa reads the
+ * profile's rates itself: runtime/dist.c, rapa/balance.h). */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -136,8 +136,8 @@ int rapa_train_profile(struct comm *c, const char *spec, const char *device, int
     }
     if (st == CG_OK) {
       char line[4096];
-      int k = snprintf(line, sizeof line, "profile %s: relative capability of the %d rank%s (the resource-aware "
-                       "partitioner will use it; training does not yet):", from_cache ? "auto (cache)" : spec, P,
+      int k = snprintf(line, sizeof line, "profile %s: relative capability of the %d rank%s (--partition rapa "
+                       "sizes the parts by the profile's rates):", from_cache ? "auto (cache)" : spec, P,
                        P == 1 ? "" : "s");
       for (int r = 0; r < P && k > 0 && (size_t)k < sizeof line; r++)
         k += snprintf(line + k, sizeof line - (size_t)k, "%s rank %d %.4f (%s, %.1f ms per reference layer)",

@@ -1,8 +1,10 @@
 /* runtime/backend.c — picking the compute backend (--device auto|cpu|cuda). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/cpus.h"
 #include "core/log.h"
+#include "core/ops_emulate.h"
 #include "core/status.h"
 #include "runtime/runtime.h"
 
@@ -56,10 +58,24 @@ int rt_backend_open_ordinal(const char *device, int threads, int tf32, int ordin
 }
 
 const char *rt_backend_describe(const struct cg_backend *be) {
+  be = cg_backend_emulate_inner_const(be); /* an emulated device is described by its own */
 #ifdef CAPGNN_HAVE_CUDA
   if (be->kind == CG_DEVICE_CUDA) return cg_cuda_describe(be);
 #endif
   return be->name;
+}
+
+int rt_backend_emulate(struct cg_backend **be, int rank, int nranks) {
+  double speed = 1.0;
+  TRY(cg_emulate_speed_parse(getenv("CAPGNN_EMULATE_SPEED"), rank, nranks, &speed));
+  if (!getenv("CAPGNN_EMULATE_SPEED") || !getenv("CAPGNN_EMULATE_SPEED")[0]) return CG_OK;
+  struct cg_backend *w = NULL;
+  TRY(cg_backend_emulate_wrap(*be, speed, &w));
+  *be = w;
+  LOG_WARN("train", "EMULATION (CAPGNN_EMULATE_SPEED=%s): rank %d of %d runs at speed %g: each op of its "
+           "backend is followed by a wait of %g x its own time, paid at the next synchronisation",
+           getenv("CAPGNN_EMULATE_SPEED"), rank, nranks, speed, 1.0 / speed - 1.0);
+  return CG_OK;
 }
 
 /* ---- threads ------------------------------------------------------------------------ */

@@ -40,6 +40,7 @@ void rt_checkpoint_free(struct rt_checkpoint *c) {
   cg_free(c->adam_m);
   cg_free(c->adam_v);
   cg_free(c->loss);
+  cg_free(c->es_hist);
   memset(c, 0, sizeof *c);
 }
 
@@ -100,6 +101,11 @@ static char *header_json(const struct rt_checkpoint *c) {
   cJSON_AddNumberToObject(o, "layers", c->layers);
   cJSON_AddNumberToObject(o, "hidden", (double)c->hidden);
   cJSON_AddBoolToObject(o, "layernorm", c->layernorm != 0);
+  if (c->model == RT_MODEL_GAT) {
+    cJSON_AddNumberToObject(o, "heads", c->heads);
+    cJSON_AddNumberToObject(o, "out_heads", c->out_heads);
+    cJSON_AddNumberToObject(o, "attn_dropout", c->attn_dropout < 0.0f ? -1.0 : c->attn_dropout);
+  }
   cJSON_AddNumberToObject(o, "dropout", c->dropout);
   cJSON_AddNumberToObject(o, "input_dropout", c->input_dropout < 0.0f ? -1.0 : c->input_dropout);
   cJSON_AddStringToObject(o, "optimizer", rt_optimizer_str(c->optimizer));
@@ -125,6 +131,26 @@ static char *header_json(const struct rt_checkpoint *c) {
   num_exact_or_null(o, "final_val_acc", c->final_val_acc);
   num_exact_or_null(o, "final_test_acc", c->final_test_acc);
   num_exact_or_null(o, "last_val_acc", c->last_val_acc);
+  /* SGD, the schedule and early stopping (read as optional: older files lack them) */
+  cJSON_AddNumberToObject(o, "momentum", c->momentum);
+  cJSON_AddStringToObject(o, "lr_schedule", rt_lr_schedule_str(c->lr_schedule));
+  cJSON_AddNumberToObject(o, "lr_step_size", c->lr_step_size);
+  cJSON_AddNumberToObject(o, "lr_gamma", c->lr_gamma);
+  cJSON_AddNumberToObject(o, "lr_warmup", c->lr_warmup);
+  cJSON_AddNumberToObject(o, "lr_epochs", c->lr_epochs);
+  cJSON_AddNumberToObject(o, "early_stop", c->early_stop);
+  cJSON_AddStringToObject(o, "early_stop_rule", rt_early_stop_rule_str(c->early_stop_rule));
+  cJSON_AddBoolToObject(o, "stopped_early", c->stopped_early != 0);
+  cJSON_AddNumberToObject(o, "es_evals", c->es_evals);
+  cJSON_AddNumberToObject(o, "es_since", c->es_since);
+  num_exact_or_null(o, "es_best_loss", c->es_best_loss);
+  cJSON *hist = cJSON_AddArrayToObject(o, "es_hist");
+  for (int i = 0; hist && i < c->es_hist_n; i++) {
+    char txt[32];
+    snprintf(txt, sizeof txt, "%.17g", c->es_hist[i]);
+    cJSON *x = isfinite(c->es_hist[i]) ? cJSON_CreateRaw(txt) : cJSON_CreateNull();
+    if (x) cJSON_AddItemToArray(hist, x);
+  }
   char *txt = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   if (!txt) return NULL;
@@ -205,6 +231,68 @@ static int json_choice(const cJSON *h, const char *key, const char *a, const cha
                     key, a, b);
 }
 
+/* The fields later versions added (SGD, the schedule, early stopping): a file without
+ * them was written by Adam without a schedule or early stopping. */
+static int parse_optional(const cJSON *h, const char *path, struct rt_checkpoint *c) {
+  double d = 0.0;
+  c->lr_gamma = 0.1f;
+  c->es_best_loss = INFINITY;
+#define OPT_NUM(key, lo, hi, dst, type, flags)                                   \
+  if (cJSON_GetObjectItemCaseSensitive(h, key)) {                                \
+    TRY(json_number(h, key, lo, hi, &d, path, flags));                           \
+    dst = (type)d;                                                               \
+  }
+  OPT_NUM("momentum", 0, 1, c->momentum, float, 0);
+  OPT_NUM("lr_step_size", 0, 2147483647.0, c->lr_step_size, int, JSON_INTEGER);
+  OPT_NUM("lr_gamma", 0, 1, c->lr_gamma, float, 0);
+  OPT_NUM("lr_warmup", 0, RT_MAX_EPOCHS, c->lr_warmup, int, JSON_INTEGER);
+  OPT_NUM("lr_epochs", 0, RT_MAX_EPOCHS, c->lr_epochs, int, JSON_INTEGER);
+  OPT_NUM("early_stop", 0, RT_MAX_EARLY_STOP, c->early_stop, int, JSON_INTEGER);
+  OPT_NUM("es_evals", 0, RT_MAX_EPOCHS, c->es_evals, int, JSON_INTEGER);
+  OPT_NUM("es_since", 0, RT_MAX_EPOCHS, c->es_since, int, JSON_INTEGER);
+  OPT_NUM("es_best_loss", 0, 1e300, c->es_best_loss, double, JSON_NULL_OK);
+#undef OPT_NUM
+  if (isnan(c->es_best_loss)) c->es_best_loss = INFINITY;
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(h, "lr_schedule");
+  if (v) {
+    if (cJSON_IsString(v) && strcmp(v->valuestring, "none") == 0) c->lr_schedule = RT_LR_NONE;
+    else if (cJSON_IsString(v) && strcmp(v->valuestring, "step") == 0) c->lr_schedule = RT_LR_STEP;
+    else if (cJSON_IsString(v) && strcmp(v->valuestring, "cosine") == 0) c->lr_schedule = RT_LR_COSINE;
+    else return cg_err_set(CG_ERR_FORMAT, "checkpoint %s: header field 'lr_schedule' should be none, step or cosine", path);
+  }
+  v = cJSON_GetObjectItemCaseSensitive(h, "early_stop_rule");
+  if (v) {
+    int k = 0;
+    TRY(json_choice(h, "early_stop_rule", "patience", "window", &k, path));
+    c->early_stop_rule = k ? RT_ES_WINDOW : RT_ES_PATIENCE;
+  }
+  v = cJSON_GetObjectItemCaseSensitive(h, "stopped_early");
+  if (v) {
+    if (!cJSON_IsBool(v)) return cg_err_set(CG_ERR_FORMAT, "checkpoint %s: header field 'stopped_early' should be true or false", path);
+    c->stopped_early = cJSON_IsTrue(v);
+  }
+  v = cJSON_GetObjectItemCaseSensitive(h, "es_hist");
+  if (v) {
+    const int n = cJSON_GetArraySize(v);
+    if (!cJSON_IsArray(v) || n > RT_MAX_EARLY_STOP || n > c->early_stop)
+      return cg_err_set(CG_ERR_FORMAT, "checkpoint %s: header field 'es_hist' should be an array of at most "
+                        "early_stop (%d) numbers", path, c->early_stop);
+    if (n > 0) {
+      c->es_hist = cg_malloc((size_t)n * sizeof(double), "checkpoint early-stopping window");
+      if (!c->es_hist) return CG_ERR_NOMEM;
+    }
+    const cJSON *x;
+    int i = 0;
+    cJSON_ArrayForEach(x, v) {
+      if (cJSON_IsNull(x)) c->es_hist[i++] = NAN;
+      else if (cJSON_IsNumber(x)) c->es_hist[i++] = x->valuedouble;
+      else return cg_err_set(CG_ERR_FORMAT, "checkpoint %s: header field 'es_hist' holds a non-number", path);
+    }
+    c->es_hist_n = n;
+  }
+  return CG_OK;
+}
+
 static int parse_header(const char *json, size_t len, const char *path, struct rt_checkpoint *c) {
   cJSON *h = cJSON_ParseWithLength(json, len);
   if (!h) return cg_err_set(CG_ERR_FORMAT, "checkpoint %s: the header is not valid JSON", path);
@@ -242,8 +330,13 @@ static int parse_header(const char *json, size_t len, const char *path, struct r
   INT("features", 0, 9e15, c->features, int64_t);
   INT("classes", 0, 9e15, c->classes, int64_t);
   TRY_GOTO(json_choice(h, "feat_norm", "none", "row", &c->feat_norm_row, path), done);
-  TRY_GOTO(json_choice(h, "model", "gcn", "sage", &k, path), done);
-  c->model = k ? RT_MODEL_SAGE : RT_MODEL_GCN;
+  v = cJSON_GetObjectItemCaseSensitive(h, "model");
+  if (cJSON_IsString(v) && strcmp(v->valuestring, "gat") == 0) {
+    c->model = RT_MODEL_GAT;
+  } else {
+    TRY_GOTO(json_choice(h, "model", "gcn", "sage", &k, path), done);
+    c->model = k ? RT_MODEL_SAGE : RT_MODEL_GCN;
+  }
   INT("layers", 1, 64, c->layers, int);
   INT("hidden", 1, 1 << 20, c->hidden, int64_t);
   v = cJSON_GetObjectItemCaseSensitive(h, "layernorm");
@@ -252,10 +345,23 @@ static int parse_header(const char *json, size_t len, const char *path, struct r
     goto done;
   }
   c->layernorm = cJSON_IsTrue(v);
+  c->heads = 8; /* rt_config_defaults' (unused by other models) */
+  c->out_heads = 1;
+  c->attn_dropout = -1.0f;
+  if (c->model == RT_MODEL_GAT) {
+    INT("heads", 1, 1024, c->heads, int);
+    INT("out_heads", 1, 1024, c->out_heads, int);
+    NUM("attn_dropout", -1, 1, c->attn_dropout, float);
+  }
   NUM("dropout", 0, 1, c->dropout, float);
   NUM("input_dropout", -1, 1, c->input_dropout, float);
-  TRY_GOTO(json_choice(h, "optimizer", "adam", "adamw", &k, path), done);
-  c->optimizer = k ? RT_OPT_ADAMW : RT_OPT_ADAM;
+  v = cJSON_GetObjectItemCaseSensitive(h, "optimizer");
+  if (cJSON_IsString(v) && strcmp(v->valuestring, "sgd") == 0) {
+    c->optimizer = RT_OPT_SGD;
+  } else {
+    TRY_GOTO(json_choice(h, "optimizer", "adam", "adamw", &k, path), done);
+    c->optimizer = k ? RT_OPT_ADAMW : RT_OPT_ADAM;
+  }
   NUM("lr", 0, INFINITY, c->lr, float);
   NUM("weight_decay", 0, INFINITY, c->weight_decay, float);
   NUM("beta1", 0, 1, c->beta1, float);
@@ -291,6 +397,7 @@ static int parse_header(const char *json, size_t len, const char *path, struct r
   NUM_OR_NAN("final_val_acc", 0, 1, c->final_val_acc);
   NUM_OR_NAN("final_test_acc", 0, 1, c->final_test_acc);
   NUM_OR_NAN("last_val_acc", 0, 1, c->last_val_acc);
+  TRY_GOTO(parse_optional(h, path, c), done);
   if (isnan(c->best_val_loss)) c->best_val_loss = INFINITY; /* "no best yet" */
   if ((c->best_epoch == 0) != isnan(c->best_val_acc)) {
     st = cg_err_set(CG_ERR_FORMAT, "checkpoint %s: best_epoch %d and best_val_acc disagree", path,

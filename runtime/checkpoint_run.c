@@ -28,6 +28,15 @@ int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const st
                       rt_model_kind_str(c->model), c->layers, (long long)c->hidden,
                       c->layernorm ? ", layernorm" : "", rt_model_kind_str(cfg->model), cfg->layers,
                       (long long)cfg->hidden, cfg->layernorm ? ", layernorm" : "");
+  if (c->stopped_early && cfg->early_stop > 0 && c->early_stop == cfg->early_stop &&
+      c->early_stop_rule == cfg->early_stop_rule)
+    return cg_err_set(CG_ERR_ARG, "--resume %s: that run stopped early at epoch %d (--early-stop %d, rule %s): "
+                      "nothing left to train by the same rule (pass --early-stop 0, or another N, to go on)",
+                      path, c->epoch, c->early_stop, rt_early_stop_rule_str(c->early_stop_rule));
+  if (cfg->model == RT_MODEL_GAT && (c->heads != cfg->heads || c->out_heads != cfg->out_heads))
+    return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint holds a GAT model with %d heads and %d "
+                      "output heads; this run asks for %d and %d", path, c->heads, c->out_heads,
+                      cfg->heads, cfg->out_heads);
   if (c->epoch >= cfg->epochs)
     return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint is at epoch %d and --epochs is %d: nothing "
                       "left to train (raise --epochs to continue)", path, c->epoch, cfg->epochs);
@@ -43,6 +52,12 @@ int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const st
             c->feat_norm_row ? "row" : "none");
   CKPT_DIFF(c->dropout != cfg->dropout, "dropout", "%g", (double)cfg->dropout, (double)c->dropout);
   CKPT_DIFF(in_c != in_r, "the input features' dropout", "%g", (double)in_r, (double)in_c);
+  if (cfg->model == RT_MODEL_GAT) {
+    const float att_c = rt_config_attn_dropout(&(struct rt_config){.dropout = c->dropout,
+                                                                    .attn_dropout = c->attn_dropout});
+    CKPT_DIFF(att_c != rt_config_attn_dropout(cfg), "the attention dropout", "%g",
+              (double)rt_config_attn_dropout(cfg), (double)att_c);
+  }
   CKPT_DIFF(c->optimizer != cfg->optimizer, "the optimizer", "%s", rt_optimizer_str(cfg->optimizer),
             rt_optimizer_str(c->optimizer));
   CKPT_DIFF(c->lr != cfg->lr, "lr", "%g", (double)cfg->lr, (double)c->lr);
@@ -56,6 +71,19 @@ int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const st
             (unsigned long long)c->seed);
   CKPT_DIFF(c->eval_every != cfg->eval_every, "eval-every (which epochs can be the best)", "%d",
             cfg->eval_every, c->eval_every);
+  CKPT_DIFF(c->optimizer == RT_OPT_SGD && c->momentum != cfg->momentum, "momentum", "%g", (double)cfg->momentum,
+            (double)c->momentum);
+  const int span = cfg->lr_epochs > 0 ? cfg->lr_epochs : cfg->epochs;
+  CKPT_DIFF(c->lr_schedule != cfg->lr_schedule, "the lr schedule", "%s", rt_lr_schedule_str(cfg->lr_schedule),
+            rt_lr_schedule_str(c->lr_schedule));
+  CKPT_DIFF(c->lr_schedule == cfg->lr_schedule && cfg->lr_schedule == RT_LR_STEP &&
+                (c->lr_step_size != cfg->lr_step_size || c->lr_gamma != cfg->lr_gamma),
+            "the step schedule (lr-step-size, lr-gamma)", "%s", "other", "these");
+  CKPT_DIFF(c->lr_warmup != cfg->lr_warmup, "lr-warmup", "%d", cfg->lr_warmup, c->lr_warmup);
+  CKPT_DIFF(c->lr_schedule == cfg->lr_schedule && cfg->lr_schedule == RT_LR_COSINE && c->lr_epochs != span,
+            "the cosine schedule's span (--lr-epochs, else --epochs)", "%d", span, c->lr_epochs);
+  CKPT_DIFF(c->early_stop != cfg->early_stop || c->early_stop_rule != cfg->early_stop_rule,
+            "early stopping (its rule starts afresh)", "%s", "other", "these");
   if (c->threads != cfg->threads && strcmp(c->device, "cpu") == 0)
     LOG_WARN_COMMON("train", "--resume %s: the checkpoint was made with --threads %d, this run uses %d: "
                     "results differ from an uninterrupted run by rounding", path, c->threads,
@@ -93,7 +121,7 @@ int rt_checkpoint_fits_problem(const struct rt_checkpoint *c, const char *path,
 
 int rt_checkpoint_restore(const struct rt_checkpoint *c, const char *path, struct rt_model *m,
                           const struct rt_local *loc, const struct rt_config *cfg, struct rt_result *r,
-                          struct rt_train_track *tr, int *done) {
+                          struct rt_train_track *tr, struct rt_early_stop *es, int *done) {
   TRY(rt_checkpoint_fits(c, path, cfg, 1));
   TRY(rt_checkpoint_fits_problem(c, path, loc, cfg));
   if (c->num_params != rt_model_num_params(m)) /* the layout counted above is the model's */
@@ -109,31 +137,40 @@ int rt_checkpoint_restore(const struct rt_checkpoint *c, const char *path, struc
   r->final_val_acc = c->final_val_acc;
   r->final_test_acc = c->final_test_acc;
   tr->last_val = c->last_val_acc;
+  if (es) TRY(rt_early_stop_from_checkpoint(es, c));
   *done = c->epoch;
   LOG_INFO("train", "resuming from %s after epoch %d (%lld optimizer steps)", path, c->epoch,
            (long long)c->steps);
   return CG_OK;
 }
 
-int rt_checkpoint_save(struct rt_model *m, const struct cg_backend *be, const struct rt_local *loc,
-                       struct cg_exchange *ex, const struct rt_config *cfg, const struct rt_result *r,
-                       const struct rt_train_track *tr, int epoch) {
+int rt_checkpoint_save_state(const char *path, const struct rt_model *m, const struct cg_backend *be,
+                             const struct rt_local *loc, struct cg_exchange *ex, const struct rt_config *cfg,
+                             const struct rt_result *r, const struct rt_train_track *tr,
+                             const struct rt_early_stop *es, int epoch, const float *params,
+                             const float *mom1, const float *mom2, int64_t steps) {
   int st = CG_OK;
   if (loc->rank == 0) {
     struct rt_checkpoint c = {
         .graph_checksum = loc->graph_checksum, .nodes = loc->n_global, .features = loc->feat_dim,
         .classes = loc->num_classes, .feat_norm_row = cfg->feat_norm_row, .model = cfg->model,
         .layers = cfg->layers, .layernorm = cfg->layernorm, .hidden = cfg->hidden,
+        .heads = cfg->heads, .out_heads = cfg->out_heads, .attn_dropout = cfg->attn_dropout,
         .dropout = cfg->dropout, .input_dropout = cfg->input_dropout, .optimizer = cfg->optimizer,
         .lr = cfg->lr, .weight_decay = cfg->weight_decay, .beta1 = cfg->beta1, .beta2 = cfg->beta2,
         .adam_eps = cfg->adam_eps, .wd_scope = cfg->wd_scope, .seed = cfg->seed,
         .eval_every = cfg->eval_every, .threads = cfg->threads, .ranks = loc->nranks,
-        .epoch = epoch, .num_params = rt_model_num_params(m),
+        .epoch = epoch, .num_params = rt_model_num_params(m), .steps = steps,
         .loss = r->loss, /* borrowed */
         .best_val_acc = tr->best.val_acc, .best_val_loss = tr->best.val_loss,
         .test_acc_at_best_val = tr->best.test_acc, .best_epoch = tr->best.epoch,
         .final_train_acc = r->final_train_acc, .final_val_acc = r->final_val_acc,
-        .final_test_acc = r->final_test_acc, .last_val_acc = tr->last_val};
+        .final_test_acc = r->final_test_acc, .last_val_acc = tr->last_val,
+        .momentum = cfg->momentum, .lr_schedule = cfg->lr_schedule, .lr_step_size = cfg->lr_step_size,
+        .lr_gamma = cfg->lr_gamma, .lr_warmup = cfg->lr_warmup,
+        .lr_epochs = cfg->lr_epochs > 0 ? cfg->lr_epochs : cfg->epochs, .early_stop = cfg->early_stop,
+        .early_stop_rule = cfg->early_stop_rule, .es_best_loss = INFINITY};
+    if (es) rt_early_stop_to_checkpoint(es, &c); /* borrowed */
     snprintf(c.graph, sizeof c.graph, "%s", loc->name);
     snprintf(c.device, sizeof c.device, "%s", be->name);
     const size_t bytes = (size_t)c.num_params * sizeof(float);
@@ -141,8 +178,10 @@ int rt_checkpoint_save(struct rt_model *m, const struct cg_backend *be, const st
     c.adam_m = cg_malloc(bytes, "checkpoint Adam moments");
     c.adam_v = cg_malloc(bytes, "checkpoint Adam moments");
     if (!c.params || !c.adam_m || !c.adam_v) st = CG_ERR_NOMEM;
-    if (st == CG_OK) st = rt_model_state_get(m, c.params, c.adam_m, c.adam_v, &c.steps);
-    if (st == CG_OK) st = rt_checkpoint_write(cfg->checkpoint_path, &c);
+    if (st == CG_OK) st = be->download((struct cg_backend *)be, c.params, params, bytes);
+    if (st == CG_OK) st = be->download((struct cg_backend *)be, c.adam_m, mom1, bytes);
+    if (st == CG_OK) st = be->download((struct cg_backend *)be, c.adam_v, mom2, bytes);
+    if (st == CG_OK) st = rt_checkpoint_write(path, &c);
     cg_free(c.params);
     cg_free(c.adam_m);
     cg_free(c.adam_v);
@@ -151,9 +190,16 @@ int rt_checkpoint_save(struct rt_model *m, const struct cg_backend *be, const st
     double failed = st != CG_OK;
     TRY(ex->allreduce_host(ex, &failed, 1, CG_REDUCE_SUM));
     if (failed > 0 && st == CG_OK)
-      st = cg_err_set(CG_ERR_IO, "rank 0 could not write checkpoint %s", cfg->checkpoint_path);
+      st = cg_err_set(CG_ERR_IO, "rank 0 could not write checkpoint %s", path);
   }
   return st;
+}
+
+int rt_checkpoint_save(struct rt_model *m, const struct cg_backend *be, const struct rt_local *loc,
+                       struct cg_exchange *ex, const struct rt_config *cfg, const struct rt_result *r,
+                       const struct rt_train_track *tr, const struct rt_early_stop *es, int epoch) {
+  return rt_checkpoint_save_state(cfg->checkpoint_path, m, be, loc, ex, cfg, r, tr, es, epoch, m->p, m->m1,
+                                  m->m2, m->t_step);
 }
 
 /* ---- the run's files ----------------------------------------------------------------- */
@@ -170,15 +216,18 @@ static int same_file(const char *a, const char *b) {
 int rt_checkpoint_check_paths(const struct rt_config *cfg) {
   struct {
     const char *opt, *path;
-  } f[4] = {{"--checkpoint", cfg->checkpoint_path},
+  } f[5] = {{"--checkpoint", cfg->checkpoint_path},
             {"--resume", cfg->resume_path},
             {"--metrics", cfg->metrics_path},
-            {"--graph", NULL}};
+            {"--graph", NULL},
+            {"--save-best", cfg->save_best_path}};
   struct stat sb;
   if (cfg->graph && strncmp(cfg->graph, "synth:", 6) != 0 && stat(cfg->graph, &sb) == 0) f[3].path = cfg->graph;
-  for (int i = 0; i < 4; i++)
-    for (int j = i + 1; j < 4; j++) {
-      if (i == 0 && j == 1) continue; /* resuming a run into its own checkpoint is the usual case */
+  for (int i = 0; i < 5; i++)
+    for (int j = i + 1; j < 5; j++) {
+      /* resuming a run into its own checkpoint is the usual case; a best-weights file may
+       * be the one resumed from too (it is replaced only by a better epoch) */
+      if ((i == 0 && j == 1) || (i == 1 && j == 4)) continue;
       if (f[i].path && f[j].path && same_file(f[i].path, f[j].path) && strcmp(f[i].path, "/dev/null") != 0)
         return cg_err_set(CG_ERR_ARG, "%s and %s name the same file (%s): use two files", f[i].opt, f[j].opt,
                           f[i].path);

@@ -15,6 +15,9 @@ void rt_config_defaults(struct rt_config *c) {
   c->dropout = 0.5f;
   c->input_dropout = -1.0f;
   c->layernorm = 0;
+  c->heads = 8;
+  c->out_heads = 1;
+  c->attn_dropout = -1.0f;
   c->optimizer = RT_OPT_ADAM;
   c->lr = 0.01f;
   c->weight_decay = 5e-4f;
@@ -35,14 +38,43 @@ void rt_config_defaults(struct rt_config *c) {
   c->checkpoint_every = 0;
   c->resume_path = NULL;
   c->stall_timeout_s = 300.0;
+  c->momentum = 0.0f;
+  c->lr_schedule = RT_LR_NONE;
+  c->lr_step_size = 0;
+  c->lr_gamma = 0.1f;
+  c->lr_warmup = 0;
+  c->lr_epochs = 0;
+  c->early_stop = 0;
+  c->early_stop_rule = RT_ES_PATIENCE;
+  c->log_every = 0;
+  c->save_best_path = NULL;
 }
 
 float rt_config_layer_dropout(const struct rt_config *c, int l) {
   return (l == 0 && c->input_dropout >= 0.0f) ? c->input_dropout : c->dropout;
 }
 
-const char *rt_model_kind_str(enum rt_model_kind k) { return k == RT_MODEL_SAGE ? "sage" : "gcn"; }
-const char *rt_optimizer_str(enum rt_optimizer o) { return o == RT_OPT_ADAMW ? "adamw" : "adam"; }
+float rt_config_attn_dropout(const struct rt_config *c) {
+  return c->attn_dropout >= 0.0f ? c->attn_dropout : c->dropout;
+}
+
+int64_t rt_config_halo_cols(const struct rt_config *c, int64_t classes) {
+  if (c->layers < 2) return 1; /* no hidden layer's rows move */
+  if (c->model != RT_MODEL_GAT) return c->hidden;
+  const int64_t hid = (int64_t)c->heads * (c->hidden + 1), out = (int64_t)c->out_heads * (classes + 1);
+  return hid > out ? hid : out;
+}
+
+const char *rt_model_kind_str(enum rt_model_kind k) {
+  return k == RT_MODEL_SAGE ? "sage" : k == RT_MODEL_GAT ? "gat" : "gcn";
+}
+const char *rt_optimizer_str(enum rt_optimizer o) {
+  return o == RT_OPT_ADAMW ? "adamw" : o == RT_OPT_SGD ? "sgd" : "adam";
+}
+const char *rt_lr_schedule_str(enum rt_lr_schedule s) {
+  return s == RT_LR_STEP ? "step" : s == RT_LR_COSINE ? "cosine" : "none";
+}
+const char *rt_early_stop_rule_str(enum rt_early_stop_rule r) { return r == RT_ES_WINDOW ? "window" : "patience"; }
 const char *rt_wd_scope_str(enum rt_wd_scope s) { return s == RT_WD_FIRST ? "first" : "all"; }
 
 enum graph_norm rt_model_norm(enum rt_model_kind k, int *self_loops) {
@@ -57,8 +89,18 @@ enum graph_norm rt_model_norm(enum rt_model_kind k, int *self_loops) {
 int rt_config_check(const struct rt_config *c) {
   if (!c->graph || !c->graph[0])
     return cg_err_set(CG_ERR_ARG, "--graph: empty graph name (give NAME, a .cgr FILE or synth:PRESET)");
-  if (c->model != RT_MODEL_GCN && c->model != RT_MODEL_SAGE)
-    return cg_err_set(CG_ERR_ARG, "--model: expected gcn or sage");
+  if (c->heads < 1 || c->heads > 1024)
+    return cg_err_set(CG_ERR_ARG, "--heads %d: expected an integer in [1, 1024]", c->heads);
+  if (c->out_heads < 1 || c->out_heads > 1024)
+    return cg_err_set(CG_ERR_ARG, "--out-heads %d: expected an integer in [1, 1024]", c->out_heads);
+  if (!(c->attn_dropout < 1.0f)) /* negative: unset, follows --dropout */
+    return cg_err_set(CG_ERR_ARG, "--attn-dropout %g: expected a probability in [0, 1)",
+                      (double)c->attn_dropout);
+  if (c->model == RT_MODEL_GAT && c->layernorm)
+    return cg_err_set(CG_ERR_ARG, "--layernorm: not available with --model gat (ELU follows each "
+                      "hidden GAT layer, as in the paper)");
+  if (c->model != RT_MODEL_GCN && c->model != RT_MODEL_SAGE && c->model != RT_MODEL_GAT)
+    return cg_err_set(CG_ERR_ARG, "--model: expected gcn, sage or gat");
   if (c->layers < 1 || c->layers > 64)
     return cg_err_set(CG_ERR_ARG, "--layers %d: expected an integer in [1, 64]", c->layers);
   if (c->hidden < 1 || c->hidden > (1 << 20))
@@ -77,8 +119,38 @@ int rt_config_check(const struct rt_config *c) {
   if (!(c->beta1 >= 0.0f && c->beta1 < 1.0f) || !(c->beta2 >= 0.0f && c->beta2 < 1.0f) ||
       !(c->adam_eps > 0.0f))
     return cg_err_set(CG_ERR_ARG, "Adam betas must be in [0, 1) and eps > 0");
-  if (c->optimizer != RT_OPT_ADAM && c->optimizer != RT_OPT_ADAMW)
-    return cg_err_set(CG_ERR_ARG, "--optimizer: expected adam or adamw");
+  if (c->optimizer != RT_OPT_ADAM && c->optimizer != RT_OPT_ADAMW && c->optimizer != RT_OPT_SGD)
+    return cg_err_set(CG_ERR_ARG, "--optimizer: expected adam, adamw or sgd");
+  if (!(c->momentum >= 0.0f && c->momentum < 1.0f))
+    return cg_err_set(CG_ERR_ARG, "--momentum %g: expected a number in [0, 1)", (double)c->momentum);
+  if (c->momentum > 0.0f && c->optimizer != RT_OPT_SGD)
+    return cg_err_set(CG_ERR_ARG, "--momentum applies to --optimizer sgd only (Adam's momentum is its beta1, %g)",
+                      (double)c->beta1);
+  if (c->lr_schedule != RT_LR_NONE && c->lr_schedule != RT_LR_STEP && c->lr_schedule != RT_LR_COSINE)
+    return cg_err_set(CG_ERR_ARG, "--lr-schedule: expected none, step or cosine");
+  if (c->lr_schedule == RT_LR_STEP && c->lr_step_size < 1)
+    return cg_err_set(CG_ERR_ARG, "--lr-schedule step needs --lr-step-size N (epochs between decays, >= 1)");
+  if (c->lr_step_size < 0)
+    return cg_err_set(CG_ERR_ARG, "--lr-step-size %d: expected an integer >= 1", c->lr_step_size);
+  if (!(c->lr_gamma > 0.0f && c->lr_gamma <= 1.0f))
+    return cg_err_set(CG_ERR_ARG, "--lr-gamma %g: expected a factor in (0, 1]", (double)c->lr_gamma);
+  if (c->lr_epochs < 0 || c->lr_epochs > RT_MAX_EPOCHS)
+    return cg_err_set(CG_ERR_ARG, "--lr-epochs %d: expected an integer in [0, %d] (0 = --epochs)", c->lr_epochs,
+                      RT_MAX_EPOCHS);
+  {
+    const int span = c->lr_epochs > 0 ? c->lr_epochs : c->epochs;
+    if (c->lr_warmup < 0 || (c->lr_warmup > 0 && c->lr_warmup >= span))
+      return cg_err_set(CG_ERR_ARG, "--lr-warmup %d: expected an integer in [0, %d) (fewer steps than the "
+                        "schedule spans: --lr-epochs, else --epochs)", c->lr_warmup, span);
+  }
+  if (c->early_stop < 0 || c->early_stop > RT_MAX_EARLY_STOP)
+    return cg_err_set(CG_ERR_ARG, "--early-stop %d: expected an integer in [0, %d] (evaluations; 0 = off)",
+                      c->early_stop, RT_MAX_EARLY_STOP);
+  if (c->early_stop_rule != RT_ES_PATIENCE && c->early_stop_rule != RT_ES_WINDOW)
+    return cg_err_set(CG_ERR_ARG, "--early-stop-rule: expected patience or window");
+  if (c->log_every < 0)
+    return cg_err_set(CG_ERR_ARG, "--log-every %d: expected an integer >= 0 (0 = about 20 lines a run)",
+                      c->log_every);
   if (c->wd_scope != RT_WD_ALL && c->wd_scope != RT_WD_FIRST)
     return cg_err_set(CG_ERR_ARG, "--wd-scope: expected all or first");
   /* (per-epoch losses and times are kept: 40 bytes an epoch, allocated up front) */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/ops_emulate.h"
 #include "core/status.h"
 #include "core/watchdog.h"
 #include "runtime/dist.h"
@@ -12,6 +13,10 @@
 
 #ifdef CAPGNN_HAVE_CUDA
 #include "cuda/cuda_backend.h" /* cg_cuda_device_count */
+#endif
+#ifdef CAPGNN_HAVE_RAPA
+#include "rapa/balance.h"
+#include "rapa/rapa.h"
 #endif
 
 struct rt_dist {
@@ -22,6 +27,7 @@ struct rt_dist {
   int64_t max_cols;
   struct jaca_options halo_cache; /* rt_dist_options' */
   enum rt_fault fail;     /* testing only (CAPGNN_TEST_FAIL_RANK / _AT) */
+  struct rt_prediction pred; /* --partition rapa's; loc.pred points here when set */
 };
 
 void rt_dist_options_defaults(struct rt_dist_options *o) {
@@ -131,6 +137,146 @@ fail:
   return st;
 }
 
+#ifdef CAPGNN_HAVE_RAPA
+/* --partition rapa: the rates (a profile, or measured on every rank), the weighted split
+ * on rank 0, the owners and the prediction to every rank. Collective. */
+/* --prune-halo: rank 0 prunes (the owners stay), every rank takes the pruned CSR. */
+static int dist_rapa_prune(struct comm *c, struct graph *g, const struct rapa_shape *shape,
+                           const struct rapa_rates *rates, const struct rapa_links *links,
+                           const struct rt_dist_options *o, const int32_t *owner, struct rt_prediction *pred) {
+  const int rank = comm_rank(c), P = comm_size(c);
+  int st = CG_OK;
+  struct graph pr;
+  struct rapa_prune_result res;
+  memset(&pr, 0, sizeof pr);
+  memset(&res, 0, sizeof res);
+  int64_t m = 0;
+  if (rank == 0) {
+    st = rapa_prune_halo(g, owner, P, shape, rates, links, o->prune_eps, &pr, &res);
+    if (st == CG_OK && o->prune_write) st = graph_save_cgr(o->prune_write, &pr);
+    if (st == CG_OK) {
+      m = pr.m;
+      pred->prune_eps = o->prune_eps;
+      pred->cut_edges = res.cut_edges;
+      pred->pruned_edges = res.removed_edges;
+      pred->pruned_vertices = res.nlog;
+      for (int p = 0; p < P; p++) {
+        pred->compute_s[p] = res.after[p].comp_s;
+        pred->comm_s[p] = res.after[p].comm_s;
+        pred->memory_bytes[p] = res.after[p].memory_bytes;
+      }
+      LOG_WARN("dist", "APPROXIMATE: halo pruning (--prune-halo %g) removed %lld of %lld cut edges (%.2f %%; %lld "
+               "halo vertices of their parts, %d round%s): training runs on the pruned graph%s%s", o->prune_eps,
+               (long long)res.removed_edges, (long long)res.cut_edges,
+               res.cut_edges > 0 ? 100.0 * (double)res.removed_edges / (double)res.cut_edges : 0.0,
+               (long long)res.nlog, res.rounds, res.rounds == 1 ? "" : "s", o->prune_write ? ", written to " : "",
+               o->prune_write ? o->prune_write : "");
+      for (int p = 0; p < P; p++)
+        LOG_INFO("dist", "pruned: rank %d predicted compute %.2f ms + communication %.2f ms (before: %.2f + %.2f)", p,
+                 res.after[p].comp_s * 1e3, res.after[p].comm_s * 1e3, res.before[p].comp_s * 1e3,
+                 res.before[p].comm_s * 1e3);
+    }
+  }
+  TRY_GOTO(comm_agree(c, st, "pruning halo vertices"), done);
+  int64_t mm[1] = {m};
+  TRY_GOTO(comm_allreduce_i64(c, mm, 1, COMM_SUM), done);
+  if (rank != 0) {
+    pr.n = g->n;
+    pr.m = mm[0];
+    pr.rowptr = cg_malloc((size_t)(g->n + 1) * sizeof *pr.rowptr, "pruned graph offsets");
+    pr.colidx = cg_malloc((size_t)(mm[0] > 0 ? mm[0] : 1) * sizeof *pr.colidx, "pruned graph columns");
+    st = pr.rowptr && pr.colidx ? CG_OK : CG_ERR_NOMEM;
+  }
+  TRY_GOTO(comm_agree(c, st, "allocating the pruned graph"), done);
+  TRY_GOTO(comm_bcast(c, pr.rowptr, (size_t)(g->n + 1) * sizeof *pr.rowptr, 0), done);
+  TRY_GOTO(comm_bcast(c, pr.colidx, (size_t)mm[0] * sizeof *pr.colidx, 0), done);
+  { /* the pruned structure replaces the graph's (features, labels, split unchanged) */
+    int64_t *rp = g->rowptr;
+    int32_t *ci = g->colidx;
+    g->rowptr = pr.rowptr;
+    g->colidx = pr.colidx;
+    g->m = mm[0];
+    pr.rowptr = rp;
+    pr.colidx = ci;
+    graph_checksum_update(g);
+  }
+done:
+  graph_free(&pr);
+  rapa_prune_result_free(&res);
+  return st;
+}
+
+static int dist_rapa_owner(struct comm *c, struct graph *g, const struct rt_config *cfg,
+                           const struct rt_dist_options *o, int32_t *owner, struct rt_prediction *pred) {
+  const int rank = comm_rank(c), P = comm_size(c);
+  int st = CG_OK;
+  struct rapa_rates rates[RAPA_MAX_RANKS];
+  struct rapa_links links;
+  struct rapa_profile *prof = NULL;
+  memset(&links, 0, sizeof links);
+  memset(pred, 0, sizeof *pred);
+  if (P > RAPA_MAX_RANKS || P > RT_PRED_MAX_RANKS)
+    st = cg_err_set(CG_ERR_ARG, "--partition rapa supports at most %d ranks", RAPA_MAX_RANKS);
+  TRY(comm_agree(c, st, "checking the rank count"));
+  const struct rapa_shape shape = {cfg->layers, g->feat_dim, cfg->hidden, g->num_classes, cfg->model == RT_MODEL_SAGE,
+                                   rt_config_layer_dropout(cfg, 1), rt_config_layer_dropout(cfg, 0)};
+  const struct rapa_links *use_links = P > 1 ? &links : NULL;
+  if (o->rapa_rates) { /* given by the caller */
+    memcpy(rates, o->rapa_rates, (size_t)P * sizeof *rates);
+    use_links = P > 1 ? o->rapa_links : NULL;
+    snprintf(pred->rates, sizeof pred->rates, "given by the caller");
+  } else if (o->rapa_profile) { /* rank 0 reads it: the rates of every rank, the links */
+    if (rank == 0) {
+      st = rapa_profile_load(o->rapa_profile, &prof);
+      if (st == CG_OK && rapa_profile_nranks(prof) != P)
+        st = cg_err_set(CG_ERR_ARG, "--partition rapa --profile %s: the profile has %d ranks, the job %d: profile "
+                        "the job's ranks (capgnn profile with the same -np, --threads, --gpu-share)", o->rapa_profile,
+                        rapa_profile_nranks(prof), P);
+      for (int p = 0; p < P && st == CG_OK; p++)
+        st = rapa_rates_from_profile(prof, p, o->rapa_be && o->rapa_be->kind == CG_DEVICE_CUDA, &rates[p]);
+      if (st == CG_OK && P > 1) st = rapa_links_from_profile(prof, &links);
+      snprintf(pred->rates, sizeof pred->rates, "profile %s", o->rapa_profile);
+    }
+    TRY_GOTO(comm_agree(c, st, "reading the rates from the profile"), done);
+  } else {
+    if (!o->rapa_be) st = cg_err_set(CG_ERR_ARG, "--partition rapa: no backend to measure the rates on");
+    TRY_GOTO(comm_agree(c, st, "checking the options"), done);
+    TRY_GOTO(rapa_rates_measure(c, o->rapa_be, g, &shape, rates, &links), done);
+    snprintf(pred->rates, sizeof pred->rates, "measured at start-up on every rank at the model's shapes");
+  }
+  if (rank == 0) {
+    struct rapa_split sp;
+    st = rapa_partition_weighted(g, &shape, rates, use_links, P, o->part_seed, 0.05, owner, &sp);
+    if (st == CG_OK) {
+      pred->nranks = P;
+      pred->passes = sp.passes;
+      pred->corrected = sp.corrected;
+      for (int p = 0; p < P; p++) {
+        pred->compute_s[p] = sp.cost[p].comp_s;
+        pred->comm_s[p] = sp.cost[p].comm_s;
+        pred->memory_bytes[p] = sp.cost[p].memory_bytes;
+        pred->target[p] = sp.target[p];
+        LOG_INFO("dist", "rapa: rank %d capability %.4f, target share %.4f, got %.4f; predicted compute %.2f ms + "
+                 "communication %.2f ms, memory %.1f MiB%s", p, sp.capability[p], sp.target[p], sp.share[p],
+                 sp.cost[p].comp_s * 1e3, sp.cost[p].comm_s * 1e3, sp.cost[p].memory_bytes / 1048576.0,
+                 sp.cost[p].fits ? "" : " (does NOT fit its free memory)");
+      }
+      LOG_INFO("dist", "partition: rapa (capability-weighted METIS, exact), %d parts, seed %llu, %d METIS run%s%s; "
+               "rates %s", P, (unsigned long long)o->part_seed, sp.passes, sp.passes == 1 ? "" : "s",
+               sp.corrected ? " (the correction pass's split kept)" : "", pred->rates);
+    }
+  }
+  TRY_GOTO(comm_agree(c, st, "partitioning the graph (rapa)"), done);
+  if (o->prune_eps > 0) TRY_GOTO(dist_rapa_prune(c, g, &shape, rates, use_links, o, owner, pred), done);
+  TRY_GOTO(comm_bcast(c, owner, (size_t)g->n * sizeof(int32_t), 0), done);
+  TRY_GOTO(comm_bcast(c, pred, sizeof *pred, 0), done);
+done:
+  rapa_profile_destroy(&prof);
+  rapa_links_free(&links);
+  return st;
+}
+#endif
+
 /* Every rank opens the graph itself, then the set-up above; from then on this rank
  * holds its partition (plus halos) only. */
 int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_dist_options *o,
@@ -146,6 +292,25 @@ int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_
     st = graph_open(cfg->graph, &g);
   TRY_GOTO(comm_agree(c, st, "opening the graph"), done);
   if (cfg->feat_norm_row) graph_feat_rownorm(&g);
+  if (o && o->rapa) {
+#ifdef CAPGNN_HAVE_RAPA
+    struct rt_prediction pred;
+    int32_t *owner = cg_malloc((size_t)g.n * sizeof *owner, "owner of every vertex");
+    st = owner ? CG_OK : CG_ERR_NOMEM;
+    if (comm_agree(c, st, "allocating the owners") == CG_OK && dist_rapa_owner(c, &g, cfg, o, owner, &pred) == CG_OK &&
+        rt_dist_create_from_graph(c, &g, cfg, o, owner, out) == CG_OK) {
+      (*out)->pred = pred;
+      (*out)->loc.pred = &(*out)->pred;
+    } else {
+      st = cg_err_status() < 0 ? cg_err_status() : CG_ERR_INTERNAL;
+    }
+    cg_free(owner);
+    goto done;
+#else
+    st = cg_err_set(CG_ERR_UNSUPPORTED, "--partition rapa: this build has no rapa/ module");
+    TRY_GOTO(comm_agree(c, st, "choosing the partitioner"), done);
+#endif
+  }
   TRY_GOTO(rt_dist_create_from_graph(c, &g, cfg, o, NULL, out), done);
 done:
   graph_free(&g);
@@ -185,10 +350,12 @@ int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_confi
   if (d->ex) st = cg_err_set(CG_ERR_ARG, "rt_dist_bind: already bound to a backend");
   TRY(comm_agree(d->c, st, "binding the exchange"));
   const struct part_local *pl = &d->pl;
-  /* Layer 0's features once; layers l > 0 exchange at most `hidden` columns (their
-   * input, or the narrower transformed rows). */
+  /* Layer 0's features once; layers l > 0 exchange at most rt_config_halo_cols columns
+   * (GCN and SAGE: their input or the narrower transformed rows; GAT: the transformed
+   * rows and their attention terms). */
+  const int64_t halo_cols = rt_config_halo_cols(cfg, d->loc.num_classes);
   d->max_cols = d->loc.feat_dim;
-  if (cfg->layers > 1 && cfg->hidden > d->max_cols) d->max_cols = cfg->hidden;
+  if (cfg->layers > 1 && halo_cols > d->max_cols) d->max_cols = halo_cols;
   struct comm_halo_plan plan;
   memset(&plan, 0, sizeof plan);
   plan.npeers = pl->npeers;
@@ -203,8 +370,9 @@ int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_confi
   if (d->halo_cache.policy == JACA_POLICY_NONE) {
     TRY(comm_exchange_create(d->c, be, &plan, d->max_cols, &d->ex)); /* collective, agreed inside */
   } else {
-    /* hidden layers exchange at most `hidden` values per row (runtime/model.c) */
-    const struct jaca_layers layers = {cfg->layers, cfg->layers > 1 ? cfg->hidden : 1};
+    /* hidden layers exchange at most rt_config_halo_cols values per row (runtime/model.c,
+     * runtime/model_gat.c) */
+    const struct jaca_layers layers = {cfg->layers, halo_cols};
     TRY(jaca_exchange_create(d->c, be, pl, &d->loc.agg, d->max_cols, &layers, &d->halo_cache, &d->ex));
   }
   /* testing only: the rank CAPGNN_TEST_FAIL_RANK names fails inside training */
@@ -239,6 +407,7 @@ static int dist_backend_open(struct comm *c, const struct rt_config *cfg, struct
   }
   st = rt_backend_open_ordinal(dev, cfg->threads, cfg->tf32, ordinal, be);
   if (st < 0) cg_err_trail(__FILE__, __LINE__, "rt_backend_open_ordinal");
+  if (st == CG_OK) st = rt_backend_emulate(be, comm_rank(c), comm_size(c));
   TRY(comm_agree(c, st, "opening the compute backend"));
   return CG_OK;
 }
@@ -287,6 +456,7 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   struct rt_checkpoint resume;
   memset(&resume, 0, sizeof resume);
   if (st == CG_OK && path != COMM_PATH_AUTO) st = comm_set_path(c, path);
+  if (st == CG_OK) st = comm_set_allreduce(c, o->allreduce);
   TRY_GOTO(comm_agree(c, st, "checking the options"), done);
   /* the stall watchdog's slots in memory the ranks of a host share, so that a rank that
    * notices a stall can name the one that stalled (core/watchdog.h); without them each
@@ -305,13 +475,17 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   st = rt_checkpoint_read_resume(cfg, &resume);
   TRY_GOTO(comm_agree(c, st, "reading the checkpoint to resume from"), done);
   TRY_GOTO(dist_backend_open(c, cfg, &be), done);
-  TRY_GOTO(rt_dist_create(c, cfg, o, &d), done);
+  struct rt_dist_options with_be = *o; /* --partition rapa measures on the training backend */
+  with_be.rapa_be = be;
+  TRY_GOTO(rt_dist_create(c, cfg, &with_be, &d), done);
   /* the checkpoint against the graph, before training: a wrong --graph is a set-up
    * error (one line), not a failure inside rt_train that aborts the job */
   st = cfg->resume_path ? rt_checkpoint_fits_problem(&resume, cfg->resume_path, rt_dist_local(d), cfg)
                         : CG_OK;
   TRY_GOTO(comm_agree(c, st, "checking the checkpoint against the graph"), done);
-  TRY_GOTO(rt_dist_bind(d, be, cfg, &ex), done);
+  /* the exchange moves rows on the device itself (an emulated slow device computes
+   * slowly; its links are the links) */
+  TRY_GOTO(rt_dist_bind(d, cg_backend_emulate_inner(be), cfg, &ex), done);
   /* From here on the ranks no longer agree on each status: a rank that fails may leave
    * its peers inside a collective, so the caller must end the job (comm_abort). */
   *fatal = 1;

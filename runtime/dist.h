@@ -67,6 +67,9 @@
 extern "C" {
 #endif
 
+struct rapa_rates; /* rapa/balance.h */
+struct rapa_links;
+
 struct rt_dist_options {
   enum part_method method; /* PART_METIS (default) or PART_RANDOM */
   uint64_t part_seed;      /* METIS seed / random split key (default 1) */
@@ -74,6 +77,29 @@ struct rt_dist_options {
   const char *cache_dir;   /* NULL: $CAPGNN_CACHE, else .capgnn-cache (partition.h) */
   struct jaca_options halo_cache; /* the halo cache (jaca/jaca.h); policy NONE (default):
                                      the plain exchange */
+  enum comm_allreduce allreduce;  /* the gradient sum (mpi/comm.h, comm_set_allreduce;
+                                     default AUTO) */
+  /* --partition rapa (rapa/balance.h; builds with rapa/ only): METIS with part weights
+   * proportional to each rank's capability, one correction pass from the cost model;
+   * exact (only the owners change). The rates: rank r of the profile rapa_profile (its
+   * rank count must be the job's), or, NULL, measured at start-up on every rank's
+   * rapa_be (the backend training runs on: threads and emulated speed included) at the
+   * model's shapes, with the links between the ranks. The owners are never cached (they
+   * depend on measured rates). The prediction reaches the local problem (rt_local.pred)
+   * and the training log and metrics. */
+  int rapa;
+  const char *rapa_profile;
+  struct cg_backend *rapa_be;
+  /* or the rates given (rank r's at rapa_rates[r], the links may be NULL: compute only),
+   * e.g. measured once by the caller: neither profile nor measurement then */
+  const struct rapa_rates *rapa_rates;
+  const struct rapa_links *rapa_links;
+  /* --prune-halo EPS (> 0; with rapa only): APPROXIMATE. After the weighted split, halo
+   * vertices are pruned (rapa_prune_halo: their edges into the slow ranks go, both
+   * directions) until std(lambda) < EPS x mean; every rank then trains on the pruned graph
+   * (the exact training of that graph). prune_write: rank 0 writes it there as a .cgr. */
+  double prune_eps;
+  const char *prune_write;
 };
 void rt_dist_options_defaults(struct rt_dist_options *o);
 

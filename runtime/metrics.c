@@ -148,6 +148,7 @@ int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec) {
   json_num(o, "comm_hidden_s", rec->comm_hidden_s);
   cJSON_AddNumberToObject(o, "halo_bytes", rec->halo_bytes);
   cJSON_AddNumberToObject(o, "allreduce_bytes", rec->allreduce_bytes);
+  cJSON_AddNumberToObject(o, "inter_node_bytes", rec->inter_node_bytes);
   json_num(o, "compute_max_s", rec->compute_max_s);
   json_num(o, "compute_min_s", rec->compute_min_s);
   if (rec->cache_lookups > 0)
@@ -158,6 +159,10 @@ int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec) {
   json_num(o, "cache_oracle_hit_rate", rec->cache_lookups > 0 && rec->cache ? rec->cache->oracle_hit_rate : NAN);
   json_num(o, "eval_s", rec->eval_s);
   if (rec->cache) cJSON_AddItemToObject(o, "cache", cache_object(rec->cache));
+  if (rec->nranks > 1 && rec->rank_compute_s && rec->rank_comm_s) {
+    cJSON_AddItemToObject(o, "rank_compute_s", cJSON_CreateDoubleArray(rec->rank_compute_s, rec->nranks));
+    cJSON_AddItemToObject(o, "rank_comm_s", cJSON_CreateDoubleArray(rec->rank_comm_s, rec->nranks));
+  }
   return write_line(mt, o);
 }
 
@@ -175,6 +180,11 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
   cJSON_AddNumberToObject(o, "dropout", fdec(cfg->dropout));
   cJSON_AddNumberToObject(o, "input_dropout", fdec(rt_config_layer_dropout(cfg, 0)));
   cJSON_AddBoolToObject(o, "layernorm", cfg->layernorm != 0);
+  if (cfg->model == RT_MODEL_GAT) {
+    cJSON_AddNumberToObject(o, "heads", cfg->heads);
+    cJSON_AddNumberToObject(o, "out_heads", cfg->out_heads);
+    cJSON_AddNumberToObject(o, "attn_dropout", fdec(rt_config_attn_dropout(cfg)));
+  }
   cJSON_AddStringToObject(o, "optimizer", rt_optimizer_str(cfg->optimizer));
   cJSON_AddNumberToObject(o, "lr", fdec(cfg->lr));
   cJSON_AddNumberToObject(o, "weight_decay", fdec(cfg->weight_decay));
@@ -182,6 +192,10 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
   cJSON_AddStringToObject(o, "feat_norm", cfg->feat_norm_row ? "row" : "none");
   cJSON_AddNumberToObject(o, "eval_every", cfg->eval_every);
   cJSON_AddBoolToObject(o, "overlap", cfg->overlap != 0);
+  if (cfg->optimizer == RT_OPT_SGD) cJSON_AddNumberToObject(o, "momentum", fdec(cfg->momentum));
+  cJSON_AddStringToObject(o, "lr_schedule", rt_lr_schedule_str(cfg->lr_schedule));
+  cJSON_AddNumberToObject(o, "early_stop", cfg->early_stop);
+  if (cfg->early_stop > 0) cJSON_AddStringToObject(o, "early_stop_rule", rt_early_stop_rule_str(cfg->early_stop_rule));
   if (cfg->seed <= (1ull << 53)) {
     cJSON_AddNumberToObject(o, "seed", (double)cfg->seed);
   } else {
@@ -194,7 +208,7 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
 int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const struct cg_backend *be,
                        const struct rt_config *cfg, const struct rt_result *r, int resumed_from,
                        double t_start, const struct rt_cache_record *cache, int last,
-                       const char *outcome) {
+                       const char *outcome, const struct rt_rank_times *ranks) {
   if (!mt->f) return CG_OK;
   cJSON *o = cJSON_CreateObject();
   if (!o) return cg_err_set(CG_ERR_NOMEM, "out of memory creating the metrics summary");
@@ -209,6 +223,9 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
   cJSON_AddStringToObject(o, "device_desc", rt_backend_describe(be));
   cJSON_AddNumberToObject(o, "threads", cfg->threads);
   cJSON_AddNumberToObject(o, "ranks", loc->nranks);
+  /* an emulated heterogeneity is named wherever its numbers go (core/ops_emulate.h) */
+  if (getenv("CAPGNN_EMULATE_SPEED") && getenv("CAPGNN_EMULATE_SPEED")[0])
+    cJSON_AddStringToObject(o, "emulate_speed", getenv("CAPGNN_EMULATE_SPEED"));
   add_config(o, cfg);
   cJSON_AddNumberToObject(o, "params", (double)r->num_params);
   cJSON_AddNumberToObject(o, "epochs", last);
@@ -226,6 +243,37 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
   json_num(o, "median_comm_hidden_s", r->median_comm_hidden_s);
   json_num(o, "total_s", cg_time_now() - t_start);
   cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)cg_peak_rss_bytes());
+  if (ranks && ranks->nranks > 1) { /* medians per rank, and what was predicted (rapa/balance.h) */
+    cJSON *arr = cJSON_AddArrayToObject(o, "per_rank");
+    for (int q = 0; arr && q < ranks->nranks; q++) {
+      cJSON *x = cJSON_CreateObject();
+      if (!x) break;
+      cJSON_AddNumberToObject(x, "rank", q);
+      json_num(x, "median_compute_s", ranks->compute_s[q]);
+      json_num(x, "median_comm_s", ranks->comm_s[q]);
+      if (ranks->pred) {
+        json_num(x, "predicted_compute_s", ranks->pred->compute_s[q]);
+        json_num(x, "predicted_comm_s", ranks->pred->comm_s[q]);
+        json_num(x, "predicted_lambda_s", ranks->pred->compute_s[q] + ranks->pred->comm_s[q]);
+        json_num(x, "predicted_memory_bytes", ranks->pred->memory_bytes[q]);
+        json_num(x, "target_share", ranks->pred->target[q]);
+      }
+      cJSON_AddItemToArray(arr, x);
+    }
+    if (ranks->pred) {
+      cJSON *p = cJSON_AddObjectToObject(o, "rapa");
+      cJSON_AddStringToObject(p, "rates", ranks->pred->rates);
+      cJSON_AddNumberToObject(p, "passes", ranks->pred->passes);
+      cJSON_AddBoolToObject(p, "corrected", ranks->pred->corrected != 0);
+      cJSON_AddNumberToObject(p, "prune_eps", ranks->pred->prune_eps);
+      cJSON_AddNumberToObject(p, "cut_edges", (double)ranks->pred->cut_edges);
+      cJSON_AddNumberToObject(p, "pruned_edges", (double)ranks->pred->pruned_edges);
+      json_num(p, "pruned_fraction", ranks->pred->cut_edges > 0 ? (double)ranks->pred->pruned_edges /
+                                                                      (double)ranks->pred->cut_edges : 0.0);
+      cJSON_AddNumberToObject(p, "pruned_vertices", (double)ranks->pred->pruned_vertices);
+      cJSON_AddBoolToObject(p, "exact", ranks->pred->pruned_edges == 0);
+    }
+  }
   if (cache) {
     cJSON *c = cache_object(cache);
     if (c) { /* the settings, every approximation among them */

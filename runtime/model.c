@@ -72,6 +72,7 @@ static void stats_begin(struct rt_model *m, struct rt_step_stats *st) {
   st->allreduce_bytes = -c.allreduce_bytes;
   st->cache_hits = -c.cache_hits;
   st->cache_lookups = -c.cache_lookups;
+  st->inter_node_bytes = -c.inter_node_bytes;
 }
 
 static void stats_end(struct rt_model *m, struct rt_step_stats *st) {
@@ -81,6 +82,7 @@ static void stats_end(struct rt_model *m, struct rt_step_stats *st) {
   st->allreduce_bytes += c.allreduce_bytes;
   st->cache_hits += c.cache_hits;
   st->cache_lookups += c.cache_lookups;
+  st->inter_node_bytes += c.inter_node_bytes;
 }
 
 /* The halo exchange of layer l's x (forward) or gradient dx (backward), in three
@@ -205,6 +207,14 @@ static int model_reduce_grads(struct rt_model *m, struct rt_step_stats *st) {
   return CG_OK;
 }
 
+/* The same placement for the other models' files (runtime_internal.h). */
+int rt_model_halo_begin(struct rt_model *m, enum cg_halo_dir dir, int layer, uint32_t epoch, int train,
+                        float *x, int64_t cols, struct rt_step_stats *st) {
+  return halo_begin(m, dir, halo_tag(layer, epoch, train), x, cols, st);
+}
+int rt_model_poll(struct rt_model *m, struct rt_step_stats *st) { return model_poll(m, st); }
+int rt_model_halo_end(struct rt_model *m, struct rt_step_stats *st) { return halo_end(m, st); }
+
 /* ---- forward ------------------------------------------------------------------ */
 
 static struct cg_dropout_key drop_key(const struct rt_model *m, uint32_t epoch, int layer) {
@@ -220,6 +230,7 @@ static const float *layer_hd(const struct rt_model *m, const struct rt_layer *L)
 }
 
 static int forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step_stats *st) {
+  if (m->cfg.model == RT_MODEL_GAT) return rt_gat_forward(m, epoch, train, st); /* model_gat.c */
   struct cg_backend *be = m->be;
   const int64_t n_in = m->n_in, n_tot = m->n_tot, n_halo = n_tot - n_in;
   struct poll_ctx pc = {m, st};
@@ -317,6 +328,7 @@ static void sage_self_dx(struct rt_model *m, const struct rt_layer *L, const flo
 }
 
 static int backward(struct rt_model *m, struct rt_step_stats *st) {
+  if (m->cfg.model == RT_MODEL_GAT) return rt_gat_backward(m, st); /* model_gat.c */
   struct cg_backend *be = m->be;
   const int64_t n_in = m->n_in, n_tot = m->n_tot;
   struct poll_ctx pc = {m, st};
@@ -427,20 +439,7 @@ int rt_model_step(struct rt_model *m, uint32_t epoch, struct rt_step_stats *st) 
   double loss = 0.0;
   TRY(rt_model_loss_grad(m, epoch, 1, &loss, st));
   m->t_step++;
-  struct cg_adam_params ap;
-  ap.lr = m->cfg.lr;
-  ap.beta1 = m->cfg.beta1;
-  ap.beta2 = m->cfg.beta2;
-  ap.eps = m->cfg.adam_eps;
-  ap.decoupled = m->cfg.optimizer == RT_OPT_ADAMW;
-  /* One call per tensor: weight decay differs between tensors (weights vs biases and
-   * LayerNorm; first layer only with RT_WD_FIRST). */
-  for (int i = 0; i < m->ntensors; i++) {
-    const struct rt_tensor_info *t = &m->tensors[i];
-    ap.weight_decay = t->decay ? m->cfg.weight_decay : 0.0f;
-    m->be->adam(m->be, m->p + t->offset, m->g + t->offset, m->m1 + t->offset, m->m2 + t->offset,
-                t->count, &ap, m->t_step);
-  }
+  rt_model_optimizer_step(m); /* runtime/optimizer.c */
   return CG_OK;
 }
 

@@ -63,6 +63,7 @@ static void init_glorot(float *w, int64_t rows, int64_t cols, uint64_t seed, uin
 static int model_layout(struct rt_model *m, const struct rt_local *loc, const struct rt_config *cfg) {
   m->layers = cg_calloc((size_t)m->nlayers, sizeof *m->layers, "model layers");
   if (!m->layers) return CG_ERR_NOMEM;
+  if (cfg->model == RT_MODEL_GAT) return rt_gat_layout(m, loc, cfg); /* model_gat.c */
   m->wmax = m->classes;
   for (int l = 0; l < m->nlayers; l++) {
     struct rt_layer *L = &m->layers[l];
@@ -150,6 +151,7 @@ done:
  * parts when the model exchanges halo rows (model_agg.c), with a halo-part buffer as
  * wide as the widest aggregation of a step. */
 static int model_operators(struct rt_model *m, const struct rt_local *loc) {
+  if (m->cfg.model == RT_MODEL_GAT) return CG_OK; /* attention: its edges (rt_gat_buffers) */
   int64_t hwidth = 1;
   for (int l = 0; l < m->nlayers; l++) {
     const struct rt_layer *L = &m->layers[l];
@@ -202,6 +204,7 @@ done:
 /* Activations, saved tensors and the backward scratch buffers (shapes: model.c). */
 static int model_buffers(struct rt_model *m) {
   struct cg_backend *be = m->be;
+  if (m->cfg.model == RT_MODEL_GAT) return rt_gat_buffers(m, m->loc); /* model_gat.c */
   for (int l = 0; l < m->nlayers; l++) {
     struct rt_layer *L = &m->layers[l];
     TRY(be_alloc(m, &L->in, m->n_tot * L->fin, l == 0 ? "input features" : "layer input"));
@@ -317,6 +320,7 @@ void rt_model_destroy(struct rt_model **pm) {
   if (!pm || !*pm) return;
   struct rt_model *m = *pm;
   struct cg_backend *be = m->be;
+  rt_gat_free(m); /* before the layers it reads */
   if (m->layers) {
     for (int l = 0; l < m->nlayers; l++) {
       struct rt_layer *L = &m->layers[l];

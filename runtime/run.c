@@ -41,6 +41,10 @@ int rt_run_check_files(const struct rt_config *cfg) {
   }
   if (cfg->checkpoint_path)
     TRY(rt_checkpoint_probe_target(cfg->checkpoint_path, !cfg->resume_path, in, n - 1, cfg->force));
+  if (cfg->save_best_path) { /* the same rule, as --save-best (the message names the option) */
+    TRY(cg_outfile_check(cfg->save_best_path, "--save-best", rt_checkpoint_kind(), in, n - 1, cfg->force, 0));
+    TRY(cg_outfile_probe(cfg->save_best_path, "best-weights checkpoint"));
+  }
   return CG_OK;
 }
 
@@ -61,6 +65,7 @@ int rt_run_checked(const struct rt_config *cfg, struct rt_result *res) {
   graph_free(&g); /* the local problem holds what training needs */
   if (cfg->resume_path) TRY_GOTO(rt_checkpoint_fits_problem(&resume, cfg->resume_path, &loc, cfg), done);
   TRY_GOTO(rt_backend_open(cfg->device, cfg->threads, cfg->tf32, &be), done);
+  TRY_GOTO(rt_backend_emulate(&be, 0, 1), done);
   TRY_GOTO(rt_train_checked(be, &loc, NULL, cfg, cfg->resume_path ? &resume : NULL, res), done);
 done:
   cg_backend_destroy(&be);

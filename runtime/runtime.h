@@ -25,8 +25,10 @@
  *   torch's BCEWithLogitsLoss(reduction="mean")); every rank adds its share.
  * - Weight init: Glorot uniform from Philox keyed by the seed; biases 0, LayerNorm
  *   gamma 1 and beta 0. Same seed, same thread count -> bit-identical run.
- * - Optimizer: Adam (L2 added to the gradient, as torch.optim.Adam) or AdamW
- *   (decoupled). Weight decay applies to the weight matrices only — never to
+ * - Optimizer: Adam (L2 added to the gradient, as torch.optim.Adam), AdamW
+ *   (decoupled) or SGD with momentum (L2 in the gradient, as torch.optim.SGD; its
+ *   momentum buffer is kept where Adam keeps its first moment), at the learning rate
+ *   of the step's schedule (rt_lr_at). Weight decay applies to the weight matrices only — never to
  *   biases or LayerNorm gamma/beta — and, with RT_WD_FIRST, only to the first
  *   layer's weights (Kipf & Welling's setup).
  *
@@ -53,9 +55,16 @@ extern "C" {
 /* Upper bound of --epochs: ten million full-batch epochs is already far beyond any
  * use, and a typo such as 2000000000 should be an error, not a 48 GB allocation. */
 #define RT_MAX_EPOCHS 10000000
+/* Upper bound of --early-stop N: the window rule keeps N validation losses in the
+ * checkpoint's header (at most 1 MiB). */
+#define RT_MAX_EARLY_STOP 10000
 
-enum rt_model_kind { RT_MODEL_GCN = 0, RT_MODEL_SAGE = 1 };
-enum rt_optimizer { RT_OPT_ADAM = 0, RT_OPT_ADAMW = 1 };
+enum rt_model_kind { RT_MODEL_GCN = 0, RT_MODEL_SAGE = 1, RT_MODEL_GAT = 2 };
+enum rt_optimizer { RT_OPT_ADAM = 0, RT_OPT_ADAMW = 1, RT_OPT_SGD = 2 };
+/* The learning rate over the optimizer steps (rt_lr_at). */
+enum rt_lr_schedule { RT_LR_NONE = 0, RT_LR_STEP = 1, RT_LR_COSINE = 2 };
+/* When --early-stop N stops a run (rt_early_stop_*, runtime/early_stop.c). */
+enum rt_early_stop_rule { RT_ES_PATIENCE = 0, RT_ES_WINDOW = 1 };
 /* Which weight matrices weight decay applies to (biases/LayerNorm never decay). */
 enum rt_wd_scope { RT_WD_ALL = 0, RT_WD_FIRST = 1 };
 
@@ -70,10 +79,27 @@ struct rt_config {
   float dropout;          /* in [0, 1) */
   float input_dropout;    /* on the input features (layer 0); < 0 (default): = dropout */
   int layernorm;          /* 1: LayerNorm (eps 1e-5) after every hidden convolution */
+  /* GAT (model = RT_MODEL_GAT; runtime/model_gat.c): a hidden layer has `heads` heads of
+   * `hidden` values each, concatenated (heads * hidden wide), ELU after it; the output
+   * layer `out_heads` heads of `classes` values, averaged. Attention dropout on the
+   * coefficients with probability attn_dropout (< 0: = dropout). */
+  int heads, out_heads;
+  float attn_dropout;
   /* optimisation */
   enum rt_optimizer optimizer;
   float lr, weight_decay, beta1, beta2, adam_eps;
   enum rt_wd_scope wd_scope;
+  float momentum;         /* SGD's momentum in [0, 1) (0: plain SGD); unused by Adam */
+  /* learning-rate schedule (rt_lr_at): none, step (x lr_gamma every lr_step_size
+   * steps), cosine (to 0 over lr_epochs steps); lr_warmup first steps ramp up linearly */
+  enum rt_lr_schedule lr_schedule;
+  int lr_step_size;       /* step: >= 1 */
+  float lr_gamma;         /* step: in (0, 1]; default 0.1 */
+  int lr_warmup;          /* >= 0 steps (0: none) */
+  int lr_epochs;          /* steps the schedule spans; 0 (default): epochs */
+  /* early stopping on the validation loss (runtime/early_stop.c); 0: off */
+  int early_stop;         /* N evaluations */
+  enum rt_early_stop_rule early_stop_rule;
   int epochs;             /* in [1, RT_MAX_EPOCHS] */
   int eval_every;         /* evaluate every N epochs (and always after the last) */
   uint64_t seed;          /* weights and dropout masks */
@@ -89,6 +115,11 @@ struct rt_config {
                              bit-identical either way. */
   const char *metrics_path; /* JSON Lines metrics file, NULL = none */
   int quiet;              /* 1: no per-epoch INFO lines */
+  int log_every;          /* without a terminal: a line every N epochs (and the first and
+                             last); 0 (default): about 20 lines a run */
+  const char *save_best_path; /* the weights of the best epoch, as a checkpoint; NULL = none */
+  int metrics_append;     /* 1: add to an existing metrics file instead of replacing it (the
+                             later runs of --seeds; a resumed run always appends) */
   /* checkpoints (rt_run, rt_run_dist, rt_train: "checkpoints in a run" below) */
   const char *checkpoint_path; /* write the training state here, NULL = never */
   int checkpoint_every;   /* ... every N epochs and after the last; 0 = after the last only */
@@ -105,12 +136,19 @@ struct rt_config {
                                 no output may be one of them. NULL: none */
 };
 
-/* Defaults: synth:small, GCN, 2 layers, 16 hidden, dropout 0.5, no LayerNorm, Adam
+/* Defaults: synth:small, GCN, 2 layers, 16 hidden, dropout 0.5, no LayerNorm (GAT: 8
+ * heads, 1 output head, attention dropout as dropout), Adam
  * lr 0.01, weight decay 5e-4 on all weight matrices, 200 epochs, eval every epoch,
  * seed 1, no feature normalisation, device auto, overlap on. */
 void rt_config_defaults(struct rt_config *c);
 /* Dropout probability on the input of layer l (input_dropout for l = 0). */
 float rt_config_layer_dropout(const struct rt_config *c, int l);
+/* GAT's dropout probability on the attention coefficients. */
+float rt_config_attn_dropout(const struct rt_config *c);
+/* The widest row a hidden layer (l >= 1) exchanges between ranks, for a model of
+ * `classes` outputs: GCN and SAGE their hidden width (a layer's input or transformed
+ * rows); GAT the transformed rows and their attention terms, heads * (width + 1). */
+int64_t rt_config_halo_cols(const struct rt_config *c, int64_t classes);
 /* Range checks; CG_ERR_ARG with a message naming the option and the valid range.
  * A configuration is checked once, where it enters: every public function that trains
  * from one (rt_run, rt_run_dist, rt_train, rt_model_create) checks it on entry, before
@@ -121,14 +159,44 @@ float rt_config_layer_dropout(const struct rt_config *c, int l);
  * rt_dist_bind, runtime/dist.h, read a few fields of a configuration checked by their
  * caller.) */
 int rt_config_check(const struct rt_config *c);
-const char *rt_model_kind_str(enum rt_model_kind k);  /* "gcn", "sage" */
-const char *rt_optimizer_str(enum rt_optimizer o);    /* "adam", "adamw" */
+const char *rt_model_kind_str(enum rt_model_kind k);  /* "gcn", "sage", "gat" */
+const char *rt_optimizer_str(enum rt_optimizer o);    /* "adam", "adamw", "sgd" */
 const char *rt_wd_scope_str(enum rt_wd_scope s);      /* "all", "first" */
+const char *rt_lr_schedule_str(enum rt_lr_schedule s); /* "none", "step", "cosine" */
+const char *rt_early_stop_rule_str(enum rt_early_stop_rule r); /* "patience", "window" */
+/* The learning rate of optimizer step t >= 1 (runtime/schedule.c), as torch's
+ * schedulers stepped once an epoch give it, after W = lr_warmup warm-up steps:
+ *   t <= W:  lr * t / W                                  (linear warm-up)
+ *   else, u = t - W - 1 (0 for the first step after the warm-up), T = lr_epochs (or
+ *   epochs) - W:
+ *     none    lr
+ *     step    lr * lr_gamma^floor(u / lr_step_size)       (torch StepLR)
+ *     cosine  lr * (1 + cos(pi * min(u, T) / T)) / 2       (torch CosineAnnealingLR,
+ *                                                          eta_min 0, T_max T)
+ * Computed in double, rounded to float once. */
+float rt_lr_at(const struct rt_config *c, int64_t t);
 /* The aggregation operator a model kind uses (GCN: GRAPH_NORM_GCN with self-loops;
- * SAGE: GRAPH_NORM_MEAN without). */
+ * SAGE: GRAPH_NORM_MEAN without; GAT: the structure of GCN's, A + I, whose values it
+ * does not use: its coefficients are the attention softmax). */
 enum graph_norm rt_model_norm(enum rt_model_kind k, int *self_loops);
 
 /* ---- the local problem of one rank ---------------------------------------- */
+
+/* What the resource-aware partitioner predicted for every rank of the job (rapa/
+ * balance.h's cost model), which training logs and writes next to what it measures.
+ * Owned by whoever built the local problem (runtime/dist.c); NULL: no prediction. */
+#define RT_PRED_MAX_RANKS 64
+struct rt_prediction {
+  int nranks;
+  char rates[160];  /* where the rates came from ("measured at start-up", "profile FILE") */
+  double compute_s[RT_PRED_MAX_RANKS], comm_s[RT_PRED_MAX_RANKS], memory_bytes[RT_PRED_MAX_RANKS];
+  double target[RT_PRED_MAX_RANKS]; /* the part weight shares METIS was given */
+  int passes, corrected;            /* METIS runs; 1 when the correction pass's split was kept */
+  /* halo pruning (--prune-halo EPS > 0: APPROXIMATE, the training of the pruned graph) */
+  double prune_eps;                 /* 0: none */
+  int64_t cut_edges, pruned_edges;  /* undirected edges between parts / removed by pruning */
+  int64_t pruned_vertices;          /* halo vertices dropped (per part, summed) */
+};
 
 /* Local ids [0, n_inner) are owned rows, [n_inner, n_inner + n_halo) halo rows
  * (grouped by owner, ARCHITECTURE.md). All arrays are host memory allocated with
@@ -155,6 +223,7 @@ struct rt_local {
   uint8_t *mlabels;          /* multi-label: n_inner x num_classes 0/1; else NULL */
   uint8_t *split;            /* n_inner entries, enum graph_split */
   int64_t n_train_global, n_val_global, n_test_global;
+  const struct rt_prediction *pred; /* not owned; NULL: no resource-aware prediction */
 };
 
 /* The whole graph as the local problem of one process (n_halo = 0, gid = identity,
@@ -237,6 +306,7 @@ struct rt_step_stats {
   int64_t halo_bytes;    /* delta of the exchange's counter during the step (this rank) */
   int64_t cache_hits, cache_lookups;
   int64_t allreduce_bytes; /* delta of the all-reduce counter during the step (this rank) */
+  int64_t inter_node_bytes; /* delta of the inter-node counter (cg_exchange_counters) */
 };
 
 /* Build the model for `loc` on `be`: uploads the operator and its transpose, the
@@ -289,6 +359,8 @@ struct rt_result {
   double median_epoch_s;
   double median_comm_hidden_s, median_comm_exposed_s; /* medians over the epochs run */
   int64_t num_params;
+  int epochs_run;               /* the last epoch reached (< epochs when stopped early) */
+  int stopped_early;            /* 1: --early-stop ended the run */
 };
 void rt_result_free(struct rt_result *r); /* accepts a zeroed struct */
 
@@ -328,7 +400,7 @@ const char *rt_backend_describe(const struct cg_backend *be);
 struct rt_checkpoint; /* "checkpoints" below */
 
 /* Train on a local problem: epochs of rt_model_step, evaluation every eval_every
- * epochs (and after the last), one INFO line per evaluation, JSON Lines metrics (rank
+ * epochs (and after the last), progress lines (below), JSON Lines metrics (rank
  * 0 writes them) and a final summary object. The best epoch is the one with the
  * highest validation accuracy (ties: lower validation loss, then the earlier epoch).
  * `resume` is the checkpoint read from cfg->resume_path (rt_checkpoint_read), given
@@ -339,18 +411,32 @@ struct rt_checkpoint; /* "checkpoints" below */
  * run's files (rt_run and rt_run_dist do, before loading the graph): a checkpoint or
  * metrics path that cannot be written fails when it is written.
  *
+ * Early stopping (cfg->early_stop = N > 0) watches the validation loss (val_loss, the
+ * cross-entropy) of the evaluations on the --eval-every schedule:
+ *   RT_ES_PATIENCE  stop after N evaluations in a row without a new lowest loss;
+ *   RT_ES_WINDOW    (Kipf & Welling's gcn/train.py) stop at the k-th evaluation, k > N + 1,
+ *                   when its loss is greater than the mean of the N before it.
+ * The run ends after that epoch (its checkpoint written there, outcome "early_stopped").
+ * cfg->save_best_path gets the best epoch's checkpoint when the run ends, however it ends.
+ * Progress (core/progress.h, rank 0, not with quiet): on a terminal one live line;
+ * otherwise a line at this run's first epoch, every log_every and its last; then one
+ * line naming the files written.
+ *
  * Metrics file (cfg->metrics_path), one JSON object per line:
  *   per epoch: epoch, loss (training loss of the step, with dropout, before the
  *     update), train_acc, val_acc, test_acc, val_loss (after the update; null on
  *     epochs without evaluation; micro-F1 for multi-label graphs), epoch_s, compute_s,
  *     comm_s, comm_exposed_s, comm_hidden_s, halo_bytes, allreduce_bytes,
- *     compute_max_s, compute_min_s, cache_hit_rate, cache_oracle_hit_rate, eval_s.
+ *     inter_node_bytes, compute_max_s, compute_min_s, cache_hit_rate, cache_oracle_hit_rate,
+ *     eval_s.
  *   last line: {"summary": true, graph, nodes, edges, features, classes, multilabel,
  *     device, threads,
  *     ranks, model, layers, hidden, dropout, input_dropout, layernorm, optimizer, lr,
  *     weight_decay,
- *     wd_scope, feat_norm, eval_every, seed, overlap, params, epochs (the last epoch reached),
- *     outcome ("completed"; "interrupted": stopped on request; "diverged": the loss of
+ *     wd_scope, feat_norm, eval_every, momentum (SGD), lr_schedule, early_stop,
+ *     early_stop_rule (when on), seed, overlap, params, epochs (the last epoch reached),
+ *     outcome ("completed"; "early_stopped": --early-stop's rule ended it after that
+ *     epoch; "interrupted": stopped on request; "diverged": the loss of
  *     the last epoch is not finite; a run that stops early writes its summary too),
  *     resumed_from_epoch, best_val_acc,
  *     test_acc_at_best_val, best_epoch, final_loss, final_train_acc, final_val_acc,
@@ -386,6 +472,10 @@ struct rt_checkpoint; /* "checkpoints" below */
  *              feature rows, fetched once at set-up, are not in any epoch); 0 on one rank
  *   allreduce_bytes  gradient all-reduce payload of the step summed over the ranks
  *              (ranks x parameters x 4); 0 on one rank
+ *   inter_node_bytes  bytes sent between nodes during the step, summed over the ranks:
+ *              the halo rows and gradients sent to ranks of other nodes, and the wire
+ *              bytes of the ordered all-reduce (--allreduce flat|hier; mpi/comm.h) between
+ *              nodes; 0 on one node (MPI_Allreduce's and NCCL's traffic is not counted)
  *   cache_hit_rate  halo cache hits / lookups in the step, summed over the ranks
  *              (lookups: halo rows of hidden layers read in the step's forward pass;
  *              hits: those that were not sent to the rank that read them, jaca/jaca.h);
@@ -400,6 +490,52 @@ struct rt_checkpoint; /* "checkpoints" below */
  * The cross-rank sums and extremes are gathered after each step, outside epoch_s. */
 int rt_train(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
              const struct rt_config *cfg, const struct rt_checkpoint *resume, struct rt_result *res);
+
+/* ---- several seeds (--seeds; runtime/seeds.c) ---------------------------------- */
+
+/* Mean and standard deviation over the runs of several seeds. std is the population
+ * one (numpy's np.std, ddof 0); over the finite values only (n counts them). */
+struct rt_stat {
+  double mean, std;
+  int n;
+};
+struct rt_seeds_summary {
+  int runs;
+  struct rt_stat test_acc_at_best_val, best_val_acc, final_test_acc, best_epoch, epochs;
+};
+void rt_seeds_summarize(const struct rt_result *res, int n, struct rt_seeds_summary *out);
+/* The aggregate record appended to cfg->metrics_path (when set) after the runs' own
+ * records: {"aggregate": true, "seeds": [...], "runs": n, and for each of
+ * test_acc_at_best_val, best_val_acc, final_test_acc, best_epoch, epochs an object
+ * {"mean", "std", "n", "values": [one per run, in the order of seeds]}}. */
+int rt_seeds_write_aggregate(const struct rt_config *cfg, const uint64_t *seeds, const struct rt_result *res,
+                             int n);
+
+/* ---- predictions from a checkpoint (capgnn predict; runtime/predict.c) ---------- */
+
+/* What to predict: the model of `checkpoint` (its shape, its feature normalisation,
+ * its parameters) on `graph` (NULL: the checkpoint's graph name), one process. */
+struct rt_predict_options {
+  const char *checkpoint;
+  const char *graph;            /* NAME | FILE | synth:...; NULL: the checkpoint's */
+  const char *logits_path;      /* .npy float32 [n, classes]: the last layer's output */
+  const char *embeddings_path;  /* .npy float32 [n, hidden]: the last layer's input (the
+                                   last hidden layer after its ReLU); NULL: none */
+  const char *device;           /* "auto" | "cpu" | "cuda" */
+  int threads;                  /* 0: rt_threads_setup's default */
+  int force;                    /* replace an existing .npy (core/outfile.h's rule) */
+};
+struct rt_predict_result {
+  int64_t n, classes, hidden;   /* rows written; columns of the logits and embeddings */
+  int epoch;                    /* the checkpoint's */
+  struct rt_eval ev;            /* accuracies of the predictions (train/val/test) */
+};
+/* Rows are in the graph's own vertex order (row v is vertex v, however a run
+ * partitioned or renumbered it). The outputs follow core/outfile.h's rule: never the
+ * checkpoint, the graph or each other; an existing .npy (it may be anyone's array) is
+ * replaced only with force; written whole or not at all. The graph must be the one the
+ * checkpoint was trained on (checksum, vertices, features, classes). `res` may be NULL. */
+int rt_predict(const struct rt_predict_options *o, struct rt_predict_result *res);
 
 /* ---- checkpoints ------------------------------------------------------------ */
 /* A training state after `epoch` epochs, enough to continue bit for bit (the
@@ -421,6 +557,8 @@ struct rt_checkpoint {
   enum rt_model_kind model;
   int layers, layernorm;
   int64_t hidden;
+  int heads, out_heads;         /* GAT only (the header holds them for GAT models) */
+  float attn_dropout;           /* GAT only, as in rt_config */
   float dropout, input_dropout; /* as in rt_config */
   enum rt_optimizer optimizer;
   float lr, weight_decay, beta1, beta2, adam_eps;
@@ -441,6 +579,21 @@ struct rt_checkpoint {
   double best_val_acc, best_val_loss, test_acc_at_best_val;
   int best_epoch;
   double final_train_acc, final_val_acc, final_test_acc, last_val_acc;
+  /* SGD and the learning-rate schedule (absent from older files: Adam's defaults, no
+   * schedule). adam_m holds SGD's momentum buffer, adam_v zeros. lr_epochs is the
+   * span the schedule used (--lr-epochs, else that run's --epochs). */
+  float momentum;
+  enum rt_lr_schedule lr_schedule;
+  int lr_step_size, lr_warmup, lr_epochs;
+  float lr_gamma;
+  /* early stopping (runtime/early_stop.c): the settings and where the rule stands */
+  int early_stop;
+  enum rt_early_stop_rule early_stop_rule;
+  int stopped_early;         /* 1: the run ended here by its rule */
+  int es_evals, es_since;
+  double es_best_loss;       /* inf: none yet */
+  int es_hist_n;             /* the window's last val losses, oldest first (cg_malloc) */
+  double *es_hist;
 };
 /* CG_ERR_IO / CG_ERR_FORMAT with a message naming the file and what is wrong. The
  * reader also refuses a checkpoint whose parameters or Adam moments are not all

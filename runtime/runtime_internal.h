@@ -88,6 +88,13 @@ struct rt_layer {
   int64_t off_w, off_ws, off_b, off_g, off_beta; /* offsets in the flat buffers; -1 = absent */
   float *in, *in_d, *agg, *t, *z;
   float *ln_y, *ln_mean, *ln_rstd;
+  /* GAT (runtime/model_gat.c; shapes there): heads x fhead values per row before the
+   * output layer's mean, the parameter offsets of the attention vectors, the attention
+   * dropout, and the layer's buffers */
+  int64_t heads, fhead;
+  int64_t off_al, off_ar;
+  float p_att;
+  float *g_t, *g_er, *g_s, *g_alpha, *g_alpha_d, *g_y;
 };
 
 /* The model (runtime/model_build.c builds it, runtime/model.c runs its steps; the
@@ -101,7 +108,10 @@ struct rt_model {
   struct rt_layer *layers;
   int64_t n_in, n_tot, classes;
 
-  struct rt_agg agg;         /* Â and Âᵀ, whole or split (model_agg.c) */
+  struct rt_agg agg;         /* Â and Âᵀ, whole or split (model_agg.c); not built for GAT */
+  /* GAT (model_gat.c): the in-edges of the inner rows (A + I) and the backward's buffers */
+  struct cg_edges edges;
+  float *g_dt, *g_der, *g_e1, *g_e2, *g_dy, *g_mean;
   int32_t *d_gid;
   int32_t *d_labels;
   uint8_t *d_mlabels;
@@ -132,6 +142,26 @@ struct rt_model {
   } flight;
 };
 
+/* The halo exchange as the model places it (model.c): begin, a progress point, end
+ * (timed into st; no-ops for a single process; with --overlap off the whole exchange
+ * runs at end); a training step's exchanges carry its epoch, evaluation's epoch 0. */
+int rt_model_halo_begin(struct rt_model *m, enum cg_halo_dir dir, int layer, uint32_t epoch, int train,
+                        float *x, int64_t cols, struct rt_step_stats *st);
+int rt_model_poll(struct rt_model *m, struct rt_step_stats *st);
+int rt_model_halo_end(struct rt_model *m, struct rt_step_stats *st);
+
+/* ---- GAT (model_gat.c) ------------------------------------------------------------ */
+
+/* The layers and parameter layout (rt_model_build's model_layout for GAT; no buffers). */
+int rt_gat_layout(struct rt_model *m, const struct rt_local *loc, const struct rt_config *cfg);
+/* The edges on the backend and every buffer of the steps. */
+int rt_gat_buffers(struct rt_model *m, const struct rt_local *loc);
+void rt_gat_free(struct rt_model *m); /* what rt_gat_buffers allocated; accepts a partial model */
+int rt_gat_forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step_stats *st);
+/* From dlogits in m->scratch[0]: every parameter's gradient in m->g (before the
+ * all-reduce). */
+int rt_gat_backward(struct rt_model *m, struct rt_step_stats *st);
+
 /* Whether a local problem talks to other ranks at all (a single process does not). */
 static inline int rt_local_exchanges(const struct rt_local *loc) {
   return loc->n_halo > 0 || loc->nranks > 1;
@@ -144,6 +174,10 @@ int rt_model_count_params(const struct rt_local *loc, const struct rt_config *cf
 /* rt_model_create for a configuration that has passed rt_config_check. */
 int rt_model_build(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
                    struct cg_exchange *ex, struct rt_model **out);
+
+/* The optimizer's update of step m->t_step (already counted) from the gradient in m->g:
+ * Adam/AdamW or SGD at rt_lr_at's learning rate (runtime/optimizer.c). */
+void rt_model_optimizer_step(struct rt_model *m);
 
 /* ---- the training loop's bookkeeping (train.c, checkpoint_run.c) -------------- */
 
@@ -163,6 +197,30 @@ struct rt_train_track {
   struct rt_best best;
   double last_val;
 };
+
+/* ---- early stopping (early_stop.c) ------------------------------------------- */
+
+/* Where --early-stop N stands, over the evaluations of the --eval-every schedule
+ * (runtime.h, rt_train, states the rules). */
+struct rt_early_stop {
+  int n;                     /* 0: off */
+  enum rt_early_stop_rule rule;
+  int evals;                 /* scheduled evaluations so far */
+  double best_loss;          /* patience: the lowest validation loss so far (inf: none) */
+  int since;                 /* patience: evaluations since it was reached */
+  double *hist;              /* window: the last n losses before this one, oldest first */
+  int hist_n;
+  int stopped;               /* the rule has fired */
+};
+int rt_early_stop_init(struct rt_early_stop *es, const struct rt_config *cfg);
+/* The scheduled evaluation's validation loss; returns 1 when the run stops after it. */
+int rt_early_stop_update(struct rt_early_stop *es, double val_loss);
+/* To and from a checkpoint (its es_* fields; the copy in c is borrowed from es). */
+void rt_early_stop_to_checkpoint(const struct rt_early_stop *es, struct rt_checkpoint *c);
+int rt_early_stop_from_checkpoint(struct rt_early_stop *es, const struct rt_checkpoint *c);
+void rt_early_stop_free(struct rt_early_stop *es);
+/* Why the rule fired, for the log (a static buffer). */
+const char *rt_early_stop_describe(const struct rt_early_stop *es);
 
 /* ---- the metrics file (metrics.c) -------------------------------------------- */
 
@@ -210,6 +268,27 @@ int rt_cache_track_epoch(struct rt_cache_track *t, struct cg_exchange *ex, struc
 const struct rt_cache_record *rt_cache_track_totals(const struct rt_cache_track *t);
 void rt_cache_track_destroy(struct rt_cache_track **t); /* accepts NULL */
 
+/* ---- every rank's times (ranks.c) --------------------------------------------- */
+
+/* Per epoch, every rank's compute_s and comm_s, summed into place over the ranks
+ * (collective over the exchange); NULL tracker (one rank): nothing. */
+struct rt_ranks;
+int rt_ranks_create(int epochs, int nranks, struct rt_ranks **out); /* *out NULL for one rank */
+void rt_ranks_destroy(struct rt_ranks **t);                          /* accepts NULL */
+/* Epoch e (1-based): *compute and *comm point at the epoch's nranks values (NULL without
+ * a tracker). */
+int rt_ranks_epoch(struct rt_ranks *t, struct cg_exchange *ex, int rank, int e, double compute_s, double comm_s,
+                   const double **compute, const double **comm);
+/* The medians over epochs [first, last) (0-based) per rank; with a prediction of the same
+ * ranks, logs predicted against measured, one line per rank (rank 0). */
+struct rt_rank_times {
+  int nranks; /* 0: one rank, nothing to say */
+  double compute_s[RT_PRED_MAX_RANKS], comm_s[RT_PRED_MAX_RANKS];
+  const struct rt_prediction *pred; /* the prediction, when it covers these ranks */
+};
+int rt_ranks_medians(const struct rt_ranks *t, int first, int last, const struct rt_prediction *pred,
+                     struct rt_rank_times *out);
+
 /* What one epoch's record holds (runtime.h, rt_train, lists the fields). */
 struct rt_epoch_record {
   int epoch;
@@ -217,11 +296,13 @@ struct rt_epoch_record {
   struct rt_eval ev;                 /* NaN on epochs without evaluation */
   double epoch_s, compute_s, comm_s; /* rank 0's */
   double comm_exposed_s, comm_hidden_s; /* rank 0's (halo exchanges) */
-  double halo_bytes, allreduce_bytes; /* summed over the ranks */
+  double halo_bytes, allreduce_bytes, inter_node_bytes; /* summed over the ranks */
   double compute_max_s, compute_min_s;
   int64_t cache_hits, cache_lookups;
   double eval_s;                     /* NaN without evaluation */
   const struct rt_cache_record *cache; /* the halo cache's epoch, NULL without one */
+  int nranks;                        /* > 1: the per-rank times below */
+  const double *rank_compute_s, *rank_comm_s;
 };
 
 /* The output kind of a metrics file (core/outfile.h): JSON Lines whose first record is
@@ -241,7 +322,7 @@ int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec);
 int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const struct cg_backend *be,
                        const struct rt_config *cfg, const struct rt_result *r, int resumed_from,
                        double t_start, const struct rt_cache_record *cache, int last,
-                       const char *outcome);
+                       const char *outcome, const struct rt_rank_times *ranks);
 /* Close the file at the end of a run whose status is st: the temporary becomes the
  * file when this run wrote a record (whatever st: the records say how far it got),
  * else it is removed and an earlier file stays as it was. Returns st, or CG_ERR_IO
@@ -261,8 +342,9 @@ const struct cg_outfile_kind *rt_checkpoint_kind(void);
 int rt_checkpoint_probe_target(const char *path, int warn_replace, const struct cg_outfile_input *inputs,
                                int ninputs, int force);
 /* The run's files must be distinct: the checkpoint, the resume file, the metrics
- * file and the graph file (when --graph names a file) cannot be one another (the
- * metrics appended to a checkpoint, a checkpoint written over the dataset). */
+ * file, the best-weights file and the graph file (when --graph names a file) cannot
+ * be one another (the metrics appended to a checkpoint, a checkpoint written over the
+ * dataset); the checkpoint and the best-weights file may be the resume file. */
 int rt_checkpoint_check_paths(const struct rt_config *cfg);
 /* The checkpoint a run resumes from, read once, before the graph is loaded:
  * cfg->resume_path reads back and rt_checkpoint_fits the run (without warnings; the
@@ -285,13 +367,52 @@ int rt_checkpoint_fits_problem(const struct rt_checkpoint *c, const char *path,
  * bookkeeping and *tr; *done gets the checkpoint's epoch. */
 int rt_checkpoint_restore(const struct rt_checkpoint *c, const char *path, struct rt_model *m,
                           const struct rt_local *loc, const struct rt_config *cfg, struct rt_result *r,
-                          struct rt_train_track *tr, int *done);
+                          struct rt_train_track *tr, struct rt_early_stop *es, int *done);
 /* Write the state after `epoch` epochs to cfg->checkpoint_path. Every rank holds the
  * same parameters: rank 0 writes, and all ranks learn (through ex, when given)
  * whether it worked, so that a failed write stops every rank or none. */
 int rt_checkpoint_save(struct rt_model *m, const struct cg_backend *be, const struct rt_local *loc,
                        struct cg_exchange *ex, const struct rt_config *cfg, const struct rt_result *r,
-                       const struct rt_train_track *tr, int epoch);
+                       const struct rt_train_track *tr, const struct rt_early_stop *es, int epoch);
+/* The same to `path`, with the parameters and optimizer state of backend arrays
+ * (params, mom1, mom2: rt_model_num_params floats each; rank 0's are written) after
+ * `steps` optimizer steps: the model's own (rt_checkpoint_save) or a copy kept at the
+ * best epoch (runtime/best.c). es may be NULL (the rule's state then starts afresh). */
+int rt_checkpoint_save_state(const char *path, const struct rt_model *m, const struct cg_backend *be,
+                             const struct rt_local *loc, struct cg_exchange *ex, const struct rt_config *cfg,
+                             const struct rt_result *r, const struct rt_train_track *tr,
+                             const struct rt_early_stop *es, int epoch, const float *params,
+                             const float *mom1, const float *mom2, int64_t steps);
+
+/* ---- the best epoch's weights (best.c; --save-best) --------------------------------- */
+
+/* A copy of the parameters and optimizer state on the backend, taken whenever a
+ * scheduled evaluation becomes the best (rank 0 only; the others hold the same), and
+ * written as a checkpoint of that epoch when the run ends, however it ends. */
+struct rt_best_keep {
+  float *p, *m1, *m2;        /* backend arrays; NULL: not kept (no --save-best, rank != 0) */
+  int64_t steps;
+  int epoch;                 /* 0: nothing taken in this run */
+  struct rt_train_track tr;  /* the bookkeeping at that epoch */
+  double train_acc, val_acc, test_acc;
+};
+int rt_best_keep_init(struct rt_best_keep *k, struct rt_model *m, const struct rt_local *loc,
+                      const struct rt_config *cfg);
+void rt_best_keep_take(struct rt_best_keep *k, struct rt_model *m, const struct rt_train_track *tr,
+                       const struct rt_eval *ev);
+/* Every rank calls it (the write is agreed, as rt_checkpoint_save); *written = 1 when the
+ * file was written. */
+int rt_best_keep_save(struct rt_best_keep *k, struct rt_model *m, const struct cg_backend *be,
+                      const struct rt_local *loc, struct cg_exchange *ex, const struct rt_config *cfg,
+                      const struct rt_result *r, int *written);
+void rt_best_keep_free(struct rt_best_keep *k, struct rt_model *m);
+
+/* ---- emulated heterogeneity (backend.c) ----------------------------------------- */
+
+/* When CAPGNN_EMULATE_SPEED is set, wrap *be in core/ops_emulate.h's emulating backend
+ * at rank `rank`'s speed (the wrapper owns the old *be) and log it (WARN, every rank:
+ * it is never a default); unset: nothing. CG_ERR_ARG on a bad list. */
+int rt_backend_emulate(struct cg_backend **be, int rank, int nranks);
 
 /* ---- a whole run (run.c, train.c; dist.c for several ranks) -------------------- */
 

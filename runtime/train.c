@@ -51,6 +51,27 @@ static void best_consider(struct rt_best *b, const struct rt_eval *ev, int e) {
     *b = (struct rt_best){ev->val_acc, ev->val_loss, ev->test_acc, e};
 }
 
+/* Without --log-every: about 20 lines a run (every 10th epoch of 200). */
+static int rt_log_every_auto(int epochs) { return epochs > 20 ? (epochs + 19) / 20 : 1; }
+
+/* What the model line does not say: SGD's momentum, the schedule, early stopping. */
+static void rt_train_log_extras(const struct rt_config *cfg) {
+  char sched[160] = "";
+  if (cfg->lr_schedule == RT_LR_STEP)
+    snprintf(sched, sizeof sched, "lr schedule step (x %g every %d epochs)", (double)cfg->lr_gamma, cfg->lr_step_size);
+  else if (cfg->lr_schedule == RT_LR_COSINE)
+    snprintf(sched, sizeof sched, "lr schedule cosine over %d epochs", cfg->lr_epochs > 0 ? cfg->lr_epochs : cfg->epochs);
+  if (cfg->lr_warmup > 0)
+    snprintf(sched + strlen(sched), sizeof sched - strlen(sched), "%swarm-up %d epochs", sched[0] ? ", " : "lr ",
+             cfg->lr_warmup);
+  if (cfg->optimizer == RT_OPT_SGD)
+    LOG_INFO("train", "sgd momentum %g", (double)cfg->momentum);
+  if (sched[0]) LOG_INFO("train", "%s", sched);
+  if (cfg->early_stop > 0)
+    LOG_INFO("train", "early stopping: %d evaluations, rule %s", cfg->early_stop,
+             rt_early_stop_rule_str(cfg->early_stop_rule));
+}
+
 /* One training run between rt_train's set-up and its end. */
 struct train_run {
   struct cg_backend *be;
@@ -72,7 +93,11 @@ struct train_run {
   int live;               /* on a terminal: one live line instead of per-evaluation lines */
   struct cg_progress pr;
   struct rt_cache_track *cache; /* the halo cache's numbers; NULL without one */
+  struct rt_ranks *ranks;       /* every rank's times; NULL on one rank */
   struct rt_cache_record cache_epoch;
+  struct rt_early_stop es;  /* --early-stop (runtime/early_stop.c) */
+  struct rt_best_keep bk;   /* --save-best (runtime/best.c) */
+  int ckpt_written;         /* a checkpoint was written by this run */
 };
 
 /* The metrics file, the per-epoch arrays and the model, then the two lines that say
@@ -81,7 +106,8 @@ static int train_setup(struct train_run *t) {
   const struct rt_local *loc = t->loc;
   const struct rt_config *cfg = t->cfg;
   const int E = cfg->epochs;
-  TRY(rt_metrics_open(&t->metrics, loc->rank == 0 ? cfg->metrics_path : NULL, cfg->resume_path != NULL));
+  TRY(rt_metrics_open(&t->metrics, loc->rank == 0 ? cfg->metrics_path : NULL,
+                      cfg->resume_path != NULL || cfg->metrics_append));
   t->r.epochs = E;
   t->r.loss = cg_calloc((size_t)E, sizeof(double), "per-epoch losses");
   t->epoch_s = cg_calloc((size_t)E, sizeof(double), "per-epoch times");
@@ -90,7 +116,13 @@ static int train_setup(struct train_run *t) {
   t->hidden_s = cg_calloc((size_t)E, sizeof(double), "per-epoch exchange times");
   if (!t->r.loss || !t->epoch_s || !t->tmp || !t->exposed_s || !t->hidden_s) return CG_ERR_NOMEM;
   TRY(rt_model_build(t->be, loc, cfg, t->ex, &t->m));
+  if (t->ex) TRY(rt_ranks_create(E, loc->nranks, &t->ranks));
   t->r.num_params = rt_model_num_params(t->m);
+  if (cfg->early_stop > 0 && loc->n_val_global == 0)
+    return cg_err_set(CG_ERR_ARG, "--early-stop %d: graph %s has no validation vertices to watch", cfg->early_stop,
+                      loc->name);
+  TRY(rt_early_stop_init(&t->es, cfg));
+  TRY(rt_best_keep_init(&t->bk, t->m, loc, cfg));
 #ifdef CAPGNN_HAVE_DIST
   TRY(rt_cache_track_create(t->caller_ex, cfg->layers, &t->cache)); /* after the features' exchange */
 #endif
@@ -104,6 +136,7 @@ static int train_setup(struct train_run *t) {
            cfg->layernorm ? ", layernorm" : "", rt_optimizer_str(cfg->optimizer), (double)cfg->lr,
            (double)cfg->weight_decay, rt_wd_scope_str(cfg->wd_scope), (long long)t->r.num_params,
            rt_backend_describe(t->be));
+  rt_train_log_extras(cfg);
   t->r.best_val_acc = NAN;
   t->r.test_acc_at_best_val = NAN;
   t->r.final_train_acc = t->r.final_val_acc = t->r.final_test_acc = NAN;
@@ -112,15 +145,21 @@ static int train_setup(struct train_run *t) {
   return CG_OK;
 }
 
-/* The full-graph evaluation after epoch e: the best epoch, the result's final values
- * and the log line. */
-static int train_evaluate(struct train_run *t, int e, int on_schedule, double loss, double dt,
-                          struct rt_eval *ev, double *eval_s) {
+/* The full-graph evaluation after epoch e: the best epoch (and --save-best's copy of
+ * it), the early-stopping rule, the result's final values. */
+static int train_evaluate(struct train_run *t, int e, int on_schedule, struct rt_eval *ev, double *eval_s) {
   double te = cg_time_now();
   TRY(rt_model_evaluate(t->m, ev, NULL));
   t->be->sync(t->be);
   *eval_s = cg_time_now() - te;
-  if (on_schedule) best_consider(&t->tr.best, ev, e);
+  if (on_schedule) {
+    best_consider(&t->tr.best, ev, e);
+    if (t->tr.best.epoch == e) { /* a new best: --save-best keeps its weights */
+      t->tr.last_val = ev->val_acc;
+      rt_best_keep_take(&t->bk, t->m, &t->tr, ev);
+    }
+    rt_early_stop_update(&t->es, ev->val_loss);
+  }
   struct rt_best shown = t->tr.best; /* the off-schedule last evaluation counts here only */
   if (!on_schedule) best_consider(&shown, ev, e);
   if (shown.epoch > 0) {
@@ -132,10 +171,6 @@ static int train_evaluate(struct train_run *t, int e, int on_schedule, double lo
   t->r.final_val_acc = ev->val_acc;
   t->r.final_test_acc = ev->test_acc;
   t->tr.last_val = ev->val_acc;
-  if (!t->cfg->quiet && !t->live)
-    LOG_INFO("train", "epoch %4d  loss %.4f  train %s %.4f  val %s %.4f  test %s %.4f  %.2f ms",
-             e, loss, t->acc_name, ev->train_acc, t->acc_name, ev->val_acc, t->acc_name, ev->test_acc,
-             dt * 1e3);
   return CG_OK;
 }
 
@@ -145,12 +180,18 @@ static int train_evaluate(struct train_run *t, int e, int on_schedule, double lo
 static int train_checkpoint(struct train_run *t, int e, int stop) {
   const struct rt_config *cfg = t->cfg;
   if (!cfg->checkpoint_path) return CG_OK;
-  if (e == cfg->epochs || stop)
-    return rt_checkpoint_save(t->m, t->be, t->loc, t->ex, cfg, &t->r, &t->tr, e);
-  if (cfg->checkpoint_every > 0 && e % cfg->checkpoint_every == 0 &&
-      rt_checkpoint_save(t->m, t->be, t->loc, t->ex, cfg, &t->r, &t->tr, e) != CG_OK) {
-    LOG_WARN_COMMON("train", "epoch %d: %s; training goes on", e, cg_err_msg());
-    cg_err_clear();
+  if (e == cfg->epochs || stop || t->es.stopped) {
+    TRY(rt_checkpoint_save(t->m, t->be, t->loc, t->ex, cfg, &t->r, &t->tr, &t->es, e));
+    t->ckpt_written = 1;
+    return CG_OK;
+  }
+  if (cfg->checkpoint_every > 0 && e % cfg->checkpoint_every == 0) {
+    if (rt_checkpoint_save(t->m, t->be, t->loc, t->ex, cfg, &t->r, &t->tr, &t->es, e) != CG_OK) {
+      LOG_WARN_COMMON("train", "epoch %d: %s; training goes on", e, cg_err_msg());
+      cg_err_clear();
+    } else {
+      t->ckpt_written = 1;
+    }
   }
   return CG_OK;
 }
@@ -183,35 +224,42 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   const double compute_s = dt - ss.comm_s;
   /* sums[2]: ranks asked to stop (a signal may reach them in different epochs; the
    * sum makes every rank stop after the same one) */
-  double sums[5] = {(double)ss.halo_bytes, (double)ss.allreduce_bytes, (double)train_stop,
-                    (double)ss.cache_hits, (double)ss.cache_lookups}; /* [3..4]: the job's hit rate */
+  double sums[6] = {(double)ss.halo_bytes, (double)ss.allreduce_bytes, (double)train_stop,
+                    (double)ss.cache_hits, (double)ss.cache_lookups, /* [3..4]: the job's hit rate */
+                    (double)ss.inter_node_bytes};
   double ext[2] = {compute_s, -compute_s}; /* max, -min */
-  if (t->ex) TRY(t->ex->allreduce_host(t->ex, sums, 5, CG_REDUCE_SUM));
+  if (t->ex) TRY(t->ex->allreduce_host(t->ex, sums, 6, CG_REDUCE_SUM));
   *stop = sums[2] > 0 && e < E;
   if (t->ex) TRY(t->ex->allreduce_host(t->ex, ext, 2, CG_REDUCE_MAX));
 #ifdef CAPGNN_HAVE_DIST
   if (t->cache) TRY(rt_cache_track_epoch(t->cache, t->caller_ex, &t->cache_epoch));
 #endif
 
+  const double *rank_compute = NULL, *rank_comm = NULL;
+  TRY(rt_ranks_epoch(t->ranks, t->ex, t->loc->rank, e, compute_s, ss.comm_s, &rank_compute, &rank_comm));
+
   const int on_schedule = (e % cfg->eval_every) == 0;
   struct rt_eval ev = {NAN, NAN, NAN, NAN, NAN};
   double eval_s = NAN;
-  if (on_schedule || e == E) {
+  if (on_schedule || e == E) { /* (the best and the early-stopping rule: train_evaluate) */
     cg_watch_mark("the evaluation", e, -1, 0);
-    TRY(train_evaluate(t, e, on_schedule, ss.loss, dt, &ev, &eval_s));
+    TRY(train_evaluate(t, e, on_schedule, &ev, &eval_s));
   }
-  if (t->live) {
-    char detail[128];
-    snprintf(detail, sizeof detail, "loss %.4f  val %s %.4f  %.1f ms/epoch", ss.loss, t->acc_name,
+  if (t->pr.mode != CG_PROGRESS_OFF) { /* the live line, or a line every --log-every epochs */
+    char detail[160];
+    char at[32] = ""; /* a resumed run counts its own epochs: name the real one */
+    if (t->e_done > 0) snprintf(at, sizeof at, "epoch %d  ", e);
+    snprintf(detail, sizeof detail, "%sloss %.4f  val %s %.4f  %.1f ms/epoch", at, ss.loss, t->acc_name,
              t->tr.last_val, dt * 1e3);
     cg_progress_update_detail(&t->pr, e - t->e_done, detail);
   }
   const struct rt_epoch_record rec = {
       .epoch = e, .loss = ss.loss, .ev = ev, .epoch_s = dt, .compute_s = compute_s,
       .comm_s = ss.comm_s, .comm_exposed_s = ss.comm_exposed_s, .comm_hidden_s = ss.comm_hidden_s,
-      .halo_bytes = sums[0], .allreduce_bytes = sums[1],
+      .halo_bytes = sums[0], .allreduce_bytes = sums[1], .inter_node_bytes = sums[5],
       .compute_max_s = ext[0], .compute_min_s = -ext[1], .cache_hits = (int64_t)sums[3],
-      .cache_lookups = (int64_t)sums[4], .eval_s = eval_s, .cache = t->cache ? &t->cache_epoch : NULL};
+      .cache_lookups = (int64_t)sums[4], .eval_s = eval_s, .cache = t->cache ? &t->cache_epoch : NULL,
+      .nranks = t->loc->nranks, .rank_compute_s = rank_compute, .rank_comm_s = rank_comm};
   cg_watch_mark("writing the metrics record", e, -1, 0);
   TRY(rt_metrics_epoch(&t->metrics, &rec));
   cg_watch_mark("writing the checkpoint", e, -1, 0);
@@ -234,6 +282,8 @@ static int train_interrupted(const struct rt_config *cfg, int e) {
 static int train_finish(struct train_run *t, int last, const char *outcome) {
   struct rt_result *r = &t->r;
   const char *acc = t->acc_name;
+  r->epochs_run = last;
+  r->stopped_early = strcmp(outcome, "early_stopped") == 0;
   r->median_epoch_s = median(t->epoch_s + t->e_done, last - t->e_done, t->tmp); /* epochs run here */
   r->median_comm_exposed_s = median(t->exposed_s + t->e_done, last - t->e_done, t->tmp);
   r->median_comm_hidden_s = median(t->hidden_s + t->e_done, last - t->e_done, t->tmp);
@@ -246,13 +296,19 @@ static int train_finish(struct train_run *t, int last, const char *outcome) {
 #else
   const struct rt_cache_record *cache = NULL;
 #endif
-  if (strcmp(outcome, "completed") != 0) {
+  struct rt_rank_times ranks;
+  if (rt_ranks_medians(t->ranks, t->e_done, last, t->loc->pred, &ranks) != CG_OK) { /* only what it adds is lost */
+    LOG_WARN("train", "the per-rank times were not summarised: %s", cg_err_msg());
+    cg_err_clear();
+    memset(&ranks, 0, sizeof ranks);
+  }
+  if (strcmp(outcome, "completed") != 0 && strcmp(outcome, "early_stopped") != 0) {
     /* the caller's error (interrupted, diverged) stays the run's message */
     char msg[2048];
     snprintf(msg, sizeof msg, "%s", cg_err_msg());
     const int status = cg_err_status();
     const int st = rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start, cache, last,
-                                       outcome);
+                                       outcome, &ranks);
     if (st != CG_OK) LOG_WARN("train", "the metrics summary of the stopped run was not written: %s", cg_err_msg());
     cg_err_set(status, "%s", msg);
     return st;
@@ -264,13 +320,16 @@ static int train_finish(struct train_run *t, int last, const char *outcome) {
     LOG_INFO("train", "done: no validation vertices, so no best epoch; final train %s %.4f, test "
              "%s %.4f; median epoch %.2f ms", acc, r->final_train_acc, acc, r->final_test_acc,
              r->median_epoch_s * 1e3);
-  return rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start, cache, last, outcome);
+  return rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start, cache, last, outcome,
+                            &ranks);
 }
 
 int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
                      const struct rt_config *cfg, const struct rt_checkpoint *resume,
                      struct rt_result *res) {
   int st = CG_OK;
+  const int E = cfg->epochs;
+  int last = E; /* the last epoch the run reaches */
   struct train_run t;
   memset(&t, 0, sizeof t);
   t.be = be;
@@ -292,11 +351,16 @@ int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct c
   }
   TRY_GOTO(train_setup(&t), done);
   if (resume)
-    TRY_GOTO(rt_checkpoint_restore(resume, cfg->resume_path, t.m, loc, cfg, &t.r, &t.tr, &t.e_done), done);
+    TRY_GOTO(rt_checkpoint_restore(resume, cfg->resume_path, t.m, loc, cfg, &t.r, &t.tr, &t.es, &t.e_done), done);
 
-  const int E = cfg->epochs;
   t.live = !cfg->quiet && cg_progress_effective_mode() == CG_PROGRESS_TTY;
-  if (t.live) cg_progress_begin(&t.pr, "training", E - t.e_done, "epochs"); /* this run's */
+  /* one place for the run's lines (core/progress.h): on a terminal one live line;
+   * otherwise a line every --log-every epochs, the first and the last */
+  if (cfg->quiet) t.pr.mode = CG_PROGRESS_OFF;
+  else {
+    cg_progress_begin(&t.pr, "training", E - t.e_done, "epochs"); /* this run's */
+    cg_progress_set_every(&t.pr, cfg->log_every > 0 ? cfg->log_every : rt_log_every_auto(E - t.e_done));
+  }
   train_stop = 0;
   train_active = 1;
   if (cg_watchdog_start(cfg->stall_timeout_s, "training") != CG_OK) { /* runs unwatched */
@@ -308,26 +372,62 @@ int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct c
     st = train_epoch(&t, e, &stop, &diverged);
     if (st < 0) {
       if (diverged) train_finish(&t, e, "diverged");
+      if (diverged) last = e;
       goto done;
     }
     if (stop) {
+      cg_progress_log_now(&t.pr);
       st = train_interrupted(cfg, e);
       train_finish(&t, e, "interrupted");
       goto done;
     }
+    if (t.es.stopped) { /* every rank: the validation loss is global */
+      last = e;
+      break;
+    }
   }
-  if (t.live) cg_progress_end(&t.pr);
-  TRY_GOTO(train_finish(&t, E, "completed"), done);
+  if (last < E) {
+    cg_progress_log_now(&t.pr);
+    t.pr.total = last - t.e_done; /* the run ends here: "done" counts what it did */
+    cg_progress_end(&t.pr);
+    LOG_INFO("train", "stopped early after epoch %d of %d: %s", last, E, rt_early_stop_describe(&t.es));
+    TRY_GOTO(train_finish(&t, last, "early_stopped"), done);
+  } else {
+    cg_progress_end(&t.pr);
+    TRY_GOTO(train_finish(&t, E, "completed"), done);
+  }
 
 done:
   cg_watchdog_stop();
   train_active = 0;
   if (t.live && st < 0) cg_progress_cancel(&t.pr);
+  int best_written = 0;
+  if (t.m && (st == CG_OK || st == CG_ERR_INTERRUPTED || last < E)) { /* however the run ended */
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", cg_err_msg());
+    const int prev = st;
+    const int bst = rt_best_keep_save(&t.bk, t.m, be, loc, t.ex, cfg, &t.r, &best_written);
+    if (bst != CG_OK && prev == CG_OK) st = bst;
+    else if (bst != CG_OK) {
+      LOG_WARN("train", "--save-best: %s", cg_err_msg());
+      cg_err_set(prev, "%s", msg);
+    }
+  }
+  const int metrics_records = t.metrics.records;
   st = rt_metrics_close(&t.metrics, st);
+  if (loc->rank == 0 && !cfg->quiet) {
+    const char *labels[3] = {"metrics", "checkpoint", "best weights"};
+    const char *paths[3] = {metrics_records > 0 && cfg->metrics_path ? cfg->metrics_path : NULL,
+                            t.ckpt_written ? cfg->checkpoint_path : NULL, best_written ? cfg->save_best_path : NULL};
+    cg_progress_files("training", labels, paths, 3);
+  }
+  rt_best_keep_free(&t.bk, t.m);
+  rt_early_stop_free(&t.es);
   rt_model_destroy(&t.m);
 #ifdef CAPGNN_HAVE_DIST
   rt_cache_track_destroy(&t.cache);
 #endif
+  rt_ranks_destroy(&t.ranks);
   cg_exchange_destroy(&t.watched);
   cg_free(t.epoch_s);
   cg_free(t.tmp);

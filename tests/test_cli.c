@@ -127,6 +127,10 @@ static void bad_options(void **state) {
   expect_error(2, (const char *const[]){"--input-dropout", "1", NULL});
   expect_error(2, (const char *const[]){"--input-dropout", "-0.5", NULL});
   expect_error(2, (const char *const[]){"--model", "foo", NULL});
+  expect_error(2, (const char *const[]){"--model", "gat", "--heads", "0", NULL});
+  expect_error(2, (const char *const[]){"--model", "gat", "--out-heads", "x", NULL});
+  expect_error(2, (const char *const[]){"--model", "gat", "--attn-dropout", "1", NULL});
+  expect_error(2, (const char *const[]){"--model", "gat", "--layernorm", NULL});
   expect_error(2, (const char *const[]){"--bogus", NULL});
   expect_error(2, (const char *const[]){"--epochs", "abc", NULL});
   expect_error(2, (const char *const[]){"--epochs", "0", NULL});

@@ -190,8 +190,9 @@ int main(int argc, char **argv) {
     CHECK(rc == 0, "`%s` exited %d:\n%s", cmd, rc, out ? out : "");
     if (k == 2 && out) {
       /* INFO lines from rank 0 only (the log prefix is [host:rank subsys]). */
-      CHECK(strstr(out, ":0 train] epoch") != NULL, "no epoch lines from rank 0:\n%s", out);
-      CHECK(strstr(out, ":1 train]") == NULL, "rank 1 wrote INFO lines:\n%s", out);
+      CHECK(strstr(out, ":0 progress] training") != NULL, "no epoch lines from rank 0:\n%s", out);
+      CHECK(strstr(out, ":1 train]") == NULL && strstr(out, ":1 progress]") == NULL, "rank 1 wrote INFO lines:\n%s",
+            out);
     }
     free(out);
     CHECK(read_metrics(path[k], &m[k]) == 0, "cannot read %s", path[k]);

@@ -1079,6 +1079,53 @@ static void test_gather_scatter(void **state) {
     }
 }
 
+/* ---------------------------------------------------------------- SGD */
+
+static void test_sgd(void **state) {
+  (void)state;
+  /* torch.optim.SGD, lr 0.1, weight decay 0.1; w = (1, -2, 0.5), gradients (0.1, -0.2, 0)
+   * then (-0.3, 0.05, 0). By hand:
+   * Step 1: g' = g + 0.1 w = (0.2, -0.4, 0.05); momentum 0.9: buf = g' (buf starts at 0);
+   *   w = w - 0.1 buf = (0.98, -1.96, 0.495) (the same without momentum).
+   * Step 2: g' = (-0.3 + 0.098, 0.05 - 0.196, 0.0495) = (-0.202, -0.146, 0.0495);
+   *   momentum: buf = 0.9 (0.2, -0.4, 0.05) + g' = (-0.022, -0.506, 0.0945),
+   *   w = (0.9822, -1.9094, 0.48555); without: w = w - 0.1 g' = (1.0002, -1.9454, 0.49005). */
+  const float g1[3] = {0.1f, -0.2f, 0.0f}, g2[3] = {-0.3f, 0.05f, 0.0f};
+  const double w1[3] = {0.98, -1.96, 0.495}, b1[3] = {0.2, -0.4, 0.05};
+  const double w2m[3] = {0.9822, -1.9094, 0.48555}, b2m[3] = {-0.022, -0.506, 0.0945};
+  const double w2p[3] = {1.0002, -1.9454, 0.49005}, zero[3] = {0.0, 0.0, 0.0};
+  for (int mom = 0; mom < 2; mom++) {
+    const struct cg_sgd_params p = {0.1f, mom ? 0.9f : 0.0f, 0.1f};
+    float w[3] = {1.0f, -2.0f, 0.5f}, b[3] = {0};
+    be2->sgd(be2, w, g1, b, 3, &p);
+    assert_true(tu_close("sgd w step 1", w, w1, 3, 1e-6, 1e-6));
+    assert_true(tu_close("sgd buf step 1", b, mom ? b1 : zero, 3, 1e-7, 1e-6));
+    be2->sgd(be2, w, g2, b, 3, &p);
+    assert_true(tu_close("sgd w step 2", w, mom ? w2m : w2p, 3, 1e-6, 1e-6));
+    assert_true(tu_close("sgd buf step 2", b, mom ? b2m : zero, 3, 1e-7, 1e-5));
+  }
+  /* a long vector takes the parallel path and matches the 1-thread result bit for bit */
+  const int64_t n = 100000;
+  float *wa = fbuf(n), *wb = fbuf(n), *g = fbuf(n), *ba = fbuf(n), *bb = fbuf(n);
+  for (int64_t i = 0; i < n; i++) {
+    wa[i] = wb[i] = (float)(i % 97) * 0.01f - 0.5f;
+    g[i] = (float)(i % 13) * 0.1f - 0.6f;
+    ba[i] = bb[i] = 0.0f;
+  }
+  const struct cg_sgd_params p = {0.05f, 0.9f, 5e-4f};
+  for (int t = 0; t < 3; t++) {
+    be1->sgd(be1, wa, g, ba, n, &p);
+    be2->sgd(be2, wb, g, bb, n, &p);
+  }
+  assert_memory_equal(wa, wb, (size_t)n * sizeof(float));
+  assert_memory_equal(ba, bb, (size_t)n * sizeof(float));
+  cg_free(wa);
+  cg_free(wb);
+  cg_free(g);
+  cg_free(ba);
+  cg_free(bb);
+}
+
 /* ---------------------------------------------------------------- Adam */
 
 static void test_adam(void **state) {
@@ -1180,6 +1227,7 @@ int main(void) {
       cmocka_unit_test(test_bce),
       cmocka_unit_test(test_eval_counts),
       cmocka_unit_test(test_gather_scatter),
+      cmocka_unit_test(test_sgd),
       cmocka_unit_test(test_adam),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -12,7 +12,9 @@
  *   This shows the kernel hands every element, with the right coefficients, to the
  *   shared update; nvcc's own contraction on the GPU is left to test_cuda_ops;
  * - both match the update written out in double (torch.optim.Adam / AdamW) within
- *   |x - ref| <= atol + rtol |ref|, worst error printed. */
+ *   |x - ref| <= atol + rtol |ref|, worst error printed.
+ * The SGD kernel (core/sgd.h's cg_sgd_update) likewise, with and without momentum and
+ * weight decay, against torch.optim.SGD written out in double. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,6 +34,7 @@ extern "C" {
 }
 
 #include "core/adam.h"
+#include "core/sgd.h"
 #include "core/ops.h"
 #include "cuda/elementwise.cu"
 
@@ -164,9 +167,70 @@ void test_adam_kernel_emulated(void **state) {
   cg_backend_destroy(&be);
 }
 
+/* torch.optim.SGD in double (momentum, no dampening), from the parameters. */
+void sgd_ref_step(std::vector<double> &w, std::vector<double> &buf, std::vector<double> &ba,
+                  const std::vector<float> &g, const cg_sgd_params &p) {
+  for (size_t i = 0; i < w.size(); i++) {
+    const double gi = (double)g[i] + (double)p.weight_decay * w[i];
+    if (p.momentum != 0.0f) {
+      buf[i] = (double)p.momentum * buf[i] + gi;
+      ba[i] = (double)p.momentum * ba[i] + fabs(gi);
+      w[i] -= (double)p.lr * buf[i];
+    } else {
+      w[i] -= (double)p.lr * gi;
+    }
+  }
+}
+
+void run_sgd_case(cg_backend *be, const char *label, const cg_sgd_params &p, int64_t n, unsigned grid,
+                  unsigned threads) {
+  std::vector<float> w(n), b(n, 0.0f), g(n);
+  for (int64_t i = 0; i < n; i++) w[i] = (float)unif(-1.0, 1.0);
+  std::vector<float> wk = w, bk = b;
+  std::vector<double> rw(w.begin(), w.end()), rb(n, 0.0), ra(n, 0.0);
+  double worst = 0.0;
+  int64_t ulps = 0;
+  for (int64_t t = 1; t <= 6; t++) {
+    for (int64_t i = 0; i < n; i++) {
+      const int k = (int)(i % 5);
+      g[i] = k == 0 ? 0.0f : (float)(unif(-1.0, 1.0) * (k == 1 ? 1e-5 : k == 2 ? 1e2 : 1.0));
+    }
+    be->sgd(be, w.data(), g.data(), b.data(), n, &p);
+    emu_launch(grid, threads, sgd_kernel, wk.data(), (const float *)g.data(), bk.data(), n, p);
+    sgd_ref_step(rw, rb, ra, g, p);
+    ulps = std::max(ulps, std::max(max_ulps(w, wk), max_ulps(b, bk)));
+    for (int side = 0; side < 2; side++) {
+      const std::vector<float> &ww = side ? wk : w, &bb = side ? bk : b;
+      /* w moves by up to lr * |buf| (~1e2 x 0.05): its rounding scales with that */
+      worst = std::max(worst, worst_ratio("w", ww, rw, &ra, 1e-6, 1e-5));
+      if (p.momentum != 0.0f) worst = std::max(worst, worst_ratio("buf", bb, rb, &ra, 1e-9, 1e-5));
+    }
+  }
+  if (p.momentum == 0.0f) /* the buffer is not touched without momentum */
+    for (int64_t i = 0; i < n; i++) assert_true(b[i] == 0.0f && bk[i] == 0.0f);
+  printf("%s, n=%lld, grid %u x %u: kernel vs CPU backend at most %lld ulp (allowed %lld); "
+         "worst error %.3f of the tolerance vs the double reference\n",
+         label, (long long)n, grid, threads, (long long)ulps, (long long)kMaxUlps, worst);
+  assert_true(ulps <= kMaxUlps);
+  assert_true(worst <= 1.0);
+}
+
+void test_sgd_kernel_emulated(void **state) {
+  (void)state;
+  cg_backend *be = nullptr;
+  assert_int_equal(cg_backend_cpu_create(2, &be), 0);
+  const cg_sgd_params mom = {0.05f, 0.9f, 5e-4f}, plain = {0.1f, 0.0f, 0.0f}, decay = {0.01f, 0.0f, 1e-2f};
+  run_sgd_case(be, "sgd (momentum 0.9, L2)", mom, 1000, 3, 64);
+  run_sgd_case(be, "sgd (plain)", plain, 1000, 3, 64);
+  run_sgd_case(be, "sgd (L2, no momentum)", decay, 777, grid_for(777), kThreads);
+  run_sgd_case(be, "sgd (momentum 0.9, L2)", mom, 20011, 4, 64);
+  cg_backend_destroy(&be);
+}
+
 } // namespace
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_adam_kernel_emulated)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_adam_kernel_emulated),
+                                     cmocka_unit_test(test_sgd_kernel_emulated)};
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -977,6 +977,30 @@ static void test_adam(void **state) {
   }
 }
 
+/* SGD (core/sgd.h) on the GPU against the CPU backend, with and without momentum. */
+static void test_sgd(void **state) {
+  (void)state;
+  const int64_t n = 10007;
+  for (int mom = 0; mom < 2; mom++) {
+    struct cg_sgd_params p = {5e-2f, mom ? 0.9f : 0.0f, 5e-4f};
+    float *w = frand(n, -1, 1), *zero = hbuf((size_t)n * 4);
+    struct both W = up2(w, (size_t)n * 4), B = up2(zero, (size_t)n * 4);
+    struct both G = up2(NULL, (size_t)n * 4);
+    for (int64_t t = 1; t <= 5; t++) {
+      float *g = frand(n, -1, 1);
+      assert_int_equal(cpu->upload(cpu, G.c, g, G.bytes), CG_OK);
+      assert_int_equal(gpu->upload(gpu, G.g, g, G.bytes), CG_OK);
+      cpu->sgd(cpu, W.c, G.c, B.c, n, &p);
+      gpu->sgd(gpu, W.g, G.g, B.g, n, &p);
+      free(g);
+    }
+    cmp2(mom ? "sgd momentum w (5 steps)" : "sgd w (5 steps)", &W, n, NULL, 1e-6, 1e-5);
+    cmp2(mom ? "sgd momentum buf" : "sgd buf (untouched)", &B, n, NULL, 1e-7, 1e-5);
+    free2(&W); free2(&B); free2(&G);
+    free(w); free(zero);
+  }
+}
+
 static void test_halo_rows(void **state) {
   (void)state;
   const int64_t rows = 100, cols = 33, n = 250;
@@ -1011,7 +1035,7 @@ int main(void) {
       cmocka_unit_test(test_bias),          cmocka_unit_test(test_relu),
       cmocka_unit_test(test_dropout),       cmocka_unit_test(test_layernorm),
       cmocka_unit_test(test_losses),        cmocka_unit_test(test_eval_counts),
-      cmocka_unit_test(test_adam),          cmocka_unit_test(test_halo_rows),
+      cmocka_unit_test(test_adam),          cmocka_unit_test(test_sgd),          cmocka_unit_test(test_halo_rows),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

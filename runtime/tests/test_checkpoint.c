@@ -57,6 +57,8 @@ static unsigned char *slurp(const char *p, size_t *n) {
 
 static void same_double(double a, double b) { assert_true((isnan(a) && isnan(b)) || a == b); }
 
+static void expect_resume_error(struct rt_config *cfg, int code, const char *needle);
+
 /* 12 epochs straight against 5 (checkpoints after 2, 4 and 5) then resumed to 12. */
 static void resume_case(const struct rt_config *base, const char *label) {
   char full[256], half[256], resumed[256];
@@ -119,6 +121,77 @@ static void test_resume_is_bit_exact(void **state) {
   cfg.device = "cpu";
   cfg.quiet = 1;
   resume_case(&cfg, "gcn defaults, eval every 4");
+  /* SGD with momentum (its buffer travels where Adam's first moment does), a step
+   * schedule with warm-up, and the window rule's state (it must not fire: the run goes
+   * to 12 either way, the state must only travel) */
+  base_config(&cfg);
+  cfg.optimizer = RT_OPT_SGD;
+  cfg.momentum = 0.9f;
+  cfg.lr = 0.05f;
+  cfg.lr_schedule = RT_LR_STEP;
+  cfg.lr_step_size = 3;
+  cfg.lr_gamma = 0.5f;
+  cfg.lr_warmup = 2;
+  cfg.eval_every = 1;
+  cfg.early_stop = 200;
+  cfg.early_stop_rule = RT_ES_WINDOW;
+  resume_case(&cfg, "sgd momentum, step schedule, warm-up, window early stop");
+  /* a cosine schedule spans --lr-epochs (12), so the 5-epoch run follows the 12-epoch
+   * curve and the resumed run continues it */
+  rt_config_defaults(&cfg);
+  cfg.epochs = 12;
+  cfg.lr_schedule = RT_LR_COSINE;
+  cfg.lr_epochs = 12;
+  cfg.early_stop = 3; /* patience: evaluations since the lowest loss travel too */
+  cfg.seed = 11;
+  cfg.threads = 2;
+  cfg.device = "cpu";
+  cfg.quiet = 1;
+  resume_case(&cfg, "adam, cosine over 12 epochs, patience 3");
+}
+
+/* An early-stopped run is resumed as what it is: the state says where the rule stood,
+ * so the same rule ends the resumed run at the same epoch as the uninterrupted one. */
+static void test_early_stop_resume(void **state) {
+  (void)state;
+  char full[256], half[256];
+  path(full, sizeof full, "es_full.ckpt");
+  path(half, sizeof half, "es_half.ckpt");
+  struct rt_config cfg;
+  base_config(&cfg);
+  cfg.epochs = 200;
+  cfg.eval_every = 1;
+  cfg.lr = 0.05f;
+  cfg.dropout = 0.0f;
+  cfg.early_stop = 4;
+  cfg.checkpoint_path = full;
+  struct rt_result a, c;
+  assert_int_equal(rt_run(&cfg, &a), CG_OK);
+  assert_int_equal(a.stopped_early, 1);
+  const int stop = a.epochs_run;
+  assert_true(stop > 3);
+  /* stop 3 epochs before the rule fires, then resume */
+  cfg.epochs = stop - 3;
+  cfg.checkpoint_path = half;
+  assert_int_equal(rt_run(&cfg, NULL), CG_OK);
+  cfg.epochs = 200;
+  cfg.resume_path = half;
+  cfg.checkpoint_path = half;
+  assert_int_equal(rt_run(&cfg, &c), CG_OK);
+  assert_int_equal(c.stopped_early, 1);
+  assert_int_equal(c.epochs_run, stop);
+  for (int e = 0; e < stop; e++) assert_true(c.loss[e] == a.loss[e]);
+  struct rt_checkpoint ck;
+  assert_int_equal(rt_checkpoint_read(half, &ck), CG_OK);
+  assert_int_equal(ck.stopped_early, 1);
+  assert_int_equal(ck.epoch, stop);
+  rt_checkpoint_free(&ck);
+  /* resuming a run its rule stopped is refused while the same rule is asked for */
+  expect_resume_error(&cfg, CG_ERR_ARG, "stopped early at epoch");
+  printf("  early stop at epoch %d: the same after %d + resume; a resume of the stopped run is refused\n", stop,
+         stop - 3);
+  rt_result_free(&a);
+  rt_result_free(&c);
 }
 
 static void expect_resume_error(struct rt_config *cfg, int code, const char *needle) {
@@ -331,6 +404,7 @@ int main(void) {
     return 1;
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_resume_is_bit_exact),
+                                     cmocka_unit_test(test_early_stop_resume),
                                      cmocka_unit_test(test_mismatch_and_damage),
                                      cmocka_unit_test(test_write_failure),
                                      cmocka_unit_test(test_header_doubles_exact)};

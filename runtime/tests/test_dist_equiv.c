@@ -6,8 +6,8 @@
  * whole graph, rt_local_from_graph, no exchange), then the distributed run
  * (rt_dist_create + rt_dist_bind), both on the CPU backend with 1 thread, and
  * compares: per-epoch training loss (dropout 0.5 on) within 1e-5 relative, final
- * parameters within 1e-4 + 1e-4 |ref|, train/val/test accuracy equal. Cases: GCN and
- * GraphSAGE, 2 and 3 layers, METIS and random partitions, on Cora (when present) and
+ * parameters within 1e-4 + 1e-4 |ref|, train/val/test accuracy equal. Cases: GCN,
+ * GraphSAGE and GAT (3 heads, 2 averaged output heads, attention dropout on), 2 and 3 layers, METIS and random partitions, on Cora (when present) and
  * synth:small, two of them without dropout on the input features (layer 0's Â·X
  * computed once at set-up), and two with the CPU SpMM's tiled layout forced on a
  * dense synthetic graph. Also checked per case: each rank holds only its inner + halo feature
@@ -58,6 +58,7 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "mpi/comm.h"
+#include "rapa/balance.h"
 #include "runtime/dist.h"
 #include "runtime/runtime.h"
 
@@ -214,7 +215,11 @@ static void run_model(struct cg_backend *be, const struct rt_local *loc, struct 
   o->widths_sum = 0;
   for (int l = 1; l < cfg->layers; l++) {
     const int64_t fin = cfg->hidden, fout = l == cfg->layers - 1 ? loc->num_classes : cfg->hidden;
-    o->widths_sum += rt_model_layer_transform_first(m, l) ? fout : fin;
+    if (cfg->model == RT_MODEL_GAT) /* T's rows: heads x (width + the source term) */
+      o->widths_sum += l == cfg->layers - 1 ? cfg->out_heads * (loc->num_classes + 1)
+                                            : cfg->heads * (cfg->hidden + 1);
+    else
+      o->widths_sum += rt_model_layer_transform_first(m, l) ? fout : fin;
   }
   rt_model_destroy(&m);
 }
@@ -242,7 +247,15 @@ static void same_bits(const struct run_out *a, const struct run_out *b, const ch
 /* Who owns which vertex: the partitioner (rt_dist_create), or an owner array given
  * to rt_dist_create_from_graph: v mod P (every vertex's neighbours scattered), or
  * v mod (P - 1) (the last rank owns nothing: no inner row, no halo, no peer). */
-enum owners { OWN_PARTITIONER = 0, OWN_MOD_P = 1, OWN_LAST_EMPTY = 2 };
+enum owners { OWN_PARTITIONER = 0, OWN_MOD_P = 1, OWN_LAST_EMPTY = 2, OWN_RAPA = 3, OWN_RAPA_PRUNE = 4 };
+
+/* OWN_RAPA: --partition rapa (capability-weighted METIS) with rank r's rates those of a
+ * device of speed g_speeds[P][r] (given, so that the split does not depend on what a
+ * shared machine measures), so the parts are far from equal. OWN_RAPA_PRUNE: the same
+ * with halo pruning (--prune-halo 0.001, approximate): the reference is then one rank
+ * trained on the pruned graph as rank 0 wrote it (a .cgr), which the P ranks must
+ * equal like any other graph. */
+static const double g_speeds[5][4] = {{1}, {1}, {1, 0.33}, {1, 0.5, 0.25}, {1, 0.5, 0.25, 0.25}};
 
 struct tcase {
   const char *graph; /* filled at run time for cora */
@@ -269,6 +282,22 @@ static struct {
   int64_t nparams;
 } g_plain;
 
+/* The 1-rank reference: the whole graph, no exchange, CPU backend, 1 thread. */
+static void reference(const struct rt_config *cfg, struct run_out *ref) {
+  struct graph g;
+  struct rt_local loc;
+  struct cg_backend *be = NULL;
+  memset(&g, 0, sizeof g);
+  OK(graph_open(cfg->graph, &g));
+  if (cfg->feat_norm_row) graph_feat_rownorm(&g);
+  OK(rt_local_from_graph(&g, cfg->model, &loc));
+  graph_free(&g);
+  OK(cg_backend_cpu_create(1, &be));
+  run_model(be, &loc, NULL, cfg, ref);
+  cg_backend_destroy(&be);
+  rt_local_free(&loc);
+}
+
 static void run_case(const struct tcase *tc) {
   const int rank = comm_rank(g_comm), P = comm_size(g_comm);
   struct rt_config cfg;
@@ -279,6 +308,12 @@ static void run_case(const struct tcase *tc) {
   cfg.layers = tc->layers;
   cfg.hidden = 16;
   cfg.dropout = 0.5f;
+  if (tc->model == RT_MODEL_GAT) { /* 3 heads of 4 (concatenated), 2 output heads (averaged);
+                                      attention dropout 0.5 (as --dropout) */
+    cfg.hidden = 4;
+    cfg.heads = 3;
+    cfg.out_heads = 2;
+  }
   if (tc->features_kept) cfg.input_dropout = 0.0f;
   cfg.epochs = 12;
   cfg.device = "cpu";
@@ -291,23 +326,20 @@ static void run_case(const struct tcase *tc) {
     setenv("CAPGNN_CPU_SPMM_TILE", "16", 1);
   }
 
-  /* ---- the 1-rank reference, computed by every rank ---- */
+  /* ---- the 1-rank reference, computed by every rank (after the distributed set-up when
+   * it trains the graph that set-up pruned) ---- */
   struct run_out ref, dist;
   memset(&ref, 0, sizeof ref);
   memset(&dist, 0, sizeof dist);
-  {
-    struct graph g;
-    struct rt_local loc;
-    struct cg_backend *be = NULL;
-    memset(&g, 0, sizeof g);
-    OK(graph_open(cfg.graph, &g));
-    if (cfg.feat_norm_row) graph_feat_rownorm(&g);
-    OK(rt_local_from_graph(&g, cfg.model, &loc));
-    graph_free(&g);
-    OK(cg_backend_cpu_create(1, &be));
-    run_model(be, &loc, NULL, &cfg, &ref);
-    cg_backend_destroy(&be);
-    rt_local_free(&loc);
+  char pruned_path[256] = "";
+  if (tc->owners == OWN_RAPA_PRUNE) {
+    const char *tag = strrchr(tc->graph, '/') ? strrchr(tc->graph, '/') + 1 : tc->graph;
+    snprintf(pruned_path, sizeof pruned_path, "prune_equiv_%.40s_%s_L%d_P%d.cgr", tag, rt_model_kind_str(tc->model),
+             tc->layers, P);
+    for (char *q = pruned_path; *q; q++)
+      if (*q == ':' || *q == '=' || *q == ',') *q = '_';
+  } else {
+    reference(&cfg, &ref);
   }
 
   /* ---- the distributed run ---- */
@@ -321,6 +353,41 @@ static void run_case(const struct tcase *tc) {
   const char *how = part_method_name(tc->method);
   if (tc->owners == OWN_PARTITIONER) {
     OK(rt_dist_create(g_comm, &cfg, &o, &d));
+  } else if (tc->owners == OWN_RAPA || tc->owners == OWN_RAPA_PRUNE) {
+    struct rapa_rates rates[RAPA_MAX_RANKS];
+    for (int p = 0; p < P && p < RAPA_MAX_RANKS; p++) {
+      const double f = P <= 4 ? g_speeds[P][p] : 1.0;
+      rates[p] = (struct rapa_rates){5e10 * f, 5e9 * f, 2e10 * f, 3e8 * f, 3e-7 / f, 0, 0, 0};
+    }
+    o.rapa = 1;
+    o.rapa_rates = rates;
+    if (tc->owners == OWN_RAPA_PRUNE) {
+      o.prune_eps = 1e-3;
+      o.prune_write = pruned_path;
+    }
+    OK(rt_dist_create(g_comm, &cfg, &o, &d));
+    how = tc->owners == OWN_RAPA ? "rapa" : "pruned";
+    if (tc->owners == OWN_RAPA_PRUNE) { /* the reference trains the written pruned graph */
+      const struct rt_prediction *pr = rt_dist_local(d)->pred;
+      if (P > 1 && P <= 4)
+        CHECK(pr->pruned_edges > 0 && pr->pruned_edges <= pr->cut_edges, "pruning removed %lld of %lld cut edges",
+              (long long)pr->pruned_edges, (long long)pr->cut_edges);
+      if (P == 1) CHECK(pr->pruned_edges == 0, "one rank pruned %lld edges", (long long)pr->pruned_edges);
+      if (rank == 0)
+        printf("  pruned %lld of %lld cut edges (%lld halo vertices): the reference trains %s\n",
+               (long long)pr->pruned_edges, (long long)pr->cut_edges, (long long)pr->pruned_vertices, pruned_path);
+      struct rt_config rc = cfg;
+      rc.graph = pruned_path;
+      rc.feat_norm_row = 0; /* the written features are the normalised ones */
+      reference(&rc, &ref);
+    }
+    const struct rt_local *l = rt_dist_local(d);
+    CHECK(l->pred != NULL && l->pred->nranks == P, "no prediction from --partition rapa");
+    int64_t first_last[2] = {rank == 0 ? l->n_inner : 0, rank == P - 1 ? l->n_inner : 0};
+    OK(comm_allreduce_i64(g_comm, first_last, 2, COMM_SUM));
+    if (P > 1 && P <= 4)
+      CHECK(first_last[0] > first_last[1], "rank 0 (speed 1) owns %lld rows, rank %d (speed %g) %lld: not weighted",
+            (long long)first_last[0], P - 1, g_speeds[P][P - 1], (long long)first_last[1]);
   } else {
     struct graph g;
     memset(&g, 0, sizeof g);
@@ -582,6 +649,7 @@ static int run_cache_cases(void) {
   const struct tcase cases[] = {
       {"synth:small", 0, RT_MODEL_GCN, 3, PART_METIS, OWN_PARTITIONER, 0, 0},
       {"synth:small", 0, RT_MODEL_SAGE, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0},
+      {"synth:small", 0, RT_MODEL_GAT, 3, PART_METIS, OWN_PARTITIONER, 0, 0},
   };
   const enum jaca_policy pols[] = {JACA_POLICY_JACA, JACA_POLICY_LRU, JACA_POLICY_FIFO};
   const double caps[] = {1.0, 0.1};
@@ -626,7 +694,7 @@ static int run_cache_cases(void) {
  * cases), or nothing for cora and synth. */
 int main(int argc, char **argv) {
   OK(comm_init(&argc, &argv, &g_comm));
-  cg_log_set_level(CG_LOG_WARN);
+  if (!getenv("CAPGNN_LOG_LEVEL")) cg_log_set_level(CG_LOG_WARN);
   const char *which = argc > 1 ? argv[1] : "all";
   CHECK(!strcmp(which, "all") || !strcmp(which, "cora") || !strcmp(which, "synth") || !strcmp(which, "cache"),
         "argument '%s': expected cora, synth, cache or nothing", which);
@@ -669,6 +737,23 @@ int main(int argc, char **argv) {
        * log), so that both the tiles and the far part run */
       {dense, 0, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 1},
       {dense, 0, RT_MODEL_SAGE, 3, PART_RANDOM, OWN_PARTITIONER, 1, 1},
+      /* GAT (issue #19): attention over each vertex's in-edges on its owner, the halo
+       * rows of W h and their source terms exchanged, attention dropout keyed by the
+       * global edge; both dropouts on, or none on the input features */
+      {cora, 1, RT_MODEL_GAT, 2, PART_METIS, OWN_PARTITIONER, 0, 0},
+      {cora, 1, RT_MODEL_GAT, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0},
+      {"synth:small", 0, RT_MODEL_GAT, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0},
+      {"synth:small", 0, RT_MODEL_GAT, 3, PART_METIS, OWN_PARTITIONER, 1, 0},
+      {"synth:small", 0, RT_MODEL_GAT, 3, PART_METIS, OWN_MOD_P, 0, 0},
+      {"synth:small", 0, RT_MODEL_GAT, 2, PART_RANDOM, OWN_LAST_EMPTY, 0, 0},
+      /* --partition rapa: capability-weighted METIS on ranks of emulated speeds (exact) */
+      {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_RAPA, 0, 0},
+      {cora, 1, RT_MODEL_SAGE, 3, PART_METIS, OWN_RAPA, 0, 0},
+      {"synth:small", 0, RT_MODEL_GCN, 3, PART_METIS, OWN_RAPA, 0, 0},
+      {"synth:small", 0, RT_MODEL_SAGE, 2, PART_METIS, OWN_RAPA, 1, 0},
+      /* ... with halo pruning: P ranks equal one rank on the pruned graph */
+      {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_RAPA_PRUNE, 0, 0},
+      {"synth:small", 0, RT_MODEL_SAGE, 3, PART_METIS, OWN_RAPA_PRUNE, 0, 0},
   };
   int ran = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -1,7 +1,8 @@
 /* runtime/tests/test_gpu_overlap.c — partition-parallel training on the CUDA backend
  * with the halo exchange overlapped (issue #14), under mpiexec -n P.
  *
- * Per model (GCN 3 layers, GraphSAGE 2 layers; synth:small, hidden 32, dropout 0.5, 8
+ * Per model (GCN 3 layers, GraphSAGE 2 layers, GAT 3 layers of 4 heads x 8 with 2 averaged
+ * output heads and attention dropout; synth:small, hidden 32, dropout 0.5, 8
  * epochs) and per communication path (auto: NCCL when every rank has a GPU of its own,
  * else CUDA-aware MPI or pinned staging; then mpi-staged forced):
  *  - overlap on and off give the same bits: every epoch's loss, the first step's
@@ -116,15 +117,20 @@ int main(int argc, char **argv) {
   struct cg_backend *cpu = NULL, *gpu = NULL;
   OK(cg_backend_cpu_create(1, &cpu));
   OK(rt_backend_open_ordinal("cuda", 0, 0, ordinal, &gpu));
-  const enum rt_model_kind kinds[2] = {RT_MODEL_GCN, RT_MODEL_SAGE};
-  const int layers[2] = {3, 2};
-  for (int k = 0; k < 2; k++) {
+  const enum rt_model_kind kinds[3] = {RT_MODEL_GCN, RT_MODEL_SAGE, RT_MODEL_GAT};
+  const int layers[3] = {3, 2, 3};
+  for (int k = 0; k < 3; k++) {
     struct rt_config cfg;
     rt_config_defaults(&cfg);
     cfg.graph = "synth:small";
     cfg.model = kinds[k];
     cfg.layers = layers[k];
     cfg.hidden = 32;
+    if (cfg.model == RT_MODEL_GAT) {
+      cfg.hidden = 8;
+      cfg.heads = 4;
+      cfg.out_heads = 2;
+    }
     cfg.dropout = 0.5f;
     cfg.epochs = EPOCHS;
     cfg.quiet = 1;

@@ -1,0 +1,147 @@
+/* core/cpu_attn.c — the CPU backend's graph attention ops (core/ops.h, "graph
+ * attention"): loops over core/attn.h's elements, the CUDA kernels' own arithmetic.
+ *
+ * Every output element is computed by one thread, summing in a fixed order (a row's
+ * edges in CSR order, a column's edges through the transpose in increasing edge
+ * number), so the results do not depend on the thread count. Sums over a column's
+ * edges (the gradients of source rows) read the transpose instead of scattering:
+ * no atomics, no races. */
+#include <math.h>
+#include <omp.h>
+
+#include "core/attn.h"
+#include "core/cpu_attn_internal.h"
+#include "core/fatal.h"
+
+#define ATTN_PAR_MIN 4096 /* below this much work, one thread */
+
+#define ATTN_REQUIRE(cond, ...)                                                             \
+  do {                                                                                      \
+    if (!(cond)) cg_fatal("core", __FILE__, __LINE__, "cpu backend: " #cond, __VA_ARGS__);  \
+  } while (0)
+
+static int nt_of(const struct cg_backend *be) { return cg_backend_cpu_threads(be); }
+
+static void cpu_edge_scores(struct cg_backend *be, const struct cg_edges *e, const float *el,
+                            int64_t lde, const float *er, int64_t ldr, int64_t heads, float slope,
+                            float *s) {
+  ATTN_REQUIRE(heads >= 1 && lde >= heads && ldr >= heads, "edge_scores: heads %lld, strides %lld %lld",
+               (long long)heads, (long long)lde, (long long)ldr);
+  const int64_t n = e->nrows * heads;
+#pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (e->nnz * heads >= ATTN_PAR_MIN)
+  for (int64_t i = 0; i < n; i++) cg_attn_scores_rh(e, el, lde, er, ldr, heads, slope, s, i / heads, i % heads);
+}
+
+static void cpu_edge_scores_bwd(struct cg_backend *be, const struct cg_edges *e, const float *s,
+                                const float *ds, int64_t heads, float slope, float *del, int64_t lde,
+                                float *der, int64_t ldr) {
+  ATTN_REQUIRE(heads >= 1 && lde >= heads && ldr >= heads,
+               "edge_scores_bwd: heads %lld, strides %lld %lld", (long long)heads, (long long)lde,
+               (long long)ldr);
+  const int nt = nt_of(be);
+  const int par = e->nnz * heads >= ATTN_PAR_MIN;
+  const int64_t nd = e->nrows * heads, ns = e->ncols * heads;
+#pragma omp parallel num_threads(nt) if (par)
+  {
+#pragma omp for schedule(static) nowait
+    for (int64_t i = 0; i < nd; i++)
+      cg_attn_scores_bwd_dst(e, s, ds, heads, slope, der, ldr, i / heads, i % heads);
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < ns; i++)
+      cg_attn_scores_bwd_src(e, s, ds, heads, slope, del, lde, i / heads, i % heads);
+  }
+}
+
+static void cpu_edge_softmax(struct cg_backend *be, const struct cg_edges *e, const float *s,
+                             int64_t heads, float *alpha) {
+  const int64_t n = e->nrows * heads;
+#pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (e->nnz * heads >= ATTN_PAR_MIN)
+  for (int64_t i = 0; i < n; i++) cg_attn_softmax_rh(e, s, heads, alpha, i / heads, i % heads);
+}
+
+static void cpu_edge_softmax_bwd(struct cg_backend *be, const struct cg_edges *e, const float *alpha,
+                                 const float *dalpha, int64_t heads, float *ds) {
+  const int64_t n = e->nrows * heads;
+#pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (e->nnz * heads >= ATTN_PAR_MIN)
+  for (int64_t i = 0; i < n; i++) cg_attn_softmax_bwd_rh(e, alpha, dalpha, heads, ds, i / heads, i % heads);
+}
+
+static void cpu_edge_dropout(struct cg_backend *be, const struct cg_edges *e, const float *in,
+                             float *out, int64_t heads, const int32_t *gid, float p,
+                             struct cg_dropout_key key) {
+  const int64_t n = e->nnz * heads;
+  if (p <= 0.0f) {
+    if (out != in)
+      for (int64_t i = 0; i < n; i++) out[i] = in[i];
+    return;
+  }
+  if (p >= 1.0f) {
+    for (int64_t i = 0; i < n; i++) out[i] = 0.0f;
+    return;
+  }
+  const float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (n >= ATTN_PAR_MIN)
+  for (int64_t r = 0; r < e->nrows; r++) {
+    const uint32_t dst = (uint32_t)gid[r];
+    for (int64_t k = e->rowptr[r]; k < e->rowptr[r + 1]; k++)
+      cg_attn_dropout_edge(in + k * heads, out + k * heads, heads, (uint32_t)gid[e->colidx[k]], dst, p,
+                           scale, key.seed, key.epoch, key.layer);
+  }
+}
+
+static void cpu_spmm_edge(struct cg_backend *be, const struct cg_edges *e, const float *alpha,
+                          int64_t heads, int64_t f, const float *x, int64_t ldx, float *y, int64_t ldy) {
+  const int64_t w = heads * f;
+  ATTN_REQUIRE(f >= 1 && ldx >= w && ldy >= w, "spmm_edge: width %lld x %lld, strides %lld %lld",
+               (long long)heads, (long long)f, (long long)ldx, (long long)ldy);
+#pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (e->nnz * w >= ATTN_PAR_MIN)
+  for (int64_t v = 0; v < e->nrows; v++)
+    for (int64_t c = 0; c < w; c++) y[v * ldy + c] = cg_attn_spmm_elem(e, alpha, heads, f, x, ldx, v, c);
+}
+
+static void cpu_spmm_edge_bwd_x(struct cg_backend *be, const struct cg_edges *e, const float *alpha,
+                                int64_t heads, int64_t f, const float *dy, int64_t lddy, float *dx,
+                                int64_t lddx) {
+  const int64_t w = heads * f;
+  ATTN_REQUIRE(f >= 1 && lddy >= w && lddx >= w, "spmm_edge_bwd_x: width %lld x %lld, strides %lld %lld",
+               (long long)heads, (long long)f, (long long)lddy, (long long)lddx);
+#pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (e->nnz * w >= ATTN_PAR_MIN)
+  for (int64_t u = 0; u < e->ncols; u++)
+    for (int64_t c = 0; c < w; c++)
+      dx[u * lddx + c] = cg_attn_spmm_bwd_x_elem(e, alpha, heads, f, dy, lddy, u, c);
+}
+
+static void cpu_spmm_edge_bwd_alpha(struct cg_backend *be, const struct cg_edges *e, int64_t heads,
+                                    int64_t f, const float *x, int64_t ldx, const float *dy,
+                                    int64_t lddy, float *dalpha) {
+  const int64_t w = heads * f;
+  ATTN_REQUIRE(f >= 1 && ldx >= w && lddy >= w, "spmm_edge_bwd_alpha: width %lld x %lld, strides %lld %lld",
+               (long long)heads, (long long)f, (long long)ldx, (long long)lddy);
+  const int64_t n = e->nrows * heads;
+#pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (e->nnz * w >= ATTN_PAR_MIN)
+  for (int64_t i = 0; i < n; i++)
+    cg_attn_spmm_bwd_alpha_rh(e, heads, f, x, ldx, dy, lddy, dalpha, i / heads, i % heads);
+}
+
+static void cpu_elu_fwd(struct cg_backend *be, const float *x, float *y, int64_t n) {
+#pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (n >= 16384)
+  for (int64_t i = 0; i < n; i++) y[i] = cg_elu(x[i]);
+}
+
+static void cpu_elu_bwd(struct cg_backend *be, const float *y, float *dy, int64_t n) {
+#pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (n >= 16384)
+  for (int64_t i = 0; i < n; i++) dy[i] = cg_elu_grad(y[i], dy[i]);
+}
+
+void cpu_attn_install(struct cg_backend *be) {
+  be->edge_scores = cpu_edge_scores;
+  be->edge_scores_bwd = cpu_edge_scores_bwd;
+  be->edge_softmax = cpu_edge_softmax;
+  be->edge_softmax_bwd = cpu_edge_softmax_bwd;
+  be->edge_dropout = cpu_edge_dropout;
+  be->spmm_edge = cpu_spmm_edge;
+  be->spmm_edge_bwd_x = cpu_spmm_edge_bwd_x;
+  be->spmm_edge_bwd_alpha = cpu_spmm_edge_bwd_alpha;
+  be->elu_fwd = cpu_elu_fwd;
+  be->elu_bwd = cpu_elu_bwd;
+}

@@ -1,0 +1,246 @@
+/* core/ops_emulate.c — forwarding backend that makes every op 1/speed times as long.
+ *
+ * Why the debt is paid at synchronisation points and not after each op: an op of a
+ * few microseconds would otherwise cost a sleep each (a system call and the timer's
+ * granularity), and the emulated slowdown would depend on the op count rather than on
+ * the work. Paying where the host waits for the device anyway puts every owed second
+ * inside the same timers (the runtime synchronises before reading a clock) and before
+ * every exchange (the model synchronises before it), so a peer waits for the slow rank
+ * exactly as it would for a slow device. Sleeping to an absolute deadline and carrying
+ * the oversleep as credit keeps the total right whatever the timer slack. */
+#define _GNU_SOURCE
+#include "ops_emulate.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "status.h"
+#include "timer.h"
+
+/* An oversleep is carried over as credit up to this much: beyond it (a sleeper woken
+ * late on a busy machine) the time is lost rather than repaid by skipping later waits,
+ * which would make whole stretches of ops run at full speed. */
+#define EMU_MAX_CREDIT_S 200e-6
+/* A debt below this waits for a later synchronisation: a sleep costs a system call and a
+ * wake-up that a busy machine delays by far more than a few microseconds, so ops of
+ * microseconds (small graphs) would otherwise be slowed by the sleeping, not by the
+ * speed. At most this much of a step's wait moves into the next step. */
+#define EMU_MIN_WAIT_S 100e-6
+
+struct emu {
+  struct cg_backend pub; /* first member: the wrapper is the backend */
+  struct cg_backend *in;
+  double speed, factor; /* factor = 1/speed - 1 */
+  double debt;          /* seconds still to wait (negative: credit from an oversleep) */
+  struct cg_emulate_counters c;
+};
+
+static struct emu *E(struct cg_backend *be) { return (struct emu *)be->impl; }
+
+static void emu_pay(struct emu *p) {
+  if (p->debt < EMU_MIN_WAIT_S) return;
+  const double t0 = cg_time_now();
+  struct timespec now, until;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  double s = (double)now.tv_sec + (double)now.tv_nsec * 1e-9 + p->debt;
+  until.tv_sec = (time_t)s;
+  until.tv_nsec = (long)((s - (double)until.tv_sec) * 1e9);
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
+  }
+  const double slept = cg_time_now() - t0;
+  p->debt -= slept;
+  if (p->debt < -EMU_MAX_CREDIT_S) p->debt = -EMU_MAX_CREDIT_S;
+  p->c.slept_s += slept;
+  p->c.waits++;
+}
+
+static double emu_begin(void) { return cg_time_now(); }
+static void emu_end(struct emu *p, double t0) {
+  p->in->sync(p->in);
+  const double dt = cg_time_now() - t0;
+  p->c.measured_s += dt;
+  p->c.owed_s += p->factor * dt;
+  p->debt += p->factor * dt;
+  p->c.ops++;
+}
+
+#define FWD(call)                   \
+  do {                              \
+    struct emu *p_ = E(be);         \
+    double t0_ = emu_begin();       \
+    call;                           \
+    emu_end(p_, t0_);               \
+  } while (0)
+/* ... and ops that hand a value to the host: the host waits for the device there */
+#define FWD_PAY(call) \
+  do {                \
+    FWD(call);        \
+    emu_pay(E(be));   \
+  } while (0)
+
+static void w_destroy(struct cg_backend *be) {
+  struct emu *p = E(be);
+  cg_backend_destroy(&p->in);
+  cg_free(p);
+}
+static int w_alloc(struct cg_backend *be, void **ptr, size_t bytes, const char *what) {
+  return E(be)->in->alloc(E(be)->in, ptr, bytes, what);
+}
+static void w_free(struct cg_backend *be, void *ptr) { E(be)->in->free(E(be)->in, ptr); }
+static int w_upload(struct cg_backend *be, void *d, const void *s, size_t n) {
+  int st;
+  FWD_PAY(st = p_->in->upload(p_->in, d, s, n));
+  return st;
+}
+static int w_download(struct cg_backend *be, void *d, const void *s, size_t n) {
+  int st;
+  FWD_PAY(st = p_->in->download(p_->in, d, s, n));
+  return st;
+}
+static void w_copy(struct cg_backend *be, void *d, const void *s, size_t n) { FWD(p_->in->copy(p_->in, d, s, n)); }
+static void w_sync(struct cg_backend *be) {
+  E(be)->in->sync(E(be)->in);
+  emu_pay(E(be));
+}
+static int w_mem_info(struct cg_backend *be, size_t *f, size_t *t) { return E(be)->in->mem_info(E(be)->in, f, t); }
+static void w_gemm(struct cg_backend *be, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  FWD(p_->in->gemm(p_->in, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+}
+static void w_fill(struct cg_backend *be, float *x, int64_t n, float v) { FWD(p_->in->fill(p_->in, x, n, v)); }
+static void w_axpy(struct cg_backend *be, int64_t n, float a, const float *x, float *y) {
+  FWD(p_->in->axpy(p_->in, n, a, x, y));
+}
+static void w_scale(struct cg_backend *be, int64_t n, float a, float *x) { FWD(p_->in->scale(p_->in, n, a, x)); }
+/* Sparse matrices are the inner backend's own: the wrapper hands them through. */
+static int w_spmat_create(struct cg_backend *be, const struct cg_csr *h, struct cg_spmat **out) {
+  return E(be)->in->spmat_create(E(be)->in, h, out);
+}
+static void w_spmat_destroy(struct cg_backend *be, struct cg_spmat *a) { E(be)->in->spmat_destroy(E(be)->in, a); }
+static void w_spmm(struct cg_backend *be, const struct cg_spmat *a, const float *x, int64_t ldx, float *y,
+                   int64_t ldy, int64_t f) {
+  FWD(p_->in->spmm(p_->in, a, x, ldx, y, ldy, f));
+}
+static void w_bias_add(struct cg_backend *be, float *y, const float *b, int64_t r, int64_t c) {
+  FWD(p_->in->bias_add(p_->in, y, b, r, c));
+}
+static void w_bias_grad(struct cg_backend *be, const float *dy, int64_t r, int64_t c, float *db) {
+  FWD(p_->in->bias_grad(p_->in, dy, r, c, db));
+}
+static void w_relu_fwd(struct cg_backend *be, const float *x, float *y, int64_t n) {
+  FWD(p_->in->relu_fwd(p_->in, x, y, n));
+}
+static void w_relu_bwd(struct cg_backend *be, const float *y, float *dy, int64_t n) {
+  FWD(p_->in->relu_bwd(p_->in, y, dy, n));
+}
+static void w_dropout(struct cg_backend *be, const float *in, float *out, int64_t r, int64_t c, const int32_t *gid,
+                      float pr, struct cg_dropout_key key) {
+  FWD(p_->in->dropout(p_->in, in, out, r, c, gid, pr, key));
+}
+static void w_ln_fwd(struct cg_backend *be, const float *x, int64_t r, int64_t c, const float *g, const float *b,
+                     float eps, float *y, float *mean, float *rstd) {
+  FWD(p_->in->layernorm_fwd(p_->in, x, r, c, g, b, eps, y, mean, rstd));
+}
+static void w_ln_bwd(struct cg_backend *be, const float *dy, const float *x, const float *mean, const float *rstd,
+                     const float *g, int64_t r, int64_t c, float *dx, float *dg, float *db) {
+  FWD(p_->in->layernorm_bwd(p_->in, dy, x, mean, rstd, g, r, c, dx, dg, db));
+}
+static void w_xent(struct cg_backend *be, const float *lg, int64_t r, int64_t c, const int32_t *lab,
+                   const int32_t *idx, int64_t n, float s, float *dl, double *loss) {
+  FWD_PAY(p_->in->xent(p_->in, lg, r, c, lab, idx, n, s, dl, loss));
+}
+static void w_bce(struct cg_backend *be, const float *lg, int64_t r, int64_t c, const uint8_t *lab,
+                  const int32_t *idx, int64_t n, float s, float *dl, double *loss) {
+  FWD_PAY(p_->in->bce(p_->in, lg, r, c, lab, idx, n, s, dl, loss));
+}
+static void w_eval(struct cg_backend *be, const float *lg, int64_t r, int64_t c, const int32_t *lab,
+                   const uint8_t *ml, const int32_t *idx, int64_t n, int64_t out[3]) {
+  FWD_PAY(p_->in->eval_counts(p_->in, lg, r, c, lab, ml, idx, n, out));
+}
+static void w_adam(struct cg_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
+                   const struct cg_adam_params *pa, int64_t t) {
+  FWD(p_->in->adam(p_->in, w, g, m, v, n, pa, t));
+}
+static void w_gather(struct cg_backend *be, const float *s, int64_t c, const int32_t *idx, int64_t n, float *d) {
+  FWD(p_->in->gather_rows(p_->in, s, c, idx, n, d));
+}
+static void w_scatter(struct cg_backend *be, const float *s, int64_t c, const int32_t *idx, int64_t n, float *d) {
+  FWD(p_->in->scatter_add_rows(p_->in, s, c, idx, n, d));
+}
+
+int cg_backend_emulate_wrap(struct cg_backend *inner, double speed, struct cg_backend **out) {
+  if (!inner || !out) return cg_err_set(CG_ERR_ARG, "cg_backend_emulate_wrap: no backend");
+  if (!(speed > 0.0 && speed <= 1.0))
+    return cg_err_set(CG_ERR_ARG, "emulated speed %g: expected a number in (0, 1]", speed);
+  struct emu *p = cg_calloc(1, sizeof *p, "emulating backend");
+  if (!p) return CG_ERR_NOMEM;
+  p->in = inner;
+  p->speed = speed;
+  p->factor = 1.0 / speed - 1.0;
+  /* short sleeps end close to their deadline (the default slack is 50 us) */
+  (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  struct cg_backend *b = &p->pub;
+  b->name = inner->name;
+  b->kind = inner->kind;
+  b->impl = p;
+  b->destroy = w_destroy;
+  b->alloc = w_alloc; b->free = w_free; b->upload = w_upload; b->download = w_download;
+  b->copy = w_copy; b->sync = w_sync; b->mem_info = w_mem_info;
+  b->gemm = w_gemm; b->fill = w_fill; b->axpy = w_axpy; b->scale = w_scale;
+  b->spmat_create = w_spmat_create; b->spmat_destroy = w_spmat_destroy; b->spmm = w_spmm;
+  b->bias_add = w_bias_add; b->bias_grad = w_bias_grad; b->relu_fwd = w_relu_fwd;
+  b->relu_bwd = w_relu_bwd; b->dropout = w_dropout; b->layernorm_fwd = w_ln_fwd;
+  b->layernorm_bwd = w_ln_bwd; b->xent = w_xent; b->bce = w_bce; b->eval_counts = w_eval;
+  b->adam = w_adam; b->gather_rows = w_gather; b->scatter_add_rows = w_scatter;
+  *out = b;
+  return CG_OK;
+}
+
+static int is_emu(const struct cg_backend *be) { return be && be->destroy == w_destroy; }
+
+struct cg_backend *cg_backend_emulate_inner(struct cg_backend *be) { return is_emu(be) ? E(be)->in : be; }
+const struct cg_backend *cg_backend_emulate_inner_const(const struct cg_backend *be) {
+  return is_emu(be) ? ((const struct emu *)be->impl)->in : be;
+}
+double cg_backend_emulate_speed(const struct cg_backend *be) {
+  return is_emu(be) ? ((const struct emu *)be->impl)->speed : 1.0;
+}
+void cg_emulate_get(const struct cg_backend *be, struct cg_emulate_counters *c) {
+  if (is_emu(be)) *c = ((const struct emu *)be->impl)->c;
+  else memset(c, 0, sizeof *c);
+}
+
+int cg_emulate_speed_parse(const char *spec, int rank, int nranks, double *speed) {
+  *speed = 1.0;
+  if (!spec || !spec[0]) return CG_OK;
+  int n = 0;
+  double mine = NAN, first = NAN;
+  const char *p = spec;
+  for (;;) {
+    char *end = NULL;
+    errno = 0;
+    const double v = strtod(p, &end);
+    if (end == p || errno || !(v > 0.0 && v <= 1.0) || (*end != ',' && *end != '\0'))
+      return cg_err_set(CG_ERR_ARG,
+                        "CAPGNN_EMULATE_SPEED='%s': value %d is not a speed in (0, 1] (expected one value or one "
+                        "per rank, comma-separated, e.g. 1,0.5,0.25,0.25)", spec, n + 1);
+    if (n == 0) first = v;
+    if (n == rank) mine = v;
+    n++;
+    if (*end == '\0') break;
+    p = end + 1;
+  }
+  if (n != 1 && n != nranks)
+    return cg_err_set(CG_ERR_ARG, "CAPGNN_EMULATE_SPEED='%s' has %d values but the job has %d rank%s: give one "
+                      "value for all ranks or one per rank", spec, n, nranks, nranks == 1 ? "" : "s");
+  *speed = n == 1 ? first : mine;
+  return CG_OK;
+}

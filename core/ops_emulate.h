@@ -1,0 +1,54 @@
+/* core/ops_emulate.h — a backend that emulates a slower device (tests, benchmarks).
+ *
+ * cg_backend_emulate_wrap() returns a backend whose every op forwards to `inner`,
+ * measures the op's wall time dt (the inner backend synchronised before and after,
+ * so that dt belongs to that op alone) and owes a wait of (1/speed - 1) x dt. The
+ * debt is paid (slept, not spun, so that other ranks sharing the cores can run) at the
+ * next point where the host waits for the device anyway: be->sync, and the ops that
+ * return values to the host (download, losses, evaluation counts). So every timer of
+ * the runtime, which synchronises before it reads the clock, sees each op 1/speed times
+ * as long, and the results are bit for bit those of `inner`. An oversleep is carried
+ * over as credit (up to 200 us), so the total wait follows the debt however coarse the
+ * sleeps are; a sleeper woken later than that (a busy machine) makes the rank slower
+ * than its speed, never faster. A debt under 100 us waits for a later synchronisation
+ * (at most that much of a step's wait moves into the next step).
+ *
+ * CAPGNN_EMULATE_SPEED=f0,f1,... names one speed per rank (rank r takes f_r, each in
+ * (0, 1]); a single value applies to every rank. Never on by default: the runtime logs
+ * it as emulation wherever it is used.
+ *
+ * The wrapper owns `inner`: destroying it destroys `inner`. */
+#ifndef CAPGNN_CORE_OPS_EMULATE_H
+#define CAPGNN_CORE_OPS_EMULATE_H
+
+#include "ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* speed in (0, 1]; CG_ERR_ARG otherwise. On success *out owns inner. */
+int cg_backend_emulate_wrap(struct cg_backend *inner, double speed, struct cg_backend **out);
+/* The backend an emulating wrapper forwards to; `be` itself for any other backend. */
+struct cg_backend *cg_backend_emulate_inner(struct cg_backend *be);
+const struct cg_backend *cg_backend_emulate_inner_const(const struct cg_backend *be);
+/* The speed of an emulating wrapper, 1 for any other backend. */
+double cg_backend_emulate_speed(const struct cg_backend *be);
+
+struct cg_emulate_counters {
+  double measured_s; /* sum of the ops' own times */
+  double owed_s;     /* (1/speed - 1) x measured_s */
+  double slept_s;    /* time spent in the waits so far (>= owed_s - the open debt) */
+  int64_t ops, waits;
+};
+void cg_emulate_get(const struct cg_backend *be, struct cg_emulate_counters *c);
+
+/* The speed of rank `rank` of `nranks` from the text of CAPGNN_EMULATE_SPEED (`spec`;
+ * NULL or empty: 1, no emulation). A list must have 1 or nranks values, each a number
+ * in (0, 1]; CG_ERR_ARG naming the variable and the bad value otherwise. */
+int cg_emulate_speed_parse(const char *spec, int rank, int nranks, double *speed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,538 @@
+/* core/tests/test_attn_ops.c — the CPU backend's graph attention ops (core/ops.h,
+ * core/attn.h): each forward and backward op against a naive reference in double,
+ * finite differences through the whole attention chain (scores -> softmax ->
+ * attention dropout -> per-edge SpMM -> ELU), the stable softmax on large scores,
+ * the dropout mask keyed by global (source, destination) ids whatever the local
+ * numbering, the edge transpose, and thread-count independence (bit for bit). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/attn.h"
+#include "core/csr.h"
+#include "core/ops.h"
+#include "core/philox.h"
+#include "core/status.h"
+#include "test_util.h"
+
+static struct cg_backend *be1, *be3; /* 1 and 3 threads */
+
+static float *fbuf(int64_t n) {
+  float *p = calloc((size_t)(n > 0 ? n : 1), sizeof(float));
+  assert_non_null(p);
+  return p;
+}
+static double *dbuf(int64_t n) {
+  double *p = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+  assert_non_null(p);
+  return p;
+}
+static void frand(struct tu_rng *r, float *x, int64_t n, double lo, double hi) {
+  for (int64_t i = 0; i < n; i++) x[i] = (float)tu_unif(r, lo, hi);
+}
+
+static int group_setup(void **state) {
+  (void)state;
+  return (cg_backend_cpu_create(1, &be1) || cg_backend_cpu_create(3, &be3)) ? -1 : 0;
+}
+static int group_teardown(void **state) {
+  (void)state;
+  cg_backend_destroy(&be1);
+  cg_backend_destroy(&be3);
+  return 0;
+}
+
+/* Random in-edge CSR: some rows empty, degrees up to maxdeg, distinct columns per row
+ * (a graph's edges), some columns without edges. */
+static void make_graph(struct cg_csr *a, int64_t nrows, int64_t ncols, int maxdeg, uint64_t seed) {
+  struct tu_rng rng = {seed};
+  int64_t *deg = calloc((size_t)nrows + 1, sizeof *deg);
+  assert_non_null(deg);
+  int64_t nnz = 0;
+  for (int64_t r = 0; r < nrows; r++) {
+    deg[r] = tu_unif(&rng, 0, 1) < 0.15 ? 0 : 1 + tu_int(&rng, maxdeg < ncols ? maxdeg : ncols);
+    nnz += deg[r];
+  }
+  assert_int_equal(cg_csr_alloc(a, nrows, ncols, nnz, 0), CG_OK);
+  for (int64_t r = 0; r < nrows; r++) a->rowptr[r + 1] = a->rowptr[r] + deg[r];
+  for (int64_t r = 0; r < nrows; r++)
+    for (int64_t k = a->rowptr[r]; k < a->rowptr[r + 1]; k++) {
+      int32_t c;
+      int dup;
+      do { /* distinct within the row */
+        c = (int32_t)tu_int(&rng, ncols);
+        dup = 0;
+        for (int64_t j = a->rowptr[r]; j < k; j++) dup |= a->colidx[j] == c;
+      } while (dup);
+      a->colidx[k] = c;
+    }
+  free(deg);
+}
+
+static int64_t row_of(const struct cg_csr *a, int64_t k) {
+  int64_t r = 0;
+  while (a->rowptr[r + 1] <= k) r++;
+  return r;
+}
+
+/* ---------------------------------------------------------------- references */
+
+static double leaky_d(double x, double slope) { return x > 0 ? x : slope * x; }
+
+static void ref_scores(const struct cg_csr *a, const float *el, int64_t lde, const float *er,
+                       int64_t ldr, int64_t H, double slope, double *s) {
+  for (int64_t r = 0; r < a->nrows; r++)
+    for (int64_t k = a->rowptr[r]; k < a->rowptr[r + 1]; k++)
+      for (int64_t h = 0; h < H; h++)
+        s[k * H + h] = leaky_d((double)el[a->colidx[k] * lde + h] + er[r * ldr + h], slope);
+}
+
+static void ref_softmax(const struct cg_csr *a, const float *s, int64_t H, double *alpha) {
+  for (int64_t r = 0; r < a->nrows; r++)
+    for (int64_t h = 0; h < H; h++) {
+      double sum = 0;
+      for (int64_t k = a->rowptr[r]; k < a->rowptr[r + 1]; k++) sum += exp((double)s[k * H + h]);
+      for (int64_t k = a->rowptr[r]; k < a->rowptr[r + 1]; k++)
+        alpha[k * H + h] = exp((double)s[k * H + h]) / sum;
+    }
+}
+
+static void ref_spmm(const struct cg_csr *a, const float *alpha, int64_t H, int64_t F,
+                     const float *x, int64_t ldx, double *y) {
+  for (int64_t v = 0; v < a->nrows; v++)
+    for (int64_t c = 0; c < H * F; c++) {
+      double acc = 0;
+      for (int64_t k = a->rowptr[v]; k < a->rowptr[v + 1]; k++)
+        acc += (double)alpha[k * H + c / F] * x[a->colidx[k] * ldx + c];
+      y[v * H * F + c] = acc;
+    }
+}
+
+/* ---------------------------------------------------------------- forward ops */
+
+static void test_forward(void **state) {
+  (void)state;
+  struct tu_rng rng = {11};
+  struct cg_csr a = {0};
+  const int64_t nr = 37, nc = 45, H = 3, F = 5, lde = H + 2, ldr = H + 1, ldx = H * F + 3;
+  make_graph(&a, nr, nc, 9, 5);
+  struct cg_edges e;
+  assert_int_equal(cg_edges_upload(be1, &a, &e), CG_OK);
+  const int64_t m = a.nnz;
+  float *el = fbuf(nc * lde), *er = fbuf(nr * ldr), *x = fbuf(nc * ldx), *s = fbuf(m * H),
+        *al = fbuf(m * H), *y = fbuf(nr * H * F);
+  double *rs = dbuf(m * H), *ra = dbuf(m * H), *ry = dbuf(nr * H * F);
+  frand(&rng, el, nc * lde, -2, 2);
+  frand(&rng, er, nr * ldr, -2, 2);
+  frand(&rng, x, nc * ldx, -1, 1);
+
+  be1->edge_scores(be1, &e, el, lde, er, ldr, H, 0.2f, s);
+  ref_scores(&a, el, lde, er, ldr, H, 0.2, rs);
+  assert_true(tu_close("edge_scores", s, rs, m * H, 1e-6, 1e-6));
+
+  be1->edge_softmax(be1, &e, s, H, al);
+  ref_softmax(&a, s, H, ra);
+  assert_true(tu_close("edge_softmax", al, ra, m * H, 1e-7, 1e-5));
+  /* in place */
+  memcpy(y, s, (size_t)(m * H) * sizeof(float));
+  be1->edge_softmax(be1, &e, y, H, y);
+  assert_memory_equal(y, al, (size_t)(m * H) * sizeof(float));
+
+  be1->spmm_edge(be1, &e, al, H, F, x, ldx, y, H * F);
+  ref_spmm(&a, al, H, F, x, ldx, ry);
+  assert_true(tu_close("spmm_edge", y, ry, nr * H * F, 1e-6, 1e-5));
+
+  float xe[6] = {-3.0f, -1.0f, -1e-4f, 0.0f, 0.5f, 4.0f}, ye[6];
+  double re[6];
+  for (int i = 0; i < 6; i++) re[i] = xe[i] > 0 ? xe[i] : expm1((double)xe[i]);
+  be1->elu_fwd(be1, xe, ye, 6);
+  assert_true(tu_close("elu_fwd", ye, re, 6, 1e-7, 1e-6));
+
+  free(el); free(er); free(x); free(s); free(al); free(y); free(rs); free(ra); free(ry);
+  cg_edges_free(be1, &e);
+  cg_csr_free(&a);
+}
+
+/* Softmax of scores in the thousands: the row maximum is subtracted, so nothing
+ * overflows; each row sums to 1; an empty row writes nothing. */
+static void test_softmax_stable(void **state) {
+  (void)state;
+  struct cg_csr a = {0};
+  assert_int_equal(cg_csr_alloc(&a, 3, 4, 5, 0), CG_OK);
+  const int64_t rp[4] = {0, 3, 3, 5};
+  const int32_t ci[5] = {0, 1, 2, 3, 0};
+  memcpy(a.rowptr, rp, sizeof rp);
+  memcpy(a.colidx, ci, sizeof ci);
+  struct cg_edges e;
+  assert_int_equal(cg_edges_upload(be1, &a, &e), CG_OK);
+  float s[5] = {1000.0f, 999.0f, -1000.0f, 88.0f, 89.0f}, al[5];
+  be1->edge_softmax(be1, &e, s, 1, al);
+  double ra[5] = {1.0 / (1.0 + exp(-1.0)), exp(-1.0) / (1.0 + exp(-1.0)), 0.0,
+                  1.0 / (1.0 + exp(1.0)), 1.0 / (1.0 + exp(-1.0))};
+  assert_true(tu_close("stable softmax", al, ra, 5, 1e-7, 1e-6));
+  cg_edges_free(be1, &e);
+  cg_csr_free(&a);
+}
+
+/* The transpose lists every edge once, under its source column, in increasing edge
+ * number, with its row. */
+static void test_transpose(void **state) {
+  (void)state;
+  struct cg_csr a = {0};
+  make_graph(&a, 50, 31, 7, 9);
+  int64_t *tp, *te;
+  int32_t *tr;
+  assert_int_equal(cg_edges_transpose_host(&a, &tp, &tr, &te), CG_OK);
+  assert_int_equal(tp[0], 0);
+  assert_int_equal(tp[a.ncols], a.nnz);
+  char *seen = calloc((size_t)a.nnz + 1, 1);
+  for (int64_t u = 0; u < a.ncols; u++)
+    for (int64_t j = tp[u]; j < tp[u + 1]; j++) {
+      const int64_t k = te[j];
+      assert_true(k >= 0 && k < a.nnz && !seen[k]);
+      seen[k] = 1;
+      assert_int_equal(a.colidx[k], u);
+      assert_int_equal(tr[j], row_of(&a, k));
+      if (j > tp[u]) assert_true(te[j - 1] < k);
+    }
+  free(seen);
+  cg_free(tp);
+  cg_free(tr);
+  cg_free(te);
+  cg_csr_free(&a);
+}
+
+/* ---------------------------------------------------------------- backward ops */
+
+static void test_backward_refs(void **state) {
+  (void)state;
+  struct tu_rng rng = {23};
+  struct cg_csr a = {0};
+  const int64_t nr = 29, nc = 33, H = 2, F = 3, lde = H + 1, ldr = H + 3, ldx = H * F + 1, W = H * F;
+  make_graph(&a, nr, nc, 8, 17);
+  struct cg_edges e;
+  assert_int_equal(cg_edges_upload(be1, &a, &e), CG_OK);
+  const int64_t m = a.nnz;
+  float *s = fbuf(m * H), *ds = fbuf(m * H), *del = fbuf(nc * lde), *der = fbuf(nr * ldr),
+        *al = fbuf(m * H), *dal = fbuf(m * H), *x = fbuf(nc * ldx), *dy = fbuf(nr * W),
+        *dx = fbuf(nc * W);
+  double *rdel = dbuf(nc * H), *rder = dbuf(nr * H), *rds = dbuf(m * H), *rdx = dbuf(nc * W),
+         *rdal = dbuf(m * H);
+  float *gdel = fbuf(nc * H), *gder = fbuf(nr * H);
+  frand(&rng, s, m * H, -2, 2);
+  frand(&rng, ds, m * H, -1, 1);
+  frand(&rng, x, nc * ldx, -1, 1);
+  frand(&rng, dy, nr * W, -1, 1);
+  frand(&rng, dal, m * H, -1, 1);
+  be1->edge_softmax(be1, &e, s, H, al);
+
+  /* scores backward: der = row sums, del = column sums of ds * leaky'(s) */
+  be1->edge_scores_bwd(be1, &e, s, ds, H, 0.2f, del, lde, der, ldr);
+  for (int64_t k = 0; k < m; k++)
+    for (int64_t h = 0; h < H; h++) {
+      const double g = (s[k * H + h] > 0 ? 1.0 : 0.2) * ds[k * H + h];
+      rder[row_of(&a, k) * H + h] += g;
+      rdel[a.colidx[k] * H + h] += g;
+    }
+  for (int64_t u = 0; u < nc; u++)
+    for (int64_t h = 0; h < H; h++) gdel[u * H + h] = del[u * lde + h];
+  for (int64_t v = 0; v < nr; v++)
+    for (int64_t h = 0; h < H; h++) gder[v * H + h] = der[v * ldr + h];
+  assert_true(tu_close("edge_scores_bwd del", gdel, rdel, nc * H, 1e-6, 1e-5));
+  assert_true(tu_close("edge_scores_bwd der", gder, rder, nr * H, 1e-6, 1e-5));
+
+  /* softmax backward */
+  float *ds2 = fbuf(m * H);
+  be1->edge_softmax_bwd(be1, &e, al, dal, H, ds2);
+  for (int64_t r = 0; r < nr; r++)
+    for (int64_t h = 0; h < H; h++) {
+      double dot = 0;
+      for (int64_t k = a.rowptr[r]; k < a.rowptr[r + 1]; k++) dot += (double)al[k * H + h] * dal[k * H + h];
+      for (int64_t k = a.rowptr[r]; k < a.rowptr[r + 1]; k++)
+        rds[k * H + h] = al[k * H + h] * (dal[k * H + h] - dot);
+    }
+  assert_true(tu_close("edge_softmax_bwd", ds2, rds, m * H, 1e-7, 1e-5));
+  memcpy(ds, dal, (size_t)(m * H) * sizeof(float)); /* in place */
+  be1->edge_softmax_bwd(be1, &e, al, ds, H, ds);
+  assert_memory_equal(ds, ds2, (size_t)(m * H) * sizeof(float));
+
+  /* per-edge SpMM backward */
+  be1->spmm_edge_bwd_x(be1, &e, al, H, F, dy, W, dx, W);
+  be1->spmm_edge_bwd_alpha(be1, &e, H, F, x, ldx, dy, W, dal);
+  for (int64_t k = 0; k < m; k++) {
+    const int64_t r = row_of(&a, k), u = a.colidx[k];
+    for (int64_t c = 0; c < W; c++) rdx[u * W + c] += (double)al[k * H + c / F] * dy[r * W + c];
+    for (int64_t h = 0; h < H; h++) {
+      double acc = 0;
+      for (int64_t f = 0; f < F; f++) acc += (double)dy[r * W + h * F + f] * x[u * ldx + h * F + f];
+      rdal[k * H + h] = acc;
+    }
+  }
+  assert_true(tu_close("spmm_edge_bwd_x", dx, rdx, nc * W, 1e-6, 1e-5));
+  assert_true(tu_close("spmm_edge_bwd_alpha", dal, rdal, m * H, 1e-6, 1e-5));
+
+  /* ELU backward from the output */
+  float ye[5] = {-0.9f, -0.3f, 0.0f, 0.2f, 3.0f}, dye[5] = {1.0f, -2.0f, 0.5f, 0.7f, -1.0f};
+  double rdye[5];
+  for (int i = 0; i < 5; i++) rdye[i] = ye[i] > 0 ? dye[i] : dye[i] * (ye[i] + 1.0);
+  be1->elu_bwd(be1, ye, dye, 5);
+  assert_true(tu_close("elu_bwd", dye, rdye, 5, 1e-7, 1e-6));
+
+  free(s); free(ds); free(del); free(der); free(al); free(dal); free(x); free(dy); free(dx);
+  free(rdel); free(rder); free(rds); free(rdx); free(rdal); free(gdel); free(gder); free(ds2);
+  cg_edges_free(be1, &e);
+  cg_csr_free(&a);
+}
+
+/* ---------------------------------------------------------------- finite differences */
+
+/* The attention chain of one GAT layer on fixed inputs:
+ *   s = scores(el, er), alpha = softmax(s), ad = dropout(alpha), y = spmm(ad, x),
+ *   z = ELU(y), L = sum w * z. */
+struct chain {
+  const struct cg_csr *a;
+  struct cg_edges e;
+  int64_t H, F, lde, ldx;
+  float p;
+  int32_t *gid;
+  float *w;
+  float *s, *al, *ad, *y; /* saved forward */
+};
+
+static double chain_loss(struct chain *c, const float *el, const float *er, const float *x) {
+  struct cg_backend *be = be1;
+  const struct cg_dropout_key key = {77, 3, 1};
+  const int64_t nr = c->a->nrows, W = c->H * c->F;
+  be->edge_scores(be, &c->e, el, c->lde, er, c->H, c->H, 0.2f, c->s);
+  be->edge_softmax(be, &c->e, c->s, c->H, c->al);
+  be->edge_dropout(be, &c->e, c->al, c->ad, c->H, c->gid, c->p, key);
+  be->spmm_edge(be, &c->e, c->ad, c->H, c->F, x, c->ldx, c->y, W);
+  be->elu_fwd(be, c->y, c->y, nr * W);
+  double L = 0;
+  for (int64_t i = 0; i < nr * W; i++) L += (double)c->w[i] * c->y[i];
+  return L;
+}
+
+static void test_gradcheck_chain(void **state) {
+  (void)state;
+  struct tu_rng rng = {99};
+  struct cg_csr a = {0};
+  const int64_t nr = 9, nc = 12, H = 3, F = 2, W = H * F;
+  make_graph(&a, nr, nc, 5, 41);
+  struct chain c = {.a = &a, .H = H, .F = F, .lde = H + 1, .ldx = W + 2, .p = 0.3f};
+  assert_int_equal(cg_edges_upload(be1, &a, &c.e), CG_OK);
+  const int64_t m = a.nnz;
+  c.gid = calloc((size_t)nc, sizeof(int32_t));
+  for (int64_t i = 0; i < nc; i++) c.gid[i] = (int32_t)(1000 + 7 * i);
+  c.w = fbuf(nr * W);
+  c.s = fbuf(m * H);
+  c.al = fbuf(m * H);
+  c.ad = fbuf(m * H);
+  c.y = fbuf(nr * W);
+  float *el = fbuf(nc * c.lde), *er = fbuf(nr * H), *x = fbuf(nc * c.ldx);
+  frand(&rng, c.w, nr * W, -1, 1);
+  frand(&rng, el, nc * c.lde, -1.5, 1.5);
+  frand(&rng, er, nr * H, -1.5, 1.5);
+  frand(&rng, x, nc * c.ldx, -1, 1);
+
+  /* analytic gradients through the backward ops */
+  chain_loss(&c, el, er, x);
+  const struct cg_dropout_key key = {77, 3, 1};
+  float *dy = fbuf(nr * W), *dad = fbuf(m * H), *dx = fbuf(nc * W), *ds = fbuf(m * H),
+        *del = fbuf(nc * c.lde), *der = fbuf(nr * H);
+  memcpy(dy, c.w, (size_t)(nr * W) * sizeof(float));
+  be1->elu_bwd(be1, c.y, dy, nr * W);
+  be1->spmm_edge_bwd_x(be1, &c.e, c.ad, H, F, dy, W, dx, W);
+  be1->spmm_edge_bwd_alpha(be1, &c.e, H, F, x, c.ldx, dy, W, dad);
+  be1->edge_dropout(be1, &c.e, dad, dad, H, c.gid, c.p, key);
+  be1->edge_softmax_bwd(be1, &c.e, c.al, dad, H, ds);
+  be1->edge_scores_bwd(be1, &c.e, c.s, ds, H, 0.2f, del, c.lde, der, H);
+
+  /* central differences in float inputs, loss in double */
+  const float eps = 1e-2f;
+  double worst = 0;
+  int checked = 0, skipped = 0;
+  struct { float *v, *g; int64_t rows, cols, ld, gld; const char *name; int kink; } in[3] = {
+      {x, dx, nc, W, c.ldx, W, "x", 0},
+      {el, del, nc, H, c.lde, c.lde, "el", 1},
+      {er, der, nr, H, H, H, "er", 2}};
+  for (int t = 0; t < 3; t++)
+    for (int64_t i = 0; i < in[t].rows; i++)
+      for (int64_t j = 0; j < in[t].cols; j++) {
+        if (in[t].kink) { /* skip a term whose LeakyReLU input lies within reach of its kink */
+          int near = 0;
+          for (int64_t k = 0; k < m; k++) {
+            const int64_t r = row_of(&a, k);
+            if ((in[t].kink == 1 && a.colidx[k] != i) || (in[t].kink == 2 && r != i)) continue;
+            const double pre = (double)el[a.colidx[k] * c.lde + j] + er[r * H + j];
+            near |= fabs(pre) < 3.0 * eps;
+          }
+          if (near) {
+            skipped++;
+            continue;
+          }
+        }
+        float *p = &in[t].v[i * in[t].ld + j];
+        const float keep = *p;
+        *p = keep + eps;
+        const double lp = chain_loss(&c, el, er, x);
+        *p = keep - eps;
+        const double lm = chain_loss(&c, el, er, x);
+        *p = keep;
+        const double fd = (lp - lm) / (2.0 * (double)eps);
+        const double an = in[t].g[i * in[t].gld + j];
+        const double err = fabs(an - fd) / (2e-3 + 2e-3 * fabs(fd));
+        if (err > worst) worst = err;
+        if (err > 1.0)
+          printf("  %s[%lld,%lld]: analytic %.6g, finite differences %.6g\n", in[t].name,
+                 (long long)i, (long long)j, an, fd);
+        checked++;
+      }
+  printf("  attention chain: %d gradients checked, %d near a LeakyReLU kink skipped, worst %.3g of "
+         "tolerance\n", checked, skipped, worst);
+  assert_true(worst <= 1.0);
+  assert_true(skipped * 4 < checked);
+
+  free(dy); free(dad); free(dx); free(ds); free(del); free(der); free(el); free(er); free(x);
+  free(c.gid); free(c.w); free(c.s); free(c.al); free(c.ad); free(c.y);
+  cg_edges_free(be1, &c.e);
+  cg_csr_free(&a);
+}
+
+/* ---------------------------------------------------------------- attention dropout */
+
+/* The mask is cg_attn_dropout_uniform of (source gid, destination gid, head): the same
+ * for an edge whatever the local numbering; ~1-p kept; other epochs and layers differ. */
+static void test_edge_dropout(void **state) {
+  (void)state;
+  struct cg_csr a = {0}, b = {0};
+  const int64_t n = 60, H = 6;
+  make_graph(&a, n, n, 12, 3);
+  const float p = 0.4f;
+  const struct cg_dropout_key key = {0x1234567890abcdefull, 5, 2};
+  int32_t *gid = calloc((size_t)n, sizeof(int32_t)), *gidb = calloc((size_t)n, sizeof(int32_t));
+  int32_t *perm = calloc((size_t)n, sizeof(int32_t)); /* local id in b of a's local id */
+  for (int64_t i = 0; i < n; i++) gid[i] = (int32_t)(3 * i + 1);
+  for (int64_t i = 0; i < n; i++) perm[i] = (int32_t)((i * 7 + 3) % n); /* 7 coprime with 60 */
+  for (int64_t i = 0; i < n; i++) gidb[perm[i]] = gid[i];
+  /* b = a with rows and columns renumbered by perm (each row's edges in the same order) */
+  assert_int_equal(cg_csr_alloc(&b, n, n, a.nnz, 0), CG_OK);
+  for (int64_t i = 0; i < n; i++) b.rowptr[perm[i] + 1] = a.rowptr[i + 1] - a.rowptr[i];
+  for (int64_t i = 0; i < n; i++) b.rowptr[i + 1] += b.rowptr[i];
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t k = a.rowptr[i]; k < a.rowptr[i + 1]; k++)
+      b.colidx[b.rowptr[perm[i]] + (k - a.rowptr[i])] = perm[a.colidx[k]];
+  struct cg_edges ea, eb;
+  assert_int_equal(cg_edges_upload(be1, &a, &ea), CG_OK);
+  assert_int_equal(cg_edges_upload(be1, &b, &eb), CG_OK);
+  const int64_t m = a.nnz;
+  float *ones = fbuf(m * H), *oa = fbuf(m * H), *ob = fbuf(m * H), *o3 = fbuf(m * H);
+  for (int64_t i = 0; i < m * H; i++) ones[i] = 1.0f;
+  be1->edge_dropout(be1, &ea, ones, oa, H, gid, p, key);
+  be1->edge_dropout(be1, &eb, ones, ob, H, gidb, p, key);
+  be3->edge_dropout(be3, &ea, ones, o3, H, gid, p, key);
+  assert_memory_equal(oa, o3, (size_t)(m * H) * sizeof(float));
+  int64_t kept = 0;
+  const float scale = 1.0f / (1.0f - p);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t k = a.rowptr[i]; k < a.rowptr[i + 1]; k++) {
+      const int64_t kb = b.rowptr[perm[i]] + (k - a.rowptr[i]);
+      for (int64_t h = 0; h < H; h++) {
+        const float u = cg_attn_dropout_uniform(key.seed, key.epoch, key.layer,
+                                                (uint32_t)gid[a.colidx[k]], (uint32_t)gid[i], h);
+        const float want = cg_dropout_keep(u, p) ? scale : 0.0f;
+        assert_true(oa[k * H + h] == want);
+        assert_true(ob[kb * H + h] == want);
+        kept += want != 0.0f;
+      }
+    }
+  const double frac = (double)kept / (double)(m * H);
+  printf("  attention dropout: %lld of %lld kept (%.3f, expected %.3f)\n", (long long)kept,
+         (long long)(m * H), frac, 1.0 - p);
+  assert_true(fabs(frac - (1.0 - p)) < 0.05);
+  /* another epoch, another layer: other masks */
+  struct cg_dropout_key k2 = key, k3 = key;
+  k2.epoch++;
+  k3.layer++;
+  be1->edge_dropout(be1, &ea, ones, ob, H, gid, p, k2);
+  be1->edge_dropout(be1, &ea, ones, o3, H, gid, p, k3);
+  assert_true(memcmp(oa, ob, (size_t)(m * H) * sizeof(float)) != 0);
+  assert_true(memcmp(oa, o3, (size_t)(m * H) * sizeof(float)) != 0);
+  /* p = 0 copies */
+  be1->edge_dropout(be1, &ea, oa, ob, H, gid, 0.0f, key);
+  assert_memory_equal(oa, ob, (size_t)(m * H) * sizeof(float));
+  free(ones); free(oa); free(ob); free(o3); free(gid); free(gidb); free(perm);
+  cg_edges_free(be1, &ea);
+  cg_edges_free(be1, &eb);
+  cg_csr_free(&a);
+  cg_csr_free(&b);
+}
+
+/* ---------------------------------------------------------------- thread counts */
+
+static void test_thread_independence(void **state) {
+  (void)state;
+  struct tu_rng rng = {5};
+  struct cg_csr a = {0};
+  const int64_t nr = 700, nc = 800, H = 4, F = 8, W = H * F;
+  make_graph(&a, nr, nc, 20, 8);
+  struct cg_edges e1, e3;
+  assert_int_equal(cg_edges_upload(be1, &a, &e1), CG_OK);
+  assert_int_equal(cg_edges_upload(be3, &a, &e3), CG_OK);
+  const int64_t m = a.nnz;
+  float *el = fbuf(nc * H), *er = fbuf(nr * H), *x = fbuf(nc * W), *dy = fbuf(nr * W);
+  frand(&rng, el, nc * H, -2, 2);
+  frand(&rng, er, nr * H, -2, 2);
+  frand(&rng, x, nc * W, -1, 1);
+  frand(&rng, dy, nr * W, -1, 1);
+  struct cg_backend *bes[2] = {be1, be3};
+  const struct cg_edges *es[2] = {&e1, &e3};
+  float *out[2][7];
+  for (int b = 0; b < 2; b++) {
+    struct cg_backend *be = bes[b];
+    const struct cg_edges *e = es[b];
+    float **o = out[b];
+    o[0] = fbuf(m * H); /* s */
+    o[1] = fbuf(m * H); /* alpha */
+    o[2] = fbuf(nr * W); /* y */
+    o[3] = fbuf(nc * W); /* dx */
+    o[4] = fbuf(m * H); /* dalpha -> ds */
+    o[5] = fbuf(nc * H); /* del */
+    o[6] = fbuf(nr * H); /* der */
+    be->edge_scores(be, e, el, H, er, H, H, 0.2f, o[0]);
+    be->edge_softmax(be, e, o[0], H, o[1]);
+    be->spmm_edge(be, e, o[1], H, F, x, W, o[2], W);
+    be->spmm_edge_bwd_x(be, e, o[1], H, F, dy, W, o[3], W);
+    be->spmm_edge_bwd_alpha(be, e, H, F, x, W, dy, W, o[4]);
+    be->edge_softmax_bwd(be, e, o[1], o[4], H, o[4]);
+    be->edge_scores_bwd(be, e, o[0], o[4], H, 0.2f, o[5], H, o[6], H);
+  }
+  const int64_t sizes[7] = {m * H, m * H, nr * W, nc * W, m * H, nc * H, nr * H};
+  for (int i = 0; i < 7; i++) {
+    assert_memory_equal(out[0][i], out[1][i], (size_t)sizes[i] * sizeof(float));
+    free(out[0][i]);
+    free(out[1][i]);
+  }
+  free(el); free(er); free(x); free(dy);
+  cg_edges_free(be1, &e1);
+  cg_edges_free(be3, &e3);
+  cg_csr_free(&a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_forward),
+      cmocka_unit_test(test_softmax_stable),
+      cmocka_unit_test(test_transpose),
+      cmocka_unit_test(test_backward_refs),
+      cmocka_unit_test(test_gradcheck_chain),
+      cmocka_unit_test(test_edge_dropout),
+      cmocka_unit_test(test_thread_independence),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,135 @@
+/* core/tests/test_emulate.c — the emulating backend (core/ops_emulate.h): results bit
+ * for bit those of the inner backend, the wait owed is (1/speed - 1) x the ops' own
+ * time, it is paid at synchronisation points (every sync returns only after the debt
+ * is slept: a lower bound the deadline guarantees, not a timing threshold), a speed of
+ * 1 owes nothing, and the speed list of CAPGNN_EMULATE_SPEED is parsed per rank. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/ops.h"
+#include "core/ops_emulate.h"
+#include "core/status.h"
+#include "core/timer.h"
+
+#define M 96
+#define N 64
+#define K 80
+
+static void fill(float *x, int64_t n, uint32_t seed) {
+  for (int64_t i = 0; i < n; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    x[i] = (float)((seed >> 8) & 0xffff) / 65536.0f - 0.5f;
+  }
+}
+
+/* GEMM, an elementwise op and a loss through both backends: equal bits. */
+static void test_results_identical(void **state) {
+  (void)state;
+  struct cg_backend *plain = NULL, *inner = NULL, *emu = NULL;
+  assert_int_equal(cg_backend_cpu_create(1, &plain), CG_OK);
+  assert_int_equal(cg_backend_cpu_create(1, &inner), CG_OK);
+  assert_int_equal(cg_backend_emulate_wrap(inner, 0.5, &emu), CG_OK);
+  assert_ptr_equal(cg_backend_emulate_inner(emu), inner);
+  assert_ptr_equal(cg_backend_emulate_inner(plain), plain);
+  assert_true(cg_backend_emulate_speed(emu) == 0.5 && cg_backend_emulate_speed(plain) == 1.0);
+  assert_string_equal(emu->name, "cpu");
+  static float a[M * K], b[K * N], c1[M * N], c2[M * N], d1[M * N], d2[M * N];
+  fill(a, M * K, 1);
+  fill(b, K * N, 2);
+  plain->gemm(plain, 0, 0, M, N, K, 1.0f, a, K, b, N, 0.0f, c1, N);
+  emu->gemm(emu, 0, 0, M, N, K, 1.0f, a, K, b, N, 0.0f, c2, N);
+  plain->relu_fwd(plain, c1, c1, M * N);
+  emu->relu_fwd(emu, c2, c2, M * N);
+  int32_t lab[M], idx[M];
+  for (int i = 0; i < M; i++) {
+    lab[i] = i % N;
+    idx[i] = i;
+  }
+  double l1 = 0, l2 = 0;
+  plain->xent(plain, c1, M, N, lab, idx, M, 1.0f / M, d1, &l1);
+  emu->xent(emu, c2, M, N, lab, idx, M, 1.0f / M, d2, &l2);
+  assert_memory_equal(c1, c2, sizeof c1);
+  assert_memory_equal(d1, d2, sizeof d1);
+  assert_true(l1 == l2);
+  cg_backend_destroy(&emu); /* destroys inner too (ASan would see a leak otherwise) */
+  cg_backend_destroy(&plain);
+}
+
+/* The debt: owed = (1/speed - 1) x measured, exactly as accumulated; a sync returns
+ * only once it is paid (slept >= owed); the wall time of ops + sync covers
+ * measured + owed. */
+static void test_debt_paid_at_sync(void **state) {
+  (void)state;
+  const double speeds[] = {0.25, 0.5, 1.0};
+  static float a[256 * 256], b[256 * 256], c[256 * 256];
+  fill(a, 256 * 256, 3);
+  fill(b, 256 * 256, 4);
+  for (int s = 0; s < 3; s++) {
+    struct cg_backend *inner = NULL, *emu = NULL;
+    assert_int_equal(cg_backend_cpu_create(1, &inner), CG_OK);
+    assert_int_equal(cg_backend_emulate_wrap(inner, speeds[s], &emu), CG_OK);
+    const double t0 = cg_time_now();
+    for (int i = 0; i < 20; i++) emu->gemm(emu, 0, 0, 256, 256, 256, 1.0f, a, 256, b, 256, 0.0f, c, 256);
+    struct cg_emulate_counters before, after;
+    cg_emulate_get(emu, &before);
+    assert_int_equal((int)before.ops, 20);
+    assert_true(before.measured_s > 0.0);
+    assert_true(fabs(before.owed_s - (1.0 / speeds[s] - 1.0) * before.measured_s) <= 1e-12 + 1e-9 * before.owed_s);
+    emu->sync(emu);
+    const double wall = cg_time_now() - t0;
+    cg_emulate_get(emu, &after);
+    if (speeds[s] == 1.0) {
+      assert_true(after.owed_s == 0.0 && after.slept_s == 0.0 && after.waits == 0);
+    } else {
+      assert_true(before.slept_s == 0.0); /* nothing waited before the sync */
+      assert_true(after.waits == 1);
+      assert_true(after.slept_s >= after.owed_s);
+      assert_true(wall >= after.measured_s + after.owed_s);
+    }
+    cg_backend_destroy(&emu);
+  }
+}
+
+static void test_speed_parse(void **state) {
+  (void)state;
+  double f = 0;
+  assert_int_equal(cg_emulate_speed_parse(NULL, 0, 4, &f), CG_OK);
+  assert_true(f == 1.0);
+  assert_int_equal(cg_emulate_speed_parse("", 3, 4, &f), CG_OK);
+  assert_true(f == 1.0);
+  assert_int_equal(cg_emulate_speed_parse("1,0.5,0.25,0.25", 1, 4, &f), CG_OK);
+  assert_true(f == 0.5);
+  assert_int_equal(cg_emulate_speed_parse("1,0.5,0.25,0.25", 3, 4, &f), CG_OK);
+  assert_true(f == 0.25);
+  assert_int_equal(cg_emulate_speed_parse("0.33", 1, 2, &f), CG_OK);
+  assert_true(f == 0.33);
+  assert_int_equal(cg_emulate_speed_parse("1,0.5", 0, 4, &f), CG_ERR_ARG); /* 2 values, 4 ranks */
+  assert_non_null(strstr(cg_err_msg(), "4 ranks"));
+  assert_int_equal(cg_emulate_speed_parse("1,0", 0, 2, &f), CG_ERR_ARG);
+  assert_int_equal(cg_emulate_speed_parse("1.5", 0, 1, &f), CG_ERR_ARG);
+  assert_int_equal(cg_emulate_speed_parse("1,,1", 0, 3, &f), CG_ERR_ARG);
+  assert_int_equal(cg_emulate_speed_parse("fast", 0, 1, &f), CG_ERR_ARG);
+  assert_non_null(strstr(cg_err_msg(), "CAPGNN_EMULATE_SPEED"));
+  struct cg_backend *inner = NULL, *emu = NULL;
+  assert_int_equal(cg_backend_cpu_create(1, &inner), CG_OK);
+  assert_int_equal(cg_backend_emulate_wrap(inner, 0.0, &emu), CG_ERR_ARG);
+  assert_int_equal(cg_backend_emulate_wrap(inner, 1.5, &emu), CG_ERR_ARG);
+  cg_backend_destroy(&inner);
+  cg_err_clear();
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_results_identical),
+      cmocka_unit_test(test_debt_paid_at_sync),
+      cmocka_unit_test(test_speed_parse),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

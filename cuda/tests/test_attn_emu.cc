@@ -1,0 +1,173 @@
+/* cuda/tests/test_attn_emu.cc — the graph attention kernels' own source
+ * (cuda/attn.cu), run on the CPU through cuda/tests/cuda_emu.h, against the CPU
+ * backend (core/cpu_attn.c). No GPU needed.
+ *
+ * Both run core/attn.h's element functions, so on the same host compiler the
+ * emulated kernels must give the CPU backend's bits: that shows each kernel hands
+ * every output element (and nothing else) to the right function with the right
+ * arguments, strides and grid-stride bounds (small grids of few threads make every
+ * thread loop). nvcc's own expf and contractions are left to test_cuda_attn (GPU).
+ * Checked for every op: scores, their backward (row and column sums), softmax and
+ * its backward, attention dropout (mask and values), per-edge SpMM and both of its
+ * backward products, ELU forward and backward; outputs outside the written ranges
+ * (row strides wider than the data) stay untouched. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include "cuda_emu.h"
+
+extern "C" {
+#include <cmocka.h>
+}
+
+#include "core/attn.h"
+#include "core/csr.h"
+#include "core/ops.h"
+#include "core/status.h"
+#include "cuda/attn.cu"
+
+namespace {
+
+uint64_t rng = 4242;
+double unif(double lo, double hi) {
+  uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return lo + (hi - lo) * (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+std::vector<float> rand_vec(int64_t n, double lo, double hi) {
+  std::vector<float> v((size_t)n);
+  for (auto &x : v) x = (float)unif(lo, hi);
+  return v;
+}
+
+/* Random in-edge CSR with empty rows and columns without edges. */
+void make_graph(cg_csr *a, int64_t nrows, int64_t ncols, int maxdeg) {
+  std::vector<int64_t> deg((size_t)nrows);
+  int64_t nnz = 0;
+  for (auto &d : deg) {
+    d = unif(0, 1) < 0.2 ? 0 : 1 + (int64_t)(unif(0, 1) * maxdeg);
+    nnz += d;
+  }
+  assert_int_equal(cg_csr_alloc(a, nrows, ncols, nnz, 0), CG_OK);
+  for (int64_t r = 0; r < nrows; r++) a->rowptr[r + 1] = a->rowptr[r] + deg[(size_t)r];
+  for (int64_t k = 0; k < nnz; k++) a->colidx[k] = (int32_t)(unif(0, 1) * (double)(ncols - 3));
+}
+
+/* Same bits (NaN-free data); prints the first difference. */
+void same(const char *what, const std::vector<float> &a, const std::vector<float> &b) {
+  assert_int_equal(a.size(), b.size());
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < a.size(); i++)
+    if (memcmp(&a[i], &b[i], sizeof(float)) != 0 && bad++ == 0) first = i;
+  if (bad)
+    printf("  %s: %zu of %zu differ, first at %zu: kernel %.9g, cpu %.9g\n", what, bad, a.size(), first,
+           (double)a[first], (double)b[first]);
+  else
+    printf("  %s: %zu values, bit-identical\n", what, a.size());
+  assert_int_equal(bad, 0);
+}
+
+const unsigned kGrid = 3, kBlock = 32; /* few threads: every grid-stride loop runs several times */
+
+void test_all(void **state) {
+  (void)state;
+  cg_backend *cpu = nullptr;
+  assert_int_equal(cg_backend_cpu_create(2, &cpu), CG_OK);
+  cg_csr a = {};
+  const int64_t nr = 53, nc = 61, H = 5, F = 3, W = H * F, lde = H + 2, ldr = H + 1, ldx = W + 3;
+  make_graph(&a, nr, nc, 9);
+  cg_edges e; /* host memory: the CPU backend's buffers, read by both */
+  assert_int_equal(cg_edges_upload(cpu, &a, &e), CG_OK);
+  const int64_t m = a.nnz;
+  std::vector<float> el = rand_vec(nc * lde, -2, 2), er = rand_vec(nr * ldr, -2, 2),
+                     x = rand_vec(nc * ldx, -1, 1), dy = rand_vec(nr * W, -1, 1),
+                     dal = rand_vec(m * H, -1, 1);
+  std::vector<int32_t> gid((size_t)nc);
+  for (int64_t i = 0; i < nc; i++) gid[(size_t)i] = (int32_t)(5 * i + 2);
+
+  /* scores */
+  std::vector<float> s_k((size_t)(m * H)), s_c((size_t)(m * H));
+  emu_launch(kGrid, kBlock, edge_scores_kernel, e, el.data(), lde, er.data(), ldr, H, 0.2f, s_k.data());
+  cpu->edge_scores(cpu, &e, el.data(), lde, er.data(), ldr, H, 0.2f, s_c.data());
+  same("edge_scores", s_k, s_c);
+
+  /* softmax */
+  std::vector<float> al_k((size_t)(m * H)), al_c((size_t)(m * H));
+  emu_launch(kGrid, kBlock, edge_softmax_kernel, e, (const float *)s_c.data(), H, al_k.data());
+  cpu->edge_softmax(cpu, &e, s_c.data(), H, al_c.data());
+  same("edge_softmax", al_k, al_c);
+
+  /* attention dropout */
+  std::vector<float> ad_k((size_t)(m * H)), ad_c((size_t)(m * H));
+  const cg_dropout_key key = {0xfeedbeefcafe1234ull, 4, 1};
+  emu_launch(kGrid, kBlock, edge_dropout_kernel, e, (const float *)al_c.data(), ad_k.data(), H,
+             (const int32_t *)gid.data(), 0.6f, 1.0f / (1.0f - 0.6f), key.seed, key.epoch, key.layer);
+  cpu->edge_dropout(cpu, &e, al_c.data(), ad_c.data(), H, gid.data(), 0.6f, key);
+  same("edge_dropout", ad_k, ad_c);
+
+  /* per-edge SpMM (output stride wider than the data: the gap stays untouched) */
+  const int64_t ldy = W + 2;
+  std::vector<float> y_k((size_t)(nr * ldy), -7.0f), y_c((size_t)(nr * ldy), -7.0f);
+  emu_launch(kGrid, kBlock, spmm_edge_kernel, e, (const float *)ad_c.data(), H, F, (const float *)x.data(),
+             ldx, y_k.data(), ldy);
+  cpu->spmm_edge(cpu, &e, ad_c.data(), H, F, x.data(), ldx, y_c.data(), ldy);
+  same("spmm_edge", y_k, y_c);
+  for (int64_t v = 0; v < nr; v++) assert_true(y_k[(size_t)(v * ldy + W)] == -7.0f);
+
+  /* its backward */
+  std::vector<float> dx_k((size_t)(nc * W)), dx_c((size_t)(nc * W)), da_k((size_t)(m * H)),
+      da_c((size_t)(m * H));
+  emu_launch(kGrid, kBlock, spmm_edge_bwd_x_kernel, e, (const float *)ad_c.data(), H, F,
+             (const float *)dy.data(), W, dx_k.data(), W);
+  cpu->spmm_edge_bwd_x(cpu, &e, ad_c.data(), H, F, dy.data(), W, dx_c.data(), W);
+  same("spmm_edge_bwd_x", dx_k, dx_c);
+  emu_launch(kGrid, kBlock, spmm_edge_bwd_alpha_kernel, e, H, F, (const float *)x.data(), ldx,
+             (const float *)dy.data(), W, da_k.data());
+  cpu->spmm_edge_bwd_alpha(cpu, &e, H, F, x.data(), ldx, dy.data(), W, da_c.data());
+  same("spmm_edge_bwd_alpha", da_k, da_c);
+
+  /* softmax backward, scores backward */
+  std::vector<float> ds_k((size_t)(m * H)), ds_c((size_t)(m * H));
+  emu_launch(kGrid, kBlock, edge_softmax_bwd_kernel, e, (const float *)al_c.data(),
+             (const float *)dal.data(), H, ds_k.data());
+  cpu->edge_softmax_bwd(cpu, &e, al_c.data(), dal.data(), H, ds_c.data());
+  same("edge_softmax_bwd", ds_k, ds_c);
+  std::vector<float> del_k((size_t)(nc * lde), 3.0f), del_c((size_t)(nc * lde), 3.0f),
+      der_k((size_t)(nr * ldr), 3.0f), der_c((size_t)(nr * ldr), 3.0f);
+  emu_launch(kGrid, kBlock, edge_scores_bwd_kernel, e, (const float *)s_c.data(), (const float *)ds_c.data(),
+             H, 0.2f, del_k.data(), lde, der_k.data(), ldr);
+  cpu->edge_scores_bwd(cpu, &e, s_c.data(), ds_c.data(), H, 0.2f, del_c.data(), lde, der_c.data(), ldr);
+  same("edge_scores_bwd del", del_k, del_c);
+  same("edge_scores_bwd der", der_k, der_c);
+
+  /* ELU */
+  std::vector<float> z = rand_vec(1000, -3, 3), z_k(1000), z_c(1000);
+  emu_launch(kGrid, kBlock, elu_fwd_kernel, (const float *)z.data(), z_k.data(), (int64_t)1000);
+  cpu->elu_fwd(cpu, z.data(), z_c.data(), 1000);
+  same("elu_fwd", z_k, z_c);
+  std::vector<float> g_k = rand_vec(1000, -1, 1), g_c = g_k;
+  emu_launch(kGrid, kBlock, elu_bwd_kernel, (const float *)z_c.data(), g_k.data(), (int64_t)1000);
+  cpu->elu_bwd(cpu, z_c.data(), g_c.data(), 1000);
+  same("elu_bwd", g_k, g_c);
+
+  cg_edges_free(cpu, &e);
+  cg_csr_free(&a);
+  cg_backend_destroy(&cpu);
+}
+
+}  // namespace
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_all)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,336 @@
+/* rapa/calibrate.c — the cost model's rates: measured at start-up on the rank's own
+ * backend, or read from a profile (rapa/balance.h).
+ *
+ * Design notes (the why):
+ * - Measured at the model's own shapes (GEMMs of n/P rows at each layer's widths, the
+ *   graph's own operator at the widths the model aggregates): a GEMM of 2708 x 1433 x 16
+ *   runs at a fraction of the rate of a 4096 x 256 x 256 one, and the partitioner must
+ *   price the work it actually places.
+ * - On the backend as training runs it (threads, an emulated speed), so that two ranks
+ *   with 2 and 1 threads, or speeds 1 and 0.25, measure what they will do.
+ * - Ranks of a host measure one after the other (as `capgnn profile` does), so that
+ *   they do not share the cores while measuring, and each rate is taken from the
+ *   fastest repetition, not the median: on a shared machine other work only ever adds
+ *   time, and an emulated slow rank's wait is proportional to each repetition's own
+ *   time, so the fastest repetitions keep the ranks' ratio. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/log.h"
+#include "core/status.h"
+#include "core/timer.h"
+#include "rapa/balance.h"
+#include "rapa/rapa_internal.h"
+
+/* ---- from a profile ------------------------------------------------------------------ */
+
+int rapa_rates_from_profile(const struct rapa_profile *p, int r, int staged, struct rapa_rates *out) {
+  memset(out, 0, sizeof *out);
+  const int n = rapa_profile_nranks(p);
+  if (r < 0 || r >= n) return cg_err_set(CG_ERR_ARG, "the profile has %d ranks, not rank %d", n, r);
+  const cJSON *dev = cJSON_GetArrayItem(cJSON_GetObjectItem(p->root, "ranks"), r);
+  const double mm = rapa_json_num(dev, "summary.mm_gflops"), sp = rapa_json_num(dev, "summary.spmm_gnnz_s");
+  const double idt = rapa_json_num(dev, "summary.idt_gbs");
+  if (!(mm > 0) || !(sp > 0) || !(idt > 0))
+    return cg_err_set(CG_ERR_FORMAT, "profile: rank %d has no summary.mm_gflops / spmm_gnnz_s / idt_gbs", r);
+  out->gemm_flops = mm * 1e9;
+  out->spmm_rate = sp * 1e9;
+  out->mem_bps = idt * 1e9;
+  out->rng_eps = out->mem_bps / 8.0;
+  out->op_s = 0.0;
+  const double mem = rapa_json_num(dev, "device.memory_bytes");
+  out->free_bytes = mem > 0 ? mem : 0.0;
+  if (staged) {
+    const double h = rapa_json_num(dev, "summary.h2d_gbs"), d = rapa_json_num(dev, "summary.d2h_gbs");
+    out->h2d_bps = h > 0 ? h * 1e9 : 0.0;
+    out->d2h_bps = d > 0 ? d * 1e9 : 0.0;
+  }
+  return CG_OK;
+}
+
+int rapa_links_from_profile(const struct rapa_profile *p, struct rapa_links *out) {
+  const int n = rapa_profile_nranks(p);
+  TRY(rapa_links_alloc(out, n));
+  const cJSON *m = cJSON_GetObjectItem(cJSON_GetObjectItem(p->root, "links"), "matrix");
+  const cJSON *bw = cJSON_GetObjectItem(m, "bandwidth_gbs"), *lat = cJSON_GetObjectItem(m, "latency_us");
+  for (int a = 0; a < n; a++)
+    for (int b = 0; b < n; b++) {
+      if (a == b) continue;
+      const cJSON *x = cJSON_GetArrayItem(cJSON_GetArrayItem(bw, a), b);
+      const cJSON *y = cJSON_GetArrayItem(cJSON_GetArrayItem(lat, a), b);
+      if (!cJSON_IsNumber(x) || !cJSON_IsNumber(y) || !(x->valuedouble > 0)) {
+        rapa_links_free(out);
+        return cg_err_set(CG_ERR_FORMAT, "profile: links.matrix has no bandwidth or latency for ranks %d -> %d", a, b);
+      }
+      out->bw_bps[(size_t)a * n + b] = x->valuedouble * 1e9;
+      out->lat_s[(size_t)a * n + b] = y->valuedouble * 1e-6;
+    }
+  return CG_OK;
+}
+
+/* ---- measured at start-up ---------------------------------------------------------- */
+
+struct ew_ctx {
+  struct cg_backend *be;
+  float *x, *y;
+  int32_t *gid;
+  int64_t rows, cols;
+  int kind; /* 0 relu, 1 dropout, 2 fifty one-element fills */
+};
+
+static int ew_op(void *p) {
+  struct ew_ctx *c = p;
+  struct cg_dropout_key key = {1, 1, 0};
+  switch (c->kind) {
+    case 0: c->be->relu_fwd(c->be, c->x, c->y, c->rows * c->cols); break;
+    case 1: c->be->dropout(c->be, c->x, c->y, c->rows, c->cols, c->gid, 0.5f, key); break;
+    default:
+      for (int i = 0; i < 50; i++) c->be->fill(c->be, c->y, 1, 0.0f);
+  }
+  return CG_OK;
+}
+
+/* An elementwise op on rows x cols floats of backend memory (the fastest repetition). */
+static int elementwise_run(struct cg_backend *be, int kind, int64_t rows, int64_t cols,
+                           const struct rapa_bench_opts *o, double *seconds) {
+  int st = CG_OK;
+  struct ew_ctx c = {be, NULL, NULL, NULL, rows, cols, kind};
+  const size_t n = (size_t)(rows * cols);
+  int32_t *gid = NULL;
+  float *h = NULL;
+  TRY_GOTO(be->alloc(be, (void **)&c.x, n * sizeof(float), "calibration input"), done);
+  TRY_GOTO(be->alloc(be, (void **)&c.y, n * sizeof(float), "calibration output"), done);
+  TRY_GOTO(be->alloc(be, (void **)&c.gid, (size_t)rows * sizeof(int32_t), "calibration ids"), done);
+  gid = cg_malloc((size_t)rows * sizeof *gid, "calibration ids");
+  h = cg_malloc(n * sizeof *h, "calibration values");
+  if (!gid || !h) {
+    st = CG_ERR_NOMEM;
+    goto done;
+  }
+  for (int64_t r = 0; r < rows; r++) gid[r] = (int32_t)r;
+  for (size_t i = 0; i < n; i++) h[i] = (float)((int)(i % 7) - 3);
+  TRY_GOTO(be->upload(be, c.gid, gid, (size_t)rows * sizeof *gid), done);
+  TRY_GOTO(be->upload(be, c.x, h, n * sizeof *h), done);
+  struct rapa_timing t;
+  TRY_GOTO(rapa_measure(be, o, ew_op, &c, &t), done);
+  *seconds = t.min_s;
+done:
+  be->free(be, c.x);
+  be->free(be, c.y);
+  be->free(be, c.gid);
+  cg_free(gid);
+  cg_free(h);
+  return st;
+}
+
+/* One benchmark at a batch long enough to time: a probe of one repetition gives the
+ * op's time t, then the op runs ceil(10 ms / t) times per repetition (at most 4096); the
+ * fastest repetition's time per op. */
+struct bench_call {
+  int kind; /* 0 GEMM, 1 SpMM, 2 elementwise */
+  struct cg_backend *be;
+  int64_t m, n, k;         /* GEMM m x k -> n; elementwise rows x cols (n unused) */
+  const struct cg_csr *a;  /* SpMM */
+  int ew;                  /* elementwise kind */
+};
+static int elementwise_run(struct cg_backend *be, int kind, int64_t rows, int64_t cols,
+                           const struct rapa_bench_opts *o, double *seconds);
+static int bench_once(const struct bench_call *b, const struct rapa_bench_opts *o, double *seconds) {
+  struct rapa_timing t;
+  switch (b->kind) {
+    case 0: TRY(rapa_bench_gemm(b->be, b->m, b->n, b->k, 2e-4, o, &t)); break;
+    case 1: TRY(rapa_bench_spmm(b->be, b->a, b->n, o, &t)); break;
+    default: return elementwise_run(b->be, b->ew, b->m, b->k, o, seconds);
+  }
+  *seconds = t.min_s;
+  return CG_OK;
+}
+static int bench_timed(const struct bench_call *b, double *seconds) {
+  struct rapa_bench_opts o;
+  rapa_bench_opts_default(&o, 1);
+  o.min_reps = o.max_reps = 1;
+  double t1 = 0;
+  TRY(bench_once(b, &o, &t1));
+  rapa_bench_opts_default(&o, 1);
+  const double want = 10e-3 / (t1 > 1e-9 ? t1 : 1e-9);
+  o.batch = want < 1 ? 1 : want > 4096 ? 4096 : (int)ceil(want);
+  o.warmup = 0; /* the probe was the warm-up */
+  return bench_once(b, &o, seconds);
+}
+
+/* The first rows of the graph's aggregation operator, at most ~4M nonzeros (all
+ * columns: the rows read anything). */
+static int operator_sample(const struct graph *g, const struct rapa_shape *s, struct cg_csr *a) {
+  struct cg_csr full;
+  memset(&full, 0, sizeof full);
+  const enum graph_norm norm = s->sage ? GRAPH_NORM_MEAN : GRAPH_NORM_GCN;
+  TRY(graph_aggr_build(g, norm, s->sage ? 0 : 1, &full));
+  int64_t rows = full.nrows;
+  while (rows > 1 && full.rowptr[rows] > 4000000) rows /= 2;
+  int st = cg_csr_alloc(a, rows, full.ncols, full.rowptr[rows], 1);
+  if (st == CG_OK) {
+    memcpy(a->rowptr, full.rowptr, (size_t)(rows + 1) * sizeof *a->rowptr);
+    memcpy(a->colidx, full.colidx, (size_t)full.rowptr[rows] * sizeof *a->colidx);
+    memcpy(a->vals, full.vals, (size_t)full.rowptr[rows] * sizeof *a->vals);
+  }
+  cg_csr_free(&full);
+  return st;
+}
+
+int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const struct rapa_shape *s, int P,
+                             struct rapa_rates *r) {
+  memset(r, 0, sizeof *r);
+  const int64_t rows = g->n / P > 0 ? g->n / P : 1;
+  double flops = 0, secs = 0;
+  for (int l = 0; l < s->layers; l++) {
+    const int64_t fin = l == 0 ? s->features : s->hidden, fout = l == s->layers - 1 ? s->classes : s->hidden;
+    int seen = 0; /* each distinct shape once */
+    for (int k = 0; k < l; k++) {
+      const int64_t a = k == 0 ? s->features : s->hidden, b = k == s->layers - 1 ? s->classes : s->hidden;
+      if (a == fin && b == fout) seen = 1;
+    }
+    if (seen) continue;
+    const struct bench_call b = {0, be, rows, fout, fin, NULL, 0};
+    double t = 0;
+    TRY(bench_timed(&b, &t));
+    flops += 2.0 * (double)rows * (double)fin * (double)fout;
+    secs += t;
+  }
+  r->gemm_flops = flops / secs;
+  struct cg_csr a;
+  memset(&a, 0, sizeof a);
+  TRY(operator_sample(g, s, &a));
+  double cols = 0;
+  secs = 0;
+  int st = CG_OK;
+  for (int l = 0; l < s->layers && st == CG_OK; l++) {
+    const int64_t fin = l == 0 ? s->features : s->hidden, fout = l == s->layers - 1 ? s->classes : s->hidden;
+    const float p = l == 0 ? s->input_dropout : s->dropout;
+    if (l == 0 && p == 0.0f) continue; /* aggregated once at set-up */
+    const int64_t f = fout < fin ? fout : fin;
+    const struct bench_call b = {1, be, 0, f, 0, &a, 0};
+    double t = 0;
+    st = bench_timed(&b, &t);
+    cols += (double)a.nnz * (double)f;
+    secs += t;
+  }
+  if (st == CG_OK && secs == 0) { /* a one-layer model without input dropout: no SpMM per step */
+    const struct bench_call b = {1, be, 0, s->hidden, 0, &a, 0};
+    double t = 0;
+    st = bench_timed(&b, &t);
+    cols = (double)a.nnz * (double)s->hidden;
+    secs = t;
+  }
+  cg_csr_free(&a);
+  TRY(st);
+  r->spmm_rate = cols / secs;
+  double t_relu = 0, t_drop = 0, t_ops = 0;
+  const struct bench_call relu = {2, be, rows, 0, s->hidden, NULL, 0};
+  const struct bench_call drop = {2, be, rows, 0, s->features < 4096 ? s->features : 4096, NULL, 1};
+  const struct bench_call tiny = {2, be, 1, 0, 1, NULL, 2};
+  TRY(bench_timed(&relu, &t_relu));
+  TRY(bench_timed(&drop, &t_drop));
+  TRY(bench_timed(&tiny, &t_ops));
+  r->op_s = t_ops / 50.0;
+  /* the per-op cost is part of every timing above: take it out of the rates */
+  const double relu_s = t_relu - r->op_s > 0.5 * t_relu ? t_relu - r->op_s : 0.5 * t_relu;
+  const double drop_s = t_drop - r->op_s > 0.5 * t_drop ? t_drop - r->op_s : 0.5 * t_drop;
+  r->mem_bps = 8.0 * (double)rows * (double)s->hidden / relu_s;
+  r->rng_eps = (double)rows * (double)(s->features < 4096 ? s->features : 4096) / drop_s;
+  size_t fr = 0, tot = 0;
+  if (be->mem_info && be->mem_info(be, &fr, &tot) == CG_OK) r->free_bytes = (double)fr;
+  if (be->kind == CG_DEVICE_CUDA) { /* halo rows may be staged through the host */
+    struct rapa_bench_opts o;
+    rapa_bench_opts_default(&o, 1);
+    struct rapa_timing th, td;
+    const size_t bytes = (size_t)1 << 20;
+    TRY(rapa_bench_copy(be, RAPA_COPY_H2D, 0, bytes, &o, &th));
+    TRY(rapa_bench_copy(be, RAPA_COPY_D2H, 0, bytes, &o, &td));
+    r->h2d_bps = (double)bytes / th.min_s;
+    r->d2h_bps = (double)bytes / td.min_s;
+  }
+  LOG_DEBUG("rapa", "rates: GEMM %.3g GFLOP/s, SpMM %.3g G nonzero-columns/s, elementwise %.3g GB/s, dropout %.3g "
+            "G elements/s, %.3g us per op, %.3g GB free", r->gemm_flops * 1e-9, r->spmm_rate * 1e-9, r->mem_bps * 1e-9,
+            r->rng_eps * 1e-9, r->op_s * 1e6, r->free_bytes * 1e-9);
+  return CG_OK;
+}
+
+#define NRATE 8
+static void rates_pack(const struct rapa_rates *r, double *v) {
+  v[0] = r->gemm_flops; v[1] = r->spmm_rate; v[2] = r->mem_bps; v[3] = r->rng_eps;
+  v[4] = r->op_s; v[5] = r->h2d_bps; v[6] = r->d2h_bps; v[7] = r->free_bytes;
+}
+static void rates_unpack(const double *v, struct rapa_rates *r) {
+  r->gemm_flops = v[0]; r->spmm_rate = v[1]; r->mem_bps = v[2]; r->rng_eps = v[3];
+  r->op_s = v[4]; r->h2d_bps = v[5]; r->d2h_bps = v[6]; r->free_bytes = v[7];
+}
+
+int rapa_rates_measure(struct comm *c, struct cg_backend *be, const struct graph *g, const struct rapa_shape *s,
+                       struct rapa_rates *rates, struct rapa_links *links) {
+  const int rank = comm_rank(c), P = comm_size(c);
+  const double t0 = cg_time_now();
+  int st = CG_OK;
+  double *all = cg_calloc((size_t)P * NRATE, sizeof *all, "rates of the ranks");
+  char *buf = NULL;
+  if (!all) st = CG_ERR_NOMEM;
+  TRY_GOTO(comm_agree(c, st, "allocating the rates"), done);
+  /* ranks of a host take turns (a token passes along the host's ranks) */
+  const int hl = comm_host_local_rank(c), hs = comm_host_local_size(c);
+  for (int turn = 0; turn < hs; turn++) {
+    if (turn == hl) {
+      struct rapa_rates mine;
+      st = rapa_rates_measure_local(be, g, s, P, &mine);
+      if (st == CG_OK) rates_pack(&mine, all + (size_t)rank * NRATE);
+    }
+    const int bst = comm_host_barrier(c); /* the turn ends; the others waited without spinning */
+    if (bst != CG_OK && st == CG_OK) st = bst;
+  }
+  TRY_GOTO(comm_agree(c, st, "measuring this rank's rates"), done);
+  TRY_GOTO(comm_allreduce_host(c, all, P * NRATE, COMM_SUM), done);
+  for (int p = 0; p < P; p++) rates_unpack(all + (size_t)p * NRATE, &rates[p]);
+  /* links: one pair at a time, 8 bytes (latency) and 256 KiB (bandwidth) */
+  TRY_GOTO(rapa_links_alloc(links, P), done);
+  const size_t big = 256 * 1024;
+  buf = cg_calloc(2 * big, 1, "ping-pong buffers");
+  st = buf ? CG_OK : CG_ERR_NOMEM;
+  TRY_GOTO(comm_agree(c, st, "allocating the ping-pong buffers"), done);
+  {
+    double *lat = cg_calloc((size_t)P * P, sizeof *lat, "latencies");
+    double *bw = cg_calloc((size_t)P * P, sizeof *bw, "bandwidths");
+    if (!lat || !bw) st = CG_ERR_NOMEM;
+    for (int a = 0; a < P && st == CG_OK; a++)
+      for (int b = a + 1; b < P && st == CG_OK; b++) {
+        if (rank == a || rank == b) {
+          const int peer = rank == a ? b : a;
+          double small[21], large[7];
+          st = comm_pingpong(c, NULL, COMM_PATH_HOST, peer, buf, buf + big, 8, 21, small);
+          if (st == CG_OK) st = comm_pingpong(c, NULL, COMM_PATH_HOST, peer, buf, buf + big, big, 7, large);
+          if (st == CG_OK && rank == a) {
+            const double l = rapa_median(small + 1, 20) / 2.0, t = rapa_median(large + 1, 6) / 2.0;
+            lat[(size_t)a * P + b] = lat[(size_t)b * P + a] = l;
+            bw[(size_t)a * P + b] = bw[(size_t)b * P + a] = (double)big / (t - l > 0.5 * t ? t - l : 0.5 * t);
+          }
+        }
+        double dummy = 0;
+        if (st == CG_OK) st = comm_allreduce_host(c, &dummy, 1, COMM_SUM);
+      }
+    if (st == CG_OK) st = comm_allreduce_host(c, lat, P * P, COMM_SUM);
+    if (st == CG_OK) st = comm_allreduce_host(c, bw, P * P, COMM_SUM);
+    if (st == CG_OK) {
+      memcpy(links->lat_s, lat, (size_t)P * P * sizeof *lat);
+      memcpy(links->bw_bps, bw, (size_t)P * P * sizeof *bw);
+    }
+    cg_free(lat);
+    cg_free(bw);
+  }
+  TRY_GOTO(comm_agree(c, st, "measuring the links"), done);
+  LOG_INFO("rapa", "rates measured on every rank at the model's shapes in %.2f s", cg_time_now() - t0);
+done:
+  cg_free(all);
+  cg_free(buf);
+  if (st != CG_OK) rapa_links_free(links);
+  return st;
+}

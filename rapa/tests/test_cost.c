@@ -1,0 +1,320 @@
+/* rapa/tests/test_cost.c — the cost model (rapa/balance.h) against values computed by
+ * hand (two model shapes: aggregation cached at layer 0 / dropout everywhere and
+ * transform-first layers; the communication and memory of the first), the loads of a
+ * hand-made partition, and capability-weighted METIS within 5 % of its target shares on
+ * cora (skipped when absent) and on synth:small, for speeds 1 / 0.33 and 1 / 0.5 /
+ * 0.25 / 0.25. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/status.h"
+#include "graph/graph.h"
+#include "rapa/balance.h"
+
+static const struct rapa_rates unit_rates = {1e9, 1e8, 1e9, 1e8, 1e-6, 0, 0, 0};
+
+static void near(double got, double want, const char *what) {
+  if (!(fabs(got - want) <= 1e-12 * fabs(want) + 1e-18)) {
+    fprintf(stderr, "%s: got %.17g, want %.17g\n", what, got, want);
+    fail();
+  }
+}
+
+/* GCN 2 layers, 4 -> 2 -> 2, no dropout (layer 0's aggregation cached); 3 inner rows, 1
+ * halo row, 7 nonzeros; 2 ranks. By hand: layer 0 GEMM 2*3*4*2 forward and backward (96
+ * FLOPs), bias/ReLU/bias-grad 48+48+24 bytes, 5 ops; layer 1 (2 -> 2: aggregate first)
+ * SpMM 7*2 forward and backward, GEMMs 24 x 3, 48+24+72 bytes, 8 ops; the loss 72 bytes
+ * and 1 op; Adam 28 x 16 parameters and 8 ops. Totals: 168 FLOPs, 28 nonzero-columns,
+ * 784 bytes, 22 ops -> 2.3232e-5 s. Exchange of layer 1 (width 2) with rank 1: 1 row in,
+ * 2 out: 24 bytes, forward and backward: 2 (1e-5 + 24 / 1e6); all-reduce of 16 floats:
+ * 64 bytes / 1e6 + 2 latencies; the loss: 2 latencies -> 1.72e-4 s. Memory: layer 0 136
+ * bytes, layer 1 80, scratch 96, operators 224, parameters 256, ids 52 = 844. */
+static void test_cost_hand_cached(void **state) {
+  (void)state;
+  struct rapa_shape s = {2, 4, 2, 2, 0, 0.0f, 0.0f};
+  int64_t recv[2] = {0, 1}, send[2] = {0, 2};
+  struct rapa_load load = {3, 1, 7, recv, send};
+  struct rapa_links links;
+  assert_int_equal(rapa_links_alloc(&links, 2), CG_OK);
+  for (int i = 0; i < 4; i++) {
+    links.bw_bps[i] = 1e6;
+    links.lat_s[i] = 1e-5;
+  }
+  struct rapa_cost c;
+  assert_int_equal(rapa_shape_params(&s), 16);
+  assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, &links, 0, 2, &c), CG_OK);
+  near(c.gemm_flops, 168, "gemm");
+  near(c.spmm_nnzcols, 28, "spmm");
+  near(c.mem_bytes, 784, "mem");
+  near(c.ops, 22, "ops");
+  near(c.comp_s, 2.3232e-5, "comp");
+  near(c.halo_bytes, 48, "halo bytes");
+  near(c.allreduce_bytes, 64, "allreduce bytes");
+  near(c.comm_s, 1.72e-4, "comm");
+  near(c.lambda_s, 2.3232e-5 + 1.72e-4, "lambda");
+  near(c.memory_bytes, 844, "memory");
+  assert_true(c.fits);
+  /* memory against a device that has less: does not fit */
+  struct rapa_rates small = unit_rates;
+  small.free_bytes = 843;
+  assert_int_equal(rapa_cost_rank(&s, &load, &small, &links, 0, 2, &c), CG_OK);
+  assert_false(c.fits);
+  /* staged rows: 24 bytes out (D2H) and 24 in (H2D) per step at 1e3 B/s more */
+  small.free_bytes = 0;
+  small.h2d_bps = small.d2h_bps = 1e3;
+  assert_int_equal(rapa_cost_rank(&s, &load, &small, &links, 0, 2, &c), CG_OK);
+  near(c.comm_s, 1.72e-4 + 2 * 24 / 1e3, "staged comm");
+  /* one rank alone: no communication */
+  assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, NULL, 0, 1, &c), CG_OK);
+  near(c.comm_s, 0, "comm alone");
+  rapa_links_free(&links);
+}
+
+/* GCN 2 layers, 8 -> 4 -> 2, dropout 0.5 everywhere (both layers transform first); 10
+ * inner, 5 halo rows, 30 nonzeros, one rank. By hand: layer 0 dropout of 15 x 8 (120
+ * elements, 960 bytes), GEMM 2*15*8*4 forward and backward, SpMM 30*4 both ways, bias,
+ * ReLU, bias-grad 320+320+160 bytes, 8 ops; layer 1 dropout 10 x 4 forward and backward
+ * (80 elements, 640 bytes), GEMMs 160 x 3, SpMM 30*2 both ways, 160+80+480 bytes, 10 ops;
+ * loss 240 bytes; Adam 28 x 46. Totals: 2400 FLOPs, 360 nonzero-columns, 4648 bytes,
+ * 200 dropout elements, 27 ops -> 3.9648e-5 s. */
+static void test_cost_hand_dropout(void **state) {
+  (void)state;
+  struct rapa_shape s = {2, 8, 4, 2, 0, 0.5f, 0.5f};
+  int64_t zero[1] = {0};
+  struct rapa_load load = {10, 5, 30, zero, zero};
+  struct rapa_cost c;
+  assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, NULL, 0, 1, &c), CG_OK);
+  near(c.gemm_flops, 2400, "gemm");
+  near(c.spmm_nnzcols, 360, "spmm");
+  near(c.mem_bytes, 4648, "mem");
+  near(c.ops, 27, "ops");
+  near(c.comp_s, 3.9648e-5, "comp");
+  struct rapa_rates bad = unit_rates;
+  bad.gemm_flops = 0;
+  assert_int_equal(rapa_cost_rank(&s, &load, &bad, NULL, 0, 1, &c), CG_ERR_ARG);
+  cg_err_clear();
+}
+
+/* The path 0-1-2-3-4-5 owned 0 0 0 1 1 2. */
+static void test_loads_path(void **state) {
+  (void)state;
+  static int64_t rowptr[7] = {0, 1, 3, 5, 7, 9, 10};
+  static int32_t col[10] = {1, 0, 2, 1, 3, 2, 4, 3, 5, 4};
+  struct graph g;
+  memset(&g, 0, sizeof g);
+  g.n = 6;
+  g.m = 10;
+  g.rowptr = rowptr;
+  g.colidx = col;
+  const int32_t owner[6] = {0, 0, 0, 1, 1, 2};
+  struct rapa_load L[3];
+  assert_int_equal(rapa_loads_compute(&g, owner, 3, 1, L), CG_OK);
+  const int64_t inner[3] = {3, 2, 1}, halo[3] = {1, 2, 1}, nnz[3] = {8, 6, 2};
+  const int64_t recv[3][3] = {{0, 1, 0}, {1, 0, 1}, {0, 1, 0}};
+  for (int p = 0; p < 3; p++) {
+    assert_int_equal(L[p].n_inner, inner[p]);
+    assert_int_equal(L[p].n_halo, halo[p]);
+    assert_int_equal(L[p].nnz, nnz[p]);
+    for (int q = 0; q < 3; q++) {
+      assert_int_equal(L[p].recv_rows[q], recv[p][q]);
+      assert_int_equal(L[p].send_rows[q], recv[q][p]);
+    }
+  }
+  rapa_loads_free(L, 3);
+  assert_int_equal(rapa_loads_compute(&g, owner, 3, 0, L), CG_OK);
+  assert_int_equal(L[0].nnz, 5);
+  rapa_loads_free(L, 3);
+  const int32_t bad[6] = {0, 0, 0, 1, 1, 3};
+  assert_int_equal(rapa_loads_compute(&g, bad, 3, 1, L), CG_ERR_ARG);
+  cg_err_clear();
+}
+
+/* Weighted METIS: rates scaled by each rank's speed make capability = speed / sum
+ * exactly, and each part's share of the vertex weight lands within 5 % of its target. */
+static void weighted_on(const char *graph) {
+  struct graph g;
+  memset(&g, 0, sizeof g);
+  assert_int_equal(graph_open(graph, &g), CG_OK);
+  const struct rapa_shape s = {2, g.feat_dim, 16, g.num_classes, 0, 0.5f, 0.5f};
+  const double sp2[2] = {1, 0.33}, sp4[4] = {1, 0.5, 0.25, 0.25};
+  const double *speeds[2] = {sp2, sp4};
+  const int Ps[2] = {2, 4};
+  int32_t *owner = malloc((size_t)g.n * sizeof *owner), *again = malloc((size_t)g.n * sizeof *again);
+  assert_non_null(owner);
+  assert_non_null(again);
+  for (int k = 0; k < 2; k++) {
+    const int P = Ps[k];
+    struct rapa_rates r[4];
+    double sum = 0;
+    for (int p = 0; p < P; p++) {
+      r[p] = unit_rates;
+      r[p].gemm_flops *= speeds[k][p];
+      r[p].spmm_rate *= speeds[k][p];
+      r[p].mem_bps *= speeds[k][p];
+      r[p].rng_eps *= speeds[k][p];
+      r[p].op_s /= speeds[k][p];
+      sum += speeds[k][p];
+    }
+    struct rapa_split sp;
+    assert_int_equal(rapa_partition_weighted(&g, &s, r, NULL, P, 1, -1.0, owner, &sp), CG_OK);
+    assert_int_equal(sp.passes, 1);
+    for (int p = 0; p < P; p++) {
+      near(sp.capability[p], speeds[k][p] / sum, "capability");
+      const double dev = fabs(sp.share[p] - sp.target[p]) / sp.target[p];
+      printf("  %s P=%d part %d: target %.4f, share %.4f (%.2f %%), predicted %.3g s\n", graph, P, p, sp.target[p],
+             sp.share[p], 100 * dev, sp.cost[p].lambda_s);
+      assert_true(dev <= 0.05);
+    }
+    /* deterministic, and rapa_split_evaluate prices the same split the same way */
+    struct rapa_split ev;
+    assert_int_equal(rapa_partition_weighted(&g, &s, r, NULL, P, 1, -1.0, again, &ev), CG_OK);
+    assert_memory_equal(owner, again, (size_t)g.n * sizeof *owner);
+    assert_int_equal(rapa_split_evaluate(&g, &s, r, NULL, P, owner, &ev), CG_OK);
+    for (int p = 0; p < P; p++) near(ev.cost[p].lambda_s, sp.cost[p].lambda_s, "evaluate");
+  }
+  free(owner);
+  free(again);
+  graph_free(&g);
+}
+
+static void test_weighted_synth(void **state) {
+  (void)state;
+  weighted_on("synth:small");
+}
+
+static void test_weighted_cora(void **state) {
+  (void)state;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/cora.cgr", CAPGNN_TEST_DATASETS);
+  if (access(path, R_OK) != 0) skip();
+  weighted_on(path);
+}
+
+/* Halo pruning on a hand-made graph: parts {0,1,2,3} and {4,5,6,7}, cut edges 3-4, 2-5,
+ * 1-6, 3-6. Rank 1 is 10 times slower, so its lambda stays above the mean whatever it
+ * drops: it removes all its halo vertices, in ascending score (GCN degrees with the
+ * self-loop: d = 4 4 4 4 5 4 6 3):
+ *   S(1) = 2/sqrt(4*6) = 0.408, S(2) = 2/sqrt(4*4) = 0.5, S(3) = 2/sqrt(4*5) + 2/sqrt(4*6)
+ *   = 0.855 (each the halo of one part only: R = 1),
+ * so the order is 1, 2, 3 and the 4 cut edges go, both directions: the pruned graph is the
+ * two parts' own edges (2 x 9 entries), symmetric, and passes graph_check. Rank 0, below
+ * the mean, drops nothing. eps <= 0 prunes nothing; a large eps stops before any round. */
+static void test_prune_hand(void **state) {
+  (void)state;
+  static int64_t rowptr[9] = {0, 3, 6, 9, 12, 16, 19, 24, 26};
+  static int32_t col[26] = {1, 2, 3, 0, 2, 6, 0, 1, 5, 0, 4, 6, 3, 5, 6, 7,
+                            2, 4, 6, 1, 3, 4, 5, 7, 4, 6};
+  static int32_t labels[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+  static uint8_t split[8] = {1, 1, 2, 3, 1, 1, 2, 3};
+  static float feat[8 * 2] = {1, 0, 1, 0, 1, 0, 1, 0, 0, 1, 0, 1, 0, 1, 0, 1};
+  struct graph g;
+  memset(&g, 0, sizeof g);
+  snprintf(g.name, sizeof g.name, "hand8p");
+  g.n = 8;
+  g.m = 26;
+  g.rowptr = rowptr;
+  g.colidx = col;
+  g.feat_dim = 2;
+  g.feat_nnz = 16;
+  g.feat_values = feat;
+  g.num_classes = 2;
+  g.labels = labels;
+  g.split = split;
+  graph_checksum_update(&g);
+  assert_int_equal(graph_check(&g, "hand graph"), CG_OK);
+  const int32_t owner[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+  const struct rapa_shape s = {2, 2, 4, 2, 0, 0.5f, 0.5f};
+  struct rapa_rates r[2] = {unit_rates, unit_rates};
+  r[1].gemm_flops /= 10;
+  r[1].spmm_rate /= 10;
+  r[1].mem_bps /= 10;
+  r[1].rng_eps /= 10;
+  r[1].op_s *= 10;
+  struct graph pr;
+  struct rapa_prune_result res;
+  assert_int_equal(rapa_prune_halo(&g, owner, 2, &s, r, NULL, 0.05, &pr, &res), CG_OK);
+  assert_int_equal(res.cut_edges, 4);
+  assert_int_equal(res.removed_edges, 4);
+  assert_int_equal(res.nlog, 3);
+  const int32_t want[3] = {1, 2, 3};
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(res.log_part[i], 1);
+    assert_int_equal(res.log_vertex[i], want[i]);
+  }
+  assert_int_equal(pr.m, 18);
+  assert_int_equal(graph_check(&pr, "pruned graph"), CG_OK);
+  const int64_t want_ptr[9] = {0, 3, 5, 7, 8, 11, 13, 16, 18};
+  const int32_t want_col[18] = {1, 2, 3, 0, 2, 0, 1, 0, 5, 6, 7, 4, 6, 4, 5, 7, 4, 6};
+  assert_memory_equal(pr.rowptr, want_ptr, sizeof want_ptr);
+  assert_memory_equal(pr.colidx, want_col, sizeof want_col);
+  assert_true(res.after[1].lambda_s < res.before[1].lambda_s);
+  graph_free(&pr);
+  rapa_prune_result_free(&res);
+  /* off, and a tolerance already met: the graph unchanged */
+  const double epss[2] = {0.0, 100.0};
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal(rapa_prune_halo(&g, owner, 2, &s, r, NULL, epss[k], &pr, &res), CG_OK);
+    assert_int_equal(res.removed_edges, 0);
+    assert_int_equal(res.nlog, 0);
+    assert_int_equal(pr.m, g.m);
+    assert_memory_equal(pr.colidx, g.colidx, sizeof col);
+    assert_true(pr.checksum == g.checksum);
+    graph_free(&pr);
+    rapa_prune_result_free(&res);
+  }
+}
+
+/* On synth:small with equal METIS parts and one rank 4 times slower: pruning lowers the
+ * spread of lambda, removes only cut edges, and the pruned graph is a valid graph. */
+static void test_prune_synth(void **state) {
+  (void)state;
+  struct graph g;
+  memset(&g, 0, sizeof g);
+  assert_int_equal(graph_open("synth:small", &g), CG_OK);
+  const struct rapa_shape s = {2, g.feat_dim, 16, g.num_classes, 0, 0.5f, 0.5f};
+  struct rapa_rates r[2] = {unit_rates, unit_rates};
+  r[1].gemm_flops /= 4;
+  r[1].spmm_rate /= 4;
+  r[1].mem_bps /= 4;
+  r[1].rng_eps /= 4;
+  r[1].op_s *= 4;
+  int32_t *owner = malloc((size_t)g.n * sizeof *owner);
+  assert_non_null(owner);
+  for (int64_t v = 0; v < g.n; v++) owner[v] = v < g.n / 2 ? 0 : 1;
+  struct graph pr;
+  struct rapa_prune_result res;
+  assert_int_equal(rapa_prune_halo(&g, owner, 2, &s, r, NULL, 0.05, &pr, &res), CG_OK);
+  assert_true(res.removed_edges > 0 && res.removed_edges <= res.cut_edges);
+  assert_int_equal(pr.m, g.m - 2 * res.removed_edges);
+  assert_int_equal(graph_check(&pr, "pruned synth:small"), CG_OK);
+  const double sb = fabs(res.before[0].lambda_s - res.before[1].lambda_s);
+  const double sa = fabs(res.after[0].lambda_s - res.after[1].lambda_s);
+  printf("  synth:small, speeds 1 / 0.25, halves: %lld of %lld cut edges removed (%lld halo vertices, %d rounds); "
+         "|lambda_0 - lambda_1| %.3g -> %.3g s\n", (long long)res.removed_edges, (long long)res.cut_edges,
+         (long long)res.nlog, res.rounds, sb, sa);
+  assert_true(sa < sb);
+  for (int64_t i = 0; i < res.nlog; i++) assert_int_equal(res.log_part[i], 1); /* only the slow rank is above */
+  graph_free(&pr);
+  rapa_prune_result_free(&res);
+  free(owner);
+  graph_free(&g);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cost_hand_cached), cmocka_unit_test(test_cost_hand_dropout),
+      cmocka_unit_test(test_loads_path),       cmocka_unit_test(test_weighted_synth),
+      cmocka_unit_test(test_weighted_cora),    cmocka_unit_test(test_prune_hand),
+      cmocka_unit_test(test_prune_synth),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# tests/test_rapa_cli.sh CAPGNN MPIEXEC OUTDIR DATASETS PROFILE — resource-aware
+# partitioning through the command line (rapa/balance.h):
+# 1. `capgnn partition --profile FILE --json` (a real 2-rank profile) prints and writes the
+#    predicted compute, communication, lambda and memory of every part; with --partition
+#    rapa the parts' weight shares land within 5 % of the targets; a profile of another
+#    rank count is refused.
+# 2. `mpirun -np 2 capgnn --partition rapa` with emulated speeds 1 and 0.5 and --threads
+#    1,1 trains exactly (every epoch's loss within 1e-5 of one rank's), logs the emulation
+#    and the prediction next to the measured per-rank times, and writes them (per-epoch
+#    rank_compute_s / rank_comm_s, the summary's per_rank, rapa, emulate_speed).
+# 3. Usage errors: --threads with a value per rank for another rank count, a bad
+#    CAPGNN_EMULATE_SPEED, --gpu-share without an MPS daemon or on the CPU, --prune-halo
+#    without --partition rapa. No timing is asserted. Exit 77 without cora.
+set -u
+capgnn=$1 mpiexec=$2 out=$3 data=$4 profile=$5
+[ -r "$data/cora.cgr" ] || { echo "cora.cgr not in $data: skipped"; exit 77; }
+rm -rf "$out" && mkdir -p "$out" && cd "$out" || exit 1
+export CAPGNN_DATA=$data CAPGNN_CACHE=$out/cache OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fail() { echo "FAIL: $*"; exit 1; }
+mpi() { "$mpiexec" --allow-run-as-root --oversubscribe "$@"; }
+
+"$capgnn" partition --graph cora --parts 2 --profile "$profile" --json p.json >p.out 2>p.err ||
+  { cat p.err; fail "partition --profile exited $?"; }
+grep -q "predicted epoch per rank" p.out || fail "no prediction printed"
+"$capgnn" partition --graph cora --parts 2 --partition rapa --profile "$profile" --json r.json >r.out 2>r.err ||
+  { cat r.err; fail "partition --partition rapa exited $?"; }
+"$capgnn" partition --graph cora --parts 3 --profile "$profile" >x.out 2>x.err && fail "a 2-rank profile for 3 parts"
+grep -q "has 2 ranks" x.err || { cat x.err; fail "no message about the profile's ranks"; }
+
+# one rank, then 2 ranks of emulated speeds 1 and 0.5 on the weighted split
+mpi -n 1 "$capgnn" --graph cora --epochs 8 --threads 1 --quiet --metrics one.jsonl 2>one.err ||
+  { cat one.err; fail "one rank exited $?"; }
+CAPGNN_EMULATE_SPEED=1,0.5 mpi -n 2 -x CAPGNN_EMULATE_SPEED "$capgnn" --graph cora --epochs 8 --threads 1,1 \
+  --partition rapa --no-part-cache --metrics two.jsonl >two.out 2>two.err || { cat two.err; fail "2 ranks exited $?"; }
+grep -q "EMULATION (CAPGNN_EMULATE_SPEED=1,0.5): rank 1 of 2 runs at speed 0.5" two.err ||
+  fail "the emulation is not logged"
+grep -q "rank 1: predicted compute" two.err || fail "no predicted-against-measured line"
+grep -q "partition: rapa (capability-weighted METIS, exact)" two.err || fail "the partition line does not say rapa"
+
+python3 - p.json r.json one.jsonl two.jsonl <<'PY' || exit 1
+import json, sys
+p, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+for d, method in ((p, "metis"), (r, "rapa")):
+    assert d["method"] == method, d["method"]
+    ra = d["rapa"]
+    assert ra["rates"].startswith("profile "), ra["rates"]
+    assert len(ra["partitions"]) == 2
+    for q in ra["partitions"]:
+        for k in ("predicted_compute_s", "predicted_comm_s", "predicted_lambda_s", "memory_bytes"):
+            assert q[k] > 0, (method, k, q)
+        assert abs(q["predicted_lambda_s"] - q["predicted_compute_s"] - q["predicted_comm_s"]) <= 1e-12
+    assert ra["predicted_epoch_s"] == max(q["predicted_lambda_s"] for q in ra["partitions"])
+for q in r["rapa"]["partitions"]:
+    dev = abs(q["share"] - q["target"]) / q["target"]
+    assert dev <= 0.05, f"part {q['part']}: share {q['share']} target {q['target']}"
+one = [json.loads(l) for l in open(sys.argv[3])]
+two = [json.loads(l) for l in open(sys.argv[4])]
+e1 = [x for x in one if not x.get("summary")]
+e2 = [x for x in two if not x.get("summary")]
+assert len(e1) == len(e2) == 8
+for a, b in zip(e1, e2):
+    assert abs(a["loss"] - b["loss"]) <= 1e-5 * abs(a["loss"]), (a["epoch"], a["loss"], b["loss"])
+    assert len(b["rank_compute_s"]) == 2 and len(b["rank_comm_s"]) == 2
+    assert min(b["rank_compute_s"]) > 0
+s = two[-1]
+assert s["summary"] and s["emulate_speed"] == "1,0.5", s.get("emulate_speed")
+assert s["rapa"]["rates"].startswith("measured at start-up"), s["rapa"]
+assert len(s["per_rank"]) == 2
+for q in s["per_rank"]:
+    for k in ("median_compute_s", "predicted_compute_s", "predicted_lambda_s", "predicted_memory_bytes", "target_share"):
+        assert q[k] > 0, (k, q)
+print("rapa: metis predicted", [round(q["predicted_lambda_s"] * 1e3, 3) for q in p["rapa"]["partitions"]],
+      "ms; rapa shares", [round(q["share"], 4) for q in r["rapa"]["partitions"]], "targets",
+      [round(q["target"], 4) for q in r["rapa"]["partitions"]])
+print("2 ranks (speeds 1, 0.5): targets", [round(q["target_share"], 3) for q in s["per_rank"]], "predicted compute",
+      [round(q["predicted_compute_s"] * 1e3, 2) for q in s["per_rank"]], "ms, measured",
+      [round(q["median_compute_s"] * 1e3, 2) for q in s["per_rank"]], "ms")
+PY
+
+mpi -n 2 "$capgnn" --graph cora --epochs 2 --threads 2,1,1 >u.out 2>u.err
+rc=$?
+[ $rc -eq 2 ] || { cat u.err; fail "--threads 2,1,1 on 2 ranks exited $rc, expected 2"; }
+grep -q "has 3 values but the job has 2 ranks" u.err || { cat u.err; fail "no message on --threads"; }
+CAPGNN_EMULATE_SPEED=1,0.5,0.25 mpi -n 2 -x CAPGNN_EMULATE_SPEED "$capgnn" --graph cora --epochs 2 --threads 1 \
+  >e.out 2>e.err && fail "a speed list of 3 values on 2 ranks was accepted"
+grep -q "CAPGNN_EMULATE_SPEED='1,0.5,0.25' has 3 values but the job has 2 ranks" e.err || { cat e.err; fail "no message on the speed list"; }
+# --gpu-share in training: the MPS daemon checked before any CUDA context, CPU refused
+CUDA_MPS_PIPE_DIRECTORY=$out/no-mps "$capgnn" --graph cora --epochs 1 --device cuda --gpu-share 50 >g1.out 2>g1.err
+[ $? -eq 1 ] || fail "--gpu-share without an MPS daemon: exit status not 1"
+grep -q "needs the CUDA MPS control daemon, which is not running" g1.err || { cat g1.err; fail "no MPS message"; }
+"$capgnn" --graph cora --epochs 1 --device cpu --gpu-share 50 >g2.out 2>g2.err && fail "--gpu-share on the CPU accepted"
+grep -q "applies to GPU ranks" g2.err || { cat g2.err; fail "no message on --gpu-share with --device cpu"; }
+"$capgnn" --graph cora --prune-halo 0.1 >g3.out 2>g3.err
+[ $? -eq 2 ] || fail "--prune-halo without --partition rapa: not a usage error"
+grep -q "needs --partition rapa" g3.err || { cat g3.err; fail "no message on --prune-halo"; }
+echo "test_rapa_cli: ok"

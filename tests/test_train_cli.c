@@ -1,0 +1,339 @@
+/* tests/test_train_cli.c — issue #18's training extras through the `capgnn` binary:
+ * `capgnn predict` on a --save-best checkpoint writes logits whose accuracy (argmax
+ * against the graph's labels, computed here from the .npy by a reader in C) is the
+ * training run's test and validation accuracy at its best epoch, exactly; the .npy
+ * files follow the output rule; predict refuses several ranks; --seeds runs every seed
+ * and appends an aggregate record; --log-every prints the first, every N-th and the
+ * last epoch and a closing line naming the files; the new options' usage errors.
+ * Usage: test_train_cli PATH_TO_CAPGNN */
+#include <fcntl.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "graph/graph.h"
+
+static const char *capgnn_path;
+static char tmpdir[256];
+
+struct run_out {
+  int exit_code;
+  char out[65536], err[65536];
+};
+
+static void slurp(const char *path, char *buf, size_t cap) {
+  buf[0] = '\0';
+  FILE *f = fopen(path, "rb");
+  if (!f) return;
+  size_t n = fread(buf, 1, cap - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+}
+
+/* Runs capgnn with the NULL-terminated arguments; `env` ("NAME=VALUE") may be NULL. */
+static void run_env(struct run_out *r, const char *env, const char *const *args) {
+  char out_path[300], err_path[300];
+  snprintf(out_path, sizeof out_path, "%s/stdout", tmpdir);
+  snprintf(err_path, sizeof err_path, "%s/stderr", tmpdir);
+  const char *argv[64];
+  int argc = 0;
+  argv[argc++] = capgnn_path;
+  for (int i = 0; args[i]; i++) argv[argc++] = args[i];
+  argv[argc] = NULL;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fo < 0 || fe < 0) _exit(126);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    setenv("CAPGNN_LOG_LEVEL", "info", 1);
+    if (env) putenv((char *)env);
+    execv(capgnn_path, (char *const *)argv);
+    _exit(127);
+  }
+  int status = 0;
+  assert_true(waitpid(pid, &status, 0) == pid);
+  r->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  slurp(out_path, r->out, sizeof r->out);
+  slurp(err_path, r->err, sizeof r->err);
+}
+static void run(struct run_out *r, const char *const *args) { run_env(r, NULL, args); }
+
+static int count(const char *s, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+/* One error line "capgnn: error: ..." holding `want`, and exit status `code`. */
+static void expect_error(int code, const char *want, const char *env, const char *const *args) {
+  static struct run_out r;
+  run_env(&r, env, args);
+  printf("  -> exit %d: %s", r.exit_code, r.err[0] ? r.err : "(no stderr)\n");
+  assert_int_equal(r.exit_code, code);
+  assert_int_equal(count(r.err, "error:"), 1);
+  if (!strstr(r.err, want)) fail_msg("expected '%s' in: %s", want, r.err);
+}
+
+/* The last object of a JSON Lines file with key `key` true. */
+static cJSON *record(const char *path, const char *key, int *nrecords) {
+  static char buf[1 << 20];
+  slurp(path, buf, sizeof buf);
+  cJSON *found = NULL;
+  int n = 0;
+  char *save = NULL;
+  for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    cJSON *o = cJSON_Parse(line);
+    assert_non_null(o);
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key))) {
+      n++;
+      cJSON_Delete(found);
+      found = o;
+    } else {
+      cJSON_Delete(o);
+    }
+  }
+  if (nrecords) *nrecords = n;
+  return found;
+}
+
+/* A .npy of float32 in C order, version 1.0 (what capgnn writes); *rows x *cols. */
+static float *read_npy(const char *path, int64_t *rows, int64_t *cols) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("cannot open %s", path);
+  unsigned char pre[10];
+  assert_int_equal(fread(pre, 1, 10, f), 10);
+  assert_memory_equal(pre, "\x93NUMPY\x01\x00", 8);
+  const int hl = pre[8] | (pre[9] << 8);
+  assert_int_equal((10 + hl) % 64, 0);
+  char h[512];
+  assert_true(hl < (int)sizeof h);
+  assert_int_equal(fread(h, 1, (size_t)hl, f), (size_t)hl);
+  h[hl] = '\0';
+  assert_non_null(strstr(h, "'descr': '<f4'"));
+  assert_non_null(strstr(h, "'fortran_order': False"));
+  long long r = 0, c = 0;
+  const char *sh = strstr(h, "'shape': (");
+  assert_non_null(sh);
+  assert_int_equal(sscanf(sh, "'shape': (%lld, %lld)", &r, &c), 2);
+  float *v = malloc((size_t)(r * c) * sizeof(float));
+  assert_non_null(v);
+  assert_int_equal(fread(v, sizeof(float), (size_t)(r * c), f), (size_t)(r * c));
+  char extra;
+  assert_int_equal(fread(&extra, 1, 1, f), 0); /* nothing after the data */
+  fclose(f);
+  *rows = r;
+  *cols = c;
+  return v;
+}
+
+/* Accuracy of the logits' argmax (first maximum) over the vertices of split s. */
+static double accuracy(const float *lg, int64_t classes, const struct graph *g, int s) {
+  int64_t right = 0, n = 0;
+  for (int64_t v = 0; v < g->n; v++) {
+    if (g->split[v] != s) continue;
+    int64_t best = 0;
+    for (int64_t k = 1; k < classes; k++)
+      if (lg[v * classes + k] > lg[v * classes + best]) best = k;
+    right += best == g->labels[v];
+    n++;
+  }
+  return (double)right / (double)n;
+}
+
+static void predict_matches_training(void **state) {
+  (void)state;
+  char met[300], best[300], lg[300], emb[300];
+  snprintf(met, sizeof met, "%s/p.jsonl", tmpdir);
+  snprintf(best, sizeof best, "%s/best.ckpt", tmpdir);
+  snprintf(lg, sizeof lg, "%s/logits.npy", tmpdir);
+  snprintf(emb, sizeof emb, "%s/emb.npy", tmpdir);
+  static struct run_out r;
+  /* lr 0.05 without dropout overfits: the best epoch comes before the last */
+  run(&r, (const char *const[]){"--graph", "synth:small", "--epochs", "60", "--seed", "5", "--lr", "0.05", "--dropout", "0",
+                                "--weight-decay", "0", "--device", "cpu", "--threads", "1", "--metrics", met,
+                                "--save-best", best, NULL});
+  if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
+  assert_non_null(strstr(r.err, "training wrote: metrics"));
+  assert_non_null(strstr(r.err, "best weights"));
+  cJSON *sum = record(met, "summary", NULL);
+  assert_non_null(sum);
+  const double want_test = cJSON_GetObjectItemCaseSensitive(sum, "test_acc_at_best_val")->valuedouble;
+  const double want_val = cJSON_GetObjectItemCaseSensitive(sum, "best_val_acc")->valuedouble;
+  const int best_epoch = cJSON_GetObjectItemCaseSensitive(sum, "best_epoch")->valueint;
+  cJSON_Delete(sum);
+  assert_true(best_epoch < 60);
+  run(&r, (const char *const[]){"predict", "--checkpoint", best, "--graph", "synth:small", "--output", lg,
+                                "--embeddings", emb, "--device", "cpu", "--threads", "1", NULL});
+  if (r.exit_code != 0) fail_msg("predict: exit %d: %s", r.exit_code, r.err);
+  assert_non_null(strstr(r.err, "predict wrote: logits"));
+  struct graph g;
+  memset(&g, 0, sizeof g);
+  assert_int_equal(graph_open("synth:small", &g), 0);
+  int64_t rows, cols, er, ec;
+  float *l = read_npy(lg, &rows, &cols);
+  float *e = read_npy(emb, &er, &ec);
+  assert_int_equal(rows, g.n);
+  assert_int_equal(cols, g.num_classes);
+  assert_int_equal(er, g.n);
+  assert_int_equal(ec, 16); /* the hidden width */
+  int nonneg = 1;
+  for (int64_t i = 0; i < er * ec; i++) nonneg &= e[i] >= 0.0f; /* after the ReLU */
+  assert_true(nonneg);
+  const double test = accuracy(l, cols, &g, GRAPH_SPLIT_TEST), val = accuracy(l, cols, &g, GRAPH_SPLIT_VAL);
+  printf("  best epoch %d: training reported test %.6f val %.6f; from the written logits test %.6f val %.6f\n",
+         best_epoch, want_test, want_val, test, val);
+  assert_true(test == want_test);
+  assert_true(val == want_val);
+  free(l);
+  free(e);
+  graph_free(&g);
+  /* the output rule: an existing .npy only with --force; never the checkpoint */
+  expect_error(1, "--force", NULL,
+               (const char *const[]){"predict", "--checkpoint", best, "--graph", "synth:small", "--output", lg,
+                                     "--threads", "1", NULL});
+  run(&r, (const char *const[]){"predict", "--checkpoint", best, "--graph", "synth:small", "--output", lg,
+                                "--threads", "1", "--force", "--quiet", NULL});
+  assert_int_equal(r.exit_code, 0);
+  expect_error(1, "--checkpoint", NULL,
+               (const char *const[]){"predict", "--checkpoint", best, "--graph", "synth:small", "--output", best,
+                                     "--force", NULL});
+  /* another graph than the checkpoint's */
+  char other[300];
+  snprintf(other, sizeof other, "%s/other.npy", tmpdir);
+  expect_error(1, "was trained on graph", NULL,
+               (const char *const[]){"predict", "--checkpoint", best, "--graph", "synth:tiny", "--output", other, NULL});
+  /* one process only */
+  expect_error(2, "one process", "OMPI_COMM_WORLD_SIZE=2",
+               (const char *const[]){"predict", "--checkpoint", best, "--output", other, NULL});
+  expect_error(2, "--output FILE is required", NULL, (const char *const[]){"predict", "--checkpoint", best, NULL});
+}
+
+static void seeds_and_lines(void **state) {
+  (void)state;
+  char met[300], best[300], b1[320], b2[320];
+  snprintf(met, sizeof met, "%s/s.jsonl", tmpdir);
+  snprintf(best, sizeof best, "%s/sb.ckpt", tmpdir);
+  snprintf(b1, sizeof b1, "%s.seed4", best);
+  snprintf(b2, sizeof b2, "%s.seed9", best);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "7", "--log-every", "3", "--device", "cpu",
+                                "--threads", "1", "--seeds", "4,9", "--metrics", met, "--save-best", best, NULL});
+  if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
+  /* per run: epochs 1, 3, 6 and 7 (the last), the closing "done" and "wrote" lines */
+  assert_int_equal(count(r.err, "[vm:0 progress] training  ") + count(r.err, "progress] training  "), 2 * 2 * 4);
+  assert_int_equal(count(r.err, "1 / 7 epochs"), 2);
+  assert_int_equal(count(r.err, "3 / 7 epochs"), 2);
+  assert_int_equal(count(r.err, "6 / 7 epochs"), 2);
+  assert_int_equal(count(r.err, "7 / 7 epochs"), 2);
+  assert_int_equal(count(r.err, "2 / 7 epochs"), 0);
+  assert_int_equal(count(r.err, "training wrote: metrics"), 2);
+  assert_non_null(strstr(r.out, "test acc at best val"));
+  struct stat sb;
+  assert_int_equal(stat(b1, &sb), 0);
+  assert_int_equal(stat(b2, &sb), 0);
+  int nsum = 0, nagg = 0;
+  cJSON *s = record(met, "summary", &nsum);
+  cJSON *a = record(met, "aggregate", &nagg);
+  assert_int_equal(nsum, 2);
+  assert_int_equal(nagg, 1);
+  assert_non_null(a);
+  assert_int_equal(cJSON_GetObjectItemCaseSensitive(a, "runs")->valueint, 2);
+  cJSON *t = cJSON_GetObjectItemCaseSensitive(a, "test_acc_at_best_val");
+  assert_non_null(t);
+  cJSON *vals = cJSON_GetObjectItemCaseSensitive(t, "values");
+  assert_int_equal(cJSON_GetArraySize(vals), 2);
+  const double x = cJSON_GetArrayItem(vals, 0)->valuedouble, y = cJSON_GetArrayItem(vals, 1)->valuedouble;
+  const double mean = cJSON_GetObjectItemCaseSensitive(t, "mean")->valuedouble;
+  const double sd = cJSON_GetObjectItemCaseSensitive(t, "std")->valuedouble;
+  assert_true(fabs(mean - 0.5 * (x + y)) < 1e-12);
+  assert_true(fabs(sd - 0.5 * fabs(x - y)) < 1e-12); /* population std of two values */
+  /* the last summary is seed 9's, with its own result */
+  assert_int_equal(cJSON_GetObjectItemCaseSensitive(s, "seed")->valueint, 9);
+  assert_true(cJSON_GetObjectItemCaseSensitive(s, "test_acc_at_best_val")->valuedouble == y);
+  printf("  --seeds 4,9: test acc %.4f, %.4f: mean %.4f std %.4f\n", x, y, mean, sd);
+  cJSON_Delete(s);
+  cJSON_Delete(a);
+  /* --quiet: no progress lines at all */
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--device", "cpu", "--threads", "1",
+                                "--quiet", NULL});
+  assert_int_equal(r.exit_code, 0);
+  assert_int_equal(count(r.err, "progress]"), 0);
+}
+
+static void usage_errors(void **state) {
+  (void)state;
+  expect_error(2, "expected adam, adamw or sgd", NULL, (const char *const[]){"--optimizer", "sgdd", NULL});
+  expect_error(2, "--momentum", NULL, (const char *const[]){"--optimizer", "sgd", "--momentum", "1", NULL});
+  expect_error(2, "--optimizer sgd only", NULL, (const char *const[]){"--momentum", "0.9", NULL});
+  expect_error(2, "expected none, step or cosine", NULL, (const char *const[]){"--lr-schedule", "linear", NULL});
+  expect_error(2, "--lr-step-size", NULL, (const char *const[]){"--lr-schedule", "step", NULL});
+  expect_error(2, "--lr-gamma", NULL, (const char *const[]){"--lr-gamma", "0", NULL});
+  expect_error(2, "--lr-warmup", NULL, (const char *const[]){"--lr-warmup", "300", NULL});
+  expect_error(2, "--early-stop", NULL, (const char *const[]){"--early-stop", "-1", NULL});
+  expect_error(2, "expected patience or window", NULL, (const char *const[]){"--early-stop-rule", "mean", NULL});
+  expect_error(2, "did you mean '--early-stop'", NULL, (const char *const[]){"--early-stp", "3", NULL});
+  expect_error(2, "--seeds", NULL, (const char *const[]){"--seeds", "1,,2", NULL});
+  expect_error(2, "given twice", NULL, (const char *const[]){"--seeds", "1,2,1", NULL});
+  expect_error(2, "exclude each other", NULL, (const char *const[]){"--seeds", "1,2", "--resume", "x.ckpt", NULL});
+  expect_error(2, "--log-every", NULL, (const char *const[]){"--log-every", "-2", NULL});
+  /* --save-best follows the output rule, before anything trains */
+  char same[300];
+  snprintf(same, sizeof same, "%s/same.out", tmpdir);
+  expect_error(1, "name the same file", NULL,
+               (const char *const[]){"--graph", "synth:tiny", "--metrics", same, "--save-best", same, NULL});
+  FILE *o = fopen(same, "w");
+  assert_non_null(o);
+  fputs("someone's notes\n", o);
+  fclose(o);
+  expect_error(1, "--save-best", NULL, (const char *const[]){"--graph", "synth:tiny", "--save-best", same, NULL});
+  /* a settings file takes the new keys as the command line does */
+  char ini[300];
+  snprintf(ini, sizeof ini, "%s/es.ini", tmpdir);
+  FILE *f = fopen(ini, "w");
+  assert_non_null(f);
+  fprintf(f, "[training]\noptimizer = sgd\nmomentum = 0.9\nlr-schedule = cosine\nearly-stop = 7\n"
+             "early-stop-rule = window\nseeds = 1,2\n[output]\nlog-every = 5\nsave-best = b.ckpt\n");
+  fclose(f);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--config", ini, "--print-config", NULL});
+  assert_int_equal(r.exit_code, 0);
+  static const char *want[] = {"optimizer = sgd", "momentum = 0.9", "lr-schedule = cosine", "early-stop = 7",
+                               "early-stop-rule = window", "seeds = 1,2", "log-every = 5", "save-best = b.ckpt"};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    if (!strstr(r.out, want[i])) fail_msg("--print-config lacks '%s':\n%s", want[i], r.out);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_train_cli PATH_TO_CAPGNN\n");
+    return 2;
+  }
+  capgnn_path = argv[1];
+  const char *t = getenv("TMPDIR");
+  snprintf(tmpdir, sizeof tmpdir, "%s/capgnn_test_train_cli_XXXXXX", t && t[0] ? t : "/tmp");
+  if (!mkdtemp(tmpdir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {cmocka_unit_test(predict_matches_training), cmocka_unit_test(seeds_and_lines),
+                                     cmocka_unit_test(usage_errors)};
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+  return rc;
+}
