@@ -48,10 +48,28 @@ struct train_par {
   /* the halo cache (jaca/jaca.h; cache_options turns these into its options) */
   const char *cache_policy; /* jaca | lru | fifo | none */
   float cache_capacity;
-  int64_t cache_host_mb, cache_device_mb;
+  int64_t cache_host_mb, cache_device_mb; /* MB_AUTO: Algorithm 1 (the default) */
+  int64_t cache_reserve_mb;
   int staleness, grad_staleness, cache_warmup;
   const char *load;       /* auto | whole | per-rank (runtime/dist.h, enum rt_load) */
 };
+#define MB_AUTO (-1) /* jaca.h's JACA_MB_AUTO, for builds without it */
+
+/* --cache-host-mb / --cache-device-mb: auto or MiB >= 0 (0: no MiB limit). */
+static int parse_mb(const char *opt, const char *s, int64_t *out) {
+  if (strcmp(s, "auto") == 0) {
+    *out = MB_AUTO;
+    return 0;
+  }
+  int rc = cli_parse_i64("train", opt, s, out);
+  if (rc == 0 && *out < 0) rc = cli_usage_error("train", "%s %s: expected auto or a number of MiB >= 0", opt, s);
+  return rc;
+}
+
+static void print_mb(FILE *out, const char *key, int64_t mb) {
+  if (mb == MB_AUTO) fprintf(out, "%s = auto\n", key);
+  else fprintf(out, "%s = %lld\n", key, (long long)mb);
+}
 
 /* --seeds N,N,...: the runs to make, one per seed (n = 0: one run with --seed). */
 #define MAX_SEEDS 64
@@ -63,12 +81,14 @@ struct seed_list {
 #ifdef CAPGNN_HAVE_DIST
 /* The halo cache's options from the command line's, checked (jaca_options_check: what is
  * not built yet is refused here, as a usage error). */
+_Static_assert(MB_AUTO == JACA_MB_AUTO, "--cache-host-mb auto is jaca's JACA_MB_AUTO");
 static int cache_options(const struct train_par *par, struct jaca_options *o) {
   jaca_options_defaults(o);
   TRY(jaca_policy_parse(par->cache_policy, &o->policy));
   o->capacity = par->cache_capacity;
   o->host_mb = par->cache_host_mb;
   o->device_mb = par->cache_device_mb;
+  o->reserve_mb = par->cache_reserve_mb;
   o->staleness = par->staleness;
   o->grad_staleness = par->grad_staleness;
   o->warmup = par->cache_warmup;
@@ -211,8 +231,13 @@ void cmd_train_usage(FILE *out) {
           "                                influence), lru, fifo (default none: no cache)\n"
           "  --cache-capacity F            fraction of a node's halo rows its tier holds, and of a\n"
           "                                rank's other halo rows it keeps, (0, 1] (default 1)\n"
-          "  --cache-host-mb N             ... and at most N MiB of shared memory per node\n"
-          "  --cache-device-mb N           ... and at most N MiB per rank (default 0: no MiB limit)\n"
+          "  --cache-host-mb N|auto        ... and at most N MiB of shared memory per node (0: no\n"
+          "                                MiB limit; default auto: Algorithm 1, the node's free\n"
+          "                                host memory less --cache-reserve-mb)\n"
+          "  --cache-device-mb N|auto      ... and at most N MiB per rank (0: no MiB limit; default\n"
+          "                                auto: the device's free memory less the reserve)\n"
+          "  --cache-reserve-mb N          memory auto leaves free for the rest of the job (default\n"
+          "                                1024)\n"
           "  --staleness S                 APPROXIMATE for S > 0: a hidden layer's halo row is\n"
           "                                reused for up to S epochs before it is sent again\n"
           "                                (default 0: exact, the same results as without a cache)\n"
@@ -236,9 +261,9 @@ enum {
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
   OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_FORCE, OPT_STALL_TIMEOUT, OPT_PROFILE, OPT_CACHE_POLICY,
   OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB, OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS,
-  OPT_CACHE_WARMUP, OPT_OVERLAP, OPT_ALLREDUCE, OPT_MOMENTUM, OPT_LR_SCHEDULE, OPT_LR_STEP_SIZE, OPT_LR_GAMMA,
-  OPT_LR_WARMUP, OPT_LR_EPOCHS, OPT_EARLY_STOP, OPT_EARLY_STOP_RULE, OPT_SAVE_BEST, OPT_LOG_EVERY, OPT_SEEDS, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT, OPT_PRUNE_HALO,
-  OPT_PRUNE_WRITE, OPT_GPU_SHARE, OPT_LOAD
+  OPT_CACHE_WARMUP, OPT_CACHE_RESERVE_MB, OPT_OVERLAP, OPT_ALLREDUCE, OPT_MOMENTUM, OPT_LR_SCHEDULE,
+  OPT_LR_STEP_SIZE, OPT_LR_GAMMA, OPT_LR_WARMUP, OPT_LR_EPOCHS, OPT_EARLY_STOP, OPT_EARLY_STOP_RULE, OPT_SAVE_BEST,
+  OPT_LOG_EVERY, OPT_SEEDS, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT, OPT_PRUNE_HALO, OPT_PRUNE_WRITE, OPT_GPU_SHARE, OPT_LOAD
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
@@ -379,10 +404,12 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   if (par->prune_write) fprintf(out, "prune-write = %s\n", par->prune_write);
   if (par->gpu_share) fprintf(out, "gpu-share = %s\n", par->gpu_share);
   char cap[32];
-  fprintf(out, "\n[cache]\ncache-policy = %s\ncache-capacity = %s\ncache-host-mb = %lld\n"
-          "cache-device-mb = %lld\nstaleness = %d\ngrad-staleness = %d\ncache-warmup = %d\n",
-          par->cache_policy, float_str(cap, sizeof cap, par->cache_capacity), (long long)par->cache_host_mb,
-          (long long)par->cache_device_mb, par->staleness, par->grad_staleness, par->cache_warmup);
+  fprintf(out, "\n[cache]\ncache-policy = %s\ncache-capacity = %s\n", par->cache_policy,
+          float_str(cap, sizeof cap, par->cache_capacity));
+  print_mb(out, "cache-host-mb", par->cache_host_mb);
+  print_mb(out, "cache-device-mb", par->cache_device_mb);
+  fprintf(out, "cache-reserve-mb = %lld\nstaleness = %d\ngrad-staleness = %d\ncache-warmup = %d\n",
+          (long long)par->cache_reserve_mb, par->staleness, par->grad_staleness, par->cache_warmup);
   fprintf(out, "overlap = %s\n", c->overlap ? "on" : "off");
 }
 
@@ -703,6 +730,7 @@ int cmd_train(int argc, char **argv) {
       {"staleness", required_argument, NULL, OPT_STALENESS},
       {"grad-staleness", required_argument, NULL, OPT_GRAD_STALENESS},
       {"cache-warmup", required_argument, NULL, OPT_CACHE_WARMUP},
+      {"cache-reserve-mb", required_argument, NULL, OPT_CACHE_RESERVE_MB},
       {"momentum", required_argument, NULL, OPT_MOMENTUM},
       {"lr-schedule", required_argument, NULL, OPT_LR_SCHEDULE},
       {"lr-step-size", required_argument, NULL, OPT_LR_STEP_SIZE},
@@ -740,7 +768,8 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   opterr = 0; /* our own one-line messages */
   int c, rc = 0, print = 0;
   struct seed_list seeds = {{0}, 0};
-  struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, "none", 1.0f, 0, 0, 0, 0, 0, "auto"};
+  struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, "none", 1.0f,
+                          MB_AUTO, MB_AUTO, 1024, 0, 0, 0, "auto"};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -927,8 +956,13 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         if (rc == 0 && !(par.cache_capacity > 0.0f && par.cache_capacity <= 1.0f))
           rc = usage_error("--cache-capacity %s: expected a fraction of the halo rows in (0, 1]", optarg);
         break;
-      case OPT_CACHE_HOST_MB: rc = cli_parse_i64("train", "--cache-host-mb", optarg, &par.cache_host_mb); break;
-      case OPT_CACHE_DEVICE_MB: rc = cli_parse_i64("train", "--cache-device-mb", optarg, &par.cache_device_mb); break;
+      case OPT_CACHE_HOST_MB: rc = parse_mb("--cache-host-mb", optarg, &par.cache_host_mb); break;
+      case OPT_CACHE_DEVICE_MB: rc = parse_mb("--cache-device-mb", optarg, &par.cache_device_mb); break;
+      case OPT_CACHE_RESERVE_MB:
+        rc = cli_parse_i64("train", "--cache-reserve-mb", optarg, &par.cache_reserve_mb);
+        if (rc == 0 && par.cache_reserve_mb < 0)
+          rc = usage_error("--cache-reserve-mb %s: expected a number of MiB >= 0", optarg);
+        break;
       case OPT_STALENESS:
         if (strncmp(optarg, "adaptive", 8) == 0)
           rc = usage_error("--staleness %s: the adaptive mode is not built yet (issue #13); give a number of epochs",

@@ -130,6 +130,11 @@ static void cpu_copy(struct cg_backend *be, void *dst, const void *src, size_t b
 static void cpu_sync(struct cg_backend *be) { (void)be; /* ops complete before returning */ }
 
 static int cpu_mem_info(struct cg_backend *be, size_t *free_bytes, size_t *total_bytes) {
+  (void)be;
+  return cg_host_mem_info(free_bytes, total_bytes);
+}
+
+int cg_host_mem_info(size_t *free_bytes, size_t *total_bytes) {
   FILE *fp = fopen("/proc/meminfo", "r");
   if (!fp)
     return cg_err_set(CG_ERR_IO,

@@ -217,6 +217,10 @@ struct cg_backend {
 /* The CPU backend (always available). threads <= 0 means OpenMP's default.
  * GEMM goes to OpenBLAS; its thread count is set to the same value. */
 int cg_backend_cpu_create(int threads, struct cg_backend **out);
+/* The host's available and total memory in bytes (/proc/meminfo's MemAvailable and
+ * MemTotal; either pointer may be NULL): what the CPU backend's mem_info reports, for
+ * host memory next to a device backend. CG_ERR_IO / CG_ERR_FORMAT without them. */
+int cg_host_mem_info(size_t *free_bytes, size_t *total_bytes);
 /* Threads of a CPU backend (the resolved count: never 0), 0 for any other backend. */
 int cg_backend_cpu_threads(const struct cg_backend *be);
 /* The BLAS library behind the CPU backend's GEMM, as it describes itself (OpenBLAS's

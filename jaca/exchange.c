@@ -23,9 +23,11 @@
  *   a broken schedule, and is reported as such rather than used.
  * - Every row read is checked against its global id, generation and epoch (the seqlock
  *   payload carries them), so a misplaced or stale row is an error, never a value.
- * - Evaluation (epoch 0), the set-up exchange of the features (layer 0) and every
- *   backward exchange go through the plain exchange: they are exact and uncached, and
- *   evaluation's rows (no dropout) never reach the tier that training reads.
+ * - Evaluation (epoch 0) and the set-up exchange of the features (layer 0) go through
+ *   the plain exchange: they are exact and uncached, and evaluation's rows (no dropout)
+ *   never reach the tier that training reads. Training's backward exchanges go through
+ *   the node tier's gradient path (jaca/ngrad.c, exact) or, with --grad-staleness, the
+ *   stale-gradient path below.
  * - The CPU backend reads and writes backend memory in place; a device backend goes
  *   through host staging buffers (download, upload), allocated here once. */
 #include <stdio.h>
@@ -36,6 +38,7 @@
 #include "core/status.h"
 #include "jaca/exchange_internal.h"
 #include "jaca/jaca.h"
+#include "jaca/ngrad_internal.h"
 #include "jaca/node_internal.h"
 #include "jaca/seqlock_internal.h"
 
@@ -76,6 +79,7 @@ struct jaca_exchange {
   int32_t *d_gidx;                /* backend: the inner row each stored gradient adds into */
   int64_t nblk, *blk_off, *blk_cnt; /* the (class, peer) blocks of gstore, in order */
   uint32_t *bgen;                 /* per layer: backward generations */
+  struct jaca_ngrad *ng;          /* exact gradients through the node tier (G = 0) */
   int64_t plain_send_rows;        /* what the plain exchange sends forward per exchange */
   int64_t plain_send_rows_inter;  /* ... to ranks of other nodes */
   double timeout_s;               /* JACA_READ_TIMEOUT_S or CAPGNN_JACA_TIMEOUT */
@@ -86,7 +90,8 @@ struct jaca_exchange {
 };
 
 static struct jaca_exchange *impl(struct cg_exchange *ex) { return (struct jaca_exchange *)ex; }
-static int on_host(const struct jaca_exchange *j) { return j->be->kind == CG_DEVICE_CPU; }
+static int on_host_be(const struct cg_backend *be) { return be->kind == CG_DEVICE_CPU; }
+static int on_host(const struct jaca_exchange *j) { return on_host_be(j->be); }
 
 static char *node_row(const struct jaca_exchange *j, int layer, int64_t r) {
   return j->seg + (size_t)(layer - 1) * j->layer_bytes + (size_t)r * j->stride;
@@ -97,7 +102,7 @@ static char *node_row(const struct jaca_exchange *j, int layer, int64_t r) {
 static int cached(const struct jaca_exchange *j, enum cg_halo_dir dir, struct cg_halo_tag tag) {
   if (tag.epoch == 0 || tag.epoch <= (uint32_t)j->opt.warmup || tag.layer < 1 || tag.layer >= j->layers.nlayers)
     return 0;
-  return dir == CG_HALO_FORWARD || (dir == CG_HALO_BACKWARD && j->gnc > 0);
+  return dir == CG_HALO_FORWARD || (dir == CG_HALO_BACKWARD && (j->gnc > 0 || j->ng));
 }
 
 static int refreshed(const struct jaca_exchange *j, uint32_t g, int cls) {
@@ -277,6 +282,17 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
   if (cols < 1 || cols > j->layers.cols)
     return cg_err_set(CG_ERR_ARG, "jaca: layer %d exchanges %lld columns, the cache holds rows of at most %lld",
                       tag.layer, (long long)cols, (long long)j->layers.cols);
+  if (dir == CG_HALO_BACKWARD && j->gnc == 0) {
+    struct jaca_stats *s = &j->stats[tag.layer];
+    TRY(jaca_ngrad_begin(j->ng, tag.layer, tag.epoch, x, cols, &s->grad_bytes, &s->grad_bytes_shm));
+    s->grad_bytes_exact += j->plan.n_halo * cols * (int64_t)sizeof(float);
+    j->in_flight = 1;
+    j->delegated = 0;
+    j->layer = tag.layer;
+    j->flight_dir = CG_HALO_BACKWARD;
+    j->flight_epoch = tag.epoch;
+    return CG_OK;
+  }
   if (dir == CG_HALO_BACKWARD) return bwd_begin(j, tag, x, cols);
   const struct jaca_node_plan *p = &j->plan;
   struct cg_backend *be = j->be;
@@ -327,6 +343,7 @@ static int jx_halo_progress(struct cg_exchange *ex) {
   if (j->delegated) return cg_exchange_halo_progress(j->plain);
   const uint32_t g = j->flight_gen;
   int done = 1;
+  if (j->flight_dir == CG_HALO_BACKWARD && j->gnc == 0) return jaca_ngrad_progress(j->ng);
   if (j->flight_dir == CG_HALO_BACKWARD) {
     for (int c = 0; c < j->gnc; c++) {
       if (jaca_last_refresh(g, c, j->opt.grad_staleness) != g) continue;
@@ -357,6 +374,12 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
     return cg_err_set(CG_ERR_ARG, "jaca: halo_end (layer %d, epoch %u) does not match its begin (layer %d, epoch %u)",
                       tag.layer, tag.epoch, j->layer, j->flight_epoch);
   j->in_flight = 0;
+  if (dir == CG_HALO_BACKWARD && j->gnc == 0) {
+    struct jaca_stats *s = &j->stats[tag.layer];
+    TRY(jaca_ngrad_end(j->ng, tag.layer, tag.epoch, x, cols, &s->torn_reads));
+    s->grad_used += j->plan.n_halo;
+    return CG_OK;
+  }
   if (dir == CG_HALO_BACKWARD) return bwd_end(j, tag, x, cols);
   const struct jaca_node_plan *p = &j->plan;
   struct cg_backend *be = j->be;
@@ -475,6 +498,7 @@ static void stats_sum(const struct jaca_exchange *j, struct jaca_stats *t) {
     if (s->age_max > t->age_max) t->age_max = s->age_max;
     t->grad_bytes += s->grad_bytes;
     t->grad_bytes_exact += s->grad_bytes_exact;
+    t->grad_bytes_shm += s->grad_bytes_shm;
     t->grad_refreshed += s->grad_refreshed;
     t->grad_used += s->grad_used;
     if (s->grad_age_max > t->grad_age_max) t->grad_age_max = s->grad_age_max;
@@ -494,6 +518,8 @@ static void jx_counters(const struct cg_exchange *ex, struct cg_exchange_counter
     out->halo_bytes += comm_halo_bytes_sent(j->bwd[c]);
     out->inter_node_bytes += comm_halo_inter_bytes_sent(j->bwd[c]);
   }
+  out->halo_bytes += jaca_ngrad_bytes_sent(j->ng);
+  out->inter_node_bytes += jaca_ngrad_inter_bytes_sent(j->ng);
   out->cache_hits += t.rank_hits + t.node_hits;
   out->cache_lookups += t.lookups;
 }
@@ -527,6 +553,7 @@ static void jx_destroy(struct cg_exchange *ex) {
   /* collective, in the same order on every rank */
   for (int c = 0; j->fwd && c < j->plan.nclasses; c++) comm_halo_destroy(&j->fwd[c]);
   for (int c = 0; j->bwd && c < j->gnc; c++) comm_halo_destroy(&j->bwd[c]);
+  jaca_ngrad_destroy(&j->ng);
   comm_shm_destroy(&j->shm);
   cg_exchange_destroy(&j->plain);
   jx_free(j);
@@ -541,6 +568,17 @@ int jaca_exchange_stats(const struct cg_exchange *ex, int layer, struct jaca_sta
     return cg_err_set(CG_ERR_ARG, "jaca_exchange_stats: layer %d outside [0, %d)", layer, j->layers.nlayers);
   if (layer == 0) stats_sum(j, out);
   else *out = j->stats[layer];
+  return CG_OK;
+}
+
+int jaca_exchange_window(const struct cg_exchange *ex, struct jaca_window *out) {
+  memset(out, 0, sizeof *out);
+  if (!ex || ex->destroy != jx_destroy)
+    return cg_err_set(CG_ERR_ARG, "jaca_exchange_window: not a caching exchange");
+  const struct jaca_node_plan *p = &((const struct jaca_exchange *)ex)->plan;
+  out->reads = p->win_reads;
+  out->policy_hits = p->win_policy_hits;
+  out->oracle_hits = p->win_oracle_hits;
   return CG_OK;
 }
 
@@ -601,14 +639,18 @@ static int jx_alloc(struct jaca_exchange *j) {
 
 static void jx_log(struct comm *c, const struct jaca_exchange *j) {
   /* node totals from each node's local rank 0 */
-  int64_t v[4] = {0, 0, 0, 0};
+  int64_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   if (comm_local_rank(c) == 0) {
     v[0] = j->plan.n_union;
     v[1] = j->plan.n_admitted;
     v[2] = (int64_t)(j->layer_bytes * (size_t)(j->layers.nlayers - 1));
+    v[4] = j->plan.win_reads;
+    v[5] = j->plan.win_policy_hits;
+    v[6] = j->plan.win_oracle_hits < 0 ? 0 : j->plan.win_oracle_hits;
+    v[7] = j->plan.win_oracle_hits < 0;
   }
   v[3] = j->plan.n_halo;
-  if (comm_allreduce_i64(c, v, 4, COMM_SUM) != CG_OK) {
+  if (comm_allreduce_i64(c, v, 8, COMM_SUM) != CG_OK) {
     cg_err_clear();
     return;
   }
@@ -619,6 +661,59 @@ static void jx_log(struct comm *c, const struct jaca_exchange *j) {
            "%.1f MiB of shared memory in all",
            (long long)v[1], (long long)v[0], comm_nnodes(c), comm_nnodes(c) == 1 ? "" : "s",
            (long long)v[3], (double)v[2] / 1048576.0);
+  if (v[4] > 0 && v[7] == 0)
+    LOG_INFO("jaca", "hit rate over a refresh window of %d step%s: %.1f %% (Belady's MIN with the same slots: %.1f %%)",
+             j->opt.staleness + 1, j->opt.staleness == 0 ? "" : "s", 100.0 * (double)v[5] / (double)v[4],
+             100.0 * (double)v[6] / (double)v[4]);
+}
+
+/* The tiers' memory budgets (node_internal.h, struct jaca_budget): a MiB option as
+ * given, or with JACA_MB_AUTO the memory measured free now (Algorithm 1: the node's
+ * least available host memory over its ranks, so that they all plan the same node tier;
+ * the backend's free memory for a rank tier, which on the CPU backend is the same host
+ * memory, shared by the node's ranks after the node tier). Collective over the world. */
+static int measure_budget(struct comm *c, struct cg_backend *be, const struct jaca_options *o,
+                          struct jaca_budget *b) {
+  const int64_t MiB = 1048576;
+  memset(b, 0, sizeof *b);
+  b->node_avail = b->rank_avail = -1;
+  b->rank_share = 1;
+  int st = CG_OK;
+  size_t host_free = 0, dev_free = 0;
+  if (o->host_mb == JACA_MB_AUTO || (o->device_mb == JACA_MB_AUTO && on_host_be(be)))
+    st = cg_host_mem_info(&host_free, NULL);
+  if (st == CG_OK && o->device_mb == JACA_MB_AUTO && !on_host_be(be))
+    st = be->mem_info ? be->mem_info(be, &dev_free, NULL)
+                      : cg_err_set(CG_ERR_ARG, "jaca: backend %s cannot say its free memory: give --cache-device-mb N",
+                                   be->name);
+  TRY(comm_agree(c, st, "jaca: measuring free memory for the cache's capacity"));
+  const int L = comm_local_size(c);
+  int64_t *all = cg_malloc(sizeof(int64_t) * (size_t)L, "jaca: free memory of the node's ranks");
+  st = all ? CG_OK : CG_ERR_NOMEM;
+  TRY(comm_agree(c, st, "jaca: measuring free memory"));
+  st = comm_node_allgather_i64(c, (int64_t)host_free, all);
+  int64_t node_free = (int64_t)host_free;
+  for (int r = 0; st == CG_OK && r < L; r++)
+    if (all[r] < node_free) node_free = all[r];
+  cg_free(all);
+  TRY(comm_agree(c, st, "jaca: measuring free memory"));
+  if (o->host_mb > 0) b->node_avail = o->host_mb * MiB;
+  else if (o->host_mb == JACA_MB_AUTO) {
+    b->node_avail = node_free;
+    b->node_reserve = o->reserve_mb * MiB;
+  }
+  if (o->device_mb > 0) b->rank_avail = o->device_mb * MiB;
+  else if (o->device_mb == JACA_MB_AUTO) {
+    b->rank_reserve = o->reserve_mb * MiB;
+    if (on_host_be(be)) {
+      b->rank_avail = node_free;
+      b->rank_share = L;
+      b->rank_after_node = 1;
+    } else {
+      b->rank_avail = (int64_t)dev_free;
+    }
+  }
+  return CG_OK;
 }
 
 int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct part_local *pl,
@@ -666,7 +761,11 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
       if (comm_node_of(c, pl->peer[k]) != comm_node(c)) j->plain_send_rows_inter += pl->send_count[k];
     }
   TRY_GOTO(comm_agree(c, st, "allocating the halo cache"), fail);
-  TRY_GOTO(jaca_node_plan_build(c, pl, agg, o, layers, &j->plan), fail); /* agreed inside */
+  {
+    struct jaca_budget b;
+    TRY_GOTO(measure_budget(c, be, o, &b), fail); /* agreed inside */
+    TRY_GOTO(jaca_node_plan_build(c, pl, agg, o, layers, &b, &j->plan), fail); /* agreed inside */
+  }
   TRY_GOTO(comm_exchange_create(c, be, &plain_plan, max_cols, &j->plain), fail);
   j->fwd = cg_calloc((size_t)j->plan.nclasses, sizeof *j->fwd, "jaca: forward exchanges");
   st = j->fwd ? CG_OK : CG_ERR_NOMEM;
@@ -698,6 +797,7 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
   st = jx_alloc(j);
   TRY_GOTO(comm_agree(c, st, "allocating the halo cache's buffers"), fail);
   if (o->grad_staleness > 0) TRY_GOTO(bwd_create(c, pl, j), fail); /* agreed inside */
+  else TRY_GOTO(jaca_ngrad_create(c, be, pl, layers, j->timeout_s, &j->ng), fail); /* collective */
   j->ex.halo_begin = jx_halo_begin;
   j->ex.halo_end = jx_halo_end;
   j->ex.halo_progress = jx_halo_progress;
@@ -714,6 +814,7 @@ fail:
     /* every rank got as far as the others (each step is agreed): collective frees */
     for (int k = 0; j->fwd && k < j->plan.nclasses; k++) comm_halo_destroy(&j->fwd[k]);
     for (int k = 0; j->bwd && k < j->gnc; k++) comm_halo_destroy(&j->bwd[k]);
+    jaca_ngrad_destroy(&j->ng);
     comm_shm_destroy(&j->shm);
     cg_exchange_destroy(&j->plain);
     jx_free(j);

@@ -24,17 +24,26 @@
  *    halo rows as without the cache, so training is exact (tested against one rank and
  *    bit for bit against the plain exchange). Every row served is checked against the
  *    bound: an older row is an error, never a value.
+ *  - Halo gradients (backward, G = 0): a consumer whose row's owner is on its node
+ *    writes the gradient into a node segment, the owner reads it from there and adds
+ *    it (jaca/ngrad_internal.h); gradients for other nodes go through MPI. The owner
+ *    adds in the plain exchange's order: exact, bit for bit (tested).
  *  - Gradient staleness G (--grad-staleness): a consumer sends the gradient of a halo
  *    row only in the steps of the row's phase (G + 1 phases, as above); its owner keeps
  *    the last gradient each consumer sent for each row and adds it every step, so a
  *    gradient is never more than G epochs old. G = 0: every gradient is sent back every
- *    epoch through the plain exchange (exact).
+ *    epoch (exact).
  *  - Evaluation (epoch 0), the set-up exchange of the input features, and the first
  *    --cache-warmup epochs go through the plain exchange unchanged.
  *
+ *  - Capacity: besides --cache-capacity (a fraction of the rows), each tier's memory
+ *    budget is by default Algorithm 1 of the paper on memory measured free at set-up,
+ *    less a reserve (jaca_capacity_rows); --cache-host-mb / --cache-device-mb N fix it.
+ *  - Beside the measured hit rate, the hit rate Belady's MIN would reach on the same
+ *    reads with the same slots (jaca_exchange_window).
+ *
  * Not built yet (issue #13): the adaptive mode
- * (--staleness adaptive), prefetch queues (background thread, CUDA stream), Algorithm
- * 1's default capacity from measured free memory. Options that need them are refused
+ * (--staleness adaptive), prefetch queues (background thread, CUDA stream). Options that need them are refused
  * by jaca_options_check with a message saying so. On a CUDA backend the rank tier is
  * device memory and the node tier is reached through host staging buffers (synchronous
  * copies; compiled, tested with a fake device, not run on a GPU).
@@ -73,15 +82,25 @@ const char *jaca_policy_name(enum jaca_policy p); /* "none", "jaca", "lru", "fif
 /* The names above -> policy; CG_ERR_ARG listing them for anything else. */
 int jaca_policy_parse(const char *s, enum jaca_policy *out);
 
+/* host_mb / device_mb: the budget from measured free memory (Algorithm 1, below). */
+#define JACA_MB_AUTO (-1)
+#define JACA_RESERVE_MB_DEFAULT 1024
+
 struct jaca_options {
   enum jaca_policy policy; /* NONE: no cache at all */
   /* Node tier budget. capacity: the fraction of the node's halo rows it may hold, in
-   * (0, 1] (1 = every row); host_mb > 0 instead caps its size in MiB (the smaller of the
-   * two wins when both are given). */
+   * (0, 1] (1 = every row); host_mb > 0 caps its size in MiB besides (the smaller of the
+   * two wins), 0 = no MiB cap, JACA_MB_AUTO (the default) = Algorithm 1 on the node's
+   * available host memory less reserve_mb (jaca_capacity_rows). */
   double capacity;
   int64_t host_mb;
-  int64_t device_mb; /* rank tier budget in MiB per rank (> 0), besides capacity: the
-                        fraction of a rank's direct rows it keeps (with staleness > 0) */
+  int64_t device_mb; /* rank tier budget per rank, besides capacity (the fraction of a
+                        rank's direct rows it keeps, with staleness > 0): > 0 MiB, 0 = no
+                        MiB cap, JACA_MB_AUTO (default) = Algorithm 1 on the backend's
+                        free memory less reserve_mb, shared by the node's ranks on the
+                        CPU backend (their memory is the host's) */
+  int64_t reserve_mb; /* Algorithm 1's reserved memory, MiB (default 1024): left free for
+                         everything the job allocates after the cache */
   int staleness;     /* S in [0, JACA_MAX_STALENESS]: 0 = exact */
   int grad_staleness; /* G: 0 = every gradient sent back every epoch (exact); G > 0: a
                          halo row's gradient is sent at most every G + 1 steps (by phase)
@@ -89,13 +108,25 @@ struct jaca_options {
   int warmup;        /* epochs with the cache off (the plain exchange) at the start */
 };
 
-/* policy NONE, capacity 1, no MiB budgets, staleness 0, grad_staleness 0, warmup 0. */
+/* policy NONE, capacity 1, MiB budgets JACA_MB_AUTO with 1024 MiB reserved, staleness 0,
+ * grad_staleness 0, warmup 0. */
 void jaca_options_defaults(struct jaca_options *o);
 /* Range checks; CG_ERR_ARG naming the option and its range. */
 int jaca_options_check(const struct jaca_options *o);
 /* One line for the log naming the policy and every approximation in force
  * ("jaca, node tier 10 % of the halo rows, exact (staleness 0)"). */
 const char *jaca_options_describe(const struct jaca_options *o, char *buf, size_t len);
+
+/* Algorithm 1 of the CaPGNN paper (its cache capacity), as used here: a tier holds
+ *   min(floor((avail_bytes - reserve_bytes) / vertex_bytes), candidates)
+ * rows, where avail_bytes is the memory measured free where the tier lives (the node's
+ * available host memory for the node tier, the least any of its ranks sees; the
+ * backend's free memory for a rank tier), reserve_bytes what must stay free for the
+ * rest of the job, vertex_bytes the bytes one vertex takes in the tier over every
+ * cached layer (the sum of its rows' sizes), candidates the rows the tier could hold at
+ * most (the node's halo vertices; a rank's direct rows). 0 when nothing is left after
+ * the reserve; vertex_bytes <= 0 gives candidates. */
+int64_t jaca_capacity_rows(int64_t avail_bytes, int64_t reserve_bytes, int64_t vertex_bytes, int64_t candidates);
 
 /* The layers a cache serves: layer l in [1, nlayers) exchanges rows of at most `cols`
  * values (the model's hidden width: a hidden layer's input or its transformed rows);
@@ -141,9 +172,11 @@ struct jaca_stats {
   int64_t bytes_exact_inter; /* ... of them to ranks of other nodes */
   int64_t age_sum, age_max; /* epochs between a row's production and its use, over the
                                rows read (0 with staleness 0) */
-  /* the stale-gradient path (grad_staleness > 0; zeros otherwise: the plain exchange
-   * sends every gradient, counted in the seam's halo_bytes only) */
-  int64_t grad_bytes;       /* gradient bytes this rank sent */
+  /* halo gradients of training steps (after the warm-up): at grad_staleness 0 every
+   * gradient every step, those for owners on this node through the node tier, the
+   * others through MPI (exact); with G > 0 the stale-gradient path, all through MPI */
+  int64_t grad_bytes;       /* gradient bytes this rank sent through MPI */
+  int64_t grad_bytes_shm;   /* ... wrote into the node segment instead */
   int64_t grad_bytes_exact; /* ... the plain exchange would have sent */
   int64_t grad_refreshed;   /* gradients received with this step's values (as owner) */
   int64_t grad_used;        /* gradients added (fresh and kept) */
@@ -152,6 +185,23 @@ struct jaca_stats {
 /* CG_ERR_ARG when ex is not a caching exchange from jaca_exchange_create or layer is
  * out of range. */
 int jaca_exchange_stats(const struct cg_exchange *ex, int layer, struct jaca_stats *out);
+/* How far the tiers are from the best any cache of their size could do, over one
+ * refresh window (S + 1 training steps; the cache's values live that long). The trace
+ * is a node's halo reads of the window (each rank's halo rows in order, by local rank),
+ * after each vertex owned on the node is written once by its owner:
+ *  reads        the reads of the window
+ *  policy_hits  those the tiers serve without sending the row to the reader (what
+ *               cache_hit_rate tends to over a long run)
+ *  oracle_hits  those Belady's MIN serves on the same trace with the same slots (the
+ *               node tier's and the node's rank tiers' as one cache); -1 when the trace
+ *               was too long to simulate (more than 4M entries)
+ * On each node's local rank 0, zeros on its other ranks: sums over the ranks are the
+ * job's. CG_ERR_ARG for an exchange that is not a caching one. */
+struct jaca_window {
+  int64_t reads, policy_hits, oracle_hits;
+};
+int jaca_exchange_window(const struct cg_exchange *ex, struct jaca_window *out);
+
 /* The options a caching exchange was created with (CG_ERR_ARG for any other exchange). */
 int jaca_exchange_options(const struct cg_exchange *ex, struct jaca_options *out);
 

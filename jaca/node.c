@@ -74,12 +74,6 @@ uint32_t jaca_last_refresh(uint32_t g, int cls, int staleness) {
   return g - (g - 1u - (uint32_t)cls) % period;
 }
 
-int64_t jaca_node_rows_for_mb(int64_t mb, const struct jaca_layers *layers) {
-  const int64_t per_vertex = (int64_t)jaca_row_stride(layers->cols) * (layers->nlayers - 1);
-  if (mb <= 0 || per_vertex <= 0) return 0;
-  return (int64_t)((double)mb * 1048576.0 / (double)per_vertex);
-}
-
 /* Local id of global id g among the inner rows (gid[0..n) increasing), -1 if absent. */
 static int64_t inner_of(const int32_t *gid, int64_t n, int64_t g) {
   int64_t lo = 0, hi = n;
@@ -245,9 +239,53 @@ static int build_classes(struct comm *c, const struct part_local *pl, struct jac
   return CG_OK;
 }
 
+/* ---- hit rates over one refresh window (node_internal.h: win_*) ---- */
+
+struct window_in {
+  int64_t U, ntot;
+  int S, node;
+  const int64_t *u_first, *u_owner, *u_row; /* per union vertex */
+  const int64_t *seq;                       /* the node's reads of one step: union index */
+  int64_t node_slots, rank_slots, kept;     /* capacities in rows; rows the rank tiers keep */
+};
+
+/* The trace: every vertex owned on the node once (its owner writes it into the tier:
+ * a fill that no rank has to be sent), then S + 1 steps of the node's reads. A value
+ * lives S + 1 steps, so windows are independent and one is the steady state. */
+static int window_rates(struct comm *c, const struct window_in *w, struct jaca_node_plan *p) {
+  const int64_t S1 = (int64_t)w->S + 1;
+  int64_t nown = 0, hits = 0;
+  for (int64_t u = 0; u < w->U; u++) {
+    const int64_t reads = w->u_first[u + 1] - w->u_first[u];
+    const int local = comm_node_of(c, (int)w->u_owner[u]) == w->node;
+    nown += local;
+    if (w->u_row[u] >= 0) hits += S1 * reads - (local ? 0 : 1);
+  }
+  p->win_reads = S1 * w->ntot;
+  p->win_policy_hits = hits + (int64_t)w->S * w->kept;
+  p->win_oracle_hits = -1;
+  const int64_t n = nown + S1 * w->ntot;
+  if (n > JACA_ORACLE_MAX_TRACE) {
+    LOG_INFO("jaca", "node %d: the access trace of one refresh window has %lld entries (more than %d): no "
+             "Belady MIN hit rate", w->node, (long long)n, JACA_ORACLE_MAX_TRACE);
+    return CG_OK;
+  }
+  int64_t *tr = cg_malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1), "jaca: access trace of the node");
+  if (!tr) return CG_ERR_NOMEM;
+  int64_t k = 0;
+  for (int64_t u = 0; u < w->U; u++)
+    if (comm_node_of(c, (int)w->u_owner[u]) == w->node) tr[k++] = u;
+  for (int64_t s = 0; s < S1; s++)
+    for (int64_t e = 0; e < w->ntot; e++) tr[k++] = w->seq[e];
+  /* the writes come first and each vertex once: never a hit, so every hit is a read's */
+  int st = jaca_oracle_hits(tr, n, w->U, w->node_slots + w->rank_slots, &p->win_oracle_hits);
+  cg_free(tr);
+  return st;
+}
+
 int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const struct cg_csr *agg,
                          const struct jaca_options *o, const struct jaca_layers *layers,
-                         struct jaca_node_plan *p) {
+                         const struct jaca_budget *b, struct jaca_node_plan *p) {
   int st = CG_OK;
   memset(p, 0, sizeof *p);
   const int P = comm_size(c), me = comm_rank(c);
@@ -267,6 +305,9 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
   int64_t *lr_first = NULL;
   int64_t *sc = NULL, *rc = NULL, *sreq = NULL, *rreq = NULL, *req_dest = NULL;
   struct jaca_dir *dir = NULL;
+  const int S = o->staleness, NC = S + 2, ALWAYS = S + 1;
+  int64_t ntot = 0, U = 0;
+  int64_t rank_slots = 0; /* the rank tier's capacity in rows (0 at staleness 0) */
 
   TRY_GOTO(halo_facts(c, pl, agg, p), fail);
 
@@ -284,7 +325,6 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
     memcpy(&e[3], &p->halo_infl[i], sizeof(double));
   }
   st = comm_node_allgather_i64(c, nh * ENTRY_WORDS, cnts);
-  int64_t ntot = 0;
   if (st == CG_OK) {
     lr_first[0] = 0;
     for (int l = 0; l < L; l++) lr_first[l + 1] = lr_first[l] + cnts[l] / ENTRY_WORDS;
@@ -305,7 +345,6 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
   for (int64_t e = 0; e < ntot; e++) order[e] = e;
   g_sort_all = all;
   qsort(order, (size_t)ntot, sizeof(int64_t), cmp_entry_gid);
-  int64_t U = 0;
   for (int64_t k = 0; k < ntot; k++) {
     if (k == 0 || all[order[k] * ENTRY_WORDS] != all[order[k - 1] * ENTRY_WORDS]) U++;
     ent_u[order[k]] = U - 1;
@@ -350,12 +389,18 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
   for (int64_t k = 0; k < U; k++) u_rank[prio_order[k]] = k;
 
   /* ---- admission: the policy's directory over one epoch of the node's reads ---- */
+  const int64_t node_vertex_bytes = (int64_t)jaca_row_stride(layers->cols) * (layers->nlayers - 1);
   int64_t cap = (int64_t)(o->capacity * (double)U);
   if (cap > U) cap = U;
-  if (o->host_mb > 0) {
-    const int64_t by_mb = jaca_node_rows_for_mb(o->host_mb, layers);
-    if (by_mb < cap) cap = by_mb;
+  if (b->node_avail >= 0) {
+    const int64_t by_mem = jaca_capacity_rows(b->node_avail, b->node_reserve, node_vertex_bytes, U);
+    if (by_mem < cap && lr == 0)
+      LOG_WARN("jaca", "node %d: its tier holds %lld of the %lld rows asked for: %.0f MiB of memory less %.0f MiB "
+               "reserved (--cache-host-mb, --cache-reserve-mb)", node, (long long)by_mem, (long long)cap,
+               (double)b->node_avail / 1048576.0, (double)b->node_reserve / 1048576.0);
+    if (by_mem < cap) cap = by_mem;
   }
+  p->node_rows_budget = cap;
   st = jaca_dir_create(o->policy, U, cap, u_rank, &dir);
   if (st < 0) goto fail_agree;
   for (int64_t e = 0; e < ntot; e++) {
@@ -382,7 +427,6 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
   }
 
   /* ---- this rank's part: reads, writes, and which direct rows the rank tier keeps ---- */
-  const int S = o->staleness, NC = S + 2, ALWAYS = S + 1;
   p->staleness = S;
   p->nclasses = NC;
   const size_t nhs = (size_t)(nh > 0 ? nh : 1);
@@ -405,10 +449,18 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
     int64_t ndc = 0;
     for (int64_t i = 0; i < nh; i++) ndc += u_row[ent_u[lr_first[lr] + i]] < 0;
     int64_t rcap = (int64_t)(o->capacity * (double)ndc);
-    if (o->device_mb > 0 && layers->nlayers > 1) {
-      const int64_t by_mb = (int64_t)((double)o->device_mb * 1048576.0 /
-                                      ((double)layers->cols * sizeof(float) * (layers->nlayers - 1)));
-      if (by_mb < rcap) rcap = by_mb;
+    if (b->rank_avail >= 0) {
+      /* on the host, after the node tier's share of the same memory */
+      const int64_t avail = b->rank_avail - (b->rank_after_node ? cap * node_vertex_bytes : 0);
+      const int64_t share = b->rank_share > 1 ? b->rank_share : 1;
+      const int64_t by_mem = jaca_capacity_rows(avail / share, b->rank_reserve / share,
+                                                layers->cols * (int64_t)sizeof(float) * (layers->nlayers - 1), ndc);
+      if (by_mem < rcap && S > 0)
+        LOG_WARN("jaca", "its rank tier keeps %lld of the %lld rows asked for: %.0f MiB of memory for %lld rank%s "
+                 "less %.0f MiB reserved (--cache-device-mb, --cache-reserve-mb)", (long long)by_mem, (long long)rcap,
+                 (double)avail / 1048576.0, (long long)share, share == 1 ? "" : "s",
+                 (double)b->rank_reserve / 1048576.0);
+      if (by_mem < rcap) rcap = by_mem;
     }
     int64_t *dkey = cg_malloc(sizeof(int64_t) * nhs, "jaca: rank tier candidates");
     int64_t *drank = cg_malloc(sizeof(int64_t) * nhs, "jaca: rank tier priorities");
@@ -433,6 +485,7 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
       for (int64_t k = 0; k < nd; k++) drank[dord[k]] = k;
       st = jaca_dir_create(S > 0 ? o->policy : JACA_POLICY_NONE, nd, rcap, drank, &rdir);
     }
+    if (st == CG_OK) rank_slots = jaca_dir_capacity(rdir);
     for (int64_t i = 0; st == CG_OK && i < nh; i++) {
       const int64_t u = ent_u[lr_first[lr] + i];
       p->halo_node_row[i] = u_row[u];
@@ -552,6 +605,24 @@ fail_agree:
   }
   st = jaca_node_plan_check(p, pl);
   TRY_GOTO(comm_agree(c, st, "jaca: checking the node tier's plan"), fail);
+  {
+    /* the node's hit rates over one refresh window (local rank 0 of each node) */
+    int64_t *slots = cg_malloc(sizeof(int64_t) * 2 * (size_t)L, "jaca: rank tiers of the node");
+    st = slots ? CG_OK : CG_ERR_NOMEM;
+    TRY_GOTO(comm_agree(c, st, "jaca: the node's hit rates"), fail);
+    st = comm_node_allgather_i64(c, rank_slots, slots);
+    if (st == CG_OK) st = comm_node_allgather_i64(c, p->n_rank_cached, slots + L);
+    if (st == CG_OK && lr == 0) {
+      struct window_in w = {U, ntot, S, node, u_first, u_owner, u_row, seq, jaca_dir_capacity(dir), 0, 0};
+      for (int r = 0; r < L; r++) {
+        w.rank_slots += slots[r];
+        w.kept += slots[L + r];
+      }
+      st = window_rates(c, &w, p);
+    }
+    cg_free(slots);
+    TRY_GOTO(comm_agree(c, st, "jaca: the node's hit rates"), fail);
+  }
   goto done;
 fail:
   jaca_node_plan_free(p);

@@ -96,7 +96,29 @@ struct jaca_node_plan {
   int64_t n_read;
   int64_t *read_halo, *read_row;
   int32_t *read_phase;
+  /* Hit rates over one refresh window (S + 1 steps), on each node's local rank 0 (zeros
+   * on its other ranks, so that sums over the ranks are the job's). The node's access
+   * trace: each vertex owned on the node once (its owner writing it into the tier, a
+   * fill that sends nothing), then the node's halo reads of S + 1 steps (local rank 0's
+   * halo rows in order, then local rank 1's, ...). A value lives S + 1 steps, so one
+   * window is the steady state.
+   *  win_reads        the reads of the window
+   *  win_policy_hits  reads the plan serves without sending the row to the reader: an
+   *                   admitted vertex all its reads but, when its owner is on another
+   *                   node, the receiver's one per window; a row a rank tier keeps S of
+   *                   its S + 1 reads. What cache_hit_rate tends to over a long run (and
+   *                   equals over generations 2 .. S + 2 of a layer: tested).
+   *  win_oracle_hits  Belady's MIN (jaca_oracle_hits) on that trace with the node tier's
+   *                   and the node's rank tiers' slots as one cache: no arrangement of the
+   *                   same slots serves more (>= win_policy_hits, tested); -1 when the
+   *                   trace is longer than JACA_ORACLE_MAX_TRACE entries. */
+  int64_t win_reads, win_policy_hits, win_oracle_hits;
+  int64_t node_rows_budget; /* the node tier's capacity in rows (capacity and memory) */
 };
+
+/* The longest access trace simulated for win_oracle_hits (32 bytes of set-up memory an
+ * entry). */
+#define JACA_ORACLE_MAX_TRACE (1 << 22)
 
 /* The phase of vertex gid under staleness S (0 when S = 0). */
 int jaca_phase(int64_t gid, int staleness);
@@ -104,13 +126,27 @@ int jaca_phase(int64_t gid, int staleness);
  * g >= 1 (g itself when the class is refreshed at g). */
 uint32_t jaca_last_refresh(uint32_t g, int cls, int staleness);
 
+/* The memory budgets of the tiers in bytes, for jaca_capacity_rows (jaca/jaca.h); the
+ * caller measures them (jaca_exchange_create: --cache-host-mb / --cache-device-mb).
+ *  node_avail, node_reserve  the node tier: bytes it may use, less the reserve; the
+ *                            same on every rank of a node; node_avail < 0: no limit
+ *  rank_avail, rank_reserve  a rank tier: likewise (rank_avail < 0: no limit), divided
+ *                            by rank_share (the ranks sharing that memory), after the
+ *                            node tier's bytes when rank_after_node (the same host
+ *                            memory) */
+struct jaca_budget {
+  int64_t node_avail, node_reserve;
+  int64_t rank_avail, rank_reserve;
+  int rank_share, rank_after_node;
+};
+
 /* Build this rank's part of the plan for policy o->policy, staleness o->staleness, the
- * node budget (o->capacity of the node halo, and o->host_mb MiB over `layers` when > 0)
- * and the rank budget (o->capacity of its direct rows, o->device_mb MiB when > 0).
- * Collective over the world (agreed). `agg` is n_inner x (n_inner + n_halo). */
+ * node budget (o->capacity of the node halo, within b's node bytes over `layers`) and the
+ * rank budget (o->capacity of its direct rows, within b's rank bytes). Collective over
+ * the world (agreed). `agg` is n_inner x (n_inner + n_halo). */
 int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const struct cg_csr *agg,
                          const struct jaca_options *o, const struct jaca_layers *layers,
-                         struct jaca_node_plan *out);
+                         const struct jaca_budget *b, struct jaca_node_plan *out);
 void jaca_node_plan_free(struct jaca_node_plan *p); /* accepts a zeroed struct */
 
 /* Invariant checker of this rank's part against its local graph: every halo row is
@@ -120,9 +156,5 @@ void jaca_node_plan_free(struct jaca_node_plan *p); /* accepts a zeroed struct *
  * owned rows at their node rows. CG_ERR_INTERNAL naming the broken invariant. */
 int jaca_node_plan_check(const struct jaca_node_plan *p, const struct part_local *pl);
 
-/* Rows of the node tier a budget of `mb` MiB holds over `layers` (every layer's rows
- * at jaca_row_stride(layers->cols)); the Algorithm 1 form: floor(bytes / bytes per
- * vertex over all cached layers). */
-int64_t jaca_node_rows_for_mb(int64_t mb, const struct jaca_layers *layers);
 
 #endif

@@ -25,6 +25,18 @@ void jaca_options_defaults(struct jaca_options *o) {
   memset(o, 0, sizeof *o);
   o->policy = JACA_POLICY_NONE;
   o->capacity = 1.0;
+  o->host_mb = JACA_MB_AUTO;
+  o->device_mb = JACA_MB_AUTO;
+  o->reserve_mb = JACA_RESERVE_MB_DEFAULT;
+}
+
+int64_t jaca_capacity_rows(int64_t avail_bytes, int64_t reserve_bytes, int64_t vertex_bytes, int64_t candidates) {
+  if (candidates <= 0) return 0;
+  if (vertex_bytes <= 0) return candidates;
+  const int64_t left = avail_bytes - reserve_bytes;
+  if (left <= 0) return 0;
+  const int64_t rows = left / vertex_bytes;
+  return rows < candidates ? rows : candidates;
 }
 
 int jaca_options_check(const struct jaca_options *o) {
@@ -33,9 +45,12 @@ int jaca_options_check(const struct jaca_options *o) {
   if (!(o->capacity > 0.0 && o->capacity <= 1.0))
     return cg_err_set(CG_ERR_ARG, "--cache-capacity %g: expected a fraction of the halo rows in (0, 1]",
                       o->capacity);
-  if (o->host_mb < 0) return cg_err_set(CG_ERR_ARG, "--cache-host-mb %lld: expected >= 0", (long long)o->host_mb);
-  if (o->device_mb < 0)
-    return cg_err_set(CG_ERR_ARG, "--cache-device-mb %lld: expected >= 0", (long long)o->device_mb);
+  if (o->host_mb < 0 && o->host_mb != JACA_MB_AUTO)
+    return cg_err_set(CG_ERR_ARG, "--cache-host-mb %lld: expected auto or >= 0", (long long)o->host_mb);
+  if (o->device_mb < 0 && o->device_mb != JACA_MB_AUTO)
+    return cg_err_set(CG_ERR_ARG, "--cache-device-mb %lld: expected auto or >= 0", (long long)o->device_mb);
+  if (o->reserve_mb < 0)
+    return cg_err_set(CG_ERR_ARG, "--cache-reserve-mb %lld: expected >= 0", (long long)o->reserve_mb);
   if (o->staleness < 0) return cg_err_set(CG_ERR_ARG, "--staleness %d: expected >= 0", o->staleness);
   if (o->grad_staleness < 0)
     return cg_err_set(CG_ERR_ARG, "--grad-staleness %d: expected >= 0", o->grad_staleness);
@@ -54,9 +69,13 @@ const char *jaca_options_describe(const struct jaca_options *o, char *buf, size_
     snprintf(buf, len, "no halo cache");
     return buf;
   }
-  char mb[64] = "", dmb[64] = "", warm[64] = "";
+  char mb[96] = "", dmb[96] = "", warm[64] = "";
   if (o->host_mb > 0) snprintf(mb, sizeof mb, ", at most %lld MiB", (long long)o->host_mb);
+  else if (o->host_mb == JACA_MB_AUTO)
+    snprintf(mb, sizeof mb, ", within free host memory less %lld MiB", (long long)o->reserve_mb);
   if (o->device_mb > 0) snprintf(dmb, sizeof dmb, ", at most %lld MiB", (long long)o->device_mb);
+  else if (o->device_mb == JACA_MB_AUTO)
+    snprintf(dmb, sizeof dmb, ", within free memory less %lld MiB", (long long)o->reserve_mb);
   if (o->warmup > 0) snprintf(warm, sizeof warm, "; cache off for the first %d epochs", o->warmup);
   char grad[96];
   if (o->grad_staleness == 0) snprintf(grad, sizeof grad, "gradients every epoch");

@@ -8,6 +8,7 @@
  *   exchange's host all-reduce (maxima through its MAX), like the other per-epoch sums.
  * - Whether there is a cache is agreed at creation: a rank whose exchange is wrapped
  *   (the test fault injection) must not skip the collective the others enter. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@
 #include "jaca/jaca.h"
 #include "runtime/runtime_internal.h"
 
-#define ROW_VALUES 19
+#define ROW_VALUES 20
 
 struct rt_cache_track {
   int nlayers;
@@ -44,6 +45,7 @@ static void row_from_stats(const struct jaca_stats *a, const struct jaca_stats *
   v[16] = (double)(b->grad_refreshed - a->grad_refreshed);
   v[17] = (double)(b->grad_used - a->grad_used);
   v[18] = (double)b->grad_age_max;
+  v[19] = (double)(b->grad_bytes_shm - a->grad_bytes_shm);
 }
 
 static void row_set(struct rt_cache_row *r, const double *v) {
@@ -66,6 +68,7 @@ static void row_set(struct rt_cache_row *r, const double *v) {
   r->grad_refreshed = v[16];
   r->grad_used = v[17];
   r->grad_age_max = v[18];
+  r->grad_bytes_shm = v[19];
 }
 
 static void row_add(struct rt_cache_row *t, const struct rt_cache_row *r) {
@@ -83,6 +86,7 @@ static void row_add(struct rt_cache_row *t, const struct rt_cache_row *r) {
   t->bytes_exact_inter += r->bytes_exact_inter;
   t->grad_bytes += r->grad_bytes;
   t->grad_bytes_exact += r->grad_bytes_exact;
+  t->grad_bytes_shm += r->grad_bytes_shm;
   t->grad_refreshed += r->grad_refreshed;
   t->grad_used += r->grad_used;
   if (r->grad_age_max > t->grad_age_max) t->grad_age_max = r->grad_age_max;
@@ -111,6 +115,13 @@ int rt_cache_track_create(struct cg_exchange *ex, int nlayers, struct rt_cache_t
   t->totals.staleness = o.staleness;
   t->totals.grad_staleness = o.grad_staleness;
   for (int l = 1; l < nlayers; l++) TRY(jaca_exchange_stats(ex, l, &t->prev[l]));
+  struct jaca_window w;
+  TRY(jaca_exchange_window(ex, &w));
+  double wv[4] = {(double)w.reads, (double)w.policy_hits, w.oracle_hits < 0 ? 0.0 : (double)w.oracle_hits,
+                  w.oracle_hits < 0 ? 1.0 : 0.0};
+  TRY(ex->allreduce_host(ex, wv, 4, CG_REDUCE_SUM));
+  t->totals.policy_hit_rate = wv[0] > 0 ? wv[1] / wv[0] : NAN;
+  t->totals.oracle_hit_rate = wv[0] > 0 && wv[3] == 0.0 ? wv[2] / wv[0] : NAN;
   *out = t;
   return CG_OK;
 }

@@ -98,10 +98,14 @@ static cJSON *cache_row(const struct rt_cache_row *r) {
   cJSON_AddNumberToObject(o, "bytes_d2h", r->bytes_d2h);
   cJSON_AddNumberToObject(o, "bytes_exact", r->bytes_exact);
   cJSON_AddNumberToObject(o, "bytes_exact_inter_node", r->bytes_exact_inter);
-  cJSON_AddNumberToObject(o, "bytes_saved", r->bytes_exact - r->bytes_intra - r->bytes_inter);
+  /* forward rows and gradients: what the plain exchange would have sent through MPI
+   * less what was sent (the difference of halo_bytes against a run without the cache) */
+  cJSON_AddNumberToObject(o, "bytes_saved",
+                          r->bytes_exact - r->bytes_intra - r->bytes_inter + r->grad_bytes_exact - r->grad_bytes);
   json_num(o, "age_mean", r->lookups > 0 ? r->age_sum / r->lookups : NAN);
   cJSON_AddNumberToObject(o, "age_max", r->age_max);
   cJSON_AddNumberToObject(o, "grad_bytes", r->grad_bytes);
+  cJSON_AddNumberToObject(o, "grad_bytes_shm", r->grad_bytes_shm);
   cJSON_AddNumberToObject(o, "grad_bytes_exact", r->grad_bytes_exact);
   cJSON_AddNumberToObject(o, "grad_refreshed", r->grad_refreshed);
   cJSON_AddNumberToObject(o, "grad_used", r->grad_used);
@@ -151,6 +155,8 @@ int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec) {
     cJSON_AddNumberToObject(o, "cache_hit_rate", (double)rec->cache_hits / (double)rec->cache_lookups);
   else
     cJSON_AddNullToObject(o, "cache_hit_rate");
+  /* beside it, the best any cache of the same slots could do (a set-up figure) */
+  json_num(o, "cache_oracle_hit_rate", rec->cache_lookups > 0 && rec->cache ? rec->cache->oracle_hit_rate : NAN);
   json_num(o, "eval_s", rec->eval_s);
   if (rec->cache) cJSON_AddItemToObject(o, "cache", cache_object(rec->cache));
   if (rec->nranks > 1 && rec->rank_compute_s && rec->rank_comm_s) {
@@ -273,10 +279,13 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
     if (c) { /* the settings, every approximation among them */
       cJSON_AddStringToObject(c, "policy", cache->policy);
       cJSON_AddNumberToObject(c, "capacity", cache->capacity);
-      cJSON_AddNumberToObject(c, "host_mb", cache->host_mb);
+      if (cache->host_mb < 0) cJSON_AddStringToObject(c, "host_mb", "auto"); /* Algorithm 1 */
+      else cJSON_AddNumberToObject(c, "host_mb", cache->host_mb);
       cJSON_AddNumberToObject(c, "staleness", cache->staleness);
       cJSON_AddNumberToObject(c, "grad_staleness", cache->grad_staleness);
       cJSON_AddBoolToObject(c, "exact", cache->staleness == 0 && cache->grad_staleness == 0);
+      json_num(c, "policy_hit_rate", cache->policy_hit_rate);
+      json_num(c, "oracle_hit_rate", cache->oracle_hit_rate);
     }
     cJSON_AddItemToObject(o, "cache", c);
   }

@@ -427,7 +427,8 @@ struct rt_checkpoint; /* "checkpoints" below */
  *     update), train_acc, val_acc, test_acc, val_loss (after the update; null on
  *     epochs without evaluation; micro-F1 for multi-label graphs), epoch_s, compute_s,
  *     comm_s, comm_exposed_s, comm_hidden_s, halo_bytes, allreduce_bytes,
- *     inter_node_bytes, compute_max_s, compute_min_s, cache_hit_rate, eval_s.
+ *     inter_node_bytes, compute_max_s, compute_min_s, cache_hit_rate, cache_oracle_hit_rate,
+ *     eval_s.
  *   last line: {"summary": true, graph, nodes, edges, features, classes, multilabel,
  *     device, threads,
  *     ranks, model, layers, hidden, dropout, input_dropout, layernorm, optimizer, lr,
@@ -479,6 +480,13 @@ struct rt_checkpoint; /* "checkpoints" below */
  *              (lookups: halo rows of hidden layers read in the step's forward pass;
  *              hits: those that were not sent to the rank that read them, jaca/jaca.h);
  *              null without a cache
+ *   cache_oracle_hit_rate  beside it: the hit rate Belady's MIN reaches on the same
+ *              reads over one refresh window (S + 1 steps) with the same slots
+ *              (jaca/jaca.h, struct jaca_window; a set-up figure, the same every
+ *              epoch); null where cache_hit_rate is, or when a node's trace was too
+ *              long to simulate. The summary's "cache" object also holds it
+ *              (oracle_hit_rate) and the tiers' own rate over a window
+ *              (policy_hit_rate, what cache_hit_rate tends to)
  * The cross-rank sums and extremes are gathered after each step, outside epoch_s. */
 int rt_train(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
              const struct rt_config *cfg, const struct rt_checkpoint *resume, struct rt_result *res);

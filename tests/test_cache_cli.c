@@ -8,10 +8,13 @@
  *    plain run's bit for bit (the cache is exact). Every epoch record of a cached run has
  *    cache_hit_rate = (rank_hits + node_hits) / lookups and a "cache" object whose
  *    counts add up (hits + misses = lookups, per layer summing to the total), whose
- *    bytes_saved = bytes_exact - bytes_intra_node - bytes_inter_node, and whose saving
+ *    bytes_saved = bytes_exact - bytes_intra_node - bytes_inter_node + grad_bytes_exact -
+ *    grad_bytes (forward rows and gradients), and whose saving
  *    is exactly the difference of halo_bytes against the plain run; with the whole node
- *    halo in the tier nothing is sent between ranks of a node. The summary names the
- *    settings (policy, capacity, staleness 0, exact) and holds the run's totals.
+ *    halo in the tier nothing is sent between ranks of a node. Beside the hit rate,
+ *    cache_oracle_hit_rate is in [0, 1]. The summary names the settings (policy,
+ *    capacity, staleness 0, exact), holds the run's totals, and policy_hit_rate <=
+ *    oracle_hit_rate (Belady's MIN), equal when the tier holds the whole node halo.
  *    With --staleness 2 --cache-warmup 1 (lru, half of the rows): epoch 1 (warm-up) and
  *    epoch 2 (the cache's first exchange refreshes every row) equal the plain run bit
  *    for bit; every epoch's oldest row is at most 2 epochs old; rows are reused (hits)
@@ -20,7 +23,9 @@
  * 2. What is not built yet is a usage error (exit 2) naming the option: --staleness
  *    adaptive; so are a bad policy, a capacity outside (0, 1] and a staleness or
  *    gradient staleness above the limit.
- * 3. --print-config shows the [cache] settings. */
+ *    So are MiB budgets that are neither auto nor >= 0, and a negative reserve.
+ * 3. --print-config shows the [cache] settings (the MiB budgets auto by default:
+ *    Algorithm 1). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +108,14 @@ static void read_run(const char *path, int cached, int whole_halo, const char *p
         for (int e = 0; e < r->n; e++) tot += r->saved[e];
         CHECK(c && num(c, "bytes_saved") == tot, "%s: summary saves %.0f bytes, the epochs %.0f", path,
               num(c, "bytes_saved"), tot);
+        /* the window's rates: the tiers' own, and Belady's MIN with the same slots, which
+         * no policy beats; with the whole node halo held and nothing kept across steps,
+         * they are equal */
+        const double prate = num(c, "policy_hit_rate"), orate = num(c, "oracle_hit_rate");
+        CHECK(prate >= 0 && prate <= orate && orate <= 1, "%s: policy hit rate %g, Belady's MIN %g", path, prate,
+              orate);
+        if (whole_halo && staleness == 0)
+          CHECK(prate == orate, "%s: the whole node halo held, yet MIN %g beats the tiers' %g", path, orate, prate);
         r->summary_ok = c != NULL;
       } else {
         CHECK(c == NULL, "%s: a cache object without a cache", path);
@@ -114,7 +127,9 @@ static void read_run(const char *path, int cached, int whole_halo, const char *p
       r->halo[e] = num(o, "halo_bytes");
       const cJSON *hr = cJSON_GetObjectItemCaseSensitive(o, "cache_hit_rate");
       if (!cached) {
-        CHECK(cJSON_IsNull(hr) && c == NULL, "%s epoch %d: cache fields without a cache", path, e + 1);
+        CHECK(cJSON_IsNull(hr) && cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "cache_oracle_hit_rate")) &&
+                  c == NULL,
+              "%s epoch %d: cache fields without a cache", path, e + 1);
       } else {
         CHECK(c != NULL, "%s epoch %d: no cache object", path, e + 1);
         if (c && num(c, "lookups") == 0) { /* warm-up: the plain exchange */
@@ -128,8 +143,12 @@ static void read_run(const char *path, int cached, int whole_halo, const char *p
                 look);
           CHECK(fabs(hr->valuedouble - (rh + nh) / look) < 1e-12, "%s epoch %d: hit rate %g", path, e + 1,
                 hr->valuedouble);
+          const cJSON *orate = cJSON_GetObjectItemCaseSensitive(o, "cache_oracle_hit_rate");
+          CHECK(cJSON_IsNumber(orate) && orate->valuedouble >= 0 && orate->valuedouble <= 1,
+                "%s epoch %d: no Belady MIN hit rate beside the hit rate", path, e + 1);
           const double saved = num(c, "bytes_saved");
-          CHECK(saved == num(c, "bytes_exact") - num(c, "bytes_intra_node") - num(c, "bytes_inter_node"),
+          CHECK(saved == num(c, "bytes_exact") - num(c, "bytes_intra_node") - num(c, "bytes_inter_node") +
+                             num(c, "grad_bytes_exact") - num(c, "grad_bytes"),
                 "%s epoch %d: bytes_saved %.0f", path, e + 1, saved);
           if (whole_halo) CHECK(num(c, "bytes_intra_node") == 0, "%s: bytes sent within a node", path);
           CHECK(num(c, "age_max") <= staleness, "%s epoch %d: a row %g epochs old (staleness %d)", path, e + 1,
@@ -176,8 +195,12 @@ int main(int argc, char **argv) {
   const char *opts = "--graph synth:small --model gcn --layers 3 --hidden 16 --epochs 4 --device cpu --threads 1 "
                      "--no-part-cache --partition metis --quiet";
   const char *names[4] = {"plain", "jaca", "lru10", "stale2"};
-  const char *extra[4] = {"", "--cache-policy jaca", "--cache-policy lru --cache-capacity 0.1",
-                          "--cache-policy lru --cache-capacity 0.5 --staleness 2 --cache-warmup 1"};
+  /* no MiB budget (--cache-host-mb 0 --cache-device-mb 0): the tiers must not depend on
+   * the memory other jobs leave free while the test runs */
+  const char *extra[4] = {"", "--cache-policy jaca --cache-host-mb 0 --cache-device-mb 0",
+                          "--cache-policy lru --cache-capacity 0.1 --cache-host-mb 0 --cache-device-mb 0",
+                          "--cache-policy lru --cache-capacity 0.5 --staleness 2 --cache-warmup 1 --cache-host-mb 0 "
+                          "--cache-device-mb 0"};
   struct run_out r[4];
   for (int k = 0; k < 4; k++) {
     char cmd[4096], log[512], path[512];
@@ -229,14 +252,19 @@ int main(int argc, char **argv) {
   expect_usage(capgnn, "--cache-policy belady", "--cache-policy 'belady'");
   expect_usage(capgnn, "--cache-policy jaca --cache-capacity 0", "--cache-capacity 0");
   expect_usage(capgnn, "--cache-policy jaca --cache-capacity 1.5", "--cache-capacity 1.5");
+  expect_usage(capgnn, "--cache-policy jaca --cache-host-mb -3", "--cache-host-mb -3");
+  expect_usage(capgnn, "--cache-policy jaca --cache-device-mb lots", "--cache-device-mb");
+  expect_usage(capgnn, "--cache-policy jaca --cache-reserve-mb -1", "--cache-reserve-mb -1");
   {
     char cmd[2048], log[512];
     snprintf(log, sizeof log, "%s/print.log", g_dir);
-    snprintf(cmd, sizeof cmd, "%s --cache-policy fifo --cache-capacity 0.25 --print-config", capgnn);
+    snprintf(cmd, sizeof cmd, "%s --cache-policy fifo --cache-capacity 0.25 --cache-device-mb 12 --print-config",
+             capgnn);
     CHECK(run(cmd, log) == 0, "`%s` failed", cmd);
     char *out = slurp(log);
     CHECK(out && strstr(out, "[cache]") && strstr(out, "cache-policy = fifo") && strstr(out, "cache-capacity = 0.25") &&
-              strstr(out, "staleness = 0"),
+              strstr(out, "staleness = 0") && strstr(out, "cache-host-mb = auto") &&
+              strstr(out, "cache-device-mb = 12") && strstr(out, "cache-reserve-mb = 1024"),
           "--print-config lacks the cache settings:\n%s", out ? out : "");
     free(out);
   }

@@ -10,7 +10,8 @@
  * a row from the wrong rank, vertex, column, layer or epoch is caught value by value.
  * Epochs run 1..3 over layers 1..2; an evaluation exchange (epoch 0, the plain path) and
  * a backward exchange (owners add the exact sum of their holders' integer gradients, in
- * any order) run in between. A negative control feeds one rank's rows of the wrong epoch
+ * any order; those of holders on the owner's node come through the node tier) run in
+ * between. A negative control feeds one rank's rows of the wrong epoch
  * and must be caught.
  *
  * Configurations: policies jaca, lru, fifo at node-tier capacity 100 % and 10 %; the
@@ -216,6 +217,8 @@ static void expect_add(struct expect *x, const struct jaca_node_plan *p, uint32_
   x->refreshed += direct_now + fresh_reads;
 }
 
+static int64_t g_reserve_mb = -1; /* >= 0: Algorithm 1's reserve for run_case */
+
 static void run_case(const char *spec, int random_owners, enum jaca_policy policy, double capacity, int staleness,
                      struct cg_backend *be) {
   const int me = comm_rank(g_comm);
@@ -227,11 +230,27 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   o.policy = policy;
   o.capacity = capacity;
   o.staleness = staleness;
+  /* no MiB budget, so that the tiers do not depend on the memory free while the test
+   * runs; Algorithm 1 (auto) only with the reserve below */
+  o.host_mb = o.device_mb = 0;
+  if (g_reserve_mb >= 0) {
+    o.host_mb = o.device_mb = JACA_MB_AUTO;
+    o.reserve_mb = g_reserve_mb;
+  }
   const struct jaca_layers layers = {NLAYERS, COLS};
   struct cg_exchange *ex = NULL;
   OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
   const struct jaca_node_plan *p = jaca_exchange_plan(ex);
   CHECK(p != NULL, "not a caching exchange");
+  if (g_reserve_mb >= 0) /* more reserved than any host has free: the tiers hold nothing */
+    CHECK(p->n_admitted == 0 && p->n_rank_cached == 0 && p->node_rows_budget == 0,
+          "reserve %lld MiB: %lld node rows, %lld kept, budget %lld", (long long)g_reserve_mb,
+          (long long)p->n_admitted, (long long)p->n_rank_cached, (long long)p->node_rows_budget);
+  else /* no MiB budget: the capacity fraction alone */
+    CHECK(p->node_rows_budget == (int64_t)(capacity * (double)p->n_union) ||
+              p->node_rows_budget == p->n_union,
+          "node tier budget %lld rows of %lld at capacity %g", (long long)p->node_rows_budget,
+          (long long)p->n_union, capacity);
   OK(jaca_node_plan_check(p, pl));
   const int64_t rows = pl->n_inner + pl->n_halo;
   float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
@@ -245,7 +264,8 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   struct cg_exchange_counters c0, c1;
   ex->counters(ex, &c0);
   struct expect x1 = {0}; /* layer 1's */
-  int64_t worst_age = 0, per_gen_inter[EPOCH_CODES] = {0};
+  int64_t worst_age = 0, per_gen_inter[EPOCH_CODES] = {0}, per_gen_hits[EPOCH_CODES] = {0},
+          per_gen_lookups[EPOCH_CODES] = {0};
   for (uint32_t e = 1; e <= E; e++) {
     for (int l = 1; l < NLAYERS; l++) {
       CHECK(forward_check(&s, be, ex, d, h, l, e, 0, p, &worst_age) == 0,
@@ -254,6 +274,10 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
         const int64_t before = x1.inter;
         expect_add(&x1, p, e);
         per_gen_inter[e] = x1.inter - before;
+        struct jaca_stats now;
+        OK(jaca_exchange_stats(ex, 1, &now));
+        per_gen_hits[e] = now.rank_hits + now.node_hits;
+        per_gen_lookups[e] = now.lookups;
       }
     }
     backward_check(&s, be, ex, d, h);
@@ -290,6 +314,29 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
           (long long)per_gen_inter[1], staleness, (long long)always);
   }
 
+  /* the hit rates of one refresh window: the plan's equal what the cache did over
+   * generations 2 .. S + 2 (every phase refreshed once), summed over the ranks; Belady's
+   * MIN with the same slots does at least as well, and no better when the tiers hold
+   * every row and nothing is reused across steps */
+  double win_rate = 0.0, win_oracle = 0.0;
+  {
+    struct jaca_window w;
+    OK(jaca_exchange_window(ex, &w));
+    CHECK(comm_local_rank(g_comm) == 0 || (w.reads == 0 && w.policy_hits == 0 && w.oracle_hits == 0),
+          "window counts on a rank other than the node's first");
+    int64_t v[5] = {per_gen_hits[staleness + 2] - per_gen_hits[1], per_gen_lookups[staleness + 2] - per_gen_lookups[1],
+                    w.policy_hits, w.reads, w.oracle_hits};
+    OK(comm_allreduce_i64(g_comm, v, 5, COMM_SUM));
+    CHECK(v[0] == v[2] && v[1] == v[3], "one window: %lld hits of %lld reads measured, the plan says %lld of %lld",
+          (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3]);
+    CHECK(v[4] >= v[2] && v[4] <= v[3], "Belady's MIN: %lld hits, the plan %lld, of %lld reads", (long long)v[4],
+          (long long)v[2], (long long)v[3]);
+    if (capacity >= 1.0 && staleness == 0)
+      CHECK(v[4] == v[2], "every row held, staleness 0: MIN %lld hits, the plan %lld", (long long)v[4], (long long)v[2]);
+    win_rate = v[3] ? 100.0 * (double)v[2] / (double)v[3] : 0.0;
+    win_oracle = v[3] ? 100.0 * (double)v[4] / (double)v[3] : 0.0;
+  }
+
   /* statistics and counters */
   struct jaca_stats st, st1;
   OK(jaca_exchange_stats(ex, 0, &st));
@@ -321,11 +368,24 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
         (long long)((E * L1 + nx - E) * plain_fwd * COLS * 4));
   if (be->kind == CG_DEVICE_CPU) CHECK(st.bytes_h2d == 0 && st.bytes_d2h == 0, "host/device bytes on the CPU backend");
   else CHECK(st.bytes_h2d == (E * L1 + nx - E) * p->n_read * COLS * 4, "host-to-device bytes %lld", (long long)st.bytes_h2d);
-  CHECK(c1.halo_bytes - c0.halo_bytes == sent_c1 + (int64_t)E * (plain_fwd + pl->n_halo) * COLS * 4,
-        "seam halo bytes %lld: the cache's forward bytes %lld + %u x (%lld + %lld) rows x %d x 4",
-        (long long)(c1.halo_bytes - c0.halo_bytes), (long long)sent_c1, E, (long long)plain_fwd,
-        (long long)pl->n_halo, COLS);
-  if (capacity >= 1.0 && staleness == 0) {
+  /* the gradients: those for owners on this node through the node tier, the others
+   * through MPI, every one every step (backward_check proved the sums exact) */
+  int64_t grad_far = 0;
+  for (int64_t i = pl->n_inner; i < pl->n_inner + pl->n_halo; i++)
+    grad_far += comm_node_of(g_comm, s.owner[pl->gid[i]]) != comm_node(g_comm);
+  CHECK(st.grad_bytes == (int64_t)E * grad_far * COLS * 4 &&
+            st.grad_bytes_shm == (int64_t)E * (pl->n_halo - grad_far) * COLS * 4 &&
+            st.grad_bytes_exact == (int64_t)E * pl->n_halo * COLS * 4,
+        "gradient bytes: %lld through MPI, %lld through the node tier, %lld exact; halo rows %lld, %lld of them "
+        "owned on other nodes, %u steps",
+        (long long)st.grad_bytes, (long long)st.grad_bytes_shm, (long long)st.grad_bytes_exact, (long long)pl->n_halo,
+        (long long)grad_far, E);
+  CHECK(c1.halo_bytes - c0.halo_bytes == sent_c1 + (int64_t)E * plain_fwd * COLS * 4 + st.grad_bytes,
+        "seam halo bytes %lld: the cache's forward bytes %lld + %u x %lld rows x %d x 4 (evaluations) + gradient "
+        "bytes %lld",
+        (long long)(c1.halo_bytes - c0.halo_bytes), (long long)sent_c1, E, (long long)plain_fwd, COLS,
+        (long long)st.grad_bytes);
+  if (capacity >= 1.0 && staleness == 0 && g_reserve_mb < 0) {
     const int64_t model = model_inter_rows(&s);
     CHECK(p->cls[0].send_rows_inter + p->cls[1].send_rows_inter == model &&
               p->cls[0].send_rows_intra + p->cls[1].send_rows_intra == 0 && p->n_direct == 0,
@@ -340,10 +400,10 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   if (me == 0)
     printf("ok: %-13s %s owners, %s, %s %3.0f %%, S %d: node tiers hold %lld of %lld rows; rows between nodes: %lld "
            "per full refresh, %.1f per exchange over %lld (per-rank exchange: %lld in all); %lld node hits, %lld rank "
-           "hits, %lld torn reads retried, oldest row used %lld epochs\n",
+           "hits, %lld torn reads retried, oldest row used %lld epochs; hit rate over a window %.1f %%, Belady's MIN %.1f %%\n",
            spec, random_owners ? "random" : "v mod P", be->name, jaca_policy_name(policy), capacity * 100, staleness,
            (long long)v[2], (long long)v[3], (long long)v[0], (double)v[7] / (double)nx, (long long)nx, (long long)v[1],
-           (long long)v[5], (long long)v[6], (long long)v[4], (long long)worst_age);
+           (long long)v[5], (long long)v[6], (long long)v[4], (long long)worst_age, win_rate, win_oracle);
   be->free(be, d);
   free(h);
   cg_exchange_destroy(&ex);
@@ -366,6 +426,7 @@ static void grad_case(const char *spec, int G, struct cg_backend *be) {
   const struct part_local *pl = s.pl;
   struct jaca_options o;
   jaca_options_defaults(&o);
+  o.host_mb = o.device_mb = 0;
   o.policy = JACA_POLICY_JACA;
   o.grad_staleness = G;
   const struct jaca_layers layers = {NLAYERS, COLS};
@@ -447,6 +508,12 @@ int main(int argc, char **argv) {
   run_case("synth:tiny", 0, JACA_POLICY_JACA, 1.0, 0, dev);
   run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 0, dev);
   run_case("synth:small", 1, JACA_POLICY_JACA, 0.5, 2, dev);
+  /* Algorithm 1 with more memory reserved than there is: no tier holds a row, every
+   * row travels directly, still right */
+  g_reserve_mb = (int64_t)1 << 40;
+  run_case("synth:small", 1, JACA_POLICY_JACA, 1.0, 0, cpu);
+  run_case("synth:small", 1, JACA_POLICY_LRU, 1.0, 2, cpu);
+  g_reserve_mb = -1;
   grad_case("synth:tiny", 1, cpu);
   grad_case("synth:small", 3, cpu);
   grad_case("synth:small", 2, dev);

@@ -38,6 +38,9 @@ static void fake_copy(struct cg_backend *be, void *dst, const void *src, size_t 
   fd(be)->cpu->copy(fd(be)->cpu, real(dst), real(src), bytes);
 }
 static void fake_sync(struct cg_backend *be) { fd(be)->cpu->sync(fd(be)->cpu); }
+static int fake_mem_info(struct cg_backend *be, size_t *free_bytes, size_t *total_bytes) {
+  return fd(be)->cpu->mem_info(fd(be)->cpu, free_bytes, total_bytes);
+}
 static void fake_fill(struct cg_backend *be, float *x, int64_t n, float value) {
   fd(be)->cpu->fill(fd(be)->cpu, real(x), n, value);
 }
@@ -67,6 +70,7 @@ int fake_device_create(struct cg_backend *cpu, struct cg_backend **out) {
   f->be.download = fake_download;
   f->be.copy = fake_copy;
   f->be.sync = fake_sync;
+  f->be.mem_info = fake_mem_info;
   f->be.fill = fake_fill;
   f->be.scale = fake_scale;
   f->be.gather_rows = fake_gather_rows;

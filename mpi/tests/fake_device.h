@@ -5,7 +5,8 @@
  * host pointers with bit 62 flipped: non-canonical addresses that fault when
  * dereferenced, so any code that hands device memory straight to MPI or reads it
  * on the host crashes instead of passing. Only the ops mpi/ uses are provided
- * (memory, sync, fill, scale, gather_rows, scatter_add_rows); the others are NULL. */
+ * (memory, sync, mem_info (the host's), fill, scale, gather_rows, scatter_add_rows); the
+ * others are NULL. */
 #ifndef CAPGNN_MPI_TESTS_FAKE_DEVICE_H
 #define CAPGNN_MPI_TESTS_FAKE_DEVICE_H
 

@@ -42,7 +42,8 @@
  *
  * With the argument "cache" it runs the halo cache's cases instead (run_cache_cases): the
  * same checks with jaca/'s caching exchange, every policy at 100 % and 10 % of the node
- * tier, and the results equal, bit for bit, those of the run without the cache; run on
+ * tier (halo gradients to owners on the node through the node tier, none through MPI on
+ * one node), and the results equal, bit for bit, those of the run without the cache; run on
  * 2-4 ranks and on 4 ranks as 2 emulated nodes (CAPGNN_EMULATE_NODES=2). With
  * --staleness 2 and 5 (approximate) it checks what still must hold: no row older than the
  * bound, rows reused, fewer bytes, the first step exact, the loss going down.
@@ -605,16 +606,23 @@ static void run_case(const struct tcase *tc) {
   }
   if (g_cache) {
     /* forward rows through the cache's own plan (jaca_exchange_stats: the same every
-     * training forward pass, epochs + the first loss_grad), backward as without it */
+     * training forward pass, epochs + the first loss_grad); gradients through the node
+     * tier to owners on the node, through MPI to the others: none on one node */
     const struct jaca_stats js = js_first;
-    int64_t v[3] = {js.bytes_intra + js.bytes_inter, js.lookups, js.node_hits};
-    OK(comm_allreduce_i64(g_comm, v, 3, COMM_SUM));
-    CHECK(v[0] % (cfg.epochs + 1) == 0, "cached forward bytes %lld not a multiple of %d passes", (long long)v[0],
-          cfg.epochs + 1);
+    int64_t v[5] = {js.bytes_intra + js.bytes_inter, js.lookups, js.node_hits, js.grad_bytes,
+                    js.grad_bytes + js.grad_bytes_shm};
+    OK(comm_allreduce_i64(g_comm, v, 5, COMM_SUM));
+    CHECK(v[0] % (cfg.epochs + 1) == 0 && v[3] % (cfg.epochs + 1) == 0,
+          "cached forward bytes %lld or gradient bytes %lld not a multiple of %d passes", (long long)v[0],
+          (long long)v[3], cfg.epochs + 1);
+    CHECK(v[4] == (cfg.epochs + 1) * halo_total * dist.widths_sum * 4,
+          "gradient bytes %lld through MPI and the node tier, expected every halo row's: %lld", (long long)v[4],
+          (long long)((cfg.epochs + 1) * halo_total * dist.widths_sum * 4));
+    if (comm_nnodes(g_comm) == 1) CHECK(v[3] == 0, "one node, yet %lld gradient bytes went through MPI", (long long)v[3]);
     CHECK(v[1] == (cfg.epochs + 1) * halo_total * (cfg.layers - 1), "cache lookups %lld, expected %lld",
           (long long)v[1], (long long)((cfg.epochs + 1) * halo_total * (cfg.layers - 1)));
     if (P > 1 && halo_total > 0) CHECK(v[2] > 0, "the node tier served no row");
-    modelled = halo_total * dist.widths_sum * 4 + v[0] / (cfg.epochs + 1);
+    modelled = v[3] / (cfg.epochs + 1) + v[0] / (cfg.epochs + 1);
     CHECK(modelled <= halo_total * dist.widths_sum * 4 * 2, "the cache sends more than the plain exchange");
   }
 
@@ -704,6 +712,7 @@ static int run_cache_cases(void) {
       for (int k = 0; k < 2; k++) {
         struct jaca_options jo;
         jaca_options_defaults(&jo);
+        jo.host_mb = jo.device_mb = 0; /* no MiB budget: the same tiers whatever memory is free */
         jo.policy = pols[p];
         jo.capacity = caps[k];
         g_cache = &jo;
@@ -716,6 +725,7 @@ static int run_cache_cases(void) {
     for (int k = 0; k < 4; k++) {
       struct jaca_options jo;
       jaca_options_defaults(&jo);
+      jo.host_mb = jo.device_mb = 0;
       jo.policy = k % 2 == 0 ? JACA_POLICY_JACA : JACA_POLICY_LRU;
       jo.capacity = k % 2 == 0 ? 1.0 : 0.5;
       jo.staleness = stale[k];

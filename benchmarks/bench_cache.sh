@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# benchmarks/bench_cache.sh — the halo cache (JACA) against the exact exchange: bytes
+# saved, epoch time and accuracy, over a grid of (policy, capacity, staleness S,
+# gradient staleness G), P = 2 and 4 ranks, several seeds.
+#
+# Every run is `capgnn` under mpiexec (--oversubscribe, 1 thread per rank) on 2
+# emulated nodes (CAPGNN_EMULATE_NODES=2: P = 2 is one rank per node, P = 4 two ranks
+# per node), METIS partitions with --part-seed 1 (the same partition for every setting
+# and seed). Per (graph, P, setting) the script reports:
+#   halo bytes/epoch  the metrics' halo_bytes (bytes sent through MPI: forward rows and
+#                     returned gradients, summed over the ranks), mean over the epochs
+#                     after the first (staleness refreshes rows by phase, so epochs
+#                     differ), and the fraction saved against the exact run (no cache)
+#   epoch ms          median over the seeds of each run's median_epoch_s
+#   test acc          test accuracy at the best validation accuracy (the summary's
+#                     test_acc_at_best_val), mean over seeds, and its delta against the
+#                     exact run of the same seed (mean of the paired differences, in
+#                     points, with the smallest and largest difference)
+#   hit rate          the cache's cache_hit_rate (hits / lookups over the run)
+# Settings with S = G = 0 are exact by construction; the script checks it: their test
+# accuracy (and best epoch) must equal the exact run's of the same seed, and every
+# setting's halo bytes must not exceed the exact run's, and no row may be older than S
+# (age_max) nor a gradient older than G. It fails (exit 1) when a check fails.
+# Settings at S = G = 0 other than the first run one seed only, with --epochs 5 for
+# the policy rows (their bytes and hit rates do not depend on the seed or epoch).
+#
+# usage: benchmarks/bench_cache.sh [-c CAPGNN] [-o OUTDIR] [-g "cora reddit"] [-p "2 4"]
+#                                  [-s "1 2 3 4"] [-S "1 2 3"] [-A "SETTING ..."] [-q]
+#   -g  graphs: cora (configs/cora.ini: GCN 2 x 16, 200 epochs, $CAPGNN_DATA/cora.cgr)
+#       and reddit (synth:reddit:scale=0.05, 11,648 vertices, 5.7M edges, GCN 3 x 64,
+#       60 epochs, evaluated every 5; generated once into OUTDIR)
+#   -s  seeds of cora, -S seeds of reddit; -q one seed, fewer settings (a smoke run)
+#   -A  only these approximate settings (names as in approx_settings below, e.g.
+#       "jaca-c1-s9-g9 jaca-c1-s19-g19")
+#   Runs whose metrics file already holds a summary are not run again (delete OUTDIR to
+#   start over). Outputs: OUTDIR/runs/*.jsonl and logs, OUTDIR/bench_cache.json (every
+#   run and the table's numbers) and OUTDIR/bench_cache.md (the table).
+set -euo pipefail
+
+capgnn=build/bin/capgnn
+outdir=results/bench_cache
+graphs="cora reddit"
+ranks="2 4"
+cora_seeds="1 2 3 4"
+reddit_seeds="1 2 3"
+quick=0
+only=""
+while getopts "c:o:g:p:s:S:A:qh" opt; do
+  case $opt in
+    c) capgnn=$OPTARG ;;
+    o) outdir=$OPTARG ;;
+    g) graphs=$OPTARG ;;
+    p) ranks=$OPTARG ;;
+    s) cora_seeds=$OPTARG ;;
+    S) reddit_seeds=$OPTARG ;;
+    A) only=$OPTARG ;;
+    q) quick=1 ;;
+    *) sed -n '2,40p' "$0"; exit 2 ;;
+  esac
+done
+[ -x "$capgnn" ] || { echo "bench_cache.sh: $capgnn is not an executable (build first, or pass -c)" >&2; exit 2; }
+here=$(cd "$(dirname "$0")/.." && pwd)
+mpiexec=${MPIEXEC:-mpiexec}
+mkdir -p "$outdir/runs" "$outdir/part-cache"
+if [ "$quick" = 1 ]; then cora_seeds=1; reddit_seeds=1; fi
+
+# setting = name policy capacity S G [epochs override]
+approx_settings=(
+  "jaca-c1-s1-g1 jaca 1 1 1"
+  "jaca-c1-s3-g3 jaca 1 3 3"
+  "jaca-c1-s9-g9 jaca 1 9 9"
+  "jaca-c1-s19-g19 jaca 1 19 19"
+  "jaca-c1-s9-g0 jaca 1 9 0"
+  "jaca-c1-s0-g9 jaca 1 0 9"
+  "jaca-c1-s1-g0 jaca 1 1 0"
+  "jaca-c1-s0-g1 jaca 1 0 1"
+  "jaca-c0.5-s9-g9 jaca 0.5 9 9"
+  "lru-c0.5-s9-g9 lru 0.5 9 9"
+  "fifo-c0.5-s9-g9 fifo 0.5 9 9"
+  "jaca-c0.2-s9-g9 jaca 0.2 9 9"
+)
+exact_cache_settings=(  # one seed; the first runs every epoch (the equality check)
+  "jaca-c1-s0-g0 jaca 1 0 0"
+  "jaca-c0.5-s0-g0 jaca 0.5 0 0 5"
+  "lru-c0.5-s0-g0 lru 0.5 0 0 5"
+  "fifo-c0.5-s0-g0 fifo 0.5 0 0 5"
+  "jaca-c0.2-s0-g0 jaca 0.2 0 0 5"
+  "lru-c0.2-s0-g0 lru 0.2 0 0 5"
+  "fifo-c0.2-s0-g0 fifo 0.2 0 0 5"
+)
+if [ "$quick" = 1 ]; then
+  approx_settings=("jaca-c1-s9-g9 jaca 1 9 9")
+  exact_cache_settings=("jaca-c1-s0-g0 jaca 1 0 0")
+fi
+
+graph_args() { # graph -> the run's options
+  case $1 in
+    cora) echo "--config $here/configs/cora.ini --graph cora" ;;
+    reddit)
+      local f="$outdir/reddit-0.05.cgr"
+      [ -f "$f" ] || "$capgnn" gen synth:reddit:scale=0.05 --output "$f" --quiet >&2
+      echo "--graph $f --model gcn --layers 3 --hidden 64 --dropout 0.5 --lr 0.01 --epochs 60 --eval-every 5" ;;
+    *) echo "bench_cache.sh: unknown graph '$1' (expected cora or reddit)" >&2; exit 2 ;;
+  esac
+}
+
+cmds_file="$outdir/commands.txt"
+: > "$cmds_file"
+run_one() { # graph P name policy capacity S G seed [epochs]
+  local g=$1 p=$2 name=$3 pol=$4 cap=$5 s=$6 gs=$7 seed=$8 ep=${9:-}
+  local tag="${g}_p${p}_${name}_seed${seed}"
+  local m="$outdir/runs/$tag.jsonl"
+  local cmd=("$mpiexec" -n "$p" --oversubscribe --allow-run-as-root "$capgnn" $(graph_args "$g")
+             --device cpu --threads 1 --quiet --seed "$seed" --partition metis --part-seed 1
+             --part-cache "$outdir/part-cache" --metrics "$m" --force)
+  [ -n "$ep" ] && cmd+=(--epochs "$ep")
+  [ "$pol" != none ] && cmd+=(--cache-policy "$pol" --cache-capacity "$cap" --staleness "$s" --grad-staleness "$gs")
+  echo "CAPGNN_EMULATE_NODES=2 ${cmd[*]}" >> "$cmds_file"
+  if [ -f "$m" ] && grep -q '"summary":true' "$m"; then return 0; fi
+  echo "$tag" >&2
+  CAPGNN_EMULATE_NODES=2 "${cmd[@]}" > "$outdir/runs/$tag.log" 2>&1 ||
+    { cat "$outdir/runs/$tag.log" >&2; echo "bench_cache.sh: $tag failed" >&2; exit 1; }
+}
+
+for g in $graphs; do
+  seeds=$cora_seeds; [ "$g" = reddit ] && seeds=$reddit_seeds
+  first=${seeds%% *}
+  for p in $ranks; do
+    for seed in $seeds; do run_one "$g" "$p" exact none 1 0 0 "$seed"; done
+    for st in "${exact_cache_settings[@]}"; do
+      read -r name pol cap s gs ep <<< "$st"
+      run_one "$g" "$p" "$name" "$pol" "$cap" "$s" "$gs" "$first" "$ep"
+    done
+    for st in "${approx_settings[@]}"; do
+      read -r name pol cap s gs <<< "$st"
+      if [ -n "$only" ] && [[ " $only " != *" $name "* ]]; then continue; fi
+      for seed in $seeds; do run_one "$g" "$p" "$name" "$pol" "$cap" "$s" "$gs" "$seed"; done
+    done
+  done
+done
+
+machine="$(hostname); $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1); $(nproc) cores; \
+$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); $($mpiexec --version 2>&1 | head -1)"
+python3 "$here/benchmarks/bench_cache_report.py" "$outdir" "$machine" "$0 $*" "$graphs" "$ranks"
