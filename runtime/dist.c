@@ -240,6 +240,10 @@ static int dist_rapa_owner(struct comm *c, struct graph *g, const struct rt_conf
   TRY(comm_agree(c, st, "checking the rank count"));
   const struct rapa_shape shape = {cfg->layers, g->feat_dim, cfg->hidden, g->num_classes, cfg->model == RT_MODEL_SAGE,
                                    rt_config_layer_dropout(cfg, 1), rt_config_layer_dropout(cfg, 0)};
+  if (cfg->model != RT_MODEL_GCN && cfg->model != RT_MODEL_SAGE)
+    LOG_WARN_COMMON("dist", "--partition rapa: the cost model prices GCN and SAGE layers; the %s model's attention "
+                    "is not modelled, so its parts are sized as for a GCN of the same widths (still exact)",
+                    rt_model_kind_str(cfg->model));
   const struct rapa_links *use_links = P > 1 ? &links : NULL;
   if (o->rapa_rates) { /* given by the caller */
     memcpy(rates, o->rapa_rates, (size_t)P * sizeof *rates);
