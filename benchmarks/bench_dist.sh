@@ -73,18 +73,7 @@ common=(--graph "$graph" --model gcn --layers "$layers" --hidden "$hidden" --dro
         --epochs "$epochs" --eval-every 100000 --device cpu --quiet
         --partition metis --part-seed 1 --part-cache "$outdir/cache")
 
-# Wait (at most $maxwait s) until no other process is runnable: /proc/loadavg's 4th
-# field is runnable/total, this shell included (read by a builtin: no other process).
-wait_idle() {
-  [ "$maxwait" -gt 0 ] || return 0
-  local t=0 quiet=0 l1 l5 l15 rq rest
-  while [ "$t" -lt "$maxwait" ] && [ "$quiet" -lt 3 ]; do
-    read -r l1 l5 l15 rq rest < /proc/loadavg
-    if [ "${rq%/*}" -le 1 ]; then quiet=$((quiet + 1)); else quiet=0; fi
-    sleep 1; t=$((t + 1))
-  done
-  echo "  (waited ${t} s for an idle machine$([ "$quiet" -ge 3 ] || echo ': gave up, running anyway'))" >&2
-}
+. "$(dirname "$0")/wait_idle.sh"
 
 runs=() # "P mode file command" per run, in the order they ran
 for p in $ranks; do
@@ -102,7 +91,7 @@ for p in $ranks; do
       runs+=("$p	$mode	$met	${cmd[*]}")
       echo "P=$p overlap $mode (run $rep): ${cmd[*]}" >&2
       log="$outdir/log_p${p}_overlap_${mode}_r$rep.txt"
-      wait_idle
+      wait_idle "$maxwait"
       "${cmd[@]}" > "$log" 2>&1 || { cat "$log" >&2; echo "bench_dist.sh: P=$p overlap $mode failed" >&2; exit 1; }
     done
   done

@@ -55,16 +55,7 @@ if [ -z "$peers" ]; then
 fi
 mkdir -p "$outdir"
 
-wait_idle() { # as bench_dist.sh: no other runnable process in 3 samples a second apart
-  [ "$maxwait" -gt 0 ] || return 0
-  local t=0 quiet=0 l1 l5 l15 rq rest
-  while [ "$t" -lt "$maxwait" ] && [ "$quiet" -lt 3 ]; do
-    read -r l1 l5 l15 rq rest < /proc/loadavg
-    if [ "${rq%/*}" -le 1 ]; then quiet=$((quiet + 1)); else quiet=0; fi
-    sleep 1; t=$((t + 1))
-  done
-  echo "  (waited ${t} s for an idle machine$([ "$quiet" -ge 3 ] || echo ': gave up, running anyway'))" >&2
-}
+. "$(dirname "$0")/wait_idle.sh"
 
 model_args=(--layers 3 --hidden 256 --dropout 0.5 --lr 0.01 --weight-decay 0 --epochs "$epochs")
 runs=() # "scale model system file" in the order they ran
@@ -74,7 +65,7 @@ for s in $scales; do
   for m in $models; do
     for rep in $(seq 1 "$repeats"); do
       met="$outdir/capgnn_${s}_${m}_r$rep.jsonl"
-      wait_idle
+      wait_idle "$maxwait"
       echo "scale $s $m capgnn (run $rep)" >&2
       "$capgnn" --graph "$g" --model "$m" "${model_args[@]}" --device "$device" --threads "$threads" \
         --eval-every 1 --quiet --force --metrics "$met" > "$outdir/log_capgnn_${s}_${m}_r$rep.txt" 2>&1 ||
@@ -82,7 +73,7 @@ for s in $scales; do
       runs+=("$s	$m	capgnn	$met")
       for p in $peers; do
         js="$outdir/${p}_${s}_${m}_r$rep.json"
-        wait_idle
+        wait_idle "$maxwait"
         echo "scale $s $m $p (run $rep)" >&2
         PYTHONUNBUFFERED=1 "$py" "$here/torch_gcn.py" --graph "$g" --model "$m" --peer "$p" \
           --device "$device" --threads "$threads" "${model_args[@]}" --check-grads --json "$js" \
