@@ -251,7 +251,7 @@ static void print_report(FILE *out, const struct comm_lib_info *lib, const struc
   fprintf(out, "\n%-5s %-5s %-16s %-9s %-10s %-5s %-28s %-8s %s\n", "rank", "node", "host", "cores/PUs", "bound to",
           "NUMA", "GPU", "GPU NUMA", "NICs (InfiniBand)");
   for (int i = 0; i < n; i++) {
-    char cp[24], numa[12], gnuma[12], gpu[40];
+    char cp[24], numa[12], gnuma[12], gpu[80];
     snprintf(cp, sizeof cp, "%d/%d", f[i].host_cores, f[i].host_pus);
     if (f[i].cpu_numa >= 0) snprintf(numa, sizeof numa, "%d", f[i].cpu_numa);
     else snprintf(numa, sizeof numa, "-");
