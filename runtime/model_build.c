@@ -15,7 +15,7 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static int add_tensor(struct rt_model *m, const char *name, enum rt_tensor_kind kind, int layer,
+int rt_model_add_tensor(struct rt_model *m, const char *name, enum rt_tensor_kind kind, int layer,
                       int64_t rows, int64_t cols, int decay, int64_t *off) {
   if (m->ntensors >= RT_MAX_TENSORS)
     return cg_err_set(CG_ERR_INTERNAL, "too many parameter tensors (%d)", m->ntensors);
@@ -83,20 +83,20 @@ static int model_layout(struct rt_model *m, const struct rt_local *loc, const st
     const int decay = cfg->weight_decay > 0.0f && (cfg->wd_scope == RT_WD_ALL || l == 0);
     char name[32];
     snprintf(name, sizeof name, "conv%d.weight", l);
-    TRY(add_tensor(m, name, RT_TENSOR_WEIGHT, l, L->fin, L->fout, decay, &L->off_w));
+    TRY(rt_model_add_tensor(m, name, RT_TENSOR_WEIGHT, l, L->fin, L->fout, decay, &L->off_w));
     L->off_ws = -1;
     if (cfg->model == RT_MODEL_SAGE) {
       snprintf(name, sizeof name, "conv%d.weight_self", l);
-      TRY(add_tensor(m, name, RT_TENSOR_WEIGHT, l, L->fin, L->fout, decay, &L->off_ws));
+      TRY(rt_model_add_tensor(m, name, RT_TENSOR_WEIGHT, l, L->fin, L->fout, decay, &L->off_ws));
     }
     snprintf(name, sizeof name, "conv%d.bias", l);
-    TRY(add_tensor(m, name, RT_TENSOR_BIAS, l, 1, L->fout, 0, &L->off_b));
+    TRY(rt_model_add_tensor(m, name, RT_TENSOR_BIAS, l, 1, L->fout, 0, &L->off_b));
     L->off_g = L->off_beta = -1;
     if (L->hidden && cfg->layernorm) {
       snprintf(name, sizeof name, "norm%d.weight", l);
-      TRY(add_tensor(m, name, RT_TENSOR_NORM_GAIN, l, 1, L->fout, 0, &L->off_g));
+      TRY(rt_model_add_tensor(m, name, RT_TENSOR_NORM_GAIN, l, 1, L->fout, 0, &L->off_g));
       snprintf(name, sizeof name, "norm%d.bias", l);
-      TRY(add_tensor(m, name, RT_TENSOR_NORM_BIAS, l, 1, L->fout, 0, &L->off_beta));
+      TRY(rt_model_add_tensor(m, name, RT_TENSOR_NORM_BIAS, l, 1, L->fout, 0, &L->off_beta));
     }
   }
   return CG_OK;

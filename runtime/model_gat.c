@@ -52,24 +52,6 @@
 
 #define GAT_SLOPE 0.2f /* LeakyReLU's negative slope, as in the paper */
 
-static int add_tensor(struct rt_model *m, const char *name, enum rt_tensor_kind kind, int layer,
-                      int64_t rows, int64_t cols, int decay, int64_t *off) {
-  if (m->ntensors >= RT_MAX_TENSORS)
-    return cg_err_set(CG_ERR_INTERNAL, "too many parameter tensors (%d)", m->ntensors);
-  struct rt_tensor_info *t = &m->tensors[m->ntensors++];
-  memset(t, 0, sizeof *t);
-  snprintf(t->name, sizeof t->name, "%s", name);
-  t->kind = kind;
-  t->offset = m->nparams;
-  t->rows = rows;
-  t->cols = cols;
-  t->count = rows * cols;
-  t->layer = layer;
-  t->decay = decay;
-  *off = t->offset;
-  m->nparams += t->count;
-  return CG_OK;
-}
 
 /* The output layer averages its heads (when it has several). */
 static int layer_mean(const struct rt_layer *L) { return !L->hidden && L->heads > 1; }
@@ -92,13 +74,13 @@ int rt_gat_layout(struct rt_model *m, const struct rt_local *loc, const struct r
     const int decay = cfg->weight_decay > 0.0f && (cfg->wd_scope == RT_WD_ALL || l == 0);
     char name[32];
     snprintf(name, sizeof name, "conv%d.weight", l);
-    TRY(add_tensor(m, name, RT_TENSOR_WEIGHT, l, L->fin, L->heads * L->fhead, decay, &L->off_w));
+    TRY(rt_model_add_tensor(m, name, RT_TENSOR_WEIGHT, l, L->fin, L->heads * L->fhead, decay, &L->off_w));
     snprintf(name, sizeof name, "conv%d.att_src", l);
-    TRY(add_tensor(m, name, RT_TENSOR_WEIGHT, l, L->heads, L->fhead, decay, &L->off_al));
+    TRY(rt_model_add_tensor(m, name, RT_TENSOR_WEIGHT, l, L->heads, L->fhead, decay, &L->off_al));
     snprintf(name, sizeof name, "conv%d.att_dst", l);
-    TRY(add_tensor(m, name, RT_TENSOR_WEIGHT, l, L->heads, L->fhead, decay, &L->off_ar));
+    TRY(rt_model_add_tensor(m, name, RT_TENSOR_WEIGHT, l, L->heads, L->fhead, decay, &L->off_ar));
     snprintf(name, sizeof name, "conv%d.bias", l);
-    TRY(add_tensor(m, name, RT_TENSOR_BIAS, l, 1, L->fout, 0, &L->off_b));
+    TRY(rt_model_add_tensor(m, name, RT_TENSOR_BIAS, l, 1, L->fout, 0, &L->off_b));
     L->off_ws = L->off_g = L->off_beta = -1;
   }
   return CG_OK;

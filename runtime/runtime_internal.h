@@ -446,4 +446,9 @@ enum rt_fault rt_fault_from_env(int rank);
  * until the 3rd halo exchange, where it fails as `mode` says. Other modes: nothing. */
 int rt_fault_exchange_wrap(struct cg_exchange **ex, int rank, enum rt_fault mode);
 
+/* model_build.c: append a parameter tensor (rows x cols, at the end of the flat buffer)
+ * to the model's layout; *off gets its offset. Used by GCN/SAGE and GAT (model_gat.c). */
+int rt_model_add_tensor(struct rt_model *m, const char *name, enum rt_tensor_kind kind, int layer,
+                        int64_t rows, int64_t cols, int decay, int64_t *off);
+
 #endif
