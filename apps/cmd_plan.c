@@ -46,6 +46,11 @@ static void usage(FILE *out) {
           "                                H2D/D2H of a GPU, memory; rank r takes entry r mod the\n"
           "                                profile's ranks) and its links (medians of the pairs\n"
           "                                within and between nodes)\n"
+          "  --measure-rates               compute rates measured here on the CPU (--threads) at the\n"
+          "                                model's shapes (GEMMs of n/P rows at each layer's widths,\n"
+          "                                the graph's own operator, dropout, the cost of an op: what\n"
+          "                                --partition rapa measures at start-up), even with a\n"
+          "                                profile (its links and cores are still used)\n"
           "  --gemm-gflops X, --spmm-gnnz X, --mem-gbs X\n"
           "                                declared rates (GEMM GFLOP/s; SpMM G nonzero-columns/s;\n"
           "                                elementwise GB/s): override the profile's; without a\n"
@@ -74,7 +79,7 @@ static void usage(FILE *out) {
 
 enum { OPT_GRAPH = 256, OPT_PARTS, OPT_NODES, OPT_HOSTS, OPT_CORES, OPT_THREADS, OPT_PROFILE, OPT_GEMM, OPT_SPMM,
        OPT_MEM, OPT_H2D, OPT_D2H, OPT_DEVMEM, OPT_LINK, OPT_LAT, OPT_MODEL, OPT_LAYERS, OPT_HIDDEN, OPT_DROPOUT,
-       OPT_IDROPOUT, OPT_CACHE, OPT_ALLREDUCE, OPT_METHOD, OPT_SEED, OPT_PCACHE, OPT_NO_PCACHE, OPT_JSON, OPT_QUIET };
+       OPT_IDROPOUT, OPT_CACHE, OPT_ALLREDUCE, OPT_METHOD, OPT_SEED, OPT_PCACHE, OPT_NO_PCACHE, OPT_JSON, OPT_QUIET, OPT_MEASURE };
 
 /* "A" or "A,B" as one or two positive numbers. */
 static int parse_pair(const char *opt, const char *s, float *a, float *b, int allow_zero) {
@@ -201,10 +206,11 @@ int cmd_plan(int argc, char **argv) {
       {"partition", required_argument, NULL, OPT_METHOD},  {"part-seed", required_argument, NULL, OPT_SEED},
       {"part-cache", required_argument, NULL, OPT_PCACHE}, {"no-part-cache", no_argument, NULL, OPT_NO_PCACHE},
       {"json", required_argument, NULL, OPT_JSON},         {"quiet", no_argument, NULL, OPT_QUIET},
+      {"measure-rates", no_argument, NULL, OPT_MEASURE},
       {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
   const char *graph_name = NULL, *profile = NULL, *json = NULL, *pcache = NULL, *model = "gcn";
   int parts = 0, nodes = 1, hosts = 0, cores = -1, threads = 0, layers = 2, cache = 0, no_pcache = 0, quiet = 0;
-  int have_link = 0, have_lat = 0, rc = 0, c;
+  int have_link = 0, have_lat = 0, measure = 0, rc = 0, c;
   int64_t hidden = 16;
   float dropout = 0.5f, idropout = -1.0f, link_a = 0, link_b = 0, lat_a = 0, lat_b = 0;
   double gemm = 0, spmm = 0, mem = 0, h2d = 0, d2h = 0, devmem = 0;
@@ -268,6 +274,7 @@ int cmd_plan(int argc, char **argv) {
       case OPT_NO_PCACHE: no_pcache = 1; break;
       case OPT_JSON: json = optarg; break;
       case OPT_QUIET: quiet = 1; break;
+      case OPT_MEASURE: measure = 1; break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       default: rc = cli_bad_option("plan", name, longopts); break;
     }
@@ -282,6 +289,7 @@ int cmd_plan(int argc, char **argv) {
   if (!strcmp(allreduce, "hier") && parts % nodes)
     return usage_error("--allreduce hier needs as many ranks on every node (--parts %d, --nodes %d)", parts, nodes);
   const int declared = (gemm > 0) + (spmm > 0) + (mem > 0);
+  if (measure && declared) return usage_error("--measure-rates and declared rates (--gemm-gflops ...) exclude each other");
   if (!profile && declared != 0 && declared != 3)
     return usage_error("without --profile, declare all of --gemm-gflops, --spmm-gnnz and --mem-gbs (or none: "
                        "measured here)");
@@ -370,13 +378,13 @@ int cmd_plan(int argc, char **argv) {
     st = cg_err_set(CG_ERR_NOMEM, "out of memory for %d ranks' rates and %lld owners", parts, (long long)g.n);
     goto done;
   }
-  if (profile) {
+  if (profile && !measure) {
     const int n = rapa_profile_nranks(prof);
     for (int p = 0; p < parts && st == CG_OK; p++)
       TRY_GOTO(rapa_rates_from_profile(prof, p % n, h2d > 0 && d2h > 0, &rates[p]), done);
     snprintf(rates_what, sizeof rates_what, "profile %s (%d rank%s)%s", profile, n, n == 1 ? "" : "s",
              declared ? ", declared rates override it" : "");
-  } else if (!declared) {
+  } else if (!declared || measure) {
     struct cg_backend *be = NULL;
     TRY_GOTO(cg_backend_cpu_create(po.threads, &be), done);
     st = rapa_rates_measure_local(be, &g, &shape, parts, &rates[0]);
@@ -411,10 +419,14 @@ int cmd_plan(int argc, char **argv) {
     TRY_GOTO(rapa_plan_compute(&g, owner, &shape, rates, &po, &plans[k]), done);
   }
   if (table) {
-    printf("plan: %s, %d rank%s on %d node%s (%d machine%s, %s cores each), %d thread%s per rank\n", g.name, parts,
-           parts == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", po.hosts, po.hosts == 1 ? "" : "s",
-           cores > 0 ? "" : "unmodelled", po.threads, po.threads == 1 ? "" : "s");
-    if (cores > 0) printf("  cores per machine: %d (compute x %.2f on the busiest)\n", cores, plans[0].rank[0].oversub);
+    printf("plan: %s, %d rank%s on %d node%s (%d machine%s), %d thread%s per rank\n", g.name, parts,
+           parts == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", po.hosts, po.hosts == 1 ? "" : "s", po.threads,
+           po.threads == 1 ? "" : "s");
+    double over = 1.0;
+    for (int p = 0; p < parts; p++)
+      if (plans[0].rank[p].oversub > over) over = plans[0].rank[p].oversub;
+    if (cores > 0) printf("  cores per machine: %d (compute x %.2f where ranks share them)\n", cores, over);
+    else printf("  cores per machine: not modelled (--cores)\n");
     printf("  model: %s %d x %lld, dropout %g (input %g); %s partition%s\n", model, layers, (long long)hidden,
            (double)shape.dropout, (double)shape.input_dropout, part_method_name(method), reused ? " (reused)" : "");
     printf("  rates: %s: GEMM %.1f GFLOP/s, SpMM %.3f G nonzero-columns/s, memory %.1f GB/s\n", rates_what,
