@@ -70,7 +70,10 @@ static void usage(FILE *out) {
           "                                of equal size, else mpi, as training)\n"
           "  --partition metis|random, --part-seed N, --part-cache DIR, --no-part-cache\n"
           "                                the partition, as `capgnn train` makes it\n"
-          "  --json FILE                   also write the whole plan as JSON ('-': stdout, no table)\n"
+          "  --json FILE                   also write the whole plan as JSON ('-': stdout, no table;\n"
+          "                                docs/plan.schema.json): an earlier plan is replaced, any\n"
+          "                                other existing file only with --force, never an input\n"
+          "  --force                       replace an existing --json file of another kind\n"
           "  --quiet                       no progress lines\n"
           "  -h, --help                    this help\n");
 }
@@ -79,7 +82,7 @@ static void usage(FILE *out) {
 
 enum { OPT_GRAPH = 256, OPT_PARTS, OPT_NODES, OPT_HOSTS, OPT_CORES, OPT_THREADS, OPT_PROFILE, OPT_GEMM, OPT_SPMM,
        OPT_MEM, OPT_H2D, OPT_D2H, OPT_DEVMEM, OPT_LINK, OPT_LAT, OPT_MODEL, OPT_LAYERS, OPT_HIDDEN, OPT_DROPOUT,
-       OPT_IDROPOUT, OPT_CACHE, OPT_ALLREDUCE, OPT_METHOD, OPT_SEED, OPT_PCACHE, OPT_NO_PCACHE, OPT_JSON, OPT_QUIET, OPT_MEASURE };
+       OPT_IDROPOUT, OPT_CACHE, OPT_ALLREDUCE, OPT_METHOD, OPT_SEED, OPT_PCACHE, OPT_NO_PCACHE, OPT_JSON, OPT_QUIET, OPT_MEASURE, OPT_FORCE };
 
 /* "A" or "A,B" as one or two positive numbers. */
 static int parse_pair(const char *opt, const char *s, float *a, float *b, int allow_zero) {
@@ -206,11 +209,11 @@ int cmd_plan(int argc, char **argv) {
       {"partition", required_argument, NULL, OPT_METHOD},  {"part-seed", required_argument, NULL, OPT_SEED},
       {"part-cache", required_argument, NULL, OPT_PCACHE}, {"no-part-cache", no_argument, NULL, OPT_NO_PCACHE},
       {"json", required_argument, NULL, OPT_JSON},         {"quiet", no_argument, NULL, OPT_QUIET},
-      {"measure-rates", no_argument, NULL, OPT_MEASURE},
+      {"measure-rates", no_argument, NULL, OPT_MEASURE},  {"force", no_argument, NULL, OPT_FORCE},
       {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
   const char *graph_name = NULL, *profile = NULL, *json = NULL, *pcache = NULL, *model = "gcn";
   int parts = 0, nodes = 1, hosts = 0, cores = -1, threads = 0, layers = 2, cache = 0, no_pcache = 0, quiet = 0;
-  int have_link = 0, have_lat = 0, measure = 0, rc = 0, c;
+  int have_link = 0, have_lat = 0, measure = 0, force = 0, rc = 0, c;
   int64_t hidden = 16;
   float dropout = 0.5f, idropout = -1.0f, link_a = 0, link_b = 0, lat_a = 0, lat_b = 0;
   double gemm = 0, spmm = 0, mem = 0, h2d = 0, d2h = 0, devmem = 0;
@@ -275,6 +278,7 @@ int cmd_plan(int argc, char **argv) {
       case OPT_JSON: json = optarg; break;
       case OPT_QUIET: quiet = 1; break;
       case OPT_MEASURE: measure = 1; break;
+      case OPT_FORCE: force = 1; break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       default: rc = cli_bad_option("plan", name, longopts); break;
     }
@@ -297,7 +301,17 @@ int cmd_plan(int argc, char **argv) {
     return usage_error("--parts %d needs link bandwidths: give --profile FILE or --link-gbps B[,INTER]", parts);
   if (no_pcache && pcache) return usage_error("--part-cache and --no-part-cache exclude each other");
   if (json && !json[0]) return usage_error("--json: empty file name");
-  if (json && strcmp(json, "-") && cg_outfile_probe(json, "plan") != CG_OK) return cli_runtime_error();
+  if (json && strcmp(json, "-")) {
+    /* the output rule (core/outfile.h), before the partitioning */
+    static const char *const sig[] = {"{\n\t\"schema\":\t\"capgnn-plan\"", NULL};
+    static const struct cg_outfile_kind kind = {"plan", sig, 0};
+    char gpath[4200];
+    const struct cg_outfile_input inputs[] = {{"--graph", graph_path(graph_name, gpath, sizeof gpath)},
+                                              {"--profile", profile}};
+    if (cg_outfile_check(json, "--json", &kind, inputs, 2, force, 0) != CG_OK ||
+        cg_outfile_probe(json, "plan") != CG_OK)
+      return cli_runtime_error();
+  }
   if (quiet || (json && !strcmp(json, "-"))) cg_progress_set_mode(CG_PROGRESS_OFF);
   const int table = !(json && !strcmp(json, "-"));
 

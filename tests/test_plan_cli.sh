@@ -67,6 +67,16 @@ PY
 python3 -c "import json,sys; a=json.load(open('s.json')); b=json.load(open('p.json')); sys.exit(a != b)" ||
   fail "--json - is not the plan --json FILE wrote"
 
+# the output rule: never an input, another kind of file only with --force
+echo "not a plan" > other.txt
+"$capgnn" plan --graph cora --parts 1 --measure-rates --json other.txt --quiet >o.out 2>o.err && fail "replaced another file"
+grep -q "capgnn: error: .*other.txt" o.err || { cat o.err; fail "no message naming other.txt"; }
+grep -q "not a plan" other.txt || fail "other.txt was changed"
+"$capgnn" plan --graph cora --parts 2 --nodes 2 --profile "$profile" --json "$profile" --quiet >o.out 2>o.err &&
+  fail "wrote over the profile"
+"$capgnn" plan --graph cora --parts 4 --nodes 2 --hosts 1 --profile "$profile" --cache jaca --json p.json --quiet \
+  >o.out 2>o.err || { cat o.err; fail "an earlier plan was not replaced"; }
+
 "$capgnn" plan --graph cora --parts 64 --nodes 8 --gemm-gflops 20000 --spmm-gnnz 1000 --mem-gbs 1500 \
   --link-gbps 100,25 --layers 3 --hidden 256 --json big.json --quiet >big.out 2>big.err ||
   { cat big.err; fail "plan of 64 ranks exited $?"; }
