@@ -287,15 +287,27 @@ int rapa_plan_links_from_profile(const struct rapa_profile *p, double *bw_intra,
   int ni = 0, nx = 0;
   const cJSON *pair;
   cJSON_ArrayForEach(pair, pairs) {
-    const cJSON *host = cJSON_GetObjectItem(pair, "host");
-    const double bw = rapa_json_num(host, "peak_gbs"), lat = rapa_json_num(host, "latency_us");
+    /* the fastest round trip of each size (as rapa/calibrate.c: on a shared machine other
+     * work only adds time): latency = half the smallest message's, bandwidth = the best
+     * of bytes / half a round trip */
+    const cJSON *curve = cJSON_GetObjectItem(cJSON_GetObjectItem(pair, "host"), "curve"), *pt;
+    double bw = 0, lat = -1, small = INFINITY;
+    cJSON_ArrayForEach(pt, curve) {
+      const double bytes = rapa_json_num(pt, "bytes"), t = rapa_json_num(pt, "min_s");
+      if (!(bytes > 0) || !(t > 0)) continue;
+      if (bytes < small) {
+        small = bytes;
+        lat = t / 2;
+      }
+      if (bytes / (t / 2) > bw) bw = bytes / (t / 2);
+    }
     if (!(bw > 0) || !(lat >= 0)) continue;
     if (cJSON_IsTrue(cJSON_GetObjectItem(pair, "same_node"))) {
-      bi[ni] = bw * 1e9;
-      li[ni++] = lat * 1e-6;
+      bi[ni] = bw;
+      li[ni++] = lat;
     } else {
-      bx[nx] = bw * 1e9;
-      lx[nx++] = lat * 1e-6;
+      bx[nx] = bw;
+      lx[nx++] = lat;
     }
   }
   *bw_intra = median_of(bi, ni);

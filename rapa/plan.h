@@ -104,8 +104,10 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
 void rapa_plan_free(struct rapa_plan *p); /* accepts a zeroed struct */
 
 /* From a profile (rapa/rapa.h): the medians over its pairs of ranks of the host-buffer
- * links' peak bandwidth (bytes/s) and one-way latency (s), for pairs on one node and
- * pairs on different nodes (0 when the profile has no such pair). */
+ * links' bandwidth (bytes/s) and one-way latency (s), for pairs on one node and pairs on
+ * different nodes (0 when the profile has no such pair). Per pair, from the fastest
+ * round trip of each message size (min_s): latency half the smallest message's,
+ * bandwidth the best bytes / half a round trip. */
 struct rapa_profile;
 int rapa_plan_links_from_profile(const struct rapa_profile *p, double *bw_intra, double *lat_intra, double *bw_inter,
                                  double *lat_inter);
