@@ -51,7 +51,7 @@ while getopts "c:C:r:q:t:o:h" opt; do
     q) maxwait=$OPTARG ;;
     t) tol=$OPTARG ;;
     o) outdir=$OPTARG ;;
-    *) sed -n '2,34p' "$0"; exit 2 ;;
+    *) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 2 ;;
   esac
 done
 [ -x "$capgnn" ] || { echo "bench_plan.sh: $capgnn is not an executable (build first, or pass -c)" >&2; exit 2; }
