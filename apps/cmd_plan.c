@@ -338,7 +338,7 @@ int cmd_plan(int argc, char **argv) {
   memset(plans, 0, sizeof plans);
   cJSON *root = NULL;
   char rates_what[1200] = "", links_what[300] = "";
-  int st = CG_OK;
+  int st = CG_OK, gpu_profile = 0;
   if (profile) {
     TRY_GOTO(rapa_profile_load(profile, &prof), done);
     const char *kind;
@@ -348,14 +348,17 @@ int cmd_plan(int argc, char **argv) {
     if (cores < 0 && !strcmp(kind, "cpu")) cores = pc;
     double bi, li, bx, lx;
     TRY_GOTO(rapa_plan_links_from_profile(prof, &bi, &li, &bx, &lx), done);
-    if (bi > 0) {
-      po.bw_intra = bi;
-      po.lat_intra = li;
+    if (bi > 0 || bx > 0) {
+      po.bw_intra = bi > 0 ? bi : bx;
+      po.lat_intra = bi > 0 ? li : lx;
       po.bw_inter = bx > 0 ? bx : bi;
       po.lat_inter = bx > 0 ? lx : li;
-      snprintf(links_what, sizeof links_what, "profile %s (medians of its pairs%s)", profile,
-               bx > 0 ? "" : "; it has no inter-node pair: inter-node = intra-node");
+      snprintf(links_what, sizeof links_what, "profile %s (medians of its pairs, fastest round trips%s)", profile,
+               bx > 0 && bi > 0 ? ""
+               : bx > 0     ? "; it has no pair within a node: intra-node = inter-node"
+                            : "; it has no inter-node pair: inter-node = intra-node");
     }
+    gpu_profile = !strcmp(kind, "cuda");
   }
   if (have_link) {
     po.bw_intra = link_a * 1e9;
@@ -395,7 +398,7 @@ int cmd_plan(int argc, char **argv) {
   if (profile && !measure) {
     const int n = rapa_profile_nranks(prof);
     for (int p = 0; p < parts && st == CG_OK; p++)
-      TRY_GOTO(rapa_rates_from_profile(prof, p % n, h2d > 0 && d2h > 0, &rates[p]), done);
+      TRY_GOTO(rapa_rates_from_profile(prof, p % n, gpu_profile, &rates[p]), done);
     snprintf(rates_what, sizeof rates_what, "profile %s (%d rank%s)%s", profile, n, n == 1 ? "" : "s",
              declared ? ", declared rates override it" : "");
   } else if (!declared || measure) {
