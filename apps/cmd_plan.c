@@ -58,6 +58,8 @@ static void usage(FILE *out) {
           "                                measured here on the CPU at the model's shapes\n"
           "  --h2d-gbs X, --d2h-gbs X      device ranks: host staging of halo rows (GB/s)\n"
           "  --device-memory-gib X         memory of each device (fits / does not fit)\n"
+          "  --gpu-direct                  device ranks send halo rows device to device (NCCL,\n"
+          "                                CUDA-aware MPI): only the node tier is staged\n"
           "  --link-gbps B[,INTER]         link bandwidth in GB/s (10^9 bytes), within a node and\n"
           "                                between nodes (one value: both); default the profile's\n"
           "  --link-latency-us L[,INTER]   one-way latency (default the profile's, else 2 and 5)\n"
@@ -82,7 +84,7 @@ static void usage(FILE *out) {
 
 enum { OPT_GRAPH = 256, OPT_PARTS, OPT_NODES, OPT_HOSTS, OPT_CORES, OPT_THREADS, OPT_PROFILE, OPT_GEMM, OPT_SPMM,
        OPT_MEM, OPT_H2D, OPT_D2H, OPT_DEVMEM, OPT_LINK, OPT_LAT, OPT_MODEL, OPT_LAYERS, OPT_HIDDEN, OPT_DROPOUT,
-       OPT_IDROPOUT, OPT_CACHE, OPT_ALLREDUCE, OPT_METHOD, OPT_SEED, OPT_PCACHE, OPT_NO_PCACHE, OPT_JSON, OPT_QUIET, OPT_MEASURE, OPT_FORCE };
+       OPT_IDROPOUT, OPT_CACHE, OPT_ALLREDUCE, OPT_METHOD, OPT_SEED, OPT_PCACHE, OPT_NO_PCACHE, OPT_JSON, OPT_QUIET, OPT_MEASURE, OPT_FORCE, OPT_DIRECT };
 
 /* "A" or "A,B" as one or two positive numbers. */
 static int parse_pair(const char *opt, const char *s, float *a, float *b, int allow_zero) {
@@ -210,10 +212,11 @@ int cmd_plan(int argc, char **argv) {
       {"part-cache", required_argument, NULL, OPT_PCACHE}, {"no-part-cache", no_argument, NULL, OPT_NO_PCACHE},
       {"json", required_argument, NULL, OPT_JSON},         {"quiet", no_argument, NULL, OPT_QUIET},
       {"measure-rates", no_argument, NULL, OPT_MEASURE},  {"force", no_argument, NULL, OPT_FORCE},
+      {"gpu-direct", no_argument, NULL, OPT_DIRECT},
       {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
   const char *graph_name = NULL, *profile = NULL, *json = NULL, *pcache = NULL, *model = "gcn";
   int parts = 0, nodes = 1, hosts = 0, cores = -1, threads = 0, layers = 2, cache = 0, no_pcache = 0, quiet = 0;
-  int have_link = 0, have_lat = 0, measure = 0, force = 0, rc = 0, c;
+  int have_link = 0, have_lat = 0, measure = 0, force = 0, direct = 0, rc = 0, c;
   int64_t hidden = 16;
   float dropout = 0.5f, idropout = -1.0f, link_a = 0, link_b = 0, lat_a = 0, lat_b = 0;
   double gemm = 0, spmm = 0, mem = 0, h2d = 0, d2h = 0, devmem = 0;
@@ -279,6 +282,7 @@ int cmd_plan(int argc, char **argv) {
       case OPT_QUIET: quiet = 1; break;
       case OPT_MEASURE: measure = 1; break;
       case OPT_FORCE: force = 1; break;
+      case OPT_DIRECT: direct = 1; break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       default: rc = cli_bad_option("plan", name, longopts); break;
     }
@@ -322,6 +326,7 @@ int cmd_plan(int argc, char **argv) {
   po.nodes = nodes;
   po.hosts = hosts ? hosts : nodes;
   po.threads = threads ? threads : 1;
+  po.gpu_direct = direct;
   po.lat_intra = 2e-6;
   po.lat_inter = 5e-6;
   po.allreduce = !strcmp(allreduce, "flat")   ? RAPA_ALLREDUCE_FLAT

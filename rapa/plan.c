@@ -229,7 +229,8 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
     R->shm_bytes = shm;
     R->shm_s = shm / rates[i].mem_bps;
     if (rates[i].h2d_bps > 0 && rates[i].d2h_bps > 0)
-      R->staging_s = (sent + (o->cache ? shm / 2 : 0)) / rates[i].d2h_bps + (recvd + (o->cache ? shm / 2 : 0)) / rates[i].h2d_bps;
+      R->staging_s = ((o->gpu_direct ? 0 : sent) + shm / 2) / rates[i].d2h_bps +
+                     ((o->gpu_direct ? 0 : recvd) + shm / 2) / rates[i].h2d_bps;
     if (o->allreduce == RAPA_ALLREDUCE_HIER && N > 1) {
       const int k = P / N;
       R->allreduce_s = 2.0 * (k - 1) / k * B / o->bw_intra + 2.0 * (k - 1) * o->lat_intra +

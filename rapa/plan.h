@@ -19,7 +19,8 @@
  *    in rank order, the (global id mod their count)-th, as jaca/node.c picks it), which
  *    writes it into the node tier; gradients go to an owner on the node through shared
  *    memory and to other nodes through MPI from every consuming rank. Device ranks
- *    (rates.h2d_bps, d2h_bps > 0) also stage what they send (D2H) and receive (H2D);
+ *    (rates.h2d_bps, d2h_bps > 0) also stage what they send (D2H) and receive (H2D)
+ *    through MPI, unless gpu_direct, and what they write into and read from the node tier;
  *  - gradient all-reduce of the parameters (B = 4 x rapa_shape_params bytes):
  *    RAPA_ALLREDUCE_FLAT and _MPI priced as a ring over the slowest link,
  *    2 (P-1)/P B / bw + 2 (P-1) latencies (rapa_cost_rank's term); _HIER (the node's
@@ -61,6 +62,8 @@ struct rapa_plan_opts {
   double host_cores; /* cores per host; 0: unknown (no oversubscription modelled) */
   int threads;       /* threads per rank (>= 1) */
   int cache;         /* 1: the exact halo cache (node tier) */
+  int gpu_direct;    /* device ranks: halo rows go from device to device (NCCL, CUDA-aware MPI), not
+                        staged through the host; the node tier (host memory) still is */
   enum rapa_allreduce allreduce;
   double bw_intra, bw_inter;   /* bytes/s between ranks of a node / of different nodes */
   double lat_intra, lat_inter; /* one-way latency, seconds */

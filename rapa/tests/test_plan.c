@@ -157,6 +157,17 @@ static void test_plan_cache(void **state) {
   near(p.inter_node_bytes, (5 + 7) * 8 + 128, "inter-node bytes with the cache");
   near(p.node_tier_bytes_max, 5 * 8, "largest node tier");
   rapa_plan_free(&p);
+  /* device ranks at 1e3 B/s each way: rank 0 sends 4 rows through MPI (2 forward, 2
+   * gradients: 32 bytes) and receives 5 (40 bytes); its 48 shared-memory bytes are staged
+   * half each way: (32 + 24) / 1e3 + (40 + 24) / 1e3; device to device, only the tier's */
+  for (int i = 0; i < 4; i++) rates[i].h2d_bps = rates[i].d2h_bps = 1e3;
+  assert_int_equal(rapa_plan_compute(&g, owner, &shape, rates, &o, &p), CG_OK);
+  near(p.rank[0].staging_s, 0.12, "rank 0 staging");
+  rapa_plan_free(&p);
+  o.gpu_direct = 1;
+  assert_int_equal(rapa_plan_compute(&g, owner, &shape, rates, &o, &p), CG_OK);
+  near(p.rank[0].staging_s, 0.048, "rank 0 staging, device to device");
+  rapa_plan_free(&p);
   free_hand_graph(&g);
 }
 
