@@ -284,7 +284,7 @@ static void usage_errors(void **state) {
   expect_error(2, "--lr-gamma", NULL, (const char *const[]){"--lr-gamma", "0", NULL});
   expect_error(2, "--lr-warmup", NULL, (const char *const[]){"--lr-warmup", "300", NULL});
   expect_error(2, "--early-stop", NULL, (const char *const[]){"--early-stop", "-1", NULL});
-  expect_error(2, "expected patience or window", NULL, (const char *const[]){"--early-stop-rule", "mean", NULL});
+  expect_error(2, "expected patience, window or gat", NULL, (const char *const[]){"--early-stop-rule", "mean", NULL});
   expect_error(2, "did you mean '--early-stop'", NULL, (const char *const[]){"--early-stp", "3", NULL});
   expect_error(2, "--seeds", NULL, (const char *const[]){"--seeds", "1,,2", NULL});
   expect_error(2, "given twice", NULL, (const char *const[]){"--seeds", "1,2,1", NULL});
