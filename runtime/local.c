@@ -46,16 +46,12 @@ int rt_features_choose(const struct graph *g, const struct rt_config *cfg, int l
   switch (cfg->sparse_features) {
     case RT_SPARSE_OFF: why = "--sparse-features off"; break;
     case RT_SPARSE_ON:
-      if (cfg->model == RT_MODEL_GAT)
-        return cg_err_set(CG_ERR_UNSUPPORTED, "--sparse-features on: GAT's first layer reads dense features "
-                          "(use --sparse-features auto or off with --model gat)");
       *sparse = 1;
       why = g->sparse_feat ? "--sparse-features on" : "--sparse-features on; the file stores them dense, "
                                                       "their nonzeros are kept";
       break;
     case RT_SPARSE_AUTO:
       if (!g->sparse_feat) why = "auto: the graph stores its features dense";
-      else if (cfg->model == RT_MODEL_GAT) why = "auto: GAT's first layer reads dense features";
       else if (density > RT_SPARSE_AUTO_MAX_DENSITY) why = "auto: too dense to pay";
       else {
         *sparse = 1;

@@ -330,11 +330,6 @@ int rt_model_build(struct cg_backend *be, const struct rt_local *loc, const stru
   m->n_tot = loc->n_inner + loc->n_halo;
   m->classes = loc->num_classes;
   m->xs_on = loc->feat_sparse;
-  if (m->xs_on && cfg->model == RT_MODEL_GAT) {
-    st = cg_err_set(CG_ERR_UNSUPPORTED, "local problem of %s has sparse features, and GAT's first layer reads "
-                    "dense ones (--sparse-features off)", loc->name);
-    goto fail;
-  }
   TRY_GOTO(model_layout(m, loc, cfg), fail);
   TRY_GOTO(model_params(m, cfg->seed), fail);
   TRY_GOTO(model_operators(m, loc), fail);

@@ -247,10 +247,10 @@ int rt_local_from_graph_feat(const struct graph *g, enum rt_model_kind kind, int
                              struct rt_local *out);
 /* Whether a run of cfg trains on sparse features of the graph described by g (only its
  * header fields are read: n, feat_dim, feat_nnz, sparse_feat, name): off -> no; on -> yes
- * (a dense file's features converted), CG_ERR_UNSUPPORTED for GAT (its first layer reads
- * dense features); auto -> yes when the graph stores its features sparse, at most
- * RT_SPARSE_AUTO_MAX_DENSITY of them stored, and the model is not GAT. Logs the choice
- * and why (INFO, rank 0) when log_it. */
+ * (a dense file's features converted); auto -> yes when the graph stores its features
+ * sparse and at most RT_SPARSE_AUTO_MAX_DENSITY of them are stored. Every model (GCN,
+ * SAGE, GAT) runs its first layer on them. Logs the choice and why (INFO, rank 0) when
+ * log_it. */
 int rt_features_choose(const struct graph *g, const struct rt_config *cfg, int log_it, int *sparse);
 const char *rt_sparse_features_str(enum rt_sparse_features s);
 /* Whether a graph can be trained on at all (features and classes present); the

@@ -884,6 +884,7 @@ int main(int argc, char **argv) {
        * reference; Cora's bag of words and an identity-feature graph */
       {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 1},
       {cora, 1, RT_MODEL_SAGE, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 1},
+      {cora, 1, RT_MODEL_GAT, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 1},
       {"synth:small:nodes=1000,identity=1", 0, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 1},
       {"synth:small:nodes=1000,identity=1", 0, RT_MODEL_SAGE, 2, PART_METIS, OWN_MOD_P, 0, 0, 1},
   };
