@@ -105,6 +105,13 @@ void cmd_train_usage(FILE *out) {
           "                                $CAPGNN_DATA/NAME.cgr; synth:PRESET[:key=value,...] with\n"
           "                                presets tiny, small, reddit, products\n"
           "  --feat-norm row|none          divide each feature row by its sum (default none)\n"
+          "  --sparse-features auto|on|off layer 0 multiplies the input features as a sparse\n"
+          "                                matrix (CSR; never made dense) on either backend; each\n"
+          "                                rank reads its halo rows' features itself. auto\n"
+          "                                (default): when the graph stores them sparse and at\n"
+          "                                most 10 %% of them are stored; on: also a dense file's\n"
+          "                                (its nonzeros). Same results as dense to rounding; the\n"
+          "                                choice is logged\n"
           "model\n"
           "  --model gcn|sage|gat          GCN, GraphSAGE with the mean aggregator, or GAT (default\n"
           "                                gcn)\n"
@@ -265,7 +272,8 @@ enum {
   OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB, OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS,
   OPT_CACHE_WARMUP, OPT_CACHE_RESERVE_MB, OPT_OVERLAP, OPT_ALLREDUCE, OPT_MOMENTUM, OPT_LR_SCHEDULE,
   OPT_LR_STEP_SIZE, OPT_LR_GAMMA, OPT_LR_WARMUP, OPT_LR_EPOCHS, OPT_EARLY_STOP, OPT_EARLY_STOP_RULE, OPT_SAVE_BEST,
-  OPT_LOG_EVERY, OPT_SEEDS, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT, OPT_PRUNE_HALO, OPT_PRUNE_WRITE, OPT_GPU_SHARE, OPT_LOAD
+  OPT_LOG_EVERY, OPT_SEEDS, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT, OPT_PRUNE_HALO, OPT_PRUNE_WRITE, OPT_GPU_SHARE, OPT_LOAD,
+  OPT_SPARSE_FEATURES
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
@@ -346,7 +354,8 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   fprintf(out, "# capgnn train settings, resolved from: defaults");
   for (int i = 0; i < nfiles; i++) fprintf(out, ", %s", files[i]);
   fprintf(out, ", the command line\n");
-  fprintf(out, "[data]\ngraph = %s\nfeat-norm = %s\n", c->graph, c->feat_norm_row ? "row" : "none");
+  fprintf(out, "[data]\ngraph = %s\nfeat-norm = %s\nsparse-features = %s\n", c->graph,
+          c->feat_norm_row ? "row" : "none", rt_sparse_features_str(c->sparse_features));
   fprintf(out, "\n[model]\nmodel = %s\nlayers = %d\nhidden = %lld\ndropout = %s\n",
           rt_model_kind_str(c->model), c->layers, (long long)c->hidden, float_str(f1, sizeof f1, c->dropout));
   if (c->input_dropout >= 0.0f)
@@ -679,6 +688,7 @@ int cmd_train(int argc, char **argv) {
   static const struct option longopts[] = {
       {"graph", required_argument, NULL, OPT_GRAPH},
       {"feat-norm", required_argument, NULL, OPT_FEAT_NORM},
+      {"sparse-features", required_argument, NULL, OPT_SPARSE_FEATURES},
       {"model", required_argument, NULL, OPT_MODEL},
       {"layers", required_argument, NULL, OPT_LAYERS},
       {"hidden", required_argument, NULL, OPT_HIDDEN},
@@ -780,6 +790,12 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         if (cli_speaks()) cmd_train_usage(stdout); /* once under mpirun */
         return CAPGNN_EXIT_OK;
       case OPT_GRAPH: cfg.graph = optarg; break;
+      case OPT_SPARSE_FEATURES:
+        if (strcmp(optarg, "auto") == 0) cfg.sparse_features = RT_SPARSE_AUTO;
+        else if (strcmp(optarg, "on") == 0) cfg.sparse_features = RT_SPARSE_ON;
+        else if (strcmp(optarg, "off") == 0) cfg.sparse_features = RT_SPARSE_OFF;
+        else rc = usage_error("--sparse-features '%s': expected auto, on or off", optarg);
+        break;
       case OPT_FEAT_NORM:
         if (strcmp(optarg, "row") == 0) cfg.feat_norm_row = 1;
         else if (strcmp(optarg, "none") == 0) cfg.feat_norm_row = 0;

@@ -171,6 +171,30 @@ CG_HD void cg_attn_spmm_bwd_alpha_rh(const struct cg_edges *e, int64_t H, int64_
   }
 }
 
+/* ---- sparse input features (ops csr_mm, csr_mm_t, csr_dropout; core/ops.h) ----
+ * csr_mm and csr_mm_t are the per-edge SpMM and its backward with respect to x at
+ * one head (cg_attn_spmm_elem / cg_attn_spmm_bwd_x_elem with H = 1, alpha = the
+ * stored values): Y = X W and G = Xᵀ dY. Their dropout is the dense matrix's: element
+ * (row r, column c) of X draws cg_dropout_uniform(key, gid[r], c), the number the
+ * dense dropout draws for it, so both paths drop the same entries. */
+
+/* Row r of csr_dropout: the stored values of the row, global id g. p in (0, 1). Columns
+ * are increasing within a row, so consecutive columns of one group of 4 share a draw. */
+CG_HD void cg_csr_dropout_row(const struct cg_edges *x, const float *in, float *out, int64_t r,
+                              uint32_t g, float p, float scale, uint64_t seed, uint32_t epoch,
+                              uint32_t layer) {
+  uint32_t q = 0xFFFFFFFFu;
+  struct cg_philox_out o = {{0u, 0u, 0u, 0u}};
+  for (int64_t k = x->rowptr[r]; k < x->rowptr[r + 1]; k++) {
+    const uint32_t c = (uint32_t)x->colidx[k];
+    if ((c >> 2) != q) {
+      q = c >> 2;
+      o = cg_philox4x32_10(q, g, layer, epoch, (uint32_t)seed, (uint32_t)(seed >> 32));
+    }
+    out[k] = cg_dropout_keep(cg_u32_to_unit(o.v[c & 3u]), p) ? in[k] * scale : 0.0f;
+  }
+}
+
 /* ELU (alpha = 1) and its derivative from the output (exp(x) = y + 1 for x <= 0). */
 CG_HD float cg_elu(float x) { return x > 0.0f ? x : expm1f(x); }
 CG_HD float cg_elu_grad(float y, float dy) { return y > 0.0f ? dy : dy * (y + 1.0f); }

@@ -1,5 +1,7 @@
 /* core/cpu_attn.c — the CPU backend's graph attention ops (core/ops.h, "graph
- * attention"): loops over core/attn.h's elements, the CUDA kernels' own arithmetic.
+ * attention"), and the sparse-feature ops csr_mm / csr_mm_t / csr_dropout that run on
+ * the same edge structure: loops over core/attn.h's elements, the CUDA kernels' own
+ * arithmetic.
  *
  * Every output element is computed by one thread, summing in a fixed order (a row's
  * edges in CSR order, a column's edges through the transpose in increasing edge
@@ -133,7 +135,48 @@ static void cpu_elu_bwd(struct cg_backend *be, const float *y, float *dy, int64_
   for (int64_t i = 0; i < n; i++) dy[i] = cg_elu_grad(y[i], dy[i]);
 }
 
+/* ---- sparse input features: X·W, Xᵀ·dY and dropout of X's stored values ---- */
+
+static void cpu_csr_mm(struct cg_backend *be, const struct cg_edges *x, const float *vals, int64_t f,
+                       const float *w, int64_t ldw, float *y, int64_t ldy) {
+  ATTN_REQUIRE(f >= 1 && ldw >= f && ldy >= f, "csr_mm: width %lld, strides %lld %lld", (long long)f,
+               (long long)ldw, (long long)ldy);
+#pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (x->nnz * f >= ATTN_PAR_MIN)
+  for (int64_t r = 0; r < x->nrows; r++)
+    for (int64_t c = 0; c < f; c++) y[r * ldy + c] = cg_attn_spmm_elem(x, vals, 1, f, w, ldw, r, c);
+}
+
+static void cpu_csr_mm_t(struct cg_backend *be, const struct cg_edges *x, const float *vals, int64_t f,
+                         const float *dy, int64_t lddy, float *g, int64_t ldg) {
+  ATTN_REQUIRE(f >= 1 && lddy >= f && ldg >= f, "csr_mm_t: width %lld, strides %lld %lld", (long long)f,
+               (long long)lddy, (long long)ldg);
+#pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (x->nnz * f >= ATTN_PAR_MIN)
+  for (int64_t u = 0; u < x->ncols; u++)
+    for (int64_t c = 0; c < f; c++) g[u * ldg + c] = cg_attn_spmm_bwd_x_elem(x, vals, 1, f, dy, lddy, u, c);
+}
+
+static void cpu_csr_dropout(struct cg_backend *be, const struct cg_edges *x, const float *in, float *out,
+                            const int32_t *gid, float p, struct cg_dropout_key key) {
+  const int64_t n = x->nnz;
+  if (p <= 0.0f) { /* keeps everything, draws nothing (as the dense dropout) */
+    if (out != in)
+      for (int64_t i = 0; i < n; i++) out[i] = in[i];
+    return;
+  }
+  if (p >= 1.0f) {
+    for (int64_t i = 0; i < n; i++) out[i] = 0.0f;
+    return;
+  }
+  const float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (n >= ATTN_PAR_MIN)
+  for (int64_t r = 0; r < x->nrows; r++)
+    cg_csr_dropout_row(x, in, out, r, (uint32_t)gid[r], p, scale, key.seed, key.epoch, key.layer);
+}
+
 void cpu_attn_install(struct cg_backend *be) {
+  be->csr_mm = cpu_csr_mm;
+  be->csr_mm_t = cpu_csr_mm_t;
+  be->csr_dropout = cpu_csr_dropout;
   be->edge_scores = cpu_edge_scores;
   be->edge_scores_bwd = cpu_edge_scores_bwd;
   be->edge_softmax = cpu_edge_softmax;

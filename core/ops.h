@@ -212,6 +212,26 @@ struct cg_backend {
    * dy from the output y: dy *= y > 0 ? 1 : y + 1. */
   void (*elu_fwd)(struct cg_backend *be, const float *x, float *y, int64_t n);
   void (*elu_bwd)(struct cg_backend *be, const float *y, float *dy, int64_t n);
+
+  /* ---- sparse input features (issue #14 item 3) ----
+   * X is a sparse matrix [x->nrows x x->ncols] given as the structure of a struct
+   * cg_edges (row r holds columns colidx[rowptr[r] .. rowptr[r+1]); cg_edges_upload
+   * builds it with the transpose) and its stored values vals[nnz]; X is never made
+   * dense. Element formulas: core/attn.h (cg_csr_*), shared with the CUDA kernels. */
+  /* Y[x.nrows x f] = X · W, W [x.ncols x f] (Y overwritten; row strides ldw, ldy >= f).
+   * Each row sums its stored entries in order. */
+  void (*csr_mm)(struct cg_backend *be, const struct cg_edges *x, const float *vals, int64_t f,
+                 const float *w, int64_t ldw, float *y, int64_t ldy);
+  /* G[x.ncols x f] = Xᵀ · dY, dY [x.nrows x f] (G overwritten: a column without stored
+   * entries gets zeros), through the transpose: deterministic, no atomics. */
+  void (*csr_mm_t)(struct cg_backend *be, const struct cg_edges *x, const float *vals, int64_t f,
+                   const float *dy, int64_t lddy, float *g, int64_t ldg);
+  /* Dropout of X's stored values: out[k] = in[k] * 1/(1-p) when the element (row r,
+   * column colidx[k]) is kept, else 0, with the mask `dropout` draws for that element
+   * of the dense matrix (key, gid[r], column; core/philox.h): the sparse and the dense
+   * paths drop the same entries. out may equal in. */
+  void (*csr_dropout)(struct cg_backend *be, const struct cg_edges *x, const float *in, float *out,
+                      const int32_t *gid, float p, struct cg_dropout_key key);
 };
 
 /* The CPU backend (always available). threads <= 0 means OpenMP's default.

@@ -176,6 +176,62 @@ static void w_scatter(struct cg_backend *be, const float *s, int64_t c, const in
   FWD(p_->in->scatter_add_rows(p_->in, s, c, idx, n, d));
 }
 
+static void w_sgd(struct cg_backend *be, float *w, const float *g, float *buf, int64_t n,
+                  const struct cg_sgd_params *pa) {
+  FWD(p_->in->sgd(p_->in, w, g, buf, n, pa));
+}
+/* graph attention (GAT) */
+static void w_scores(struct cg_backend *be, const struct cg_edges *e, const float *el, int64_t lde,
+                     const float *er, int64_t ldr, int64_t h, float sl, float *s) {
+  FWD(p_->in->edge_scores(p_->in, e, el, lde, er, ldr, h, sl, s));
+}
+static void w_scores_bwd(struct cg_backend *be, const struct cg_edges *e, const float *s, const float *ds,
+                         int64_t h, float sl, float *del, int64_t lde, float *der, int64_t ldr) {
+  FWD(p_->in->edge_scores_bwd(p_->in, e, s, ds, h, sl, del, lde, der, ldr));
+}
+static void w_softmax(struct cg_backend *be, const struct cg_edges *e, const float *s, int64_t h, float *al) {
+  FWD(p_->in->edge_softmax(p_->in, e, s, h, al));
+}
+static void w_softmax_bwd(struct cg_backend *be, const struct cg_edges *e, const float *al, const float *dal,
+                          int64_t h, float *ds) {
+  FWD(p_->in->edge_softmax_bwd(p_->in, e, al, dal, h, ds));
+}
+static void w_edge_dropout(struct cg_backend *be, const struct cg_edges *e, const float *in, float *out,
+                           int64_t h, const int32_t *gid, float pr, struct cg_dropout_key key) {
+  FWD(p_->in->edge_dropout(p_->in, e, in, out, h, gid, pr, key));
+}
+static void w_spmm_edge(struct cg_backend *be, const struct cg_edges *e, const float *al, int64_t h, int64_t f,
+                        const float *x, int64_t ldx, float *y, int64_t ldy) {
+  FWD(p_->in->spmm_edge(p_->in, e, al, h, f, x, ldx, y, ldy));
+}
+static void w_spmm_edge_bwd_x(struct cg_backend *be, const struct cg_edges *e, const float *al, int64_t h,
+                              int64_t f, const float *dy, int64_t lddy, float *dx, int64_t lddx) {
+  FWD(p_->in->spmm_edge_bwd_x(p_->in, e, al, h, f, dy, lddy, dx, lddx));
+}
+static void w_spmm_edge_bwd_alpha(struct cg_backend *be, const struct cg_edges *e, int64_t h, int64_t f,
+                                  const float *x, int64_t ldx, const float *dy, int64_t lddy, float *dal) {
+  FWD(p_->in->spmm_edge_bwd_alpha(p_->in, e, h, f, x, ldx, dy, lddy, dal));
+}
+static void w_elu_fwd(struct cg_backend *be, const float *x, float *y, int64_t n) {
+  FWD(p_->in->elu_fwd(p_->in, x, y, n));
+}
+static void w_elu_bwd(struct cg_backend *be, const float *y, float *dy, int64_t n) {
+  FWD(p_->in->elu_bwd(p_->in, y, dy, n));
+}
+/* sparse input features */
+static void w_csr_mm(struct cg_backend *be, const struct cg_edges *x, const float *v, int64_t f, const float *w,
+                     int64_t ldw, float *y, int64_t ldy) {
+  FWD(p_->in->csr_mm(p_->in, x, v, f, w, ldw, y, ldy));
+}
+static void w_csr_mm_t(struct cg_backend *be, const struct cg_edges *x, const float *v, int64_t f,
+                       const float *dy, int64_t lddy, float *g, int64_t ldg) {
+  FWD(p_->in->csr_mm_t(p_->in, x, v, f, dy, lddy, g, ldg));
+}
+static void w_csr_dropout(struct cg_backend *be, const struct cg_edges *x, const float *in, float *out,
+                          const int32_t *gid, float pr, struct cg_dropout_key key) {
+  FWD(p_->in->csr_dropout(p_->in, x, in, out, gid, pr, key));
+}
+
 int cg_backend_emulate_wrap(struct cg_backend *inner, double speed, struct cg_backend **out) {
   if (!inner || !out) return cg_err_set(CG_ERR_ARG, "cg_backend_emulate_wrap: no backend");
   if (!(speed > 0.0 && speed <= 1.0))
@@ -199,7 +255,12 @@ int cg_backend_emulate_wrap(struct cg_backend *inner, double speed, struct cg_ba
   b->bias_add = w_bias_add; b->bias_grad = w_bias_grad; b->relu_fwd = w_relu_fwd;
   b->relu_bwd = w_relu_bwd; b->dropout = w_dropout; b->layernorm_fwd = w_ln_fwd;
   b->layernorm_bwd = w_ln_bwd; b->xent = w_xent; b->bce = w_bce; b->eval_counts = w_eval;
-  b->adam = w_adam; b->gather_rows = w_gather; b->scatter_add_rows = w_scatter;
+  b->adam = w_adam; b->sgd = w_sgd; b->gather_rows = w_gather; b->scatter_add_rows = w_scatter;
+  b->edge_scores = w_scores; b->edge_scores_bwd = w_scores_bwd; b->edge_softmax = w_softmax;
+  b->edge_softmax_bwd = w_softmax_bwd; b->edge_dropout = w_edge_dropout; b->spmm_edge = w_spmm_edge;
+  b->spmm_edge_bwd_x = w_spmm_edge_bwd_x; b->spmm_edge_bwd_alpha = w_spmm_edge_bwd_alpha;
+  b->elu_fwd = w_elu_fwd; b->elu_bwd = w_elu_bwd;
+  b->csr_mm = w_csr_mm; b->csr_mm_t = w_csr_mm_t; b->csr_dropout = w_csr_dropout;
   *out = b;
   return CG_OK;
 }

@@ -203,6 +203,25 @@ static void w_elu_bwd(struct cg_backend *be, const float *y, float *dy, int64_t 
   FWD(CG_PROF_ELEMWISE, p_->in->elu_bwd(p_->in, y, dy, n));
 }
 
+/* Sparse input features: their products count as SpMM (nnz x f gathered), their
+ * dropout as dropout. */
+static void w_csr_mm(struct cg_backend *be, const struct cg_edges *x, const float *v, int64_t f, const float *w,
+                     int64_t ldw, float *y, int64_t ldy) {
+  P(be)->c.spmm_gathered_bytes += (double)x->nnz * (double)f * sizeof(float);
+  P(be)->c.spmm_flops += 2.0 * (double)x->nnz * (double)f;
+  FWD(CG_PROF_SPMM, p_->in->csr_mm(p_->in, x, v, f, w, ldw, y, ldy));
+}
+static void w_csr_mm_t(struct cg_backend *be, const struct cg_edges *x, const float *v, int64_t f,
+                       const float *dy, int64_t lddy, float *g, int64_t ldg) {
+  P(be)->c.spmm_gathered_bytes += (double)x->nnz * (double)f * sizeof(float);
+  P(be)->c.spmm_flops += 2.0 * (double)x->nnz * (double)f;
+  FWD(CG_PROF_SPMM, p_->in->csr_mm_t(p_->in, x, v, f, dy, lddy, g, ldg));
+}
+static void w_csr_dropout(struct cg_backend *be, const struct cg_edges *x, const float *in, float *out,
+                          const int32_t *gid, float pr, struct cg_dropout_key key) {
+  FWD(CG_PROF_DROPOUT, p_->in->csr_dropout(p_->in, x, in, out, gid, pr, key));
+}
+
 int cg_backend_profile_wrap(struct cg_backend *inner, struct cg_backend **out) {
   struct prof *p = cg_calloc(1, sizeof *p, "profiling backend");
   if (!p) return CG_ERR_NOMEM;
@@ -225,6 +244,7 @@ int cg_backend_profile_wrap(struct cg_backend *inner, struct cg_backend **out) {
   b->edge_softmax_bwd = w_softmax_bwd; b->edge_dropout = w_edge_dropout; b->spmm_edge = w_spmm_edge;
   b->spmm_edge_bwd_x = w_spmm_edge_bwd_x; b->spmm_edge_bwd_alpha = w_spmm_edge_bwd_alpha;
   b->elu_fwd = w_elu_fwd; b->elu_bwd = w_elu_bwd;
+  b->csr_mm = w_csr_mm; b->csr_mm_t = w_csr_mm_t; b->csr_dropout = w_csr_dropout;
   *out = b;
   return CG_OK;
 }

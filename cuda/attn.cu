@@ -1,6 +1,8 @@
 /* cuda/attn.cu — graph attention (GAT) kernels: edge scores and their backward, edge
  * softmax forward/backward, attention dropout, per-edge SpMM forward and its two
- * backward products, ELU forward/backward.
+ * backward products, ELU forward/backward; the dropout of sparse input features'
+ * stored values (csr_dropout; their products X·W and Xᵀ·dY are the per-edge SpMM and
+ * its backward at one head).
  *
  * Variants held here (one each). Every kernel is a grid-stride loop whose thread owns
  * the outputs of one core/attn.h element function — the CPU backend's own source
@@ -14,7 +16,8 @@
  *   backward with respect to x (through the transpose); consecutive threads read
  *   consecutive columns of a gathered row.
  * - Attention dropout: one thread per row (its edges), Philox keyed as core/attn.h
- *   says, bit-identical masks to the CPU's.
+ *   says, bit-identical masks to the CPU's. Sparse-feature dropout likewise, one
+ *   thread per row, keyed as the dense dropout of the same element.
  * - Under CGK_CUDA_EMULATE (cuda/tests/cuda_emu.h) the launchers are left out and
  *   the kernels run on the CPU (test_attn_emu).
  * Assumptions: a graph's rows and columns fit int32 (cg_edges_upload checks); sizes
@@ -79,6 +82,12 @@ __global__ void edge_dropout_kernel(cg_edges e, const float *in, float *out, int
       cg_attn_dropout_edge(in + k * H, out + k * H, H, (uint32_t)gid[e.colidx[k]], dst, p, scale,
                            seed, epoch, layer);
   }
+}
+
+__global__ void csr_dropout_kernel(cg_edges x, const float *in, float *out, const int32_t *gid, float p,
+                                   float scale, uint64_t seed, uint32_t epoch, uint32_t layer) {
+  for (int64_t r = attn_tid(); r < x.nrows; r += attn_stride())
+    cg_csr_dropout_row(&x, in, out, r, (uint32_t)gid[r], p, scale, seed, epoch, layer);
 }
 
 __global__ void spmm_edge_kernel(cg_edges e, const float *alpha, int64_t H, int64_t F,
@@ -168,6 +177,24 @@ void cgk_edge_dropout(cudaStream_t s, const struct cg_edges *e, const float *in,
   edge_dropout_kernel<<<attn_grid(e->nrows), kAttnThreads, 0, s>>>(*e, in, out, heads, gid, p,
                                                                    1.0f / (1.0f - p), seed, epoch, layer);
   CG_CUDA_LAUNCH_CHECK("edge_dropout_kernel");
+}
+
+void cgk_csr_dropout(cudaStream_t s, const struct cg_edges *x, const float *in, float *out,
+                     const int32_t *gid, float p, uint64_t seed, uint32_t epoch, uint32_t layer) {
+  const int64_t n = x->nnz;
+  if (n <= 0) return;
+  if (p <= 0.0f) { /* keeps everything, draws nothing */
+    if (out != in)
+      CG_CUDA_FATAL_ON(cudaMemcpyAsync(out, in, (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, s));
+    return;
+  }
+  if (p >= 1.0f) {
+    cgk_fill(s, out, n, 0.0f);
+    return;
+  }
+  csr_dropout_kernel<<<attn_grid(x->nrows), kAttnThreads, 0, s>>>(*x, in, out, gid, p, 1.0f / (1.0f - p),
+                                                                  seed, epoch, layer);
+  CG_CUDA_LAUNCH_CHECK("csr_dropout_kernel");
 }
 
 void cgk_spmm_edge(cudaStream_t s, const struct cg_edges *e, const float *alpha, int64_t heads,

@@ -893,6 +893,26 @@ static void cu_spmm_edge_bwd_x(struct cg_backend *be, const struct cg_edges *e, 
                                int64_t lddx) {
   cgk_spmm_edge_bwd_x(IMPL(be)->stream, e, alpha, heads, f, dy, lddy, dx, lddx);
 }
+/* Sparse input features: X·W and Xᵀ·dY are the per-edge SpMM and its backward with
+ * respect to x at one head (alpha = X's stored values); its dropout has its own kernel. */
+static void cu_csr_mm(struct cg_backend *be, const struct cg_edges *x, const float *vals, int64_t f,
+                      const float *w, int64_t ldw, float *y, int64_t ldy) {
+  if (f < 1 || ldw < f || ldy < f)
+    cg_fatal("cuda", __FILE__, __LINE__, "csr_mm", "width %lld, strides %lld %lld", (long long)f,
+             (long long)ldw, (long long)ldy);
+  cgk_spmm_edge(IMPL(be)->stream, x, vals, 1, f, w, ldw, y, ldy);
+}
+static void cu_csr_mm_t(struct cg_backend *be, const struct cg_edges *x, const float *vals, int64_t f,
+                        const float *dy, int64_t lddy, float *g, int64_t ldg) {
+  if (f < 1 || lddy < f || ldg < f)
+    cg_fatal("cuda", __FILE__, __LINE__, "csr_mm_t", "width %lld, strides %lld %lld", (long long)f,
+             (long long)lddy, (long long)ldg);
+  cgk_spmm_edge_bwd_x(IMPL(be)->stream, x, vals, 1, f, dy, lddy, g, ldg);
+}
+static void cu_csr_dropout(struct cg_backend *be, const struct cg_edges *x, const float *in, float *out,
+                           const int32_t *gid, float p, struct cg_dropout_key key) {
+  cgk_csr_dropout(IMPL(be)->stream, x, in, out, gid, p, key.seed, key.epoch, key.layer);
+}
 static void cu_spmm_edge_bwd_alpha(struct cg_backend *be, const struct cg_edges *e, int64_t heads,
                                    int64_t f, const float *x, int64_t ldx, const float *dy,
                                    int64_t lddy, float *dalpha) {
@@ -1215,6 +1235,9 @@ int cg_backend_cuda_create(int device_ordinal, int tf32, struct cg_backend **out
   be->spmm_edge_bwd_alpha = cu_spmm_edge_bwd_alpha;
   be->elu_fwd = cu_elu_fwd;
   be->elu_bwd = cu_elu_bwd;
+  be->csr_mm = cu_csr_mm;
+  be->csr_mm_t = cu_csr_mm_t;
+  be->csr_dropout = cu_csr_dropout;
   LOG_INFO("cuda", "device %d: %s; GEMM %s, SpMM %s", device_ordinal, im->describe,
            im->tf32 ? "TF32" : "FP32", spmm_names[variant]);
   *out = be;

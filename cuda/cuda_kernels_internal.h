@@ -109,6 +109,8 @@ void cgk_edge_softmax_bwd(cudaStream_t s, const struct cg_edges *e, const float 
 void cgk_edge_dropout(cudaStream_t s, const struct cg_edges *e, const float *in, float *out,
                       int64_t heads, const int32_t *gid, float p, uint64_t seed, uint32_t epoch,
                       uint32_t layer);
+void cgk_csr_dropout(cudaStream_t s, const struct cg_edges *x, const float *in, float *out,
+                     const int32_t *gid, float p, uint64_t seed, uint32_t epoch, uint32_t layer);
 void cgk_spmm_edge(cudaStream_t s, const struct cg_edges *e, const float *alpha, int64_t heads,
                    int64_t f, const float *x, int64_t ldx, float *y, int64_t ldy);
 void cgk_spmm_edge_bwd_x(cudaStream_t s, const struct cg_edges *e, const float *alpha, int64_t heads,

@@ -320,14 +320,15 @@ void graph_rows_free(struct graph_rows *r) {
   cg_free(r->labels);
   cg_free(r->mlabels);
   cg_free(r->split);
+  cg_csr_free(&r->feat_csr);
   memset(r, 0, sizeof *r);
 }
 
-/* Sparse feature rows, expanded into out->feat: FEAT_ROWPTR at r and r + 1 of every row
- * (a sorted list without repeats, so that the spans never overlap), then the rows'
- * columns and values. */
+/* Sparse feature rows, expanded into out->feat (or, to_csr, kept as out->feat_csr):
+ * FEAT_ROWPTR at r and r + 1 of every row (a sorted list without repeats, so that the
+ * spans never overlap), then the rows' columns and values. */
 static int read_sparse_feat(struct graph_cgr *f, const int32_t *rows, int64_t nrows, int rownorm,
-                            struct graph_rows *out) {
+                            int to_csr, struct graph_rows *out) {
   int st = CG_OK;
   const int64_t fd = (int64_t)f->h.f, nnz = (int64_t)f->h.nnz;
   int64_t *idx = cg_malloc((size_t)(2 * nrows) * sizeof *idx, "feature row pointer indices");
@@ -373,7 +374,7 @@ static int read_sparse_feat(struct graph_cgr *f, const int32_t *rows, int64_t nr
   TRY_GOTO(read_spans(f, GRAPH_SEC_FEAT_COLIDX, csr_span_fn, &cs, nrows), done);
   cs.base = (unsigned char *)v;
   TRY_GOTO(read_spans(f, GRAPH_SEC_FEAT_VALUES, csr_span_fn, &cs, nrows), done);
-  memset(out->feat, 0, (size_t)(nrows * fd) * sizeof(float));
+  if (!to_csr) memset(out->feat, 0, (size_t)(nrows * fd) * sizeof(float));
   for (int64_t i = 0; i < nrows; i++) {
     if (rownorm) graph_feat_row_normalise(v + orp[i], orp[i + 1] - orp[i]);
     int64_t prev = -1;
@@ -385,8 +386,19 @@ static int read_sparse_feat(struct graph_cgr *f, const int32_t *rows, int64_t nr
         goto done;
       }
       prev = col[k];
-      out->feat[i * fd + col[k]] = v[k];
+      if (!to_csr) out->feat[i * fd + col[k]] = v[k];
     }
+  }
+  if (to_csr) { /* the arrays move into the CSR */
+    out->feat_csr.nrows = nrows;
+    out->feat_csr.ncols = fd;
+    out->feat_csr.nnz = t;
+    out->feat_csr.rowptr = orp;
+    out->feat_csr.colidx = col;
+    out->feat_csr.vals = v;
+    orp = NULL;
+    col = NULL;
+    v = NULL;
   }
 done:
   cg_free(idx);
@@ -398,6 +410,26 @@ done:
   cg_free(col);
   cg_free(v);
   return st;
+}
+
+/* The rows' dense features as out->feat_csr (their nonzeros), feat freed. */
+static int dense_rows_to_csr(struct graph_rows *o) {
+  const int64_t n = o->nrows, fd = o->feat_dim;
+  int64_t nnz = 0;
+  for (int64_t i = 0; i < n * fd; i++) nnz += o->feat[i] != 0.0f;
+  TRY(cg_csr_alloc(&o->feat_csr, n, fd, nnz, 1));
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; i++) {
+    for (int64_t j = 0; j < fd; j++)
+      if (o->feat[i * fd + j] != 0.0f) {
+        o->feat_csr.colidx[k] = (int32_t)j;
+        o->feat_csr.vals[k++] = o->feat[i * fd + j];
+      }
+    o->feat_csr.rowptr[i + 1] = k;
+  }
+  cg_free(o->feat);
+  o->feat = NULL;
+  return CG_OK;
 }
 
 /* The per-row checks graph_check makes (symmetry apart). */
@@ -415,10 +447,17 @@ static int check_rows(const struct graph_cgr *f, const int32_t *rows, const stru
         prev = u;
       }
     }
-    for (int64_t j = 0; j < o->feat_dim; j++)
-      if (!isfinite(o->feat[i * o->feat_dim + j]))
-        return cg_err_set(CG_ERR_FORMAT, "%s: feature %lld of vertex %d is not finite; feature values "
-                          "must be finite", f->path, (long long)j, rows[i]);
+    if (o->feat) {
+      for (int64_t j = 0; j < o->feat_dim; j++)
+        if (!isfinite(o->feat[i * o->feat_dim + j]))
+          return cg_err_set(CG_ERR_FORMAT, "%s: feature %lld of vertex %d is not finite; feature values "
+                            "must be finite", f->path, (long long)j, rows[i]);
+    } else {
+      for (int64_t k = o->feat_csr.rowptr[i]; k < o->feat_csr.rowptr[i + 1]; k++)
+        if (!isfinite(o->feat_csr.vals[k]))
+          return cg_err_set(CG_ERR_FORMAT, "%s: feature %d of vertex %d is not finite; feature values "
+                            "must be finite", f->path, o->feat_csr.colidx[k], rows[i]);
+    }
     if (o->split[i] > 3)
       return cg_err_set(CG_ERR_FORMAT, "%s: split value %u at vertex %d, expected 0 (none), 1 (train), "
                         "2 (val) or 3 (test)", f->path, (unsigned)o->split[i], rows[i]);
@@ -443,6 +482,7 @@ static int check_rows(const struct graph_cgr *f, const int32_t *rows, const stru
 int graph_cgr_read_rows(struct graph_cgr *f, const int64_t *rowptr, const int32_t *rows, int64_t nrows,
                         unsigned what, struct graph_rows *out) {
   const int want_adj = (what & GRAPH_ROWS_ADJ) != 0, rownorm = (what & GRAPH_ROWS_FEAT_ROWNORM) != 0;
+  const int to_csr = (what & GRAPH_ROWS_FEAT_SPARSE) != 0;
   int st = CG_OK;
   memset(out, 0, sizeof *out);
   const int64_t n = (int64_t)f->h.n, fd = (int64_t)f->h.f, c = (int64_t)f->h.c;
@@ -455,13 +495,14 @@ int graph_cgr_read_rows(struct graph_cgr *f, const int64_t *rowptr, const int32_
   out->num_classes = c;
   out->multilabel = f->h.multilabel;
   const size_t nr = (size_t)(nrows ? nrows : 1);
-  out->feat = cg_malloc(nr * (size_t)fd * sizeof(float), "feature rows");
+  /* sparse rows never expanded; a dense file's rows are read dense, then converted */
+  if (!(to_csr && f->h.sparse)) out->feat = cg_malloc(nr * (size_t)fd * sizeof(float), "feature rows");
   out->split = cg_malloc(nr, "split of the rows");
   if (f->h.multilabel)
     out->mlabels = cg_malloc(nr * (size_t)c, "multi-labels of the rows");
   else
     out->labels = cg_malloc(nr * sizeof(int32_t), "labels of the rows");
-  if (!out->feat || !out->split || (f->h.multilabel ? !out->mlabels : !out->labels)) {
+  if ((!out->feat && !(to_csr && f->h.sparse)) || !out->split || (f->h.multilabel ? !out->mlabels : !out->labels)) {
     st = CG_ERR_NOMEM;
     goto fail;
   }
@@ -483,12 +524,14 @@ int graph_cgr_read_rows(struct graph_cgr *f, const int64_t *rowptr, const int32_
     TRY_GOTO(read_spans(f, GRAPH_SEC_COLIDX, csr_span_fn, &cs, nrows), fail);
   }
   if (f->h.sparse) {
-    if (nrows) TRY_GOTO(read_sparse_feat(f, rows, nrows, rownorm, out), fail);
+    if (nrows) TRY_GOTO(read_sparse_feat(f, rows, nrows, rownorm, to_csr, out), fail);
+    if (to_csr && !nrows) TRY_GOTO(cg_csr_alloc(&out->feat_csr, 0, fd, 0, 1), fail);
   } else {
     struct row_spans rs = {rows, NULL, 4 * (uint64_t)fd, (unsigned char *)out->feat};
     TRY_GOTO(read_spans(f, GRAPH_SEC_FEAT_VALUES, row_span_fn, &rs, nrows), fail);
     if (rownorm)
       for (int64_t i = 0; i < nrows; i++) graph_feat_row_normalise(out->feat + i * fd, fd);
+    if (to_csr) TRY_GOTO(dense_rows_to_csr(out), fail);
   }
   struct row_spans ls = {rows, NULL, f->h.multilabel ? (uint64_t)c : 4,
                          f->h.multilabel ? out->mlabels : (unsigned char *)out->labels};

@@ -96,19 +96,25 @@ struct graph_rows {
   int multilabel;
   int64_t *rowptr;   /* nrows + 1, from 0: row i's neighbours are colidx[rowptr[i] .. rowptr[i+1]) */
   int32_t *colidx;   /* global ids */
-  float *feat;       /* nrows x feat_dim, dense (sparse rows expanded) */
+  float *feat;       /* nrows x feat_dim, dense (sparse rows expanded); NULL with
+                        GRAPH_ROWS_FEAT_SPARSE */
+  struct cg_csr feat_csr; /* with GRAPH_ROWS_FEAT_SPARSE: nrows x feat_dim with values
+                             (a dense file's zeros left out); else zeroed */
   int32_t *labels;   /* nrows (single-label) */
   uint8_t *mlabels;  /* nrows x num_classes (multilabel) */
   uint8_t *split;    /* nrows */
 };
 /* Rows `rows` (nrows strictly increasing global ids; nrows may be 0) given the file's
  * row pointers (graph_cgr_read_rowptr): features (dense), labels, split, and with
- * GRAPH_ROWS_ADJ the CSR rows (else rowptr and colidx NULL); GRAPH_ROWS_FEAT_ROWNORM
+ * GRAPH_ROWS_ADJ the CSR rows (else rowptr and colidx NULL); GRAPH_ROWS_FEAT_SPARSE the
+ * features in feat_csr instead of feat; GRAPH_ROWS_FEAT_ROWNORM
  * normalises each row as graph_feat_rownorm would the whole graph (the same bits).
  * CG_ERR_FORMAT on a corrupt block (naming the section and block) or a row that fails
  * a check. */
 #define GRAPH_ROWS_ADJ 1u
 #define GRAPH_ROWS_FEAT_ROWNORM 2u
+/* Features as CSR in feat_csr, never dense (sparse input features, issue #14). */
+#define GRAPH_ROWS_FEAT_SPARSE 4u
 int graph_cgr_read_rows(struct graph_cgr *f, const int64_t *rowptr, const int32_t *rows, int64_t nrows,
                         unsigned what, struct graph_rows *out);
 void graph_rows_free(struct graph_rows *r); /* accepts a zeroed struct; leaves it zeroed */
@@ -118,7 +124,8 @@ void graph_rows_free(struct graph_rows *r); /* accepts a zeroed struct; leaves i
  * products (2,449,029 / ~123.7M / 100 / 47), small (a few thousand nodes, for tests),
  * tiny (hundreds of nodes, for unit tests). Keys: scale=F (multiplies nodes and edges,
  * average degree kept, capped by n-1), seed=N, and overrides nodes=, degree=, feats=,
- * classes=, communities=, multilabel=0|1.
+ * classes=, communities=, multilabel=0|1, identity=0|1 (features = the n x n identity
+ * matrix, stored sparse: feat_dim = n, one value per row; feats= is then ignored).
  * The graph has communities (contiguous id ranges), power-law degrees,
  * labels tied to communities and features = class centroid + noise, a 60/20/20 split
  * (train/val/test), and passes graph_check. Same spec -> identical graph. */
@@ -156,6 +163,12 @@ void graph_feat_rownorm(struct graph *g);
 /* Dense features of the listed rows (rows == NULL: all n rows in order) into
  * out[nrows x feat_dim] (caller-allocated). */
 void graph_feat_dense(const struct graph *g, const int64_t *rows, int64_t nrows, float *out);
+
+/* Features of the listed rows (rows == NULL: all n rows in order; else nrows global ids)
+ * as a CSR matrix out [nrows x feat_dim] with values (cg_csr_alloc'ed, columns increasing
+ * in a row): the stored entries of sparse features, the nonzeros of dense ones (a zero
+ * left out is the same matrix). Caller-owned: cg_csr_free. */
+int graph_feat_csr(const struct graph *g, const int32_t *rows, int64_t nrows, struct cg_csr *out);
 
 enum graph_norm {
   GRAPH_NORM_GCN,  /* D^-1/2 (A + I) D^-1/2, degrees counted with the self-loop */

@@ -109,6 +109,49 @@ void graph_feat_dense(const struct graph *g, const int64_t *rows, int64_t nrows,
   }
 }
 
+int graph_feat_csr(const struct graph *g, const int32_t *rows, int64_t nrows, struct cg_csr *out) {
+  memset(out, 0, sizeof *out);
+  const int64_t f = g->feat_dim;
+  if (!rows) nrows = g->n;
+  int64_t *rp = cg_malloc((size_t)(nrows + 1) * sizeof *rp, "sparse feature row pointers");
+  if (!rp) return CG_ERR_NOMEM;
+  rp[0] = 0;
+  for (int64_t i = 0; i < nrows; i++) {
+    const int64_t u = rows ? rows[i] : i;
+    int64_t c = 0;
+    if (g->sparse_feat) {
+      c = g->feat_rowptr[u + 1] - g->feat_rowptr[u];
+    } else {
+      for (int64_t j = 0; j < f; j++) c += g->feat_values[u * f + j] != 0.0f;
+    }
+    rp[i + 1] = rp[i] + c;
+  }
+  const int st = cg_csr_alloc(out, nrows, f, rp[nrows], 1);
+  if (st != CG_OK) {
+    cg_free(rp);
+    return st;
+  }
+  memcpy(out->rowptr, rp, (size_t)(nrows + 1) * sizeof *rp);
+  cg_free(rp);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < nrows; i++) {
+    const int64_t u = rows ? rows[i] : i;
+    int64_t k = out->rowptr[i];
+    if (g->sparse_feat) {
+      const int64_t k0 = g->feat_rowptr[u], n = g->feat_rowptr[u + 1] - k0;
+      memcpy(out->colidx + k, g->feat_colidx + k0, (size_t)n * sizeof(int32_t));
+      memcpy(out->vals + k, g->feat_values + k0, (size_t)n * sizeof(float));
+    } else {
+      for (int64_t j = 0; j < f; j++)
+        if (g->feat_values[u * f + j] != 0.0f) {
+          out->colidx[k] = (int32_t)j;
+          out->vals[k++] = g->feat_values[u * f + j];
+        }
+    }
+  }
+  return CG_OK;
+}
+
 int64_t graph_split_count(const struct graph *g, enum graph_split s) {
   int64_t cnt = 0;
 #pragma omp parallel for reduction(+ : cnt) schedule(static)

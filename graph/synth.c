@@ -72,6 +72,7 @@ struct synth_params {
   double degree; /* average directed entries per row */
   int64_t f, c, k;
   int multilabel;
+  int identity; /* features = the identity matrix (f = n), stored sparse */
   uint64_t seed;
 };
 
@@ -203,10 +204,13 @@ static int parse_spec(const char *spec, struct synth_params *p) {
     } else if (strcmp(key, "multilabel") == 0) {
       TRY(parse_i64(spec, key, val, 0, 1, &iv));
       p->multilabel = (int)iv;
+    } else if (strcmp(key, "identity") == 0) {
+      TRY(parse_i64(spec, key, val, 0, 1, &iv));
+      p->identity = (int)iv;
     } else {
       return cg_err_set(CG_ERR_ARG,
                         "%s: unknown option '%s'; expected scale, seed, nodes, degree, feats, "
-                        "classes, communities or multilabel",
+                        "classes, communities, multilabel or identity",
                         spec, key);
     }
   }
@@ -691,6 +695,21 @@ static int make_features(struct synth_ctx *x, struct graph *g) {
   return CG_OK;
 }
 
+/* Identity features (identity=1): x_u = e_u, the usual input of a graph without
+ * features; f = n, one stored value per row. */
+static int make_identity_features(int64_t n, struct graph *g) {
+  g->feat_rowptr = cg_malloc((size_t)(n + 1) * sizeof *g->feat_rowptr, "identity feature row pointers");
+  g->feat_colidx = cg_malloc((size_t)n * sizeof *g->feat_colidx, "identity feature columns");
+  g->feat_values = cg_malloc((size_t)n * sizeof *g->feat_values, "identity feature values");
+  if (!g->feat_rowptr || !g->feat_colidx || !g->feat_values) return CG_ERR_NOMEM;
+  for (int64_t u = 0; u <= n; u++) g->feat_rowptr[u] = u;
+  for (int64_t u = 0; u < n; u++) {
+    g->feat_colidx[u] = (int32_t)u;
+    g->feat_values[u] = 1.0f;
+  }
+  return CG_OK;
+}
+
 int graph_synth(const char *spec, struct graph *g) {
   memset(g, 0, sizeof *g);
   if (!spec) return cg_err_set(CG_ERR_ARG, "graph_synth: no spec given");
@@ -726,14 +745,15 @@ int graph_synth(const char *spec, struct graph *g) {
              spec, (long long)g->m, m_target, (double)g->m / (double)p.n, p.degree);
   snprintf(g->name, sizeof g->name, "%s", p.preset);
   g->n = p.n;
-  g->feat_dim = p.f;
+  g->feat_dim = p.identity ? p.n : p.f;
   g->num_classes = p.c;
   g->multilabel = p.multilabel;
-  g->sparse_feat = 0;
-  g->feat_nnz = p.n * p.f;
+  g->sparse_feat = p.identity;
+  g->feat_nnz = p.identity ? p.n : p.n * p.f;
   double t1 = cg_time_now();
   TRY_GOTO(make_labels(&x, g), fail);
-  TRY_GOTO(make_features(&x, g), fail);
+  if (p.identity) TRY_GOTO(make_identity_features(p.n, g), fail);
+  else TRY_GOTO(make_features(&x, g), fail);
   double t2 = cg_time_now();
   g->split = cg_malloc((size_t)p.n, "split");
   if (!g->split) {

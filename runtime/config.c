@@ -9,6 +9,7 @@ void rt_config_defaults(struct rt_config *c) {
   memset(c, 0, sizeof *c);
   c->graph = "synth:small";
   c->feat_norm_row = 0;
+  c->sparse_features = RT_SPARSE_AUTO;
   c->model = RT_MODEL_GCN;
   c->layers = 2;
   c->hidden = 16;
@@ -171,6 +172,9 @@ int rt_config_check(const struct rt_config *c) {
     return cg_err_set(CG_ERR_ARG, "--checkpoint-every needs --checkpoint FILE (where to write)");
   if (!(c->stall_timeout_s >= 0.0 && c->stall_timeout_s <= 1e7))
     return cg_err_set(CG_ERR_ARG, "--stall-timeout %g: expected seconds in [0, 1e7] (0 = off)", c->stall_timeout_s);
+  if (c->sparse_features != RT_SPARSE_AUTO && c->sparse_features != RT_SPARSE_ON &&
+      c->sparse_features != RT_SPARSE_OFF)
+    return cg_err_set(CG_ERR_ARG, "--sparse-features: expected auto, on or off");
   if (c->overlap != 0 && c->overlap != 1)
     return cg_err_set(CG_ERR_ARG, "--overlap: expected on or off");
   if (!c->device || (strcmp(c->device, "auto") && strcmp(c->device, "cpu") && strcmp(c->device, "cuda")))

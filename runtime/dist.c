@@ -2,6 +2,7 @@
  * exchange (mpi/'s, behind the seam of core/exchange.h) and the whole multi-rank run
  * (the flow and the contract are in runtime/dist.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
@@ -108,11 +109,12 @@ static int dist_build(struct comm *c, const struct graph *g, const struct rt_con
   TRY_GOTO(comm_agree(c, st, "partitioning the graph"), done);
   if (!owner_in) TRY_GOTO(comm_bcast(c, owner, (size_t)g->n * sizeof(int32_t), 0), done);
 
-  int self_loops = 0;
+  int self_loops = 0, sparse = 0;
   enum graph_norm norm = rt_model_norm(cfg->model, &self_loops);
-  st = part_local_build(g, owner, P, rank, norm, self_loops, &d->pl);
+  st = rt_features_choose(g, cfg, rank == 0, &sparse);
+  if (st == CG_OK) st = part_local_build(g, owner, P, rank, norm, self_loops, &d->pl);
   if (st == CG_OK) st = part_local_check(g, owner, &d->pl);
-  if (st == CG_OK) st = rt_local_from_part(g, &d->pl, &d->loc);
+  if (st == CG_OK) st = rt_local_from_part(g, &d->pl, sparse, &d->loc);
   TRY_GOTO(comm_agree(c, st, "building the local graph"), done);
   cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
 
@@ -123,12 +125,19 @@ done:
 
 static void dist_log_memory(const struct rt_dist *d) {
   const struct rt_local *l = &d->loc;
-  LOG_DEBUG("dist", "rank %d: %lld inner + %lld halo rows of %lld, %d peers; feature bytes %lld "
-            "(inner %lld on the host + halo %lld in the model; the whole matrix would be %lld)",
-            l->rank, (long long)l->n_inner, (long long)l->n_halo, (long long)l->n_global,
-            d->pl.npeers, (long long)rt_dist_feature_bytes(d),
-            (long long)(l->feat_rows * l->feat_dim * 4), (long long)(l->n_halo * l->feat_dim * 4),
-            (long long)(l->n_global * l->feat_dim * 4));
+  if (l->feat_sparse)
+    LOG_DEBUG("dist", "rank %d: %lld inner + %lld halo rows of %lld, %d peers; sparse feature bytes %lld "
+              "(%lld stored values of the inner and halo rows; dense they would be %lld)",
+              l->rank, (long long)l->n_inner, (long long)l->n_halo, (long long)l->n_global, d->pl.npeers,
+              (long long)rt_dist_feature_bytes(d), (long long)l->feat_csr.nnz,
+              (long long)(l->feat_rows * l->feat_dim * 4));
+  else
+    LOG_DEBUG("dist", "rank %d: %lld inner + %lld halo rows of %lld, %d peers; feature bytes %lld "
+              "(inner %lld on the host + halo %lld in the model; the whole matrix would be %lld)",
+              l->rank, (long long)l->n_inner, (long long)l->n_halo, (long long)l->n_global,
+              d->pl.npeers, (long long)rt_dist_feature_bytes(d),
+              (long long)(l->feat_rows * l->feat_dim * 4), (long long)(l->n_halo * l->feat_dim * 4),
+              (long long)(l->n_global * l->feat_dim * 4));
 }
 
 int rt_dist_create_from_graph(struct comm *c, const struct graph *g, const struct rt_config *cfg,
@@ -312,8 +321,14 @@ static int64_t dist_part_bytes(const struct rt_dist *d) {
   int64_t ns = 0;
   for (int i = 0; i < p->npeers; i++) ns += p->send_count[i];
   const int64_t nt = l->n_inner + l->n_halo;
-  return nt * l->feat_dim * 4 + l->agg.rowptr[l->agg.nrows] * 8 + (l->n_inner + 1) * 8 +
+  const int64_t feat = l->feat_sparse ? l->feat_csr.nnz * 8 + (nt + 1) * 8 : nt * l->feat_dim * 4;
+  return feat + l->agg.rowptr[l->agg.nrows] * 8 + (l->n_inner + 1) * 8 +
          l->n_inner * (l->multilabel ? l->num_classes : 4) + l->n_inner + nt * 4 + ns * 4;
+}
+
+static int cmp_gid(const void *a, const void *b) {
+  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
 }
 
 /* Per-rank loading (dist.h, RT_LOAD_PER_RANK): the structure on rank 0 for the
@@ -327,8 +342,10 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
   graph_cgr_info(f, &info);
   int32_t *owner = NULL, *mine = NULL;
   int64_t *rowptr = NULL, structure_peak = 0;
-  struct graph_rows rows;
+  struct graph_rows rows, hrows;
   memset(&rows, 0, sizeof rows);
+  memset(&hrows, 0, sizeof hrows);
+  int32_t *hgid = NULL;
 
   TRY(comm_agree(c, check_same_graph(c, &info), "checking that every rank opened the same graph"));
   if (info.n < P)
@@ -365,12 +382,15 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
   mine = cg_malloc((size_t)info.n * sizeof(int32_t), "this rank's vertices");
   st = rowptr && mine ? CG_OK : CG_ERR_NOMEM;
   int64_t k = 0;
+  int sparse = 0;
+  const unsigned rownorm = cfg->feat_norm_row ? GRAPH_ROWS_FEAT_ROWNORM : 0;
+  if (st == CG_OK) st = rt_features_choose(&info, cfg, rank == 0, &sparse);
+  const unsigned feat_how = rownorm | (sparse ? GRAPH_ROWS_FEAT_SPARSE : 0u);
   if (st == CG_OK) st = graph_cgr_read_rowptr(f, rowptr);
   if (st == CG_OK) {
     for (int64_t v = 0; v < info.n; v++)
       if (owner[v] == rank) mine[k++] = (int32_t)v;
-    st = graph_cgr_read_rows(f, rowptr, mine, k, GRAPH_ROWS_ADJ | (cfg->feat_norm_row ? GRAPH_ROWS_FEAT_ROWNORM : 0),
-                             &rows);
+    st = graph_cgr_read_rows(f, rowptr, mine, k, GRAPH_ROWS_ADJ | feat_how, &rows);
   }
   cg_free(mine);
   mine = NULL;
@@ -384,7 +404,18 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
   for (int64_t i = 0; i < rows.nrows; i++)
     if (rows.split[i] >= GRAPH_SPLIT_TRAIN && rows.split[i] <= GRAPH_SPLIT_TEST) split[rows.split[i] - 1]++;
   TRY_GOTO(comm_allreduce_i64(c, split, 3, COMM_SUM), done);
-  st = rt_local_from_rows(&info, &d->pl, &rows, split, &d->loc);
+  if (sparse) { /* the halo rows' features too, sparse, from the file (never exchanged) */
+    const int64_t nh = d->pl.n_halo;
+    hgid = cg_malloc((size_t)(nh ? nh : 1) * sizeof *hgid, "halo vertices, sorted");
+    st = hgid ? CG_OK : CG_ERR_NOMEM;
+    if (st == CG_OK) {
+      memcpy(hgid, d->pl.gid + d->pl.n_inner, (size_t)nh * sizeof *hgid);
+      qsort(hgid, (size_t)nh, sizeof *hgid, cmp_gid);
+      st = graph_cgr_read_rows(f, rowptr, hgid, nh, feat_how, &hrows);
+    }
+    TRY_GOTO(comm_agree(c, st, "reading the halo rows' sparse features"), done);
+  }
+  st = rt_local_from_rows(&info, &d->pl, &rows, sparse ? &hrows : NULL, hgid, split, &d->loc);
   TRY_GOTO(comm_agree(c, st, "building the local problem"), done);
   cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
   /* what this rank read and its set-up peak, against the partition it holds */
@@ -399,6 +430,8 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
 
 done:
   graph_rows_free(&rows);
+  graph_rows_free(&hrows);
+  cg_free(hgid);
   cg_free(rowptr);
   cg_free(mine);
   cg_free(owner);
@@ -512,6 +545,8 @@ int64_t rt_dist_max_cols(const struct rt_dist *d) { return d->max_cols; }
 
 int64_t rt_dist_feature_bytes(const struct rt_dist *d) {
   const struct rt_local *l = &d->loc;
+  if (l->feat_sparse) /* row pointers, columns and values of every inner and halo row */
+    return (l->feat_csr.nrows + 1) * 8 + l->feat_csr.nnz * 8;
   return (l->feat_rows + (l->feat_rows < l->n_inner + l->n_halo ? l->n_halo : 0)) * l->feat_dim *
          (int64_t)sizeof(float);
 }
@@ -529,7 +564,8 @@ int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_confi
    * (GCN and SAGE: their input or the narrower transformed rows; GAT: the transformed
    * rows and their attention terms). */
   const int64_t halo_cols = rt_config_halo_cols(cfg, d->loc.num_classes);
-  d->max_cols = d->loc.feat_dim;
+  /* (sparse features: no feature row is exchanged, so layer 0 moves nothing) */
+  d->max_cols = d->loc.feat_sparse ? 1 : d->loc.feat_dim;
   if (cfg->layers > 1 && halo_cols > d->max_cols) d->max_cols = halo_cols;
   struct comm_halo_plan plan;
   memset(&plan, 0, sizeof plan);

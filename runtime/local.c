@@ -2,8 +2,10 @@
  * a single process, or from a rank's local graph (partition/) for partition-parallel
  * training, with the same layout; checked and released for every producer. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/status.h"
 #include "runtime/runtime.h"
 #ifdef CAPGNN_HAVE_DIST
@@ -15,6 +17,7 @@ void rt_local_free(struct rt_local *l) {
   cg_free(l->gid);
   cg_csr_free(&l->agg);
   cg_free(l->feat);
+  cg_csr_free(&l->feat_csr);
   cg_free(l->labels);
   cg_free(l->mlabels);
   cg_free(l->split);
@@ -31,7 +34,45 @@ int rt_graph_trainable(const struct graph *g) {
   return CG_OK;
 }
 
+const char *rt_sparse_features_str(enum rt_sparse_features s) {
+  return s == RT_SPARSE_ON ? "on" : s == RT_SPARSE_OFF ? "off" : "auto";
+}
+
+int rt_features_choose(const struct graph *g, const struct rt_config *cfg, int log_it, int *sparse) {
+  *sparse = 0;
+  const double cells = (double)g->n * (double)g->feat_dim;
+  const double density = cells > 0 ? (double)g->feat_nnz / cells : 1.0;
+  const char *why = NULL;
+  switch (cfg->sparse_features) {
+    case RT_SPARSE_OFF: why = "--sparse-features off"; break;
+    case RT_SPARSE_ON:
+      *sparse = 1;
+      why = g->sparse_feat ? "--sparse-features on" : "--sparse-features on; the file stores them dense, "
+                                                      "their nonzeros are kept";
+      break;
+    case RT_SPARSE_AUTO:
+      if (!g->sparse_feat) why = "auto: the graph stores its features dense";
+      else if (density > RT_SPARSE_AUTO_MAX_DENSITY) why = "auto: too dense to pay";
+      else {
+        *sparse = 1;
+        why = "auto: stored sparse";
+      }
+      break;
+  }
+  if (log_it)
+    LOG_INFO("train", "input features of %s: %s (%lld x %lld, %lld stored, %.3g %% dense; %s)", g->name,
+             *sparse ? "sparse, layer 0 multiplies them as CSR" : "dense", (long long)g->n,
+             (long long)g->feat_dim, (long long)(g->sparse_feat ? g->feat_nnz : (int64_t)cells),
+             100.0 * density, why);
+  return CG_OK;
+}
+
 int rt_local_from_graph(const struct graph *g, enum rt_model_kind kind, struct rt_local *out) {
+  return rt_local_from_graph_feat(g, kind, 0, out);
+}
+
+int rt_local_from_graph_feat(const struct graph *g, enum rt_model_kind kind, int sparse,
+                             struct rt_local *out) {
   int st = CG_OK;
   memset(out, 0, sizeof *out);
   if (g->n < 1 || g->n > INT32_MAX)
@@ -61,9 +102,15 @@ int rt_local_from_graph(const struct graph *g, enum rt_model_kind kind, struct r
   if (!out->gid) goto fail;
   for (size_t i = 0; i < n; i++) out->gid[i] = (int32_t)i;
 
-  out->feat = cg_malloc(n * (size_t)g->feat_dim * sizeof(float), "dense input features");
-  if (!out->feat) goto fail;
-  graph_feat_dense(g, NULL, g->n, out->feat);
+  if (sparse) {
+    out->feat_sparse = 1;
+    TRY_GOTO(graph_feat_csr(g, NULL, g->n, &out->feat_csr), fail);
+    st = CG_ERR_NOMEM;
+  } else {
+    out->feat = cg_malloc(n * (size_t)g->feat_dim * sizeof(float), "dense input features");
+    if (!out->feat) goto fail;
+    graph_feat_dense(g, NULL, g->n, out->feat);
+  }
 
   if (g->multilabel) {
     out->mlabels = cg_malloc(n * (size_t)g->num_classes, "multi-label targets");
@@ -91,7 +138,12 @@ fail:
 #ifdef CAPGNN_HAVE_DIST
 /* ---- from a rank's local graph ------------------------------------------------------ */
 
-int rt_local_from_part(const struct graph *g, const struct part_local *pl, struct rt_local *out) {
+static int cmp_i32(const void *a, const void *b) {
+  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+int rt_local_from_part(const struct graph *g, const struct part_local *pl, int sparse, struct rt_local *out) {
   int st = CG_OK;
   int64_t *rows = NULL;
   memset(out, 0, sizeof *out);
@@ -109,7 +161,8 @@ int rt_local_from_part(const struct graph *g, const struct part_local *pl, struc
   out->n_halo = pl->n_halo;
   out->norm = pl->norm;
   out->feat_dim = g->feat_dim;
-  out->feat_rows = pl->n_inner;
+  out->feat_rows = sparse ? pl->n_inner + pl->n_halo : pl->n_inner;
+  out->feat_sparse = sparse;
   out->num_classes = g->num_classes;
   out->multilabel = g->multilabel;
   const size_t ni = (size_t)pl->n_inner, nt = (size_t)(pl->n_inner + pl->n_halo);
@@ -123,11 +176,17 @@ int rt_local_from_part(const struct graph *g, const struct part_local *pl, struc
 
   st = CG_ERR_NOMEM;
   rows = cg_malloc((ni ? ni : 1) * sizeof(int64_t), "inner row list");
-  out->feat = cg_malloc((ni ? ni : 1) * (size_t)g->feat_dim * sizeof(float), "inner feature rows");
+  if (!sparse) out->feat = cg_malloc((ni ? ni : 1) * (size_t)g->feat_dim * sizeof(float), "inner feature rows");
   out->split = cg_malloc(ni ? ni : 1, "inner split");
-  if (!rows || !out->feat || !out->split) goto fail;
+  if (!rows || (!sparse && !out->feat) || !out->split) goto fail;
   for (size_t i = 0; i < ni; i++) rows[i] = pl->gid[i];
-  if (ni) graph_feat_dense(g, rows, (int64_t)ni, out->feat);
+  if (sparse) { /* inner and halo rows: the halo rows' features need no exchange */
+    st = graph_feat_csr(g, pl->gid, (int64_t)nt, &out->feat_csr);
+    if (st != CG_OK) goto fail;
+    st = CG_ERR_NOMEM;
+  } else if (ni) {
+    graph_feat_dense(g, rows, (int64_t)ni, out->feat);
+  }
   if (g->multilabel) {
     const size_t c = (size_t)g->num_classes;
     out->mlabels = cg_malloc((ni ? ni : 1) * c, "inner multi-label targets");
@@ -154,8 +213,49 @@ fail:
   return st < 0 ? st : CG_ERR_INTERNAL;
 }
 
+/* The CSR rows of local rows 0..n-1 (global ids gid) from the inner rows (rows, in the
+ * order of gid[0, n_inner)) and the halo rows (hrows, in increasing global id hgid). */
+static int csr_local_rows(const struct graph_rows *rows, const struct graph_rows *hrows, const int32_t *hgid,
+                          const int32_t *gid, int64_t n_inner, int64_t n, struct cg_csr *out) {
+  const struct cg_csr *a = &rows->feat_csr, *h = &hrows->feat_csr;
+  int64_t *src = cg_malloc((size_t)(n ? n : 1) * sizeof *src, "feature row sources");
+  if (!src) return CG_ERR_NOMEM;
+  int64_t nnz = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (i < n_inner) {
+      src[i] = i;
+      nnz += a->rowptr[i + 1] - a->rowptr[i];
+      continue;
+    }
+    const int32_t *p = bsearch(&gid[i], hgid, (size_t)hrows->nrows, sizeof *hgid, cmp_i32);
+    if (!p) {
+      cg_free(src);
+      return cg_err_set(CG_ERR_INTERNAL, "halo row %lld (global %d) missing from the rows read", (long long)i,
+                        gid[i]);
+    }
+    src[i] = -1 - (int64_t)(p - hgid);
+    const int64_t j = -1 - src[i];
+    nnz += h->rowptr[j + 1] - h->rowptr[j];
+  }
+  int st = cg_csr_alloc(out, n, a->ncols, nnz, 1);
+  if (st == CG_OK) {
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++) {
+      const struct cg_csr *m = src[i] >= 0 ? a : h;
+      const int64_t j = src[i] >= 0 ? src[i] : -1 - src[i], c = m->rowptr[j + 1] - m->rowptr[j];
+      memcpy(out->colidx + k, m->colidx + m->rowptr[j], (size_t)c * sizeof(int32_t));
+      memcpy(out->vals + k, m->vals + m->rowptr[j], (size_t)c * sizeof(float));
+      k += c;
+      out->rowptr[i + 1] = k;
+    }
+  }
+  cg_free(src);
+  return st;
+}
+
 int rt_local_from_rows(const struct graph *info, const struct part_local *pl, struct graph_rows *rows,
-                       const int64_t split_global[3], struct rt_local *out) {
+                       struct graph_rows *hrows, const int32_t *hgid, const int64_t split_global[3],
+                       struct rt_local *out) {
   int st = CG_OK;
   memset(out, 0, sizeof *out);
   if (pl->n_global != info->n || rows->nrows != pl->n_inner || rows->feat_dim != info->feat_dim)
@@ -174,10 +274,15 @@ int rt_local_from_rows(const struct graph *info, const struct part_local *pl, st
   out->n_halo = pl->n_halo;
   out->norm = pl->norm;
   out->feat_dim = info->feat_dim;
-  out->feat_rows = pl->n_inner;
+  out->feat_sparse = rows->feat == NULL;
+  out->feat_rows = out->feat_sparse ? pl->n_inner + pl->n_halo : pl->n_inner;
   out->num_classes = info->num_classes;
   out->multilabel = info->multilabel;
   const size_t nt = (size_t)(pl->n_inner + pl->n_halo);
+  if (out->feat_sparse && (!hrows || !hrows->split || hrows->feat || (pl->n_halo > 0 && !hgid))) {
+    st = cg_err_set(CG_ERR_ARG, "rank %d: sparse feature rows without the halo rows' sparse features", pl->rank);
+    goto fail;
+  }
   out->gid = cg_malloc((nt ? nt : 1) * sizeof(int32_t), "local global ids");
   if (!out->gid) {
     st = CG_ERR_NOMEM;
@@ -185,6 +290,8 @@ int rt_local_from_rows(const struct graph *info, const struct part_local *pl, st
   }
   if (nt) memcpy(out->gid, pl->gid, nt * sizeof(int32_t));
   TRY_GOTO(cg_csr_copy(&pl->agg, &out->agg), fail);
+  if (out->feat_sparse)
+    TRY_GOTO(csr_local_rows(rows, hrows, hgid, pl->gid, pl->n_inner, (int64_t)nt, &out->feat_csr), fail);
   /* the rows' arrays move into the local problem (no second copy at the set-up's peak) */
   out->feat = rows->feat;
   out->split = rows->split;
@@ -212,7 +319,7 @@ int rt_local_check(const struct rt_local *l, const char *what) {
                       (long long)l->n_inner, (long long)l->n_halo);
   if (l->nranks < 1 || l->rank < 0 || l->rank >= l->nranks)
     return cg_err_set(CG_ERR_INTERNAL, "%s: rank %d of %d", what, l->rank, l->nranks);
-  if (!l->gid || !l->split || !l->feat)
+  if (!l->gid || !l->split || (l->feat_sparse ? !l->feat_csr.rowptr : !l->feat))
     return cg_err_set(CG_ERR_INTERNAL, "%s: local problem is missing gid, split or features", what);
   for (int64_t i = 0; i < n_tot; i++)
     if (l->gid[i] < 0 || l->gid[i] >= l->n_global)
@@ -226,6 +333,15 @@ int rt_local_check(const struct rt_local *l, const char *what) {
   if (l->feat_dim < 1 || (l->feat_rows != l->n_inner && l->feat_rows != n_tot))
     return cg_err_set(CG_ERR_INTERNAL, "%s: features are %lld x %lld, expected n_inner or n_inner + n_halo rows",
                       what, (long long)l->feat_rows, (long long)l->feat_dim);
+  if (l->feat_sparse) {
+    if (l->feat_rows != n_tot || l->feat_csr.nrows != n_tot || l->feat_csr.ncols != l->feat_dim ||
+        !l->feat_csr.vals || n_tot > INT32_MAX || l->feat_dim > INT32_MAX)
+      return cg_err_set(CG_ERR_INTERNAL, "%s: sparse features are %lld x %lld (%s values) for %lld rows of %lld "
+                        "features, expected every inner and halo row", what, (long long)l->feat_csr.nrows,
+                        (long long)l->feat_csr.ncols, l->feat_csr.vals ? "with" : "without", (long long)n_tot,
+                        (long long)l->feat_dim);
+    TRY(cg_csr_check(&l->feat_csr, what));
+  }
   if (l->num_classes < 1 || (l->multilabel ? !l->mlabels : !l->labels))
     return cg_err_set(CG_ERR_INTERNAL, "%s: labels missing for %lld classes (%s)", what,
                       (long long)l->num_classes, l->multilabel ? "multi-label" : "single-label");

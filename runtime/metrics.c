@@ -190,6 +190,7 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
   cJSON_AddNumberToObject(o, "weight_decay", fdec(cfg->weight_decay));
   cJSON_AddStringToObject(o, "wd_scope", rt_wd_scope_str(cfg->wd_scope));
   cJSON_AddStringToObject(o, "feat_norm", cfg->feat_norm_row ? "row" : "none");
+  cJSON_AddStringToObject(o, "sparse_features", rt_sparse_features_str(cfg->sparse_features));
   cJSON_AddNumberToObject(o, "eval_every", cfg->eval_every);
   cJSON_AddBoolToObject(o, "overlap", cfg->overlap != 0);
   if (cfg->optimizer == RT_OPT_SGD) cJSON_AddNumberToObject(o, "momentum", fdec(cfg->momentum));
@@ -217,6 +218,7 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
   cJSON_AddNumberToObject(o, "nodes", (double)loc->n_global);
   cJSON_AddNumberToObject(o, "edges", (double)loc->m_global);
   cJSON_AddNumberToObject(o, "features", (double)loc->feat_dim);
+  cJSON_AddBoolToObject(o, "features_sparse", loc->feat_sparse != 0);
   cJSON_AddNumberToObject(o, "classes", (double)loc->num_classes);
   cJSON_AddBoolToObject(o, "multilabel", loc->multilabel != 0);
   cJSON_AddStringToObject(o, "device", be->name);

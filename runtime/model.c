@@ -29,6 +29,10 @@
  *     without exchange and without sending gradients back (no gradient w.r.t. the
  *     input features is computed at all); the cached Â·X of the no-input-dropout case
  *     is computed after the halo rows of the features have arrived.
+ * Sparse input features (m->xs_on, issue #14): layer 0 is transform-first whatever its
+ * widths; T = Xd·W is csr_mm over all n_tot rows (X's halo rows are local, as dense
+ * features' are), its dropout csr_dropout with the dense mask of each stored entry,
+ * the weight gradient Xdᵀ·dT csr_mm_t; SAGE's self term reads the inner rows (xs_in).
  * Âᵀ is a second uploaded operator: Â is not square when there are halo rows and
  * the SAGE mean is not symmetric even without them.
  *
@@ -228,6 +232,10 @@ static struct cg_dropout_key drop_key(const struct rt_model *m, uint32_t epoch, 
 static const float *layer_hd(const struct rt_model *m, const struct rt_layer *L) {
   return (m->last_fwd_train && L->p_drop > 0.0f) ? L->in_d : L->in;
 }
+/* Sparse features: the stored values layer 0 multiplied in the last forward. */
+static const float *xs_hd(const struct rt_model *m) {
+  return (m->last_fwd_train && m->layers[0].p_drop > 0.0f) ? m->xs_vals_d : m->xs_vals;
+}
 
 static int forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step_stats *st) {
   if (m->cfg.model == RT_MODEL_GAT) return rt_gat_forward(m, epoch, train, st); /* model_gat.c */
@@ -260,9 +268,15 @@ static int forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step
       /* layer 0 reads all n_tot rows (its halo rows are local); a transform-first
        * hidden layer transforms its inner rows and exchanges the (narrower) result */
       const int64_t rows = l == 0 ? n_tot : n_in;
-      if (drop) be->dropout(be, L->in, L->in_d, rows, fin, m->d_gid, L->p_drop, key);
+      const int sparse = l == 0 && m->xs_on; /* transform-first: X·W as a sparse product */
+      if (sparse) {
+        if (drop) be->csr_dropout(be, &m->xs, m->xs_vals, m->xs_vals_d, m->d_gid, L->p_drop, key);
+        be->csr_mm(be, &m->xs, drop ? m->xs_vals_d : m->xs_vals, fout, w, fout, L->t, fout);
+      } else if (drop) {
+        be->dropout(be, L->in, L->in_d, rows, fin, m->d_gid, L->p_drop, key);
+      }
       if (L->transform_first) {
-        be->gemm(be, 0, 0, rows, fout, fin, 1.0f, hd, fin, w, fout, 0.0f, L->t, fout);
+        if (!sparse) be->gemm(be, 0, 0, rows, fout, fin, 1.0f, hd, fin, w, fout, 0.0f, L->t, fout);
         if (l > 0) TRY(halo_begin(m, CG_HALO_FORWARD, tag, L->t, fout, st));
         TRY(rt_agg_fwd_inner(be, &m->agg, L->t, fout, L->z, poll_cb, &pc));
         TRY(halo_end(m, st));
@@ -275,8 +289,14 @@ static int forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step
         be->gemm(be, 0, 0, n_in, fout, fin, 1.0f, L->agg, fin, w, fout, 0.0f, L->z, fout);
       }
     }
-    if (L->off_ws >= 0)
+    if (L->off_ws >= 0 && l == 0 && m->xs_on) { /* SAGE's self term of sparse features (scratch is
+                                                   free during the forward pass) */
+      be->csr_mm(be, &m->xs_in, drop ? m->xs_vals_d : m->xs_vals, fout, m->p + L->off_ws, fout, m->scratch[2],
+                 fout);
+      be->axpy(be, n_in * fout, 1.0f, m->scratch[2], L->z);
+    } else if (L->off_ws >= 0) {
       be->gemm(be, 0, 0, n_in, fout, fin, 1.0f, hd, fin, m->p + L->off_ws, fout, 1.0f, L->z, fout);
+    }
     be->bias_add(be, L->z, m->p + L->off_b, n_in, fout);
     if (L->hidden) {
       const float *act_in = L->z;
@@ -318,6 +338,10 @@ static int loss_train(struct rt_model *m, double *loss, struct rt_step_stats *st
 static void sage_self_grad(struct rt_model *m, const struct rt_layer *L, const float *hd,
                            const float *dz) {
   struct cg_backend *be = m->be;
+  if (L == &m->layers[0] && m->xs_on) {
+    be->csr_mm_t(be, &m->xs_in, xs_hd(m), L->fout, dz, L->fout, m->g + L->off_ws, L->fout);
+    return;
+  }
   be->gemm(be, 1, 0, L->fin, L->fout, m->n_in, 1.0f, hd, L->fin, dz, L->fout, 0.0f,
            m->g + L->off_ws, L->fout);
 }
@@ -364,7 +388,8 @@ static int backward(struct rt_model *m, struct rt_step_stats *st) {
       TRY(halo_end(m, st)); /* owners have added the halo rows of dT */
       if (l == 0) {
         /* All n_tot rows of T were computed here from local input rows. */
-        be->gemm(be, 1, 0, fin, fout, n_tot, 1.0f, hd, fin, dt, fout, 0.0f, gw, fout);
+        if (m->xs_on) be->csr_mm_t(be, &m->xs, xs_hd(m), fout, dt, fout, gw, fout);
+        else be->gemm(be, 1, 0, fin, fout, n_tot, 1.0f, hd, fin, dt, fout, 0.0f, gw, fout);
       } else {
         be->gemm(be, 1, 0, fin, fout, n_in, 1.0f, hd, fin, dt, fout, 0.0f, gw, fout);
         be->gemm(be, 0, 1, n_in, fin, fout, 1.0f, dt, fout, w, fout, 0.0f, dhd, fin);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/attn.h"
 #include "core/exchange.h"
 #include "core/log.h"
 #include "core/philox.h"
@@ -78,6 +79,12 @@ static int model_layout(struct rt_model *m, const struct rt_local *loc, const st
     /* Layer 0 without dropout aggregates constant features: keep Â·X from setup. */
     L->agg_cached = l == 0 && L->p_drop == 0.0f;
     if (L->agg_cached) L->transform_first = 0;
+    /* Sparse features: X·W is the sparse product (Â·X would be sparse times sparse), then
+     * the aggregation at width fout, every step (cheap: nnz x fout). */
+    if (l == 0 && loc->feat_sparse) {
+      L->transform_first = 1;
+      L->agg_cached = 0;
+    }
     if (L->fout > m->wmax) m->wmax = L->fout;
     if (l > 0 && L->fin > m->wmax) m->wmax = L->fin;
     const int decay = cfg->weight_decay > 0.0f && (cfg->wd_scope == RT_WD_ALL || l == 0);
@@ -207,8 +214,10 @@ static int model_buffers(struct rt_model *m) {
   if (m->cfg.model == RT_MODEL_GAT) return rt_gat_buffers(m, m->loc); /* model_gat.c */
   for (int l = 0; l < m->nlayers; l++) {
     struct rt_layer *L = &m->layers[l];
-    TRY(be_alloc(m, &L->in, m->n_tot * L->fin, l == 0 ? "input features" : "layer input"));
-    if (L->p_drop > 0.0f) TRY(be_alloc(m, &L->in_d, m->n_tot * L->fin, "dropout output"));
+    if (l > 0 || !m->xs_on) { /* sparse features: model_features uploads them as CSR */
+      TRY(be_alloc(m, &L->in, m->n_tot * L->fin, l == 0 ? "input features" : "layer input"));
+      if (L->p_drop > 0.0f) TRY(be_alloc(m, &L->in_d, m->n_tot * L->fin, "dropout output"));
+    }
     if (L->transform_first) TRY(be_alloc(m, &L->t, m->n_tot * L->fout, "transformed rows"));
     else TRY(be_alloc(m, &L->agg, m->n_in * L->fin, "aggregated rows"));
     TRY(be_alloc(m, &L->z, m->n_in * L->fout, "convolution output"));
@@ -226,9 +235,36 @@ static int model_buffers(struct rt_model *m) {
 /* Features: inner rows (and halo rows when given) uploaded; otherwise the halo rows
  * come from their owners once, through one halo exchange (not timed: set-up) — they
  * never change during training. Then layer 0's cached Â·X when it has one. */
+static int model_sparse_features(struct rt_model *m, const struct rt_local *loc) {
+  struct cg_backend *be = m->be;
+  const struct cg_csr *x = &loc->feat_csr;
+  TRY(cg_edges_upload(be, x, &m->xs));
+  const int64_t nnz = x->nnz;
+  TRY(be_alloc(m, &m->xs_vals, nnz, "sparse input feature values"));
+  if (nnz > 0) TRY(be->upload(be, m->xs_vals, x->vals, (size_t)nnz * sizeof(float)));
+  if (m->layers[0].p_drop > 0.0f) TRY(be_alloc(m, &m->xs_vals_d, nnz, "sparse input feature dropout"));
+  if (m->n_in == m->n_tot) {
+    m->xs_in = m->xs;
+  } else { /* the inner rows alone, with their own transpose (SAGE's self term) */
+    struct cg_csr in;
+    TRY(cg_csr_slice(x, 0, m->n_in, 0, x->ncols, &in));
+    const int st = cg_edges_upload(be, &in, &m->xs_in);
+    cg_csr_free(&in);
+    m->xs_in_own = 1;
+    TRY(st);
+  }
+  be->sync(be);
+  LOG_DEBUG("train", "sparse input features: %lld x %lld, %lld stored values (%lld bytes on the backend with the "
+            "transpose; dense: %lld)", (long long)x->nrows, (long long)x->ncols, (long long)nnz,
+            (long long)(nnz * (4 + 4 + 4 + 8 + (m->xs_vals_d ? 4 : 0)) + (x->nrows + x->ncols + 2) * 8),
+            (long long)(x->nrows * x->ncols * 4));
+  return CG_OK;
+}
+
 static int model_features(struct rt_model *m, const struct rt_local *loc) {
   struct cg_backend *be = m->be;
   struct rt_layer *L0 = &m->layers[0];
+  if (m->xs_on) return model_sparse_features(m, loc);
   TRY(be->upload(be, L0->in, loc->feat, (size_t)loc->feat_rows * (size_t)loc->feat_dim * sizeof(float)));
   if (loc->feat_rows < m->n_tot) {
     const struct cg_halo_tag features = {0, 0}; /* layer 0's input, outside training */
@@ -293,6 +329,7 @@ int rt_model_build(struct cg_backend *be, const struct rt_local *loc, const stru
   m->n_in = loc->n_inner;
   m->n_tot = loc->n_inner + loc->n_halo;
   m->classes = loc->num_classes;
+  m->xs_on = loc->feat_sparse;
   TRY_GOTO(model_layout(m, loc, cfg), fail);
   TRY_GOTO(model_params(m, cfg->seed), fail);
   TRY_GOTO(model_operators(m, loc), fail);
@@ -346,6 +383,10 @@ void rt_model_destroy(struct rt_model **pm) {
   be->free(be, m->g);
   be->free(be, m->m1);
   be->free(be, m->m2);
+  if (m->xs_in_own) cg_edges_free(be, &m->xs_in);
+  cg_edges_free(be, &m->xs);
+  be->free(be, m->xs_vals);
+  be->free(be, m->xs_vals_d);
   rt_agg_free(be, &m->agg);
   cg_free(m);
   *pm = NULL;

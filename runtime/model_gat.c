@@ -23,7 +23,8 @@
  * in-edges, all on v's owner: what a rank needs of a halo vertex u is its row of T,
  * (HdW)[u] and el[u], exchanged as one halo row (H*F + H values) like any other:
  *   layer 0  all n_tot rows of T are computed here (the features' halo rows arrived at
- *            set-up), no exchange, and the halo rows' gradients stay here: they enter
+ *            set-up; sparse features, m->xs_on: T = Xd·W is csr_mm, the weight
+ *            gradient csr_mm_t, X's halo rows were read with the inner ones), no exchange, and the halo rows' gradients stay here: they enter
  *            the weight gradients over n_tot rows, which the all-reduce sums (each
  *            edge counted on its destination's owner only);
  *   l > 0    T's inner rows are computed, its halo rows exchanged (forward); backward,
@@ -102,8 +103,10 @@ int rt_gat_buffers(struct rt_model *m, const struct rt_local *loc) {
   for (int l = 0; l < m->nlayers; l++) {
     struct rt_layer *L = &m->layers[l];
     const int64_t H = L->heads, W = H * L->fhead, ldt = W + H, rows = l == 0 ? n_tot : n_in;
-    TRY(alloc_f(m, &L->in, rows * L->fin, l == 0 ? "input features" : "layer input"));
-    if (L->p_drop > 0.0f) TRY(alloc_f(m, &L->in_d, rows * L->fin, "dropout output"));
+    if (l > 0 || !m->xs_on) { /* sparse features: uploaded as CSR (model_build.c) */
+      TRY(alloc_f(m, &L->in, rows * L->fin, l == 0 ? "input features" : "layer input"));
+      if (L->p_drop > 0.0f) TRY(alloc_f(m, &L->in_d, rows * L->fin, "dropout output"));
+    }
     TRY(alloc_f(m, &L->g_t, n_tot * ldt, "GAT transformed rows and source terms"));
     TRY(alloc_f(m, &L->g_er, n_in * H, "GAT destination terms"));
     TRY(alloc_f(m, &L->g_s, nnz * H, "GAT edge scores"));
@@ -187,11 +190,20 @@ int rt_gat_forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step
     const struct cg_dropout_key key = gat_key(m, epoch, l);
     const float *p = m->p;
     const float *hd = L->in;
-    if (train && L->p_drop > 0.0f) {
-      be->dropout(be, L->in, L->in_d, rows, fin, m->d_gid, L->p_drop, key);
-      hd = L->in_d;
+    if (l == 0 && m->xs_on) { /* sparse features: T = Xd W as a sparse product */
+      const float *xv = m->xs_vals;
+      if (train && L->p_drop > 0.0f) {
+        be->csr_dropout(be, &m->xs, m->xs_vals, m->xs_vals_d, m->d_gid, L->p_drop, key);
+        xv = m->xs_vals_d;
+      }
+      be->csr_mm(be, &m->xs, xv, W, p + L->off_w, W, L->g_t, ldt);
+    } else {
+      if (train && L->p_drop > 0.0f) {
+        be->dropout(be, L->in, L->in_d, rows, fin, m->d_gid, L->p_drop, key);
+        hd = L->in_d;
+      }
+      be->gemm(be, 0, 0, rows, W, fin, 1.0f, hd, fin, p + L->off_w, W, 0.0f, L->g_t, ldt);
     }
-    be->gemm(be, 0, 0, rows, W, fin, 1.0f, hd, fin, p + L->off_w, W, 0.0f, L->g_t, ldt);
     head_dots(be, rows, H, F, L->g_t, ldt, p + L->off_al, L->g_t + W, ldt); /* el, sent with T */
     if (l > 0) TRY(rt_model_halo_begin(m, CG_HALO_FORWARD, l, epoch, train, L->g_t, ldt, st));
     head_dots(be, n_in, H, F, L->g_t, ldt, p + L->off_ar, L->g_er, H);
@@ -264,7 +276,11 @@ int rt_gat_backward(struct rt_model *m, struct rt_step_stats *st) {
       be->gemm(be, 0, 0, n_in, F, 1, 1.0f, m->g_der + h, H, p + L->off_ar + h * F, F, 1.0f, dt + h * F,
                ldt);
     }
-    be->gemm(be, 1, 0, fin, W, rows, 1.0f, hd, fin, dt, ldt, 0.0f, g + L->off_w, W);
+    if (l == 0 && m->xs_on)
+      be->csr_mm_t(be, &m->xs, (train && L->p_drop > 0.0f) ? m->xs_vals_d : m->xs_vals, W, dt, ldt,
+                   g + L->off_w, W);
+    else
+      be->gemm(be, 1, 0, fin, W, rows, 1.0f, hd, fin, dt, ldt, 0.0f, g + L->off_w, W);
     if (l == 0) break; /* no gradient w.r.t. the input features */
     float *dhd = dz == m->scratch[1] ? m->scratch[2] : m->scratch[1];
     be->gemm(be, 0, 1, n_in, fin, W, 1.0f, dt, ldt, p + L->off_w, W, 0.0f, dhd, fin);

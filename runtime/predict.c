@@ -135,7 +135,9 @@ int rt_predict(const struct rt_predict_options *o, struct rt_predict_result *res
   }
   TRY_GOTO(graph_open(cfg.graph, &g), done);
   if (cfg.feat_norm_row) graph_feat_rownorm(&g);
-  TRY_GOTO(rt_local_from_graph(&g, cfg.model, &loc), done);
+  int sparse = 0;
+  TRY_GOTO(rt_features_choose(&g, &cfg, 0, &sparse), done);
+  TRY_GOTO(rt_local_from_graph_feat(&g, cfg.model, sparse, &loc), done);
   graph_free(&g);
   if (c.graph_checksum != loc.graph_checksum || c.nodes != loc.n_global || c.features != loc.feat_dim ||
       c.classes != loc.num_classes) {

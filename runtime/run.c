@@ -61,7 +61,9 @@ int rt_run_checked(const struct rt_config *cfg, struct rt_result *res) {
   TRY(rt_checkpoint_read_resume(cfg, &resume));
   TRY_GOTO(graph_open(cfg->graph, &g), done);
   if (cfg->feat_norm_row) graph_feat_rownorm(&g);
-  TRY_GOTO(rt_local_from_graph(&g, cfg->model, &loc), done);
+  int sparse = 0;
+  TRY_GOTO(rt_features_choose(&g, cfg, 1, &sparse), done);
+  TRY_GOTO(rt_local_from_graph_feat(&g, cfg->model, sparse, &loc), done);
   graph_free(&g); /* the local problem holds what training needs */
   if (cfg->resume_path) TRY_GOTO(rt_checkpoint_fits_problem(&resume, cfg->resume_path, &loc, cfg), done);
   TRY_GOTO(rt_backend_open(cfg->device, cfg->threads, cfg->tf32, &be), done);

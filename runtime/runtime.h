@@ -67,11 +67,18 @@ enum rt_lr_schedule { RT_LR_NONE = 0, RT_LR_STEP = 1, RT_LR_COSINE = 2 };
 enum rt_early_stop_rule { RT_ES_PATIENCE = 0, RT_ES_WINDOW = 1, RT_ES_GAT = 2 };
 /* Which weight matrices weight decay applies to (biases/LayerNorm never decay). */
 enum rt_wd_scope { RT_WD_ALL = 0, RT_WD_FIRST = 1 };
+/* --sparse-features: whether layer 0 multiplies the input features as a sparse matrix
+ * (rt_features_choose says when auto does). */
+enum rt_sparse_features { RT_SPARSE_AUTO = 0, RT_SPARSE_ON = 1, RT_SPARSE_OFF = 2 };
+/* auto: sparse when the file stores the features sparse and at most this fraction of
+ * the n x f entries is stored. */
+#define RT_SPARSE_AUTO_MAX_DENSITY 0.10
 
 struct rt_config {
   /* data */
   const char *graph;      /* NAME | FILE | synth:... (graph_open); default "synth:small" */
   int feat_norm_row;      /* 1: divide each feature row by its sum before training */
+  enum rt_sparse_features sparse_features; /* default auto */
   /* model */
   enum rt_model_kind model;
   int layers;             /* >= 1 convolution layers */
@@ -216,7 +223,12 @@ struct rt_local {
                                 through one forward halo exchange when the model is
                                 built (rt_model_create); or n_inner + n_halo: all
                                 rows given here */
-  float *feat;               /* feat_rows x feat_dim, dense row-major */
+  float *feat;               /* feat_rows x feat_dim, dense row-major; NULL when feat_sparse */
+  /* Sparse input features (--sparse-features): feat_csr [feat_rows x feat_dim] with
+   * values, and feat_rows = n_inner + n_halo (the halo rows' features are read with the
+   * inner rows, never exchanged; layer 0 transforms before it aggregates). */
+  int feat_sparse;
+  struct cg_csr feat_csr;
   int64_t num_classes;
   int multilabel;
   int32_t *labels;           /* single-label: n_inner labels, -1 = unlabelled; else NULL */
@@ -229,6 +241,18 @@ struct rt_local {
 /* The whole graph as the local problem of one process (n_halo = 0, gid = identity,
  * agg = graph_aggr_build(g, norm, ...)). `g` stays owned by the caller. */
 int rt_local_from_graph(const struct graph *g, enum rt_model_kind kind, struct rt_local *out);
+/* The same with sparse features when `sparse` (graph_feat_csr: the stored entries, or
+ * the nonzeros of dense features), never a dense copy. */
+int rt_local_from_graph_feat(const struct graph *g, enum rt_model_kind kind, int sparse,
+                             struct rt_local *out);
+/* Whether a run of cfg trains on sparse features of the graph described by g (only its
+ * header fields are read: n, feat_dim, feat_nnz, sparse_feat, name): off -> no; on -> yes
+ * (a dense file's features converted); auto -> yes when the graph stores its features
+ * sparse and at most RT_SPARSE_AUTO_MAX_DENSITY of them are stored. Every model (GCN,
+ * SAGE, GAT) runs its first layer on them. Logs the choice and why (INFO, rank 0) when
+ * log_it. */
+int rt_features_choose(const struct graph *g, const struct rt_config *cfg, int log_it, int *sparse);
+const char *rt_sparse_features_str(enum rt_sparse_features s);
 /* Whether a graph can be trained on at all (features and classes present); the
  * check both local-problem builders run first. CG_ERR_ARG with a message if not. */
 int rt_graph_trainable(const struct graph *g);
@@ -432,11 +456,12 @@ struct rt_checkpoint; /* "checkpoints" below */
  *     comm_s, comm_exposed_s, comm_hidden_s, halo_bytes, allreduce_bytes,
  *     inter_node_bytes, compute_max_s, compute_min_s, cache_hit_rate, cache_oracle_hit_rate,
  *     eval_s.
- *   last line: {"summary": true, graph, nodes, edges, features, classes, multilabel,
+ *   last line: {"summary": true, graph, nodes, edges, features, features_sparse (layer 0
+ *     multiplied them as CSR), classes, multilabel,
  *     device, threads,
  *     ranks, model, layers, hidden, dropout, input_dropout, layernorm, optimizer, lr,
  *     weight_decay,
- *     wd_scope, feat_norm, eval_every, momentum (SGD), lr_schedule, early_stop,
+ *     wd_scope, feat_norm, sparse_features (the option), eval_every, momentum (SGD), lr_schedule, early_stop,
  *     early_stop_rule (when on), seed, overlap, params, epochs (the last epoch reached),
  *     outcome ("completed"; "early_stopped": --early-stop's rule ended it after that
  *     epoch; "interrupted": stopped on request; "diverged": the loss of

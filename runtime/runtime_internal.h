@@ -112,6 +112,15 @@ struct rt_model {
   /* GAT (model_gat.c): the in-edges of the inner rows (A + I) and the backward's buffers */
   struct cg_edges edges;
   float *g_dt, *g_der, *g_e1, *g_e2, *g_dy, *g_mean;
+  /* Sparse input features (loc->feat_sparse; model_build.c): layer 0 computes Hd·W as
+   * csr_mm of X (structure xs over all n_tot rows, with its transpose) and its weight
+   * gradients as csr_mm_t; SAGE's self term reads the inner rows only (xs_in, their own
+   * transpose; the same arrays as xs when there is no halo row). xs_vals are the stored
+   * values, xs_vals_d their dropout (absent without input dropout). layers[0].in and
+   * in_d are not allocated: X is never dense. */
+  int xs_on, xs_in_own;
+  struct cg_edges xs, xs_in;
+  float *xs_vals, *xs_vals_d;
   int32_t *d_gid;
   int32_t *d_labels;
   uint8_t *d_mlabels;

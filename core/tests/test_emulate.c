@@ -2,7 +2,10 @@
  * for bit those of the inner backend, the wait owed is (1/speed - 1) x the ops' own
  * time, it is paid at synchronisation points (every sync returns only after the debt
  * is slept: a lower bound the deadline guarantees, not a timing threshold), a speed of
- * 1 owes nothing, and the speed list of CAPGNN_EMULATE_SPEED is parsed per rank. */
+ * 1 owes nothing, and the speed list of CAPGNN_EMULATE_SPEED is parsed per rank. Both
+ * wrapping backends (emulating and profiling) set every op the CPU backend has: a
+ * member left NULL would crash the first run that calls it under the wrapper (SGD and
+ * the attention ops did under CAPGNN_EMULATE_SPEED before issue #14's sparse ops). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +18,7 @@
 
 #include "core/ops.h"
 #include "core/ops_emulate.h"
+#include "core/ops_profile.h"
 #include "core/status.h"
 #include "core/timer.h"
 
@@ -125,8 +129,39 @@ static void test_speed_parse(void **state) {
   cg_err_clear();
 }
 
+/* Every function pointer after `impl` in the table: set in the wrapper when the inner
+ * backend sets it. */
+static int ops_missing(const struct cg_backend *inner, const struct cg_backend *w, const char *which) {
+  typedef void (*fp)(void);
+  const size_t first = offsetof(struct cg_backend, destroy), n = (sizeof *inner - first) / sizeof(fp);
+  int missing = 0;
+  for (size_t i = 0; i < n; i++) {
+    fp a, b;
+    memcpy(&a, (const char *)inner + first + i * sizeof(fp), sizeof a);
+    memcpy(&b, (const char *)w + first + i * sizeof(fp), sizeof b);
+    if (a && !b) {
+      print_message("  %s wrapper: op table entry %zu is not set\n", which, i);
+      missing++;
+    }
+  }
+  return missing;
+}
+
+static void test_every_op_wrapped(void **state) {
+  (void)state;
+  struct cg_backend *inner = NULL, *emu = NULL, *prof = NULL;
+  assert_int_equal(cg_backend_cpu_create(1, &inner), CG_OK);
+  assert_int_equal(cg_backend_profile_wrap(inner, &prof), CG_OK);
+  assert_int_equal(ops_missing(inner, prof, "profiling"), 0);
+  cg_backend_destroy(&prof); /* does not destroy inner */
+  assert_int_equal(cg_backend_emulate_wrap(inner, 0.5, &emu), CG_OK);
+  assert_int_equal(ops_missing(inner, emu, "emulating"), 0);
+  cg_backend_destroy(&emu); /* destroys inner too */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_op_wrapped),
       cmocka_unit_test(test_results_identical),
       cmocka_unit_test(test_debt_paid_at_sync),
       cmocka_unit_test(test_speed_parse),

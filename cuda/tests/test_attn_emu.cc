@@ -9,7 +9,8 @@
  * thread loop). nvcc's own expf and contractions are left to test_cuda_attn (GPU).
  * Checked for every op: scores, their backward (row and column sums), softmax and
  * its backward, attention dropout (mask and values), per-edge SpMM and both of its
- * backward products, ELU forward and backward; outputs outside the written ranges
+ * backward products, ELU forward and backward, and the sparse-feature ops (csr_mm,
+ * csr_mm_t through the one-head SpMM kernels, csr_dropout); outputs outside the written ranges
  * (row strides wider than the data) stay untouched. */
 #include <math.h>
 #include <setjmp.h>
@@ -159,6 +160,29 @@ void test_all(void **state) {
   emu_launch(kGrid, kBlock, elu_bwd_kernel, (const float *)z_c.data(), g_k.data(), (int64_t)1000);
   cpu->elu_bwd(cpu, z_c.data(), g_c.data(), 1000);
   same("elu_bwd", g_k, g_c);
+
+  /* sparse input features (issue #14): X = the same structure with values vx; csr_mm and
+   * csr_mm_t are the one-head per-edge SpMM kernels, csr_dropout its own kernel */
+  {
+    const int64_t f = 7, ldw = f + 1;
+    std::vector<float> vx = rand_vec(m, -1, 1), w = rand_vec(nc * ldw, -1, 1), g = rand_vec(nr * f, -1, 1);
+    std::vector<float> xy_k((size_t)(nr * ldw), -7.0f), xy_c((size_t)(nr * ldw), -7.0f);
+    emu_launch(kGrid, kBlock, spmm_edge_kernel, e, (const float *)vx.data(), (int64_t)1, f,
+               (const float *)w.data(), ldw, xy_k.data(), ldw);
+    cpu->csr_mm(cpu, &e, vx.data(), f, w.data(), ldw, xy_c.data(), ldw);
+    same("csr_mm (one-head spmm_edge_kernel)", xy_k, xy_c);
+    std::vector<float> xg_k((size_t)(nc * f)), xg_c((size_t)(nc * f));
+    emu_launch(kGrid, kBlock, spmm_edge_bwd_x_kernel, e, (const float *)vx.data(), (int64_t)1, f,
+               (const float *)g.data(), f, xg_k.data(), f);
+    cpu->csr_mm_t(cpu, &e, vx.data(), f, g.data(), f, xg_c.data(), f);
+    same("csr_mm_t (one-head spmm_edge_bwd_x_kernel)", xg_k, xg_c);
+    std::vector<float> xd_k((size_t)m), xd_c((size_t)m);
+    const cg_dropout_key fkey = {0x0123456789abcdefull, 9, 0};
+    emu_launch(kGrid, kBlock, csr_dropout_kernel, e, (const float *)vx.data(), xd_k.data(),
+               (const int32_t *)gid.data(), 0.4f, 1.0f / (1.0f - 0.4f), fkey.seed, fkey.epoch, fkey.layer);
+    cpu->csr_dropout(cpu, &e, vx.data(), xd_c.data(), gid.data(), 0.4f, fkey);
+    same("csr_dropout", xd_k, xd_c);
+  }
 
   cg_edges_free(cpu, &e);
   cg_csr_free(&a);

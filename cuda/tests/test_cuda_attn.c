@@ -2,7 +2,8 @@
  * CPU backend on the same random graphs and inputs (ggml-style backend comparison):
  * edge scores and their backward, edge softmax and its backward (also on scores in
  * the thousands: the stable form), attention dropout (exact: the same Philox masks),
- * per-edge SpMM and both backward products, ELU forward and backward.
+ * per-edge SpMM and both backward products, ELU forward and backward, and the
+ * sparse-feature ops csr_mm, csr_mm_t and csr_dropout (exact: the same masks).
  *
  * Both backends run core/attn.h's element functions in the same order; the GPU's
  * expf/expm1f and nvcc's fused multiply-adds move the last bits, hence
@@ -160,6 +161,21 @@ static void run_case(int64_t nr, int64_t nc, int maxdeg, int64_t heavy, int64_t 
   cpu->spmm_edge_bwd_alpha(cpu, &ec, H, F, x.c, ldx, dy.c, W, da.c);
   gpu->spmm_edge_bwd_alpha(gpu, &eg, H, F, x.g, ldx, dy.g, W, da.g);
   cmp2("spmm_edge_bwd_alpha", &da, 1e-5, 1e-4, 0);
+  /* sparse input features (issue #14): X = the graph's structure with the values vx */
+  struct both vx = up2(h_dal, m), xy = up2(NULL, nr * W), xg = up2(NULL, nc * W), xd = up2(NULL, m);
+  cpu->csr_mm(cpu, &ec, vx.c, W, x.c, ldx, xy.c, W);
+  gpu->csr_mm(gpu, &eg, vx.g, W, x.g, ldx, xy.g, W);
+  cmp2("csr_mm", &xy, 1e-5, 1e-4, 0);
+  cpu->csr_mm_t(cpu, &ec, vx.c, W, dy.c, W, xg.c, W);
+  gpu->csr_mm_t(gpu, &eg, vx.g, W, dy.g, W, xg.g, W);
+  cmp2("csr_mm_t", &xg, 1e-5, 1e-4, 0);
+  cpu->csr_dropout(cpu, &ec, vx.c, xd.c, gid_c, 0.3f, key);
+  gpu->csr_dropout(gpu, &eg, vx.g, xd.g, gid_g, 0.3f, key);
+  cmp2("csr_dropout", &xd, 0, 0, 1);
+  free2(&vx);
+  free2(&xy);
+  free2(&xg);
+  free2(&xd);
   cpu->edge_softmax_bwd(cpu, &ec, al.c, dal.c, H, ds.c);
   gpu->edge_softmax_bwd(gpu, &eg, al.g, dal.g, H, ds.g);
   cmp2("edge_softmax_bwd", &ds, 1e-6, 1e-4, 0);
