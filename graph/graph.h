@@ -192,14 +192,17 @@ int64_t graph_split_count(const struct graph *g, enum graph_split s);
  * the same structure gives the same order on any thread count.
  *   rcm      reverse Cuthill-McKee from a pseudo-peripheral vertex of each component,
  *            neighbours by increasing degree (bandwidth; meshes, road-like graphs)
- *   cluster  label propagation (at most 12 in-place sweeps), each cluster contiguous, in
- *            the order of its first vertex; vertices of a cluster in their input order
- *            (communities: what the tiled SpMMs exploit)
- *   metis    METIS k-way into blocks of about GRAPH_LOCALITY_TILE vertices: partition/
- *            computes it (runtime/'s rt_reorder_order), not graph/
- *   auto     measure the input order (graph_locality_measure); when its dense-tile share
- *            is below GRAPH_REORDER_AUTO_BELOW, compute the cluster order and keep it if its
- *            share is at least GRAPH_REORDER_AUTO_GAIN higher (runtime/'s rt_reorder_order) */
+ *   cluster  label propagation from seeds (a vertex and its neighbours), each move
+ *            Louvain's (most neighbours less the modularity's expectation), at most 12
+ *            in-place sweeps; each cluster contiguous, in the order of its first vertex,
+ *            its vertices in their input order (communities: what the tiled SpMMs use)
+ *   metis    METIS k-way into blocks of about GRAPH_LOCALITY_TILE vertices, the blocks
+ *            chained along their heaviest links: partition/ computes it (runtime/'s
+ *            rt_reorder_order), not graph/
+ *   auto     measure the input order (graph_locality_measure); when its concentration is
+ *            below GRAPH_REORDER_AUTO_BELOW, compute the cluster order and keep it if its
+ *            tile reuse is at least GRAPH_REORDER_AUTO_GAIN times the input's (runtime/'s
+ *            rt_reorder_order) */
 enum graph_reorder {
   GRAPH_REORDER_NONE = 0,
   GRAPH_REORDER_RCM = 1,
@@ -207,8 +210,8 @@ enum graph_reorder {
   GRAPH_REORDER_METIS = 3,
   GRAPH_REORDER_AUTO = 4
 };
-#define GRAPH_REORDER_AUTO_BELOW 0.5
-#define GRAPH_REORDER_AUTO_GAIN 0.1
+#define GRAPH_REORDER_AUTO_BELOW 2.0
+#define GRAPH_REORDER_AUTO_GAIN 1.5
 const char *graph_reorder_name(enum graph_reorder r); /* "none", "rcm", "cluster", "metis", "auto" */
 int graph_reorder_parse(const char *s, enum graph_reorder *out); /* CG_ERR_ARG naming --reorder */
 /* CG_OK when order[0..n) is a permutation of 0..n-1; CG_ERR_INTERNAL naming `what` else. */
@@ -216,18 +219,24 @@ int graph_order_check(const int32_t *order, int64_t n, const char *what);
 int graph_order_rcm(int64_t n, const int64_t *rowptr, const int32_t *colidx, int32_t *order);
 int graph_order_cluster(int64_t n, const int64_t *rowptr, const int32_t *colidx, int32_t *order);
 
-/* How local an order is, for the SpMMs: the share of nonzeros in dense tiles (blocks of
- * GRAPH_LOCALITY_TILE rows x columns holding >= GRAPH_LOCALITY_REUSE x GRAPH_LOCALITY_TILE
- * nonzeros: the CPU SpMM's tile size and density threshold, core/cpu_spmm.c) and the
- * mean |i - j| / n over the nonzeros (about 1/3 for a random order). O(n + m). */
+/* How local an order is, for the SpMMs, over tiles of GRAPH_LOCALITY_TILE rows x columns
+ * (the CPU SpMM's tile, core/cpu_spmm.c): the tiles' reuse (each nonzero weighs the
+ * nonzeros per tile row of its tile: sum over tiles of nnz_t^2 / (nnz x tile); a tiled
+ * SpMM reads a tile's source rows once for that many uses), its concentration (the reuse
+ * over its value for nonzeros spread evenly over the tiles, as a random order spreads
+ * them: >= 1, 1 = no locality), the share of nonzeros in tiles over the CPU SpMM's
+ * density threshold (GRAPH_LOCALITY_REUSE x tile nonzeros; on a dense graph a random
+ * order passes it too) and the mean |i - j| / n (about 1/3 for a random order). O(n + m). */
 #define GRAPH_LOCALITY_TILE 1024
 #define GRAPH_LOCALITY_REUSE 8
 struct graph_locality {
-  int64_t nnz;        /* nonzeros counted (diagonal and columns >= n left out); -1: no memory */
-  int64_t tile;       /* GRAPH_LOCALITY_TILE */
+  int64_t nnz;          /* nonzeros counted (diagonal and columns >= n left out); -1: no memory */
+  int64_t tile;         /* GRAPH_LOCALITY_TILE */
+  double reuse;         /* >= 0 */
+  double concentration; /* >= 1 (1 with no nonzero) */
   int64_t dense_tiles;
-  double dense_frac;  /* in [0, 1] */
-  double mean_dist;   /* in [0, 1) */
+  double dense_frac;    /* in [0, 1] */
+  double mean_dist;     /* in [0, 1) */
 };
 /* The locality of the structure laid out in `order` (NULL: the input order). */
 void graph_locality_measure(int64_t n, const int64_t *rowptr, const int32_t *colidx, const int32_t *order,

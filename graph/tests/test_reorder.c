@@ -4,6 +4,7 @@
  * back), the locality measure on hand-computable cases, graph_permute moves every
  * edge, feature row, label and split entry with its vertex (and back), and the shuffled
  * generator gives the same graph under other names, deterministically. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -150,6 +151,9 @@ static void test_locality_clique(void **state) {
   assert_int_equal(l.nnz, K * (K - 1));
   assert_int_equal(l.dense_tiles, 1);
   assert_true(l.dense_frac == 1.0);
+  /* reuse 16,256 / 1,024; a random order would spread them over 2 x 2 tiles: 4x less */
+  assert_true(fabs(l.reuse - 16256.0 / 1024.0) < 1e-9);
+  assert_true(fabs(l.concentration - 4.0) < 1e-9);
   int32_t *order = malloc((size_t)n * sizeof *order); /* clique vertices 64..127 to positions 1024.. */
   for (int64_t i = 0; i < n; i++) order[i] = (int32_t)i;
   for (int64_t i = 64; i < 128; i++) {
@@ -160,6 +164,9 @@ static void test_locality_clique(void **state) {
   graph_locality_measure(n, rowptr, colidx, order, &l);
   assert_int_equal(l.dense_tiles, 0);
   assert_true(l.dense_frac == 0.0);
+  const double sq = 2.0 * 4032.0 * 4032.0 + 2.0 * 4096.0 * 4096.0;
+  assert_true(fabs(l.reuse - sq / 16256.0 / 1024.0) < 1e-9);
+  assert_true(l.concentration < 1.001);
   free(rowptr);
   free(colidx);
   free(order);
@@ -201,13 +208,14 @@ static void test_shuffle_and_cluster(void **state) {
   OK(graph_order_rcm(s.n, s.rowptr, s.colidx, order));
   OK(graph_order_check(order, s.n, "rcm"));
   graph_locality_measure(s.n, s.rowptr, s.colidx, order, &lr);
-  printf("  %s: dense-tile share / mean |i-j|/n: generated %.3f / %.4f, shuffled %.3f / %.4f, cluster %.3f / "
-         "%.4f, rcm %.3f / %.4f\n", spec, lg.dense_frac, lg.mean_dist, ls.dense_frac, ls.mean_dist, lc.dense_frac,
-         lc.mean_dist, lr.dense_frac, lr.mean_dist);
-  assert_true(ls.dense_frac < 0.1);               /* no locality left */
-  assert_true(ls.mean_dist > 0.3);                /* ~1/3: random */
-  assert_true(lc.dense_frac > 0.6 * lg.dense_frac); /* the communities are found again */
-  assert_true(lc.dense_frac > ls.dense_frac + 0.3);
+  printf("  %s: tile reuse / concentration / mean |i-j|/n: generated %.2f / %.2f / %.4f, shuffled %.2f / %.2f / "
+         "%.4f, cluster %.2f / %.2f / %.4f, rcm %.2f / %.2f / %.4f\n", spec, lg.reuse, lg.concentration, lg.mean_dist,
+         ls.reuse, ls.concentration, ls.mean_dist, lc.reuse, lc.concentration, lc.mean_dist, lr.reuse,
+         lr.concentration, lr.mean_dist);
+  assert_true(ls.concentration < 1.2);     /* no locality left */
+  assert_true(ls.mean_dist > 0.3);         /* ~1/3: random */
+  assert_true(lc.reuse > 0.8 * lg.reuse);  /* the communities are found again */
+  assert_true(lc.concentration > 3.0);
   free(order);
   graph_free(&g);
   graph_free(&s);

@@ -298,8 +298,9 @@ static void test_auto_decides(void **state) {
   assert_non_null(pos); /* reordered */
   struct graph_locality after;
   graph_locality_measure(l.n_inner, l.agg.rowptr, l.agg.colidx, NULL, &after);
-  printf("  auto: %s kept; %s reordered, dense-tile share now %.3f\n", spec, shuffled, after.dense_frac);
-  assert_true(after.dense_frac > GRAPH_REORDER_AUTO_BELOW);
+  printf("  auto: %s kept; %s reordered, tile reuse now %.2f (%.2fx a random order's)\n", spec, shuffled, after.reuse,
+         after.concentration);
+  assert_true(after.concentration > GRAPH_REORDER_AUTO_BELOW);
   cg_free(pos);
   rt_local_free(&l);
   graph_free(&g);
