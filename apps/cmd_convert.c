@@ -17,6 +17,7 @@
 #include "graph/graph.h"
 #include "import/import.h"
 #include "core/progress.h"
+#include "runtime/runtime.h" /* rt_reorder_order (metis through partition/) */
 
 static void cmd_convert_usage(FILE *out) {
   fprintf(out,
@@ -28,7 +29,7 @@ static void cmd_convert_usage(FILE *out) {
           "FILE.cgr and renamed over it, so a failed conversion leaves nothing behind (a symbolic\n"
           "link is followed; a device such as /dev/stdout is written in place).\n"
           "\n"
-          "  --from FORMAT         dgl-reddit | ogb | saint | edgelist (see below)\n"
+          "  --from FORMAT         dgl-reddit | ogb | saint | edgelist | cgr (see below)\n"
           "  --input PATH          the dataset folder; for edgelist, the edge file\n"
           "  --output FILE.cgr     the file to write: never one of the inputs, and an existing file\n"
           "                        (a dataset above all) is replaced only with --force\n"
@@ -50,6 +51,10 @@ static void cmd_convert_usage(FILE *out) {
           "                        CRC-32 per block, so that each rank verifies the rows it reads:\n"
           "                        docs/cgr-v2.md)\n"
           "  --block-shift S       version 2: blocks of 2^S bytes, 6 <= S <= 30 (default 16: 64 KiB)\n"
+          "  --reorder METHOD      none (default) | rcm | cluster | metis | auto: write the graph\n"
+          "                        with its vertices in that locality order (capgnn train\n"
+          "                        --reorder does the same at load; see README, \"Locality\n"
+          "                        reordering\"); row v of the file is then another vertex\n"
           "  --quiet               no progress lines\n"
           "  -h, --help            this help\n"
           "\n"
@@ -61,7 +66,8 @@ static void cmd_convert_usage(FILE *out) {
           "  saint       a GraphSAINT folder: adj_full.npz, feats.npy, class_map.json (class ids, or\n"
           "              0/1 lists = multi-label), role.json (tr/va/te)\n"
           "  edgelist    a text file with one edge \"u v\" per line (# comments; may be gzip'ed),\n"
-          "              with --features and --labels\n"
+          "              with --features and --labels\n"          "  cgr         a .cgr file, a dataset NAME or a synth:SPEC (as --graph takes them), e.g.\n"
+          "              to write it reordered (--reorder) or in another layout (--cgr-version)\n"
           "\n"
           "known datasets (capgnn --graph NAME looks for NAME.cgr in $CAPGNN_DATA, default %s):\n",
           GRAPH_DEFAULT_DATA_DIR);
@@ -93,9 +99,56 @@ static int check_output(const char *output, const struct import_opts *o, int for
   return cg_outfile_probe(output, "graph");
 }
 
+/* --from cgr, and --reorder after an import: read the graph whole (graph_open: a
+ * .cgr, a name, a synth: spec), lay it out in the order `method` gives, write it. The
+ * order is computed on the graph's own structure (rt_reorder_order); the written graph
+ * is the same graph with renamed vertices, so its checksum differs. */
+static int convert_cgr(const char *input, const char *output, enum graph_reorder method, unsigned version,
+                       unsigned shift, int force, int quiet) {
+  const double t0 = cg_time_now();
+  char gpath[4200];
+  const struct cg_outfile_input in[1] = {{"--input", graph_path(input, gpath, sizeof gpath)}};
+  /* the file an import just wrote is replaced in place (input == output) */
+  if (strcmp(input, output) != 0 &&
+      (cg_outfile_check(output, "--output", graph_outfile_kind(), in, 1, force, 0) != CG_OK ||
+       cg_outfile_probe(output, "graph") != CG_OK))
+    return cli_runtime_error();
+  struct graph g, r;
+  memset(&g, 0, sizeof g);
+  memset(&r, 0, sizeof r);
+  int32_t *order = NULL;
+  enum graph_reorder chosen = GRAPH_REORDER_NONE;
+  int st = graph_open(input, &g);
+  if (st == CG_OK) {
+    order = cg_malloc((size_t)(g.n > 0 ? g.n : 1) * sizeof *order, "vertex order");
+    st = order ? CG_OK : CG_ERR_NOMEM;
+  }
+  if (st == CG_OK) st = rt_reorder_order(method, g.n, g.rowptr, g.colidx, g.name, order, &chosen);
+  if (st == CG_OK && chosen != GRAPH_REORDER_NONE) {
+    st = graph_permute(&g, order, &r);
+    if (st == CG_OK) {
+      graph_free(&g);
+      g = r;
+      memset(&r, 0, sizeof r);
+    }
+  }
+  if (st == CG_OK) st = graph_save_cgr_version(output, &g, version ? version : 1, shift);
+  if (st == CG_OK && !quiet) {
+    FILE *rep = cli_report_stream(output);
+    fprintf(rep, "%s -> %s in %.1f s: %lld vertices, order %s%s, checksum 0x%08x\n", input, output,
+            cg_time_now() - t0, (long long)g.n, graph_reorder_name(chosen),
+            method == GRAPH_REORDER_AUTO ? " (auto)" : "", g.checksum);
+  }
+  cg_free(order);
+  graph_free(&g);
+  graph_free(&r);
+  if (st != CG_OK) return cli_runtime_error();
+  return CAPGNN_EXIT_OK;
+}
+
 enum {
   OPT_FROM = 256, OPT_INPUT, OPT_OUTPUT, OPT_FEATURES, OPT_LABELS, OPT_SPLIT, OPT_SEED, OPT_CLASSES,
-  OPT_OGB_SPLIT, OPT_NAME, OPT_FEAT_STORAGE, OPT_QUIET, OPT_FORCE, OPT_CGR_VERSION, OPT_BLOCK_SHIFT
+  OPT_OGB_SPLIT, OPT_NAME, OPT_FEAT_STORAGE, OPT_QUIET, OPT_FORCE, OPT_CGR_VERSION, OPT_BLOCK_SHIFT, OPT_REORDER
 };
 
 int cmd_convert(int argc, char **argv) {
@@ -109,12 +162,14 @@ int cmd_convert(int argc, char **argv) {
       {"force", no_argument, NULL, OPT_FORCE},
       {"cgr-version", required_argument, NULL, OPT_CGR_VERSION},
       {"block-shift", required_argument, NULL, OPT_BLOCK_SHIFT},
+      {"reorder", required_argument, NULL, OPT_REORDER},
       {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
   struct import_opts o;
   memset(&o, 0, sizeof o);
   o.seed = 1;
   const char *from = NULL, *output = NULL;
   int quiet = 0, force = 0, c, rc = 0;
+  enum graph_reorder reorder = GRAPH_REORDER_NONE;
   uint64_t classes = 0;
   opterr = 0;
   optind = 1;
@@ -158,6 +213,12 @@ int cmd_convert(int argc, char **argv) {
         o.block_shift = (unsigned)v;
         break;
       }
+      case OPT_REORDER:
+        if (graph_reorder_parse(optarg, &reorder) != CG_OK) {
+          cg_err_clear();
+          rc = usage_error("--reorder '%s': expected none, rcm, cluster, metis or auto", optarg);
+        }
+        break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       default: rc = cli_bad_option("convert", name, longopts); break;
     }
@@ -165,9 +226,10 @@ int cmd_convert(int argc, char **argv) {
   if (rc) return rc;
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
   if (!from) return usage_error("--from is required (dgl-reddit, ogb, saint or edgelist)");
-  int known = 0;
+  const int is_cgr = strcmp(from, "cgr") == 0;
+  int known = is_cgr;
   for (int i = 0; import_sources[i]; i++) known |= strcmp(from, import_sources[i]) == 0;
-  if (!known) return usage_error("--from '%s': expected dgl-reddit, ogb, saint or edgelist", from);
+  if (!known) return usage_error("--from '%s': expected dgl-reddit, ogb, saint, edgelist or cgr", from);
   if (!o.input) return usage_error("--input is required");
   if (!output) return usage_error("--output is required");
   int is_edgelist = strcmp(from, "edgelist") == 0;
@@ -180,6 +242,12 @@ int cmd_convert(int argc, char **argv) {
   if (quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
   if (check_output(output, &o, force) != CG_OK) return cli_runtime_error();
 
+  if (is_cgr) {
+    if (o.name || o.num_classes || o.feat_storage != IMPORT_FEAT_AUTO)
+      return usage_error("--from cgr copies the graph as it is: --name, --classes and --feat-storage are for the "
+                         "importers");
+    return convert_cgr(o.input, output, reorder, o.cgr_version, o.block_shift, force, quiet);
+  }
   struct import_stats s;
   double t0 = cg_time_now();
   if (import_convert(from, &o, output, &s) != CG_OK) {
@@ -187,6 +255,10 @@ int cmd_convert(int argc, char **argv) {
     /* an option the importer refused (--name, a missing companion file option) is a
      * usage error like the ones found here */
     return cg_err_status() == CG_ERR_ARG ? CAPGNN_EXIT_USAGE : CAPGNN_EXIT_FAILURE;
+  }
+  if (reorder != GRAPH_REORDER_NONE) { /* the written file, reordered in place */
+    const int rr = convert_cgr(output, output, reorder, o.cgr_version, o.block_shift, 1, quiet);
+    if (rr != CAPGNN_EXIT_OK) return rr;
   }
   /* No read-back: it would double the peak memory; `capgnn info` re-checks a file. */
   struct stat sb;

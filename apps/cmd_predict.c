@@ -32,6 +32,9 @@ static void cmd_predict_usage(FILE *out) {
           "  --device auto|cpu|cuda        compute backend (default auto)\n"
           "  --threads N                   CPU threads (default 0: all cores); give the training\n"
           "                                run's count for bit-identical logits\n"
+          "  --reorder none|rcm|cluster|metis|auto  compute in a locality order (capgnn train's\n"
+          "                                option; default none): the rows written stay in the\n"
+          "                                graph's vertex order, equal to rounding\n"
           "  --force                       replace an existing .npy (never the checkpoint or graph)\n"
           "  --quiet                       no log lines\n"
           "  -h, --help                    this help\n"
@@ -43,7 +46,7 @@ static void cmd_predict_usage(FILE *out) {
 #define usage_error(...) cli_usage_error("predict", __VA_ARGS__)
 
 int cmd_predict(int argc, char **argv) {
-  enum { OPT_CHECKPOINT = 256, OPT_GRAPH, OPT_EMB, OPT_DEVICE, OPT_THREADS, OPT_FORCE, OPT_QUIET };
+  enum { OPT_CHECKPOINT = 256, OPT_GRAPH, OPT_EMB, OPT_DEVICE, OPT_THREADS, OPT_FORCE, OPT_QUIET, OPT_REORDER };
   static const struct option longopts[] = {
       {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
       {"graph", required_argument, NULL, OPT_GRAPH},
@@ -52,6 +55,7 @@ int cmd_predict(int argc, char **argv) {
       {"device", required_argument, NULL, OPT_DEVICE},
       {"threads", required_argument, NULL, OPT_THREADS},
       {"force", no_argument, NULL, OPT_FORCE},
+      {"reorder", required_argument, NULL, OPT_REORDER},
       {"quiet", no_argument, NULL, OPT_QUIET},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -82,6 +86,12 @@ int cmd_predict(int argc, char **argv) {
         rc = cli_parse_int_in("predict", "--threads", optarg, 0, 4096, &o.threads);
         break;
       case OPT_FORCE: o.force = 1; break;
+      case OPT_REORDER:
+        if (graph_reorder_parse(optarg, &o.reorder) != CG_OK) {
+          cg_err_clear();
+          rc = usage_error("--reorder '%s': expected none, rcm, cluster, metis or auto", optarg);
+        }
+        break;
       case OPT_QUIET: quiet = 1; break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       case '?':

@@ -233,6 +233,13 @@ void cmd_train_usage(FILE *out) {
           "  --overlap on|off              compute the inner rows' aggregation while halo rows\n"
           "                                travel (default on); results are bit-identical either\n"
           "                                way, only the time spent waiting differs\n"
+          "  --reorder none|rcm|cluster|metis|auto  lay out the (each rank's inner) vertices for\n"
+          "                                locality before training: rcm (bandwidth), cluster\n"
+          "                                (label-propagation communities), metis (k-way blocks\n"
+          "                                of 1024), auto (cluster when the input order has few\n"
+          "                                dense 1024x1024 tiles and it gains, logged); default\n"
+          "                                none. Losses and accuracies equal to rounding; every\n"
+          "                                output stays in the graph's vertex order\n"
           "halo cache (JACA; parallel runs)\n"
           "  --cache-policy jaca|lru|fifo|none  keep one copy of each halo row per node in shared\n"
           "                                memory, rows from another node sent once per node;\n"
@@ -273,7 +280,7 @@ enum {
   OPT_CACHE_WARMUP, OPT_CACHE_RESERVE_MB, OPT_OVERLAP, OPT_ALLREDUCE, OPT_MOMENTUM, OPT_LR_SCHEDULE,
   OPT_LR_STEP_SIZE, OPT_LR_GAMMA, OPT_LR_WARMUP, OPT_LR_EPOCHS, OPT_EARLY_STOP, OPT_EARLY_STOP_RULE, OPT_SAVE_BEST,
   OPT_LOG_EVERY, OPT_SEEDS, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT, OPT_PRUNE_HALO, OPT_PRUNE_WRITE, OPT_GPU_SHARE, OPT_LOAD,
-  OPT_SPARSE_FEATURES
+  OPT_SPARSE_FEATURES, OPT_REORDER
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
@@ -422,6 +429,7 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   fprintf(out, "cache-reserve-mb = %lld\nstaleness = %d\ngrad-staleness = %d\ncache-warmup = %d\n",
           (long long)par->cache_reserve_mb, par->staleness, par->grad_staleness, par->cache_warmup);
   fprintf(out, "overlap = %s\n", c->overlap ? "on" : "off");
+  fprintf(out, "reorder = %s\n", graph_reorder_name(c->reorder));
 }
 
 static const char *err_text(void) { return cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()); }
@@ -729,6 +737,7 @@ int cmd_train(int argc, char **argv) {
       {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
       {"load", required_argument, NULL, OPT_LOAD},
       {"overlap", required_argument, NULL, OPT_OVERLAP},
+      {"reorder", required_argument, NULL, OPT_REORDER},
 #ifdef CAPGNN_HAVE_RAPA
       {"profile", required_argument, NULL, OPT_PROFILE},
       {"prune-halo", required_argument, NULL, OPT_PRUNE_HALO},
@@ -990,6 +999,12 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         break;
       case OPT_GRAD_STALENESS: rc = cli_parse_int("train", "--grad-staleness", optarg, &par.grad_staleness); break;
       case OPT_CACHE_WARMUP: rc = cli_parse_int("train", "--cache-warmup", optarg, &par.cache_warmup); break;
+      case OPT_REORDER:
+        if (graph_reorder_parse(optarg, &cfg.reorder) != CG_OK) {
+          cg_err_clear();
+          rc = usage_error("--reorder '%s': expected none, rcm, cluster, metis or auto", optarg);
+        }
+        break;
       case OPT_OVERLAP:
         if (strcmp(optarg, "on") == 0) cfg.overlap = 1;
         else if (strcmp(optarg, "off") == 0) cfg.overlap = 0;

@@ -125,7 +125,10 @@ void graph_rows_free(struct graph_rows *r); /* accepts a zeroed struct; leaves i
  * tiny (hundreds of nodes, for unit tests). Keys: scale=F (multiplies nodes and edges,
  * average degree kept, capped by n-1), seed=N, and overrides nodes=, degree=, feats=,
  * classes=, communities=, multilabel=0|1, identity=0|1 (features = the n x n identity
- * matrix, stored sparse: feat_dim = n, one value per row; feats= is then ignored).
+ * matrix, stored sparse: feat_dim = n, one value per row; feats= is then ignored),
+ * shuffle=0|1 (1: the same graph with its vertices in a seeded random order,
+ * graph_permute: a "publisher order" graph with no locality in its ids; communities
+ * are then no longer contiguous).
  * The graph has communities (contiguous id ranges), power-law degrees,
  * labels tied to communities and features = class centroid + noise, a 60/20/20 split
  * (train/val/test), and passes graph_check. Same spec -> identical graph. */
@@ -193,6 +196,70 @@ int graph_aggr_build(const struct graph *g, enum graph_norm kind, int self_loops
 
 /* Number of vertices in a split. */
 int64_t graph_split_count(const struct graph *g, enum graph_split s);
+
+/* ---- locality reordering (graph/reorder.c) ----------------------------------------------
+ * A vertex order is an array `order` of n ids: position i holds old vertex order[i] (the
+ * permutation's inverse, pos[order[i]] = i, maps old ids to new). The functions below
+ * take a structure as CSR rows (rowptr n + 1, colidx): columns outside [0, n) and the
+ * diagonal are ignored, so an aggregation operator with self-loops and halo columns can
+ * be passed as it is (its first n columns are the rows' own vertices). Deterministic:
+ * the same structure gives the same order on any thread count.
+ *   rcm      reverse Cuthill-McKee from a pseudo-peripheral vertex of each component,
+ *            neighbours by increasing degree (bandwidth; meshes, road-like graphs)
+ *   cluster  label propagation from seeds (a vertex and its neighbours), each move
+ *            Louvain's (most neighbours less the modularity's expectation), at most 12
+ *            in-place sweeps; each cluster contiguous, in the order of its first vertex,
+ *            its vertices in their input order (communities: what the tiled SpMMs use)
+ *   metis    METIS k-way into blocks of about GRAPH_LOCALITY_TILE vertices, the blocks
+ *            chained along their heaviest links: partition/ computes it (runtime/'s
+ *            rt_reorder_order), not graph/
+ *   auto     measure the input order (graph_locality_measure); when its concentration is
+ *            below GRAPH_REORDER_AUTO_BELOW, compute the cluster order and keep it if its
+ *            tile reuse is at least GRAPH_REORDER_AUTO_GAIN times the input's (runtime/'s
+ *            rt_reorder_order) */
+enum graph_reorder {
+  GRAPH_REORDER_NONE = 0,
+  GRAPH_REORDER_RCM = 1,
+  GRAPH_REORDER_CLUSTER = 2,
+  GRAPH_REORDER_METIS = 3,
+  GRAPH_REORDER_AUTO = 4
+};
+#define GRAPH_REORDER_AUTO_BELOW 2.0
+#define GRAPH_REORDER_AUTO_GAIN 1.5
+const char *graph_reorder_name(enum graph_reorder r); /* "none", "rcm", "cluster", "metis", "auto" */
+int graph_reorder_parse(const char *s, enum graph_reorder *out); /* CG_ERR_ARG naming --reorder */
+/* CG_OK when order[0..n) is a permutation of 0..n-1; CG_ERR_INTERNAL naming `what` else. */
+int graph_order_check(const int32_t *order, int64_t n, const char *what);
+int graph_order_rcm(int64_t n, const int64_t *rowptr, const int32_t *colidx, int32_t *order);
+int graph_order_cluster(int64_t n, const int64_t *rowptr, const int32_t *colidx, int32_t *order);
+
+/* How local an order is, for the SpMMs, over tiles of GRAPH_LOCALITY_TILE rows x columns
+ * (the CPU SpMM's tile, core/cpu_spmm.c): the tiles' reuse (each nonzero weighs the
+ * nonzeros per tile row of its tile: sum over tiles of nnz_t^2 / (nnz x tile); a tiled
+ * SpMM reads a tile's source rows once for that many uses), its concentration (the reuse
+ * over its value for nonzeros spread evenly over the tiles, as a random order spreads
+ * them: >= 1, 1 = no locality), the share of nonzeros in tiles over the CPU SpMM's
+ * density threshold (GRAPH_LOCALITY_REUSE x tile nonzeros; on a dense graph a random
+ * order passes it too) and the mean |i - j| / n (about 1/3 for a random order). O(n + m). */
+#define GRAPH_LOCALITY_TILE 1024
+#define GRAPH_LOCALITY_REUSE 8
+struct graph_locality {
+  int64_t nnz;          /* nonzeros counted (diagonal and columns >= n left out); -1: no memory */
+  int64_t tile;         /* GRAPH_LOCALITY_TILE */
+  double reuse;         /* >= 0 */
+  double concentration; /* >= 1 (1 with no nonzero) */
+  int64_t dense_tiles;
+  double dense_frac;    /* in [0, 1] */
+  double mean_dist;     /* in [0, 1) */
+};
+/* The locality of the structure laid out in `order` (NULL: the input order). */
+void graph_locality_measure(int64_t n, const int64_t *rowptr, const int32_t *colidx, const int32_t *order,
+                            struct graph_locality *out);
+/* out = g with its vertices in `order` (vertex i of out is vertex order[i] of g): rows
+ * and columns renumbered (rows sorted again), features, labels and split moved with
+ * their vertices, checksum recomputed. The same graph up to the vertex names; `capgnn
+ * convert --reorder` and the generator's shuffle=1 write it. */
+int graph_permute(const struct graph *g, const int32_t *order, struct graph *out);
 
 #ifdef __cplusplus
 }

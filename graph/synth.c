@@ -53,6 +53,7 @@ enum {
   STREAM_CENTROID,
   STREAM_FEAT,
   STREAM_SPLIT,
+  STREAM_SHUFFLE,
 };
 
 /* Model constants (see the header comment). */
@@ -73,6 +74,7 @@ struct synth_params {
   int64_t f, c, k;
   int multilabel;
   int identity; /* features = the identity matrix (f = n), stored sparse */
+  int shuffle; /* 1: the vertices in a seeded random order (shuffle_vertices) */
   uint64_t seed;
 };
 
@@ -207,10 +209,13 @@ static int parse_spec(const char *spec, struct synth_params *p) {
     } else if (strcmp(key, "identity") == 0) {
       TRY(parse_i64(spec, key, val, 0, 1, &iv));
       p->identity = (int)iv;
+    } else if (strcmp(key, "shuffle") == 0) {
+      TRY(parse_i64(spec, key, val, 0, 1, &iv));
+      p->shuffle = (int)iv;
     } else {
       return cg_err_set(CG_ERR_ARG,
                         "%s: unknown option '%s'; expected scale, seed, nodes, degree, feats, "
-                        "classes, communities, multilabel or identity",
+                        "classes, communities, multilabel, identity or shuffle",
                         spec, key);
     }
   }
@@ -710,6 +715,30 @@ static int make_identity_features(int64_t n, struct graph *g) {
   return CG_OK;
 }
 
+/* shuffle=1: the same graph with its vertices in a random order (Fisher-Yates, one
+ * Philox draw per position, keyed by the seed), i.e. a graph as a publisher may ship
+ * it, with no locality left in its vertex ids. */
+static int shuffle_vertices(const struct synth_params *p, struct graph *g) {
+  const int64_t n = g->n;
+  int32_t *order = cg_malloc((size_t)(n > 0 ? n : 1) * sizeof *order, "synthetic shuffle order");
+  if (!order) return CG_ERR_NOMEM;
+  for (int64_t i = 0; i < n; i++) order[i] = (int32_t)i;
+  for (int64_t i = n - 1; i > 0; i--) {
+    const struct cg_philox_out o = rnd(p, STREAM_SHUFFLE, (uint64_t)i, 0);
+    const uint64_t r = ((uint64_t)o.v[0] << 32 | o.v[1]) % (uint64_t)(i + 1);
+    const int32_t t = order[i];
+    order[i] = order[r];
+    order[r] = t;
+  }
+  struct graph sh;
+  int st = graph_permute(g, order, &sh);
+  cg_free(order);
+  if (st != CG_OK) return st;
+  graph_free(g);
+  *g = sh;
+  return CG_OK;
+}
+
 int graph_synth(const char *spec, struct graph *g) {
   memset(g, 0, sizeof *g);
   if (!spec) return cg_err_set(CG_ERR_ARG, "graph_synth: no spec given");
@@ -766,6 +795,7 @@ int graph_synth(const char *spec, struct graph *g) {
     g->split[u] = r < 0.6 ? GRAPH_SPLIT_TRAIN : r < 0.8 ? GRAPH_SPLIT_VAL : GRAPH_SPLIT_TEST;
   }
   graph_checksum_update(g);
+  if (p.shuffle) TRY_GOTO(shuffle_vertices(&p, g), fail);
   LOG_DEBUG("graph",
             "%s: n=%lld m=%lld (target %.0f) f=%lld c=%lld communities=%lld checksum 0x%08x; "
             "edges %.2f s, labels+features %.2f s, checksum %.2f s",

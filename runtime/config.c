@@ -92,6 +92,8 @@ enum graph_norm rt_model_norm(enum rt_model_kind k, int *self_loops) {
 int rt_config_check(const struct rt_config *c) {
   if (!c->graph || !c->graph[0])
     return cg_err_set(CG_ERR_ARG, "--graph: empty graph name (give NAME, a .cgr FILE or synth:PRESET)");
+  if ((unsigned)c->reorder > GRAPH_REORDER_AUTO)
+    return cg_err_set(CG_ERR_ARG, "--reorder %d: expected none, rcm, cluster, metis or auto", (int)c->reorder);
   if (c->heads < 1 || c->heads > 1024)
     return cg_err_set(CG_ERR_ARG, "--heads %d: expected an integer in [1, 1024]", c->heads);
   if (c->out_heads < 1 || c->out_heads > 1024)

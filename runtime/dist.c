@@ -76,6 +76,37 @@ static int check_same_graph(struct comm *c, const struct graph *g) {
   return CG_OK;
 }
 
+/* --reorder: each rank reorders its inner rows locally, once its local problem exists
+ * (runtime/reorder.c: owners, halo blocks and the rows read per rank stay those of the
+ * file's order); the plan's copy of the ids and its send lists (inner local ids) follow.
+ * The halo cache builds its plan from inner rows in increasing global id (jaca/node.c),
+ * so it is not combined with a reordering. Collective (agreed). */
+static int dist_reorder(struct comm *c, const struct rt_config *cfg, struct rt_dist *d) {
+  int st = CG_OK;
+  if (cfg->reorder == GRAPH_REORDER_NONE) return CG_OK;
+  if (d->halo_cache.policy != JACA_POLICY_NONE) {
+    if (cfg->reorder == GRAPH_REORDER_AUTO) {
+      LOG_INFO("reorder", "--reorder auto: not with a halo cache (--halo-cache), which needs the inner rows in "
+               "global order; the input order is kept");
+      return CG_OK;
+    }
+    st = cg_err_set(CG_ERR_UNSUPPORTED, "--reorder %s with --halo-cache: the halo cache needs each rank's inner rows "
+                    "in global order (use --reorder none or auto, or no halo cache)", graph_reorder_name(cfg->reorder));
+    return comm_agree(c, st, "reordering the inner rows");
+  }
+  int32_t *pos = NULL;
+  st = rt_local_reorder(&d->loc, cfg->reorder, &pos);
+  if (st == CG_OK && pos) {
+    struct part_local *pl = &d->pl;
+    memcpy(pl->gid, d->loc.gid, (size_t)pl->n_inner * sizeof *pl->gid);
+    int64_t ns = 0;
+    for (int i = 0; i < pl->npeers; i++) ns += pl->send_count[i];
+    for (int64_t k = 0; k < ns; k++) pl->send_idx[k] = pos[pl->send_idx[k]];
+  }
+  cg_free(pos);
+  return comm_agree(c, st, "reordering the inner rows");
+}
+
 static int dist_build(struct comm *c, const struct graph *g, const struct rt_config *cfg,
                       const struct rt_dist_options *o, const int32_t *owner_in, struct rt_dist *d) {
   int st = CG_OK;
@@ -117,6 +148,7 @@ static int dist_build(struct comm *c, const struct graph *g, const struct rt_con
   if (st == CG_OK) st = rt_local_from_part(g, &d->pl, sparse, &d->loc);
   TRY_GOTO(comm_agree(c, st, "building the local graph"), done);
   cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
+  TRY_GOTO(dist_reorder(c, cfg, d), done);
 
 done:
   cg_free(owner);
@@ -418,6 +450,7 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
   st = rt_local_from_rows(&info, &d->pl, &rows, sparse ? &hrows : NULL, hgid, split, &d->loc);
   TRY_GOTO(comm_agree(c, st, "building the local problem"), done);
   cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
+  TRY_GOTO(dist_reorder(c, cfg, d), done);
   /* what this rank read and its set-up peak, against the partition it holds */
   const int64_t part_bytes = dist_part_bytes(d);
   LOG_INFO("dist", "rank %d: per-rank loading read %llu bytes of %s (%lld rows of %lld); set-up peak RSS "

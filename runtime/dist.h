@@ -22,6 +22,11 @@
  *  5. the rank's local problem (struct rt_local): inner rows' features, labels and
  *     split; feat_rows = n_inner, so the model fetches the halo feature rows once at
  *     set-up through a forward halo exchange; train/val/test counts of the whole graph;
+ *  5b. with cfg->reorder (runtime.h, rt_local_reorder), each rank lays out its inner
+ *     rows for locality, locally: owners, halo sets, halo blocks and the rows read per
+ *     rank stay those of the file's order; the plan's ids and send lists (inner local
+ *     ids) are renumbered with the rows. Not with a halo cache (its plan needs inner
+ *     rows in global order): rcm/cluster/metis are refused, auto keeps the order;
  *  6. the global graph and the owner array are freed: after set-up a rank holds the
  *     features of its inner rows (host) and of its halo rows (in the model), never
  *     the whole feature matrix (rt_dist_feature_bytes; logged at DEBUG).

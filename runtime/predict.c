@@ -87,6 +87,7 @@ static void config_of(const struct rt_checkpoint *c, const struct rt_predict_opt
   cfg->seed = c->seed;
   cfg->device = o->device ? o->device : "auto";
   cfg->threads = o->threads;
+  cfg->reorder = o->reorder;
   cfg->quiet = 1;
 }
 
@@ -139,6 +140,7 @@ int rt_predict(const struct rt_predict_options *o, struct rt_predict_result *res
   TRY_GOTO(rt_features_choose(&g, &cfg, 0, &sparse), done);
   TRY_GOTO(rt_local_from_graph_feat(&g, cfg.model, sparse, &loc), done);
   graph_free(&g);
+  TRY_GOTO(rt_local_reorder(&loc, cfg.reorder, NULL), done); /* rows are written by gid */
   if (c.graph_checksum != loc.graph_checksum || c.nodes != loc.n_global || c.features != loc.feat_dim ||
       c.classes != loc.num_classes) {
     st = cg_err_set(CG_ERR_ARG, "--checkpoint %s was trained on graph %s (%lld vertices, checksum %08x), not on %s "

@@ -65,6 +65,7 @@ int rt_run_checked(const struct rt_config *cfg, struct rt_result *res) {
   TRY_GOTO(rt_features_choose(&g, cfg, 1, &sparse), done);
   TRY_GOTO(rt_local_from_graph_feat(&g, cfg->model, sparse, &loc), done);
   graph_free(&g); /* the local problem holds what training needs */
+  TRY_GOTO(rt_local_reorder(&loc, cfg->reorder, NULL), done);
   if (cfg->resume_path) TRY_GOTO(rt_checkpoint_fits_problem(&resume, cfg->resume_path, &loc, cfg), done);
   TRY_GOTO(rt_backend_open(cfg->device, cfg->threads, cfg->tf32, &be), done);
   TRY_GOTO(rt_backend_emulate(&be, 0, 1), done);

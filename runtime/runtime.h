@@ -120,6 +120,11 @@ struct rt_config {
                              aggregation ("communication" below); 0: each exchange
                              completes before the aggregation starts. Results are
                              bit-identical either way. */
+  /* Locality reordering (runtime/reorder.c, rt_local_reorder): the inner rows of the
+   * local problem in the order graph_reorder names (default none). The model computes
+   * the same values up to summation order within a row (rounding); everything a user
+   * sees (metrics, predictions, embeddings) stays in the graph's vertex order. */
+  enum graph_reorder reorder;
   const char *metrics_path; /* JSON Lines metrics file, NULL = none */
   int quiet;              /* 1: no per-epoch INFO lines */
   int log_every;          /* without a terminal: a line every N epochs (and the first and
@@ -256,6 +261,27 @@ const char *rt_sparse_features_str(enum rt_sparse_features s);
 /* Whether a graph can be trained on at all (features and classes present); the
  * check both local-problem builders run first. CG_ERR_ARG with a message if not. */
 int rt_graph_trainable(const struct graph *g);
+/* ---- locality reordering (runtime/reorder.c) ------------------------------------------
+ * The order of a structure (graph.h's conventions: order[i] = old id at position i;
+ * columns outside [0, n) and the diagonal ignored) by `method`; *chosen says what was
+ * applied (NONE: order is the identity). auto measures the input order and applies the
+ * cluster order only when it pays (graph.h, GRAPH_REORDER_AUTO_*), logging both measures.
+ * metis: partition/'s METIS k-way into ceil(n / GRAPH_LOCALITY_TILE) parts, laid out part
+ * by part (CG_ERR_UNSUPPORTED in a build without partition/). `what` names the structure
+ * in the log. */
+int rt_reorder_order(enum graph_reorder method, int64_t n, const int64_t *rowptr, const int32_t *colidx,
+                     const char *what, int32_t *order, enum graph_reorder *chosen);
+/* Reorder the inner rows of a local problem by `method`, after it was built (after
+ * partitioning: owners, halo sets and the exchange's halo blocks do not change): the
+ * operator's rows and its columns < n_inner (each row sorted again, values and factors
+ * moved with their entries), gid[0, n_inner), the inner feature rows, labels and split.
+ * gid keeps naming each row's vertex, so dropout masks (keyed by global id), the loss,
+ * the metrics and the predictions (written by gid) are those of the original order; only
+ * the summation order within an operator row changes (rounding). *pos (optional; NULL
+ * when nothing moved, else cg_malloc'd, n_inner entries) gets the new local id of each
+ * old inner id, for whoever holds other local ids (the exchange plan's send lists). */
+int rt_local_reorder(struct rt_local *l, enum graph_reorder method, int32_t **pos);
+
 /* Invariant checker (shapes, ids, operator columns, labels, split counts <= global). */
 int rt_local_check(const struct rt_local *l, const char *what);
 void rt_local_free(struct rt_local *l); /* accepts a zeroed struct; leaves it zeroed */
@@ -552,6 +578,8 @@ struct rt_predict_options {
   const char *device;           /* "auto" | "cpu" | "cuda" */
   int threads;                  /* 0: rt_threads_setup's default */
   int force;                    /* replace an existing .npy (core/outfile.h's rule) */
+  enum graph_reorder reorder;   /* compute in this order (rt_config.reorder); the files
+                                   are in the graph's vertex order whatever it is */
 };
 struct rt_predict_result {
   int64_t n, classes, hidden;   /* rows written; columns of the logits and embeddings */
