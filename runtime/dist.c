@@ -666,7 +666,13 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   *fatal = 1;
   st = rt_train_checked(be, rt_dist_local(d), ex, cfg, cfg->resume_path ? &resume : NULL, res);
   /* a stop on request is agreed (every rank stopped after the same epoch): clean up */
-  if (st == CG_OK || st == CG_ERR_INTERRUPTED) *fatal = 0;
+  if (st == CG_OK || st == CG_ERR_INTERRUPTED) {
+    *fatal = 0;
+    /* the process's peak so far: set-up and training (the model's buffers, the exchange,
+     * the operators) against what the rank holds of the graph (README, per-rank loading) */
+    LOG_INFO("dist", "rank %d: training peak RSS %lld bytes (set-up included); partition + halo %lld bytes",
+             comm_rank(c), (long long)cg_peak_rss_bytes(), (long long)dist_part_bytes(d));
+  }
 done:
   if (!*fatal) cg_watchdog_set_slots(NULL, 0, 0, comm_rank(c)); /* the block goes with comm_finalize */
   rt_checkpoint_free(&resume);
