@@ -29,6 +29,7 @@ struct rt_dist {
   struct jaca_options halo_cache; /* rt_dist_options' */
   enum rt_fault fail;     /* testing only (CAPGNN_TEST_FAIL_RANK / _AT) */
   struct rt_prediction pred; /* --partition rapa's; loc.pred points here when set */
+  uint64_t bytes_read, structure_bytes; /* per-rank loading: of the file, of them the structure */
 };
 
 void rt_dist_options_defaults(struct rt_dist_options *o) {
@@ -339,21 +340,28 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
   owner = cg_malloc((size_t)info.n * sizeof(int32_t), "owner of every vertex");
   st = owner ? CG_OK : CG_ERR_NOMEM;
   if (st == CG_OK && rank == 0) {
-    /* the structure alone, for METIS (or the cache's key check); freed before the rows */
-    st = graph_cgr_read_structure(f, &s);
-    if (st == CG_OK) {
-      struct part_options po;
-      memset(&po, 0, sizeof po);
-      po.method = o->method;
-      po.nparts = P;
-      po.seed = o->part_seed;
-      int reused = 0;
-      st = o->use_cache ? part_assign_cached(&s, &po, o->cache_dir, owner, &reused) : part_assign(&s, &po, owner);
-      if (st == CG_OK)
-        LOG_INFO("dist", "partition: %s, %d parts, seed %llu%s (structure read on rank 0 only: %lld bytes)",
-                 part_method_name(o->method), P, (unsigned long long)o->part_seed,
-                 reused ? " (reused from the cache)" : "", (long long)(8 * (s.n + 1) + 4 * s.m));
+    struct part_options po;
+    memset(&po, 0, sizeof po);
+    po.method = o->method;
+    po.nparts = P;
+    po.seed = o->part_seed;
+    /* The cache's key needs the header only (name, checksum, n: part_cache_lookup), so a
+     * hit reads no structure; otherwise the structure alone, for METIS, freed before the
+     * rows. */
+    int reused = 0;
+    if (o->use_cache) st = part_cache_lookup(&info, &po, o->cache_dir, owner, &reused);
+    if (st == CG_OK && !reused) {
+      const uint64_t before = graph_cgr_bytes_read(f);
+      st = graph_cgr_read_structure(f, &s);
+      d->structure_bytes = graph_cgr_bytes_read(f) - before;
+      if (st == CG_OK) st = part_assign(&s, &po, owner);
+      if (st == CG_OK && o->use_cache) st = part_cache_store(&s, &po, o->cache_dir, owner);
     }
+    if (st == CG_OK)
+      LOG_INFO("dist", "partition: %s, %d parts, seed %llu%s (structure read on rank 0 only: %llu bytes)",
+               part_method_name(o->method), P, (unsigned long long)o->part_seed,
+               reused ? " (reused from the cache: no structure read)" : "",
+               (unsigned long long)d->structure_bytes);
     graph_free(&s);
     structure_peak = cg_peak_rss_bytes();
   }
@@ -387,6 +395,7 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
   st = rt_local_from_rows(&info, &d->pl, &rows, split, &d->loc);
   TRY_GOTO(comm_agree(c, st, "building the local problem"), done);
   cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
+  d->bytes_read = graph_cgr_bytes_read(f);
   /* what this rank read and its set-up peak, against the partition it holds */
   const int64_t part_bytes = dist_part_bytes(d);
   LOG_INFO("dist", "rank %d: per-rank loading read %llu bytes of %s (%lld rows of %lld); set-up peak RSS "
@@ -509,6 +518,10 @@ void rt_dist_destroy(struct rt_dist **pd) {
 const struct rt_local *rt_dist_local(const struct rt_dist *d) { return &d->loc; }
 const struct part_local *rt_dist_part(const struct rt_dist *d) { return &d->pl; }
 int64_t rt_dist_max_cols(const struct rt_dist *d) { return d->max_cols; }
+void rt_dist_bytes_read(const struct rt_dist *d, uint64_t *total, uint64_t *structure) {
+  *total = d->bytes_read;
+  *structure = d->structure_bytes;
+}
 
 int64_t rt_dist_feature_bytes(const struct rt_dist *d) {
   const struct rt_local *l = &d->loc;

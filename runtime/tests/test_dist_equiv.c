@@ -56,6 +56,7 @@
  * run on 2-4 ranks, 4 ranks as 2 x 2 and 6 ranks as 2 x 3 emulated nodes.
  *
  * Any failed check prints "[rank R] FAIL ..." and aborts the whole job. */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,6 +309,76 @@ static void same_local_problem(const struct rt_dist *a, const struct rt_dist *b)
   int64_t ns = 0;
   for (int i = 0; i < p->npeers; i++) ns += p->send_count[i];
   SAME_ARR(p->send_idx, q->send_idx, ns, "send lists");
+}
+
+/* Per-rank loading with the partition cache (issue #17): the first set-up computes the
+ * partition (rank 0 reads the structure) and stores it; the second reuses it and rank 0
+ * reads no structure byte (its other reads unchanged, the local problem the same bit for
+ * bit); after rank 0 rewrites the file with another graph at the same path, the cache
+ * misses and the structure is read again. */
+static void perrank_partition_cache(const char *dir, const char *path) {
+  const int rank = comm_rank(g_comm);
+  struct rt_config cfg;
+  rt_config_defaults(&cfg);
+  cfg.graph = path;
+  cfg.device = "cpu";
+  cfg.threads = 1;
+  cfg.quiet = 1;
+  char cache[600];
+  snprintf(cache, sizeof cache, "%s/partcache", dir);
+  struct rt_dist_options o;
+  rt_dist_options_defaults(&o);
+  o.method = PART_METIS;
+  o.part_seed = 3;
+  o.use_cache = 1;
+  o.cache_dir = cache;
+  o.load = RT_LOAD_PER_RANK;
+  struct rt_dist *d[3] = {NULL, NULL, NULL};
+  uint64_t tot[3], str[3];
+  for (int i = 0; i < 2; i++) {
+    OK(rt_dist_create(g_comm, &cfg, &o, &d[i]));
+    rt_dist_bytes_read(d[i], &tot[i], &str[i]);
+  }
+  same_local_problem(d[1], d[0]);
+  if (rank == 0)
+    CHECK(str[0] > 0 && str[1] == 0 && tot[1] == tot[0] - str[0],
+          "partition cache: rank 0 read %llu bytes (%llu of structure), then %llu (%llu of structure)",
+          (unsigned long long)tot[0], (unsigned long long)str[0], (unsigned long long)tot[1],
+          (unsigned long long)str[1]);
+  else
+    CHECK(str[0] == 0 && str[1] == 0 && tot[1] == tot[0], "rank %d read %llu then %llu bytes", rank,
+          (unsigned long long)tot[0], (unsigned long long)tot[1]);
+  OK(comm_barrier(g_comm));
+  if (rank == 0) { /* the same path, another graph: the cache must miss */
+    struct graph g;
+    OK(graph_synth("synth:small:seed=2", &g));
+    OK(graph_save_cgr_version(path, &g, 2, 12));
+    graph_free(&g);
+  }
+  OK(comm_barrier(g_comm));
+  OK(rt_dist_create(g_comm, &cfg, &o, &d[2]));
+  rt_dist_bytes_read(d[2], &tot[2], &str[2]);
+  if (rank == 0) CHECK(str[2] > 0, "partition cache: a rewritten file reused the old graph's partition");
+  for (int i = 0; i < 3; i++) rt_dist_destroy(&d[i]);
+  OK(comm_barrier(g_comm));
+  if (rank == 0) {
+    DIR *dd = opendir(cache);
+    CHECK(dd != NULL, "the partition cache folder %s was not created", cache);
+    int files = 0;
+    for (struct dirent *e; (e = readdir(dd)) != NULL;) {
+      if (e->d_name[0] == '.') continue;
+      char f[1200];
+      snprintf(f, sizeof f, "%s/%s", cache, e->d_name);
+      remove(f);
+      files++;
+    }
+    closedir(dd);
+    rmdir(cache);
+    CHECK(files == 2, "partition cache: %d files, expected one per graph", files);
+    printf("partition cache with per-rank loading: rank 0 read %llu bytes (%llu of structure) computing the "
+           "partition, %llu (none of structure) reusing it; a rewritten file missed\n",
+           (unsigned long long)tot[0], (unsigned long long)str[0], (unsigned long long)tot[1]);
+  }
 }
 
 /* The "cache" mode: each case runs first without the halo cache (kept in g_plain), then
@@ -782,6 +853,7 @@ int main(int argc, char **argv) {
       run_case(&pcases[i]);
       ran++;
     }
+    perrank_partition_cache(dir, v2); /* last: it rewrites v2 */
     OK(comm_barrier(g_comm));
     if (comm_rank(g_comm) == 0) {
       remove(v1);
