@@ -538,11 +538,12 @@ int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_confi
   if (d->ex) st = cg_err_set(CG_ERR_ARG, "rt_dist_bind: already bound to a backend");
   TRY(comm_agree(d->c, st, "binding the exchange"));
   const struct part_local *pl = &d->pl;
-  /* Layer 0's features once; layers l > 0 exchange at most rt_config_halo_cols columns
+  /* Layer 0's features once, in slices; layers l > 0 exchange at most rt_config_halo_cols columns
    * (GCN and SAGE: their input or the narrower transformed rows; GAT: the transformed
    * rows and their attention terms). */
   const int64_t halo_cols = rt_config_halo_cols(cfg, d->loc.num_classes);
-  d->max_cols = d->loc.feat_dim;
+  /* (the features move in slices of rt_config_feature_cols: model_build.c) */
+  d->max_cols = rt_config_feature_cols(cfg, d->loc.feat_dim, d->loc.num_classes);
   if (cfg->layers > 1 && halo_cols > d->max_cols) d->max_cols = halo_cols;
   struct comm_halo_plan plan;
   memset(&plan, 0, sizeof plan);
@@ -677,14 +678,15 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   /* From here on the ranks no longer agree on each status: a rank that fails may leave
    * its peers inside a collective, so the caller must end the job (comm_abort). */
   *fatal = 1;
-  st = rt_train_checked(be, rt_dist_local(d), ex, cfg, cfg->resume_path ? &resume : NULL, res);
+  const int64_t part_bytes = dist_part_bytes(d); /* (training frees the operator's host copy) */
+  st = rt_train_owned(be, &d->loc, ex, cfg, cfg->resume_path ? &resume : NULL, res);
   /* a stop on request is agreed (every rank stopped after the same epoch): clean up */
   if (st == CG_OK || st == CG_ERR_INTERRUPTED) {
     *fatal = 0;
     /* the process's peak so far: set-up and training (the model's buffers, the exchange,
      * the operators) against what the rank holds of the graph (README, per-rank loading) */
     LOG_INFO("dist", "rank %d: training peak RSS %lld bytes (set-up included); partition + halo %lld bytes",
-             comm_rank(c), (long long)cg_peak_rss_bytes(), (long long)dist_part_bytes(d));
+             comm_rank(c), (long long)cg_peak_rss_bytes(), (long long)part_bytes);
   }
 done:
   if (!*fatal) cg_watchdog_set_slots(NULL, 0, 0, comm_rank(c)); /* the block goes with comm_finalize */

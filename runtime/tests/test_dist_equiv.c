@@ -178,11 +178,17 @@ static void rec_init(struct tag_recorder *r, struct cg_exchange *inner, int with
 }
 
 /* The tags run_model's calls must carry: set-up (the features, when the rank has halo
- * rows to fetch), rt_model_loss_grad at epoch 1, the steps 1..epochs, evaluation. */
-static void rec_expect(const struct tag_recorder *r, const struct rt_local *loc, int layers, int epochs) {
+ * rows to fetch: one exchange per slice of rt_config_feature_cols columns),
+ * rt_model_loss_grad at epoch 1, the steps 1..epochs, evaluation. */
+static void rec_expect(const struct tag_recorder *r, const struct rt_local *loc, const struct rt_config *cfg) {
+  const int layers = cfg->layers, epochs = cfg->epochs;
   struct tag_entry want[TAG_LOG_MAX];
   int n = 0;
-  if (loc->feat_rows < loc->n_inner + loc->n_halo) want[n++] = (struct tag_entry){CG_HALO_FORWARD, {0, 0}};
+  if (loc->feat_rows < loc->n_inner + loc->n_halo) {
+    const int64_t w = rt_config_feature_cols(cfg, loc->feat_dim, loc->num_classes);
+    for (int64_t c0 = 0; c0 < loc->feat_dim && n < TAG_LOG_MAX; c0 += w)
+      want[n++] = (struct tag_entry){CG_HALO_FORWARD, {0, 0}};
+  }
   if (loc->n_halo > 0 || loc->nranks > 1) {
     for (int pass = 0; pass <= epochs + 1; pass++) {
       const uint32_t epoch = pass == epochs + 1 ? 0u : (uint32_t)(pass == 0 ? 1 : pass);
@@ -557,7 +563,7 @@ static void run_case(const struct tcase *tc) {
     rec.ex.counters = rec_counters;
   }
   run_model(be, loc, &rec.ex, &cfg, &dist);
-  rec_expect(&rec, loc, cfg.layers, cfg.epochs);
+  rec_expect(&rec, loc, &cfg);
   /* a rank with inner rows and halo traffic has inner blocks to poll between */
   const int polled = loc->n_inner > 0 && (loc->n_halo > 0 || rt_dist_part(d)->npeers > 0);
   CHECK(cfg.overlap == 1 && (!polled || rec.polls > 0), "overlap on: %lld progress calls",
@@ -581,7 +587,7 @@ static void run_case(const struct tcase *tc) {
   }
   rec_init(&rec, ex, 1);
   run_model(be, loc, &rec.ex, &cfg_off, &off);
-  rec_expect(&rec, loc, cfg.layers, cfg.epochs);
+  rec_expect(&rec, loc, &cfg);
   CHECK(rec.polls == 0, "overlap off: %lld progress calls", (long long)rec.polls);
   if (g_cache) {
     rt_dist_unbind(d);
@@ -589,7 +595,7 @@ static void run_case(const struct tcase *tc) {
   }
   rec_init(&rec, ex, 0);
   run_model(be, loc, &rec.ex, &cfg, &noprog);
-  rec_expect(&rec, loc, cfg.layers, cfg.epochs);
+  rec_expect(&rec, loc, &cfg);
   same_bits(&dist, &off, "overlap off");
   same_bits(&dist, &noprog, "overlap on without halo_progress");
 
