@@ -54,6 +54,10 @@ static void cmd_partition_usage(FILE *out) {
           "                                rapa and the prediction use rates measured here on the\n"
           "                                CPU, each rank's scaled by CAPGNN_EMULATE_SPEED, compute\n"
           "                                only\n"
+          "  --html FILE                   with --profile: write the profile's report (as `capgnn\n"
+          "                                profile --html`) with a \"Chosen split\" section: per\n"
+          "                                rank capability, target and received share, predicted\n"
+          "                                compute, communication and memory\n"
           "  --model gcn|sage, --layers N, --hidden N, --dropout P\n"
           "                                the model the prediction prices (default gcn, 2, 16, 0.5)\n"
           "  --check                       build every rank's local graph and exchange plans and\n"
@@ -96,7 +100,7 @@ static int check_all_ranks(const struct graph *g, const int32_t *owner, int npar
 }
 
 enum { OPT_GRAPH = 256, OPT_PARTS, OPT_METHOD, OPT_SEED, OPT_HOPS, OPT_JSON, OPT_CACHE, OPT_NO_CACHE, OPT_CHECK,
-       OPT_QUIET, OPT_FORCE, OPT_PROFILE, OPT_MODEL, OPT_LAYERS, OPT_HIDDEN, OPT_DROPOUT };
+       OPT_QUIET, OPT_FORCE, OPT_PROFILE, OPT_MODEL, OPT_LAYERS, OPT_HIDDEN, OPT_DROPOUT, OPT_HTML };
 
 #ifdef CAPGNN_HAVE_RAPA
 /* The rates of the P ranks: from the profile, or measured here (CPU, this process's
@@ -209,7 +213,7 @@ int cmd_partition(int argc, char **argv) {
 #ifdef CAPGNN_HAVE_RAPA
       {"profile", required_argument, NULL, OPT_PROFILE}, {"model", required_argument, NULL, OPT_MODEL},
       {"layers", required_argument, NULL, OPT_LAYERS},   {"hidden", required_argument, NULL, OPT_HIDDEN},
-      {"dropout", required_argument, NULL, OPT_DROPOUT},
+      {"dropout", required_argument, NULL, OPT_DROPOUT}, {"html", required_argument, NULL, OPT_HTML},
 #endif
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
@@ -218,7 +222,7 @@ int cmd_partition(int argc, char **argv) {
   uint64_t seed = 1;
   enum part_method method = PART_METIS;
   int no_cache = 0, check = 0, quiet = 0, force = 0, c, rc = 0, rapa = 0, sage = 0, layers = 2;
-  const char *profile = NULL;
+  const char *profile = NULL, *html = NULL;
   int64_t hidden = 16;
   float dropout = 0.5f;
   opterr = 0;
@@ -242,6 +246,7 @@ int cmd_partition(int argc, char **argv) {
           rc = usage_error("--partition '%s': expected metis, random or rapa", optarg);
         break;
       case OPT_PROFILE: profile = optarg; break;
+      case OPT_HTML: html = optarg; break;
       case OPT_MODEL:
         if (!strcmp(optarg, "gcn")) sage = 0;
         else if (!strcmp(optarg, "sage")) sage = 1;
@@ -281,6 +286,13 @@ int cmd_partition(int argc, char **argv) {
   if (json && (cg_outfile_check(json, "--json", part_stats_outfile_kind(), inputs, 1, force, 0) != CG_OK ||
                cg_outfile_probe(json, "partition statistics") != CG_OK))
     return runtime_error();
+  if (html) {
+    if (!html[0]) return usage_error("--html: empty file name");
+    if (!profile) return usage_error("--html needs --profile: the report is that profile's, with the chosen split");
+    if (json && !strcmp(json, html)) return usage_error("--json and --html name the same file '%s'", json);
+    if (!strcmp(html, profile)) return usage_error("--html would overwrite the profile '%s'", profile);
+    if (cg_outfile_probe(html, "HTML report") != CG_OK) return runtime_error();
+  }
 
   struct graph g;
   memset(&g, 0, sizeof g);
@@ -352,6 +364,17 @@ int cmd_partition(int argc, char **argv) {
              split.cost[p].memory_bytes / 1048576.0, split.cost[p].fits ? "" : "  does not fit");
     if (rapa) printf("rapa: %d METIS run%s%s\n", split.passes, split.passes == 1 ? "" : "s",
                      split.corrected ? ", the correction pass's split kept" : "");
+  }
+  if (html) {
+    struct rapa_profile *prof = NULL;
+    char label[1400];
+    snprintf(label, sizeof label, "%s of %s into %d parts, %s %d x %lld, rates: %s", rapa ? "rapa" : s.method,
+             g.name, parts, sage ? "sage" : "gcn", layers, (long long)hidden, what);
+    st = rapa_profile_load(profile, &prof);
+    if (st == CG_OK) st = rapa_report_html(prof, &split, label, html);
+    rapa_profile_destroy(&prof);
+    if (st != CG_OK) goto done;
+    printf("report: %s\n", html);
   }
   if (json && predict) {
     st = write_json_rapa(&s, json, &split, &shape, what);

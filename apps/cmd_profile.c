@@ -169,7 +169,7 @@ int cmd_profile(int argc, char **argv) {
     rapa_report_text(prof, stdout);
     fflush(stdout);
     if (json && (st = rapa_profile_save(prof, json)) == CG_OK) LOG_INFO("profile", "wrote the profile to %s", json);
-    if (st == CG_OK && html && (st = rapa_report_html(prof, html)) == CG_OK)
+    if (st == CG_OK && html && (st = rapa_report_html(prof, NULL, NULL, html)) == CG_OK)
       LOG_INFO("profile", "wrote the report to %s", html);
   }
   /* one line: the lowest failing rank's own message (the ranks usually fail alike) */

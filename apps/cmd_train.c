@@ -146,9 +146,11 @@ void cmd_train_usage(FILE *out) {
           "                                --checkpoint/--save-best FILE become FILE.seedN per run\n"
           "  --early-stop N                stop when the validation loss has not improved for N\n"
           "                                evaluations (default 0: off)\n"
-          "  --early-stop-rule patience|window  patience: no new lowest validation loss in N\n"
-          "                                evaluations (Keras, PyG, DGL); window: the loss rose above\n"
-          "                                the mean of the N before it (Kipf & Welling's gcn)\n"
+          "  --early-stop-rule patience|window|gat  patience: no new lowest validation loss in\n"
+          "                                N evaluations (Keras, PyG, DGL); window: the loss rose\n"
+          "                                above the mean of the N before it (Kipf & Welling's gcn);\n"
+          "                                gat: neither a loss <= the lowest nor an accuracy >= the\n"
+          "                                highest in N evaluations (Velickovic et al.'s GAT)\n"
           "                                (default patience)\n"
           "execution and output\n"
           "  --device auto|cpu|cuda        compute backend (default auto: CUDA if built and present)\n"
@@ -850,7 +852,8 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_EARLY_STOP_RULE:
         if (strcmp(optarg, "patience") == 0) cfg.early_stop_rule = RT_ES_PATIENCE;
         else if (strcmp(optarg, "window") == 0) cfg.early_stop_rule = RT_ES_WINDOW;
-        else rc = usage_error("--early-stop-rule '%s': expected patience or window", optarg);
+        else if (strcmp(optarg, "gat") == 0) cfg.early_stop_rule = RT_ES_GAT;
+        else rc = usage_error("--early-stop-rule '%s': expected patience, window or gat", optarg);
         break;
       case OPT_SAVE_BEST: cfg.save_best_path = optarg; break;
       case OPT_LOG_EVERY: rc = cli_parse_int_in("train", "--log-every", optarg, 0, INT_MAX, &cfg.log_every); break;

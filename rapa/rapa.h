@@ -161,8 +161,16 @@ void rapa_report_text(const struct rapa_profile *p, FILE *out);
  * bar charts of MM, SpMM, H2D, D2H and IDT per device side by side, bandwidth versus
  * size curves, the link matrix as heat maps, the capabilities, the machine context.
  * Every number taken from the profile carries data-path (its JSON path) and
- * data-value (the value, %.17g) attributes. Written whole or not at all. */
-int rapa_report_html(const struct rapa_profile *p, const char *path);
+ * data-value (the value, %.17g) attributes. Written whole or not at all.
+ * split (may be NULL): a partition priced with this profile (`capgnn partition
+ * --profile F --html R`), shown as a "Chosen split" section: per rank its capability,
+ * target and received share, predicted compute, communication, lambda and memory; its
+ * numbers carry data-path "split.partitions[r].KEY", the keys of the partition JSON's
+ * "rapa" object (apps/cmd_partition.c). split_label says which split (method, model,
+ * rates). */
+struct rapa_split;
+int rapa_report_html(const struct rapa_profile *p, const struct rapa_split *split, const char *split_label,
+                     const char *path);
 
 /* ---- use by training ------------------------------------------------------------------ */
 

@@ -16,6 +16,7 @@
 
 #include "core/outfile.h"
 #include "core/status.h"
+#include "rapa/balance.h"
 #include "rapa/rapa_internal.h"
 #include "rapa/svg_internal.h"
 
@@ -393,7 +394,67 @@ static const char *css =
     "td.num{text-align:right;font-variant-numeric:tabular-nums}.grid{display:flex;flex-wrap:wrap;gap:12px}"
     "svg.chart{border:1px solid #e5e5e5;border-radius:4px}.note{color:#555;font-size:13px}code{font-size:12px}";
 
-int rapa_report_html(const struct rapa_profile *p, const char *path) {
+/* The "Chosen split" section: the partition priced with this profile (rapa.h). */
+static void section_split(struct svg *s, const struct rapa_split *sp, const char *label, struct paths *ps) {
+  const int n = sp->P < MAXR ? sp->P : MAXR;
+  char b[128];
+  svg_printf(s, "\n<h2>Chosen split</h2><p class=\"note\">");
+  svg_escape(s, label ? label : "");
+  svg_printf(s, " &middot; %d METIS run%s%s. Capability: each rank's share of the summed speed; target: the "
+                "vertex-weight share METIS was asked for; share: what it received. Predicted times are the cost "
+                "model's (rapa/balance.h) for one epoch.</p>\n", sp->passes, sp->passes == 1 ? "" : "s",
+             sp->corrected ? ", the correction pass's split kept" : "");
+  svg_printf(s, "<table id=\"split\"><tr><th>rank</th><th>capability</th><th>target</th><th>share</th>"
+                "<th>compute ms</th><th>communication ms</th><th>lambda ms</th><th>memory MiB</th><th>fits</th></tr>\n");
+  static const char *keys[] = {"capability", "target", "share"};
+  for (int r = 0; r < sp->P; r++) {
+    const double v3[3] = {sp->capability[r], sp->target[r], sp->share[r]};
+    svg_printf(s, "<tr><td>%d</td>", r);
+    for (int k = 0; k < 3; k++) {
+      snprintf(b, sizeof b, "split.partitions[%d].%s", r, keys[k]);
+      td_num(s, b, v3[k]);
+    }
+    static const char *tk[] = {"predicted_compute_s", "predicted_comm_s", "predicted_lambda_s"};
+    const double t3[3] = {sp->cost[r].comp_s, sp->cost[r].comm_s, sp->cost[r].lambda_s};
+    for (int k = 0; k < 3; k++) {
+      char t[48];
+      fmt_num(t3[k] * 1e3, t, sizeof t);
+      svg_printf(s, "<td class=\"num\" data-path=\"split.partitions[%d].%s\" data-value=\"%.17g\" "
+                    "data-scale=\"1000\">%s</td>", r, tk[k], t3[k], t);
+    }
+    char t[48];
+    fmt_num(sp->cost[r].memory_bytes / 1048576.0, t, sizeof t);
+    svg_printf(s, "<td class=\"num\" data-path=\"split.partitions[%d].memory_bytes\" data-value=\"%.17g\" "
+                  "data-scale=\"9.5367431640625e-07\">%s</td><td>%s</td></tr>\n", r, sp->cost[r].memory_bytes, t,
+               sp->cost[r].fits ? "yes" : "<b>no</b>");
+  }
+  svg_printf(s, "</table>\n<div class=\"grid\">");
+  static double sh[3][MAXR], tm[2][MAXR];
+  const char *groups[MAXR], *pp[5][MAXR];
+  static char lab[MAXR][16];
+  for (int r = 0; r < n; r++) {
+    snprintf(lab[r], sizeof lab[r], "rank %d", r);
+    groups[r] = lab[r];
+    sh[0][r] = sp->capability[r];
+    sh[1][r] = sp->target[r];
+    sh[2][r] = sp->share[r];
+    tm[0][r] = sp->cost[r].comp_s;
+    tm[1][r] = sp->cost[r].comm_s;
+    for (int k = 0; k < 3; k++) pp[k][r] = pth(ps, "split.partitions[%d].%s", r, keys[k]);
+    pp[3][r] = pth(ps, "split.partitions[%d].predicted_compute_s", r);
+    pp[4][r] = pth(ps, "split.partitions[%d].predicted_comm_s", r);
+  }
+  const struct svg_series se[3] = {{"capability", sh[0], NULL, n, pp[0]},
+                                   {"target", sh[1], NULL, n, pp[1]},
+                                   {"share", sh[2], NULL, n, pp[2]}};
+  svg_bar_chart(s, "chart-split-share", "Capability, target and received share per rank", "share", n, groups, 3, se);
+  const struct svg_series st[2] = {{"compute", tm[0], NULL, n, pp[3]}, {"communication", tm[1], NULL, n, pp[4]}};
+  svg_bar_chart(s, "chart-split-time", "Predicted time per epoch", "s", n, groups, 2, st);
+  svg_printf(s, "</div>\n");
+}
+
+int rapa_report_html(const struct rapa_profile *p, const struct rapa_split *split, const char *split_label,
+                     const char *path) {
   const cJSON *root = p->root, *ranks = get(root, "ranks"), *links = get(root, "links"), *cap = get(root, "capability");
   const int n = cJSON_GetArraySize(ranks);
   struct svg s;
@@ -513,6 +574,7 @@ int rapa_report_html(const struct rapa_profile *p, const char *path) {
   svg_printf(&s, "\n<h2>Relative capability</h2><p class=\"note\">");
   svg_escape(&s, str(cap, "definition"));
   svg_printf(&s, ". <code>capgnn train --partition rapa --profile FILE</code> and <code>capgnn partition --partition rapa --profile FILE</code> size each rank's part by the profile's rates (rapa/balance.h's cost model).</p>\n");
+  if (split) section_split(&s, split, split_label, &ps);
 
   /* context */
   svg_printf(&s, "<h2>Machine context</h2><table id=\"context\"><tr><th>rank</th><th>host</th><th>OS</th><th>CPU</th>"

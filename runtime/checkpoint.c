@@ -144,6 +144,7 @@ static char *header_json(const struct rt_checkpoint *c) {
   cJSON_AddNumberToObject(o, "es_evals", c->es_evals);
   cJSON_AddNumberToObject(o, "es_since", c->es_since);
   num_exact_or_null(o, "es_best_loss", c->es_best_loss);
+  if (c->early_stop_rule == RT_ES_GAT) num_exact_or_null(o, "es_best_acc", c->es_best_acc);
   cJSON *hist = cJSON_AddArrayToObject(o, "es_hist");
   for (int i = 0; hist && i < c->es_hist_n; i++) {
     char txt[32];
@@ -237,6 +238,7 @@ static int parse_optional(const cJSON *h, const char *path, struct rt_checkpoint
   double d = 0.0;
   c->lr_gamma = 0.1f;
   c->es_best_loss = INFINITY;
+  c->es_best_acc = -1.0;
 #define OPT_NUM(key, lo, hi, dst, type, flags)                                   \
   if (cJSON_GetObjectItemCaseSensitive(h, key)) {                                \
     TRY(json_number(h, key, lo, hi, &d, path, flags));                           \
@@ -251,8 +253,10 @@ static int parse_optional(const cJSON *h, const char *path, struct rt_checkpoint
   OPT_NUM("es_evals", 0, RT_MAX_EPOCHS, c->es_evals, int, JSON_INTEGER);
   OPT_NUM("es_since", 0, RT_MAX_EPOCHS, c->es_since, int, JSON_INTEGER);
   OPT_NUM("es_best_loss", 0, 1e300, c->es_best_loss, double, JSON_NULL_OK);
+  OPT_NUM("es_best_acc", -1, 1, c->es_best_acc, double, JSON_NULL_OK);
 #undef OPT_NUM
   if (isnan(c->es_best_loss)) c->es_best_loss = INFINITY;
+  if (isnan(c->es_best_acc)) c->es_best_acc = -1.0;
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(h, "lr_schedule");
   if (v) {
     if (cJSON_IsString(v) && strcmp(v->valuestring, "none") == 0) c->lr_schedule = RT_LR_NONE;
@@ -262,9 +266,10 @@ static int parse_optional(const cJSON *h, const char *path, struct rt_checkpoint
   }
   v = cJSON_GetObjectItemCaseSensitive(h, "early_stop_rule");
   if (v) {
-    int k = 0;
-    TRY(json_choice(h, "early_stop_rule", "patience", "window", &k, path));
-    c->early_stop_rule = k ? RT_ES_WINDOW : RT_ES_PATIENCE;
+    if (cJSON_IsString(v) && strcmp(v->valuestring, "patience") == 0) c->early_stop_rule = RT_ES_PATIENCE;
+    else if (cJSON_IsString(v) && strcmp(v->valuestring, "window") == 0) c->early_stop_rule = RT_ES_WINDOW;
+    else if (cJSON_IsString(v) && strcmp(v->valuestring, "gat") == 0) c->early_stop_rule = RT_ES_GAT;
+    else return cg_err_set(CG_ERR_FORMAT, "checkpoint %s: header field 'early_stop_rule' should be patience, window or gat", path);
   }
   v = cJSON_GetObjectItemCaseSensitive(h, "stopped_early");
   if (v) {

@@ -169,7 +169,7 @@ int rt_checkpoint_save_state(const char *path, const struct rt_model *m, const s
         .momentum = cfg->momentum, .lr_schedule = cfg->lr_schedule, .lr_step_size = cfg->lr_step_size,
         .lr_gamma = cfg->lr_gamma, .lr_warmup = cfg->lr_warmup,
         .lr_epochs = cfg->lr_epochs > 0 ? cfg->lr_epochs : cfg->epochs, .early_stop = cfg->early_stop,
-        .early_stop_rule = cfg->early_stop_rule, .es_best_loss = INFINITY};
+        .early_stop_rule = cfg->early_stop_rule, .es_best_loss = INFINITY, .es_best_acc = -1.0};
     if (es) rt_early_stop_to_checkpoint(es, &c); /* borrowed */
     snprintf(c.graph, sizeof c.graph, "%s", loc->name);
     snprintf(c.device, sizeof c.device, "%s", be->name);

@@ -80,7 +80,9 @@ const char *rt_optimizer_str(enum rt_optimizer o) {
 const char *rt_lr_schedule_str(enum rt_lr_schedule s) {
   return s == RT_LR_STEP ? "step" : s == RT_LR_COSINE ? "cosine" : "none";
 }
-const char *rt_early_stop_rule_str(enum rt_early_stop_rule r) { return r == RT_ES_WINDOW ? "window" : "patience"; }
+const char *rt_early_stop_rule_str(enum rt_early_stop_rule r) {
+  return r == RT_ES_WINDOW ? "window" : r == RT_ES_GAT ? "gat" : "patience";
+}
 const char *rt_wd_scope_str(enum rt_wd_scope s) { return s == RT_WD_FIRST ? "first" : "all"; }
 
 enum graph_norm rt_model_norm(enum rt_model_kind k, int *self_loops) {
@@ -152,8 +154,8 @@ int rt_config_check(const struct rt_config *c) {
   if (c->early_stop < 0 || c->early_stop > RT_MAX_EARLY_STOP)
     return cg_err_set(CG_ERR_ARG, "--early-stop %d: expected an integer in [0, %d] (evaluations; 0 = off)",
                       c->early_stop, RT_MAX_EARLY_STOP);
-  if (c->early_stop_rule != RT_ES_PATIENCE && c->early_stop_rule != RT_ES_WINDOW)
-    return cg_err_set(CG_ERR_ARG, "--early-stop-rule: expected patience or window");
+  if (c->early_stop_rule != RT_ES_PATIENCE && c->early_stop_rule != RT_ES_WINDOW && c->early_stop_rule != RT_ES_GAT)
+    return cg_err_set(CG_ERR_ARG, "--early-stop-rule: expected patience, window or gat");
   if (c->log_every < 0)
     return cg_err_set(CG_ERR_ARG, "--log-every %d: expected an integer >= 0 (0 = about 20 lines a run)",
                       c->log_every);

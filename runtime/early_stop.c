@@ -7,7 +7,12 @@
  *   evaluations); "window" is Kipf & Welling's gcn/train.py, which the GCN paper's
  *   81.5 % on Cora comes from: at 0-based epoch e > N, stop when the validation loss is
  *   greater than the mean of the N before it
- *   (`cost_val[-1] > np.mean(cost_val[-(N+1):-1])`).
+ *   (`cost_val[-1] > np.mean(cost_val[-(N+1):-1])`). A third, "gat", is Veličković et
+ *   al.'s GAT code (execute_cora.py), which its 83.0 % on Cora comes from: patience
+ *   counts evaluations in which neither the validation loss reached (<=) its lowest
+ *   nor the validation accuracy its highest (>=) so far; either one resets it. (Their
+ *   code then tests the weights of the last epoch that improved both; capgnn's summary
+ *   reports the epoch of highest validation accuracy, ties to the lower loss.)
  * - The rule counts the evaluations of the --eval-every schedule (epochs, by default);
  *   the extra evaluation after the last epoch is not on it, as for the best epoch.
  * - Its whole state travels in checkpoints, so that a resumed run stops where the
@@ -24,6 +29,7 @@ int rt_early_stop_init(struct rt_early_stop *es, const struct rt_config *cfg) {
   es->n = cfg->early_stop;
   es->rule = cfg->early_stop_rule;
   es->best_loss = INFINITY;
+  es->best_acc = -1.0;
   if (es->n > 0 && es->rule == RT_ES_WINDOW) {
     es->hist = cg_calloc((size_t)es->n, sizeof(double), "early-stopping window");
     if (!es->hist) return CG_ERR_NOMEM;
@@ -37,9 +43,17 @@ void rt_early_stop_free(struct rt_early_stop *es) {
   memset(es, 0, sizeof *es);
 }
 
-int rt_early_stop_update(struct rt_early_stop *es, double val_loss) {
+int rt_early_stop_update(struct rt_early_stop *es, double val_loss, double val_acc) {
   if (es->n <= 0) return 0;
   es->evals++;
+  if (es->rule == RT_ES_GAT) {
+    const int better = val_loss <= es->best_loss || val_acc >= es->best_acc;
+    if (val_loss < es->best_loss) es->best_loss = val_loss;
+    if (val_acc > es->best_acc) es->best_acc = val_acc;
+    es->since = better ? 0 : es->since + 1;
+    es->stopped = es->since >= es->n;
+    return es->stopped;
+  }
   if (es->rule == RT_ES_PATIENCE) {
     if (val_loss < es->best_loss) {
       es->best_loss = val_loss;
@@ -73,6 +87,7 @@ void rt_early_stop_to_checkpoint(const struct rt_early_stop *es, struct rt_check
   c->es_evals = es->evals;
   c->es_since = es->since;
   c->es_best_loss = es->best_loss;
+  c->es_best_acc = es->best_acc;
   c->es_hist_n = es->hist_n;
   c->es_hist = es->hist; /* borrowed */
 }
@@ -84,6 +99,7 @@ int rt_early_stop_from_checkpoint(struct rt_early_stop *es, const struct rt_chec
   es->evals = c->es_evals;
   es->since = c->es_since;
   es->best_loss = c->es_best_loss;
+  es->best_acc = c->es_best_acc;
   if (es->rule == RT_ES_WINDOW) {
     if (c->es_hist_n < 0 || c->es_hist_n > es->n)
       return cg_err_set(CG_ERR_FORMAT, "checkpoint: the early-stopping window holds %d losses, at most %d expected",
@@ -99,6 +115,9 @@ const char *rt_early_stop_describe(const struct rt_early_stop *es) {
   if (es->rule == RT_ES_PATIENCE)
     snprintf(buf, sizeof buf, "the validation loss has not gone below %.6f for %d evaluations (--early-stop %d)",
              es->best_loss, es->since, es->n);
+  else if (es->rule == RT_ES_GAT)
+    snprintf(buf, sizeof buf, "neither the validation loss (lowest %.6f) nor the accuracy (highest %.4f) improved "
+             "for %d evaluations (--early-stop %d --early-stop-rule gat)", es->best_loss, es->best_acc, es->since, es->n);
   else
     snprintf(buf, sizeof buf, "the validation loss rose above the mean of the %d evaluations before it "
              "(--early-stop %d --early-stop-rule window)", es->n, es->n);

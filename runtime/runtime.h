@@ -64,7 +64,7 @@ enum rt_optimizer { RT_OPT_ADAM = 0, RT_OPT_ADAMW = 1, RT_OPT_SGD = 2 };
 /* The learning rate over the optimizer steps (rt_lr_at). */
 enum rt_lr_schedule { RT_LR_NONE = 0, RT_LR_STEP = 1, RT_LR_COSINE = 2 };
 /* When --early-stop N stops a run (rt_early_stop_*, runtime/early_stop.c). */
-enum rt_early_stop_rule { RT_ES_PATIENCE = 0, RT_ES_WINDOW = 1 };
+enum rt_early_stop_rule { RT_ES_PATIENCE = 0, RT_ES_WINDOW = 1, RT_ES_GAT = 2 };
 /* Which weight matrices weight decay applies to (biases/LayerNorm never decay). */
 enum rt_wd_scope { RT_WD_ALL = 0, RT_WD_FIRST = 1 };
 
@@ -171,7 +171,7 @@ const char *rt_model_kind_str(enum rt_model_kind k);  /* "gcn", "sage", "gat" */
 const char *rt_optimizer_str(enum rt_optimizer o);    /* "adam", "adamw", "sgd" */
 const char *rt_wd_scope_str(enum rt_wd_scope s);      /* "all", "first" */
 const char *rt_lr_schedule_str(enum rt_lr_schedule s); /* "none", "step", "cosine" */
-const char *rt_early_stop_rule_str(enum rt_early_stop_rule r); /* "patience", "window" */
+const char *rt_early_stop_rule_str(enum rt_early_stop_rule r); /* "patience", "window", "gat" */
 /* The learning rate of optimizer step t >= 1 (runtime/schedule.c), as torch's
  * schedulers stepped once an epoch give it, after W = lr_warmup warm-up steps:
  *   t <= W:  lr * t / W                                  (linear warm-up)
@@ -424,6 +424,9 @@ struct rt_checkpoint; /* "checkpoints" below */
  *   RT_ES_PATIENCE  stop after N evaluations in a row without a new lowest loss;
  *   RT_ES_WINDOW    (Kipf & Welling's gcn/train.py) stop at the k-th evaluation, k > N + 1,
  *                   when its loss is greater than the mean of the N before it.
+ *   RT_ES_GAT       (Veličković et al.'s GAT code) stop after N evaluations in a row with
+ *                   neither a validation loss at or below the lowest so far nor a
+ *                   validation accuracy at or above the highest so far.
  * The run ends after that epoch (its checkpoint written there, outcome "early_stopped").
  * cfg->save_best_path gets the best epoch's checkpoint when the run ends, however it ends.
  * Progress (core/progress.h, rank 0, not with quiet): on a terminal one live line;
@@ -600,6 +603,7 @@ struct rt_checkpoint {
   int stopped_early;         /* 1: the run ended here by its rule */
   int es_evals, es_since;
   double es_best_loss;       /* inf: none yet */
+  double es_best_acc;        /* gat rule: the highest validation accuracy so far (-1: none) */
   int es_hist_n;             /* the window's last val losses, oldest first (cg_malloc) */
   double *es_hist;
 };

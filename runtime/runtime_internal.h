@@ -206,15 +206,17 @@ struct rt_early_stop {
   int n;                     /* 0: off */
   enum rt_early_stop_rule rule;
   int evals;                 /* scheduled evaluations so far */
-  double best_loss;          /* patience: the lowest validation loss so far (inf: none) */
-  int since;                 /* patience: evaluations since it was reached */
+  double best_loss;          /* patience, gat: the lowest validation loss so far (inf: none) */
+  double best_acc;           /* gat: the highest validation accuracy so far (-1: none) */
+  int since;                 /* patience, gat: evaluations since the last improvement */
   double *hist;              /* window: the last n losses before this one, oldest first */
   int hist_n;
   int stopped;               /* the rule has fired */
 };
 int rt_early_stop_init(struct rt_early_stop *es, const struct rt_config *cfg);
-/* The scheduled evaluation's validation loss; returns 1 when the run stops after it. */
-int rt_early_stop_update(struct rt_early_stop *es, double val_loss);
+/* The scheduled evaluation's validation loss and accuracy; returns 1 when the run stops
+ * after it. */
+int rt_early_stop_update(struct rt_early_stop *es, double val_loss, double val_acc);
 /* To and from a checkpoint (its es_* fields; the copy in c is borrowed from es). */
 void rt_early_stop_to_checkpoint(const struct rt_early_stop *es, struct rt_checkpoint *c);
 int rt_early_stop_from_checkpoint(struct rt_early_stop *es, const struct rt_checkpoint *c);

@@ -160,7 +160,7 @@ static int train_evaluate(struct train_run *t, int e, int on_schedule, struct rt
       t->tr.last_val = ev->val_acc;
       rt_best_keep_take(&t->bk, t->m, &t->tr, ev);
     }
-    rt_early_stop_update(&t->es, ev->val_loss);
+    rt_early_stop_update(&t->es, ev->val_loss, ev->val_acc);
   }
   struct rt_best shown = t->tr.best; /* the off-schedule last evaluation counts here only */
   if (!on_schedule) best_consider(&shown, ev, e);

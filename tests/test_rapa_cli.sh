@@ -4,7 +4,9 @@
 # 1. `capgnn partition --profile FILE --json` (a real 2-rank profile) prints and writes the
 #    predicted compute, communication, lambda and memory of every part; with --partition
 #    rapa the parts' weight shares land within 5 % of the targets; a profile of another
-#    rank count is refused.
+#    rank count is refused; --html writes the profile's report with a "Chosen split"
+#    section whose numbers equal the JSON's (rapa/tests/check_report.py, headless
+#    Chromium; that check skipped without it); --html without --profile is refused.
 # 2. `mpirun -np 2 capgnn --partition rapa` with emulated speeds 1 and 0.5 and --threads
 #    1,1 trains exactly (every epoch's loss within 1e-5 of one rank's), logs the emulation
 #    and the prediction next to the measured per-rank times, and writes them (per-epoch
@@ -23,10 +25,21 @@ mpi() { "$mpiexec" --allow-run-as-root --oversubscribe "$@"; }
 "$capgnn" partition --graph cora --parts 2 --profile "$profile" --json p.json >p.out 2>p.err ||
   { cat p.err; fail "partition --profile exited $?"; }
 grep -q "predicted epoch per rank" p.out || fail "no prediction printed"
-"$capgnn" partition --graph cora --parts 2 --partition rapa --profile "$profile" --json r.json >r.out 2>r.err ||
+"$capgnn" partition --graph cora --parts 2 --partition rapa --profile "$profile" --json r.json --html r.html \
+  >r.out 2>r.err ||
   { cat r.err; fail "partition --partition rapa exited $?"; }
 "$capgnn" partition --graph cora --parts 3 --profile "$profile" >x.out 2>x.err && fail "a 2-rank profile for 3 parts"
 grep -q "has 2 ranks" x.err || { cat x.err; fail "no message about the profile's ranks"; }
+"$capgnn" partition --graph cora --parts 2 --html x.html >x.out 2>x.err; [ $? = 2 ] || fail "--html without --profile"
+grep -q "needs --profile" x.err || { cat x.err; fail "no message about --html needing --profile"; }
+# the profile's report with the chosen split, in a headless browser (skipped without Chromium)
+python3 "$(dirname "$0")/../rapa/tests/check_report.py" r.html "$profile" --partition r.json >rep.out 2>&1
+rc=$?
+case $rc in
+  0) ;;
+  77) echo "report check skipped: $(cat rep.out)" ;;
+  *) cat rep.out; fail "the report with the chosen split" ;;
+esac
 
 # one rank, then 2 ranks of emulated speeds 1 and 0.5 on the weighted split
 mpi -n 1 "$capgnn" --graph cora --epochs 8 --threads 1 --quiet --metrics one.jsonl 2>one.err ||

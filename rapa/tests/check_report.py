@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""rapa/tests/check_report.py REPORT.html PROFILE.json [--screenshot OUT.png]
+"""rapa/tests/check_report.py REPORT.html PROFILE.json [--partition PART.json] [--screenshot OUT.png]
 
 Opens the HTML report of `capgnn profile` in a real headless browser (Debian's
 Chromium, driven through the DevTools protocol over a pipe: no extra package) and
@@ -12,6 +12,9 @@ checks what a reader would see:
     the JSON's value at that path, and the text of each table cell is that value
     formatted by the report's one display rule;
   - the summary table shows every rank.
+--partition: the report came from `capgnn partition --profile PROFILE --html REPORT
+--json PART.json`; its "Chosen split" section (two charts, a table row per part) is
+checked against PART.json's "rapa" object (paths "split.partitions[r].KEY").
 --screenshot writes a PNG of the top of the page (for the README).
 Exit 0 when all hold, 1 with the failures listed, 77 when no Chromium is installed.
 """
@@ -124,6 +127,15 @@ def resolve(doc, path):
     return cur
 
 
+def same(path, drawn, want):
+    """The profile's numbers are drawn from the parsed JSON: equal. The split's come from
+    the doubles that cJSON wrote into the partition JSON, with 15 significant digits
+    when those read back within its epsilon (cJSON's print_number): equal to ~1e-15."""
+    if path.startswith("split."):
+        return math.isclose(drawn, want, rel_tol=1e-14, abs_tol=0.0)
+    return drawn == want
+
+
 def fmt_num(v):
     """the report's display rule (rapa/report.c fmt_num)"""
     if not math.isfinite(v):
@@ -155,7 +167,11 @@ PAGE_JS = r"""
 
 def main():
     args = sys.argv[1:]
-    shot = None
+    shot = part = None
+    if "--partition" in args:
+        i = args.index("--partition")
+        part = args[i + 1]
+        del args[i:i + 2]
     if "--screenshot" in args:
         i = args.index("--screenshot")
         shot = args[i + 1]
@@ -169,6 +185,8 @@ def main():
         print("skipped: no Chromium installed (scripts/install-deps.sh installs Debian's chromium)")
         return 77
     doc = json.load(open(jpath))
+    if part:
+        doc["split"] = json.load(open(part))["rapa"]
     fails = []
     work = tempfile.mkdtemp(prefix="capgnn-report-check.")
     b = Browser(exe, work)
@@ -213,6 +231,13 @@ def main():
                 "curve-h2d", "curve-d2h", "curve-idt"]
     if n > 1:
         expected += ["curve-links", "heat-bw", "heat-lat"]
+    if part:
+        expected += ["chart-split-share", "chart-split-time"]
+        for r in range(len(doc["split"]["partitions"])):
+            for k in ("capability", "target", "share", "predicted_compute_s", "predicted_comm_s",
+                      "predicted_lambda_s", "memory_bytes"):
+                if not any(c["path"] == f"split.partitions[{r}].{k}" for c in page["cells"]):
+                    fails.append(f"split table lacks split.partitions[{r}].{k}")
     charts = {c["id"]: c for c in page["charts"]}
     for cid in expected:
         c = charts.get(cid)
@@ -231,12 +256,12 @@ def main():
                 fails.append(f"chart {c['id']}: a mark without data-path")
                 continue
             want = resolve(doc, m["path"])
-            if float(m["value"]) != want:
+            if not same(m["path"], float(m["value"]), want):
                 fails.append(f"chart {c['id']}: {m['path']} drawn as {m['value']}, JSON has {want!r}")
             nvals += 1
     for cell in page["cells"]:
         want = resolve(doc, cell["path"])
-        if float(cell["value"]) != want:
+        if not same(cell["path"], float(cell["value"]), want):
             fails.append(f"table {cell['table']}: {cell['path']} = {cell['value']}, JSON has {want!r}")
         shown = fmt_num(want * (float(cell["scale"]) if cell["scale"] else 1.0))
         if cell["text"] != shown:

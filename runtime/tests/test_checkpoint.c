@@ -152,8 +152,7 @@ static void test_resume_is_bit_exact(void **state) {
 
 /* An early-stopped run is resumed as what it is: the state says where the rule stood,
  * so the same rule ends the resumed run at the same epoch as the uninterrupted one. */
-static void test_early_stop_resume(void **state) {
-  (void)state;
+static void early_stop_resume_case(enum rt_early_stop_rule rule) {
   char full[256], half[256];
   path(full, sizeof full, "es_full.ckpt");
   path(half, sizeof half, "es_half.ckpt");
@@ -164,6 +163,7 @@ static void test_early_stop_resume(void **state) {
   cfg.lr = 0.05f;
   cfg.dropout = 0.0f;
   cfg.early_stop = 4;
+  cfg.early_stop_rule = rule; /* gat: the highest validation accuracy travels too */
   cfg.checkpoint_path = full;
   struct rt_result a, c;
   assert_int_equal(rt_run(&cfg, &a), CG_OK);
@@ -188,10 +188,16 @@ static void test_early_stop_resume(void **state) {
   rt_checkpoint_free(&ck);
   /* resuming a run its rule stopped is refused while the same rule is asked for */
   expect_resume_error(&cfg, CG_ERR_ARG, "stopped early at epoch");
-  printf("  early stop at epoch %d: the same after %d + resume; a resume of the stopped run is refused\n", stop,
-         stop - 3);
+  printf("  early stop (%s) at epoch %d: the same after %d + resume; a resume of the stopped run is refused\n",
+         rt_early_stop_rule_str(rule), stop, stop - 3);
   rt_result_free(&a);
   rt_result_free(&c);
+}
+
+static void test_early_stop_resume(void **state) {
+  (void)state;
+  early_stop_resume_case(RT_ES_PATIENCE);
+  early_stop_resume_case(RT_ES_GAT);
 }
 
 static void expect_resume_error(struct rt_config *cfg, int code, const char *needle) {

@@ -68,14 +68,17 @@ static void test_lr_schedules(void **state) {
 }
 
 /* Feeds the losses; returns the 1-based evaluation the rule stopped at, 0 if none. */
-static int stops_at(const struct rt_config *cfg, const double *loss, int n) {
+static int stops_at_acc(const struct rt_config *cfg, const double *loss, const double *acc, int n) {
   struct rt_early_stop es;
   assert_int_equal(rt_early_stop_init(&es, cfg), CG_OK);
   int at = 0;
   for (int i = 0; i < n && !at; i++)
-    if (rt_early_stop_update(&es, loss[i])) at = i + 1;
+    if (rt_early_stop_update(&es, loss[i], acc ? acc[i] : 0.5)) at = i + 1;
   rt_early_stop_free(&es);
   return at;
+}
+static int stops_at(const struct rt_config *cfg, const double *loss, int n) {
+  return stops_at_acc(cfg, loss, NULL, n);
 }
 
 static void test_early_stop_rules(void **state) {
@@ -100,7 +103,19 @@ static void test_early_stop_rules(void **state) {
   /* equal to the mean is not greater: goes on */
   const double flat[] = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
   assert_int_equal(stops_at(&c, flat, 7), 0);
-  printf("  patience stops at evaluation 7, window at 6, as worked out by hand\n");
+  /* gat 3 (Velickovic et al.): a loss <= the lowest or an accuracy >= the highest resets
+   * the count. Evaluation 2: loss down; 3: accuracy up (loss up); 4: equal accuracy 0.7
+   * (>= counts); 5, 6: neither (loss 0.85 > 0.8 lowest, accuracy 0.6 < 0.7); 7: loss 0.8
+   * equals the lowest: reset; 8, 9, 10: neither: stops at 10. Patience on the same losses
+   * (no new strictly lower loss after evaluation 2) stops at 5. */
+  c.early_stop_rule = RT_ES_GAT;
+  const double gl[] = {1.0, 0.8, 0.9, 0.95, 0.85, 0.9, 0.8, 0.81, 0.82, 0.83, 0.1};
+  const double ga[] = {0.5, 0.5, 0.7, 0.7, 0.6, 0.6, 0.1, 0.6, 0.6, 0.6, 0.9};
+  assert_int_equal(stops_at_acc(&c, gl, ga, 11), 10);
+  assert_int_equal(stops_at_acc(&c, falling, NULL, 6), 0);
+  c.early_stop_rule = RT_ES_PATIENCE;
+  assert_int_equal(stops_at_acc(&c, gl, ga, 11), 5);
+  printf("  patience stops at evaluation 7, window at 6, gat at 10, as worked out by hand\n");
 }
 
 static void base(struct rt_config *cfg) {
