@@ -317,6 +317,26 @@ static int64_t dist_part_bytes(const struct rt_dist *d) {
          l->n_inner * (l->multilabel ? l->num_classes : 4) + l->n_inner + nt * 4 + ns * 4;
 }
 
+/* Per-rank loading, the part after the rows: the local graph (global degrees from
+ * rowptr), the split counts summed over the ranks, the local problem. Collective. */
+static int dist_local_from_rows(struct comm *c, const struct rt_config *cfg, const struct graph *info,
+                                const int64_t *rowptr, struct graph_rows *rows, const int32_t *owner,
+                                struct rt_dist *d) {
+  const int rank = comm_rank(c), P = comm_size(c);
+  int self_loops = 0;
+  enum graph_norm norm = rt_model_norm(cfg->model, &self_loops);
+  int st = part_local_build_rows(info->n, rowptr, rows, owner, P, rank, norm, self_loops, &d->pl);
+  TRY(comm_agree(c, st, "building the local graph"));
+  int64_t split[3] = {0, 0, 0};
+  for (int64_t i = 0; i < rows->nrows; i++)
+    if (rows->split[i] >= GRAPH_SPLIT_TRAIN && rows->split[i] <= GRAPH_SPLIT_TEST) split[rows->split[i] - 1]++;
+  TRY(comm_allreduce_i64(c, split, 3, COMM_SUM));
+  st = rt_local_from_rows(info, &d->pl, rows, split, &d->loc);
+  TRY(comm_agree(c, st, "building the local problem"));
+  cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
+  return CG_OK;
+}
+
 /* Per-rank loading (dist.h, RT_LOAD_PER_RANK): the structure on rank 0 for the
  * partitioner, then every rank its own rows. */
 static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct rt_config *cfg,
@@ -384,17 +404,7 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
   mine = NULL;
   TRY_GOTO(comm_agree(c, st, "reading this rank's rows"), done);
 
-  int self_loops = 0;
-  enum graph_norm norm = rt_model_norm(cfg->model, &self_loops);
-  st = part_local_build_rows(info.n, rowptr, &rows, owner, P, rank, norm, self_loops, &d->pl);
-  TRY_GOTO(comm_agree(c, st, "building the local graph"), done);
-  int64_t split[3] = {0, 0, 0};
-  for (int64_t i = 0; i < rows.nrows; i++)
-    if (rows.split[i] >= GRAPH_SPLIT_TRAIN && rows.split[i] <= GRAPH_SPLIT_TEST) split[rows.split[i] - 1]++;
-  TRY_GOTO(comm_allreduce_i64(c, split, 3, COMM_SUM), done);
-  st = rt_local_from_rows(&info, &d->pl, &rows, split, &d->loc);
-  TRY_GOTO(comm_agree(c, st, "building the local problem"), done);
-  cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
+  TRY_GOTO(dist_local_from_rows(c, cfg, &info, rowptr, &rows, owner, d), done);
   d->bytes_read = graph_cgr_bytes_read(f);
   /* what this rank read and its set-up peak, against the partition it holds */
   const int64_t part_bytes = dist_part_bytes(d);
@@ -414,6 +424,113 @@ done:
   return st;
 }
 
+/* FNV-1a of a string: the ranks check that they were given the same spec. */
+static int64_t spec_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return (int64_t)(h >> 1);
+}
+
+/* Per-rank generation of a synthetic spec (dist.h, RT_LOAD_PER_RANK): rank 0 generates
+ * the whole graph once (the partitioner needs the structure; the checksum and the
+ * generator's re-draw factor are the whole graph's), partitions it (or takes the cached
+ * partition), broadcasts the header values, the factor, the owners and the row
+ * pointers, and frees it; then every rank generates only its own rows
+ * (graph_synth_rows: bit for bit the whole graph's). */
+static int dist_build_synth_per_rank(struct comm *c, const struct rt_config *cfg, const struct rt_dist_options *o,
+                                     struct rt_dist *d) {
+  int st = CG_OK;
+  const int rank = comm_rank(c), P = comm_size(c);
+  struct graph g, info;
+  memset(&g, 0, sizeof g);
+  memset(&info, 0, sizeof info);
+  struct graph_rows rows;
+  memset(&rows, 0, sizeof rows);
+  int32_t *owner = NULL, *mine = NULL;
+  int64_t *rowptr = NULL;
+  struct {
+    int64_t n, m, f, c, multilabel, checksum;
+    double factor;
+    char name[sizeof g.name];
+  } h;
+  memset(&h, 0, sizeof h);
+  int64_t same[2] = {spec_hash(cfg->graph), -spec_hash(cfg->graph)};
+  TRY(comm_allreduce_i64(c, same, 2, COMM_MAX));
+  if (same[0] != -same[1])
+    st = cg_err_set(CG_ERR_ARG, "the ranks were given different synthetic specs ('%s' on rank %d)", cfg->graph, rank);
+  TRY(comm_agree(c, st, "checking that every rank has the same spec"));
+  if (rank == 0) {
+    st = graph_synth_ex(cfg->graph, &g, &h.factor);
+    if (st == CG_OK && g.n < P)
+      st = cg_err_set(CG_ERR_ARG, "graph %s has %lld vertices, fewer than the %d ranks", g.name, (long long)g.n, P);
+    if (st == CG_OK) {
+      h.n = g.n;
+      h.m = g.m;
+      h.f = g.feat_dim;
+      h.c = g.num_classes;
+      h.multilabel = g.multilabel;
+      h.checksum = g.checksum;
+      memcpy(h.name, g.name, sizeof h.name);
+    }
+  }
+  TRY_GOTO(comm_agree(c, st, "generating the graph on rank 0"), done);
+  TRY_GOTO(comm_bcast(c, &h, sizeof h, 0), done);
+  owner = cg_malloc((size_t)h.n * sizeof *owner, "owner of every vertex");
+  rowptr = cg_malloc((size_t)(h.n + 1) * sizeof *rowptr, "global row pointers (degrees)");
+  st = owner && rowptr ? CG_OK : CG_ERR_NOMEM;
+  if (st == CG_OK && rank == 0) {
+    struct part_options po;
+    memset(&po, 0, sizeof po);
+    po.method = o->method;
+    po.nparts = P;
+    po.seed = o->part_seed;
+    int reused = 0;
+    st = o->use_cache ? part_assign_cached(&g, &po, o->cache_dir, owner, &reused) : part_assign(&g, &po, owner);
+    if (st == CG_OK) {
+      memcpy(rowptr, g.rowptr, (size_t)(h.n + 1) * sizeof *rowptr);
+      LOG_INFO("dist", "partition: %s, %d parts, seed %llu%s (the synthetic graph generated whole on rank 0 only)",
+               part_method_name(o->method), P, (unsigned long long)o->part_seed,
+               reused ? " (reused from the cache)" : "");
+    }
+  }
+  graph_free(&g);
+  TRY_GOTO(comm_agree(c, st, "partitioning the graph"), done);
+  TRY_GOTO(comm_bcast(c, owner, (size_t)h.n * sizeof *owner, 0), done);
+  TRY_GOTO(comm_bcast(c, rowptr, (size_t)(h.n + 1) * sizeof *rowptr, 0), done);
+
+  memcpy(info.name, h.name, sizeof info.name);
+  info.n = h.n;
+  info.m = h.m;
+  info.feat_dim = h.f;
+  info.feat_nnz = h.n * h.f;
+  info.num_classes = h.c;
+  info.multilabel = (int)h.multilabel;
+  info.checksum = (uint32_t)h.checksum;
+  mine = cg_malloc((size_t)h.n * sizeof *mine, "this rank's vertices");
+  st = mine ? CG_OK : CG_ERR_NOMEM;
+  int64_t k = 0;
+  if (st == CG_OK) {
+    for (int64_t v = 0; v < h.n; v++)
+      if (owner[v] == rank) mine[k++] = (int32_t)v;
+    st = graph_synth_rows(cfg->graph, h.factor, mine, k,
+                          GRAPH_ROWS_ADJ | (cfg->feat_norm_row ? GRAPH_ROWS_FEAT_ROWNORM : 0), &rows);
+  }
+  cg_free(mine);
+  mine = NULL;
+  TRY_GOTO(comm_agree(c, st, "generating this rank's rows"), done);
+  TRY_GOTO(dist_local_from_rows(c, cfg, &info, rowptr, &rows, owner, d), done);
+  LOG_INFO("dist", "rank %d: per-rank generation of %s (%lld rows of %lld); set-up peak RSS %lld bytes%s; "
+           "partition + halo %lld bytes", rank, cfg->graph, (long long)rows.nrows, (long long)h.n,
+           (long long)cg_peak_rss_bytes(), rank == 0 ? " (includes the whole graph, generated to partition)" : "",
+           (long long)dist_part_bytes(d));
+done:
+  graph_rows_free(&rows);
+  cg_free(rowptr);
+  cg_free(mine);
+  cg_free(owner);
+  return st;
+}
+
 static int dist_create_per_rank(struct comm *c, const char *path, const struct rt_config *cfg,
                                 const struct rt_dist_options *o, struct rt_dist **out) {
   int st = CG_OK;
@@ -422,7 +539,7 @@ static int dist_create_per_rank(struct comm *c, const char *path, const struct r
   if (rt_fault_from_env(comm_rank(c)) == RT_FAULT_SETUP)
     st = cg_err_set(CG_ERR_IO, "cannot open graph '%s' (simulated failure: "
                     "CAPGNN_TEST_FAIL_RANK=%d is set)", cfg->graph, comm_rank(c));
-  else
+  else if (path)
     st = graph_cgr_open(path, &f);
   TRY_GOTO(comm_agree(c, st, "opening the graph"), fail);
   d = cg_calloc(1, sizeof *d, "distributed training state");
@@ -431,7 +548,8 @@ static int dist_create_per_rank(struct comm *c, const char *path, const struct r
   d->c = c;
   d->halo_cache = o->halo_cache;
   d->fail = rt_fault_from_env(comm_rank(c));
-  TRY_GOTO(dist_build_per_rank(c, f, cfg, o, d), fail);
+  if (f) TRY_GOTO(dist_build_per_rank(c, f, cfg, o, d), fail);
+  else TRY_GOTO(dist_build_synth_per_rank(c, cfg, o, d), fail);
   graph_cgr_close(&f);
   dist_log_memory(d);
   *out = d;
@@ -457,15 +575,17 @@ int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_
   memset(&g, 0, sizeof g);
   char pathbuf[4096];
   const char *path = graph_path(cfg->graph, pathbuf, sizeof pathbuf);
-  if (o->load == RT_LOAD_PER_RANK && !path)
-    st = cg_err_set(CG_ERR_ARG, "--load per-rank reads a .cgr file; '%s' is %s (use --load whole or auto)",
-                    cfg->graph, strncmp(cfg->graph, "synth:", 6) == 0 ? "a synthetic spec" : "not a file");
+  const int synth = strncmp(cfg->graph, "synth:", 6) == 0;
+  if (o->load == RT_LOAD_PER_RANK && !path && !synth)
+    st = cg_err_set(CG_ERR_ARG, "--load per-rank reads a .cgr file or generates a synth: spec; '%s' is neither "
+                    "(use --load whole or auto)", cfg->graph);
   else if (o->load == RT_LOAD_PER_RANK && o->rapa)
     st = cg_err_set(CG_ERR_UNSUPPORTED, "--load per-rank with --partition rapa: the resource-aware partitioner "
                     "(and halo pruning) read the whole graph on every rank (use --load whole or auto)");
   TRY(comm_agree(c, st, "choosing how to load the graph"));
   /* auto: per-rank for a file, unless the resource-aware partitioner needs the whole graph */
   if (path && o->load != RT_LOAD_WHOLE && !o->rapa) return dist_create_per_rank(c, path, cfg, o, out);
+  if (synth && o->load == RT_LOAD_PER_RANK && !o->rapa) return dist_create_per_rank(c, NULL, cfg, o, out);
   if (rt_fault_from_env(comm_rank(c)) == RT_FAULT_SETUP)
     st = cg_err_set(CG_ERR_IO, "cannot open graph '%s' (simulated failure: "
                     "CAPGNN_TEST_FAIL_RANK=%d is set)", cfg->graph, comm_rank(c));

@@ -852,6 +852,9 @@ int main(int argc, char **argv) {
         {v2, 0, RT_MODEL_GCN, 3, PART_METIS, OWN_PARTITIONER, 1, 0},
         {v1, 0, RT_MODEL_SAGE, 2, PART_METIS, OWN_PARTITIONER, 0, 0},
         {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0},
+        /* a synthetic spec generated per rank (graph_synth_rows): the same local problem */
+        {"synth:small", 0, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0},
+        {"synth:small:seed=5,degree=40", 1, RT_MODEL_SAGE, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0},
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof pcases / sizeof pcases[0]; i++) {
