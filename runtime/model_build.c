@@ -244,8 +244,8 @@ static int identity_create(struct cg_backend *be, int64_t n, struct cg_spmat **o
  * the exchange is sized for the training's rows, not the features (runtime.h). A slice
  * moves through a buffer of n_tot x w: the inner rows' columns packed into it, its
  * halo rows exchanged, then copied into the features' halo rows. The copies are
- * products with the identity (strided, and exact: one term of weight 1 per value),
- * so they run on any backend. */
+ * products with the identity (strided, so they run on any backend, and exact: each
+ * value is 0 + x, the same value; only a negative zero comes out positive). */
 static int fetch_halo_features(struct rt_model *m, const struct rt_local *loc) {
   struct cg_backend *be = m->be;
   float *x = m->layers[0].in, *buf = NULL;

@@ -154,8 +154,11 @@ int64_t rt_config_halo_cols(const struct rt_config *c, int64_t classes);
  * the exchange's buffers need not be as wide as the features (on synth:products,
  * P = 4, a 100-wide buffer of ~1.3 M rows was 0.53 GB per rank, resident for the whole
  * run although training moves 16-wide rows). At least RT_FEATURE_COLS_MIN, at least
- * rt_config_halo_cols when there are hidden layers, at most feat_dim. */
+ * rt_config_halo_cols when there are hidden layers, at least feat_dim /
+ * RT_FEATURE_SLICES_MAX (rounded up: at most that many set-up exchanges, each a
+ * collective), at most feat_dim. */
 #define RT_FEATURE_COLS_MIN 16
+#define RT_FEATURE_SLICES_MAX 8
 int64_t rt_config_feature_cols(const struct rt_config *c, int64_t feat_dim, int64_t classes);
 /* Range checks; CG_ERR_ARG with a message naming the option and the valid range.
  * A configuration is checked once, where it enters: every public function that trains
