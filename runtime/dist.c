@@ -377,10 +377,12 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
       if (st == CG_OK) st = part_assign(&s, &po, owner);
       if (st == CG_OK && o->use_cache) st = part_cache_store(&s, &po, o->cache_dir, owner);
     }
-    if (st == CG_OK)
-      LOG_INFO("dist", "partition: %s, %d parts, seed %llu%s (structure read on rank 0 only: %llu bytes)",
+    if (st == CG_OK && reused)
+      LOG_INFO("dist", "partition: %s, %d parts, seed %llu (reused from the cache: no structure read)",
+               part_method_name(o->method), P, (unsigned long long)o->part_seed);
+    else if (st == CG_OK)
+      LOG_INFO("dist", "partition: %s, %d parts, seed %llu (structure read on rank 0 only: %llu bytes)",
                part_method_name(o->method), P, (unsigned long long)o->part_seed,
-               reused ? " (reused from the cache: no structure read)" : "",
                (unsigned long long)d->structure_bytes);
     graph_free(&s);
     structure_peak = cg_peak_rss_bytes();
@@ -412,8 +414,8 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
                   "%lld bytes%s; partition + halo %lld bytes",
                   rank, (unsigned long long)graph_cgr_bytes_read(f), info.name, (long long)rows.nrows,
                   (long long)info.n, (long long)cg_peak_rss_bytes(),
-                  rank == 0 ? " (includes the structure read to partition)" : "", (long long)part_bytes);
-  if (rank == 0)
+                  d->structure_bytes ? " (includes the structure read to partition)" : "", (long long)part_bytes);
+  if (d->structure_bytes)
     LOG_INFO("dist", "rank 0: peak RSS %lld bytes once the structure was read and freed", (long long)structure_peak);
 
 done:
