@@ -25,6 +25,7 @@ static const struct capgnn_command commands[] = {
 #endif
 #ifdef CAPGNN_HAVE_CMD_PROFILE
     {"profile", cmd_profile, "measure every rank's device and link; keep the profile; write a report"},
+    {"plan", cmd_plan, "predict per-rank compute, communication and memory of P ranks on N nodes, and the epoch"},
     {"doctor", cmd_doctor, "where every rank runs, MPI and its transport, and what is wrong with the mapping"},
 #endif
     {"predict", cmd_predict, "write a checkpoint's logits (and embeddings) on its graph as .npy"},

@@ -84,5 +84,7 @@ int cmd_predict(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 /* apps/cmd_doctor.c (with rapa/ too): the job's mapping, MPI and transport checked. */
 int cmd_doctor(int argc, char **argv);
+/* apps/cmd_plan.c (with rapa/ too): the scale model, predicted epochs of P ranks on N nodes. */
+int cmd_plan(int argc, char **argv);
 
 #endif

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# tests/test_plan_cli.sh CAPGNN SCHEMA OUTDIR DATASETS PROFILE — `capgnn plan` from the
+# command line (rapa/plan.h):
+# 1. usage errors exit 2 with one clear line: no --graph, no --parts, a bad P (0, 5000,
+#    "x"), more nodes than ranks, several ranks without any link bandwidth, half the
+#    declared rates, a bad --cache; a graph that does not exist exits 1;
+# 2. a plan of cora on 4 ranks as 2 nodes from a real profile prints the per-rank table
+#    and both summaries; its --json validates against docs/plan.schema.json, its counts
+#    add up (halo rows per peer sum to the rank's halo; the cache sends fewer forward rows
+#    between nodes, each remote row once per node) and --json - writes the same plan on
+#    stdout without the table;
+# 3. 64 ranks on 8 nodes with declared rates and links (no profile). Exit 77 without cora.
+set -u
+capgnn=$1 schema=$2 out=$3 data=$4 profile=$5
+[ -r "$data/cora.cgr" ] || { echo "cora.cgr not in $data: skipped"; exit 77; }
+rm -rf "$out" && mkdir -p "$out" && cd "$out" || exit 1
+export CAPGNN_DATA=$data CAPGNN_CACHE=$out/cache
+fail() { echo "FAIL: $*"; exit 1; }
+
+usage() { # EXPECTED-MESSAGE ARGS...: exit 2 and one line naming the problem
+  local want=$1; shift
+  "$capgnn" plan "$@" >u.out 2>u.err
+  local rc=$?
+  [ $rc -eq 2 ] || { cat u.err; fail "plan $* exited $rc, not 2"; }
+  [ "$(wc -l <u.err)" -eq 1 ] || { cat u.err; fail "plan $*: not one line"; }
+  grep -q -- "capgnn: error: .*$want" u.err || { cat u.err; fail "plan $*: no '$want'"; }
+}
+usage "--graph is required" --parts 2 --link-gbps 1
+usage "--parts is required" --graph cora
+usage "--parts '0': expected an integer in \[1, 4096\]" --graph cora --parts 0 --link-gbps 1
+usage "--parts '5000': expected an integer in \[1, 4096\]" --graph cora --parts 5000 --link-gbps 1
+usage "--parts 'x': expected an integer" --graph cora --parts x --link-gbps 1
+usage "more nodes than ranks" --graph cora --parts 2 --nodes 3 --link-gbps 1
+usage "needs link bandwidths" --graph cora --parts 2
+usage "declare all of --gemm-gflops" --graph cora --parts 2 --link-gbps 1 --gemm-gflops 100
+usage "--cache 'lru': expected none or jaca" --graph cora --parts 2 --link-gbps 1 --cache lru
+usage "--allreduce hier needs as many ranks" --graph cora --parts 3 --nodes 2 --link-gbps 1 --allreduce hier
+"$capgnn" plan --graph no-such-graph --parts 2 --link-gbps 1 >m.out 2>m.err
+rc=$?
+[ $rc -eq 1 ] || fail "a missing graph exited $rc, not 1"
+grep -q "capgnn: error: .*no-such-graph" m.err || { cat m.err; fail "the missing graph is not named"; }
+
+"$capgnn" plan --graph cora --parts 4 --nodes 2 --hosts 1 --profile "$profile" --cache jaca --json p.json \
+  --quiet >p.out 2>p.err || { cat p.err; fail "plan --profile exited $?"; }
+grep -q "with the halo cache (jaca, exact): epoch" p.out || { cat p.out; fail "no per-rank table with the cache"; }
+grep -q "^without the cache " p.out && grep -q "^with the cache (jaca) " p.out || fail "no summary of both plans"
+python3 - "$schema" p.json <<'PY' || fail "p.json does not validate or does not add up"
+import json, sys, jsonschema
+schema, plan = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+jsonschema.validate(plan, schema)
+assert plan["job"]["parts"] == 4 and plan["job"]["nodes"] == 2 and plan["job"]["allreduce"] == "hier"
+for kind in ("plain", "cache"):
+    p = plan[kind]
+    assert len(p["ranks"]) == 4
+    assert p["epoch_s"] == max(r["lambda_s"] for r in p["ranks"])
+    for r in p["ranks"]:
+        assert sum(e["halo_rows"] for e in r["peer_rows"]) == r["halo"], (kind, r["rank"])
+        assert r["node"] == r["rank"] // 2
+plain, cache = plan["plain"], plan["cache"]
+assert cache["inter_node_bytes"] < plain["inter_node_bytes"]
+assert cache["halo_bytes"] < plain["halo_bytes"]
+# with the cache, nothing between ranks of a node goes through MPI
+assert all(r["halo_bytes_intra"] == 0 for r in cache["ranks"])
+PY
+"$capgnn" plan --graph cora --parts 4 --nodes 2 --hosts 1 --profile "$profile" --cache jaca --json - \
+  >s.json 2>s.err || { cat s.err; fail "plan --json - exited $?"; }
+python3 -c "import json,sys; a=json.load(open('s.json')); b=json.load(open('p.json')); sys.exit(a != b)" ||
+  fail "--json - is not the plan --json FILE wrote"
+
+# the output rule: never an input, another kind of file only with --force
+echo "not a plan" > other.txt
+"$capgnn" plan --graph cora --parts 1 --measure-rates --json other.txt --quiet >o.out 2>o.err && fail "replaced another file"
+grep -q "capgnn: error: .*other.txt" o.err || { cat o.err; fail "no message naming other.txt"; }
+grep -q "not a plan" other.txt || fail "other.txt was changed"
+"$capgnn" plan --graph cora --parts 2 --nodes 2 --profile "$profile" --json "$profile" --quiet >o.out 2>o.err &&
+  fail "wrote over the profile"
+"$capgnn" plan --graph cora --parts 4 --nodes 2 --hosts 1 --profile "$profile" --cache jaca --json p.json --quiet \
+  >o.out 2>o.err || { cat o.err; fail "an earlier plan was not replaced"; }
+
+"$capgnn" plan --graph cora --parts 64 --nodes 8 --gemm-gflops 20000 --spmm-gnnz 1000 --mem-gbs 1500 \
+  --link-gbps 100,25 --layers 3 --hidden 256 --json big.json --quiet >big.out 2>big.err ||
+  { cat big.err; fail "plan of 64 ranks exited $?"; }
+python3 - "$schema" big.json <<'PY' || fail "big.json"
+import json, sys, jsonschema
+schema, plan = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+jsonschema.validate(plan, schema)
+assert len(plan["plain"]["ranks"]) == 64 and plan["job"]["allreduce"] == "hier"
+assert plan["cache"]["inter_node_bytes"] <= plan["plain"]["inter_node_bytes"]
+PY
+echo "plan CLI: all checks passed"
