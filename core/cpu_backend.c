@@ -55,6 +55,7 @@ struct cpu_impl {
   int threads;
   int avx2;    /* 1: use the AVX2+FMA kernels */
   double *red; /* 2 x RED_MAX_BLOCKS x RED_MAX_COLS block partials */
+  struct cpu_spmm_ws ws; /* the tiled products' scratch, shared by every matrix (cpu_spmm_internal.h) */
 };
 
 
@@ -82,7 +83,10 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static void cpu_destroy(struct cg_backend *be) {
   if (!be) return;
-  if (be->impl) cg_free(((struct cpu_impl *)be->impl)->red);
+  if (be->impl) {
+    cg_free(((struct cpu_impl *)be->impl)->red);
+    cpu_spmm_ws_free(&((struct cpu_impl *)be->impl)->ws);
+  }
   cg_free(be->impl);
   cg_free(be);
 }
@@ -218,7 +222,13 @@ static void cpu_spmat_destroy(struct cg_backend *be, struct cg_spmat *a) {
 
 static int cpu_spmat_create(struct cg_backend *be, const struct cg_csr *host,
                             struct cg_spmat **out) {
-  return cpu_spmat_build(host, cpu_nt(be), out);
+  TRY(cpu_spmat_build(host, cpu_nt(be), out));
+  const int st = cpu_spmm_ws_reserve(&((struct cpu_impl *)be->impl)->ws, *out);
+  if (st != CG_OK) {
+    cpu_spmat_free(*out);
+    *out = NULL;
+  }
+  return st;
 }
 
 static void cpu_spmm(struct cg_backend *be, const struct cg_spmat *a, const float *x, int64_t ldx,
@@ -226,7 +236,10 @@ static void cpu_spmm(struct cg_backend *be, const struct cg_spmat *a, const floa
   if (f <= 0) return;
   CPU_REQUIRE(ldx >= f && ldy >= f, "spmm: ldx=%lld, ldy=%lld must be >= f=%lld",
               (long long)ldx, (long long)ldy, (long long)f);
-  cpu_spmm_run(a, ((const struct cpu_impl *)be->impl)->avx2, x, ldx, y, ldy, f);
+  const struct cpu_impl *impl = be->impl;
+  CPU_REQUIRE(cpu_spmm_ws_fits(&impl->ws, a), "spmm: a matrix built by another backend (the one that "
+              "builds a matrix reserves its products' scratch)");
+  cpu_spmm_run(a, impl->avx2, &impl->ws, x, ldx, y, ldy, f);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -63,9 +63,9 @@ struct cg_spmat {
    * far part hold the pattern only; X is scaled by cs as it is copied into xpanel and
    * xpack, and each sum by rs as it is added to Y. No value is streamed per nonzero. */
   float *rs, *cs;
-  float *xpanel;        /* ncols x SPMM_PANEL: one panel of X, for the far part */
-  float *xpack;         /* ncols x SPMM_COLS: one packed slice of X, for the tiles */
-  float *ygroup;        /* nparts x gr x SPMM_PANEL */
+  /* the products' scratch is the backend's (struct cpu_spmm_ws): xpanel, ncols x
+   * SPMM_PANEL, one panel of X for the far part; xpack, ncols x SPMM_COLS, one packed
+   * slice of X for the tiles; ygroup, nparts x gr x SPMM_PANEL */
 };
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -88,10 +88,39 @@ void cpu_spmat_free(struct cg_spmat *a) {
   cg_free(a->f_val);
   cg_free(a->rs);
   cg_free(a->cs);
-  cg_free(a->xpanel);
-  cg_free(a->xpack);
-  cg_free(a->ygroup);
   cg_free(a);
+}
+
+int cpu_spmm_ws_reserve(struct cpu_spmm_ws *ws, const struct cg_spmat *a) {
+  if (!a->tb) return CG_OK;
+  const int64_t cols = a->ncols > 0 ? a->ncols : 1, yg = (int64_t)a->nparts * a->gr * SPMM_PANEL;
+  if (cols > ws->cols) { /* the contents do not outlive a product: no copy */
+    cg_free(ws->xpanel);
+    cg_free(ws->xpack);
+    ws->xpanel = cg_malloc((size_t)cols * SPMM_PANEL * sizeof(float), "SpMM panel of X");
+    ws->xpack = cg_malloc((size_t)cols * SPMM_COLS * sizeof(float), "SpMM packed slice of X");
+    ws->cols = ws->xpanel && ws->xpack ? cols : 0;
+    if (!ws->cols) return CG_ERR_NOMEM;
+  }
+  if (yg > ws->ygroup_floats) {
+    cg_free(ws->ygroup);
+    ws->ygroup = cg_malloc((size_t)yg * sizeof(float), "SpMM far group buffers");
+    ws->ygroup_floats = ws->ygroup ? yg : 0;
+    if (!ws->ygroup) return CG_ERR_NOMEM;
+  }
+  return CG_OK;
+}
+
+int cpu_spmm_ws_fits(const struct cpu_spmm_ws *ws, const struct cg_spmat *a) {
+  return !a->tb || (ws->cols >= a->ncols && ws->ygroup_floats >= (int64_t)a->nparts * a->gr * SPMM_PANEL);
+}
+
+void cpu_spmm_ws_free(struct cpu_spmm_ws *ws) {
+  if (!ws) return;
+  cg_free(ws->xpanel);
+  cg_free(ws->xpack);
+  cg_free(ws->ygroup);
+  memset(ws, 0, sizeof *ws);
 }
 
 int cpu_spmat_factored(const struct cg_spmat *a) { return a->rs != NULL; }
@@ -293,7 +322,7 @@ done:
  * gr rows reads one contiguous 16-column panel of X in order and adds into a buffer
  * that stays in L2: a 256-wide product over Reddit went from 2.15-2.6 s to 1.9-2.0 s,
  * width 41 from 0.41-0.43 to 0.30-0.40 s (alternating A/B runs in one session). */
-static int build_push(struct cg_spmat *a, int64_t nthreads) {
+static int build_push(struct cg_spmat *a) {
   /* f_dst is uint16: a group has at most 65536 rows whatever the tile size */
   const int64_t n = a->nrows, far = a->rowptr[n], gr = min64(a->tb * CPU_FAR_GROUP_TILES, 65536);
   a->gr = gr;
@@ -302,15 +331,8 @@ static int build_push(struct cg_spmat *a, int64_t nthreads) {
   a->f_src = cg_malloc((size_t)(far > 0 ? far : 1) * sizeof(int32_t), "SpMM far columns");
   a->f_dst = cg_malloc((size_t)(far > 0 ? far : 1) * sizeof(uint16_t), "SpMM far rows");
   if (a->vals) a->f_val = cg_malloc((size_t)(far > 0 ? far : 1) * sizeof(float), "SpMM far values");
-  a->xpanel = cg_malloc((size_t)(a->ncols > 0 ? a->ncols : 1) * SPMM_PANEL * sizeof(float),
-                        "SpMM panel of X");
-  a->xpack = cg_malloc((size_t)(a->ncols > 0 ? a->ncols : 1) * SPMM_COLS * sizeof(float),
-                       "SpMM packed slice of X");
-  a->ygroup = cg_malloc((size_t)nthreads * (size_t)gr * SPMM_PANEL * sizeof(float),
-                        "SpMM far group buffers");
   int64_t *next = cg_malloc((size_t)(a->ncols + 1) * sizeof(int64_t), "SpMM far sort counters");
-  if (!a->grp_edge || !a->f_src || !a->f_dst || (a->vals && !a->f_val) || !a->xpanel ||
-      !a->xpack || !a->ygroup || !next) {
+  if (!a->grp_edge || !a->f_src || !a->f_dst || (a->vals && !a->f_val) || !next) {
     cg_free(next);
     return CG_ERR_NOMEM;
   }
@@ -433,7 +455,7 @@ int cpu_spmat_build(const struct cg_csr *host, int nthreads, struct cg_spmat **o
       if (a->ncols) memcpy(a->cs, host->col_scale, (size_t)a->ncols * sizeof(float));
     }
     TRY_GOTO(build_tiles(a, host, ntiles, near, host->vals && !factored), fail);
-    TRY_GOTO(build_push(a, a->nparts), fail);
+    TRY_GOTO(build_push(a), fail);
     spmat_partition(a, host->rowptr, tb);
     LOG_DEBUG("core",
               "SpMM %lld x %lld: tiled (%lld), %lld dense tiles hold %.1f %% of %lld nonzeros%s",
@@ -642,10 +664,10 @@ SPMM_AVX2 static void push_group_avx2(const struct cg_spmat *a, int64_t g, const
 
 /* The far part of every row for columns [c0, c0 + w), w <= SPMM_PANEL, inside a
  * parallel region. */
-static void push_panel(const struct cg_spmat *a, int avx2, const float *x, int64_t ldx, float *y,
-                       int64_t ldy, int64_t c0, int64_t w) {
-  float *xp = a->xpanel;
-  float *yg = a->ygroup + (size_t)omp_get_thread_num() * (size_t)a->gr * SPMM_PANEL;
+static void push_panel(const struct cg_spmat *a, int avx2, const struct cpu_spmm_ws *ws, const float *x,
+                       int64_t ldx, float *y, int64_t ldy, int64_t c0, int64_t w) {
+  float *xp = ws->xpanel;
+  float *yg = ws->ygroup + (size_t)omp_get_thread_num() * (size_t)a->gr * SPMM_PANEL;
   /* (fixed-length inner loops for full panels: the compiler makes them vector moves) */
 #pragma omp for schedule(static)
   for (int64_t r = 0; r < a->ncols; r++) {
@@ -692,8 +714,8 @@ static void push_panel(const struct cg_spmat *a, int avx2, const float *x, int64
  * the same result; the copy is ~n x f x 8 bytes of traffic per product. (The far
  * part keeps its own contiguous 16-column panel: reading it from the packed slice,
  * 256 B apart, made the product 0.6 s slower.) */
-static void tiled_run(const struct cg_spmat *a, int avx2, const float *x, int64_t ldx, float *y,
-                      int64_t ldy, int64_t f) {
+static void tiled_run(const struct cg_spmat *a, int avx2, const struct cpu_spmm_ws *ws, const float *x,
+                      int64_t ldx, float *y, int64_t ldy, int64_t f) {
   const int np = a->nparts;
 #pragma omp parallel num_threads(np) if (np > 1)
   {
@@ -703,10 +725,10 @@ static void tiled_run(const struct cg_spmat *a, int avx2, const float *x, int64_
       /* (each panel's far part is written before any tile adds to it: the implicit
        * barriers of push_panel and of the packing loop) */
       for (int64_t p0 = 0; p0 < w; p0 += SPMM_PANEL)
-        push_panel(a, avx2, x, ldx, y, ldy, c0 + p0, min64(SPMM_PANEL, w - p0));
+        push_panel(a, avx2, ws, x, ldx, y, ldy, c0 + p0, min64(SPMM_PANEL, w - p0));
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < a->ncols; r++) {
-        float *d = a->xpack + r * SPMM_COLS;
+        float *d = ws->xpack + r * SPMM_COLS;
         const float *src = x + r * ldx + c0;
         const float s = a->cs ? a->cs[r] : 1.0f;
         if (w == SPMM_COLS)
@@ -721,7 +743,7 @@ static void tiled_run(const struct cg_spmat *a, int avx2, const float *x, int64_
         const int64_t r0 = a->part[p], r1 = a->part[p + 1];
         if (r0 >= r1) continue;
         for (int64_t i = r0 / a->tb; i * a->tb < r1; i++)
-          tiled_block(a, avx2, i, a->xpack, y, ldy, c0, w);
+          tiled_block(a, avx2, i, ws->xpack, y, ldy, c0, w);
       }
       /* the next slice overwrites xpack */
 #pragma omp barrier
@@ -729,11 +751,11 @@ static void tiled_run(const struct cg_spmat *a, int avx2, const float *x, int64_
   }
 }
 
-void cpu_spmm_run(const struct cg_spmat *a, int avx2, const float *x, int64_t ldx, float *y,
-                  int64_t ldy, int64_t f) {
+void cpu_spmm_run(const struct cg_spmat *a, int avx2, const struct cpu_spmm_ws *ws, const float *x,
+                  int64_t ldx, float *y, int64_t ldy, int64_t f) {
   if (f <= 0 || a->nrows == 0) return;
   if (a->tb) {
-    tiled_run(a, avx2, x, ldx, y, ldy, f);
+    tiled_run(a, avx2, ws, x, ldx, y, ldy, f);
     return;
   }
   /* One precomputed row range per part; if OpenMP grants fewer threads, a thread

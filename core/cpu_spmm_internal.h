@@ -31,6 +31,24 @@
 
 struct cg_spmat;
 
+/* Scratch of the tiled products, shared by every matrix of a backend (its ops run one
+ * at a time): one packed slice of X (ncols x 64 floats), one panel of X (ncols x 16)
+ * and the per-thread group buffers. Each matrix used to own its own: on
+ * synth:products at full size, P = 4, a rank's 8 inner row blocks of ~0.61 M columns
+ * held 8 x 195 MB, all of it written by every product. Grown by cpu_spmm_ws_reserve
+ * when a matrix is built (set-up), never inside a product. */
+struct cpu_spmm_ws {
+  float *xpanel, *xpack, *ygroup;
+  int64_t cols;          /* columns xpanel and xpack hold */
+  int64_t ygroup_floats; /* floats ygroup holds */
+};
+
+/* Grows ws to what products with `a` need (a no-op for a CSR matrix). */
+int cpu_spmm_ws_reserve(struct cpu_spmm_ws *ws, const struct cg_spmat *a);
+void cpu_spmm_ws_free(struct cpu_spmm_ws *ws);
+/* Whether ws holds what products with `a` need. */
+int cpu_spmm_ws_fits(const struct cpu_spmm_ws *ws, const struct cg_spmat *a);
+
 /* Checks `host` and builds the backend copy for `nthreads` threads. */
 int cpu_spmat_build(const struct cg_csr *host, int nthreads, struct cg_spmat **out);
 void cpu_spmat_free(struct cg_spmat *a); /* accepts NULL */
@@ -39,8 +57,9 @@ int64_t cpu_spmat_tiles(const struct cg_spmat *a, int64_t *tile_nnz);
 /* Whether the tiled layout computes with the matrix's factors instead of its values
  * (core/csr.h: row_scale / col_scale given and reproducing every value). */
 int cpu_spmat_factored(const struct cg_spmat *a);
-/* Y[nrows x f] = A X, overwriting Y; avx2 selects the AVX2+FMA kernels. */
-void cpu_spmm_run(const struct cg_spmat *a, int avx2, const float *x, int64_t ldx, float *y,
-                  int64_t ldy, int64_t f);
+/* Y[nrows x f] = A X, overwriting Y; avx2 selects the AVX2+FMA kernels; ws is
+ * reserved for a (cpu_spmm_ws_reserve). */
+void cpu_spmm_run(const struct cg_spmat *a, int avx2, const struct cpu_spmm_ws *ws, const float *x,
+                  int64_t ldx, float *y, int64_t ldy, int64_t f);
 
 #endif

@@ -133,6 +133,21 @@ void graph_rows_free(struct graph_rows *r); /* accepts a zeroed struct; leaves i
  * labels tied to communities and features = class centroid + noise, a 60/20/20 split
  * (train/val/test), and passes graph_check. Same spec -> identical graph. */
 int graph_synth(const char *spec, struct graph *g);
+/* graph_synth, also giving the draw-budget factor its edge sample was drawn with (the
+ * generator re-draws until m is near its target: the factor depends on the whole graph),
+ * which graph_synth_rows needs to give rows of the same graph. */
+int graph_synth_ex(const char *spec, struct graph *g, double *factor);
+/* Rows `rows` (strictly increasing ids; nrows may be 0) of graph_synth(spec)'s graph,
+ * generated without the rest of it, as graph_cgr_read_rows reads rows of a file (same
+ * `what` flags and struct): bit for bit the rows of the whole graph when `factor` is
+ * the one graph_synth_ex reported for the spec. Labels, features and split are
+ * functions of the vertex; a row's neighbours are its own draws and the vertices that
+ * drew it, so every vertex's draws are made (the whole generation's drawing time) but
+ * only those hitting a row are kept: memory is the generator's per-vertex tables
+ * (~50 bytes per vertex) plus the rows. Specs with identity=1 or shuffle=1 are refused
+ * (CG_ERR_ARG): their features and vertex order are not functions of one vertex yet. */
+int graph_synth_rows(const char *spec, double factor, const int32_t *rows, int64_t nrows, unsigned what,
+                     struct graph_rows *out);
 
 /* Open a graph by name: "synth:..." generates; a path that exists (or ends in .cgr)
  * is read; otherwise NAME resolves to $CAPGNN_DATA/NAME.cgr. */

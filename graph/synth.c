@@ -35,6 +35,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "core/log.h"
 #include "core/philox.h"
 #include "core/status.h"
@@ -419,11 +423,65 @@ static void split_budget(const struct synth_ctx *x, int64_t u, int64_t tu, int64
   if (*tout > (x->n - sz) / 2) *tout = (x->n - sz) / 2;
 }
 
+/* Vertex u's out-draw budget with the budget scaled by `factor`: *tin intra draws and
+ * *tout inter draws (the rounding of the fractional budget is u's own random number). */
+static void vertex_budget(const struct synth_ctx *x, double factor, int64_t u, int64_t *tin, int64_t *tout) {
+  double t = draw_budget(x, factor, u);
+  double fl = floor(t);
+  int64_t tu = (int64_t)fl + (unit01(rnd(x->p, STREAM_ROUND, (uint64_t)u, 0).v[0]) < t - fl ? 1 : 0);
+  split_budget(x, u, tu, tin, tout);
+}
+
+/* The targets vertex u draws: distinct, sorted, no self-loop, into t (room for want_in +
+ * want_out); returns how many. Draw j of u uses Philox counter (j, u, STREAM_EDGE), so
+ * the accepted set depends on u alone, never on the schedule or on other vertices; `set`
+ * (room for 2^bits entries, bits the smallest >= 4 with 2^bits >= 2 (want_in + want_out))
+ * rejects repeats in O(1). *ndraws counts the draws spent. */
+static int64_t draw_vertex(const struct synth_ctx *x, int64_t u, int64_t want_in, int64_t want_out,
+                           uint32_t *set, int32_t *t, uint64_t *ndraws) {
+  const struct synth_params *p = x->p;
+  const int64_t n = x->n, want = want_in + want_out;
+  const uint32_t empty = UINT32_MAX;
+  const int64_t c = x->comm[u], a = x->bound[c], b = x->bound[c + 1];
+  int bits = 4;
+  while (((int64_t)1 << bits) < 2 * want) bits++; /* <= 32 since want < 2^31 */
+  const uint32_t mask = (uint32_t)(((uint64_t)1 << bits) - 1);
+  for (uint64_t i = 0; i <= mask; i++) set[i] = empty;
+  int64_t have_in = 0, have_out = 0;
+  const uint64_t jmax = 4 * (uint64_t)want + 64;
+  uint64_t j = 0;
+  for (; (have_in < want_in || have_out < want_out) && j < jmax; j++) {
+    /* Intra: the community's alias table. Inter: the global table, rejecting the
+     * own community (a draw spent, as for a self-loop). */
+    struct cg_philox_out o = rnd(p, STREAM_EDGE, (uint64_t)u, j);
+    int64_t v;
+    int intra = have_in < want_in;
+    if (intra) {
+      v = a + alias_pick(x->ctab + a, b - a, o.v[0], o.v[1]);
+      if (v == u) continue;
+    } else {
+      v = alias_pick(x->gtab, n, o.v[2], o.v[3]);
+      if (v >= a && v < b) continue;
+    }
+    uint32_t h = ((uint32_t)v * 0x9E3779B1u) >> (32 - bits) & mask;
+    while (set[h] != empty && set[h] != (uint32_t)v) h = (h + 1) & mask;
+    if (set[h] == (uint32_t)v) continue; /* a repeat */
+    set[h] = (uint32_t)v;
+    t[have_in + have_out] = (int32_t)v;
+    if (intra)
+      have_in++;
+    else
+      have_out++;
+  }
+  *ndraws += j;
+  sort_i32(t, have_in + have_out);
+  return have_in + have_out;
+}
+
 /* One sample of the edge model with out-draw budget scaled by `factor`; fills the
  * symmetric, sorted, deduplicated CSR. */
 static int build_edges(struct synth_ctx *x, double factor, int64_t **rowptr_out,
                        int32_t **colidx_out, int64_t *m_out) {
-  const struct synth_params *p = x->p;
   const int64_t n = x->n;
   int st = CG_OK;
   int64_t *off = NULL, *irow = NULL, *rowptr = NULL, *cursor = NULL;
@@ -437,11 +495,8 @@ static int build_edges(struct synth_ctx *x, double factor, int64_t **rowptr_out,
   }
 #pragma omp parallel for schedule(static)
   for (int64_t u = 0; u < n; u++) {
-    double t = draw_budget(x, factor, u);
-    double fl = floor(t);
-    int64_t tu = (int64_t)fl + (unit01(rnd(p, STREAM_ROUND, (uint64_t)u, 0).v[0]) < t - fl ? 1 : 0);
     int64_t tin, tout;
-    split_budget(x, u, tu, &tin, &tout);
+    vertex_budget(x, factor, u, &tin, &tout);
     off[u + 1] = tin + tout;
     outc[u] = (int32_t)tin; /* the intra share, until the draw pass overwrites it */
   }
@@ -468,49 +523,15 @@ static int build_edges(struct synth_ctx *x, double factor, int64_t **rowptr_out,
    * the schedule; an open-addressing set (per thread) rejects repeats in O(1). */
 #pragma omp parallel reduction(| : nomem) reduction(+ : ndraws)
   {
-    const uint32_t empty = UINT32_MAX;
     uint32_t *set = malloc(((size_t)1 << hash_bits) * sizeof *set);
     if (!set) nomem = 1;
 #pragma omp for schedule(dynamic, 64)
     for (int64_t u = 0; u < n; u++) {
       if (!set) continue;
-      int32_t *t = tgt + off[u];
       const int64_t want = off[u + 1] - off[u];
-      const int64_t want_in = outc[u], want_out = want - want_in;
-      const int64_t c = x->comm[u], a = x->bound[c], b = x->bound[c + 1];
-      int bits = 4;
-      while (((int64_t)1 << bits) < 2 * want) bits++; /* <= 32 since want < 2^31 */
-      const uint32_t mask = (uint32_t)(((uint64_t)1 << bits) - 1);
-      for (uint64_t i = 0; i <= mask; i++) set[i] = empty;
-      int64_t have_in = 0, have_out = 0;
-      const uint64_t jmax = 4 * (uint64_t)want + 64;
-      uint64_t j = 0;
-      for (; (have_in < want_in || have_out < want_out) && j < jmax; j++) {
-        /* Intra: the community's alias table. Inter: the global table, rejecting the
-         * own community (a draw spent, as for a self-loop). */
-        struct cg_philox_out o = rnd(p, STREAM_EDGE, (uint64_t)u, j);
-        int64_t v;
-        int intra = have_in < want_in;
-        if (intra) {
-          v = a + alias_pick(x->ctab + a, b - a, o.v[0], o.v[1]);
-          if (v == u) continue;
-        } else {
-          v = alias_pick(x->gtab, n, o.v[2], o.v[3]);
-          if (v >= a && v < b) continue;
-        }
-        uint32_t h = ((uint32_t)v * 0x9E3779B1u) >> (32 - bits) & mask;
-        while (set[h] != empty && set[h] != (uint32_t)v) h = (h + 1) & mask;
-        if (set[h] == (uint32_t)v) continue; /* a repeat */
-        set[h] = (uint32_t)v;
-        t[have_in + have_out] = (int32_t)v;
-        if (intra)
-          have_in++;
-        else
-          have_out++;
-      }
-      ndraws += j;
-      sort_i32(t, have_in + have_out);
-      outc[u] = (int32_t)(have_in + have_out);
+      uint64_t nd = 0;
+      outc[u] = (int32_t)draw_vertex(x, u, outc[u], want - outc[u], set, tgt + off[u], &nd);
+      ndraws += nd;
     }
     free(set);
   }
@@ -604,6 +625,29 @@ static int64_t comm_class(const struct synth_params *p, int64_t i, int r) {
   return p->c > 1 ? (i % p->c + 1 + (int64_t)(o.v[r & 3] % (uint32_t)(p->c - 1))) % p->c : 0;
 }
 
+/* Vertex u's label (single-label) or its row of the multi-label matrix (c entries). */
+static void label_vertex(const struct synth_ctx *x, int64_t u, int32_t *label, uint8_t *row) {
+  const struct synth_params *p = x->p;
+  const int64_t c = p->c;
+  if (!p->multilabel) {
+    struct cg_philox_out o = rnd(p, STREAM_LABEL, (uint64_t)u, 0);
+    int64_t cls = comm_class(p, x->comm[u], 0);
+    if (unit01(o.v[0]) < SYNTH_LABEL_NOISE) cls = (int64_t)(o.v[1] % (uint32_t)c);
+    *label = (int32_t)cls;
+    return;
+  }
+  /* Each vertex keeps each of its community's classes with probability
+   * SYNTH_ML_KEEP and picks up any other class with probability 1/(2c). */
+  for (int64_t k = 0; k < c; k += 4) {
+    struct cg_philox_out o = rnd(p, STREAM_LABEL, (uint64_t)u, (uint64_t)(k / 4));
+    for (int64_t l = k; l < c && l < k + 4; l++)
+      row[l] = unit01(o.v[l - k]) < 0.5 / (double)c ? 1 : 0;
+  }
+  struct cg_philox_out o = rnd(p, STREAM_MLABEL, (uint64_t)u, 0);
+  for (int r = 0; r < SYNTH_ML_CLASSES; r++)
+    if (unit01(o.v[r]) < SYNTH_ML_KEEP) row[comm_class(p, x->comm[u], r)] = 1;
+}
+
 static int make_labels(struct synth_ctx *x, struct graph *g) {
   const struct synth_params *p = x->p;
   const int64_t n = x->n, c = p->c;
@@ -611,30 +655,13 @@ static int make_labels(struct synth_ctx *x, struct graph *g) {
     g->labels = cg_malloc((size_t)n * sizeof *g->labels, "labels");
     if (!g->labels) return CG_ERR_NOMEM;
 #pragma omp parallel for schedule(static)
-    for (int64_t u = 0; u < n; u++) {
-      struct cg_philox_out o = rnd(p, STREAM_LABEL, (uint64_t)u, 0);
-      int64_t cls = comm_class(p, x->comm[u], 0);
-      if (unit01(o.v[0]) < SYNTH_LABEL_NOISE) cls = (int64_t)(o.v[1] % (uint32_t)c);
-      g->labels[u] = (int32_t)cls;
-    }
+    for (int64_t u = 0; u < n; u++) label_vertex(x, u, &g->labels[u], NULL);
     return CG_OK;
   }
   g->mlabels = cg_calloc((size_t)n, (size_t)c, "multi-label matrix");
   if (!g->mlabels) return CG_ERR_NOMEM;
-  /* Each vertex keeps each of its community's classes with probability
-   * SYNTH_ML_KEEP and picks up any other class with probability 1/(2c). */
 #pragma omp parallel for schedule(static)
-  for (int64_t u = 0; u < n; u++) {
-    uint8_t *row = g->mlabels + u * c;
-    for (int64_t k = 0; k < c; k += 4) {
-      struct cg_philox_out o = rnd(p, STREAM_LABEL, (uint64_t)u, (uint64_t)(k / 4));
-      for (int64_t l = k; l < c && l < k + 4; l++)
-        row[l] = unit01(o.v[l - k]) < 0.5 / (double)c ? 1 : 0;
-    }
-    struct cg_philox_out o = rnd(p, STREAM_MLABEL, (uint64_t)u, 0);
-    for (int r = 0; r < SYNTH_ML_CLASSES; r++)
-      if (unit01(o.v[r]) < SYNTH_ML_KEEP) row[comm_class(p, x->comm[u], r)] = 1;
-  }
+  for (int64_t u = 0; u < n; u++) label_vertex(x, u, NULL, g->mlabels + u * c);
   return CG_OK;
 }
 
@@ -645,20 +672,56 @@ static int make_labels(struct synth_ctx *x, struct graph *g) {
  * slowly with the class count so that features alone stay at roughly 30-65 %
  * nearest-centroid accuracy (tiny 66 %, small 50 %, 41-47 classes 30-45 %) while the
  * two-hop GCN average reaches the label-noise ceiling of ~90 %. */
-static int make_features(struct synth_ctx *x, struct graph *g) {
-  const struct synth_params *p = x->p;
-  const int64_t n = x->n, f = p->f, c = p->c;
+/* The class centroids (c x f), cg_malloc'ed. */
+static float *make_centroids(const struct synth_params *p) {
+  const int64_t f = p->f, c = p->c;
   float *cent = cg_malloc((size_t)(c * f) * sizeof *cent, "synthetic class centroids");
-  g->feat_values = cg_malloc((size_t)(n * f) * sizeof *g->feat_values, "feature values");
-  if (!cent || !g->feat_values) {
-    cg_free(cent);
-    return CG_ERR_NOMEM;
-  }
+  if (!cent) return NULL;
   const double snr = 0.6 * sqrt(sqrt((double)c)) + 0.7;
   const double cs = snr / sqrt((double)f);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < c * f; i++)
     cent[i] = (float)(cs * normal4(rnd(p, STREAM_CENTROID, (uint64_t)i, 0)));
+  return cent;
+}
+
+/* Vertex u's feature row (f values) from its label or multi-label row; acc: f doubles of
+ * scratch (multilabel only). */
+static void feature_vertex(const struct synth_params *p, const float *cent, int64_t u, int32_t label,
+                           const uint8_t *mrow, double *acc, float *row) {
+  const int64_t f = p->f, c = p->c;
+  if (!p->multilabel) {
+    const float *mean = cent + (int64_t)label * f;
+    for (int64_t j = 0; j < f; j += 2) {
+      struct cg_philox_out o = rnd(p, STREAM_FEAT, (uint64_t)u, (uint64_t)j / 2);
+      row[j] = (float)((double)mean[j] + normal4h(o, 0));
+      if (j + 1 < f) row[j + 1] = (float)((double)mean[j + 1] + normal4h(o, 1));
+    }
+    return;
+  }
+  int64_t cnt = 0;
+  for (int64_t j = 0; j < f; j++) acc[j] = 0;
+  for (int64_t k = 0; k < c; k++)
+    if (mrow[k]) {
+      cnt++;
+      for (int64_t j = 0; j < f; j++) acc[j] += cent[k * f + j];
+    }
+  for (int64_t j = 0; j < f; j += 2) {
+    struct cg_philox_out o = rnd(p, STREAM_FEAT, (uint64_t)u, (uint64_t)j / 2);
+    row[j] = (float)((cnt ? acc[j] / (double)cnt : 0.0) + normal4h(o, 0));
+    if (j + 1 < f) row[j + 1] = (float)((cnt ? acc[j + 1] / (double)cnt : 0.0) + normal4h(o, 1));
+  }
+}
+
+static int make_features(struct synth_ctx *x, struct graph *g) {
+  const struct synth_params *p = x->p;
+  const int64_t n = x->n, f = p->f, c = p->c;
+  float *cent = make_centroids(p);
+  g->feat_values = cg_malloc((size_t)(n * f) * sizeof *g->feat_values, "feature values");
+  if (!cent || !g->feat_values) {
+    cg_free(cent);
+    return CG_ERR_NOMEM;
+  }
   int nomem = 0;
 #pragma omp parallel reduction(| : nomem)
   {
@@ -666,29 +729,9 @@ static int make_features(struct synth_ctx *x, struct graph *g) {
     if (p->multilabel && !acc) nomem = 1;
 #pragma omp for schedule(dynamic, 64)
     for (int64_t u = 0; u < n; u++) {
-      float *row = g->feat_values + u * f;
-      if (!p->multilabel) {
-        const float *mean = cent + (int64_t)g->labels[u] * f;
-        for (int64_t j = 0; j < f; j += 2) {
-          struct cg_philox_out o = rnd(p, STREAM_FEAT, (uint64_t)u, (uint64_t)j / 2);
-          row[j] = (float)((double)mean[j] + normal4h(o, 0));
-          if (j + 1 < f) row[j + 1] = (float)((double)mean[j + 1] + normal4h(o, 1));
-        }
-        continue;
-      }
-      if (!acc) continue;
-      int64_t cnt = 0;
-      for (int64_t j = 0; j < f; j++) acc[j] = 0;
-      for (int64_t k = 0; k < c; k++)
-        if (g->mlabels[u * c + k]) {
-          cnt++;
-          for (int64_t j = 0; j < f; j++) acc[j] += cent[k * f + j];
-        }
-      for (int64_t j = 0; j < f; j += 2) {
-        struct cg_philox_out o = rnd(p, STREAM_FEAT, (uint64_t)u, (uint64_t)j / 2);
-        row[j] = (float)((cnt ? acc[j] / (double)cnt : 0.0) + normal4h(o, 0));
-        if (j + 1 < f) row[j + 1] = (float)((cnt ? acc[j + 1] / (double)cnt : 0.0) + normal4h(o, 1));
-      }
+      if (p->multilabel && !acc) continue;
+      feature_vertex(p, cent, u, p->multilabel ? 0 : g->labels[u], p->multilabel ? g->mlabels + u * c : NULL, acc,
+                     g->feat_values + u * f);
     }
     free(acc);
   }
@@ -739,8 +782,19 @@ static int shuffle_vertices(const struct synth_params *p, struct graph *g) {
   return CG_OK;
 }
 
+static uint8_t split_vertex(const struct synth_params *p, int64_t u) {
+  double r = unit01(rnd(p, STREAM_SPLIT, (uint64_t)u, 0).v[0]);
+  return r < 0.6 ? GRAPH_SPLIT_TRAIN : r < 0.8 ? GRAPH_SPLIT_VAL : GRAPH_SPLIT_TEST;
+}
+
 int graph_synth(const char *spec, struct graph *g) {
+  double factor = 0.0;
+  return graph_synth_ex(spec, g, &factor);
+}
+
+int graph_synth_ex(const char *spec, struct graph *g, double *factor_out) {
   memset(g, 0, sizeof *g);
+  *factor_out = 0.0;
   if (!spec) return cg_err_set(CG_ERR_ARG, "graph_synth: no spec given");
   struct synth_params p;
   TRY(parse_spec(spec, &p));
@@ -760,6 +814,7 @@ int graph_synth(const char *spec, struct graph *g) {
     graph_free(g);
     TRY_GOTO(build_edges(&x, factor, &g->rowptr, &g->colidx, &m), fail);
     g->m = m;
+    *factor_out = factor;
     if (m_target <= 0 || m == 0 || fabs((double)m / m_target - 1.0) <= SYNTH_EDGE_TOL) break;
     LOG_DEBUG("graph", "%s: sample %d has m = %lld for a target of %.0f (%.2f s); re-drawing", spec,
               it, (long long)m, m_target, cg_time_now() - t0);
@@ -790,10 +845,7 @@ int graph_synth(const char *spec, struct graph *g) {
     goto fail;
   }
 #pragma omp parallel for schedule(static)
-  for (int64_t u = 0; u < p.n; u++) {
-    double r = unit01(rnd(&p, STREAM_SPLIT, (uint64_t)u, 0).v[0]);
-    g->split[u] = r < 0.6 ? GRAPH_SPLIT_TRAIN : r < 0.8 ? GRAPH_SPLIT_VAL : GRAPH_SPLIT_TEST;
-  }
+  for (int64_t u = 0; u < p.n; u++) g->split[u] = split_vertex(&p, u);
   graph_checksum_update(g);
   if (p.shuffle) TRY_GOTO(shuffle_vertices(&p, g), fail);
   LOG_DEBUG("graph",
@@ -816,5 +868,230 @@ fail:
   cg_free(x.ctab);
   cg_free(x.gtab);
   graph_free(g);
+  return st;
+}
+
+/* ---- rows of the graph, generated alone ------------------------------------------ */
+
+/* One thread's (row slot, source) pairs of the in-lists, in increasing source order. */
+struct pair_buf {
+  int64_t n, cap;
+  int32_t (*pr)[2];
+};
+
+static int pair_push(struct pair_buf *b, int32_t slot, int32_t v) {
+  if (b->n == b->cap) {
+    int64_t cap = b->cap ? 2 * b->cap : 4096;
+    void *q = realloc(b->pr, (size_t)cap * sizeof *b->pr);
+    if (!q) return CG_ERR_NOMEM;
+    b->pr = q;
+    b->cap = cap;
+  }
+  b->pr[b->n][0] = slot;
+  b->pr[b->n][1] = v;
+  b->n++;
+  return CG_OK;
+}
+
+int graph_synth_rows(const char *spec, double factor, const int32_t *rows, int64_t nrows, unsigned what,
+                     struct graph_rows *out) {
+  memset(out, 0, sizeof *out);
+  if (!spec) return cg_err_set(CG_ERR_ARG, "graph_synth_rows: no spec given");
+  struct synth_params p;
+  TRY(parse_spec(spec, &p));
+  if (!(factor > 0.0)) return cg_err_set(CG_ERR_ARG, "graph_synth_rows: factor %g (graph_synth_ex's, > 0)", factor);
+  if (p.identity || p.shuffle)
+    return cg_err_set(CG_ERR_ARG, "%s: generating a rank's rows alone (--load per-rank) does not support %s yet; "
+                      "use --load whole", spec, p.identity ? "identity=1" : "shuffle=1");
+  const int64_t n = p.n, f = p.f, c = p.c;
+  for (int64_t i = 0; i < nrows; i++)
+    if (rows[i] < 0 || rows[i] >= n || (i > 0 && rows[i] <= rows[i - 1]))
+      return cg_err_set(CG_ERR_ARG, "graph_synth_rows: row %lld is %d: rows must be increasing ids below %lld",
+                        (long long)i, rows[i], (long long)n);
+  struct synth_ctx x = {.p = &p, .n = p.n};
+  int st = CG_OK;
+  int32_t *slot = NULL, *outl = NULL;
+  int64_t *ooff = NULL, *ocnt = NULL, *ioff = NULL;
+  int32_t *inl = NULL;
+  float *cent = NULL;
+  int nthreads = 1;
+  struct pair_buf *bufs = NULL;
+  TRY_GOTO(make_communities(&x), done);
+  TRY_GOTO(make_weights(&x), done);
+  out->nrows = nrows;
+  out->feat_dim = f;
+  out->num_classes = c;
+  out->multilabel = p.multilabel;
+
+  if (what & GRAPH_ROWS_ADJ) {
+    /* out(u) of the rows, and in(u): every vertex's draws are made, those that hit a row
+     * kept (a row's in-neighbours are the vertices that drew it); then the merge that
+     * build_edges does. */
+    slot = cg_malloc((size_t)n * sizeof *slot, "synthetic row slots");
+    ooff = cg_malloc((size_t)(nrows + 1) * sizeof *ooff, "synthetic out-list offsets");
+    ocnt = cg_calloc((size_t)nrows + 1, sizeof *ocnt, "synthetic out-list counts");
+    ioff = cg_calloc((size_t)nrows + 1, sizeof *ioff, "synthetic in-list offsets");
+    if (!slot || !ooff || !ocnt || !ioff) {
+      st = CG_ERR_NOMEM;
+      goto done;
+    }
+    for (int64_t v = 0; v < n; v++) slot[v] = -1;
+    for (int64_t i = 0; i < nrows; i++) slot[rows[i]] = (int32_t)i;
+    int64_t maxwant = 0;
+    ooff[0] = 0;
+    for (int64_t v = 0; v < n; v++) {
+      int64_t tin, tout;
+      vertex_budget(&x, factor, v, &tin, &tout);
+      if (tin + tout > maxwant) maxwant = tin + tout;
+      if (slot[v] >= 0) ooff[slot[v] + 1] = tin + tout;
+    }
+    for (int64_t i = 0; i < nrows; i++) ooff[i + 1] += ooff[i];
+    int hash_bits = 4;
+    while (((int64_t)1 << hash_bits) < 2 * maxwant) hash_bits++;
+    outl = cg_malloc((size_t)(ooff[nrows] > 0 ? ooff[nrows] : 1) * sizeof *outl, "synthetic out-lists");
+#ifdef _OPENMP
+    nthreads = omp_get_max_threads();
+#endif
+    bufs = calloc((size_t)nthreads, sizeof *bufs);
+    if (!outl || !bufs) {
+      st = CG_ERR_NOMEM;
+      goto done;
+    }
+    int nomem = 0;
+    /* schedule(static): thread t takes the t-th contiguous range of sources, so its
+     * pairs, concatenated in thread order, come in increasing source order */
+#pragma omp parallel num_threads(nthreads) reduction(| : nomem)
+    {
+      int tid = 0;
+#ifdef _OPENMP
+      tid = omp_get_thread_num();
+#endif
+      uint32_t *set = malloc(((size_t)1 << hash_bits) * sizeof *set);
+      int32_t *t = malloc((size_t)(maxwant > 0 ? maxwant : 1) * sizeof *t);
+      if (!set || !t) nomem = 1;
+#pragma omp for schedule(static)
+      for (int64_t v = 0; v < n; v++) {
+        if (!set || !t) continue;
+        int64_t tin, tout;
+        uint64_t nd = 0;
+        vertex_budget(&x, factor, v, &tin, &tout);
+        const int64_t k = draw_vertex(&x, v, tin, tout, set, t, &nd);
+        if (slot[v] >= 0) {
+          memcpy(outl + ooff[slot[v]], t, (size_t)k * sizeof *t);
+          ocnt[slot[v]] = k;
+        }
+        for (int64_t e = 0; e < k; e++)
+          if (slot[t[e]] >= 0 && pair_push(&bufs[tid], slot[t[e]], (int32_t)v) != CG_OK) nomem = 1;
+      }
+      free(set);
+      free(t);
+    }
+    if (nomem) {
+      st = cg_err_set(CG_ERR_NOMEM, "out of memory for the synthetic generator's draws");
+      goto done;
+    }
+    /* in-lists: a stable counting sort of the pairs by row */
+    int64_t npairs = 0;
+    for (int b = 0; b < nthreads; b++)
+      for (int64_t k = 0; k < bufs[b].n; k++) ioff[bufs[b].pr[k][0] + 1]++;
+    for (int64_t i = 0; i < nrows; i++) ioff[i + 1] += ioff[i];
+    npairs = ioff[nrows];
+    inl = cg_malloc((size_t)(npairs > 0 ? npairs : 1) * sizeof *inl, "synthetic in-lists");
+    int64_t *cur = cg_malloc((size_t)(nrows > 0 ? nrows : 1) * sizeof *cur, "synthetic in-list cursors");
+    if (!inl || !cur) {
+      cg_free(cur);
+      st = CG_ERR_NOMEM;
+      goto done;
+    }
+    if (nrows) memcpy(cur, ioff, (size_t)nrows * sizeof *cur);
+    for (int b = 0; b < nthreads; b++)
+      for (int64_t k = 0; k < bufs[b].n; k++) inl[cur[bufs[b].pr[k][0]]++] = bufs[b].pr[k][1];
+    cg_free(cur);
+    for (int b = 0; b < nthreads; b++) {
+      free(bufs[b].pr);
+      bufs[b].pr = NULL;
+    }
+    /* row i = out(rows[i]) U in(rows[i]), as build_edges' MERGE_ROW */
+#define MERGE_ROWS(EMIT)                                                          \
+  do {                                                                            \
+    const int32_t *o = outl + ooff[i], *i_ = inl + ioff[i];                       \
+    int64_t no = ocnt[i], ni = ioff[i + 1] - ioff[i], a_ = 0, b_ = 0;             \
+    while (a_ < no || b_ < ni) {                                                  \
+      int32_t v;                                                                  \
+      if (b_ >= ni || (a_ < no && o[a_] < i_[b_]))                                \
+        v = o[a_++];                                                              \
+      else if (a_ >= no || i_[b_] < o[a_])                                        \
+        v = i_[b_++];                                                             \
+      else {                                                                      \
+        v = o[a_++];                                                              \
+        b_++;                                                                     \
+      }                                                                           \
+      EMIT;                                                                       \
+    }                                                                             \
+  } while (0)
+    out->rowptr = cg_malloc((size_t)(nrows + 1) * sizeof *out->rowptr, "row pointers of the rows");
+    if (!out->rowptr) {
+      st = CG_ERR_NOMEM;
+      goto done;
+    }
+    out->rowptr[0] = 0;
+    for (int64_t i = 0; i < nrows; i++) {
+      int64_t cnt = 0;
+      MERGE_ROWS((void)v; cnt++);
+      out->rowptr[i + 1] = out->rowptr[i] + cnt;
+    }
+    out->colidx = cg_malloc((size_t)(out->rowptr[nrows] > 0 ? out->rowptr[nrows] : 1) * sizeof *out->colidx,
+                            "columns of the rows");
+    if (!out->colidx) {
+      st = CG_ERR_NOMEM;
+      goto done;
+    }
+    for (int64_t i = 0; i < nrows; i++) {
+      int32_t *dst = out->colidx + out->rowptr[i];
+      MERGE_ROWS(*dst++ = v);
+    }
+#undef MERGE_ROWS
+  }
+
+  /* labels, features, split: each a function of the vertex */
+  cent = make_centroids(&p);
+  out->feat = cg_malloc((size_t)(nrows > 0 ? nrows : 1) * (size_t)f * sizeof *out->feat, "feature rows");
+  out->split = cg_malloc((size_t)(nrows > 0 ? nrows : 1), "split of the rows");
+  if (p.multilabel) out->mlabels = cg_calloc((size_t)(nrows > 0 ? nrows : 1), (size_t)c, "multi-label rows");
+  else out->labels = cg_malloc((size_t)(nrows > 0 ? nrows : 1) * sizeof *out->labels, "labels of the rows");
+  double *acc = p.multilabel ? cg_malloc((size_t)f * sizeof *acc, "multilabel feature accumulator") : NULL;
+  if (!cent || !out->feat || !out->split || (p.multilabel ? !out->mlabels || !acc : !out->labels)) {
+    cg_free(acc);
+    st = CG_ERR_NOMEM;
+    goto done;
+  }
+  for (int64_t i = 0; i < nrows; i++) {
+    const int64_t u = rows[i];
+    uint8_t *mrow = p.multilabel ? out->mlabels + i * c : NULL;
+    int32_t label = 0;
+    label_vertex(&x, u, &label, mrow);
+    if (!p.multilabel) out->labels[i] = label;
+    feature_vertex(&p, cent, u, label, mrow, acc, out->feat + i * f);
+    if (what & GRAPH_ROWS_FEAT_ROWNORM) graph_feat_row_normalise(out->feat + i * f, f);
+    out->split[i] = split_vertex(&p, u);
+  }
+  cg_free(acc);
+
+done:
+  for (int i = 0; bufs && i < nthreads; i++) free(bufs[i].pr);
+  free(bufs);
+  cg_free(slot);
+  cg_free(outl);
+  cg_free(ooff);
+  cg_free(ocnt);
+  cg_free(ioff);
+  cg_free(inl);
+  cg_free(cent);
+  cg_free(x.bound);
+  cg_free(x.comm);
+  cg_free(x.w);
+  cg_free(x.ctab);
+  cg_free(x.gtab);
+  if (st != CG_OK) graph_rows_free(out);
   return st;
 }

@@ -210,44 +210,72 @@ static int cache_write(const char *dir, const char *path, const struct graph *g,
   return st;
 }
 
-int part_assign_cached(const struct graph *g, const struct part_options *o, const char *cache_dir,
-                       int32_t *owner, int *reused) {
-  if (reused) *reused = 0;
-  TRY(part_options_check(g, o));
-  if (!owner) return cg_err_set(CG_ERR_ARG, "part_assign_cached: owner array is NULL");
+/* The key fields alone (name, checksum, n, options): no structure needed. */
+static int lookup_check(const struct graph *g, const struct part_options *o) {
+  if (!g || !o) return cg_err_set(CG_ERR_ARG, "part_cache_lookup: graph and options must not be NULL");
+  if (o->method != PART_METIS && o->method != PART_RANDOM)
+    return cg_err_set(CG_ERR_ARG, "part_cache_lookup: unknown method %d", (int)o->method);
+  if (g->n < 1 || o->nparts < 1 || (int64_t)o->nparts > g->n)
+    return cg_err_set(CG_ERR_ARG, "cannot split graph '%s' (%lld vertices) into %d parts: the number of parts "
+                      "must be between 1 and the number of vertices", g->name, (long long)g->n, o->nparts);
+  return CG_OK;
+}
+
+int part_cache_lookup(const struct graph *g, const struct part_options *o, const char *cache_dir,
+                      int32_t *owner, int *hit) {
+  *hit = 0;
+  TRY(lookup_check(g, o));
+  if (!owner) return cg_err_set(CG_ERR_ARG, "part_cache_lookup: owner array is NULL");
   const char *dir = cache_dir_resolve(cache_dir);
   size_t plen = strlen(dir) + sizeof g->name + 128;
   char *path = malloc(plen);
   if (!path) return cg_err_set(CG_ERR_NOMEM, "out of memory for a file name");
   int st = part_cache_path(g, o, cache_dir, path, plen);
-  if (st < 0) {
-    free(path);
-    TRY(st);
+  if (st == CG_OK) {
+    st = cache_read(path, g, o, owner);
+    if (st == 1) LOG_DEBUG("part", "reusing partition '%s'", path);
+    if (st >= 0) {
+      *hit = st;
+      st = CG_OK;
+    }
   }
-  int hit = cache_read(path, g, o, owner);
-  if (hit < 0) {
-    free(path);
-    TRY(hit);
-  }
-  if (hit) {
-    LOG_DEBUG("part", "reusing partition '%s'", path);
-    if (reused) *reused = 1;
-    free(path);
-    return CG_OK;
-  }
-  st = part_assign(g, o, owner);
-  if (st < 0) {
-    free(path);
-    TRY(st);
-  }
-  if (cache_write(dir, path, g, o, owner) < 0) {
+  free(path);
+  TRY(st);
+  return CG_OK;
+}
+
+int part_cache_store(const struct graph *g, const struct part_options *o, const char *cache_dir,
+                     const int32_t *owner) {
+  TRY(lookup_check(g, o));
+  const char *dir = cache_dir_resolve(cache_dir);
+  size_t plen = strlen(dir) + sizeof g->name + 128;
+  char *path = malloc(plen);
+  if (!path) return cg_err_set(CG_ERR_NOMEM, "out of memory for a file name");
+  int st = part_cache_path(g, o, cache_dir, path, plen);
+  if (st == CG_OK && cache_write(dir, path, g, o, owner) < 0) {
     /* The owners are valid; only reuse is lost. */
-    LOG_WARN("part", "could not save the partition (%s); it will be recomputed next time",
-             cg_err_msg());
+    LOG_WARN("part", "could not save the partition (%s); it will be recomputed next time", cg_err_msg());
     cg_err_clear();
-  } else {
+  } else if (st == CG_OK) {
     LOG_DEBUG("part", "saved partition '%s'", path);
   }
   free(path);
+  TRY(st);
+  return CG_OK;
+}
+
+int part_assign_cached(const struct graph *g, const struct part_options *o, const char *cache_dir,
+                       int32_t *owner, int *reused) {
+  if (reused) *reused = 0;
+  TRY(part_options_check(g, o));
+  if (!owner) return cg_err_set(CG_ERR_ARG, "part_assign_cached: owner array is NULL");
+  int hit = 0;
+  TRY(part_cache_lookup(g, o, cache_dir, owner, &hit));
+  if (hit) {
+    if (reused) *reused = 1;
+    return CG_OK;
+  }
+  TRY(part_assign(g, o, owner));
+  TRY(part_cache_store(g, o, cache_dir, owner));
   return CG_OK;
 }

@@ -82,6 +82,18 @@ int part_assign(const struct graph *g, const struct part_options *o, int32_t *ow
  * still returned). *reused (may be NULL) is 1 when the owners came from the file. */
 int part_assign_cached(const struct graph *g, const struct part_options *o, const char *cache_dir,
                        int32_t *owner, int *reused);
+/* The two halves of part_assign_cached(), for a caller that has not read the graph's
+ * structure yet (per-rank loading, runtime/dist.c): the key is the graph's name,
+ * checksum (graph.h: from the section CRCs of its .cgr header, so any change to the
+ * file's contents changes it) and vertex count, and the options; g needs those
+ * fields only (rowptr and colidx may be NULL; vertex weights, when given, have
+ * g->n entries). part_cache_lookup fills owner and sets *hit to 1 from a valid file
+ * that matches, else *hit = 0 (a WARN says why an existing file was ignored).
+ * part_cache_store writes the file (a failure to write is a WARN, not an error). */
+int part_cache_lookup(const struct graph *g, const struct part_options *o, const char *cache_dir,
+                      int32_t *owner, int *hit);
+int part_cache_store(const struct graph *g, const struct part_options *o, const char *cache_dir,
+                     const int32_t *owner);
 /* The file path part_assign_cached() uses (for messages and tests). */
 int part_cache_path(const struct graph *g, const struct part_options *o, const char *cache_dir,
                     char *path, size_t path_size);

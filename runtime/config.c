@@ -66,6 +66,14 @@ int64_t rt_config_halo_cols(const struct rt_config *c, int64_t classes) {
   return hid > out ? hid : out;
 }
 
+int64_t rt_config_feature_cols(const struct rt_config *c, int64_t feat_dim, int64_t classes) {
+  int64_t w = c->layers > 1 ? rt_config_halo_cols(c, classes) : 0;
+  if (w < RT_FEATURE_COLS_MIN) w = RT_FEATURE_COLS_MIN;
+  const int64_t few = (feat_dim + RT_FEATURE_SLICES_MAX - 1) / RT_FEATURE_SLICES_MAX;
+  if (w < few) w = few;
+  return w < feat_dim ? w : feat_dim;
+}
+
 const char *rt_model_kind_str(enum rt_model_kind k) {
   return k == RT_MODEL_SAGE ? "sage" : k == RT_MODEL_GAT ? "gat" : "gcn";
 }

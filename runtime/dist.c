@@ -30,6 +30,7 @@ struct rt_dist {
   struct jaca_options halo_cache; /* rt_dist_options' */
   enum rt_fault fail;     /* testing only (CAPGNN_TEST_FAIL_RANK / _AT) */
   struct rt_prediction pred; /* --partition rapa's; loc.pred points here when set */
+  uint64_t bytes_read, structure_bytes; /* per-rank loading: of the file, of them the structure */
 };
 
 void rt_dist_options_defaults(struct rt_dist_options *o) {
@@ -363,6 +364,47 @@ static int cmp_gid(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* Per-rank loading, the part after the rows: the local graph (global degrees from
+ * rowptr), the split counts summed over the ranks, with sparse features the halo rows'
+ * features read from the file f (never exchanged; f NULL: none to read), the local
+ * problem, then its reordering. Collective. */
+static int dist_local_from_rows(struct comm *c, const struct rt_config *cfg, const struct graph *info,
+                                const int64_t *rowptr, struct graph_rows *rows, const int32_t *owner,
+                                struct graph_cgr *f, int sparse, unsigned feat_how, struct rt_dist *d) {
+  const int rank = comm_rank(c), P = comm_size(c);
+  int self_loops = 0;
+  enum graph_norm norm = rt_model_norm(cfg->model, &self_loops);
+  int st = part_local_build_rows(info->n, rowptr, rows, owner, P, rank, norm, self_loops, &d->pl);
+  TRY(comm_agree(c, st, "building the local graph"));
+  int64_t split[3] = {0, 0, 0};
+  for (int64_t i = 0; i < rows->nrows; i++)
+    if (rows->split[i] >= GRAPH_SPLIT_TRAIN && rows->split[i] <= GRAPH_SPLIT_TEST) split[rows->split[i] - 1]++;
+  TRY(comm_allreduce_i64(c, split, 3, COMM_SUM));
+  struct graph_rows hrows;
+  memset(&hrows, 0, sizeof hrows);
+  int32_t *hgid = NULL;
+  if (sparse) { /* the halo rows' features too, sparse, from the file (never exchanged) */
+    const int64_t nh = d->pl.n_halo;
+    hgid = cg_malloc((size_t)(nh ? nh : 1) * sizeof *hgid, "halo vertices, sorted");
+    st = hgid ? CG_OK : CG_ERR_NOMEM;
+    if (st == CG_OK && !f) st = cg_err_set(CG_ERR_INTERNAL, "sparse features without a file to read halo rows from");
+    if (st == CG_OK) {
+      memcpy(hgid, d->pl.gid + d->pl.n_inner, (size_t)nh * sizeof *hgid);
+      qsort(hgid, (size_t)nh, sizeof *hgid, cmp_gid);
+      st = graph_cgr_read_rows(f, rowptr, hgid, nh, feat_how, &hrows);
+    }
+    TRY_GOTO(comm_agree(c, st, "reading the halo rows' sparse features"), done);
+  }
+  st = rt_local_from_rows(info, &d->pl, rows, sparse ? &hrows : NULL, hgid, split, &d->loc);
+  TRY_GOTO(comm_agree(c, st, "building the local problem"), done);
+  cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
+  TRY_GOTO(dist_reorder(c, cfg, d), done);
+done:
+  graph_rows_free(&hrows);
+  cg_free(hgid);
+  return st;
+}
+
 /* Per-rank loading (dist.h, RT_LOAD_PER_RANK): the structure on rank 0 for the
  * partitioner, then every rank its own rows. */
 static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct rt_config *cfg,
@@ -374,10 +416,8 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
   graph_cgr_info(f, &info);
   int32_t *owner = NULL, *mine = NULL;
   int64_t *rowptr = NULL, structure_peak = 0;
-  struct graph_rows rows, hrows;
+  struct graph_rows rows;
   memset(&rows, 0, sizeof rows);
-  memset(&hrows, 0, sizeof hrows);
-  int32_t *hgid = NULL;
 
   TRY(comm_agree(c, check_same_graph(c, &info), "checking that every rank opened the same graph"));
   if (info.n < P)
@@ -388,21 +428,30 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
   owner = cg_malloc((size_t)info.n * sizeof(int32_t), "owner of every vertex");
   st = owner ? CG_OK : CG_ERR_NOMEM;
   if (st == CG_OK && rank == 0) {
-    /* the structure alone, for METIS (or the cache's key check); freed before the rows */
-    st = graph_cgr_read_structure(f, &s);
-    if (st == CG_OK) {
-      struct part_options po;
-      memset(&po, 0, sizeof po);
-      po.method = o->method;
-      po.nparts = P;
-      po.seed = o->part_seed;
-      int reused = 0;
-      st = o->use_cache ? part_assign_cached(&s, &po, o->cache_dir, owner, &reused) : part_assign(&s, &po, owner);
-      if (st == CG_OK)
-        LOG_INFO("dist", "partition: %s, %d parts, seed %llu%s (structure read on rank 0 only: %lld bytes)",
-                 part_method_name(o->method), P, (unsigned long long)o->part_seed,
-                 reused ? " (reused from the cache)" : "", (long long)(8 * (s.n + 1) + 4 * s.m));
+    struct part_options po;
+    memset(&po, 0, sizeof po);
+    po.method = o->method;
+    po.nparts = P;
+    po.seed = o->part_seed;
+    /* The cache's key needs the header only (name, checksum, n: part_cache_lookup), so a
+     * hit reads no structure; otherwise the structure alone, for METIS, freed before the
+     * rows. */
+    int reused = 0;
+    if (o->use_cache) st = part_cache_lookup(&info, &po, o->cache_dir, owner, &reused);
+    if (st == CG_OK && !reused) {
+      const uint64_t before = graph_cgr_bytes_read(f);
+      st = graph_cgr_read_structure(f, &s);
+      d->structure_bytes = graph_cgr_bytes_read(f) - before;
+      if (st == CG_OK) st = part_assign(&s, &po, owner);
+      if (st == CG_OK && o->use_cache) st = part_cache_store(&s, &po, o->cache_dir, owner);
     }
+    if (st == CG_OK && reused)
+      LOG_INFO("dist", "partition: %s, %d parts, seed %llu (reused from the cache: no structure read)",
+               part_method_name(o->method), P, (unsigned long long)o->part_seed);
+    else if (st == CG_OK)
+      LOG_INFO("dist", "partition: %s, %d parts, seed %llu (structure read on rank 0 only: %llu bytes)",
+               part_method_name(o->method), P, (unsigned long long)o->part_seed,
+               (unsigned long long)d->structure_bytes);
     graph_free(&s);
     structure_peak = cg_peak_rss_bytes();
   }
@@ -428,43 +477,132 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
   mine = NULL;
   TRY_GOTO(comm_agree(c, st, "reading this rank's rows"), done);
 
-  int self_loops = 0;
-  enum graph_norm norm = rt_model_norm(cfg->model, &self_loops);
-  st = part_local_build_rows(info.n, rowptr, &rows, owner, P, rank, norm, self_loops, &d->pl);
-  TRY_GOTO(comm_agree(c, st, "building the local graph"), done);
-  int64_t split[3] = {0, 0, 0};
-  for (int64_t i = 0; i < rows.nrows; i++)
-    if (rows.split[i] >= GRAPH_SPLIT_TRAIN && rows.split[i] <= GRAPH_SPLIT_TEST) split[rows.split[i] - 1]++;
-  TRY_GOTO(comm_allreduce_i64(c, split, 3, COMM_SUM), done);
-  if (sparse) { /* the halo rows' features too, sparse, from the file (never exchanged) */
-    const int64_t nh = d->pl.n_halo;
-    hgid = cg_malloc((size_t)(nh ? nh : 1) * sizeof *hgid, "halo vertices, sorted");
-    st = hgid ? CG_OK : CG_ERR_NOMEM;
-    if (st == CG_OK) {
-      memcpy(hgid, d->pl.gid + d->pl.n_inner, (size_t)nh * sizeof *hgid);
-      qsort(hgid, (size_t)nh, sizeof *hgid, cmp_gid);
-      st = graph_cgr_read_rows(f, rowptr, hgid, nh, feat_how, &hrows);
-    }
-    TRY_GOTO(comm_agree(c, st, "reading the halo rows' sparse features"), done);
-  }
-  st = rt_local_from_rows(&info, &d->pl, &rows, sparse ? &hrows : NULL, hgid, split, &d->loc);
-  TRY_GOTO(comm_agree(c, st, "building the local problem"), done);
-  cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
-  TRY_GOTO(dist_reorder(c, cfg, d), done);
+  TRY_GOTO(dist_local_from_rows(c, cfg, &info, rowptr, &rows, owner, f, sparse, feat_how, d), done);
+  d->bytes_read = graph_cgr_bytes_read(f);
   /* what this rank read and its set-up peak, against the partition it holds */
   const int64_t part_bytes = dist_part_bytes(d);
   LOG_INFO("dist", "rank %d: per-rank loading read %llu bytes of %s (%lld rows of %lld); set-up peak RSS "
                   "%lld bytes%s; partition + halo %lld bytes",
                   rank, (unsigned long long)graph_cgr_bytes_read(f), info.name, (long long)rows.nrows,
                   (long long)info.n, (long long)cg_peak_rss_bytes(),
-                  rank == 0 ? " (includes the structure read to partition)" : "", (long long)part_bytes);
-  if (rank == 0)
+                  d->structure_bytes ? " (includes the structure read to partition)" : "", (long long)part_bytes);
+  if (d->structure_bytes)
     LOG_INFO("dist", "rank 0: peak RSS %lld bytes once the structure was read and freed", (long long)structure_peak);
 
 done:
   graph_rows_free(&rows);
-  graph_rows_free(&hrows);
-  cg_free(hgid);
+  cg_free(rowptr);
+  cg_free(mine);
+  cg_free(owner);
+  return st;
+}
+
+/* FNV-1a of a string: the ranks check that they were given the same spec. */
+static int64_t spec_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return (int64_t)(h >> 1);
+}
+
+/* Per-rank generation of a synthetic spec (dist.h, RT_LOAD_PER_RANK): rank 0 generates
+ * the whole graph once (the partitioner needs the structure; the checksum and the
+ * generator's re-draw factor are the whole graph's), partitions it (or takes the cached
+ * partition), broadcasts the header values, the factor, the owners and the row
+ * pointers, and frees it; then every rank generates only its own rows
+ * (graph_synth_rows: bit for bit the whole graph's). */
+static int dist_build_synth_per_rank(struct comm *c, const struct rt_config *cfg, const struct rt_dist_options *o,
+                                     struct rt_dist *d) {
+  int st = CG_OK;
+  const int rank = comm_rank(c), P = comm_size(c);
+  struct graph g, info;
+  memset(&g, 0, sizeof g);
+  memset(&info, 0, sizeof info);
+  struct graph_rows rows;
+  memset(&rows, 0, sizeof rows);
+  int32_t *owner = NULL, *mine = NULL;
+  int64_t *rowptr = NULL;
+  struct {
+    int64_t n, m, f, c, multilabel, checksum;
+    double factor;
+    char name[sizeof g.name];
+  } h;
+  memset(&h, 0, sizeof h);
+  int64_t same[2] = {spec_hash(cfg->graph), -spec_hash(cfg->graph)};
+  TRY(comm_allreduce_i64(c, same, 2, COMM_MAX));
+  if (same[0] != -same[1])
+    st = cg_err_set(CG_ERR_ARG, "the ranks were given different synthetic specs ('%s' on rank %d)", cfg->graph, rank);
+  TRY(comm_agree(c, st, "checking that every rank has the same spec"));
+  if (rank == 0) {
+    st = graph_synth_ex(cfg->graph, &g, &h.factor);
+    if (st == CG_OK && g.n < P)
+      st = cg_err_set(CG_ERR_ARG, "graph %s has %lld vertices, fewer than the %d ranks", g.name, (long long)g.n, P);
+    if (st == CG_OK) {
+      h.n = g.n;
+      h.m = g.m;
+      h.f = g.feat_dim;
+      h.c = g.num_classes;
+      h.multilabel = g.multilabel;
+      h.checksum = g.checksum;
+      memcpy(h.name, g.name, sizeof h.name);
+    }
+  }
+  TRY_GOTO(comm_agree(c, st, "generating the graph on rank 0"), done);
+  TRY_GOTO(comm_bcast(c, &h, sizeof h, 0), done);
+  owner = cg_malloc((size_t)h.n * sizeof *owner, "owner of every vertex");
+  rowptr = cg_malloc((size_t)(h.n + 1) * sizeof *rowptr, "global row pointers (degrees)");
+  st = owner && rowptr ? CG_OK : CG_ERR_NOMEM;
+  if (st == CG_OK && rank == 0) {
+    struct part_options po;
+    memset(&po, 0, sizeof po);
+    po.method = o->method;
+    po.nparts = P;
+    po.seed = o->part_seed;
+    int reused = 0;
+    st = o->use_cache ? part_assign_cached(&g, &po, o->cache_dir, owner, &reused) : part_assign(&g, &po, owner);
+    if (st == CG_OK) {
+      memcpy(rowptr, g.rowptr, (size_t)(h.n + 1) * sizeof *rowptr);
+      LOG_INFO("dist", "partition: %s, %d parts, seed %llu%s (the synthetic graph generated whole on rank 0 only)",
+               part_method_name(o->method), P, (unsigned long long)o->part_seed,
+               reused ? " (reused from the cache)" : "");
+    }
+  }
+  graph_free(&g);
+  TRY_GOTO(comm_agree(c, st, "partitioning the graph"), done);
+  TRY_GOTO(comm_bcast(c, owner, (size_t)h.n * sizeof *owner, 0), done);
+  TRY_GOTO(comm_bcast(c, rowptr, (size_t)(h.n + 1) * sizeof *rowptr, 0), done);
+
+  memcpy(info.name, h.name, sizeof info.name);
+  info.n = h.n;
+  info.m = h.m;
+  info.feat_dim = h.f;
+  info.feat_nnz = h.n * h.f;
+  info.num_classes = h.c;
+  info.multilabel = (int)h.multilabel;
+  info.checksum = (uint32_t)h.checksum;
+  mine = cg_malloc((size_t)h.n * sizeof *mine, "this rank's vertices");
+  st = mine ? CG_OK : CG_ERR_NOMEM;
+  int sparse = 0;
+  if (st == CG_OK) st = rt_features_choose(&info, cfg, rank == 0, &sparse);
+  if (st == CG_OK && sparse)
+    st = cg_err_set(CG_ERR_ARG, "%s: a rank's rows generated alone (--load per-rank) have dense features; "
+                    "--sparse-features on needs --load whole", cfg->graph);
+  int64_t k = 0;
+  if (st == CG_OK) {
+    for (int64_t v = 0; v < h.n; v++)
+      if (owner[v] == rank) mine[k++] = (int32_t)v;
+    st = graph_synth_rows(cfg->graph, h.factor, mine, k,
+                          GRAPH_ROWS_ADJ | (cfg->feat_norm_row ? GRAPH_ROWS_FEAT_ROWNORM : 0), &rows);
+  }
+  cg_free(mine);
+  mine = NULL;
+  TRY_GOTO(comm_agree(c, st, "generating this rank's rows"), done);
+  TRY_GOTO(dist_local_from_rows(c, cfg, &info, rowptr, &rows, owner, NULL, 0, 0, d), done);
+  LOG_INFO("dist", "rank %d: per-rank generation of %s (%lld rows of %lld); set-up peak RSS %lld bytes%s; "
+           "partition + halo %lld bytes", rank, cfg->graph, (long long)rows.nrows, (long long)h.n,
+           (long long)cg_peak_rss_bytes(), rank == 0 ? " (includes the whole graph, generated to partition)" : "",
+           (long long)dist_part_bytes(d));
+done:
+  graph_rows_free(&rows);
   cg_free(rowptr);
   cg_free(mine);
   cg_free(owner);
@@ -479,7 +617,7 @@ static int dist_create_per_rank(struct comm *c, const char *path, const struct r
   if (rt_fault_from_env(comm_rank(c)) == RT_FAULT_SETUP)
     st = cg_err_set(CG_ERR_IO, "cannot open graph '%s' (simulated failure: "
                     "CAPGNN_TEST_FAIL_RANK=%d is set)", cfg->graph, comm_rank(c));
-  else
+  else if (path)
     st = graph_cgr_open(path, &f);
   TRY_GOTO(comm_agree(c, st, "opening the graph"), fail);
   d = cg_calloc(1, sizeof *d, "distributed training state");
@@ -488,7 +626,8 @@ static int dist_create_per_rank(struct comm *c, const char *path, const struct r
   d->c = c;
   d->halo_cache = o->halo_cache;
   d->fail = rt_fault_from_env(comm_rank(c));
-  TRY_GOTO(dist_build_per_rank(c, f, cfg, o, d), fail);
+  if (f) TRY_GOTO(dist_build_per_rank(c, f, cfg, o, d), fail);
+  else TRY_GOTO(dist_build_synth_per_rank(c, cfg, o, d), fail);
   graph_cgr_close(&f);
   dist_log_memory(d);
   *out = d;
@@ -514,15 +653,17 @@ int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_
   memset(&g, 0, sizeof g);
   char pathbuf[4096];
   const char *path = graph_path(cfg->graph, pathbuf, sizeof pathbuf);
-  if (o->load == RT_LOAD_PER_RANK && !path)
-    st = cg_err_set(CG_ERR_ARG, "--load per-rank reads a .cgr file; '%s' is %s (use --load whole or auto)",
-                    cfg->graph, strncmp(cfg->graph, "synth:", 6) == 0 ? "a synthetic spec" : "not a file");
+  const int synth = strncmp(cfg->graph, "synth:", 6) == 0;
+  if (o->load == RT_LOAD_PER_RANK && !path && !synth)
+    st = cg_err_set(CG_ERR_ARG, "--load per-rank reads a .cgr file or generates a synth: spec; '%s' is neither "
+                    "(use --load whole or auto)", cfg->graph);
   else if (o->load == RT_LOAD_PER_RANK && o->rapa)
     st = cg_err_set(CG_ERR_UNSUPPORTED, "--load per-rank with --partition rapa: the resource-aware partitioner "
                     "(and halo pruning) read the whole graph on every rank (use --load whole or auto)");
   TRY(comm_agree(c, st, "choosing how to load the graph"));
   /* auto: per-rank for a file, unless the resource-aware partitioner needs the whole graph */
   if (path && o->load != RT_LOAD_WHOLE && !o->rapa) return dist_create_per_rank(c, path, cfg, o, out);
+  if (synth && o->load == RT_LOAD_PER_RANK && !o->rapa) return dist_create_per_rank(c, NULL, cfg, o, out);
   if (rt_fault_from_env(comm_rank(c)) == RT_FAULT_SETUP)
     st = cg_err_set(CG_ERR_IO, "cannot open graph '%s' (simulated failure: "
                     "CAPGNN_TEST_FAIL_RANK=%d is set)", cfg->graph, comm_rank(c));
@@ -575,6 +716,10 @@ void rt_dist_destroy(struct rt_dist **pd) {
 const struct rt_local *rt_dist_local(const struct rt_dist *d) { return &d->loc; }
 const struct part_local *rt_dist_part(const struct rt_dist *d) { return &d->pl; }
 int64_t rt_dist_max_cols(const struct rt_dist *d) { return d->max_cols; }
+void rt_dist_bytes_read(const struct rt_dist *d, uint64_t *total, uint64_t *structure) {
+  *total = d->bytes_read;
+  *structure = d->structure_bytes;
+}
 
 int64_t rt_dist_feature_bytes(const struct rt_dist *d) {
   const struct rt_local *l = &d->loc;
@@ -593,12 +738,13 @@ int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_confi
   if (d->ex) st = cg_err_set(CG_ERR_ARG, "rt_dist_bind: already bound to a backend");
   TRY(comm_agree(d->c, st, "binding the exchange"));
   const struct part_local *pl = &d->pl;
-  /* Layer 0's features once; layers l > 0 exchange at most rt_config_halo_cols columns
+  /* Layer 0's features once, in slices; layers l > 0 exchange at most rt_config_halo_cols columns
    * (GCN and SAGE: their input or the narrower transformed rows; GAT: the transformed
    * rows and their attention terms). */
   const int64_t halo_cols = rt_config_halo_cols(cfg, d->loc.num_classes);
-  /* (sparse features: no feature row is exchanged, so layer 0 moves nothing) */
-  d->max_cols = d->loc.feat_sparse ? 1 : d->loc.feat_dim;
+  /* (the features move in slices of rt_config_feature_cols: model_build.c; sparse
+   * features: no feature row is exchanged, so layer 0 moves nothing) */
+  d->max_cols = d->loc.feat_sparse ? 1 : rt_config_feature_cols(cfg, d->loc.feat_dim, d->loc.num_classes);
   if (cfg->layers > 1 && halo_cols > d->max_cols) d->max_cols = halo_cols;
   struct comm_halo_plan plan;
   memset(&plan, 0, sizeof plan);
@@ -733,9 +879,16 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   /* From here on the ranks no longer agree on each status: a rank that fails may leave
    * its peers inside a collective, so the caller must end the job (comm_abort). */
   *fatal = 1;
-  st = rt_train_checked(be, rt_dist_local(d), ex, cfg, cfg->resume_path ? &resume : NULL, res);
+  const int64_t part_bytes = dist_part_bytes(d); /* (training frees the operator's host copy) */
+  st = rt_train_owned(be, &d->loc, ex, cfg, cfg->resume_path ? &resume : NULL, res);
   /* a stop on request is agreed (every rank stopped after the same epoch): clean up */
-  if (st == CG_OK || st == CG_ERR_INTERRUPTED) *fatal = 0;
+  if (st == CG_OK || st == CG_ERR_INTERRUPTED) {
+    *fatal = 0;
+    /* the process's peak so far: set-up and training (the model's buffers, the exchange,
+     * the operators) against what the rank holds of the graph (README, per-rank loading) */
+    LOG_INFO("dist", "rank %d: training peak RSS %lld bytes (set-up included); partition + halo %lld bytes",
+             comm_rank(c), (long long)cg_peak_rss_bytes(), (long long)part_bytes);
+  }
 done:
   if (!*fatal) cg_watchdog_set_slots(NULL, 0, 0, comm_rank(c)); /* the block goes with comm_finalize */
   rt_checkpoint_free(&resume);

@@ -76,9 +76,10 @@ struct rapa_rates; /* rapa/balance.h */
 struct rapa_links;
 /* How rt_dist_create reads the graph:
  *  WHOLE     every rank opens the whole graph (graph_open), the flow above;
- *  PER_RANK  a .cgr file: rank 0 reads only the structure (rowptr + colidx, checked,
- *            symmetry included) and partitions (or reuses the cached partition), the
- *            owners are broadcast, then every rank reads the row pointers (the global
+ *  PER_RANK  a .cgr file: rank 0 reuses the cached partition when there is one (its key,
+ *            part_cache_lookup, needs only the header's name, checksum and n: no structure
+ *            is read), or else reads only the structure (rowptr + colidx, checked,
+ *            symmetry included) and partitions; the owners are broadcast, then every rank reads the row pointers (the global
  *            degrees, 8 (n + 1) bytes) and its own rows only (graph_cgr_read_rows: CSR
  *            rows, features, labels, split; verified per block in a version-2 file, per
  *            section in a version-1 file, docs/cgr-v2.md) and builds its local graph from
@@ -180,6 +181,10 @@ const struct part_local *rt_dist_part(const struct rt_dist *d); /* plan arrays; 
 int64_t rt_dist_feature_bytes(const struct rt_dist *d);
 /* Widest row the exchange was sized for (0 before rt_dist_bind). */
 int64_t rt_dist_max_cols(const struct rt_dist *d);
+/* Per-rank loading: the bytes this rank read from the .cgr file (graph_cgr_bytes_read)
+ * and, of them, those of the structure rank 0 reads to partition (0 on the other ranks,
+ * and on rank 0 when the partition came from the cache); both 0 for whole loading. */
+void rt_dist_bytes_read(const struct rt_dist *d, uint64_t *total, uint64_t *structure);
 
 /* `capgnn train` on the ranks of `c`. The configuration is checked here (every rank,
  * agreed). One rank: rt_run, the single-process path (no partition, results as

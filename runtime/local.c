@@ -12,6 +12,12 @@
 #include "runtime/dist.h" /* rt_local_from_part: partition/ is part of the build */
 #endif
 
+void rt_local_release_inputs(struct rt_local *l) {
+  cg_free(l->feat);
+  l->feat = NULL;
+  cg_csr_free(&l->agg);
+}
+
 void rt_local_free(struct rt_local *l) {
   if (!l) return;
   cg_free(l->gid);

@@ -232,9 +232,57 @@ static int model_buffers(struct rt_model *m) {
   return CG_OK;
 }
 
-/* Features: inner rows (and halo rows when given) uploaded; otherwise the halo rows
- * come from their owners once, through one halo exchange (not timed: set-up) — they
- * never change during training. Then layer 0's cached Â·X when it has one. */
+/* The identity operator of n rows, pattern only (every value 1); NULL when n is 0. */
+static int identity_create(struct cg_backend *be, int64_t n, struct cg_spmat **out) {
+  *out = NULL;
+  if (n == 0) return CG_OK;
+  struct cg_csr h;
+  TRY(cg_csr_alloc(&h, n, n, n, 0));
+  for (int64_t i = 0; i < n; i++) {
+    h.rowptr[i + 1] = i + 1;
+    h.colidx[i] = (int32_t)i;
+  }
+  const int st = be->spmat_create(be, &h, out);
+  cg_csr_free(&h);
+  return st;
+}
+
+/* The halo rows of the features from their owners (set-up, not timed; they never change
+ * during training): one forward exchange of layer 0's input when the features are at
+ * most rt_config_feature_cols wide, else one per slice of that many columns, so that
+ * the exchange is sized for the training's rows, not the features (runtime.h). A slice
+ * moves through a buffer of n_tot x w: the inner rows' columns packed into it, its
+ * halo rows exchanged, then copied into the features' halo rows. The copies are
+ * products with the identity (strided, so they run on any backend, and exact: each
+ * value is 0 + x, the same value; only a negative zero comes out positive). */
+static int fetch_halo_features(struct rt_model *m, const struct rt_local *loc) {
+  struct cg_backend *be = m->be;
+  float *x = m->layers[0].in, *buf = NULL;
+  const int64_t f = loc->feat_dim, n_in = m->n_in, n_halo = m->n_tot - m->n_in;
+  const int64_t w = rt_config_feature_cols(&m->cfg, f, m->classes);
+  const struct cg_halo_tag features = {0, 0}; /* layer 0's input, outside training */
+  if (w >= f) return cg_exchange_halo(m->ex, CG_HALO_FORWARD, features, x, f);
+  int st = CG_OK;
+  struct cg_spmat *id_in = NULL, *id_halo = NULL;
+  TRY_GOTO(identity_create(be, n_in, &id_in), done);
+  TRY_GOTO(identity_create(be, n_halo, &id_halo), done);
+  TRY_GOTO(be_alloc(m, &buf, m->n_tot * w, "a slice of the features (set-up)"), done);
+  for (int64_t c0 = 0; c0 < f; c0 += w) {
+    const int64_t wc = f - c0 < w ? f - c0 : w;
+    if (id_in) be->spmm(be, id_in, x + c0, f, buf, wc, wc);
+    TRY_GOTO(cg_exchange_halo(m->ex, CG_HALO_FORWARD, features, buf, wc), done);
+    be->spmm(be, id_halo, buf + n_in * wc, wc, x + n_in * f + c0, f, wc);
+  }
+  be->sync(be);
+done:
+  be->free(be, buf);
+  be->spmat_destroy(be, id_in);
+  be->spmat_destroy(be, id_halo);
+  return st;
+}
+
+/* Sparse input features: the CSR of all n_tot rows (halo rows read with the inner
+ * ones, never exchanged) uploaded with its transpose. */
 static int model_sparse_features(struct rt_model *m, const struct rt_local *loc) {
   struct cg_backend *be = m->be;
   const struct cg_csr *x = &loc->feat_csr;
@@ -261,15 +309,15 @@ static int model_sparse_features(struct rt_model *m, const struct rt_local *loc)
   return CG_OK;
 }
 
+/* Features: inner rows (and halo rows when given) uploaded; otherwise the halo rows
+ * come from their owners (fetch_halo_features). Then layer 0's cached Â·X when it has
+ * one. */
 static int model_features(struct rt_model *m, const struct rt_local *loc) {
   struct cg_backend *be = m->be;
   struct rt_layer *L0 = &m->layers[0];
   if (m->xs_on) return model_sparse_features(m, loc);
   TRY(be->upload(be, L0->in, loc->feat, (size_t)loc->feat_rows * (size_t)loc->feat_dim * sizeof(float)));
-  if (loc->feat_rows < m->n_tot) {
-    const struct cg_halo_tag features = {0, 0}; /* layer 0's input, outside training */
-    TRY(cg_exchange_halo(m->ex, CG_HALO_FORWARD, features, L0->in, loc->feat_dim));
-  }
+  if (loc->feat_rows < m->n_tot) TRY(fetch_halo_features(m, loc));
   if (L0->agg_cached) {
     const int64_t f = loc->feat_dim;
     float *hbuf = m->agg.hbuf, *tmp = NULL;

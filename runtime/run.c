@@ -69,7 +69,7 @@ int rt_run_checked(const struct rt_config *cfg, struct rt_result *res) {
   if (cfg->resume_path) TRY_GOTO(rt_checkpoint_fits_problem(&resume, cfg->resume_path, &loc, cfg), done);
   TRY_GOTO(rt_backend_open(cfg->device, cfg->threads, cfg->tf32, &be), done);
   TRY_GOTO(rt_backend_emulate(&be, 0, 1), done);
-  TRY_GOTO(rt_train_checked(be, &loc, NULL, cfg, cfg->resume_path ? &resume : NULL, res), done);
+  TRY_GOTO(rt_train_owned(be, &loc, NULL, cfg, cfg->resume_path ? &resume : NULL, res), done);
 done:
   cg_backend_destroy(&be);
   rt_local_free(&loc);

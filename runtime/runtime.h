@@ -161,6 +161,17 @@ float rt_config_attn_dropout(const struct rt_config *c);
  * `classes` outputs: GCN and SAGE their hidden width (a layer's input or transformed
  * rows); GAT the transformed rows and their attention terms, heads * (width + 1). */
 int64_t rt_config_halo_cols(const struct rt_config *c, int64_t classes);
+/* The widest slice of the input features the set-up exchange moves at once: the model
+ * fetches its halo feature rows in column slices of at most this many values, so that
+ * the exchange's buffers need not be as wide as the features (on synth:products,
+ * P = 4, a 100-wide buffer of ~1.3 M rows was 0.53 GB per rank, resident for the whole
+ * run although training moves 16-wide rows). At least RT_FEATURE_COLS_MIN, at least
+ * rt_config_halo_cols when there are hidden layers, at least feat_dim /
+ * RT_FEATURE_SLICES_MAX (rounded up: at most that many set-up exchanges, each a
+ * collective), at most feat_dim. */
+#define RT_FEATURE_COLS_MIN 16
+#define RT_FEATURE_SLICES_MAX 8
+int64_t rt_config_feature_cols(const struct rt_config *c, int64_t feat_dim, int64_t classes);
 /* Range checks; CG_ERR_ARG with a message naming the option and the valid range.
  * A configuration is checked once, where it enters: every public function that trains
  * from one (rt_run, rt_run_dist, rt_train, rt_model_create) checks it on entry, before

@@ -438,6 +438,16 @@ int rt_run_checked(const struct rt_config *cfg, struct rt_result *res);
 int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
                      const struct rt_config *cfg, const struct rt_checkpoint *resume,
                      struct rt_result *res);
+/* rt_train_checked for a caller that hands its local problem over for the run: once the
+ * model is built (it has copied them to the backend), the host copies of the features and
+ * of the operator are freed (rt_local_release_inputs) instead of staying resident beside
+ * the model's for the whole run. The counts, ids, labels and split stay. */
+int rt_train_owned(struct cg_backend *be, struct rt_local *loc, struct cg_exchange *ex,
+                   const struct rt_config *cfg, const struct rt_checkpoint *resume,
+                   struct rt_result *res);
+/* Frees loc->feat and loc->agg (their sizes stay in feat_rows, feat_dim); rt_local_check
+ * fails on the result: only for a problem whose model is built. */
+void rt_local_release_inputs(struct rt_local *loc);
 
 /* ---- the stall watchdog's view (stall.c) --------------------------------------- */
 

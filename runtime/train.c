@@ -98,6 +98,7 @@ struct train_run {
   struct rt_early_stop es;  /* --early-stop (runtime/early_stop.c) */
   struct rt_best_keep bk;   /* --save-best (runtime/best.c) */
   int ckpt_written;         /* a checkpoint was written by this run */
+  struct rt_local *owned;   /* rt_train_owned's: loc, whose inputs go once the model is built */
 };
 
 /* The metrics file, the per-epoch arrays and the model, then the two lines that say
@@ -116,6 +117,7 @@ static int train_setup(struct train_run *t) {
   t->hidden_s = cg_calloc((size_t)E, sizeof(double), "per-epoch exchange times");
   if (!t->r.loss || !t->epoch_s || !t->tmp || !t->exposed_s || !t->hidden_s) return CG_ERR_NOMEM;
   TRY(rt_model_build(t->be, loc, cfg, t->ex, &t->m));
+  if (t->owned) rt_local_release_inputs(t->owned); /* the model has its copies */
   if (t->ex) TRY(rt_ranks_create(E, loc->nranks, &t->ranks));
   t->r.num_params = rt_model_num_params(t->m);
   if (cfg->early_stop > 0 && loc->n_val_global == 0)
@@ -324,9 +326,9 @@ static int train_finish(struct train_run *t, int last, const char *outcome) {
                             &ranks);
 }
 
-int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
-                     const struct rt_config *cfg, const struct rt_checkpoint *resume,
-                     struct rt_result *res) {
+static int train_impl(struct cg_backend *be, const struct rt_local *loc, struct rt_local *owned,
+                      struct cg_exchange *ex, const struct rt_config *cfg, const struct rt_checkpoint *resume,
+                      struct rt_result *res) {
   int st = CG_OK;
   const int E = cfg->epochs;
   int last = E; /* the last epoch the run reaches */
@@ -334,6 +336,7 @@ int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct c
   memset(&t, 0, sizeof t);
   t.be = be;
   t.loc = loc;
+  t.owned = owned;
   t.ex = ex;
   t.cfg = cfg;
   t.t_start = cg_time_now();
@@ -436,6 +439,18 @@ done:
   if (st == CG_OK && res) *res = t.r;
   else rt_result_free(&t.r);
   return st;
+}
+
+int rt_train_checked(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
+                     const struct rt_config *cfg, const struct rt_checkpoint *resume,
+                     struct rt_result *res) {
+  return train_impl(be, loc, NULL, ex, cfg, resume, res);
+}
+
+int rt_train_owned(struct cg_backend *be, struct rt_local *loc, struct cg_exchange *ex,
+                   const struct rt_config *cfg, const struct rt_checkpoint *resume,
+                   struct rt_result *res) {
+  return train_impl(be, loc, loc, ex, cfg, resume, res);
 }
 
 int rt_train(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,

@@ -494,6 +494,50 @@ static void test_spmm_layouts(void **state) {
   cg_csr_free(&h);
 }
 
+/* The tiled products' scratch is the backend's, shared by its matrices (cpu_spmm_internal.h,
+ * struct cpu_spmm_ws): matrices of different column counts built on one backend in a
+ * growing and a shrinking order, their products interleaved, give the same bits as each
+ * matrix alone on a backend of its own. */
+static void test_spmm_shared_scratch(void **state) {
+  (void)state;
+  set_layout("tiled", "16");
+  const int64_t shapes[][2] = {{300, 200}, {180, 700}, {520, 90}};
+  struct cg_csr h[3];
+  struct cg_spmat *a[3] = {NULL, NULL, NULL};
+  float *x[3], *alone[3];
+  const int64_t f = 70; /* two slices of 64 columns: the second one reuses the packed scratch */
+  struct cg_backend *be = NULL;
+  assert_int_equal(cg_backend_cpu_create(2, &be), CG_OK);
+  for (int i = 0; i < 3; i++) {
+    make_clustered_csr(&h[i], shapes[i][0], shapes[i][1], 16, i == 2 ? 2 : 1, 300 + (uint64_t)i);
+    struct tu_rng rng = {400 + (uint64_t)i};
+    x[i] = fbuf(h[i].ncols * f);
+    frand(&rng, x[i], h[i].ncols * f, -1, 1);
+    struct cg_backend *own = NULL;
+    assert_int_equal(cg_backend_cpu_create(2, &own), CG_OK);
+    alone[i] = spmm_fresh(own, &h[i], x[i], f);
+    cg_backend_destroy(&own);
+    assert_int_equal(be->spmat_create(be, &h[i], &a[i]), CG_OK);
+    assert_true(cpu_spmat_tiles(a[i], NULL) > 0);
+  }
+  static const int order[] = {1, 0, 2, 1, 2, 0, 0, 1};
+  for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
+    const int i = order[k];
+    float *y = fbuf(h[i].nrows * f);
+    be->spmm(be, a[i], x[i], f, y, f, f);
+    assert_memory_equal(y, alone[i], (size_t)(h[i].nrows * f) * sizeof(float));
+    cg_free(y);
+  }
+  for (int i = 0; i < 3; i++) {
+    be->spmat_destroy(be, a[i]);
+    cg_csr_free(&h[i]);
+    cg_free(x[i]);
+    cg_free(alone[i]);
+  }
+  cg_backend_destroy(&be);
+  set_layout("auto", NULL);
+}
+
 /* ---------------------------------------------------------------- determinism */
 
 static void test_thread_count_independence(void **state) {
@@ -1218,6 +1262,7 @@ int main(void) {
       cmocka_unit_test(test_spmm),
       cmocka_unit_test(test_spmm_edge_cases),
       cmocka_unit_test(test_spmm_tiled),
+      cmocka_unit_test(test_spmm_shared_scratch),
       cmocka_unit_test(test_spmm_layouts),
       cmocka_unit_test(test_thread_count_independence),
       cmocka_unit_test(test_bias_relu),

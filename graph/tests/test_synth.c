@@ -318,6 +318,65 @@ static void spmm(const struct cg_csr *a, const float *x, float *y, int64_t f) {
   }
 }
 
+
+/* Per-rank generation (issue #17): the rows of P = 2 and 3 ranks (vertices v with
+ * v mod P = r, and contiguous blocks), generated alone by graph_synth_rows with
+ * graph_synth_ex's factor, equal the whole graph's rows bit for bit: neighbours,
+ * features (also row-normalised), labels or multi-labels, split. On 1 and 2 threads. */
+static void test_synth_rows(void **state) {
+  (void)state;
+  const char *specs[] = {"synth:small", "synth:tiny:multilabel=1", "synth:small:seed=5,degree=40"};
+  for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+    struct graph g, gn;
+    double factor = 0.0;
+    assert_int_equal(graph_synth_ex(specs[s], &g, &factor), CG_OK);
+    assert_true(factor > 0.0);
+    assert_int_equal(graph_synth(specs[s], &gn), CG_OK);
+    graph_feat_rownorm(&gn);
+    const int64_t n = g.n, f = g.feat_dim, c = g.num_classes;
+    int32_t *rows = malloc((size_t)n * sizeof *rows);
+    assert_non_null(rows);
+    int cases = 0;
+    for (int P = 2; P <= 3; P++)
+      for (int layout = 0; layout < 2; layout++)
+        for (int r = 0; r < P; r++) {
+          int64_t k = 0;
+          for (int64_t v = 0; v < n; v++)
+            if (layout == 0 ? v % P == r : v * P / n == r) rows[k++] = (int32_t)v;
+          omp_set_num_threads(1 + (r & 1));
+          struct graph_rows gr, grn;
+          assert_int_equal(graph_synth_rows(specs[s], factor, rows, k, GRAPH_ROWS_ADJ, &gr), CG_OK);
+          assert_int_equal(graph_synth_rows(specs[s], factor, rows, k, GRAPH_ROWS_FEAT_ROWNORM, &grn), CG_OK);
+          assert_int_equal(gr.nrows, k);
+          assert_null(grn.colidx);
+          for (int64_t i = 0; i < k; i++) {
+            const int64_t u = rows[i], deg = g.rowptr[u + 1] - g.rowptr[u];
+            assert_int_equal(gr.rowptr[i + 1] - gr.rowptr[i], deg);
+            assert_memory_equal(gr.colidx + gr.rowptr[i], g.colidx + g.rowptr[u], (size_t)deg * sizeof(int32_t));
+            assert_memory_equal(gr.feat + i * f, g.feat_values + u * f, (size_t)f * sizeof(float));
+            assert_memory_equal(grn.feat + i * f, gn.feat_values + u * f, (size_t)f * sizeof(float));
+            assert_int_equal(gr.split[i], g.split[u]);
+            if (g.multilabel) assert_memory_equal(gr.mlabels + i * c, g.mlabels + u * c, (size_t)c);
+            else assert_int_equal(gr.labels[i], g.labels[u]);
+          }
+          graph_rows_free(&gr);
+          graph_rows_free(&grn);
+          cases++;
+        }
+    omp_set_num_threads(2);
+    printf("  %s: %d row sets of P = 2, 3 ranks equal the whole graph's rows (factor %.6f)\n", specs[s], cases,
+           factor);
+    free(rows);
+    graph_free(&g);
+    graph_free(&gn);
+  }
+  /* rows not strictly increasing, and a factor <= 0, are refused */
+  struct graph_rows gr;
+  const int32_t bad[2] = {5, 5};
+  assert_int_equal(graph_synth_rows("synth:tiny", 1.0, bad, 2, GRAPH_ROWS_ADJ, &gr), CG_ERR_ARG);
+  assert_int_equal(graph_synth_rows("synth:tiny", 0.0, bad, 1, GRAPH_ROWS_ADJ, &gr), CG_ERR_ARG);
+}
+
 /* Features alone are a weak witness of the class, features propagated over the graph
  * (two GCN hops, the SGC view of a 2-layer GCN) a strong one. */
 static void test_features_need_graph(void **state) {
@@ -358,6 +417,7 @@ int main(void) {
       cmocka_unit_test(test_checksum_pinned),    cmocka_unit_test(test_scale_and_overrides),
       cmocka_unit_test(test_spec_errors),        cmocka_unit_test(test_multilabel),
       cmocka_unit_test(test_checksum_round_trip), cmocka_unit_test(test_features_need_graph),
+      cmocka_unit_test(test_synth_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

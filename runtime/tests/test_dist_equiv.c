@@ -56,6 +56,7 @@
  * run on 2-4 ranks, 4 ranks as 2 x 2 and 6 ranks as 2 x 3 emulated nodes.
  *
  * Any failed check prints "[rank R] FAIL ..." and aborts the whole job. */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,11 +178,17 @@ static void rec_init(struct tag_recorder *r, struct cg_exchange *inner, int with
 }
 
 /* The tags run_model's calls must carry: set-up (the features, when the rank has halo
- * rows to fetch), rt_model_loss_grad at epoch 1, the steps 1..epochs, evaluation. */
-static void rec_expect(const struct tag_recorder *r, const struct rt_local *loc, int layers, int epochs) {
+ * rows to fetch: one exchange per slice of rt_config_feature_cols columns),
+ * rt_model_loss_grad at epoch 1, the steps 1..epochs, evaluation. */
+static void rec_expect(const struct tag_recorder *r, const struct rt_local *loc, const struct rt_config *cfg) {
+  const int layers = cfg->layers, epochs = cfg->epochs;
   struct tag_entry want[TAG_LOG_MAX];
   int n = 0;
-  if (loc->feat_rows < loc->n_inner + loc->n_halo) want[n++] = (struct tag_entry){CG_HALO_FORWARD, {0, 0}};
+  if (loc->feat_rows < loc->n_inner + loc->n_halo) {
+    const int64_t w = rt_config_feature_cols(cfg, loc->feat_dim, loc->num_classes);
+    for (int64_t c0 = 0; c0 < loc->feat_dim && n < TAG_LOG_MAX; c0 += w)
+      want[n++] = (struct tag_entry){CG_HALO_FORWARD, {0, 0}};
+  }
   if (loc->n_halo > 0 || loc->nranks > 1) {
     for (int pass = 0; pass <= epochs + 1; pass++) {
       const uint32_t epoch = pass == epochs + 1 ? 0u : (uint32_t)(pass == 0 ? 1 : pass);
@@ -320,6 +327,76 @@ static void same_local_problem(const struct rt_dist *a, const struct rt_dist *b)
   int64_t ns = 0;
   for (int i = 0; i < p->npeers; i++) ns += p->send_count[i];
   SAME_ARR(p->send_idx, q->send_idx, ns, "send lists");
+}
+
+/* Per-rank loading with the partition cache (issue #17): the first set-up computes the
+ * partition (rank 0 reads the structure) and stores it; the second reuses it and rank 0
+ * reads no structure byte (its other reads unchanged, the local problem the same bit for
+ * bit); after rank 0 rewrites the file with another graph at the same path, the cache
+ * misses and the structure is read again. */
+static void perrank_partition_cache(const char *dir, const char *path) {
+  const int rank = comm_rank(g_comm);
+  struct rt_config cfg;
+  rt_config_defaults(&cfg);
+  cfg.graph = path;
+  cfg.device = "cpu";
+  cfg.threads = 1;
+  cfg.quiet = 1;
+  char cache[600];
+  snprintf(cache, sizeof cache, "%s/partcache", dir);
+  struct rt_dist_options o;
+  rt_dist_options_defaults(&o);
+  o.method = PART_METIS;
+  o.part_seed = 3;
+  o.use_cache = 1;
+  o.cache_dir = cache;
+  o.load = RT_LOAD_PER_RANK;
+  struct rt_dist *d[3] = {NULL, NULL, NULL};
+  uint64_t tot[3], str[3];
+  for (int i = 0; i < 2; i++) {
+    OK(rt_dist_create(g_comm, &cfg, &o, &d[i]));
+    rt_dist_bytes_read(d[i], &tot[i], &str[i]);
+  }
+  same_local_problem(d[1], d[0]);
+  if (rank == 0)
+    CHECK(str[0] > 0 && str[1] == 0 && tot[1] == tot[0] - str[0],
+          "partition cache: rank 0 read %llu bytes (%llu of structure), then %llu (%llu of structure)",
+          (unsigned long long)tot[0], (unsigned long long)str[0], (unsigned long long)tot[1],
+          (unsigned long long)str[1]);
+  else
+    CHECK(str[0] == 0 && str[1] == 0 && tot[1] == tot[0], "rank %d read %llu then %llu bytes", rank,
+          (unsigned long long)tot[0], (unsigned long long)tot[1]);
+  OK(comm_barrier(g_comm));
+  if (rank == 0) { /* the same path, another graph: the cache must miss */
+    struct graph g;
+    OK(graph_synth("synth:small:seed=2", &g));
+    OK(graph_save_cgr_version(path, &g, 2, 12));
+    graph_free(&g);
+  }
+  OK(comm_barrier(g_comm));
+  OK(rt_dist_create(g_comm, &cfg, &o, &d[2]));
+  rt_dist_bytes_read(d[2], &tot[2], &str[2]);
+  if (rank == 0) CHECK(str[2] > 0, "partition cache: a rewritten file reused the old graph's partition");
+  for (int i = 0; i < 3; i++) rt_dist_destroy(&d[i]);
+  OK(comm_barrier(g_comm));
+  if (rank == 0) {
+    DIR *dd = opendir(cache);
+    CHECK(dd != NULL, "the partition cache folder %s was not created", cache);
+    int files = 0;
+    for (struct dirent *e; (e = readdir(dd)) != NULL;) {
+      if (e->d_name[0] == '.') continue;
+      char f[1200];
+      snprintf(f, sizeof f, "%s/%s", cache, e->d_name);
+      remove(f);
+      files++;
+    }
+    closedir(dd);
+    rmdir(cache);
+    CHECK(files == 2, "partition cache: %d files, expected one per graph", files);
+    printf("partition cache with per-rank loading: rank 0 read %llu bytes (%llu of structure) computing the "
+           "partition, %llu (none of structure) reusing it; a rewritten file missed\n",
+           (unsigned long long)tot[0], (unsigned long long)str[0], (unsigned long long)tot[1]);
+  }
 }
 
 /* The "cache" mode: each case runs first without the halo cache (kept in g_plain), then
@@ -507,7 +584,7 @@ static void run_case(const struct tcase *tc) {
     rec.ex.counters = rec_counters;
   }
   run_model(be, loc, &rec.ex, &cfg, &dist);
-  rec_expect(&rec, loc, cfg.layers, cfg.epochs);
+  rec_expect(&rec, loc, &cfg);
   /* a rank with inner rows and halo traffic has inner blocks to poll between */
   const int polled = loc->n_inner > 0 && (loc->n_halo > 0 || rt_dist_part(d)->npeers > 0);
   CHECK(cfg.overlap == 1 && (!polled || rec.polls > 0), "overlap on: %lld progress calls",
@@ -531,7 +608,7 @@ static void run_case(const struct tcase *tc) {
   }
   rec_init(&rec, ex, 1);
   run_model(be, loc, &rec.ex, &cfg_off, &off);
-  rec_expect(&rec, loc, cfg.layers, cfg.epochs);
+  rec_expect(&rec, loc, &cfg);
   CHECK(rec.polls == 0, "overlap off: %lld progress calls", (long long)rec.polls);
   if (g_cache) {
     rt_dist_unbind(d);
@@ -539,7 +616,7 @@ static void run_case(const struct tcase *tc) {
   }
   rec_init(&rec, ex, 0);
   run_model(be, loc, &rec.ex, &cfg, &noprog);
-  rec_expect(&rec, loc, cfg.layers, cfg.epochs);
+  rec_expect(&rec, loc, &cfg);
   same_bits(&dist, &off, "overlap off");
   same_bits(&dist, &noprog, "overlap on without halo_progress");
 
@@ -802,6 +879,9 @@ int main(int argc, char **argv) {
          * values (v2 synth:small's dense ones kept as their nonzeros) */
         {cora, 1, RT_MODEL_SAGE, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 1},
         {v2, 0, RT_MODEL_GCN, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 1},
+        /* a synthetic spec generated per rank (graph_synth_rows): the same local problem */
+        {"synth:small", 0, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0},
+        {"synth:small:seed=5,degree=40", 1, RT_MODEL_SAGE, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0},
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof pcases / sizeof pcases[0]; i++) {
@@ -809,6 +889,7 @@ int main(int argc, char **argv) {
       run_case(&pcases[i]);
       ran++;
     }
+    perrank_partition_cache(dir, v2); /* last: it rewrites v2 */
     OK(comm_barrier(g_comm));
     if (comm_rank(g_comm) == 0) {
       remove(v1);
