@@ -3,8 +3,9 @@
  *
  * Design notes (the why):
  * - The "train" and "kill" faults are an exchange that wraps the real one and fails
- *   (or SIGKILLs the rank) at the 3rd halo exchange, i.e. inside the first training
- *   step (the 1st fetches the halo features at set-up). As a decorator behind the
+ *   (or SIGKILLs the rank) at the 2nd halo exchange of training (tag epoch > 0: the
+ *   first step's backward; set-up fetches the halo features in one or several
+ *   exchanges of epoch 0, and evaluations use epoch 0 too). As a decorator behind the
  *   seam of core/exchange.h it is installed on the named rank only, and neither the
  *   model nor the MPI exchange carries a test branch.
  * - The fault is raised at begin, before the wrapped exchange starts, so that the
@@ -39,7 +40,7 @@ struct fault_exchange {
   struct cg_exchange *inner;
   enum rt_fault mode;
   int rank;
-  int64_t halo_calls;
+  int64_t halo_calls; /* training exchanges begun (tag epoch > 0) */
 };
 
 static struct fault_exchange *impl(struct cg_exchange *ex) { return (struct fault_exchange *)ex; }
@@ -53,7 +54,7 @@ static const char *halo_call(enum cg_halo_dir dir) {
 static int fault_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag,
                             float *x, int64_t cols) {
   struct fault_exchange *f = impl(ex);
-  if (++f->halo_calls >= 3) {
+  if (tag.epoch > 0 && ++f->halo_calls >= 2) {
     if (f->mode == RT_FAULT_KILL) {
       fprintf(stderr, "rank %d: killing myself in %s (CAPGNN_TEST_FAIL_AT=kill)\n", f->rank, halo_call(dir));
       fflush(stderr);
