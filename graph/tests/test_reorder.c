@@ -74,6 +74,7 @@ static void test_permute_roundtrip(void **state) {
   assert_memory_equal(back.colidx, g.colidx, (size_t)g.m * sizeof(int32_t));
   /* the identity keeps the checksum; a non-permutation is refused */
   graph_free(&back);
+  graph_free(&p);
   for (int64_t i = 0; i < n; i++) order[i] = (int32_t)i;
   OK(graph_permute(&g, order, &back));
   assert_int_equal(back.checksum, g.checksum);
