@@ -339,7 +339,7 @@ static int adapt_send(struct jaca_exchange *j, struct cg_halo_tag tag, const flo
   const int64_t db = comm_vhalo_bytes_sent(j->vh) - b0, di = comm_vhalo_inter_bytes_sent(j->vh) - i0;
   s->bytes_inter += di;
   s->bytes_intra += db - di;
-  s->adapt_index_bytes += sent * (int64_t)sizeof(int32_t);
+  s->adapt_index_bytes += db - sent * cols * (int64_t)sizeof(float); /* positions beside partial blocks */
   s->adapt_sent += sent;
   s->adapt_skipped += n - sent;
   return CG_OK;

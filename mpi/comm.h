@@ -515,8 +515,9 @@ int64_t comm_halo_inter_bytes_sent(const struct comm_halo *h);
  * are not used) in which each rank sends each peer only the rows it picks this time,
  * and the peer learns which: for jaca/'s adaptive staleness, where which rows travel
  * depends on the data. One message per peer with send rows (possibly empty) holding the
- * picked rows' positions in the peer's block and the rows; the receiver posts its whole
- * block and learns the count from the message's size (MPI_Get_count). Host memory only.
+ * picked rows' positions in the peer's block and the rows (the whole block: the rows
+ * alone, under another tag); the receiver posts its whole block and learns the count
+ * from the message's size (MPI_Get_count). Host memory only.
  * create checks that what each rank may send each peer is what that peer receives
  * (collective over the world; every rank fails together), allocates buffers for rows of
  * up to max_cols values and its own communicator (a dup of the world). */
@@ -536,7 +537,7 @@ int comm_vhalo_progress(struct comm_vhalo *h);
 int comm_vhalo_end(struct comm_vhalo *h, float *recv, unsigned char *got, int64_t cols, int64_t *nrecv);
 int64_t comm_vhalo_send_rows(const struct comm_vhalo *h);
 int64_t comm_vhalo_recv_rows(const struct comm_vhalo *h);
-/* Bytes sent since create (positions and rows; counted in comm_stats' halo forward and
+/* Bytes sent since create (positions, where sent, and rows; counted in comm_stats' halo forward and
  * intra/inter-node bytes too), and the part of them to other nodes; 0 for NULL. */
 int64_t comm_vhalo_bytes_sent(const struct comm_vhalo *h);
 int64_t comm_vhalo_inter_bytes_sent(const struct comm_vhalo *h);

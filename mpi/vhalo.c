@@ -6,10 +6,13 @@
  *   posted receive is matched and nobody needs a count exchange first: the receiver
  *   posts its plan's full block (every row it could get) and learns how many came from
  *   the message's size (MPI_Get_count). The message is the picked rows' positions in
- *   the peer's block (int32) followed by the rows, so a row is never misplaced.
+ *   the peer's block (int32) followed by the rows, so a row is never misplaced; a
+ *   message of the whole block goes without positions under its own tag (the receiver
+ *   takes any tag and reads it from the status), so EPS 0 costs what the plain
+ *   exchange does.
  * - Host memory only: the caller (jaca/'s adaptive mode) compares rows on the host
  *   anyway, to decide which ones to send.
- * - Its own communicator (a dup of the world), point-to-point with one tag: one
+ * - Its own communicator (a dup of the world), point-to-point: one
  *   exchange per object in flight and MPI's non-overtaking order keep messages apart,
  *   and nothing else on the job can match them.
  * - The plan's consistency (what a rank may send each peer is what that peer expects
@@ -22,6 +25,10 @@
 #include "core/status.h"
 #include "core/timer.h"
 #include "mpi/comm_internal.h"
+
+/* A message of some rows (positions, then rows) or of the whole block (rows only). */
+#define VH_TAG_SOME 0
+#define VH_TAG_ALL 1
 
 struct comm_vhalo {
   struct comm *c;
@@ -151,7 +158,7 @@ int comm_vhalo_begin(struct comm_vhalo *h, const float *rows, const unsigned cha
   for (int k = 0; k < h->npeers; k++)
     if (h->rcnt[k] > 0)
       COMM_MPI_TRY(MPI_Irecv(h->rbuf + (size_t)h->roff[k] * rb, (int)((size_t)h->rcnt[k] * rb), MPI_BYTE, h->peer[k],
-                             0, h->comm, &h->reqs[k]));
+                             MPI_ANY_TAG, h->comm, &h->reqs[k]));
     else h->reqs[k] = MPI_REQUEST_NULL;
   int64_t sent = 0;
   for (int k = 0; k < h->npeers; k++) {
@@ -163,14 +170,20 @@ int comm_vhalo_begin(struct comm_vhalo *h, const float *rows, const unsigned cha
     int32_t *pos = (int32_t *)msg;
     float *dst = (float *)(msg + (size_t)n * sizeof(int32_t));
     int32_t m = 0;
-    for (int64_t i = 0; i < h->scnt[k]; i++) {
+    for (int64_t i = 0; n < h->scnt[k] && i < h->scnt[k]; i++) {
       if (!sel[h->soff[k] + i]) continue;
       pos[m] = (int32_t)i;
       memcpy(dst + (int64_t)m * cols, rows + (h->soff[k] + i) * cols, (size_t)cols * sizeof(float));
       m++;
     }
-    const int64_t bytes = (int64_t)n * (int64_t)rb;
-    COMM_MPI_TRY(MPI_Isend(msg, (int)bytes, MPI_BYTE, h->peer[k], 0, h->comm, &h->reqs[h->npeers + k]));
+    int64_t bytes = (int64_t)n * (int64_t)rb;
+    int tag = VH_TAG_SOME;
+    if (n == h->scnt[k]) { /* every row: no positions (tag VH_TAG_ALL), as the plain exchange */
+      memcpy(msg, rows + h->soff[k] * cols, (size_t)(n * cols) * sizeof(float));
+      bytes = n * cols * (int64_t)sizeof(float);
+      tag = VH_TAG_ALL;
+    }
+    COMM_MPI_TRY(MPI_Isend(msg, (int)bytes, MPI_BYTE, h->peer[k], tag, h->comm, &h->reqs[h->npeers + k]));
     sent += bytes;
     if (comm_node_of(h->c, h->peer[k]) == h->c->node_id) {
       h->c->stats.halo_intra_bytes += bytes;
@@ -214,11 +227,20 @@ int comm_vhalo_end(struct comm_vhalo *h, float *recv, unsigned char *got, int64_
     if (h->rcnt[k] == 0) continue;
     int bytes = 0;
     COMM_MPI_TRY(MPI_Get_count(&h->stat[k], MPI_BYTE, &bytes));
+    const char *msg = h->rbuf + (size_t)h->roff[k] * rb;
+    if (h->stat[k].MPI_TAG == VH_TAG_ALL) {
+      if (bytes != (int)(h->rcnt[k] * cols * (int64_t)sizeof(float)))
+        return cg_err_set(CG_ERR_INTERNAL, "comm_vhalo_end: %d bytes from rank %d for its whole block of %lld rows of "
+                          "%lld columns", bytes, h->peer[k], (long long)h->rcnt[k], (long long)cols);
+      memcpy(recv + h->roff[k] * cols, msg, (size_t)bytes);
+      memset(got + h->roff[k], 1, (size_t)h->rcnt[k]);
+      total += h->rcnt[k];
+      continue;
+    }
     if (bytes == MPI_UNDEFINED || bytes < 0 || (size_t)bytes % rb != 0 || (size_t)bytes / rb > (size_t)h->rcnt[k])
       return cg_err_set(CG_ERR_INTERNAL, "comm_vhalo_end: %d bytes from rank %d: not whole rows of %lld columns "
                         "within its block of %lld", bytes, h->peer[k], (long long)cols, (long long)h->rcnt[k]);
     const int64_t n = (int64_t)((size_t)bytes / rb);
-    const char *msg = h->rbuf + (size_t)h->roff[k] * rb;
     const int32_t *pos = (const int32_t *)msg;
     const float *src = (const float *)(msg + (size_t)n * sizeof(int32_t));
     for (int64_t m = 0; m < n; m++) {

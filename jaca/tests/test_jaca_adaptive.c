@@ -267,8 +267,14 @@ static void exact_case(const char *spec, double capacity, struct cg_backend *be)
   }
   struct jaca_stats st;
   OK(jaca_exchange_stats(xa, 0, &st));
-  CHECK(st.adapt_skipped == 0 && st.age_max == 0, "EPS 0 skipped %lld rows, oldest %lld epochs",
-        (long long)st.adapt_skipped, (long long)st.age_max);
+  CHECK(st.adapt_skipped == 0 && st.age_max == 0 && st.adapt_index_bytes == 0,
+        "EPS 0 skipped %lld rows, oldest %lld epochs, %lld bytes of positions", (long long)st.adapt_skipped,
+        (long long)st.age_max, (long long)st.adapt_index_bytes);
+  struct jaca_stats se;
+  OK(jaca_exchange_stats(xe, 0, &se));
+  CHECK(st.bytes_intra == se.bytes_intra && st.bytes_inter == se.bytes_inter,
+        "EPS 0 sent %lld + %lld bytes, the exact cache %lld + %lld", (long long)st.bytes_intra,
+        (long long)st.bytes_inter, (long long)se.bytes_intra, (long long)se.bytes_inter);
   if (comm_rank(g_comm) == 0) printf("ok: %-12s cap %g adaptive:0 on %s: bit for bit the exact cache\n", spec,
                                      capacity, be->name);
   be->free(be, d);
