@@ -884,8 +884,10 @@ static void jx_log(struct comm *c, const struct jaca_exchange *j) {
            (long long)v[1], (long long)v[0], comm_nnodes(c), comm_nnodes(c) == 1 ? "" : "s",
            (long long)v[3], (double)v[2] / 1048576.0);
   if (v[4] > 0 && v[7] == 0)
-    LOG_INFO("jaca", "hit rate over a refresh window of %d step%s: %.1f %% (Belady's MIN with the same slots: %.1f %%)",
-             j->opt.staleness + 1, j->opt.staleness == 0 ? "" : "s", 100.0 * (double)v[5] / (double)v[4],
+    LOG_INFO("jaca", "hit rate over a refresh window of %d step%s%s: %.1f %% (Belady's MIN with the same slots: %.1f %%)",
+             j->plan.staleness + 1, j->plan.staleness == 0 ? "" : "s",
+             j->opt.adaptive ? " (adaptive: before any row is skipped for its drift)" : "",
+             100.0 * (double)v[5] / (double)v[4],
              100.0 * (double)v[6] / (double)v[4]);
 }
 
