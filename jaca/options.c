@@ -28,6 +28,7 @@ void jaca_options_defaults(struct jaca_options *o) {
   o->host_mb = JACA_MB_AUTO;
   o->device_mb = JACA_MB_AUTO;
   o->reserve_mb = JACA_RESERVE_MB_DEFAULT;
+  o->prefetch = 1;
 }
 
 int64_t jaca_capacity_rows(int64_t avail_bytes, int64_t reserve_bytes, int64_t vertex_bytes, int64_t candidates) {
@@ -54,6 +55,8 @@ int jaca_options_check(const struct jaca_options *o) {
   if (o->staleness < 0) return cg_err_set(CG_ERR_ARG, "--staleness %d: expected >= 0", o->staleness);
   if (o->grad_staleness < 0)
     return cg_err_set(CG_ERR_ARG, "--grad-staleness %d: expected >= 0", o->grad_staleness);
+  if (o->prefetch != 0 && o->prefetch != 1)
+    return cg_err_set(CG_ERR_ARG, "--cache-prefetch %d: expected on (1) or off (0)", o->prefetch);
   if (o->warmup < 0) return cg_err_set(CG_ERR_ARG, "--cache-warmup %d: expected >= 0", o->warmup);
   /* what is not built yet is refused, never silently ignored */
   if (o->staleness > JACA_MAX_STALENESS)
