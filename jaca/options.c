@@ -80,6 +80,10 @@ const char *jaca_options_describe(const struct jaca_options *o, char *buf, size_
   else if (o->device_mb == JACA_MB_AUTO)
     snprintf(dmb, sizeof dmb, ", within free memory less %lld MiB", (long long)o->reserve_mb);
   if (o->warmup > 0) snprintf(warm, sizeof warm, "; cache off for the first %d epochs", o->warmup);
+  if (!o->prefetch) { /* what is not the default is named (the values are the same) */
+    const size_t n = strlen(warm);
+    snprintf(warm + n, sizeof warm - n, "; prefetch off");
+  }
   char grad[96];
   if (o->grad_staleness == 0) snprintf(grad, sizeof grad, "gradients every epoch");
   else snprintf(grad, sizeof grad, "halo gradients up to %d epochs old (--grad-staleness %d)", o->grad_staleness,
