@@ -966,7 +966,7 @@ static int run_cache_cases(void) {
         g_cache = &jo;
         run_case(&cases[i]); /* prefetch on (the default) */
         ran++;
-        if (p == 0) { /* and off: the plain run's results too */
+        if (i == 0 && p == 0) { /* and off (GCN, jaca): the plain run's results too */
           jo.prefetch = 0;
           run_case(&cases[i]);
           ran++;
