@@ -254,6 +254,7 @@ struct rt_cache_row {
   double grad_bytes, grad_bytes_exact, grad_refreshed, grad_used, grad_age_max, grad_bytes_shm;
   double prefetched, end_copied, end_wait_s; /* prefetch: rows copied by the thread before end,
                                                 by end itself; training thread's time in end */
+  double adapt_sent, adapt_skipped; /* adaptive staleness: kept rows sent / skipped by drift */
 };
 #define RT_CACHE_MAX_LAYERS 64
 struct rt_cache_record {
@@ -262,6 +263,8 @@ struct rt_cache_record {
   char policy[8];
   double capacity, host_mb;
   int staleness, grad_staleness, prefetch;
+  int adaptive;     /* --staleness adaptive:adapt_eps:staleness */
+  double adapt_eps;
   /* over one refresh window, summed over the nodes (jaca/jaca.h, struct jaca_window):
    * the hit rate the tiers' rows give and Belady's MIN's with the same slots; NaN when
    * a node's trace was too long to simulate */
