@@ -54,6 +54,7 @@ struct train_par {
   int adaptive;     /* --staleness adaptive[:EPS[:S]]: staleness holds S */
   double adapt_eps;
   const char *load;       /* auto | whole | per-rank (runtime/dist.h, enum rt_load) */
+  int cache_prefetch;     /* --cache-prefetch on|off (default on) */
 };
 #define MB_AUTO (-1) /* jaca.h's JACA_MB_AUTO, for builds without it */
 
@@ -94,6 +95,7 @@ static int cache_options(const struct train_par *par, struct jaca_options *o) {
   o->staleness = par->staleness;
   o->grad_staleness = par->grad_staleness;
   o->warmup = par->cache_warmup;
+  o->prefetch = par->cache_prefetch;
   o->adaptive = par->adaptive;
   o->adapt_eps = par->adapt_eps;
   return jaca_options_check(o);
@@ -267,6 +269,9 @@ void cmd_train_usage(FILE *out) {
           "                                back at most every S + 1 epochs, its owner reusing the\n"
           "                                last one meanwhile (default 0: every epoch, exact)\n"
           "  --cache-warmup E              the cache off (exact exchange) for the first E epochs\n"
+          "  --cache-prefetch on|off       a background thread per rank copies the node tier's rows\n"
+          "                                into the rank tier while the layer computes (default on;\n"
+          "                                the same results either way)\n"
           "  --staleness adaptive[:EPS[:S]] APPROXIMATE for EPS > 0: every step the sender of a kept\n"
           "                                hidden halo row sends it only when it drifted by more\n"
           "                                than EPS (relative, default 0.01) from the copy its\n"
@@ -287,7 +292,7 @@ enum {
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
   OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_FORCE, OPT_STALL_TIMEOUT, OPT_PROFILE, OPT_CACHE_POLICY,
   OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB, OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS,
-  OPT_CACHE_WARMUP, OPT_CACHE_RESERVE_MB, OPT_OVERLAP, OPT_ALLREDUCE, OPT_MOMENTUM, OPT_LR_SCHEDULE,
+  OPT_CACHE_WARMUP, OPT_CACHE_PREFETCH, OPT_CACHE_RESERVE_MB, OPT_OVERLAP, OPT_ALLREDUCE, OPT_MOMENTUM, OPT_LR_SCHEDULE,
   OPT_LR_STEP_SIZE, OPT_LR_GAMMA, OPT_LR_WARMUP, OPT_LR_EPOCHS, OPT_EARLY_STOP, OPT_EARLY_STOP_RULE, OPT_SAVE_BEST,
   OPT_LOG_EVERY, OPT_SEEDS, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT, OPT_PRUNE_HALO, OPT_PRUNE_WRITE, OPT_GPU_SHARE, OPT_LOAD,
   OPT_SPARSE_FEATURES, OPT_REORDER
@@ -440,6 +445,7 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   if (par->adaptive) fprintf(out, "staleness = adaptive:%.9g:%d\n", par->adapt_eps, par->staleness);
   else fprintf(out, "staleness = %d\n", par->staleness);
   fprintf(out, "grad-staleness = %d\ncache-warmup = %d\n", par->grad_staleness, par->cache_warmup);
+  fprintf(out, "cache-prefetch = %s\n", par->cache_prefetch ? "on" : "off");
   fprintf(out, "overlap = %s\n", c->overlap ? "on" : "off");
   fprintf(out, "reorder = %s\n", graph_reorder_name(c->reorder));
 }
@@ -763,6 +769,7 @@ int cmd_train(int argc, char **argv) {
       {"staleness", required_argument, NULL, OPT_STALENESS},
       {"grad-staleness", required_argument, NULL, OPT_GRAD_STALENESS},
       {"cache-warmup", required_argument, NULL, OPT_CACHE_WARMUP},
+      {"cache-prefetch", required_argument, NULL, OPT_CACHE_PREFETCH},
       {"cache-reserve-mb", required_argument, NULL, OPT_CACHE_RESERVE_MB},
       {"momentum", required_argument, NULL, OPT_MOMENTUM},
       {"lr-schedule", required_argument, NULL, OPT_LR_SCHEDULE},
@@ -802,7 +809,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   int c, rc = 0, print = 0;
   struct seed_list seeds = {{0}, 0};
   struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, "none", 1.0f,
-                          MB_AUTO, MB_AUTO, 1024, 0, 0, 0, 0, 0.0, "auto"};
+                          MB_AUTO, MB_AUTO, 1024, 0, 0, 0, 0, 0.0, "auto", 1};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -1032,6 +1039,11 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         else rc = cli_parse_int("train", "--grad-staleness", optarg, &par.grad_staleness);
         break;
       case OPT_CACHE_WARMUP: rc = cli_parse_int("train", "--cache-warmup", optarg, &par.cache_warmup); break;
+      case OPT_CACHE_PREFETCH:
+        if (strcmp(optarg, "on") == 0) par.cache_prefetch = 1;
+        else if (strcmp(optarg, "off") == 0) par.cache_prefetch = 0;
+        else rc = usage_error("--cache-prefetch '%s': expected on or off", optarg);
+        break;
       case OPT_REORDER:
         if (graph_reorder_parse(optarg, &cfg.reorder) != CG_OK) {
           cg_err_clear();

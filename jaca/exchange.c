@@ -29,17 +29,25 @@
  *   the node tier's gradient path (jaca/ngrad.c, exact) or, with --grad-staleness, the
  *   stale-gradient path below.
  * - The CPU backend reads and writes backend memory in place; a device backend goes
- *   through host staging buffers (download, upload), allocated here once. */
+ *   through host staging buffers (download, upload), allocated here once.
+ * - Prefetch (jaca/prefetch.c): begin hands the rows end will read to the exchange's
+ *   thread once this rank's own rows are published (the only hook besides end's
+ *   finish); the thread copies what peers publish while the layer computes. end still
+ *   completes its MPI transfer first, then takes over the rows the thread has not
+ *   copied, with the same waits, timeout and checks as without prefetch: the same rows
+ *   with the same values land in the same places (only who copies them differs). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
 #include "core/status.h"
+#include "core/timer.h"
 #include "jaca/exchange_internal.h"
 #include "jaca/jaca.h"
 #include "jaca/ngrad_internal.h"
 #include "jaca/node_internal.h"
+#include "jaca/prefetch_internal.h"
 #include "jaca/seqlock_internal.h"
 
 /* How long a reader waits for a row's writer before it reports the writer gone or stuck
@@ -83,6 +91,10 @@ struct jaca_exchange {
   int64_t plain_send_rows;        /* what the plain exchange sends forward per exchange */
   int64_t plain_send_rows_inter;  /* ... to ranks of other nodes */
   double timeout_s;               /* JACA_READ_TIMEOUT_S or CAPGNN_JACA_TIMEOUT */
+  /* prefetch (--cache-prefetch on): the thread, and the job of the exchange in flight */
+  struct jaca_prefetch *pf;
+  uint32_t *read_want;            /* n_read: the generation each node row must hold */
+  struct jaca_row_meta *read_meta; /* n_read: what each row read said about itself */
   /* adaptive staleness (opt.adaptive): class 0 (every kept row) goes through mpi/'s
    * variable-length exchange; the sender keeps per destination row the copy it last
    * published (host) and the epoch of it */
@@ -471,6 +483,13 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
   }
   s->node_writes += nw;
   s->bytes_shm += nw * cols * (int64_t)sizeof(float);
+  if (j->pf && p->n_read > 0) {
+    for (int64_t k = 0; k < p->n_read; k++) j->read_want[k] = jaca_last_refresh(g, p->read_phase[k], p->staleness);
+    const struct jaca_prefetch_job job = {node_row(j, l, 0), j->stride, p->read_row, j->read_want,
+                                          on_host(j) ? j->d_src[l] + p->recv_rows * cols : j->h_read,
+                                          j->read_meta, p->n_read, cols};
+    TRY(jaca_prefetch_submit(j->pf, &job));
+  }
   s->bytes_exact += j->plain_send_rows * cols * (int64_t)sizeof(float);
   s->bytes_exact_inter += j->plain_send_rows_inter * cols * (int64_t)sizeof(float);
   j->in_flight = 1;
@@ -580,13 +599,14 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
       if (age > s->age_max) s->age_max = age;
     }
   }
-  /* this rank's rows from the node tier, each of the generation that last refreshed it */
+  /* this rank's rows from the node tier, each of the generation that last refreshed it:
+   * those the prefetch thread has not copied yet, or all of them */
   float *dst = on_host(j) ? src + p->recv_rows * cols : j->h_read;
-  int64_t read_fresh = 0;
+  int64_t read_fresh = 0, bad = -1;
   if (j->vh) {
     /* which rows were written now depends on their writers' data: wait until every rank
      * of the node has finished its writes of generation g (each is past its own MPI
-     * transfer when it says so), then take each row as it is */
+     * transfer when it says so), then take each row as it is (no prefetch: pf is NULL) */
     jaca_word_publish(done_word(j, l, p->local_rank), g);
     for (int r = 0; r < p->local_size; r++) {
       uint32_t seen = 0;
@@ -597,17 +617,41 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
                           r, l, g, timeout, seen);
     }
   }
+  if (j->pf && p->n_read > 0) {
+    struct jaca_prefetch_result pr;
+    bad = jaca_prefetch_finish(j->pf, timeout, &pr);
+    s->prefetched += pr.prefetched;
+    s->end_copied += pr.in_end;
+    s->torn_reads += pr.torn;
+    s->end_wait_ns += pr.wait_ns;
+  } else if (p->n_read > 0) {
+    const double t0 = cg_time_now();
+    for (int64_t k = 0; k < p->n_read; k++) {
+      const uint32_t want = j->vh ? 1u : jaca_last_refresh(g, p->read_phase[k], S);
+      const int64_t torn = jaca_row_read_wait(node_row(j, l, p->read_row[k]), dst + k * cols, cols, want, timeout,
+                                              &j->read_meta[k]);
+      if (torn < 0) {
+        bad = k;
+        break;
+      }
+      s->torn_reads += torn;
+      s->end_copied++;
+    }
+    s->end_wait_ns += (int64_t)((cg_time_now() - t0) * 1e9);
+  }
+  if (bad >= 0) {
+    const int64_t r = p->read_row[bad];
+    return cg_err_set(CG_ERR_INTERNAL,
+                      "jaca: node row %lld (vertex %d, layer %d) did not reach generation %u within %.0f s "
+                      "(it holds generation %u): the rank that writes it is gone or stuck",
+                      (long long)r, p->admitted_gid[r], l,
+                      j->vh ? 1u : jaca_last_refresh(g, p->read_phase[bad], S), timeout, j->read_meta[bad].gen);
+  }
   for (int64_t k = 0; k < p->n_read; k++) {
-    struct jaca_row_meta m;
+    const struct jaca_row_meta m = j->read_meta[k];
     const int64_t r = p->read_row[k];
     const uint32_t want = j->vh ? 1u : jaca_last_refresh(g, p->read_phase[k], S);
     if (!j->vh) read_fresh += want == g;
-    const int64_t torn = jaca_row_read_wait(node_row(j, l, r), dst + k * cols, cols, want, timeout, &m);
-    if (torn < 0)
-      return cg_err_set(CG_ERR_INTERNAL,
-                        "jaca: node row %lld (vertex %d, layer %d) did not reach generation %u within %.0f s "
-                        "(it holds generation %u): the rank that writes it is gone or stuck",
-                        (long long)r, p->admitted_gid[r], l, want, timeout, m.gen);
     const int64_t age = (int64_t)tag.epoch - (int64_t)m.epoch;
     if (j->vh) read_fresh += m.gen == g;
     if ((j->vh ? m.gen > g : m.gen != want) || m.gid != (uint32_t)p->admitted_gid[r] || age < 0 || age > S)
@@ -615,7 +659,6 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
                         "jaca: node row %lld of layer %d holds vertex %u, generation %u, epoch %u; expected "
                         "vertex %d, generation %u, at most %d epochs before epoch %u",
                         (long long)r, l, m.gid, m.gen, m.epoch, p->admitted_gid[r], want, S, tag.epoch);
-    s->torn_reads += torn;
     s->age_sum += age;
     if (age > s->age_max) s->age_max = age;
   }
@@ -668,6 +711,9 @@ static void stats_sum(const struct jaca_exchange *j, struct jaca_stats *t) {
     t->grad_refreshed += s->grad_refreshed;
     t->grad_used += s->grad_used;
     if (s->grad_age_max > t->grad_age_max) t->grad_age_max = s->grad_age_max;
+    t->prefetched += s->prefetched;
+    t->end_copied += s->end_copied;
+    t->end_wait_ns += s->end_wait_ns;
     t->adapt_sent += s->adapt_sent;
     t->adapt_skipped += s->adapt_skipped;
     t->adapt_index_bytes += s->adapt_index_bytes;
@@ -698,6 +744,9 @@ static void jx_counters(const struct cg_exchange *ex, struct cg_exchange_counter
 
 static void jx_free(struct jaca_exchange *j) {
   struct cg_backend *be = j->be;
+  jaca_prefetch_destroy(&j->pf); /* first: its thread reads the segment, writes d_src */
+  cg_free(j->read_want);
+  cg_free(j->read_meta);
   for (int l = 1; j->d_src && l < j->layers.nlayers; l++) {
     if (be) be->free(be, j->d_src[l]);
     cg_free(j->src_epoch[l]);
@@ -741,6 +790,11 @@ static void jx_free(struct jaca_exchange *j) {
 
 static void jx_destroy(struct cg_exchange *ex) {
   struct jaca_exchange *j = impl(ex);
+  if (j->pf) {
+    const double cpu = jaca_prefetch_cpu_s(j->pf);
+    LOG_DEBUG("jaca", "prefetch thread: %.3f s of CPU, %lld naps", cpu, (long long)jaca_prefetch_naps(j->pf));
+  }
+  jaca_prefetch_destroy(&j->pf); /* before the segment goes */
   /* collective, in the same order on every rank */
   for (int c = 0; j->fwd && c < j->plan.nclasses; c++) comm_halo_destroy(&j->fwd[c]);
   comm_vhalo_destroy(&j->vh);
@@ -856,6 +910,10 @@ static int jx_alloc(struct jaca_exchange *j) {
     j->h_read = cg_malloc((size_t)((p->n_read > 0 ? p->n_read : 1) * cols) * fl, "jaca: host rows read");
     if (!j->h_pub || !j->h_recv || !j->h_read) return CG_ERR_NOMEM;
   }
+  j->read_want = cg_malloc((size_t)(p->n_read > 0 ? p->n_read : 1) * sizeof(uint32_t), "jaca: generations to read");
+  j->read_meta = cg_calloc((size_t)(p->n_read > 0 ? p->n_read : 1), sizeof(struct jaca_row_meta), "jaca: rows read");
+  if (!j->read_want || !j->read_meta) return CG_ERR_NOMEM;
+  if (j->opt.prefetch && !j->opt.adaptive) TRY(jaca_prefetch_create(p->n_read, &j->pf)); /* adaptive: see end */
   return CG_OK;
 }
 
@@ -1043,6 +1101,7 @@ fail:
     for (int k = 0; j->fwd && k < j->plan.nclasses; k++) comm_halo_destroy(&j->fwd[k]);
     comm_vhalo_destroy(&j->vh);
     for (int k = 0; j->bwd && k < j->gnc; k++) comm_halo_destroy(&j->bwd[k]);
+    jaca_prefetch_destroy(&j->pf);
     jaca_ngrad_destroy(&j->ng);
     comm_shm_destroy(&j->shm);
     cg_exchange_destroy(&j->plain);

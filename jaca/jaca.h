@@ -51,8 +51,17 @@
  *    of the generation (a per-rank done word in the segment) instead of for a row's
  *    generation. Counted in struct jaca_stats (adapt_sent, adapt_skipped).
  *
- * Not built yet (issue #13): prefetch queues (background thread, CUDA stream); adaptive
- * gradients (--grad-staleness stays numeric). Options that need them are refused
+ *  - Prefetch (--cache-prefetch, on by default): one background thread per exchange
+ *    copies the node-tier rows a forward exchange reads into the rank tier (on a device
+ *    backend: into the host staging buffer) from begin on, as each row is published with
+ *    the generation needed; end() copies only the rows the thread has not, then
+ *    gathers. The thread calls no MPI and no backend function (jaca/prefetch_internal.h).
+ *    With adaptive staleness the prefetch is off (which rows are new depends on the
+ *    writers' data: readers wait for the node's done words, then read).
+ *
+ * Not built yet (issue #13): the prefetch's upload on its own CUDA stream from pinned
+ * staging (the staged rows go up in end(), synchronously); adaptive gradients
+ * (--grad-staleness stays numeric). Options that need them are refused
  * by jaca_options_check with a message saying so. On a CUDA backend the rank tier is
  * device memory and the node tier is reached through host staging buffers (synchronous
  * copies; compiled, tested with a fake device, not run on a GPU).
@@ -115,6 +124,9 @@ struct jaca_options {
                          halo row's gradient is sent at most every G + 1 steps (by phase)
                          and its owner adds the last one it received meanwhile */
   int warmup;        /* epochs with the cache off (the plain exchange) at the start */
+  int prefetch;      /* 1 (default): a background thread per exchange copies the node-tier
+                        rows a forward exchange reads into the rank tier while the layer
+                        computes (--cache-prefetch on|off); the same values either way */
   /* Adaptive staleness (--staleness adaptive[:EPS[:S]]): adaptive = 1 replaces the
    * phase schedule for the forward rows. Every step the sender of each kept row (its
    * owner, for its direct consumers and for the rows it writes into its node's tier)
@@ -137,7 +149,7 @@ struct jaca_options {
 int jaca_staleness_parse(const char *s, struct jaca_options *o);
 
 /* policy NONE, capacity 1, MiB budgets JACA_MB_AUTO with 1024 MiB reserved, staleness 0,
- * grad_staleness 0, warmup 0, adaptive off. */
+ * grad_staleness 0, warmup 0, adaptive off, prefetch on. */
 void jaca_options_defaults(struct jaca_options *o);
 /* Range checks; CG_ERR_ARG naming the option and its range. */
 int jaca_options_check(const struct jaca_options *o);
@@ -209,6 +221,12 @@ struct jaca_stats {
   int64_t grad_refreshed;   /* gradients received with this step's values (as owner) */
   int64_t grad_used;        /* gradients added (fresh and kept) */
   int64_t grad_age_max;     /* the oldest gradient added, in epochs */
+  /* prefetch (forward rows read from the node tier): */
+  int64_t prefetched;   /* rows the prefetch thread had copied before end() needed them */
+  int64_t end_copied;   /* rows end() copied itself (not prefetched; all of them with
+                           prefetch off) */
+  int64_t end_wait_ns;  /* time the training thread spent in end() on the node tier's rows
+                           (waiting for their writers and copying) */
   /* adaptive staleness: candidate rows (kept rows this rank sends or writes into its
    * node's tier) it sent / wrote because they drifted or were due, and those it skipped
    * (their consumers kept the copy they hold) */

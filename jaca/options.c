@@ -31,6 +31,7 @@ void jaca_options_defaults(struct jaca_options *o) {
   o->host_mb = JACA_MB_AUTO;
   o->device_mb = JACA_MB_AUTO;
   o->reserve_mb = JACA_RESERVE_MB_DEFAULT;
+  o->prefetch = 1;
 }
 
 int jaca_staleness_parse(const char *s, struct jaca_options *o) {
@@ -95,6 +96,8 @@ int jaca_options_check(const struct jaca_options *o) {
   if (o->staleness < 0) return cg_err_set(CG_ERR_ARG, "--staleness %d: expected >= 0", o->staleness);
   if (o->grad_staleness < 0)
     return cg_err_set(CG_ERR_ARG, "--grad-staleness %d: expected >= 0", o->grad_staleness);
+  if (o->prefetch != 0 && o->prefetch != 1)
+    return cg_err_set(CG_ERR_ARG, "--cache-prefetch %d: expected on (1) or off (0)", o->prefetch);
   if (o->warmup < 0) return cg_err_set(CG_ERR_ARG, "--cache-warmup %d: expected >= 0", o->warmup);
   if (o->adaptive != 0 && o->adaptive != 1)
     return cg_err_set(CG_ERR_ARG, "adaptive staleness flag %d: expected 0 or 1", o->adaptive);
@@ -125,6 +128,10 @@ const char *jaca_options_describe(const struct jaca_options *o, char *buf, size_
   else if (o->device_mb == JACA_MB_AUTO)
     snprintf(dmb, sizeof dmb, ", within free memory less %lld MiB", (long long)o->reserve_mb);
   if (o->warmup > 0) snprintf(warm, sizeof warm, "; cache off for the first %d epochs", o->warmup);
+  if (!o->prefetch) { /* what is not the default is named (the values are the same) */
+    const size_t n = strlen(warm);
+    snprintf(warm + n, sizeof warm - n, "; prefetch off");
+  }
   char grad[96];
   if (o->grad_staleness == 0) snprintf(grad, sizeof grad, "gradients every epoch");
   else snprintf(grad, sizeof grad, "halo gradients up to %d epochs old (--grad-staleness %d)", o->grad_staleness,

@@ -110,6 +110,9 @@ static cJSON *cache_row(const struct rt_cache_row *r) {
   cJSON_AddNumberToObject(o, "grad_refreshed", r->grad_refreshed);
   cJSON_AddNumberToObject(o, "grad_used", r->grad_used);
   cJSON_AddNumberToObject(o, "grad_age_max", r->grad_age_max);
+  cJSON_AddNumberToObject(o, "prefetched", r->prefetched);
+  cJSON_AddNumberToObject(o, "end_copied", r->end_copied);
+  cJSON_AddNumberToObject(o, "end_wait_s", r->end_wait_s);
   cJSON_AddNumberToObject(o, "adapt_sent", r->adapt_sent);
   cJSON_AddNumberToObject(o, "adapt_skipped", r->adapt_skipped);
   return o;
@@ -287,6 +290,7 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
       else cJSON_AddNumberToObject(c, "host_mb", cache->host_mb);
       cJSON_AddNumberToObject(c, "staleness", cache->staleness);
       cJSON_AddNumberToObject(c, "grad_staleness", cache->grad_staleness);
+      cJSON_AddBoolToObject(c, "prefetch", cache->prefetch != 0);
       cJSON_AddBoolToObject(c, "adaptive", cache->adaptive != 0);
       if (cache->adaptive) cJSON_AddNumberToObject(c, "adapt_eps", cache->adapt_eps);
       /* adaptive at EPS 0 sends every row every step: exact */

@@ -252,6 +252,8 @@ struct rt_cache_row {
   double bytes_intra, bytes_inter, bytes_shm, bytes_h2d, bytes_d2h, bytes_exact, bytes_exact_inter;
   double age_sum, age_max;
   double grad_bytes, grad_bytes_exact, grad_refreshed, grad_used, grad_age_max, grad_bytes_shm;
+  double prefetched, end_copied, end_wait_s; /* prefetch: rows copied by the thread before end,
+                                                by end itself; training thread's time in end */
   double adapt_sent, adapt_skipped; /* adaptive staleness: kept rows sent / skipped by drift */
 };
 #define RT_CACHE_MAX_LAYERS 64
@@ -260,7 +262,7 @@ struct rt_cache_record {
   /* the settings, every approximation among them (the summary names them) */
   char policy[8];
   double capacity, host_mb;
-  int staleness, grad_staleness;
+  int staleness, grad_staleness, prefetch;
   int adaptive;     /* --staleness adaptive:adapt_eps:staleness */
   double adapt_eps;
   /* over one refresh window, summed over the nodes (jaca/jaca.h, struct jaca_window):

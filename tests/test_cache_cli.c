@@ -283,16 +283,17 @@ int main(int argc, char **argv) {
   expect_usage(capgnn, "--cache-policy jaca --cache-host-mb -3", "--cache-host-mb -3");
   expect_usage(capgnn, "--cache-policy jaca --cache-device-mb lots", "--cache-device-mb");
   expect_usage(capgnn, "--cache-policy jaca --cache-reserve-mb -1", "--cache-reserve-mb -1");
+  expect_usage(capgnn, "--cache-policy jaca --cache-prefetch maybe", "--cache-prefetch 'maybe'");
   {
     char cmd[2048], log[512];
     snprintf(log, sizeof log, "%s/print.log", g_dir);
-    snprintf(cmd, sizeof cmd, "%s --cache-policy fifo --cache-capacity 0.25 --cache-device-mb 12 --print-config",
+    snprintf(cmd, sizeof cmd, "%s --cache-policy fifo --cache-capacity 0.25 --cache-device-mb 12 --cache-prefetch off --print-config",
              capgnn);
     CHECK(run(cmd, log) == 0, "`%s` failed", cmd);
     char *out = slurp(log);
     CHECK(out && strstr(out, "[cache]") && strstr(out, "cache-policy = fifo") && strstr(out, "cache-capacity = 0.25") &&
               strstr(out, "staleness = 0") && strstr(out, "cache-host-mb = auto") &&
-              strstr(out, "cache-device-mb = 12") && strstr(out, "cache-reserve-mb = 1024"),
+              strstr(out, "cache-device-mb = 12") && strstr(out, "cache-reserve-mb = 1024") && strstr(out, "cache-prefetch = off"),
           "--print-config lacks the cache settings:\n%s", out ? out : "");
     free(out);
   }

@@ -218,6 +218,7 @@ static void expect_add(struct expect *x, const struct jaca_node_plan *p, uint32_
 }
 
 static int64_t g_reserve_mb = -1; /* >= 0: Algorithm 1's reserve for run_case */
+static int g_prefetch = 1;        /* run_case's --cache-prefetch */
 
 static void run_case(const char *spec, int random_owners, enum jaca_policy policy, double capacity, int staleness,
                      struct cg_backend *be) {
@@ -230,6 +231,7 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   o.policy = policy;
   o.capacity = capacity;
   o.staleness = staleness;
+  o.prefetch = g_prefetch;
   /* no MiB budget, so that the tiers do not depend on the memory free while the test
    * runs; Algorithm 1 (auto) only with the reserve below */
   o.host_mb = o.device_mb = 0;
@@ -358,6 +360,12 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   CHECK(st1.age_max <= staleness && st.age_max == worst_age,
         "the cache's own ages: max %lld (the values say %lld)", (long long)st.age_max, (long long)worst_age);
   if (staleness > 0 && p->n_rank_cached + p->n_read > 0) CHECK(st.rank_hits + st.node_hits > 0, "no hit with staleness");
+  /* every node-tier row read once per training forward exchange, by the prefetch thread
+   * or by end(); none by the thread with prefetch off */
+  CHECK(st.prefetched + st.end_copied == (E * (L1 - 1) + nx) * p->n_read && (g_prefetch || st.prefetched == 0),
+        "prefetch %s: %lld rows prefetched + %lld copied in end, expected %lld reads", g_prefetch ? "on" : "off",
+        (long long)st.prefetched, (long long)st.end_copied, (long long)((E * (L1 - 1) + nx) * p->n_read));
+  CHECK(st.end_wait_ns >= 0, "negative wait");
   CHECK(c1.cache_lookups - c0.cache_lookups == E * L1 * pl->n_halo, "seam lookups %lld",
         (long long)(c1.cache_lookups - c0.cache_lookups));
   /* the plain path's bytes: E evaluation forwards and E backwards over the full plan */
@@ -393,6 +401,8 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
           (long long)(p->cls[0].send_rows_inter + p->cls[1].send_rows_inter), (long long)model,
           (long long)(p->cls[0].send_rows_intra + p->cls[1].send_rows_intra), (long long)p->n_direct);
   }
+  int64_t pv[3] = {st.prefetched, st.end_copied, st.end_wait_ns};
+  OK(comm_allreduce_i64(g_comm, pv, 3, COMM_SUM));
   int64_t v[8] = {per_gen_inter[1], plain_fwd, p->n_admitted * (comm_local_rank(g_comm) == 0),
                   p->n_union * (comm_local_rank(g_comm) == 0), st.torn_reads, st.node_hits, st.rank_hits,
                   x1.inter};
@@ -400,10 +410,11 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   if (me == 0)
     printf("ok: %-13s %s owners, %s, %s %3.0f %%, S %d: node tiers hold %lld of %lld rows; rows between nodes: %lld "
            "per full refresh, %.1f per exchange over %lld (per-rank exchange: %lld in all); %lld node hits, %lld rank "
-           "hits, %lld torn reads retried, oldest row used %lld epochs; hit rate over a window %.1f %%, Belady's MIN %.1f %%\n",
+           "hits, %lld torn reads retried, oldest row used %lld epochs; hit rate over a window %.1f %%, Belady's MIN %.1f %%; prefetch %s: %lld rows prefetched, %lld copied in end (%.1f ms)\n",
            spec, random_owners ? "random" : "v mod P", be->name, jaca_policy_name(policy), capacity * 100, staleness,
            (long long)v[2], (long long)v[3], (long long)v[0], (double)v[7] / (double)nx, (long long)nx, (long long)v[1],
-           (long long)v[5], (long long)v[6], (long long)v[4], (long long)worst_age, win_rate, win_oracle);
+           (long long)v[5], (long long)v[6], (long long)v[4], (long long)worst_age, win_rate, win_oracle,
+           g_prefetch ? "on" : "off", (long long)pv[0], (long long)pv[1], 1e-6 * (double)pv[2]);
   be->free(be, d);
   free(h);
   cg_exchange_destroy(&ex);
@@ -508,6 +519,14 @@ int main(int argc, char **argv) {
   run_case("synth:tiny", 0, JACA_POLICY_JACA, 1.0, 0, dev);
   run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 0, dev);
   run_case("synth:small", 1, JACA_POLICY_JACA, 0.5, 2, dev);
+  /* prefetch off: the same cases' values (every run_case checks each halo value exactly
+   * against its encoding, so on and off land the same values in the same rows) */
+  g_prefetch = 0;
+  for (int ci = 0; ci < 2; ci++) run_case("synth:small", 1, JACA_POLICY_JACA, caps[ci], 0, cpu);
+  run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 3, cpu);
+  run_case("synth:tiny", 0, JACA_POLICY_FIFO, 0.1, 5, cpu);
+  run_case("synth:small", 1, JACA_POLICY_JACA, 0.5, 2, dev);
+  g_prefetch = 1;
   /* Algorithm 1 with more memory reserved than there is: no tier holds a row, every
    * row travels directly, still right */
   g_reserve_mb = (int64_t)1 << 40;

@@ -494,6 +494,15 @@ static struct {
   float *params;
   int64_t nparams;
 } g_plain;
+/* Approximate runs (staleness > 0) have no exact run to equal: with g_pf_mode 1 a run's
+ * losses and parameters are kept in g_pf (prefetch off), with 2 the run (prefetch on)
+ * must equal them bit for bit. */
+static int g_pf_mode;
+static struct {
+  double loss[64];
+  float *params;
+  int64_t nparams;
+} g_pf;
 
 /* The 1-rank reference: the whole graph, no exchange, CPU backend, 1 thread. */
 static void reference(const struct rt_config *cfg, struct run_out *ref) {
@@ -779,6 +788,22 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
              g_cache->capacity * 100, g_cache->staleness, g_cache->grad_staleness, dist.loss[0],
              dist.loss[cfg.epochs - 1], g_plain.loss[cfg.epochs - 1], (long long)v[2], (long long)v[1],
              (long long)sent, (long long)plain_cnt);
+    if (g_pf_mode == 1) {
+      free(g_pf.params);
+      g_pf.params = malloc((size_t)dist.nparams * sizeof(float));
+      CHECK(g_pf.params != NULL, "out of memory");
+      memcpy(g_pf.params, dist.params, (size_t)dist.nparams * sizeof(float));
+      memcpy(g_pf.loss, dist.loss, sizeof g_pf.loss);
+      g_pf.nparams = dist.nparams;
+    } else if (g_pf_mode == 2) {
+      CHECK(g_pf.params && g_pf.nparams == dist.nparams, "no prefetch-off run to compare");
+      for (int e = 0; e < cfg.epochs; e++)
+        CHECK(dist.loss[e] == g_pf.loss[e], "staleness %d: epoch %d loss %.17g with prefetch, %.17g without",
+              g_cache->staleness, e + 1, dist.loss[e], g_pf.loss[e]);
+      CHECK(memcmp(dist.params, g_pf.params, (size_t)dist.nparams * sizeof(float)) == 0,
+            "staleness %d: parameters differ with and without prefetch", g_cache->staleness);
+      if (rank == 0) printf("  ... prefetch on = off, bit for bit (staleness %d)\n", g_cache->staleness);
+    }
     run_out_free(&ref);
     run_out_free(&dist);
     run_out_free(&off);
@@ -939,9 +964,14 @@ static int run_cache_cases(void) {
         jo.policy = pols[p];
         jo.capacity = caps[k];
         g_cache = &jo;
-        run_case(&cases[i]);
-        g_cache = NULL;
+        run_case(&cases[i]); /* prefetch on (the default) */
         ran++;
+        if (i == 0 && p == 0) { /* and off (GCN, jaca): the plain run's results too */
+          jo.prefetch = 0;
+          run_case(&cases[i]);
+          ran++;
+        }
+        g_cache = NULL;
       }
     /* approximate: staleness 2 and 5, gradients too (the exact run above is the comparison) */
     const int stale[] = {2, 5, 0, 3}, gstale[] = {0, 0, 2, 3};
@@ -958,8 +988,29 @@ static int run_cache_cases(void) {
       g_cache = NULL;
       ran++;
     }
+    /* approximate, prefetch off then on: bit for bit (staleness 2 at 10 %, 5 at 100 %) */
+    for (int k = 0; i == 0 && k < 2; k++) {
+      struct jaca_options jo;
+      jaca_options_defaults(&jo);
+      jo.host_mb = jo.device_mb = 0;
+      jo.policy = JACA_POLICY_JACA;
+      jo.capacity = k == 0 ? 0.1 : 1.0;
+      jo.staleness = k == 0 ? 2 : 5;
+      g_cache = &jo;
+      jo.prefetch = 0;
+      g_pf_mode = 1;
+      run_case(&cases[i]);
+      jo.prefetch = 1;
+      g_pf_mode = 2;
+      run_case(&cases[i]);
+      g_pf_mode = 0;
+      g_cache = NULL;
+      ran += 2;
+    }
   }
   free(g_plain.params);
+  free(g_pf.params);
+  g_pf.params = NULL;
   return ran;
 }
 
