@@ -45,7 +45,11 @@
  * entry, and the difference vanishes when the weights are scaled by 1 + 2e-5 — a knife
  * edge, not a routing error (those show from the first step, which is checked on its
  * own below). The default seed 1 has no such event for 1-4 ranks; CAPGNN_TEST_SEED
- * overrides it and CAPGNN_TEST_VERBOSE=1 prints the per-epoch losses.
+ * overrides it and CAPGNN_TEST_VERBOSE=1 prints the per-epoch losses. Such an event in
+ * the FIRST step is detected (relu_flips: the signs of the ReLU inputs differ at entries
+ * within rounding of 0 while every input agrees with one rank's to 1e-5 of the largest)
+ * and the case is run again with the next seed, at most twice (run_case); with 6 ranks
+ * on an AMD EPYC VM seed 1 meets one (GCN, 3 layers, no input dropout: one entry).
  *
  * With the argument "cache" it runs the halo cache's cases instead (run_cache_cases): the
  * same checks with jaca/'s caching exchange, every policy at 100 % and 10 % of the node
@@ -76,6 +80,7 @@
 #include "rapa/balance.h"
 #include "runtime/dist.h"
 #include "runtime/runtime.h"
+#include "runtime/runtime_internal.h" /* the first step's ReLU inputs (relu_flips) */
 
 static struct comm *g_comm;
 
@@ -119,6 +124,12 @@ struct run_out {
   int64_t l0_width;   /* the width it exchanges (0: local) */
   int64_t setup_bytes; /* halo bytes this rank sent while the model was built (the
                           features' halo rows: none when layer 0 is exchanged) */
+  /* The first step's ReLU inputs: every hidden layer's (z, or LayerNorm's output) for the
+   * inner rows, a row's layers side by side (act_cols values), and the rows' global ids;
+   * none for GAT. relu_flips compares them when a run misses a tolerance. */
+  float *act;
+  int32_t *act_gid;
+  int64_t act_rows, act_cols;
 };
 
 /* ---- a recording exchange: forwards to the real one, logs the tags ---- */
@@ -218,6 +229,78 @@ static void rec_expect(const struct tag_recorder *r, const struct rt_local *loc,
           want[i].tag.layer, want[i].tag.epoch);
 }
 
+/* Copies the ReLU inputs of the step just run (inner rows of every hidden layer) and the
+ * rows' global ids into o (GCN and SAGE; GAT's hidden layers are not kept this way). */
+static void capture_relu_inputs(const struct rt_model *m, const struct rt_local *loc, struct run_out *o) {
+  o->act_rows = m->n_in;
+  o->act_cols = 0;
+  if (m->cfg.model == RT_MODEL_GAT) return;
+  for (int l = 0; l < m->nlayers; l++)
+    if (m->layers[l].hidden) o->act_cols += m->layers[l].fout;
+  o->act = malloc((size_t)(o->act_rows * o->act_cols + 1) * sizeof(float));
+  o->act_gid = malloc((size_t)(o->act_rows + 1) * sizeof(int32_t));
+  float *tmp = malloc((size_t)(o->act_rows * (o->act_cols + 1) + 1) * sizeof(float));
+  CHECK(o->act != NULL && o->act_gid != NULL && tmp != NULL, "out of memory");
+  memcpy(o->act_gid, loc->gid, (size_t)o->act_rows * sizeof(int32_t));
+  int64_t off = 0;
+  for (int l = 0; l < m->nlayers; l++) {
+    const struct rt_layer *L = &m->layers[l];
+    if (!L->hidden) continue;
+    const float *src = L->ln_y ? L->ln_y : L->z;
+    if (o->act_rows > 0) OK(m->be->download(m->be, tmp, src, (size_t)(o->act_rows * L->fout) * sizeof(float)));
+    for (int64_t r = 0; r < o->act_rows; r++)
+      memcpy(o->act + r * o->act_cols + off, tmp + r * L->fout, (size_t)L->fout * sizeof(float));
+    off += L->fout;
+  }
+  free(tmp);
+}
+
+static void run_out_free(struct run_out *o) {
+  free(o->params);
+  free(o->grads0);
+  free(o->act);
+  free(o->act_gid);
+  memset(o, 0, sizeof *o);
+}
+
+/* A discrete event of rounding, not an error: reassociation moves a value by ~1e-7
+ * relative, and a ReLU input that close to 0 takes the other branch on one side, which
+ * changes the gradient by that vertex's whole share (see the top of the file). Compares
+ * the first step's ReLU inputs of this rank's inner rows with the reference's rows of the
+ * same global ids (collective). Returns the number of entries whose sign differs over
+ * all ranks when every entry agrees within FLIP_RTOL of its layer's largest |value| (so
+ * the flipped ones sat at 0 within rounding), -1 when some entry differs by more (an
+ * error the tolerances must report), 0 without a flip. */
+#define FLIP_RTOL 1e-5
+static int64_t relu_flips(const struct run_out *dist, const struct run_out *ref, double *worst_rel) {
+  int64_t v[2] = {0, 0}; /* flips, entries beyond FLIP_RTOL */
+  double worst = 0.0;
+  if (dist->act_cols > 0 && dist->act_cols == ref->act_cols) {
+    const int64_t W = ref->act_cols;
+    double scale = 0.0; /* one scale for every layer: the largest |ReLU input| of the reference */
+    for (int64_t i = 0; i < ref->act_rows * W; i++)
+      if (fabs(ref->act[i]) > scale) scale = fabs(ref->act[i]);
+    for (int64_t r = 0; r < dist->act_rows; r++) {
+      const int32_t g = dist->act_gid[r];
+      CHECK(g >= 0 && g < ref->act_rows && ref->act_gid[g] == g, "reference row of vertex %d", (int)g);
+      for (int64_t c = 0; c < W; c++) {
+        const double a = dist->act[r * W + c], b = ref->act[(int64_t)g * W + c];
+        const double rel = scale > 0 ? fabs(a - b) / scale : fabs(a - b);
+        if (rel > worst) worst = rel;
+        if (rel > FLIP_RTOL) v[1]++;
+        if ((a > 0) != (b > 0)) v[0]++;
+      }
+    }
+  } else {
+    v[1] = 1; /* nothing to compare: not a known flip */
+  }
+  OK(comm_allreduce_i64(g_comm, v, 2, COMM_SUM));
+  double w[1] = {worst};
+  OK(comm_allreduce_host(g_comm, w, 1, COMM_MAX));
+  *worst_rel = w[0];
+  return v[1] > 0 ? -1 : v[0];
+}
+
 static void run_model(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
                       const struct rt_config *cfg, struct run_out *o) {
   struct rt_model *m = NULL;
@@ -239,6 +322,7 @@ static void run_model(struct cg_backend *be, const struct rt_local *loc, struct 
   double loss0 = 0.0;
   OK(rt_model_loss_grad(m, 1, 1, &loss0, NULL));
   OK(rt_model_grads_get(m, o->grads0));
+  capture_relu_inputs(m, loc, o);
   for (int e = 1; e <= cfg->epochs; e++) {
     struct rt_step_stats st;
     OK(rt_model_step(m, (uint32_t)e, &st));
@@ -450,7 +534,9 @@ static void reference(const struct rt_config *cfg, struct run_out *ref) {
   rt_local_free(&loc);
 }
 
-static void run_case(const struct tcase *tc) {
+/* One case with the given seed: 0 when it passed, 1 when it missed a tolerance because
+ * of a rounding-induced ReLU flip in the first step (relu_flips; run_case retries). */
+static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
   const int rank = comm_rank(g_comm), P = comm_size(g_comm);
   struct rt_config cfg;
   rt_config_defaults(&cfg);
@@ -473,8 +559,7 @@ static void run_case(const struct tcase *tc) {
   cfg.device = "cpu";
   cfg.threads = 1;
   cfg.quiet = 1;
-  cfg.seed = 1;
-  if (getenv("CAPGNN_TEST_SEED")) cfg.seed = strtoull(getenv("CAPGNN_TEST_SEED"), NULL, 10);
+  cfg.seed = seed;
   if (tc->tiled) { /* read when each backend matrix is created */
     setenv("CAPGNN_CPU_SPMM", "tiled", 1);
     setenv("CAPGNN_CPU_SPMM_TILE", "16", 1);
@@ -736,13 +821,13 @@ static void run_case(const struct tcase *tc) {
              g_cache->capacity * 100, g_cache->staleness, g_cache->grad_staleness, dist.loss[0],
              dist.loss[cfg.epochs - 1], g_plain.loss[cfg.epochs - 1], (long long)v[2], (long long)v[1],
              (long long)sent, (long long)plain_cnt);
-    free(ref.params);
-    free(dist.params);
-    free(ref.grads0);
-    free(dist.grads0);
+    run_out_free(&ref);
+    run_out_free(&dist);
+    run_out_free(&off);
+    run_out_free(&noprog);
     rt_dist_destroy(&d);
     cg_backend_destroy(&be);
-    return;
+    return 0;
   }
   if (g_cache) {
     /* forward rows through the cache's own plan (jaca_exchange_stats: the same every
@@ -778,6 +863,29 @@ static void run_case(const struct tcase *tc) {
            (long long)worst_i, (double)dist.params[worst_i], (double)ref.params[worst_i],
            ref.ev.train_acc, ref.ev.val_acc, ref.ev.test_acc, (long long)counted[0],
            (long long)modelled, (long long)polls_on);
+  if (!(worst_loss <= LOSS_RTOL && worst_g <= 1.0 && worst_w <= 1.0) && !last_try && !g_cache) {
+    double rel = 0.0;
+    const int64_t flips = relu_flips(&dist, &ref, &rel);
+    if (flips > 0) { /* a knife edge of this seed, not an error: the next seed decides */
+      if (rank == 0)
+        printf("  %-40s %-4s L%d %-6s P%d seed %llu: %lld ReLU input(s) of the first step at 0 within rounding took "
+               "the other branch (every input within %.1e of the reference, relative): retrying with seed %llu\n",
+               tc->graph, rt_model_kind_str(tc->model), tc->layers, how, P, (unsigned long long)seed, (long long)flips,
+               rel, (unsigned long long)seed + 1);
+      run_out_free(&ref);
+      run_out_free(&dist);
+      run_out_free(&off);
+      run_out_free(&noprog);
+      rt_dist_destroy(&d);
+      cg_backend_destroy(&be);
+      if (tc->tiled) {
+        unsetenv("CAPGNN_CPU_SPMM");
+        unsetenv("CAPGNN_CPU_SPMM_TILE");
+      }
+      if (g_load == RT_LOAD_PER_RANK && tc->owners == OWN_PARTITIONER) g_perrank_cases--; /* counted again */
+      return 1;
+    }
+  }
   CHECK(worst_loss <= LOSS_RTOL, "%s: per-epoch loss differs by %.3e relative at epoch %d (tolerance %g)",
         tc->graph, worst_loss, worst_e, LOSS_RTOL);
   CHECK(worst_g <= 1.0, "%s: first-step gradient %lld is %.9g, reference %.9g (tolerance %g max|g| + %g |ref|)",
@@ -818,20 +926,35 @@ static void run_case(const struct tcase *tc) {
   if (worst_loss > worst_loss_all) worst_loss_all = worst_loss;
   if (worst_w > worst_w_all) worst_w_all = worst_w;
 
-  free(ref.params);
-  free(dist.params);
-  free(ref.grads0);
-  free(dist.grads0);
-  free(off.params);
-  free(off.grads0);
-  free(noprog.params);
-  free(noprog.grads0);
+  run_out_free(&ref);
+  run_out_free(&dist);
+  run_out_free(&off);
+  run_out_free(&noprog);
   rt_dist_destroy(&d);
   cg_backend_destroy(&be);
   if (tc->tiled) {
     unsetenv("CAPGNN_CPU_SPMM");
     unsetenv("CAPGNN_CPU_SPMM_TILE");
   }
+  return 0;
+}
+
+/* A case at seed 1 (CAPGNN_TEST_SEED overrides it). A seed whose first step puts a ReLU
+ * input at 0 within rounding (relu_flips: every other value agrees) is a knife edge of
+ * that seed, which no tolerance absorbs: the case is run again with the next seed, at
+ * most twice; the last try must pass every check. The halo cache's runs use the seed
+ * their plain run passed with (they are compared with it bit for bit) and never retry. */
+static uint64_t g_case_seed;
+static void run_case(const struct tcase *tc) {
+  uint64_t seed = 1;
+  if (getenv("CAPGNN_TEST_SEED")) seed = strtoull(getenv("CAPGNN_TEST_SEED"), NULL, 10);
+  if (g_cache) {
+    run_case_seed(tc, g_case_seed, 1);
+    return;
+  }
+  for (int t = 0; t < 3; t++, seed++)
+    if (run_case_seed(tc, seed, t == 2) == 0) break;
+  g_case_seed = seed;
 }
 
 /* The halo cache (jaca/jaca.h) at --staleness 0: every policy at 100 % and 10 % of the
