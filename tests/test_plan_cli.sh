@@ -86,7 +86,7 @@ for kind in ("plain", "cache"):
         assert rb["memory_bytes"] < ra["memory_bytes"], (kind, ra["rank"])
 PY
 "$capgnn" plan --graph cora --parts 4 --nodes 2 --hosts 1 --profile "$profile" --cache jaca --json - \
-  >s.json 2>s.err || { cat s.err; fail "plan --json - exited $?"; }
+  --layer0-halo local >s.json 2>s.err || { cat s.err; fail "plan --json - exited $?"; }
 python3 -c "import json,sys; a=json.load(open('s.json')); b=json.load(open('p.json')); sys.exit(a != b)" ||
   fail "--json - is not the plan --json FILE wrote"
 
