@@ -51,6 +51,8 @@ struct train_par {
   int64_t cache_host_mb, cache_device_mb; /* MB_AUTO: Algorithm 1 (the default) */
   int64_t cache_reserve_mb;
   int staleness, grad_staleness, cache_warmup;
+  int adaptive;     /* --staleness adaptive[:EPS[:S]]: staleness holds S */
+  double adapt_eps;
   const char *load;       /* auto | whole | per-rank (runtime/dist.h, enum rt_load) */
 };
 #define MB_AUTO (-1) /* jaca.h's JACA_MB_AUTO, for builds without it */
@@ -92,6 +94,8 @@ static int cache_options(const struct train_par *par, struct jaca_options *o) {
   o->staleness = par->staleness;
   o->grad_staleness = par->grad_staleness;
   o->warmup = par->cache_warmup;
+  o->adaptive = par->adaptive;
+  o->adapt_eps = par->adapt_eps;
   return jaca_options_check(o);
 }
 #endif
@@ -270,7 +274,11 @@ void cmd_train_usage(FILE *out) {
           "                                back at most every S + 1 epochs, its owner reusing the\n"
           "                                last one meanwhile (default 0: every epoch, exact)\n"
           "  --cache-warmup E              the cache off (exact exchange) for the first E epochs\n"
-          "  --staleness adaptive[:EPS]    not built yet\n"
+          "  --staleness adaptive[:EPS[:S]] APPROXIMATE for EPS > 0: every step the sender of a kept\n"
+          "                                hidden halo row sends it only when it drifted by more\n"
+          "                                than EPS (relative, default 0.01) from the copy its\n"
+          "                                consumers hold, or when that copy would be older than S\n"
+          "                                epochs (default 10); EPS 0: every row every epoch (exact)\n"
           "settings\n"
           "  --config FILE                 read settings from an INI file (keys are the long options\n"
           "                                above, e.g. configs/reddit.ini); options given on the\n"
@@ -435,8 +443,10 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
           float_str(cap, sizeof cap, par->cache_capacity));
   print_mb(out, "cache-host-mb", par->cache_host_mb);
   print_mb(out, "cache-device-mb", par->cache_device_mb);
-  fprintf(out, "cache-reserve-mb = %lld\nstaleness = %d\ngrad-staleness = %d\ncache-warmup = %d\n",
-          (long long)par->cache_reserve_mb, par->staleness, par->grad_staleness, par->cache_warmup);
+  fprintf(out, "cache-reserve-mb = %lld\n", (long long)par->cache_reserve_mb);
+  if (par->adaptive) fprintf(out, "staleness = adaptive:%.9g:%d\n", par->adapt_eps, par->staleness);
+  else fprintf(out, "staleness = %d\n", par->staleness);
+  fprintf(out, "grad-staleness = %d\ncache-warmup = %d\n", par->grad_staleness, par->cache_warmup);
   fprintf(out, "overlap = %s\n", c->overlap ? "on" : "off");
   fprintf(out, "layer0-halo = %s\n", rt_layer0_halo_str(c->layer0_halo));
   fprintf(out, "reorder = %s\n", graph_reorder_name(c->reorder));
@@ -801,7 +811,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   int c, rc = 0, print = 0;
   struct seed_list seeds = {{0}, 0};
   struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, "none", 1.0f,
-                          MB_AUTO, MB_AUTO, 1024, 0, 0, 0, "auto"};
+                          MB_AUTO, MB_AUTO, 1024, 0, 0, 0, 0, 0.0, "auto"};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -1003,12 +1013,33 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
           rc = usage_error("--cache-reserve-mb %s: expected a number of MiB >= 0", optarg);
         break;
       case OPT_STALENESS:
-        if (strncmp(optarg, "adaptive", 8) == 0)
-          rc = usage_error("--staleness %s: the adaptive mode is not built yet (issue #13); give a number of epochs",
-                           optarg);
-        else rc = cli_parse_int("train", "--staleness", optarg, &par.staleness);
+        if (strncmp(optarg, "adaptive", 8) == 0) {
+#ifdef CAPGNN_HAVE_DIST
+          struct jaca_options jo;
+          jaca_options_defaults(&jo);
+          if (jaca_staleness_parse(optarg, &jo) != CG_OK) {
+            rc = usage_error("%s", cg_err_msg());
+            cg_err_clear();
+          } else {
+            par.adaptive = 1;
+            par.adapt_eps = jo.adapt_eps;
+            par.staleness = jo.staleness;
+          }
+#else
+          rc = usage_error("--staleness %s: this build has no halo cache (no MPI)", optarg);
+#endif
+        } else {
+          par.adaptive = 0;
+          par.adapt_eps = 0.0;
+          rc = cli_parse_int("train", "--staleness", optarg, &par.staleness);
+        }
         break;
-      case OPT_GRAD_STALENESS: rc = cli_parse_int("train", "--grad-staleness", optarg, &par.grad_staleness); break;
+      case OPT_GRAD_STALENESS:
+        if (strncmp(optarg, "adaptive", 8) == 0)
+          rc = usage_error("--grad-staleness %s: adaptive gradients are not built yet (issue #13); give a number of "
+                           "epochs (the forward rows take --staleness adaptive)", optarg);
+        else rc = cli_parse_int("train", "--grad-staleness", optarg, &par.grad_staleness);
+        break;
       case OPT_CACHE_WARMUP: rc = cli_parse_int("train", "--cache-warmup", optarg, &par.cache_warmup); break;
       case OPT_REORDER:
         if (graph_reorder_parse(optarg, &cfg.reorder) != CG_OK) {

@@ -30,8 +30,10 @@
 #       and reddit (synth:reddit:scale=0.05, 11,648 vertices, 5.7M edges, GCN 3 x 64,
 #       60 epochs, evaluated every 5; generated once into OUTDIR)
 #   -s  seeds of cora, -S seeds of reddit; -q one seed, fewer settings (a smoke run)
-#   -A  only these approximate settings (names as in approx_settings below, e.g.
-#       "jaca-c1-s9-g9 jaca-c1-s19-g19")
+#   -A  only these approximate settings, by name: POLICY-cCAPACITY-sS-gG, or with adaptive
+#       staleness POLICY-cCAPACITY-aEPS-sS-gG (--staleness adaptive:EPS:S), e.g.
+#       "jaca-c1-s9-g9 jaca-c1-a0.01-s10-g9"; a name not in approx_settings below is
+#       run from what it says
 #   Runs whose metrics file already holds a summary are not run again (delete OUTDIR to
 #   start over). Outputs: OUTDIR/runs/*.jsonl and logs, OUTDIR/bench_cache.json (every
 #   run and the table's numbers) and OUTDIR/bench_cache.md (the table).
@@ -64,8 +66,12 @@ mpiexec=${MPIEXEC:-mpiexec}
 mkdir -p "$outdir/runs" "$outdir/part-cache"
 if [ "$quick" = 1 ]; then cora_seeds=1; reddit_seeds=1; fi
 
-# setting = name policy capacity S G [epochs override]
+# setting = name policy capacity S G [epochs override]; S may be adaptive:EPS:S
 approx_settings=(
+  "jaca-c1-a0.01-s10-g0 jaca 1 adaptive:0.01:10 0"
+  "jaca-c1-a0.01-s10-g9 jaca 1 adaptive:0.01:10 9"
+  "jaca-c1-a0.05-s10-g9 jaca 1 adaptive:0.05:10 9"
+  "jaca-c1-a0.1-s20-g19 jaca 1 adaptive:0.1:20 19"
   "jaca-c1-s1-g1 jaca 1 1 1"
   "jaca-c1-s3-g3 jaca 1 3 3"
   "jaca-c1-s9-g9 jaca 1 9 9"
@@ -88,6 +94,21 @@ exact_cache_settings=(  # one seed; the first runs every epoch (the equality che
   "lru-c0.2-s0-g0 lru 0.2 0 0 5"
   "fifo-c0.2-s0-g0 fifo 0.2 0 0 5"
 )
+# A setting from its name (-A): POLICY-cCAP-[aEPS-]sS-gG -> "name policy cap S G".
+setting_from_name() {
+  local re='^(jaca|lru|fifo)-c([0-9.]+)-(a([0-9.eE+-]+)-)?s([0-9]+)-g([0-9]+)$'
+  [[ $1 =~ $re ]] || { echo "bench_cache.sh: setting '$1': expected POLICY-cCAP-[aEPS-]sS-gG" >&2; exit 2; }
+  local s=${BASH_REMATCH[5]}
+  [ -n "${BASH_REMATCH[3]}" ] && s="adaptive:${BASH_REMATCH[4]}:$s"
+  echo "$1 ${BASH_REMATCH[1]} ${BASH_REMATCH[2]} $s ${BASH_REMATCH[6]}"
+}
+if [ -n "$only" ]; then # every name asked for, those not listed from their name
+  for name in $only; do
+    found=0
+    for st in "${approx_settings[@]}"; do [ "${st%% *}" = "$name" ] && found=1; done
+    [ "$found" = 1 ] || approx_settings+=("$(setting_from_name "$name")")
+  done
+fi
 if [ "$quick" = 1 ]; then
   approx_settings=("jaca-c1-s9-g9 jaca 1 9 9")
   exact_cache_settings=("jaca-c1-s0-g0 jaca 1 0 0")

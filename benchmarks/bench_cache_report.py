@@ -16,7 +16,7 @@ import sys
 outdir, machine, command, graphs, ranks = sys.argv[1:6]
 graphs, ranks = graphs.split(), [int(p) for p in ranks.split()]
 NAME = re.compile(r"^(?P<g>[a-z]+)_p(?P<p>\d+)_(?P<s>.+)_seed(?P<seed>\d+)\.jsonl$")
-SETTING = re.compile(r"^(?P<pol>jaca|lru|fifo)-c(?P<cap>[0-9.]+)-s(?P<S>\d+)-g(?P<G>\d+)$")
+SETTING = re.compile(r"^(?P<pol>jaca|lru|fifo)-c(?P<cap>[0-9.]+)(-a(?P<eps>[0-9.eE+-]+))?-s(?P<S>\d+)-g(?P<G>\d+)$")
 
 
 def load(path):
@@ -49,7 +49,8 @@ def setting_key(s):
     if s == "exact":
         return (0, "", 0, 0, 0)
     m = SETTING.match(s)
-    return (1, {"jaca": 0, "lru": 1, "fifo": 2}[m["pol"]], -float(m["cap"]), int(m["S"]), int(m["G"]))
+    eps = -1.0 if m["eps"] is None else float(m["eps"])  # adaptive after the phase schedules
+    return (1, {"jaca": 0, "lru": 1, "fifo": 2}[m["pol"]], -float(m["cap"]), eps, int(m["S"]), int(m["G"]))
 
 
 rows = []
@@ -82,12 +83,13 @@ for g in graphs:
             m = SETTING.match(s)
             S = int(m["S"]) if m else 0
             G = int(m["G"]) if m else 0
+            eps = float(m["eps"]) if m and m["eps"] is not None else None
             label = f"{g} P={p} {s}"
             for b in bytes_ep:
                 check(b <= ex_bytes, f"{label}: {b:.0f} halo bytes per epoch, more than the exact run's {ex_bytes:.0f}")
             check(age_max <= S and grad_age_max <= G,
                   f"{label}: a row {age_max} epochs old (S {S}) or a gradient {grad_age_max} old (G {G})")
-            if m and S == 0 and G == 0:
+            if m and (S == 0 or eps == 0.0) and G == 0:
                 for seed, (eps, summ) in per_seed.items():
                     if seed in exact and summ["epochs"] == exact[seed][1]["epochs"]:
                         e = exact[seed][1]
@@ -98,7 +100,7 @@ for g in graphs:
             rows.append({
                 "graph": g, "P": p, "setting": s,
                 "policy": m["pol"] if m else "none", "capacity": float(m["cap"]) if m else None,
-                "staleness": S, "grad_staleness": G, "seeds": sorted(per_seed),
+                "staleness": S if eps is None else f"adaptive:{eps:g}:{S}", "grad_staleness": G, "seeds": sorted(per_seed),
                 "halo_bytes_per_epoch": statistics.mean(bytes_ep),
                 "exact_halo_bytes_per_epoch": ex_bytes,
                 "saved": 1.0 - statistics.mean(bytes_ep) / ex_bytes if ex_bytes > 0 else 0.0,

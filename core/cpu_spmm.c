@@ -31,8 +31,9 @@
 #define CPU_TILE_REUSE 8      /* dense tile: >= 8 * tb nonzeros (each source row ~8 uses) */
 #define CPU_TILE_MIN_BLOCKS 16 /* auto: tiles only when both sides have >= 16 blocks */
 #define SPMM_COLS 64          /* output columns per register block (8 AVX2 vectors) */
-#define SPMM_PANEL 16         /* columns per pass of the far part (one cache line a row) */
-#define CPU_FAR_GROUP_TILES 8 /* far rows pushed per group: 8 row blocks (512 KB buffer) */
+#define SPMM_PANEL 16         /* columns per narrow pass of the far part (a cache line a row) */
+#define SPMM_PANEL_WIDE 32    /* columns per pass of the far part (default; two lines a row) */
+#define CPU_FAR_GROUP_TILES 8 /* far rows pushed per group: 8 row blocks (1 MB buffer) */
 
 struct cg_spmat {
   int64_t nrows, ncols, nnz;
@@ -52,9 +53,10 @@ struct cg_spmat {
   uint16_t *t_off;      /* column - tile_src * tb */
   float *t_val;         /* NULL when vals is NULL */
   /* far nonzeros of a tiled matrix, pushed by source: groups of gr rows, each
-   * group's nonzeros sorted by column (stable), processed SPMM_PANEL columns at a
-   * time from a contiguous copy of that panel of X into a per-thread group buffer */
+   * group's nonzeros sorted by column (stable), processed pw columns at a time
+   * from a contiguous copy of that panel of X into a per-thread group buffer */
   int64_t gr, ngroups;
+  int pw;               /* columns per pass: SPMM_PANEL_WIDE, or SPMM_PANEL (env) */
   int64_t *grp_edge;    /* ngroups + 1 */
   int32_t *f_src;       /* column */
   uint16_t *f_dst;      /* row - group * gr */
@@ -64,8 +66,8 @@ struct cg_spmat {
    * xpack, and each sum by rs as it is added to Y. No value is streamed per nonzero. */
   float *rs, *cs;
   /* the products' scratch is the backend's (struct cpu_spmm_ws): xpanel, ncols x
-   * SPMM_PANEL, one panel of X for the far part; xpack, ncols x SPMM_COLS, one packed
-   * slice of X for the tiles; ygroup, nparts x gr x SPMM_PANEL */
+   * pw, one panel of X for the far part; xpack, ncols x SPMM_COLS, one packed
+   * slice of X for the tiles; ygroup, nparts x gr x pw */
 };
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -93,11 +95,12 @@ void cpu_spmat_free(struct cg_spmat *a) {
 
 int cpu_spmm_ws_reserve(struct cpu_spmm_ws *ws, const struct cg_spmat *a) {
   if (!a->tb) return CG_OK;
-  const int64_t cols = a->ncols > 0 ? a->ncols : 1, yg = (int64_t)a->nparts * a->gr * SPMM_PANEL;
+  const int64_t cols = a->ncols > 0 ? a->ncols : 1, yg = (int64_t)a->nparts * a->gr * a->pw;
   if (cols > ws->cols) { /* the contents do not outlive a product: no copy */
     cg_free(ws->xpanel);
     cg_free(ws->xpack);
-    ws->xpanel = cg_malloc((size_t)cols * SPMM_PANEL * sizeof(float), "SpMM panel of X");
+    /* (room for the wide panel whatever a's: ws->cols is the one size it records) */
+    ws->xpanel = cg_malloc((size_t)cols * SPMM_PANEL_WIDE * sizeof(float), "SpMM panel of X");
     ws->xpack = cg_malloc((size_t)cols * SPMM_COLS * sizeof(float), "SpMM packed slice of X");
     ws->cols = ws->xpanel && ws->xpack ? cols : 0;
     if (!ws->cols) return CG_ERR_NOMEM;
@@ -112,7 +115,7 @@ int cpu_spmm_ws_reserve(struct cpu_spmm_ws *ws, const struct cg_spmat *a) {
 }
 
 int cpu_spmm_ws_fits(const struct cpu_spmm_ws *ws, const struct cg_spmat *a) {
-  return !a->tb || (ws->cols >= a->ncols && ws->ygroup_floats >= (int64_t)a->nparts * a->gr * SPMM_PANEL);
+  return !a->tb || (ws->cols >= a->ncols && ws->ygroup_floats >= (int64_t)a->nparts * a->gr * a->pw);
 }
 
 void cpu_spmm_ws_free(struct cpu_spmm_ws *ws) {
@@ -138,7 +141,7 @@ int64_t cpu_spmat_tiles(const struct cg_spmat *a, int64_t *tile_nnz) {
 
 enum spmm_layout { LAYOUT_AUTO, LAYOUT_CSR, LAYOUT_TILED };
 
-static int layout_from_env(enum spmm_layout *lay, int64_t *tb) {
+static int layout_from_env(enum spmm_layout *lay, int64_t *tb, int *pw) {
   const char *s = getenv("CAPGNN_CPU_SPMM");
   *lay = LAYOUT_AUTO;
   if (s && *s) {
@@ -156,6 +159,13 @@ static int layout_from_env(enum spmm_layout *lay, int64_t *tb) {
     if (*end || v < 16 || v > 65536)
       return cg_err_set(CG_ERR_ARG, "CAPGNN_CPU_SPMM_TILE=%s: expected an integer in 16..65536", s);
     *tb = v;
+  }
+  *pw = SPMM_PANEL_WIDE; /* (why: build_push) */
+  s = getenv("CAPGNN_CPU_SPMM_PANEL");
+  if (s && *s) {
+    if (strcmp(s, "16") == 0) *pw = SPMM_PANEL;
+    else if (strcmp(s, "32") == 0) *pw = SPMM_PANEL_WIDE;
+    else return cg_err_set(CG_ERR_ARG, "CAPGNN_CPU_SPMM_PANEL=%s: expected 16 or 32", s);
   }
   return CG_OK;
 }
@@ -321,11 +331,21 @@ done:
  * by row they read a random 1 KB row of X each from DRAM. Pushed by source, a group of
  * gr rows reads one contiguous 16-column panel of X in order and adds into a buffer
  * that stays in L2: a 256-wide product over Reddit went from 2.15-2.6 s to 1.9-2.0 s,
- * width 41 from 0.41-0.43 to 0.30-0.40 s (alternating A/B runs in one session). */
-static int build_push(struct cg_spmat *a) {
+ * width 41 from 0.41-0.43 to 0.30-0.40 s (alternating A/B runs in one session).
+ *
+ * Why 32 columns a pass (pw), not 16. Each pass reads the index arrays of every far
+ * nonzero again (6 bytes) and does one read-modify-write of its output row per nonzero:
+ * 32 columns halve both. The group buffer doubles to 1 MB a thread (8192 rows x 128 B),
+ * more than the L2, and still pays: on the 2-core EPYC VM (loaded, alternating runs, the
+ * same bits), a 256-wide product over synth:reddit went from 2.64-2.75 s to 2.13-2.40 s,
+ * at scale 0.25 from 0.62-0.71 s to 0.47-0.55 s; keeping 512 KB by halving the groups
+ * instead lost at full size (3.38 s: each group streams the whole panel of X).
+ * CAPGNN_CPU_SPMM_PANEL=16 restores narrow passes (the result is the same bits). */
+static int build_push(struct cg_spmat *a, int pw) {
   /* f_dst is uint16: a group has at most 65536 rows whatever the tile size */
   const int64_t n = a->nrows, far = a->rowptr[n], gr = min64(a->tb * CPU_FAR_GROUP_TILES, 65536);
   a->gr = gr;
+  a->pw = pw;
   a->ngroups = (n + gr - 1) / gr;
   a->grp_edge = cg_malloc((size_t)(a->ngroups + 1) * sizeof(int64_t), "SpMM far groups");
   a->f_src = cg_malloc((size_t)(far > 0 ? far : 1) * sizeof(int32_t), "SpMM far columns");
@@ -400,8 +420,9 @@ int cpu_spmat_build(const struct cg_csr *host, int nthreads, struct cg_spmat **o
                       (long long)host->nrows, (long long)host->ncols);
   TRY(cg_csr_check(host, "sparse matrix given to the CPU backend"));
   enum spmm_layout lay;
-  int64_t tb;
-  TRY(layout_from_env(&lay, &tb));
+  int64_t tb = CPU_TILE_DEFAULT;
+  int pw = SPMM_PANEL_WIDE;
+  TRY(layout_from_env(&lay, &tb, &pw));
   struct cg_spmat *a = cg_calloc(1, sizeof *a, "CPU sparse matrix");
   if (!a) return CG_ERR_NOMEM;
   a->nrows = host->nrows;
@@ -455,7 +476,7 @@ int cpu_spmat_build(const struct cg_csr *host, int nthreads, struct cg_spmat **o
       if (a->ncols) memcpy(a->cs, host->col_scale, (size_t)a->ncols * sizeof(float));
     }
     TRY_GOTO(build_tiles(a, host, ntiles, near, host->vals && !factored), fail);
-    TRY_GOTO(build_push(a), fail);
+    TRY_GOTO(build_push(a, pw), fail);
     spmat_partition(a, host->rowptr, tb);
     LOG_DEBUG("core",
               "SpMM %lld x %lld: tiled (%lld), %lld dense tiles hold %.1f %% of %lld nonzeros%s",
@@ -627,74 +648,91 @@ static void tiled_block(const struct cg_spmat *a, int avx2, int64_t i, const flo
   }
 }
 
-/* Far part, one panel of SPMM_PANEL columns: group g of rows added up in yg
- * (gr x SPMM_PANEL, zeroed here) from the panel copy xp. */
-static void push_group_generic(const struct cg_spmat *a, int64_t g, const float *xp, float *yg) {
-  memset(yg, 0, (size_t)a->gr * SPMM_PANEL * sizeof(float));
+/* Far part, one panel of PW columns: group g of rows added up in yg (gr x PW, zeroed
+ * here) from the panel copy xp (rows PW floats apart). */
+static void push_group_generic(const struct cg_spmat *a, int64_t g, const float *xp, float *yg,
+                               int64_t pw) {
+  memset(yg, 0, (size_t)a->gr * (size_t)pw * sizeof(float));
   for (int64_t e = a->grp_edge[g]; e < a->grp_edge[g + 1]; e++) {
-    const float *xs = xp + (int64_t)a->f_src[e] * SPMM_PANEL;
-    float *yd = yg + (int64_t)a->f_dst[e] * SPMM_PANEL;
+    const float *xs = xp + (int64_t)a->f_src[e] * pw;
+    float *yd = yg + (int64_t)a->f_dst[e] * pw;
     const float v = a->f_val ? a->f_val[e] : 1.0f;
-    for (int j = 0; j < SPMM_PANEL; j++) yd[j] += v * xs[j];
+    for (int64_t j = 0; j < pw; j++) yd[j] += v * xs[j];
   }
 }
 
 #if SPMM_HAVE_AVX2
-SPMM_AVX2 static void push_group_avx2(const struct cg_spmat *a, int64_t g, const float *xp,
-                                      float *yg) {
+/* NV vectors a row (a compile-time constant: 2 or 4), so that the loops unroll. */
+static inline __attribute__((always_inline)) SPMM_AVX2 void push_group_avx2_nv(
+    const struct cg_spmat *a, int64_t g, const float *xp, float *yg, const int NV) {
   const __m256 zero = _mm256_setzero_ps();
   for (int64_t r = 0; r < a->gr; r++) {
-    _mm256_storeu_ps(yg + r * SPMM_PANEL, zero);
-    _mm256_storeu_ps(yg + r * SPMM_PANEL + 8, zero);
+    #pragma GCC unroll 4
+    for (int j = 0; j < NV; j++) _mm256_storeu_ps(yg + (r * NV + j) * 8, zero);
   }
   for (int64_t e = a->grp_edge[g]; e < a->grp_edge[g + 1]; e++) {
-    const float *xs = xp + (int64_t)a->f_src[e] * SPMM_PANEL;
-    float *yd = yg + (int64_t)a->f_dst[e] * SPMM_PANEL;
+    const float *xs = xp + (int64_t)a->f_src[e] * NV * 8;
+    float *yd = yg + (int64_t)a->f_dst[e] * NV * 8;
     if (a->f_val) {
       const __m256 v = _mm256_broadcast_ss(a->f_val + e);
-      _mm256_storeu_ps(yd, _mm256_fmadd_ps(v, _mm256_loadu_ps(xs), _mm256_loadu_ps(yd)));
-      _mm256_storeu_ps(yd + 8, _mm256_fmadd_ps(v, _mm256_loadu_ps(xs + 8), _mm256_loadu_ps(yd + 8)));
+      #pragma GCC unroll 4
+      for (int j = 0; j < NV; j++)
+        _mm256_storeu_ps(yd + 8 * j, _mm256_fmadd_ps(v, _mm256_loadu_ps(xs + 8 * j),
+                                                     _mm256_loadu_ps(yd + 8 * j)));
     } else {
-      _mm256_storeu_ps(yd, _mm256_add_ps(_mm256_loadu_ps(xs), _mm256_loadu_ps(yd)));
-      _mm256_storeu_ps(yd + 8, _mm256_add_ps(_mm256_loadu_ps(xs + 8), _mm256_loadu_ps(yd + 8)));
+      #pragma GCC unroll 4
+      for (int j = 0; j < NV; j++)
+        _mm256_storeu_ps(yd + 8 * j, _mm256_add_ps(_mm256_loadu_ps(xs + 8 * j),
+                                                   _mm256_loadu_ps(yd + 8 * j)));
     }
   }
 }
+
+SPMM_AVX2 static void push_group_avx2(const struct cg_spmat *a, int64_t g, const float *xp,
+                                      float *yg, int64_t pw) {
+  if (pw == SPMM_PANEL_WIDE) push_group_avx2_nv(a, g, xp, yg, SPMM_PANEL_WIDE / 8);
+  else push_group_avx2_nv(a, g, xp, yg, SPMM_PANEL / 8);
+}
 #endif
 
-/* The far part of every row for columns [c0, c0 + w), w <= SPMM_PANEL, inside a
- * parallel region. */
+/* The far part of every row for columns [c0, c0 + w), w <= pw (SPMM_PANEL or
+ * SPMM_PANEL_WIDE), inside a parallel region. */
 static void push_panel(const struct cg_spmat *a, int avx2, const struct cpu_spmm_ws *ws, const float *x,
-                       int64_t ldx, float *y, int64_t ldy, int64_t c0, int64_t w) {
+                       int64_t ldx, float *y, int64_t ldy, int64_t c0, int64_t w, int64_t pw) {
   float *xp = ws->xpanel;
-  float *yg = ws->ygroup + (size_t)omp_get_thread_num() * (size_t)a->gr * SPMM_PANEL;
+  float *yg = ws->ygroup + (size_t)omp_get_thread_num() * (size_t)a->gr * (size_t)pw;
   /* (fixed-length inner loops for full panels: the compiler makes them vector moves) */
 #pragma omp for schedule(static)
   for (int64_t r = 0; r < a->ncols; r++) {
     const float s = a->cs ? a->cs[r] : 1.0f;
-    if (w == SPMM_PANEL) {
+    if (w == SPMM_PANEL_WIDE) {
+      for (int64_t j = 0; j < SPMM_PANEL_WIDE; j++)
+        xp[r * SPMM_PANEL_WIDE + j] = s * x[r * ldx + c0 + j];
+    } else if (w == SPMM_PANEL && pw == SPMM_PANEL) {
       for (int64_t j = 0; j < SPMM_PANEL; j++) xp[r * SPMM_PANEL + j] = s * x[r * ldx + c0 + j];
     } else {
-      for (int64_t j = 0; j < w; j++) xp[r * SPMM_PANEL + j] = s * x[r * ldx + c0 + j];
-      for (int64_t j = w; j < SPMM_PANEL; j++) xp[r * SPMM_PANEL + j] = 0.0f;
+      for (int64_t j = 0; j < w; j++) xp[r * pw + j] = s * x[r * ldx + c0 + j];
+      for (int64_t j = w; j < pw; j++) xp[r * pw + j] = 0.0f;
     }
   }
   /* (implicit barrier: the panel is complete) each group is one thread's, whichever */
 #pragma omp for schedule(dynamic, 1)
   for (int64_t g = 0; g < a->ngroups; g++) {
 #if SPMM_HAVE_AVX2
-    if (avx2) push_group_avx2(a, g, xp, yg);
-    else push_group_generic(a, g, xp, yg);
+    if (avx2) push_group_avx2(a, g, xp, yg, pw);
+    else push_group_generic(a, g, xp, yg, pw);
 #else
     (void)avx2;
-    push_group_generic(a, g, xp, yg);
+    push_group_generic(a, g, xp, yg, pw);
 #endif
     const int64_t r0 = g * a->gr, r1 = min64(r0 + a->gr, a->nrows);
     for (int64_t r = r0; r < r1; r++) {
       float *yr = y + r * ldy + c0;
-      const float *src = yg + (r - r0) * SPMM_PANEL;
+      const float *src = yg + (r - r0) * pw;
       const float s = a->rs ? a->rs[r] : 1.0f;
-      if (w == SPMM_PANEL)
+      if (w == SPMM_PANEL_WIDE)
+        for (int64_t j = 0; j < SPMM_PANEL_WIDE; j++) yr[j] = s * src[j];
+      else if (w == SPMM_PANEL)
         for (int64_t j = 0; j < SPMM_PANEL; j++) yr[j] = s * src[j];
       else
         for (int64_t j = 0; j < w; j++) yr[j] = s * src[j];
@@ -724,8 +762,12 @@ static void tiled_run(const struct cg_spmat *a, int avx2, const struct cpu_spmm_
       const int64_t w = min64(SPMM_COLS, f - c0);
       /* (each panel's far part is written before any tile adds to it: the implicit
        * barriers of push_panel and of the packing loop) */
-      for (int64_t p0 = 0; p0 < w; p0 += SPMM_PANEL)
-        push_panel(a, avx2, ws, x, ldx, y, ldy, c0 + p0, min64(SPMM_PANEL, w - p0));
+      /* (a wide matrix's last 16 columns or fewer take a narrow pass: a 41-wide
+       * product is 32 + 9 columns, not 2 x 32) */
+      for (int64_t p0 = 0, pw; p0 < w; p0 += pw) {
+        pw = a->pw == SPMM_PANEL_WIDE && w - p0 > SPMM_PANEL ? SPMM_PANEL_WIDE : SPMM_PANEL;
+        push_panel(a, avx2, ws, x, ldx, y, ldy, c0 + p0, min64(pw, w - p0), pw);
+      }
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < a->ncols; r++) {
         float *d = ws->xpack + r * SPMM_COLS;

@@ -11,8 +11,9 @@
  *   source rows stays in L2 (uint16 column offsets; each slice of X is first
  *   packed into contiguous 256-byte rows, which the L2 can hold without set
  *   conflicts). The remaining "far" nonzeros are pushed by source: groups of
- *   8 * tb rows, each group's nonzeros sorted by column, 16 columns at a time from
- *   a contiguous copy of that panel of X into a per-thread group buffer. Each
+ *   8 * tb rows, each group's nonzeros sorted by column, 32 columns at a time (16
+ *   for a last pass of 16 or fewer) from a contiguous copy of that panel of X into a
+ *   per-thread group buffer. Each
  *   output element is the far part (in column order) plus the dense tiles in
  *   column-block order: a fixed order, so results do not depend on the thread
  *   count. When the matrix carries factors that reproduce its values (core/csr.h:
@@ -21,7 +22,9 @@
  *
  * CAPGNN_CPU_SPMM=auto (default) | csr | tiled picks the layout (auto: tiled when the
  * matrix is large and at least a quarter of its nonzeros sit in dense tiles; tiled:
- * whenever any tile is dense). CAPGNN_CPU_SPMM_TILE=N sets tb (16..65536). */
+ * whenever any tile is dense). CAPGNN_CPU_SPMM_TILE=N sets tb (16..65536).
+ * CAPGNN_CPU_SPMM_PANEL=16 makes every pass of the far part 16 columns wide (default 32;
+ * the results are the same bits either way). */
 #ifndef CAPGNN_CORE_CPU_SPMM_INTERNAL_H
 #define CAPGNN_CORE_CPU_SPMM_INTERNAL_H
 
@@ -32,7 +35,7 @@
 struct cg_spmat;
 
 /* Scratch of the tiled products, shared by every matrix of a backend (its ops run one
- * at a time): one packed slice of X (ncols x 64 floats), one panel of X (ncols x 16)
+ * at a time): one packed slice of X (ncols x 64 floats), one panel of X (ncols x 32)
  * and the per-thread group buffers. Each matrix used to own its own: on
  * synth:products at full size, P = 4, a rank's 8 inner row blocks of ~0.61 M columns
  * held 8 x 195 MB, all of it written by every product. Grown by cpu_spmm_ws_reserve

@@ -83,6 +83,21 @@ struct jaca_exchange {
   int64_t plain_send_rows;        /* what the plain exchange sends forward per exchange */
   int64_t plain_send_rows_inter;  /* ... to ranks of other nodes */
   double timeout_s;               /* JACA_READ_TIMEOUT_S or CAPGNN_JACA_TIMEOUT */
+  /* adaptive staleness (opt.adaptive): class 0 (every kept row) goes through mpi/'s
+   * variable-length exchange; the sender keeps per destination row the copy it last
+   * published (host) and the epoch of it */
+  struct comm_vhalo *vh;
+  int64_t a_send;                 /* class 0's send rows (per destination rank) */
+  float **a_held;                 /* per layer, host: a_send x cols */
+  uint32_t **a_held_epoch;        /* per layer: a_send (0: never sent) */
+  float **w_held;                 /* per layer, host: n_write x cols (the node tier's copy) */
+  uint32_t **w_held_epoch;        /* per layer: n_write */
+  unsigned char *a_sel, *a_got;   /* a_send flags out, class 0's recv_rows flags in */
+  float *h_arows;                 /* host: class 0's send rows now (device backends) */
+  float **h_amirror;              /* per layer, host: class 0's received rows (device backends) */
+  int32_t *d_aidx;                /* backend: class 0's send list (device backends) */
+  float *d_arows;                 /* backend: a_send x cols (device backends) */
+  size_t done_off;                /* segment: per layer and local rank, a done word */
   /* the exchange in flight */
   int in_flight, delegated, layer;
   enum cg_halo_dir flight_dir;
@@ -107,6 +122,31 @@ static int cached(const struct jaca_exchange *j, enum cg_halo_dir dir, struct cg
 
 static int refreshed(const struct jaca_exchange *j, uint32_t g, int cls) {
   return jaca_last_refresh(g, cls, j->plan.staleness) == g;
+}
+
+/* ---- adaptive staleness ---- */
+
+/* Local rank lr's done word of layer l: the last generation whose writes (its own rows
+ * and the rows it received for the node) it has finished. One 64-byte line each. */
+static char *done_word(const struct jaca_exchange *j, int layer, int lr) {
+  return j->seg + j->done_off + ((size_t)(layer - 1) * (size_t)j->plan.local_size + (size_t)lr) * JACA_ROW_ALIGN;
+}
+
+/* Whether a kept row must go to a destination that holds `held` from epoch held_epoch
+ * (0: nothing yet): when it drifted by more than eps (relative to the held copy's norm;
+ * a NaN drift counts as more) or when the held copy would be older than `bound` at
+ * `epoch`. eps = 0 sends every row every step (exact, bit for bit). */
+static int adapt_due(const float *now, const float *held, uint32_t held_epoch, int64_t cols, double eps,
+                     uint32_t epoch, int bound) {
+  if (held_epoch == 0 || eps <= 0.0 || (int64_t)epoch - (int64_t)held_epoch > bound) return 1;
+  double d2 = 0.0, h2 = 0.0;
+  for (int64_t k = 0; k < cols; k++) {
+    const double d = (double)now[k] - (double)held[k];
+    d2 += d * d;
+    h2 += (double)held[k] * (double)held[k];
+  }
+  const double den = h2 > 1e-60 ? h2 : 1e-60; /* max(||held||, 1e-30), squared */
+  return !(d2 <= eps * eps * den);
 }
 
 /* ---- stale gradients ---- */
@@ -269,6 +309,107 @@ static void bwd_free(struct jaca_exchange *j) {
   cg_free(j->blk_cnt);
 }
 
+/* Adaptive staleness, begin: class 0's send rows now (host), which of them are due for
+ * their destination (adapt_due), those copied into the held copies and sent. */
+static int adapt_send(struct jaca_exchange *j, struct cg_halo_tag tag, const float *x, int64_t cols) {
+  struct cg_backend *be = j->be;
+  const int l = tag.layer;
+  const struct jaca_fwd_plan *f = &j->plan.cls[0];
+  struct jaca_stats *s = &j->stats[l];
+  const int64_t n = j->a_send;
+  if (!on_host(j) && n > 0) {
+    be->gather_rows(be, x, cols, j->d_aidx, n, j->d_arows);
+    TRY(be->download(be, j->h_arows, j->d_arows, (size_t)(n * cols) * sizeof(float)));
+    s->bytes_d2h += n * cols * (int64_t)sizeof(float);
+  }
+  float *held = j->a_held[l];
+  uint32_t *he = j->a_held_epoch[l];
+  int64_t sent = 0;
+  for (int64_t k = 0; k < n; k++) {
+    const float *now = on_host(j) ? x + (int64_t)f->send_idx[k] * cols : j->h_arows + k * cols;
+    const int due = adapt_due(now, held + k * cols, he[k], cols, j->opt.adapt_eps, tag.epoch, j->opt.staleness);
+    j->a_sel[k] = (unsigned char)due;
+    if (!due) continue;
+    memcpy(held + k * cols, now, (size_t)cols * sizeof(float));
+    he[k] = tag.epoch;
+    sent++;
+  }
+  const int64_t b0 = comm_vhalo_bytes_sent(j->vh), i0 = comm_vhalo_inter_bytes_sent(j->vh);
+  TRY(comm_vhalo_begin(j->vh, held, j->a_sel, cols));
+  const int64_t db = comm_vhalo_bytes_sent(j->vh) - b0, di = comm_vhalo_inter_bytes_sent(j->vh) - i0;
+  s->bytes_inter += di;
+  s->bytes_intra += db - di;
+  s->adapt_index_bytes += db - sent * cols * (int64_t)sizeof(float); /* positions beside partial blocks */
+  s->adapt_sent += sent;
+  s->adapt_skipped += n - sent;
+  return CG_OK;
+}
+
+/* Adaptive staleness, begin: this rank's own rows of its node's tier, each written when
+ * due against the copy the tier holds. *nw: rows written. */
+static int adapt_write(struct jaca_exchange *j, struct cg_halo_tag tag, uint32_t g, const float *x, int64_t cols,
+                       int64_t *nw) {
+  struct cg_backend *be = j->be;
+  const struct jaca_node_plan *p = &j->plan;
+  const int l = tag.layer;
+  struct jaca_stats *s = &j->stats[l];
+  *nw = 0;
+  if (p->n_write == 0) return CG_OK;
+  if (!on_host(j)) {
+    be->gather_rows(be, x, cols, j->d_widx, p->n_write, j->d_pub);
+    TRY(be->download(be, j->h_pub, j->d_pub, (size_t)(p->n_write * cols) * sizeof(float)));
+    s->bytes_d2h += p->n_write * cols * (int64_t)sizeof(float);
+  }
+  float *held = j->w_held[l];
+  uint32_t *he = j->w_held_epoch[l];
+  for (int64_t k = 0; k < p->n_write; k++) {
+    const float *row = on_host(j) ? x + (int64_t)p->write_idx[k] * cols : j->h_pub + k * cols;
+    if (!adapt_due(row, held + k * cols, he[k], cols, j->opt.adapt_eps, tag.epoch, j->opt.staleness)) {
+      s->adapt_skipped++;
+      continue;
+    }
+    memcpy(held + k * cols, row, (size_t)cols * sizeof(float));
+    he[k] = tag.epoch;
+    const struct jaca_row_meta m = {g, tag.epoch, (uint32_t)p->admitted_gid[p->write_row[k]]};
+    jaca_row_publish(node_row(j, l, p->write_row[k]), row, cols, &m);
+    s->adapt_sent++;
+    (*nw)++;
+  }
+  return CG_OK;
+}
+
+/* Adaptive staleness, end: class 0's rows received now into the rank tier (with their
+ * epoch) and, those for the node, into the node tier; the others stay as they were.
+ * *direct_now / *mine_now: direct rows / rows for the node received. */
+static int adapt_recv(struct jaca_exchange *j, struct cg_halo_tag tag, uint32_t g, int64_t cols, int64_t *direct_now,
+                      int64_t *mine_now) {
+  struct cg_backend *be = j->be;
+  const struct jaca_node_plan *p = &j->plan;
+  const struct jaca_fwd_plan *f = &p->cls[0];
+  const int l = tag.layer;
+  struct jaca_stats *s = &j->stats[l];
+  float *blk = on_host(j) ? j->d_src[l] + f->recv_base * cols : j->h_amirror[l];
+  TRY(comm_vhalo_end(j->vh, blk, j->a_got, cols, NULL));
+  uint32_t *src_epoch = j->src_epoch[l];
+  for (int64_t k = 0; k < f->recv_rows; k++) {
+    if (!j->a_got[k]) continue;
+    src_epoch[f->recv_base + k] = tag.epoch;
+    if (f->recv_dest[k] >= 0) {
+      (*direct_now)++;
+      continue;
+    }
+    const int64_t r = -1 - f->recv_dest[k];
+    const struct jaca_row_meta m = {g, tag.epoch, (uint32_t)p->admitted_gid[r]};
+    jaca_row_publish(node_row(j, l, r), blk + k * cols, cols, &m);
+    (*mine_now)++;
+  }
+  if (!on_host(j) && f->recv_rows > 0) {
+    TRY(be->upload(be, j->d_src[l] + f->recv_base * cols, blk, (size_t)(f->recv_rows * cols) * sizeof(float)));
+    s->bytes_h2d += f->recv_rows * cols * (int64_t)sizeof(float);
+  }
+  return CG_OK;
+}
+
 static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag, float *x,
                          int64_t cols) {
   struct jaca_exchange *j = impl(ex);
@@ -301,6 +442,10 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
   struct jaca_stats *s = &j->stats[l];
   for (int c = 0; c < p->nclasses; c++) {
     if (!refreshed(j, g, c)) continue;
+    if (j->vh && c == 0) {
+      TRY(adapt_send(j, tag, x, cols));
+      continue;
+    }
     const struct jaca_fwd_plan *f = &p->cls[c];
     TRY(comm_halo_begin_into(j->fwd[c], CG_HALO_FORWARD, x, j->d_src[l] + f->recv_base * cols, cols));
     s->bytes_intra += f->send_rows_intra * cols * (int64_t)sizeof(float);
@@ -308,8 +453,10 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
   }
   /* this rank's own rows that its node's tier holds, those due now */
   int64_t nw = 0;
-  for (int64_t k = 0; k < p->n_write; k++) nw += refreshed(j, g, p->write_phase[k]);
-  if (nw > 0) {
+  if (j->vh) TRY(adapt_write(j, tag, g, x, cols, &nw));
+  else
+    for (int64_t k = 0; k < p->n_write; k++) nw += refreshed(j, g, p->write_phase[k]);
+  if (nw > 0 && !j->vh) {
     if (!on_host(j)) { /* all of them: one gather, one copy */
       be->gather_rows(be, x, cols, j->d_widx, p->n_write, j->d_pub);
       TRY(be->download(be, j->h_pub, j->d_pub, (size_t)(p->n_write * cols) * sizeof(float)));
@@ -355,7 +502,7 @@ static int jx_halo_progress(struct cg_exchange *ex) {
   }
   for (int c = 0; c < j->plan.nclasses; c++) {
     if (!refreshed(j, g, c)) continue;
-    const int st = comm_halo_progress(j->fwd[c]);
+    const int st = j->vh && c == 0 ? comm_vhalo_progress(j->vh) : comm_halo_progress(j->fwd[c]);
     if (st < 0) return st;
     done &= st;
   }
@@ -384,7 +531,7 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
   const struct jaca_node_plan *p = &j->plan;
   struct cg_backend *be = j->be;
   const uint32_t g = j->flight_gen;
-  const int l = tag.layer, S = p->staleness;
+  const int l = tag.layer, S = j->opt.staleness; /* the bound (adaptive: its S, not the plan's phases) */
   const double timeout = j->timeout_s;
   float *src = j->d_src[l];
   uint32_t *src_epoch = j->src_epoch[l];
@@ -392,6 +539,10 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
   int64_t direct_now = 0, mine_now = 0; /* direct rows and rows for the node received now */
   for (int c = 0; c < p->nclasses; c++) {
     if (!refreshed(j, g, c)) continue;
+    if (j->vh && c == 0) {
+      TRY(adapt_recv(j, tag, g, cols, &direct_now, &mine_now));
+      continue;
+    }
     const struct jaca_fwd_plan *f = &p->cls[c];
     float *blk = src + f->recv_base * cols;
     TRY(comm_halo_end_into(j->fwd[c], CG_HALO_FORWARD, x, blk, cols));
@@ -432,11 +583,25 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
   /* this rank's rows from the node tier, each of the generation that last refreshed it */
   float *dst = on_host(j) ? src + p->recv_rows * cols : j->h_read;
   int64_t read_fresh = 0;
+  if (j->vh) {
+    /* which rows were written now depends on their writers' data: wait until every rank
+     * of the node has finished its writes of generation g (each is past its own MPI
+     * transfer when it says so), then take each row as it is */
+    jaca_word_publish(done_word(j, l, p->local_rank), g);
+    for (int r = 0; r < p->local_size; r++) {
+      uint32_t seen = 0;
+      if (jaca_word_wait(done_word(j, l, r), g, timeout, &seen) < 0)
+        return cg_err_set(CG_ERR_INTERNAL,
+                          "jaca: local rank %d did not finish its node tier writes of layer %d, generation %u within "
+                          "%.0f s (it is at %u): it is gone or stuck",
+                          r, l, g, timeout, seen);
+    }
+  }
   for (int64_t k = 0; k < p->n_read; k++) {
     struct jaca_row_meta m;
     const int64_t r = p->read_row[k];
-    const uint32_t want = jaca_last_refresh(g, p->read_phase[k], S);
-    read_fresh += want == g;
+    const uint32_t want = j->vh ? 1u : jaca_last_refresh(g, p->read_phase[k], S);
+    if (!j->vh) read_fresh += want == g;
     const int64_t torn = jaca_row_read_wait(node_row(j, l, r), dst + k * cols, cols, want, timeout, &m);
     if (torn < 0)
       return cg_err_set(CG_ERR_INTERNAL,
@@ -444,7 +609,8 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
                         "(it holds generation %u): the rank that writes it is gone or stuck",
                         (long long)r, p->admitted_gid[r], l, want, timeout, m.gen);
     const int64_t age = (int64_t)tag.epoch - (int64_t)m.epoch;
-    if (m.gen != want || m.gid != (uint32_t)p->admitted_gid[r] || age < 0 || age > S)
+    if (j->vh) read_fresh += m.gen == g;
+    if ((j->vh ? m.gen > g : m.gen != want) || m.gid != (uint32_t)p->admitted_gid[r] || age < 0 || age > S)
       return cg_err_set(CG_ERR_INTERNAL,
                         "jaca: node row %lld of layer %d holds vertex %u, generation %u, epoch %u; expected "
                         "vertex %d, generation %u, at most %d epochs before epoch %u",
@@ -502,6 +668,9 @@ static void stats_sum(const struct jaca_exchange *j, struct jaca_stats *t) {
     t->grad_refreshed += s->grad_refreshed;
     t->grad_used += s->grad_used;
     if (s->grad_age_max > t->grad_age_max) t->grad_age_max = s->grad_age_max;
+    t->adapt_sent += s->adapt_sent;
+    t->adapt_skipped += s->adapt_skipped;
+    t->adapt_index_bytes += s->adapt_index_bytes;
   }
 }
 
@@ -511,9 +680,12 @@ static void jx_counters(const struct cg_exchange *ex, struct cg_exchange_counter
   struct jaca_stats t;
   stats_sum(j, &t);
   for (int c = 0; c < j->plan.nclasses; c++) {
+    if (!j->fwd[c]) continue; /* adaptive: class 0 is the variable-length exchange */
     out->halo_bytes += comm_halo_bytes_sent(j->fwd[c]);
     out->inter_node_bytes += comm_halo_inter_bytes_sent(j->fwd[c]);
   }
+  out->halo_bytes += comm_vhalo_bytes_sent(j->vh);
+  out->inter_node_bytes += comm_vhalo_inter_bytes_sent(j->vh);
   for (int c = 0; c < j->gnc; c++) {
     out->halo_bytes += comm_halo_bytes_sent(j->bwd[c]);
     out->inter_node_bytes += comm_halo_inter_bytes_sent(j->bwd[c]);
@@ -541,6 +713,25 @@ static void jx_free(struct jaca_exchange *j) {
   cg_free(j->h_pub);
   cg_free(j->h_recv);
   cg_free(j->h_read);
+  for (int l = 1; l < j->layers.nlayers; l++) {
+    if (j->a_held) cg_free(j->a_held[l]);
+    if (j->a_held_epoch) cg_free(j->a_held_epoch[l]);
+    if (j->w_held) cg_free(j->w_held[l]);
+    if (j->w_held_epoch) cg_free(j->w_held_epoch[l]);
+    if (j->h_amirror) cg_free(j->h_amirror[l]);
+  }
+  cg_free(j->a_held);
+  cg_free(j->a_held_epoch);
+  cg_free(j->w_held);
+  cg_free(j->w_held_epoch);
+  cg_free(j->h_amirror);
+  cg_free(j->a_sel);
+  cg_free(j->a_got);
+  cg_free(j->h_arows);
+  if (be) {
+    be->free(be, j->d_aidx);
+    be->free(be, j->d_arows);
+  }
   bwd_free(j);
   cg_free(j->gen);
   cg_free(j->stats);
@@ -552,6 +743,7 @@ static void jx_destroy(struct cg_exchange *ex) {
   struct jaca_exchange *j = impl(ex);
   /* collective, in the same order on every rank */
   for (int c = 0; j->fwd && c < j->plan.nclasses; c++) comm_halo_destroy(&j->fwd[c]);
+  comm_vhalo_destroy(&j->vh);
   for (int c = 0; j->bwd && c < j->gnc; c++) comm_halo_destroy(&j->bwd[c]);
   jaca_ngrad_destroy(&j->ng);
   comm_shm_destroy(&j->shm);
@@ -623,6 +815,36 @@ static int jx_alloc(struct jaca_exchange *j) {
   int st = p->n_halo > 0 ? be->upload(be, j->d_map, map, (size_t)p->n_halo * sizeof(int32_t)) : CG_OK;
   cg_free(map);
   TRY(st);
+  if (j->vh) {
+    const int64_t n = j->a_send = p->cls[0].send_rows, nr = p->cls[0].recv_rows, nwr = p->n_write;
+    j->a_held = cg_calloc((size_t)L, sizeof *j->a_held, "jaca: adaptive held copies");
+    j->a_held_epoch = cg_calloc((size_t)L, sizeof *j->a_held_epoch, "jaca: adaptive held epochs");
+    j->w_held = cg_calloc((size_t)L, sizeof *j->w_held, "jaca: adaptive held node rows");
+    j->w_held_epoch = cg_calloc((size_t)L, sizeof *j->w_held_epoch, "jaca: adaptive held node epochs");
+    j->h_amirror = cg_calloc((size_t)L, sizeof *j->h_amirror, "jaca: adaptive received rows");
+    j->a_sel = cg_malloc((size_t)(n > 0 ? n : 1), "jaca: adaptive rows to send");
+    j->a_got = cg_malloc((size_t)(nr > 0 ? nr : 1), "jaca: adaptive rows received");
+    if (!j->a_held || !j->a_held_epoch || !j->w_held || !j->w_held_epoch || !j->h_amirror || !j->a_sel || !j->a_got)
+      return CG_ERR_NOMEM;
+    for (int l = 1; l < L; l++) {
+      j->a_held[l] = cg_calloc((size_t)((n > 0 ? n : 1) * cols), fl, "jaca: adaptive held copies");
+      j->a_held_epoch[l] = cg_calloc((size_t)(n > 0 ? n : 1), sizeof(uint32_t), "jaca: adaptive held epochs");
+      j->w_held[l] = cg_calloc((size_t)((nwr > 0 ? nwr : 1) * cols), fl, "jaca: adaptive held node rows");
+      j->w_held_epoch[l] = cg_calloc((size_t)(nwr > 0 ? nwr : 1), sizeof(uint32_t), "jaca: adaptive held epochs");
+      if (!j->a_held[l] || !j->a_held_epoch[l] || !j->w_held[l] || !j->w_held_epoch[l]) return CG_ERR_NOMEM;
+      if (!on_host(j)) {
+        j->h_amirror[l] = cg_calloc((size_t)((nr > 0 ? nr : 1) * cols), fl, "jaca: adaptive received rows");
+        if (!j->h_amirror[l]) return CG_ERR_NOMEM;
+      }
+    }
+    if (!on_host(j)) {
+      TRY(be->alloc(be, (void **)&j->d_aidx, (size_t)(n > 0 ? n : 1) * sizeof(int32_t), "jaca: adaptive send list"));
+      TRY(be->alloc(be, (void **)&j->d_arows, (size_t)((n > 0 ? n : 1) * cols) * fl, "jaca: adaptive send rows"));
+      if (n > 0) TRY(be->upload(be, j->d_aidx, p->cls[0].send_idx, (size_t)n * sizeof(int32_t)));
+      j->h_arows = cg_malloc((size_t)((n > 0 ? n : 1) * cols) * fl, "jaca: adaptive send rows (host)");
+      if (!j->h_arows) return CG_ERR_NOMEM;
+    }
+  }
   if (!on_host(j)) {
     TRY(be->alloc(be, (void **)&j->d_widx, (size_t)(p->n_write > 0 ? p->n_write : 1) * sizeof(int32_t),
                   "jaca: rows written to the node tier"));
@@ -654,7 +876,7 @@ static void jx_log(struct comm *c, const struct jaca_exchange *j) {
     cg_err_clear();
     return;
   }
-  char desc[256];
+  char desc[512];
   LOG_INFO("jaca", "%s", jaca_options_describe(&j->opt, desc, sizeof desc));
   LOG_INFO("jaca",
            "node tier: %lld of %lld node halo rows held on %d node%s (%lld halo rows over the ranks), "
@@ -662,8 +884,10 @@ static void jx_log(struct comm *c, const struct jaca_exchange *j) {
            (long long)v[1], (long long)v[0], comm_nnodes(c), comm_nnodes(c) == 1 ? "" : "s",
            (long long)v[3], (double)v[2] / 1048576.0);
   if (v[4] > 0 && v[7] == 0)
-    LOG_INFO("jaca", "hit rate over a refresh window of %d step%s: %.1f %% (Belady's MIN with the same slots: %.1f %%)",
-             j->opt.staleness + 1, j->opt.staleness == 0 ? "" : "s", 100.0 * (double)v[5] / (double)v[4],
+    LOG_INFO("jaca", "hit rate over a refresh window of %d step%s%s: %.1f %% (Belady's MIN with the same slots: %.1f %%)",
+             j->plan.staleness + 1, j->plan.staleness == 0 ? "" : "s",
+             j->opt.adaptive ? " (adaptive: before any row is skipped for its drift)" : "",
+             100.0 * (double)v[5] / (double)v[4],
              100.0 * (double)v[6] / (double)v[4]);
 }
 
@@ -783,13 +1007,17 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
     fp.recv_count = f->recv_count;
     fp.n_inner = j->plan.n_inner;
     fp.n_halo = f->recv_rows;
-    TRY_GOTO(comm_halo_create(c, be, &fp, layers->cols, &j->fwd[k]), fail);
+    if (o->adaptive && k == 0) TRY_GOTO(comm_vhalo_create(c, &fp, layers->cols, &j->vh), fail);
+    else TRY_GOTO(comm_halo_create(c, be, &fp, layers->cols, &j->fwd[k]), fail);
   }
   j->stride = jaca_row_stride(layers->cols);
   j->layer_bytes = j->stride * (size_t)j->plan.n_admitted;
+  j->done_off = j->layer_bytes * (size_t)(layers->nlayers - 1);
   {
-    /* one node-wide segment, given by local rank 0; aligned here (MPI gives 8 bytes) */
-    const size_t bytes = j->layer_bytes * (size_t)(layers->nlayers - 1) + JACA_ROW_ALIGN;
+    /* one node-wide segment, given by local rank 0; aligned here (MPI gives 8 bytes);
+     * adaptive: a done word per layer and local rank after the rows */
+    const size_t done = o->adaptive ? (size_t)(layers->nlayers - 1) * (size_t)comm_local_size(c) * JACA_ROW_ALIGN : 0;
+    const size_t bytes = j->layer_bytes * (size_t)(layers->nlayers - 1) + done + JACA_ROW_ALIGN;
     TRY_GOTO(comm_shm_create(c, comm_local_rank(c) == 0 ? bytes : 0, &j->shm), fail);
     uintptr_t base = (uintptr_t)comm_shm_node(j->shm, NULL);
     j->seg = (char *)((base + JACA_ROW_ALIGN - 1) / JACA_ROW_ALIGN * JACA_ROW_ALIGN);
@@ -813,6 +1041,7 @@ fail:
   if (j) {
     /* every rank got as far as the others (each step is agreed): collective frees */
     for (int k = 0; j->fwd && k < j->plan.nclasses; k++) comm_halo_destroy(&j->fwd[k]);
+    comm_vhalo_destroy(&j->vh);
     for (int k = 0; j->bwd && k < j->gnc; k++) comm_halo_destroy(&j->bwd[k]);
     jaca_ngrad_destroy(&j->ng);
     comm_shm_destroy(&j->shm);

@@ -42,8 +42,17 @@
  *  - Beside the measured hit rate, the hit rate Belady's MIN would reach on the same
  *    reads with the same slots (jaca_exchange_window).
  *
- * Not built yet (issue #13): the adaptive mode
- * (--staleness adaptive), prefetch queues (background thread, CUDA stream). Options that need them are refused
+ *  - Adaptive staleness (--staleness adaptive:EPS:S, struct jaca_options): every kept
+ *    row is a candidate every step; its sender keeps the copy it last published per
+ *    destination and sends the row only when it drifted by more than EPS (relative) or
+ *    when the copy held would become older than S. The rows that travel then depend on
+ *    the data: they go through mpi/'s variable-length exchange (comm_vhalo), and the
+ *    readers of a node tier wait for every rank of the node to have finished its writes
+ *    of the generation (a per-rank done word in the segment) instead of for a row's
+ *    generation. Counted in struct jaca_stats (adapt_sent, adapt_skipped).
+ *
+ * Not built yet (issue #13): prefetch queues (background thread, CUDA stream); adaptive
+ * gradients (--grad-staleness stays numeric). Options that need them are refused
  * by jaca_options_check with a message saying so. On a CUDA backend the rank tier is
  * device memory and the node tier is reached through host staging buffers (synchronous
  * copies; compiled, tested with a fake device, not run on a GPU).
@@ -106,10 +115,29 @@ struct jaca_options {
                          halo row's gradient is sent at most every G + 1 steps (by phase)
                          and its owner adds the last one it received meanwhile */
   int warmup;        /* epochs with the cache off (the plain exchange) at the start */
+  /* Adaptive staleness (--staleness adaptive[:EPS[:S]]): adaptive = 1 replaces the
+   * phase schedule for the forward rows. Every step the sender of each kept row (its
+   * owner, for its direct consumers and for the rows it writes into its node's tier)
+   * compares the row with the copy it last published to that destination and sends it
+   * only when the relative drift ||new - held|| / max(||held||, 1e-30) exceeds adapt_eps
+   * or when the held copy would otherwise become older than staleness (S stays a hard
+   * bound, checked on every row served). adapt_eps = 0: every row every step (exact, bit
+   * for bit the exchange at staleness 0). Gradients keep --grad-staleness (numeric). */
+  int adaptive;
+  double adapt_eps;
 };
 
+/* The defaults of --staleness adaptive without EPS or S. */
+#define JACA_ADAPT_EPS_DEFAULT 0.01
+#define JACA_ADAPT_S_DEFAULT 10
+
+/* --staleness's value into o: "S" (epochs, adaptive off) or "adaptive[:EPS[:S]]"
+ * (EPS >= 0, default JACA_ADAPT_EPS_DEFAULT; S in [1, JACA_MAX_STALENESS], default
+ * JACA_ADAPT_S_DEFAULT). CG_ERR_ARG naming the syntax for anything else. */
+int jaca_staleness_parse(const char *s, struct jaca_options *o);
+
 /* policy NONE, capacity 1, MiB budgets JACA_MB_AUTO with 1024 MiB reserved, staleness 0,
- * grad_staleness 0, warmup 0. */
+ * grad_staleness 0, warmup 0, adaptive off. */
 void jaca_options_defaults(struct jaca_options *o);
 /* Range checks; CG_ERR_ARG naming the option and its range. */
 int jaca_options_check(const struct jaca_options *o);
@@ -185,6 +213,11 @@ struct jaca_stats {
   int64_t grad_refreshed;   /* gradients received with this step's values (as owner) */
   int64_t grad_used;        /* gradients added (fresh and kept) */
   int64_t grad_age_max;     /* the oldest gradient added, in epochs */
+  /* adaptive staleness: candidate rows (kept rows this rank sends or writes into its
+   * node's tier) it sent / wrote because they drifted or were due, and those it skipped
+   * (their consumers kept the copy they hold) */
+  int64_t adapt_sent, adapt_skipped;
+  int64_t adapt_index_bytes; /* bytes of row indices sent beside them (in bytes_intra/inter) */
 };
 /* CG_ERR_ARG when ex is not a caching exchange from jaca_exchange_create or layer is
  * out of range. */

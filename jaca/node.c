@@ -305,7 +305,10 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
   int64_t *lr_first = NULL;
   int64_t *sc = NULL, *rc = NULL, *sreq = NULL, *rreq = NULL, *req_dest = NULL;
   struct jaca_dir *dir = NULL;
-  const int S = o->staleness, NC = S + 2, ALWAYS = S + 1;
+  /* adaptive staleness: no phases (every kept row is a candidate every step, its sender
+   * decides), but the rank tier keeps direct rows as with S > 0 */
+  const int S = o->adaptive ? 0 : o->staleness, NC = S + 2, ALWAYS = S + 1;
+  const int keep = S > 0 || o->adaptive;
   int64_t ntot = 0, U = 0;
   int64_t rank_slots = 0; /* the rank tier's capacity in rows (0 at staleness 0) */
 
@@ -428,6 +431,7 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
 
   /* ---- this rank's part: reads, writes, and which direct rows the rank tier keeps ---- */
   p->staleness = S;
+  p->adaptive = o->adaptive;
   p->nclasses = NC;
   const size_t nhs = (size_t)(nh > 0 ? nh : 1);
   p->halo_node_row = cg_malloc(sizeof(int64_t) * nhs, "jaca: node row of each halo row");
@@ -455,7 +459,7 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
       const int64_t share = b->rank_share > 1 ? b->rank_share : 1;
       const int64_t by_mem = jaca_capacity_rows(avail / share, b->rank_reserve / share,
                                                 layers->cols * (int64_t)sizeof(float) * (layers->nlayers - 1), ndc);
-      if (by_mem < rcap && S > 0)
+      if (by_mem < rcap && keep)
         LOG_WARN("jaca", "its rank tier keeps %lld of the %lld rows asked for: %.0f MiB of memory for %lld rank%s "
                  "less %.0f MiB reserved (--cache-device-mb, --cache-reserve-mb)", (long long)by_mem, (long long)rcap,
                  (double)avail / 1048576.0, (long long)share, share == 1 ? "" : "s",
@@ -483,7 +487,7 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
       g_sort_gid = dgid;
       qsort(dord, (size_t)nd, sizeof(int64_t), cmp_priority);
       for (int64_t k = 0; k < nd; k++) drank[dord[k]] = k;
-      st = jaca_dir_create(S > 0 ? o->policy : JACA_POLICY_NONE, nd, rcap, drank, &rdir);
+      st = jaca_dir_create(keep ? o->policy : JACA_POLICY_NONE, nd, rcap, drank, &rdir);
     }
     if (st == CG_OK) rank_slots = jaca_dir_capacity(rdir);
     for (int64_t i = 0; st == CG_OK && i < nh; i++) {
@@ -724,7 +728,7 @@ int jaca_node_plan_check(const struct jaca_node_plan *p, const struct part_local
   TRY(st);
   if (base != p->recv_rows || nsend != p->send_rows || ndirect != p->n_direct || nrecv != p->n_received ||
       nread != p->n_read || p->n_direct + p->n_read != nh || ncached != p->n_rank_cached ||
-      (S == 0 && ncached != 0))
+      (S == 0 && !p->adaptive && ncached != 0))
     return cg_err_set(CG_ERR_INTERNAL,
                       "jaca plan: counts disagree (%lld received, %lld direct, %lld kept, %lld for the node, %lld read)",
                       (long long)p->recv_rows, (long long)p->n_direct, (long long)p->n_rank_cached,

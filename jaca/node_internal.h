@@ -64,7 +64,10 @@ struct jaca_fwd_plan {
  * a row is never more than S generations old, and each generation refreshes about
  * 1 / (S + 1) of the cached rows. A vertex's phase is a hash of its global id, the same
  * on every rank (jaca_phase), so owners and consumers agree on the schedule without
- * sending it. With S = 0 every row is refreshed every generation (exact). */
+ * sending it. With S = 0 every row is refreshed every generation (exact).
+ * Adaptive staleness (o->adaptive) builds the classes of S = 0 but keeps direct rows in
+ * the rank tier as with S > 0: class 0 is then every kept row, class 1 the direct rows
+ * not kept (sent every step). */
 struct jaca_node_plan {
   /* the node */
   int node, nnodes, local_rank, local_size;
@@ -79,7 +82,10 @@ struct jaca_node_plan {
   int32_t *halo_r;       /* R(v) of each halo row */
   double *halo_infl;     /* influence of each halo row on this rank */
   /* the forward exchanges, one per refresh class */
-  int staleness, nclasses; /* S, S + 2 */
+  int staleness, nclasses; /* S, S + 2 (adaptive: 0 and 2, its bound is the options') */
+  int adaptive;            /* adaptive staleness: class 0 holds every kept row (direct
+                              rows the rank tier keeps and rows for the node tier), each
+                              a candidate every step, sent when its sender decides */
   struct jaca_fwd_plan *cls;
   int64_t recv_rows;     /* over the classes: the staging holds these, then the node reads */
   int64_t send_rows;

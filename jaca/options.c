@@ -1,6 +1,9 @@
 /* jaca/options.c — the cache's options: names, defaults, checks and the one line that
  * names every approximation in force. */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/status.h"
@@ -30,6 +33,44 @@ void jaca_options_defaults(struct jaca_options *o) {
   o->reserve_mb = JACA_RESERVE_MB_DEFAULT;
 }
 
+int jaca_staleness_parse(const char *s, struct jaca_options *o) {
+  const char *syntax = "expected a number of epochs S, or adaptive[:EPS[:S]] (EPS >= 0, S >= 1)";
+  if (!s || !*s) return cg_err_set(CG_ERR_ARG, "--staleness: %s", syntax);
+  char *end = NULL;
+  if (strncmp(s, "adaptive", 8) != 0) {
+    errno = 0;
+    const long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || v > JACA_MAX_STALENESS)
+      return cg_err_set(CG_ERR_ARG, "--staleness %s: %s, S at most %d", s, syntax, JACA_MAX_STALENESS);
+    o->staleness = (int)v;
+    o->adaptive = 0;
+    o->adapt_eps = 0.0;
+    return CG_OK;
+  }
+  double eps = JACA_ADAPT_EPS_DEFAULT;
+  long bound = JACA_ADAPT_S_DEFAULT;
+  const char *p = s + 8;
+  if (*p == ':') {
+    errno = 0;
+    eps = strtod(p + 1, &end);
+    if (errno || end == p + 1 || !isfinite(eps) || eps < 0.0 || (*end && *end != ':'))
+      return cg_err_set(CG_ERR_ARG, "--staleness %s: EPS: %s", s, syntax);
+    p = end;
+    if (*p == ':') {
+      errno = 0;
+      bound = strtol(p + 1, &end, 10);
+      if (errno || end == p + 1 || *end || bound < 1 || bound > JACA_MAX_STALENESS)
+        return cg_err_set(CG_ERR_ARG, "--staleness %s: S: %s, S at most %d", s, syntax, JACA_MAX_STALENESS);
+      p = end;
+    }
+  }
+  if (*p) return cg_err_set(CG_ERR_ARG, "--staleness %s: %s", s, syntax);
+  o->adaptive = 1;
+  o->adapt_eps = eps;
+  o->staleness = (int)bound;
+  return CG_OK;
+}
+
 int64_t jaca_capacity_rows(int64_t avail_bytes, int64_t reserve_bytes, int64_t vertex_bytes, int64_t candidates) {
   if (candidates <= 0) return 0;
   if (vertex_bytes <= 0) return candidates;
@@ -55,6 +96,13 @@ int jaca_options_check(const struct jaca_options *o) {
   if (o->grad_staleness < 0)
     return cg_err_set(CG_ERR_ARG, "--grad-staleness %d: expected >= 0", o->grad_staleness);
   if (o->warmup < 0) return cg_err_set(CG_ERR_ARG, "--cache-warmup %d: expected >= 0", o->warmup);
+  if (o->adaptive != 0 && o->adaptive != 1)
+    return cg_err_set(CG_ERR_ARG, "adaptive staleness flag %d: expected 0 or 1", o->adaptive);
+  if (o->adaptive && !(o->adapt_eps >= 0.0 && isfinite(o->adapt_eps)))
+    return cg_err_set(CG_ERR_ARG, "--staleness adaptive:%g: expected a relative drift EPS >= 0", o->adapt_eps);
+  if (o->adaptive && o->staleness < 1)
+    return cg_err_set(CG_ERR_ARG, "--staleness adaptive:%g:%d: expected a bound S >= 1 epochs", o->adapt_eps,
+                      o->staleness);
   /* what is not built yet is refused, never silently ignored */
   if (o->staleness > JACA_MAX_STALENESS)
     return cg_err_set(CG_ERR_ARG, "--staleness %d: expected at most %d epochs", o->staleness, JACA_MAX_STALENESS);
@@ -81,14 +129,18 @@ const char *jaca_options_describe(const struct jaca_options *o, char *buf, size_
   if (o->grad_staleness == 0) snprintf(grad, sizeof grad, "gradients every epoch");
   else snprintf(grad, sizeof grad, "halo gradients up to %d epochs old (--grad-staleness %d)", o->grad_staleness,
                 o->grad_staleness);
+  char rows[160];
+  if (o->adaptive)
+    snprintf(rows, sizeof rows, "hidden halo rows resent only when their relative drift exceeds %g, up to %d epochs "
+             "old (--staleness adaptive:%g:%d)", o->adapt_eps, o->staleness, o->adapt_eps, o->staleness);
+  else snprintf(rows, sizeof rows, "hidden halo rows up to %d epochs old (--staleness %d)", o->staleness, o->staleness);
   if (o->staleness == 0 && o->grad_staleness == 0)
     snprintf(buf, len, "halo cache %s: node tier %g %% of the node's halo rows%s; exact (staleness 0, "
              "gradients every epoch)%s",
              jaca_policy_name(o->policy), o->capacity * 100.0, mb, warm);
   else
     snprintf(buf, len, "halo cache %s: node tier %g %% of the node's halo rows%s, rank tier %g %% of the direct "
-             "rows%s; APPROXIMATE: hidden halo rows up to %d epochs old (--staleness %d), %s%s",
-             jaca_policy_name(o->policy), o->capacity * 100.0, mb, o->capacity * 100.0, dmb, o->staleness,
-             o->staleness, grad, warm);
+             "rows%s; APPROXIMATE: %s, %s%s",
+             jaca_policy_name(o->policy), o->capacity * 100.0, mb, o->capacity * 100.0, dmb, rows, grad, warm);
   return buf;
 }

@@ -104,3 +104,34 @@ int64_t jaca_row_read_wait(const void *row, float *dst, int64_t cols, uint32_t m
     }
   }
 }
+
+void jaca_word_publish(void *word, uint32_t value) {
+  atomic_store_explicit((word_t *)word, value, memory_order_release);
+}
+
+int jaca_word_wait(const void *word, uint32_t min_value, double timeout_s, uint32_t *seen) {
+  double t0 = -1.0;
+  long nap_ns = 1000;
+  for (unsigned spin = 0;; spin++) {
+    const uint32_t v = atomic_load_explicit((word_t *)word, memory_order_acquire);
+    if (v >= min_value) {
+      *seen = v;
+      return 0;
+    }
+    if ((spin & 63u) == 63u) {
+      const double now = cg_time_now();
+      if (t0 < 0.0) t0 = now;
+      else if (now - t0 > timeout_s) {
+        *seen = v;
+        return -1;
+      }
+    }
+    if (spin < 256) {
+      sched_yield();
+    } else {
+      struct timespec ts = {0, nap_ns};
+      nanosleep(&ts, NULL);
+      if (nap_ns < 1000000) nap_ns *= 2;
+    }
+  }
+}

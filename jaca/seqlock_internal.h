@@ -58,6 +58,14 @@ int jaca_row_try_read(const void *row, float *dst, int64_t cols, struct jaca_row
 int64_t jaca_row_read_wait(const void *row, float *dst, int64_t cols, uint32_t min_gen,
                            double timeout_s, struct jaca_row_meta *m);
 
+/* A 32-bit word in shared memory that only grows (adaptive staleness: "this rank has
+ * finished its writes of generation g"): publish stores it with release order, so that
+ * every row written before is visible to a reader that saw it; wait spins (yielding,
+ * then napping) until it holds at least min_value (acquire), 0, or -1 after timeout_s;
+ * *seen gets the last value read. */
+void jaca_word_publish(void *word, uint32_t value);
+int jaca_word_wait(const void *word, uint32_t min_value, double timeout_s, uint32_t *seen);
+
 /* The sequence number alone (tests: a row is stable when it is even). */
 uint32_t jaca_row_seq(const void *row);
 

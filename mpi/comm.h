@@ -509,6 +509,39 @@ int64_t comm_halo_bytes_sent(const struct comm_halo *h);
 /* The part of it sent to ranks of other nodes. */
 int64_t comm_halo_inter_bytes_sent(const struct comm_halo *h);
 
+/* ---- variable-length halo exchange (host memory) ------------------------------ */
+
+/* An exchange over a comm_halo_plan's peers and counts (send_idx, n_inner and n_halo
+ * are not used) in which each rank sends each peer only the rows it picks this time,
+ * and the peer learns which: for jaca/'s adaptive staleness, where which rows travel
+ * depends on the data. One message per peer with send rows (possibly empty) holding the
+ * picked rows' positions in the peer's block and the rows (the whole block: the rows
+ * alone, under another tag); the receiver posts its whole block and learns the count
+ * from the message's size (MPI_Get_count). Host memory only.
+ * create checks that what each rank may send each peer is what that peer receives
+ * (collective over the world; every rank fails together), allocates buffers for rows of
+ * up to max_cols values and its own communicator (a dup of the world). */
+struct comm_vhalo;
+int comm_vhalo_create(struct comm *c, const struct comm_halo_plan *plan, int64_t max_cols, struct comm_vhalo **out);
+void comm_vhalo_destroy(struct comm_vhalo **h); /* accepts NULL; sets *h to NULL */
+/* rows: host, sum send_count rows of `cols` values in plan order (peer blocks); sel: one
+ * flag per such row, nonzero = send it. Both are read during begin only (packed). */
+int comm_vhalo_begin(struct comm_vhalo *h, const float *rows, const unsigned char *sel, int64_t cols);
+/* Tests the requests (1 once all completed, 0 while under way). */
+int comm_vhalo_progress(struct comm_vhalo *h);
+/* Waits; each received row goes to its place in `recv` (host, sum recv_count rows of
+ * `cols` values in plan order, the blocks by peer), got[k] = 1 for the rows received and
+ * 0 for the others (whose place in recv is not written); *nrecv (may be NULL) the rows
+ * received. A message that is not whole rows within the block, or names a row twice,
+ * is CG_ERR_INTERNAL. */
+int comm_vhalo_end(struct comm_vhalo *h, float *recv, unsigned char *got, int64_t cols, int64_t *nrecv);
+int64_t comm_vhalo_send_rows(const struct comm_vhalo *h);
+int64_t comm_vhalo_recv_rows(const struct comm_vhalo *h);
+/* Bytes sent since create (positions, where sent, and rows; counted in comm_stats' halo forward and
+ * intra/inter-node bytes too), and the part of them to other nodes; 0 for NULL. */
+int64_t comm_vhalo_bytes_sent(const struct comm_vhalo *h);
+int64_t comm_vhalo_inter_bytes_sent(const struct comm_vhalo *h);
+
 /* ---- the exchange seam -------------------------------------------------------- */
 
 /* The plain exchange of core/exchange.h over MPI/NCCL: a comm_halo over `plan` for

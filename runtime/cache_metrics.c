@@ -16,7 +16,7 @@
 #include "jaca/jaca.h"
 #include "runtime/runtime_internal.h"
 
-#define ROW_VALUES 20
+#define ROW_VALUES 22
 
 struct rt_cache_track {
   int nlayers;
@@ -46,6 +46,8 @@ static void row_from_stats(const struct jaca_stats *a, const struct jaca_stats *
   v[17] = (double)(b->grad_used - a->grad_used);
   v[18] = (double)b->grad_age_max;
   v[19] = (double)(b->grad_bytes_shm - a->grad_bytes_shm);
+  v[20] = (double)(b->adapt_sent - a->adapt_sent);
+  v[21] = (double)(b->adapt_skipped - a->adapt_skipped);
 }
 
 static void row_set(struct rt_cache_row *r, const double *v) {
@@ -69,6 +71,8 @@ static void row_set(struct rt_cache_row *r, const double *v) {
   r->grad_used = v[17];
   r->grad_age_max = v[18];
   r->grad_bytes_shm = v[19];
+  r->adapt_sent = v[20];
+  r->adapt_skipped = v[21];
 }
 
 static void row_add(struct rt_cache_row *t, const struct rt_cache_row *r) {
@@ -89,6 +93,8 @@ static void row_add(struct rt_cache_row *t, const struct rt_cache_row *r) {
   t->grad_bytes_shm += r->grad_bytes_shm;
   t->grad_refreshed += r->grad_refreshed;
   t->grad_used += r->grad_used;
+  t->adapt_sent += r->adapt_sent;
+  t->adapt_skipped += r->adapt_skipped;
   if (r->grad_age_max > t->grad_age_max) t->grad_age_max = r->grad_age_max;
   t->age_sum += r->age_sum;
   if (r->age_max > t->age_max) t->age_max = r->age_max;
@@ -114,6 +120,8 @@ int rt_cache_track_create(struct cg_exchange *ex, int nlayers, struct rt_cache_t
   t->totals.host_mb = (double)o.host_mb;
   t->totals.staleness = o.staleness;
   t->totals.grad_staleness = o.grad_staleness;
+  t->totals.adaptive = o.adaptive;
+  t->totals.adapt_eps = o.adapt_eps;
   for (int l = 1; l < nlayers; l++) TRY(jaca_exchange_stats(ex, l, &t->prev[l]));
   struct jaca_window w;
   TRY(jaca_exchange_window(ex, &w));

@@ -110,6 +110,8 @@ static cJSON *cache_row(const struct rt_cache_row *r) {
   cJSON_AddNumberToObject(o, "grad_refreshed", r->grad_refreshed);
   cJSON_AddNumberToObject(o, "grad_used", r->grad_used);
   cJSON_AddNumberToObject(o, "grad_age_max", r->grad_age_max);
+  cJSON_AddNumberToObject(o, "adapt_sent", r->adapt_sent);
+  cJSON_AddNumberToObject(o, "adapt_skipped", r->adapt_skipped);
   return o;
 }
 
@@ -290,7 +292,11 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
       else cJSON_AddNumberToObject(c, "host_mb", cache->host_mb);
       cJSON_AddNumberToObject(c, "staleness", cache->staleness);
       cJSON_AddNumberToObject(c, "grad_staleness", cache->grad_staleness);
-      cJSON_AddBoolToObject(c, "exact", cache->staleness == 0 && cache->grad_staleness == 0);
+      cJSON_AddBoolToObject(c, "adaptive", cache->adaptive != 0);
+      if (cache->adaptive) cJSON_AddNumberToObject(c, "adapt_eps", cache->adapt_eps);
+      /* adaptive at EPS 0 sends every row every step: exact */
+      cJSON_AddBoolToObject(c, "exact", (cache->staleness == 0 || (cache->adaptive && cache->adapt_eps == 0.0)) &&
+                                            cache->grad_staleness == 0);
       json_num(c, "policy_hit_rate", cache->policy_hit_rate);
       json_num(c, "oracle_hit_rate", cache->oracle_hit_rate);
     }

@@ -257,6 +257,7 @@ struct rt_cache_row {
   double bytes_intra, bytes_inter, bytes_shm, bytes_h2d, bytes_d2h, bytes_exact, bytes_exact_inter;
   double age_sum, age_max;
   double grad_bytes, grad_bytes_exact, grad_refreshed, grad_used, grad_age_max, grad_bytes_shm;
+  double adapt_sent, adapt_skipped; /* adaptive staleness: kept rows sent / skipped by drift */
 };
 #define RT_CACHE_MAX_LAYERS 64
 struct rt_cache_record {
@@ -265,6 +266,8 @@ struct rt_cache_record {
   char policy[8];
   double capacity, host_mb;
   int staleness, grad_staleness;
+  int adaptive;     /* --staleness adaptive:adapt_eps:staleness */
+  double adapt_eps;
   /* over one refresh window, summed over the nodes (jaca/jaca.h, struct jaca_window):
    * the hit rate the tiers' rows give and Belady's MIN's with the same slots; NaN when
    * a node's trace was too long to simulate */

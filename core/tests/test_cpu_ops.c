@@ -434,6 +434,69 @@ static void test_spmm_tiled(void **state) {
   assert_true(ok);
 }
 
+/* The far part's passes (core/cpu_spmm.c, build_push): 32 columns (default) and 16
+ * (CAPGNN_CPU_SPMM_PANEL=16) give the same bits at every width class (a wide pass, a
+ * narrow last pass of <= 16 columns, partial passes), without values, with values and
+ * with factored values, both kernels; both agree with the naive product. A matrix of each
+ * kind on one backend (shared scratch, built narrow then wide), products interleaved.
+ * A bad setting is refused with a message. */
+static void test_spmm_panels(void **state) {
+  (void)state;
+  const int64_t widths[] = {1, 9, 16, 17, 32, 33, 41, 48, 64, 100, 256};
+  struct cg_backend *bes[] = {be2, beg};
+  int ok = 1;
+  for (int vals = 0; vals < 3; vals++) {
+    struct cg_csr h;
+    make_clustered_csr(&h, 300, 260, 16, vals, 900 + (uint64_t)vals);
+    for (int b = 0; b < 2; b++) {
+      struct cg_spmat *a[2] = {NULL, NULL};
+      set_layout("tiled", "16");
+      setenv("CAPGNN_CPU_SPMM_PANEL", "16", 1);
+      assert_int_equal(bes[b]->spmat_create(bes[b], &h, &a[0]), CG_OK);
+      setenv("CAPGNN_CPU_SPMM_PANEL", "32", 1);
+      assert_int_equal(bes[b]->spmat_create(bes[b], &h, &a[1]), CG_OK);
+      unsetenv("CAPGNN_CPU_SPMM_PANEL");
+      assert_true(cpu_spmat_tiles(a[0], NULL) > 0);
+      for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+        const int64_t f = widths[wi];
+        struct tu_rng rng = {(uint64_t)(f + 31 * vals)};
+        float *x = fbuf(h.ncols * f), *y16 = fbuf(h.nrows * f), *y32 = fbuf(h.nrows * f);
+        double *ref = dbuf(h.nrows * f);
+        frand(&rng, x, h.ncols * f, -1, 1);
+        bes[b]->spmm(bes[b], a[0], x, f, y16, f, f);
+        bes[b]->spmm(bes[b], a[1], x, f, y32, f, f);
+        spmm_naive(&h, x, f, f, ref);
+        char what[96];
+        snprintf(what, sizeof what, "spmm 32-column passes, %s, f=%lld vals=%d",
+                 b ? "generic" : "best", (long long)f, vals);
+        ok &= tu_close(what, y32, ref, h.nrows * f, 1e-5, 1e-5);
+        if (memcmp(y16, y32, (size_t)(h.nrows * f) * sizeof(float)) != 0) {
+          printf("  %s: 16- and 32-column passes differ\n", what);
+          ok = 0;
+        }
+        cg_free(x);
+        cg_free(y16);
+        cg_free(y32);
+        cg_free(ref);
+      }
+      bes[b]->spmat_destroy(bes[b], a[0]);
+      bes[b]->spmat_destroy(bes[b], a[1]);
+    }
+    if (vals == 2) {
+      struct cg_spmat *a = NULL;
+      setenv("CAPGNN_CPU_SPMM_PANEL", "64", 1);
+      assert_int_equal(be2->spmat_create(be2, &h, &a), CG_ERR_ARG);
+      assert_null(a);
+      assert_non_null(strstr(cg_err_msg(), "CAPGNN_CPU_SPMM_PANEL=64"));
+      cg_err_clear();
+      unsetenv("CAPGNN_CPU_SPMM_PANEL");
+    }
+    cg_csr_free(&h);
+  }
+  set_layout("auto", NULL);
+  assert_true(ok);
+}
+
 /* Layout choice: csr never tiles, auto tiles only large clustered matrices, a bad
  * setting is refused with a message; tiled results do not depend on the thread
  * count and agree with the CSR layout to rounding. */
@@ -1263,6 +1326,7 @@ int main(void) {
       cmocka_unit_test(test_spmm_edge_cases),
       cmocka_unit_test(test_spmm_tiled),
       cmocka_unit_test(test_spmm_shared_scratch),
+      cmocka_unit_test(test_spmm_panels),
       cmocka_unit_test(test_spmm_layouts),
       cmocka_unit_test(test_thread_count_independence),
       cmocka_unit_test(test_bias_relu),
