@@ -24,6 +24,7 @@
 #include "core/ops_emulate.h"
 #include "rapa/balance.h"
 #include "rapa/rapa.h"
+#include "runtime/runtime.h"
 #endif
 
 static void cmd_partition_usage(FILE *out) {
@@ -312,10 +313,22 @@ int cmd_partition(int argc, char **argv) {
   struct part_options o = {.method = method, .nparts = parts, .seed = seed};
 #ifdef CAPGNN_HAVE_RAPA
   struct rapa_split split;
-  struct rapa_shape shape = {layers, g.feat_dim, hidden, g.num_classes, sage, dropout, dropout};
+  struct rapa_shape shape = {layers, g.feat_dim, hidden, g.num_classes, sage, dropout, dropout, 0};
   struct rapa_rates rates[RAPA_MAX_RANKS];
   int have_links = 0, predict = rapa || profile;
   char what[1200] = "";
+  if (predict) { /* layer 0's schedule as training's default (--layer0-halo auto) picks it */
+    struct rt_config l0c;
+    rt_config_defaults(&l0c);
+    l0c.model = sage ? RT_MODEL_SAGE : RT_MODEL_GCN;
+    l0c.layers = layers;
+    l0c.hidden = hidden;
+    l0c.dropout = dropout;
+    int sparse = 0;
+    if (rt_features_choose(&g, &l0c, 0, &sparse) == CG_OK)
+      shape.layer0_exchange = rt_layer0_exchange_choose(&l0c, g.feat_dim, g.num_classes, sparse, parts > 1, NULL);
+    cg_err_clear();
+  }
   if (predict && parts > RAPA_MAX_RANKS) {
     st = cg_err_set(CG_ERR_ARG, "--partition rapa and --profile support at most %d parts", RAPA_MAX_RANKS);
     goto done;

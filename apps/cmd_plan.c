@@ -21,6 +21,7 @@
 #include "rapa/balance.h"
 #include "rapa/plan.h"
 #include "rapa/rapa.h"
+#include "runtime/runtime.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -66,6 +67,9 @@ static void usage(FILE *out) {
           "  --model gcn|sage|gat, --layers L, --hidden H, --dropout P, --input-dropout P\n"
           "                                the model (training's defaults: gcn, 2, 16, 0.5, as\n"
           "                                --dropout); gat is priced as a GCN of the same widths\n"
+          "  --layer0-halo auto|local|exchange  layer 0 over inner and halo rows (local) or over\n"
+          "                                the inner rows with its transformed rows exchanged, as\n"
+          "                                `capgnn train --layer0-halo` (default auto, as training)\n"
           "  --cache none|jaca             the plan the per-rank table shows (default none); both\n"
           "                                are always computed and summarised\n"
           "  --allreduce auto|mpi|flat|hier  the gradient all-reduce (auto: hier on several nodes\n"
@@ -84,7 +88,8 @@ static void usage(FILE *out) {
 
 enum { OPT_GRAPH = 256, OPT_PARTS, OPT_NODES, OPT_HOSTS, OPT_CORES, OPT_THREADS, OPT_PROFILE, OPT_GEMM, OPT_SPMM,
        OPT_MEM, OPT_H2D, OPT_D2H, OPT_DEVMEM, OPT_LINK, OPT_LAT, OPT_MODEL, OPT_LAYERS, OPT_HIDDEN, OPT_DROPOUT,
-       OPT_IDROPOUT, OPT_CACHE, OPT_ALLREDUCE, OPT_METHOD, OPT_SEED, OPT_PCACHE, OPT_NO_PCACHE, OPT_JSON, OPT_QUIET, OPT_MEASURE, OPT_FORCE, OPT_DIRECT };
+       OPT_IDROPOUT, OPT_CACHE, OPT_ALLREDUCE, OPT_METHOD, OPT_SEED, OPT_PCACHE, OPT_NO_PCACHE, OPT_JSON, OPT_QUIET, OPT_MEASURE, OPT_FORCE, OPT_DIRECT,
+       OPT_LAYER0 };
 
 /* "A" or "A,B" as one or two positive numbers. */
 static int parse_pair(const char *opt, const char *s, float *a, float *b, int allow_zero) {
@@ -213,11 +218,14 @@ int cmd_plan(int argc, char **argv) {
       {"json", required_argument, NULL, OPT_JSON},         {"quiet", no_argument, NULL, OPT_QUIET},
       {"measure-rates", no_argument, NULL, OPT_MEASURE},  {"force", no_argument, NULL, OPT_FORCE},
       {"gpu-direct", no_argument, NULL, OPT_DIRECT},
+      {"layer0-halo", required_argument, NULL, OPT_LAYER0},
       {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
   const char *graph_name = NULL, *profile = NULL, *json = NULL, *pcache = NULL, *model = "gcn";
   int parts = 0, nodes = 1, hosts = 0, cores = -1, threads = 0, layers = 2, cache = 0, no_pcache = 0, quiet = 0;
   int have_link = 0, have_lat = 0, measure = 0, force = 0, direct = 0, rc = 0, c;
   int64_t hidden = 16;
+  enum rt_layer0_halo layer0 = RT_L0_AUTO;
+  const char *l0_why = "";
   float dropout = 0.5f, idropout = -1.0f, link_a = 0, link_b = 0, lat_a = 0, lat_b = 0;
   double gemm = 0, spmm = 0, mem = 0, h2d = 0, d2h = 0, devmem = 0;
   const char *allreduce = "auto";
@@ -262,6 +270,12 @@ int cmd_plan(int argc, char **argv) {
         if (rc == 0 && !(*d >= 0.0f && *d < 1.0f)) rc = usage_error("%s %s: expected [0, 1)", name, optarg);
         break;
       }
+      case OPT_LAYER0:
+        if (!strcmp(optarg, "auto")) layer0 = RT_L0_AUTO;
+        else if (!strcmp(optarg, "local")) layer0 = RT_L0_LOCAL;
+        else if (!strcmp(optarg, "exchange")) layer0 = RT_L0_EXCHANGE;
+        else rc = usage_error("--layer0-halo '%s': expected auto, local or exchange", optarg);
+        break;
       case OPT_CACHE:
         if (!strcmp(optarg, "none")) cache = 0;
         else if (!strcmp(optarg, "jaca")) cache = 1;
@@ -319,7 +333,7 @@ int cmd_plan(int argc, char **argv) {
   if (quiet || (json && !strcmp(json, "-"))) cg_progress_set_mode(CG_PROGRESS_OFF);
   const int table = !(json && !strcmp(json, "-"));
 
-  struct rapa_shape shape = {layers, 0, hidden, 0, !strcmp(model, "sage"), dropout, idropout >= 0 ? idropout : dropout};
+  struct rapa_shape shape = {layers, 0, hidden, 0, !strcmp(model, "sage"), dropout, idropout >= 0 ? idropout : dropout, 0};
   struct rapa_plan_opts po;
   memset(&po, 0, sizeof po);
   po.P = parts;
@@ -391,6 +405,19 @@ int cmd_plan(int argc, char **argv) {
   }
   shape.features = g.feat_dim;
   shape.classes = g.num_classes;
+  { /* layer 0's schedule, as training chooses it (rt_layer0_exchange_choose) */
+    struct rt_config l0c;
+    rt_config_defaults(&l0c);
+    l0c.model = !strcmp(model, "sage") ? RT_MODEL_SAGE : !strcmp(model, "gat") ? RT_MODEL_GAT : RT_MODEL_GCN;
+    l0c.layers = layers;
+    l0c.hidden = hidden;
+    l0c.dropout = dropout;
+    l0c.input_dropout = idropout;
+    l0c.layer0_halo = layer0;
+    int sparse = 0;
+    TRY_GOTO(rt_features_choose(&g, &l0c, 0, &sparse), done);
+    shape.layer0_exchange = rt_layer0_exchange_choose(&l0c, g.feat_dim, g.num_classes, sparse, parts > 1, &l0_why);
+  }
   if (!strcmp(model, "gat") && table)
     fprintf(stderr, "capgnn: warning: the cost model prices GCN and SAGE layers: gat is priced as a GCN of the same "
                     "widths\n");
@@ -451,6 +478,7 @@ int cmd_plan(int argc, char **argv) {
     else printf("  cores per machine: not modelled (--cores)\n");
     printf("  model: %s %d x %lld, dropout %g (input %g); %s partition%s\n", model, layers, (long long)hidden,
            (double)shape.dropout, (double)shape.input_dropout, part_method_name(method), reused ? " (reused)" : "");
+    printf("  layer 0: %s (%s)\n", shape.layer0_exchange ? "exchange" : "local", l0_why);
     printf("  rates: %s: GEMM %.1f GFLOP/s, SpMM %.3f G nonzero-columns/s, memory %.1f GB/s\n", rates_what,
            rates[0].gemm_flops / 1e9, rates[0].spmm_rate / 1e9, rates[0].mem_bps / 1e9);
     if (parts > 1)
@@ -481,6 +509,7 @@ int cmd_plan(int argc, char **argv) {
     cJSON_AddNumberToObject(m, "classes", (double)shape.classes);
     cJSON_AddNumberToObject(m, "dropout", shape.dropout);
     cJSON_AddNumberToObject(m, "input_dropout", shape.input_dropout);
+    cJSON_AddStringToObject(m, "layer0_halo", shape.layer0_exchange ? "exchange" : "local");
     cJSON_AddNumberToObject(m, "parameters", (double)rapa_shape_params(&shape));
     cJSON *j = cJSON_AddObjectToObject(root, "job");
     cJSON_AddNumberToObject(j, "parts", parts);

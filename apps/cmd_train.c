@@ -240,7 +240,14 @@ void cmd_train_usage(FILE *out) {
           "                                --partition rapa, FILE's rates size the parts\n"
           "  --overlap on|off              compute the inner rows' aggregation while halo rows\n"
           "                                travel (default on); results are bit-identical either\n"
-          "                                way, only the time spent waiting differs\n"
+          "                                way, only the time spent waiting differs\n"          "  --layer0-halo auto|local|exchange  partitioned runs: local, every rank fetches\n"
+          "                                the halo rows of the input features once and transforms\n"
+          "                                them itself; exchange, the owners transform their rows\n"
+          "                                (X·W0) and send the fout-wide results every step (no\n"
+          "                                halo feature row is fetched or kept; GAT stays local);\n"
+          "                                default auto: exchange when layer 0 transforms first\n"
+          "                                (fout < fin, or sparse features) unless the input has\n"
+          "                                no dropout (Â·X is then computed once at set-up)\n"
           "  --reorder none|rcm|cluster|metis|auto  lay out the (each rank's inner) vertices for\n"
           "                                locality before training: rcm (bandwidth), cluster\n"
           "                                (label-propagation communities), metis (k-way blocks\n"
@@ -292,7 +299,7 @@ enum {
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
   OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_FORCE, OPT_STALL_TIMEOUT, OPT_PROFILE, OPT_CACHE_POLICY,
   OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB, OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS,
-  OPT_CACHE_WARMUP, OPT_CACHE_PREFETCH, OPT_CACHE_RESERVE_MB, OPT_OVERLAP, OPT_ALLREDUCE, OPT_MOMENTUM, OPT_LR_SCHEDULE,
+  OPT_CACHE_WARMUP, OPT_CACHE_PREFETCH, OPT_CACHE_RESERVE_MB, OPT_OVERLAP, OPT_LAYER0_HALO, OPT_ALLREDUCE, OPT_MOMENTUM, OPT_LR_SCHEDULE,
   OPT_LR_STEP_SIZE, OPT_LR_GAMMA, OPT_LR_WARMUP, OPT_LR_EPOCHS, OPT_EARLY_STOP, OPT_EARLY_STOP_RULE, OPT_SAVE_BEST,
   OPT_LOG_EVERY, OPT_SEEDS, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT, OPT_PRUNE_HALO, OPT_PRUNE_WRITE, OPT_GPU_SHARE, OPT_LOAD,
   OPT_SPARSE_FEATURES, OPT_REORDER
@@ -447,6 +454,7 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   fprintf(out, "grad-staleness = %d\ncache-warmup = %d\n", par->grad_staleness, par->cache_warmup);
   fprintf(out, "cache-prefetch = %s\n", par->cache_prefetch ? "on" : "off");
   fprintf(out, "overlap = %s\n", c->overlap ? "on" : "off");
+  fprintf(out, "layer0-halo = %s\n", rt_layer0_halo_str(c->layer0_halo));
   fprintf(out, "reorder = %s\n", graph_reorder_name(c->reorder));
 }
 
@@ -755,6 +763,7 @@ int cmd_train(int argc, char **argv) {
       {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
       {"load", required_argument, NULL, OPT_LOAD},
       {"overlap", required_argument, NULL, OPT_OVERLAP},
+      {"layer0-halo", required_argument, NULL, OPT_LAYER0_HALO},
       {"reorder", required_argument, NULL, OPT_REORDER},
 #ifdef CAPGNN_HAVE_RAPA
       {"profile", required_argument, NULL, OPT_PROFILE},
@@ -1054,6 +1063,12 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         if (strcmp(optarg, "on") == 0) cfg.overlap = 1;
         else if (strcmp(optarg, "off") == 0) cfg.overlap = 0;
         else rc = usage_error("--overlap '%s': expected on or off", optarg);
+        break;
+      case OPT_LAYER0_HALO:
+        if (strcmp(optarg, "auto") == 0) cfg.layer0_halo = RT_L0_AUTO;
+        else if (strcmp(optarg, "local") == 0) cfg.layer0_halo = RT_L0_LOCAL;
+        else if (strcmp(optarg, "exchange") == 0) cfg.layer0_halo = RT_L0_EXCHANGE;
+        else rc = usage_error("--layer0-halo '%s': expected auto, local or exchange", optarg);
         break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       case '?':

@@ -15,7 +15,8 @@
 #   modelled = sum over layers l >= 1 of (halo rows x width_l x 4 bytes x 2 directions)
 #   width_l  = fout_l if fout_l < fin_l (the layer transforms first and exchanges the
 #              narrower rows) else fin_l; layer 0's feature rows are fetched once at
-#              set-up, not in any epoch.
+#              set-up, not in any epoch, unless the summary says layer0_halo_chosen
+#              "exchange" (--layer0-halo): then layer 0 adds halo rows x fout_0 x 4 x 2.
 # With -r R > 1 each configuration runs R times, the schedules alternating (off, on,
 # off, on, ...) so that drift on a shared machine hits both alike; medians are over
 # all epochs of all runs of a configuration. With -q S, each run first waits (at most S
@@ -128,6 +129,8 @@ for p, mode in configs:
     halo_rows = part["totals"]["halo_total"]
     L, hidden, classes = summ["layers"], summ["hidden"], summ["classes"]
     widths = []
+    if summ.get("layer0_halo_chosen") == "exchange":  # layer 0's transformed rows (fout wide)
+        widths.append(hidden if L > 1 else classes)
     for l in range(1, L):
         fin, fout = hidden, (classes if l == L - 1 else hidden)
         widths.append(fout if fout < fin else fin)

@@ -170,7 +170,11 @@ int64_t jaca_capacity_rows(int64_t avail_bytes, int64_t reserve_bytes, int64_t v
 
 /* The layers a cache serves: layer l in [1, nlayers) exchanges rows of at most `cols`
  * values (the model's hidden width: a hidden layer's input or its transformed rows);
- * layer 0 (the input features, fetched once at set-up) is never cached. */
+ * layer 0 is never cached: its exchanges go to the plain exchange underneath, both the
+ * set-up fetch of the input features (--layer0-halo local) and, with --layer0-halo
+ * exchange, every step's transformed rows of layer 0 and their gradients (so they are
+ * exact whatever the staleness; serving them from the tiers like a hidden layer's is
+ * not built). */
 struct jaca_layers {
   int nlayers;
   int64_t cols;

@@ -83,6 +83,11 @@ struct rapa_shape {
   int sage;            /* GraphSAGE (a second weight per layer, no self-loop) */
   float dropout;       /* on hidden layers' input */
   float input_dropout; /* on the features (0: layer 0's aggregation computed once) */
+  int layer0_exchange; /* 1: --layer0-halo exchange (runtime: rt_layer0_exchange_choose):
+                          layer 0 transforms first over the inner rows only and exchanges
+                          its transformed rows (fout wide) and their gradients every step
+                          like a hidden layer; no halo feature row is held. 0: layer 0 runs
+                          over the inner and halo rows, no layer-0 exchange in training */
 };
 
 /* ---- loads ------------------------------------------------------------------------- */

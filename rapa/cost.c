@@ -4,7 +4,8 @@
  * Design notes (the why):
  * - The model walks the ops runtime/model.c runs, with the same schedule rules
  *   (runtime/model_build.c: a layer transforms first when fout < fin, layer 0 without
- *   input dropout aggregates once at set-up), so a change of schedule there is a change
+ *   input dropout aggregates once at set-up; with --layer0-halo exchange layer 0
+ *   transforms first over its inner rows and is exchanged like a hidden layer), so a change of schedule there is a change
  *   here; counting the real ops rather than "edges and vertices" (the paper's Eq. 14)
  *   is what lets the prediction be compared with measured times at all.
  * - Dropout is priced separately from memory traffic: its counter-based RNG costs far
@@ -145,10 +146,11 @@ static void step_work(const struct rapa_shape *s, int64_t n_in, int64_t n_halo, 
     const double fin = (double)(l == 0 ? s->features : s->hidden);
     const double fout = (double)(l == s->layers - 1 ? s->classes : s->hidden);
     const double p = l == 0 ? s->input_dropout : s->dropout;
-    const int cached = l == 0 && p == 0.0;
-    const int tf = fout < fin && !cached;
+    const int x0 = l == 0 && s->layer0_exchange; /* layer 0 over the inner rows, exchanged */
+    const int cached = l == 0 && p == 0.0 && !x0;
+    const int tf = (fout < fin && !cached) || x0;
     const int hidden = l < s->layers - 1;
-    const double rows = (l == 0 || !tf) ? nt : ni;
+    const double rows = ((l == 0 && !x0) || !tf) ? nt : ni;
     if (fout > wmax) wmax = fout;
     if (l > 0 && fin > wmax) wmax = fin;
     /* ---- forward ---- */
@@ -171,7 +173,7 @@ static void step_work(const struct rapa_shape *s, int64_t n_in, int64_t n_halo, 
     w->ops++;
     if (tf) {
       w->spmm += z * fout;
-      w->gemm += 2.0 * (l == 0 ? nt : ni) * fin * fout;
+      w->gemm += 2.0 * (l == 0 && !x0 ? nt : ni) * fin * fout;
       w->ops += 2;
       if (l > 0) { w->gemm += 2.0 * ni * fin * fout; w->ops++; }
     } else {
@@ -190,7 +192,7 @@ static void step_work(const struct rapa_shape *s, int64_t n_in, int64_t n_halo, 
       w->ops++;
     }
     /* ---- buffers (runtime/model_build.c) ---- */
-    w->memory += 4.0 * nt * fin;                 /* in (layer 0: the features) */
+    w->memory += 4.0 * (x0 ? ni : nt) * fin;     /* in (layer 0: the features; exchanged, inner rows only) */
     if (p > 0.0) w->memory += 4.0 * rows * fin;  /* in_d */
     if (tf) w->memory += 4.0 * nt * fout;        /* t */
     else w->memory += 4.0 * ni * fin;            /* agg */
@@ -228,12 +230,14 @@ int rapa_cost_rank(const struct rapa_shape *s, const struct rapa_load *load, con
   out->memory_bytes = w.memory;
   out->fits = !(r->free_bytes > 0) || w.memory <= r->free_bytes;
   if (links && P > 1) {
-    /* hidden layers' exchanges: forward rows and backward gradients, at the width the
-     * model exchanges (the transformed rows when a layer transforms first) */
+    /* hidden layers' exchanges (and layer 0's when it is exchanged): forward rows and
+     * backward gradients, at the width the model exchanges (the transformed rows when a
+     * layer transforms first; an exchanged layer 0 always does) */
     double comm = 0, bytes = 0, staged = 0;
-    for (int l = 1; l < s->layers; l++) {
-      const double fin = (double)s->hidden, fout = (double)(l == s->layers - 1 ? s->classes : s->hidden);
-      const double width = fout < fin ? fout : fin;
+    for (int l = s->layer0_exchange ? 0 : 1; l < s->layers; l++) {
+      const double fin = (double)(l == 0 ? s->features : s->hidden);
+      const double fout = (double)(l == s->layers - 1 ? s->classes : s->hidden);
+      const double width = l == 0 ? fout : fout < fin ? fout : fin;
       for (int q = 0; q < P; q++) {
         if (q == i || (load->recv_rows[q] == 0 && load->send_rows[q] == 0)) continue;
         const double b = 4.0 * width * (double)(load->recv_rows[q] + load->send_rows[q]);

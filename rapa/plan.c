@@ -178,8 +178,11 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
   for (int l = 1; l < s->layers; l++) {
     const int64_t fin = s->hidden, fout = l == s->layers - 1 ? s->classes : s->hidden;
     out->width[l] = fout < fin ? fout : fin;
-    wsum += (double)out->width[l];
+    wsum += (double)out->width[l]; /* (the tier holds hidden layers' rows only) */
   }
+  /* an exchanged layer 0 (rapa_shape.layer0_exchange) moves its transformed rows; the
+   * cache passes it to the plain exchange (jaca/jaca.h: layer 0 is never cached) */
+  if (s->layer0_exchange) out->width[0] = s->layers > 1 ? s->hidden : s->classes;
   for (int r = 0; r < P; r++) per_host[node_of(r, P, N) * H / N]++;
   for (int node = 0; node < N; node++) {
     const double b = 4.0 * wsum * (double)out->node_tier_rows[node];
@@ -203,27 +206,30 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
       continue;
     }
     double sent = 0, recvd = 0, shm = 0;
-    for (int l = 1; l < s->layers; l++) {
+    for (int l = s->layer0_exchange ? 0 : 1; l < s->layers; l++) {
       const double w = 4.0 * (double)out->width[l];
+      const int tier = o->cache && l > 0; /* layer 0: the plain exchange, both ways */
       for (int q = 0; q < P; q++) {
         if (q == i) continue;
         const int same = node_of(q, P, N) == R->node;
         const double bw = same ? o->bw_intra : o->bw_inter, lat = same ? o->lat_intra : o->lat_inter;
         /* forward rows, then the gradients of this rank's halo rows back to their owners
          * (with the cache, only to owners on other nodes: the others go through the tier) */
-        const double fs = (double)out->fwd_rows[(size_t)i * P + q], fr = (double)out->fwd_rows[(size_t)q * P + i];
-        const int mpi_bwd = !o->cache || !same;
+        const double fs = tier ? (double)out->fwd_rows[(size_t)i * P + q] : (double)L->send_rows[q];
+        const double fr = tier ? (double)out->fwd_rows[(size_t)q * P + i] : (double)L->recv_rows[q];
+        const int mpi_bwd = !tier || !same;
         const double bs = mpi_bwd ? (double)L->recv_rows[q] : 0.0, br = mpi_bwd ? (double)L->send_rows[q] : 0.0;
         if (fs + fr > 0) R->halo_s += lat + w * (fs + fr) / bw;
         if (bs + br > 0) R->halo_s += lat + w * (bs + br) / bw;
         if (l == 1 && fs + fr + bs + br > 0) R->peers++;
+        else if (l == 0 && s->layers == 1 && fs + fr + bs + br > 0) R->peers++;
         sent += w * (fs + bs);
         recvd += w * (fr + br);
         if (same) R->halo_bytes_intra += w * (fs + bs);
         else R->halo_bytes_inter += w * (fs + bs);
-        if (o->cache && same) shm += w * (double)(L->recv_rows[q] + L->send_rows[q]); /* gradients via the tier */
+        if (tier && same) shm += w * (double)(L->recv_rows[q] + L->send_rows[q]); /* gradients via the tier */
       }
-      if (o->cache) /* forward: own rows and rows received for the node written, the rest read */
+      if (tier) /* forward: own rows and rows received for the node written, the rest read */
         shm += w * (double)(owner_writes[i] + L->n_halo);
     }
     R->shm_bytes = shm;

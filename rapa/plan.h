@@ -91,7 +91,7 @@ struct rapa_plan {
   int64_t *fwd_rows;                /* [P x P]: forward rows sent by i to j through MPI per
                                        hidden layer ([i * P + j]); the plain exchange: loads'
                                        send_rows; with the cache: rows to other nodes' receivers */
-  int64_t *width;                   /* [layers]: exchanged width per layer (0: layer 0, not exchanged) */
+  int64_t *width;                   /* [layers]: exchanged width per layer (layer 0: 0, not exchanged, unless rapa_shape.layer0_exchange) */
   struct rapa_plan_rank *rank;      /* [P] */
   int64_t *node_tier_rows;          /* [nodes]: distinct halo rows the node's ranks need (cache) */
   double node_tier_bytes_max;       /* the largest node tier: rows x hidden widths x 4 */

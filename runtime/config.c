@@ -10,6 +10,7 @@ void rt_config_defaults(struct rt_config *c) {
   c->graph = "synth:small";
   c->feat_norm_row = 0;
   c->sparse_features = RT_SPARSE_AUTO;
+  c->layer0_halo = RT_L0_AUTO;
   c->model = RT_MODEL_GCN;
   c->layers = 2;
   c->hidden = 16;
@@ -72,6 +73,28 @@ int64_t rt_config_feature_cols(const struct rt_config *c, int64_t feat_dim, int6
   const int64_t few = (feat_dim + RT_FEATURE_SLICES_MAX - 1) / RT_FEATURE_SLICES_MAX;
   if (w < few) w = few;
   return w < feat_dim ? w : feat_dim;
+}
+
+const char *rt_layer0_halo_str(enum rt_layer0_halo h) {
+  return h == RT_L0_LOCAL ? "local" : h == RT_L0_EXCHANGE ? "exchange" : "auto";
+}
+
+int rt_layer0_exchange_choose(const struct rt_config *c, int64_t feat_dim, int64_t classes, int sparse,
+                              int partitioned, const char **why) {
+  const char *w = NULL;
+  int x = 0;
+  const int64_t fout = c->layers > 1 ? c->hidden : classes;
+  const int cached = !sparse && rt_config_layer_dropout(c, 0) == 0.0f; /* Â·X kept from set-up */
+  if (!partitioned) w = "one rank: no halo";
+  else if (c->model == RT_MODEL_GAT) w = "GAT: local (an exchanged layer 0 is not built for attention)";
+  else if (c->layer0_halo == RT_L0_LOCAL) w = "--layer0-halo local";
+  else if (c->layer0_halo == RT_L0_EXCHANGE) x = 1, w = "--layer0-halo exchange";
+  else if (cached) w = "auto: no input dropout, Â·X is computed once at set-up (no layer-0 halo work in training)";
+  else if (sparse) x = 1, w = "auto: sparse features transform first";
+  else if (fout < feat_dim) x = 1, w = "auto: layer 0 transforms first (fout < fin)";
+  else w = "auto: layer 0 aggregates first (fout >= fin: its halo rows are the narrower)";
+  if (why) *why = w;
+  return x;
 }
 
 const char *rt_model_kind_str(enum rt_model_kind k) {
@@ -185,6 +208,8 @@ int rt_config_check(const struct rt_config *c) {
   if (c->sparse_features != RT_SPARSE_AUTO && c->sparse_features != RT_SPARSE_ON &&
       c->sparse_features != RT_SPARSE_OFF)
     return cg_err_set(CG_ERR_ARG, "--sparse-features: expected auto, on or off");
+  if (c->layer0_halo != RT_L0_AUTO && c->layer0_halo != RT_L0_LOCAL && c->layer0_halo != RT_L0_EXCHANGE)
+    return cg_err_set(CG_ERR_ARG, "--layer0-halo: expected auto, local or exchange");
   if (c->overlap != 0 && c->overlap != 1)
     return cg_err_set(CG_ERR_ARG, "--overlap: expected on or off");
   if (!c->device || (strcmp(c->device, "auto") && strcmp(c->device, "cpu") && strcmp(c->device, "cuda")))

@@ -31,6 +31,8 @@ struct rt_dist {
   enum rt_fault fail;     /* testing only (CAPGNN_TEST_FAIL_RANK / _AT) */
   struct rt_prediction pred; /* --partition rapa's; loc.pred points here when set */
   uint64_t bytes_read, structure_bytes; /* per-rank loading: of the file, of them the structure */
+  int l0x;                /* --layer0-halo chose exchange (rt_layer0_exchange_choose): the
+                             model fetches and keeps no halo feature row */
 };
 
 void rt_dist_options_defaults(struct rt_dist_options *o) {
@@ -156,8 +158,14 @@ done:
   return st;
 }
 
-static void dist_log_memory(const struct rt_dist *d) {
+static void dist_log_memory(struct rt_dist *d, const struct rt_config *cfg) {
   const struct rt_local *l = &d->loc;
+  const char *why = NULL;
+  d->l0x = rt_layer0_exchange_choose(cfg, l->feat_dim, l->num_classes, l->feat_sparse, rt_local_exchanges(l), &why);
+  if (l->rank == 0)
+    LOG_INFO("dist", "layer 0: %s (%s)", d->l0x ? "exchange: the owners transform their inner rows and send the "
+             "transformed rows, no halo feature row is fetched" : "local: every rank transforms its inner and halo "
+             "feature rows", why);
   if (l->feat_sparse)
     LOG_DEBUG("dist", "rank %d: %lld inner + %lld halo rows of %lld, %d peers; sparse feature bytes %lld "
               "(%lld stored values of the inner and halo rows; dense they would be %lld)",
@@ -191,7 +199,7 @@ int rt_dist_create_from_graph(struct comm *c, const struct graph *g, const struc
   d->halo_cache = o->halo_cache;
   d->fail = rt_fault_from_env(comm_rank(c));
   TRY_GOTO(dist_build(c, g, cfg, o, owner, d), fail);
-  dist_log_memory(d);
+  dist_log_memory(d, cfg);
   *out = d;
   return CG_OK;
 fail:
@@ -280,8 +288,12 @@ static int dist_rapa_owner(struct comm *c, struct graph *g, const struct rt_conf
   if (P > RAPA_MAX_RANKS || P > RT_PRED_MAX_RANKS)
     st = cg_err_set(CG_ERR_ARG, "--partition rapa supports at most %d ranks", RAPA_MAX_RANKS);
   TRY(comm_agree(c, st, "checking the rank count"));
+  int sparse = 0; /* (layer 0's schedule depends on it) */
+  if (st == CG_OK) st = rt_features_choose(g, cfg, 0, &sparse);
+  TRY(comm_agree(c, st, "choosing the features' layout"));
   const struct rapa_shape shape = {cfg->layers, g->feat_dim, cfg->hidden, g->num_classes, cfg->model == RT_MODEL_SAGE,
-                                   rt_config_layer_dropout(cfg, 1), rt_config_layer_dropout(cfg, 0)};
+                                   rt_config_layer_dropout(cfg, 1), rt_config_layer_dropout(cfg, 0),
+                                   rt_layer0_exchange_choose(cfg, g->feat_dim, g->num_classes, sparse, P > 1, NULL)};
   if (cfg->model != RT_MODEL_GCN && cfg->model != RT_MODEL_SAGE)
     LOG_WARN_COMMON("dist", "--partition rapa: the cost model prices GCN and SAGE layers; the %s model's attention "
                     "is not modelled, so its parts are sized as for a GCN of the same widths (still exact)",
@@ -629,7 +641,7 @@ static int dist_create_per_rank(struct comm *c, const char *path, const struct r
   if (f) TRY_GOTO(dist_build_per_rank(c, f, cfg, o, d), fail);
   else TRY_GOTO(dist_build_synth_per_rank(c, cfg, o, d), fail);
   graph_cgr_close(&f);
-  dist_log_memory(d);
+  dist_log_memory(d, cfg);
   *out = d;
   return CG_OK;
 fail:
@@ -725,6 +737,7 @@ int64_t rt_dist_feature_bytes(const struct rt_dist *d) {
   const struct rt_local *l = &d->loc;
   if (l->feat_sparse) /* row pointers, columns and values of every inner and halo row */
     return (l->feat_csr.nrows + 1) * 8 + l->feat_csr.nnz * 8;
+  if (d->l0x) return l->feat_rows * l->feat_dim * (int64_t)sizeof(float); /* no halo row, ever */
   return (l->feat_rows + (l->feat_rows < l->n_inner + l->n_halo ? l->n_halo : 0)) * l->feat_dim *
          (int64_t)sizeof(float);
 }
@@ -746,6 +759,13 @@ int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_confi
    * features: no feature row is exchanged, so layer 0 moves nothing) */
   d->max_cols = d->loc.feat_sparse ? 1 : rt_config_feature_cols(cfg, d->loc.feat_dim, d->loc.num_classes);
   if (cfg->layers > 1 && halo_cols > d->max_cols) d->max_cols = halo_cols;
+  /* layer 0 exchanged: its transformed rows, fout wide (the hidden width, or the classes
+   * of a one-layer model) */
+  const int64_t l0_cols = cfg->layers > 1 ? cfg->hidden : d->loc.num_classes;
+  if (rt_layer0_exchange_choose(cfg, d->loc.feat_dim, d->loc.num_classes, d->loc.feat_sparse,
+                                rt_local_exchanges(&d->loc), NULL) &&
+      l0_cols > d->max_cols)
+    d->max_cols = l0_cols;
   struct comm_halo_plan plan;
   memset(&plan, 0, sizeof plan);
   plan.npeers = pl->npeers;

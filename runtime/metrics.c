@@ -198,6 +198,7 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
   cJSON_AddStringToObject(o, "sparse_features", rt_sparse_features_str(cfg->sparse_features));
   cJSON_AddNumberToObject(o, "eval_every", cfg->eval_every);
   cJSON_AddBoolToObject(o, "overlap", cfg->overlap != 0);
+  cJSON_AddStringToObject(o, "layer0_halo", rt_layer0_halo_str(cfg->layer0_halo));
   if (cfg->optimizer == RT_OPT_SGD) cJSON_AddNumberToObject(o, "momentum", fdec(cfg->momentum));
   cJSON_AddStringToObject(o, "lr_schedule", rt_lr_schedule_str(cfg->lr_schedule));
   cJSON_AddNumberToObject(o, "early_stop", cfg->early_stop);
@@ -234,6 +235,10 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
   if (getenv("CAPGNN_EMULATE_SPEED") && getenv("CAPGNN_EMULATE_SPEED")[0])
     cJSON_AddStringToObject(o, "emulate_speed", getenv("CAPGNN_EMULATE_SPEED"));
   add_config(o, cfg);
+  /* what --layer0-halo chose (the option itself is in the configuration above) */
+  cJSON_AddStringToObject(o, "layer0_halo_chosen",
+                          rt_layer0_exchange_choose(cfg, loc->feat_dim, loc->num_classes, loc->feat_sparse,
+                                                    rt_local_exchanges(loc), NULL) ? "exchange" : "local");
   cJSON_AddNumberToObject(o, "params", (double)r->num_params);
   cJSON_AddNumberToObject(o, "epochs", last);
   cJSON_AddStringToObject(o, "outcome", outcome);

@@ -7,9 +7,11 @@
  *
  * Shapes (n_in = inner rows, n_tot = inner + halo rows, fin/fout per layer):
  *   in    [n_tot x fin]   layer input. Layer 0: the features (halo rows fetched once
- *                         at setup — they never change). Layer l > 0: inner rows are
+ *                         at setup — they never change; with layer 0 exchanged,
+ *                         [n_in x fin]: no halo row at all). Layer l > 0: inner rows are
  *                         the previous layer's ReLU output (kept for relu_bwd).
- *   in_d  [n_tot x fin]   dropout(in) (absent when the layer's dropout is 0: Hd = in)
+ *   in_d  [n_tot x fin]   dropout(in) (absent when the layer's dropout is 0: Hd = in;
+ *                         layer 0 exchanged: n_in rows, as in)
  *   agg   [n_in x fin]    Â·Hd            (aggregate-first layers; layer 0 without
  *                         input dropout: Â·X, computed once when the model is built, and
  *                         layer 0 then runs no SpMM in forward or backward)
@@ -25,13 +27,24 @@
  *     backward: dHd = Âᵀ dA over n_tot rows, halo rows go back to owners.
  *   transform-first, l > 0: T = Hd·W on inner rows, then exchange T (width fout < fin,
  *     so less traffic); backward: dT = Âᵀ dZ, halo rows of dT go back to owners.
- *   layer 0: all n_tot rows of the input are local, so T (or Â·Hd) is computed
- *     without exchange and without sending gradients back (no gradient w.r.t. the
- *     input features is computed at all); the cached Â·X of the no-input-dropout case
- *     is computed after the halo rows of the features have arrived.
+ *   layer 0, --layer0-halo local: all n_tot rows of the input are local, so T (or Â·Hd)
+ *     is computed without exchange and without sending gradients back (no gradient
+ *     w.r.t. the input features is computed at all); the cached Â·X of the
+ *     no-input-dropout case is computed after the halo rows of the features have
+ *     arrived. Its compute does not shrink with the rank's share of inner rows (every
+ *     halo row is transformed, and dropped out, too).
+ *   layer 0, --layer0-halo exchange (m->l0x; rt_layer0_exchange_choose, the default
+ *     wherever layer 0 transforms first with input dropout): run as a transform-first
+ *     hidden layer. T = dropout(X_inner)·W0 on the inner rows only (GEMM, or csr_mm of
+ *     the inner rows' sparse features), T's fout-wide rows exchanged (overlapped like
+ *     the other layers), aggregated; backward, dT = Âᵀ dZ over n_tot rows, the halo
+ *     rows of dT go back to their owners, who add them, then gW0 = Xdᵀ·dT over the inner
+ *     rows. The dropout mask is keyed by global id, so every row of T is the one the
+ *     owner of a local run would have computed; no halo feature row is fetched or kept.
+ *     GAT (model_gat.c) stays local.
  * Sparse input features (m->xs_on, issue #14): layer 0 is transform-first whatever its
  * widths; T = Xd·W is csr_mm over all n_tot rows (X's halo rows are local, as dense
- * features' are), its dropout csr_dropout with the dense mask of each stored entry,
+ * features' are; with layer 0 exchanged, over the n_in inner rows only), its dropout csr_dropout with the dense mask of each stored entry,
  * the weight gradient Xdᵀ·dT csr_mm_t; SAGE's self term reads the inner rows (xs_in).
  * Âᵀ is a second uploaded operator: Â is not square when there are halo rows and
  * the SAGE mean is not symmetric even without them.
@@ -265,9 +278,11 @@ static int forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step
       rt_agg_fwd_halo(be, &m->agg, hd, fin, L->agg, m->agg.hbuf);
       be->gemm(be, 0, 0, n_in, fout, fin, 1.0f, L->agg, fin, w, fout, 0.0f, L->z, fout);
     } else {
-      /* layer 0 reads all n_tot rows (its halo rows are local); a transform-first
-       * hidden layer transforms its inner rows and exchanges the (narrower) result */
-      const int64_t rows = l == 0 ? n_tot : n_in;
+      /* layer 0 reads all n_tot rows (its halo rows are local) unless it is exchanged
+       * (--layer0-halo exchange); a transform-first hidden layer (and an exchanged
+       * layer 0) transforms its inner rows and exchanges the (narrower) result */
+      const int64_t rows = l == 0 ? m->l0_rows : n_in;
+      const int exchanged = l > 0 || m->l0x;
       const int sparse = l == 0 && m->xs_on; /* transform-first: X·W as a sparse product */
       if (sparse) {
         if (drop) be->csr_dropout(be, &m->xs, m->xs_vals, m->xs_vals_d, m->d_gid, L->p_drop, key);
@@ -277,7 +292,7 @@ static int forward(struct rt_model *m, uint32_t epoch, int train, struct rt_step
       }
       if (L->transform_first) {
         if (!sparse) be->gemm(be, 0, 0, rows, fout, fin, 1.0f, hd, fin, w, fout, 0.0f, L->t, fout);
-        if (l > 0) TRY(halo_begin(m, CG_HALO_FORWARD, tag, L->t, fout, st));
+        if (exchanged) TRY(halo_begin(m, CG_HALO_FORWARD, tag, L->t, fout, st));
         TRY(rt_agg_fwd_inner(be, &m->agg, L->t, fout, L->z, poll_cb, &pc));
         TRY(halo_end(m, st));
         rt_agg_fwd_halo(be, &m->agg, L->t, fout, L->z, m->agg.hbuf);
@@ -354,7 +369,7 @@ static void sage_self_dx(struct rt_model *m, const struct rt_layer *L, const flo
 static int backward(struct rt_model *m, struct rt_step_stats *st) {
   if (m->cfg.model == RT_MODEL_GAT) return rt_gat_backward(m, st); /* model_gat.c */
   struct cg_backend *be = m->be;
-  const int64_t n_in = m->n_in, n_tot = m->n_tot;
+  const int64_t n_in = m->n_in;
   struct poll_ctx pc = {m, st};
   float *dz = m->scratch[0]; /* dlogits from the loss */
   for (int l = m->nlayers - 1; l >= 0; l--) {
@@ -379,7 +394,7 @@ static int backward(struct rt_model *m, struct rt_step_stats *st) {
        * runs while the inner rows and SAGE's self weight gradient are computed */
       float *dt = q;
       rt_agg_bwd_halo(be, &m->agg, dz, fout, dt);
-      if (l > 0) TRY(halo_begin(m, CG_HALO_BACKWARD, tag, dt, fout, st));
+      if (l > 0 || m->l0x) TRY(halo_begin(m, CG_HALO_BACKWARD, tag, dt, fout, st));
       TRY(rt_agg_bwd_inner(be, &m->agg, dz, fout, dt, poll_cb, &pc));
       if (sage) {
         sage_self_grad(m, L, hd, dz);
@@ -387,9 +402,10 @@ static int backward(struct rt_model *m, struct rt_step_stats *st) {
       }
       TRY(halo_end(m, st)); /* owners have added the halo rows of dT */
       if (l == 0) {
-        /* All n_tot rows of T were computed here from local input rows. */
+        /* Local: all n_tot rows of T were computed here from local input rows. Exchanged:
+         * the inner rows only, whose dT now includes what the other ranks sent back. */
         if (m->xs_on) be->csr_mm_t(be, &m->xs, xs_hd(m), fout, dt, fout, gw, fout);
-        else be->gemm(be, 1, 0, fin, fout, n_tot, 1.0f, hd, fin, dt, fout, 0.0f, gw, fout);
+        else be->gemm(be, 1, 0, fin, fout, m->l0_rows, 1.0f, hd, fin, dt, fout, 0.0f, gw, fout);
       } else {
         be->gemm(be, 1, 0, fin, fout, n_in, 1.0f, hd, fin, dt, fout, 0.0f, gw, fout);
         be->gemm(be, 0, 1, n_in, fin, fout, 1.0f, dt, fout, w, fout, 0.0f, dhd, fin);

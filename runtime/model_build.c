@@ -64,6 +64,9 @@ static void init_glorot(float *w, int64_t rows, int64_t cols, uint64_t seed, uin
 static int model_layout(struct rt_model *m, const struct rt_local *loc, const struct rt_config *cfg) {
   m->layers = cg_calloc((size_t)m->nlayers, sizeof *m->layers, "model layers");
   if (!m->layers) return CG_ERR_NOMEM;
+  m->l0x = rt_layer0_exchange_choose(cfg, loc->feat_dim, loc->num_classes, loc->feat_sparse,
+                                     rt_local_exchanges(loc), NULL);
+  m->l0_rows = m->l0x ? m->n_in : m->n_tot;
   if (cfg->model == RT_MODEL_GAT) return rt_gat_layout(m, loc, cfg); /* model_gat.c */
   m->wmax = m->classes;
   for (int l = 0; l < m->nlayers; l++) {
@@ -82,6 +85,12 @@ static int model_layout(struct rt_model *m, const struct rt_local *loc, const st
     /* Sparse features: X·W is the sparse product (Â·X would be sparse times sparse), then
      * the aggregation at width fout, every step (cheap: nnz x fout). */
     if (l == 0 && loc->feat_sparse) {
+      L->transform_first = 1;
+      L->agg_cached = 0;
+    }
+    /* --layer0-halo exchange: T = Xd·W on the inner rows, exchanged like a hidden
+     * layer's (whatever the widths; the cached Â·X would need the halo rows of X) */
+    if (l == 0 && m->l0x) {
       L->transform_first = 1;
       L->agg_cached = 0;
     }
@@ -215,8 +224,9 @@ static int model_buffers(struct rt_model *m) {
   for (int l = 0; l < m->nlayers; l++) {
     struct rt_layer *L = &m->layers[l];
     if (l > 0 || !m->xs_on) { /* sparse features: model_features uploads them as CSR */
-      TRY(be_alloc(m, &L->in, m->n_tot * L->fin, l == 0 ? "input features" : "layer input"));
-      if (L->p_drop > 0.0f) TRY(be_alloc(m, &L->in_d, m->n_tot * L->fin, "dropout output"));
+      const int64_t rows = l == 0 ? m->l0_rows : m->n_tot;
+      TRY(be_alloc(m, &L->in, rows * L->fin, l == 0 ? "input features" : "layer input"));
+      if (L->p_drop > 0.0f) TRY(be_alloc(m, &L->in_d, rows * L->fin, "dropout output"));
     }
     if (L->transform_first) TRY(be_alloc(m, &L->t, m->n_tot * L->fout, "transformed rows"));
     else TRY(be_alloc(m, &L->agg, m->n_in * L->fin, "aggregated rows"));
@@ -286,20 +296,35 @@ done:
 static int model_sparse_features(struct rt_model *m, const struct rt_local *loc) {
   struct cg_backend *be = m->be;
   const struct cg_csr *x = &loc->feat_csr;
-  TRY(cg_edges_upload(be, x, &m->xs));
+  struct cg_csr inner;
+  memset(&inner, 0, sizeof inner);
+  if (m->l0x && m->n_in < x->nrows) { /* layer 0 exchanged: the inner rows alone */
+    TRY(cg_csr_slice(x, 0, m->n_in, 0, x->ncols, &inner));
+    x = &inner;
+  }
+  int st = cg_edges_upload(be, x, &m->xs);
   const int64_t nnz = x->nnz;
-  TRY(be_alloc(m, &m->xs_vals, nnz, "sparse input feature values"));
-  if (nnz > 0) TRY(be->upload(be, m->xs_vals, x->vals, (size_t)nnz * sizeof(float)));
-  if (m->layers[0].p_drop > 0.0f) TRY(be_alloc(m, &m->xs_vals_d, nnz, "sparse input feature dropout"));
-  if (m->n_in == m->n_tot) {
-    m->xs_in = m->xs;
-  } else { /* the inner rows alone, with their own transpose (SAGE's self term) */
+  if (st == CG_OK) st = be_alloc(m, &m->xs_vals, nnz, "sparse input feature values");
+  if (st == CG_OK && nnz > 0) st = be->upload(be, m->xs_vals, x->vals, (size_t)nnz * sizeof(float));
+  if (st == CG_OK && m->layers[0].p_drop > 0.0f) st = be_alloc(m, &m->xs_vals_d, nnz, "sparse input feature dropout");
+  if (st == CG_OK && m->n_in == x->nrows) m->xs_in = m->xs;
+  be->sync(be);
+  const int64_t log_rows = x->nrows;
+  cg_csr_free(&inner);
+  TRY(st);
+  if (m->n_in == log_rows) {
+    LOG_DEBUG("train", "sparse input features: the %lld inner rows, %lld stored values (layer 0 %s)",
+              (long long)log_rows, (long long)nnz, m->l0x ? "exchanged: no halo feature row kept" : "local");
+    return CG_OK;
+  }
+  x = &loc->feat_csr;
+  { /* the inner rows alone, with their own transpose (SAGE's self term) */
     struct cg_csr in;
     TRY(cg_csr_slice(x, 0, m->n_in, 0, x->ncols, &in));
-    const int st = cg_edges_upload(be, &in, &m->xs_in);
+    const int st_in = cg_edges_upload(be, &in, &m->xs_in);
     cg_csr_free(&in);
     m->xs_in_own = 1;
-    TRY(st);
+    TRY(st_in);
   }
   be->sync(be);
   LOG_DEBUG("train", "sparse input features: %lld x %lld, %lld stored values (%lld bytes on the backend with the "
@@ -316,8 +341,10 @@ static int model_features(struct rt_model *m, const struct rt_local *loc) {
   struct cg_backend *be = m->be;
   struct rt_layer *L0 = &m->layers[0];
   if (m->xs_on) return model_sparse_features(m, loc);
-  TRY(be->upload(be, L0->in, loc->feat, (size_t)loc->feat_rows * (size_t)loc->feat_dim * sizeof(float)));
-  if (loc->feat_rows < m->n_tot) TRY(fetch_halo_features(m, loc));
+  /* layer 0 exchanged: the inner rows only (the halo rows are never fetched) */
+  const int64_t rows = m->l0x ? m->n_in : loc->feat_rows;
+  TRY(be->upload(be, L0->in, loc->feat, (size_t)rows * (size_t)loc->feat_dim * sizeof(float)));
+  if (rows < m->l0_rows) TRY(fetch_halo_features(m, loc));
   if (L0->agg_cached) {
     const int64_t f = loc->feat_dim;
     float *hbuf = m->agg.hbuf, *tmp = NULL;
@@ -451,6 +478,8 @@ int rt_model_tensor(const struct rt_model *m, int i, struct rt_tensor_info *out)
   *out = m->tensors[i];
   return CG_OK;
 }
+
+int rt_model_layer0_exchanged(const struct rt_model *m) { return m->l0x; }
 
 int rt_model_layer_transform_first(const struct rt_model *m, int l) {
   return l >= 0 && l < m->nlayers ? m->layers[l].transform_first : 0;

@@ -73,12 +73,22 @@ enum rt_sparse_features { RT_SPARSE_AUTO = 0, RT_SPARSE_ON = 1, RT_SPARSE_OFF = 
 /* auto: sparse when the file stores the features sparse and at most this fraction of
  * the n x f entries is stored. */
 #define RT_SPARSE_AUTO_MAX_DENSITY 0.10
+/* --layer0-halo: where a partitioned run gets the halo rows layer 0 aggregates
+ * (rt_layer0_exchange_choose says what auto picks and why):
+ *   local     every rank holds the halo rows of the input features (fetched once at
+ *             set-up) and computes layer 0 over all n_inner + n_halo rows itself;
+ *   exchange  layer 0 runs as a hidden transform-first layer: each rank computes
+ *             T = dropout(X)·W0 on its inner rows only, exchanges T's fout-wide rows
+ *             (forward) and the halo rows of dT (backward, to their owners); no halo
+ *             feature row is fetched or kept. */
+enum rt_layer0_halo { RT_L0_AUTO = 0, RT_L0_LOCAL = 1, RT_L0_EXCHANGE = 2 };
 
 struct rt_config {
   /* data */
   const char *graph;      /* NAME | FILE | synth:... (graph_open); default "synth:small" */
   int feat_norm_row;      /* 1: divide each feature row by its sum before training */
   enum rt_sparse_features sparse_features; /* default auto */
+  enum rt_layer0_halo layer0_halo; /* default auto (rt_layer0_exchange_choose) */
   /* model */
   enum rt_model_kind model;
   int layers;             /* >= 1 convolution layers */
@@ -269,6 +279,18 @@ int rt_local_from_graph_feat(const struct graph *g, enum rt_model_kind kind, int
  * log_it. */
 int rt_features_choose(const struct graph *g, const struct rt_config *cfg, int log_it, int *sparse);
 const char *rt_sparse_features_str(enum rt_sparse_features s);
+const char *rt_layer0_halo_str(enum rt_layer0_halo h); /* "auto", "local", "exchange" */
+/* Whether layer 0 of a run exchanges its transformed rows (--layer0-halo exchange) or
+ * reads local halo feature rows (local); *why (may be NULL) gets a static phrase for the
+ * log. 0 whenever the run is not partitioned (`partitioned` 0: one rank, no halo) or
+ * the model is GAT (its layer 0 attends over the halo rows of X·W and their attention
+ * terms: not built). auto picks exchange when layer 0 transforms first (fout < fin, or
+ * sparse features), unless the input has no dropout and is dense: then Â·X is computed
+ * once at set-up and training does no layer-0 halo work at all, which beats sending
+ * fout-wide rows every step. An explicit exchange makes layer 0 transform first whatever
+ * its widths (and gives up the cached Â·X). */
+int rt_layer0_exchange_choose(const struct rt_config *c, int64_t feat_dim, int64_t classes, int sparse,
+                              int partitioned, const char **why);
 /* Whether a graph can be trained on at all (features and classes present); the
  * check both local-problem builders run first. CG_ERR_ARG with a message if not. */
 int rt_graph_trainable(const struct graph *g);
@@ -385,6 +407,8 @@ int rt_model_num_tensors(const struct rt_model *m);
 int rt_model_tensor(const struct rt_model *m, int i, struct rt_tensor_info *out);
 /* Whether layer l aggregates after transforming (Â(HW)) rather than before ((ÂH)W). */
 int rt_model_layer_transform_first(const struct rt_model *m, int l);
+/* Whether layer 0 exchanges its transformed rows (--layer0-halo; rt_layer0_exchange_choose). */
+int rt_model_layer0_exchanged(const struct rt_model *m);
 
 /* Copy the flat parameters / gradients between the backend and host arrays of
  * rt_model_num_params floats. */

@@ -119,6 +119,11 @@ struct rt_model {
    * values, xs_vals_d their dropout (absent without input dropout). layers[0].in and
    * in_d are not allocated: X is never dense. */
   int xs_on, xs_in_own;
+  /* --layer0-halo exchange (rt_layer0_exchange_choose): layer 0 is transform-first over
+   * its inner rows only and exchanges T like a hidden layer; layers[0].in / in_d and xs
+   * then hold the inner rows alone (l0_rows = n_in; else n_tot) */
+  int l0x;
+  int64_t l0_rows;
   struct cg_edges xs, xs_in;
   float *xs_vals, *xs_vals_d;
   int32_t *d_gid;

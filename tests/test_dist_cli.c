@@ -231,9 +231,10 @@ int main(int argc, char **argv) {
   const double halo_total = tot ? num(tot, "halo_total") : NAN;
   cJSON_Delete(po);
   /* synth:small has 8 classes: layer 1 maps 16 -> 8 columns, so it transforms first and
-   * exchanges the 8-column rows (runtime/model.c); layer 0's feature rows are fetched
-   * once at set-up, outside every epoch. */
-  const double modelled = halo_total * 8 * 4 * 2;
+   * exchanges the 8-column rows (runtime/model.c); layer 0 maps 64 -> 16 with input
+   * dropout, so --layer0-halo auto exchanges its 16-column transformed rows too (no
+   * feature row is fetched at set-up). */
+  const double modelled = halo_total * (8 + 16) * 4 * 2;
   double worst = 0.0;
   for (int e = 0; e < EPOCHS; e++) {
     double r = fabs(m[2].loss[e] - m[0].loss[e]) / fabs(m[0].loss[e]);
@@ -246,7 +247,7 @@ int main(int argc, char **argv) {
           "epoch %d: compute max %g, min %g", e + 1, m[2].compute_max[e], m[2].compute_min[e]);
   }
   printf("mpiexec -n 1 == plain (bit-identical losses); 2 ranks: worst loss rel err %.3e vs 1 process "
-         "(tolerance 1e-5), halo bytes/epoch %.0f = modelled (%.0f halo rows x 8 columns x 4 x 2), "
+         "(tolerance 1e-5), halo bytes/epoch %.0f = modelled (%.0f halo rows x (8 + 16) columns x 4 x 2), "
          "all-reduce bytes/epoch %.0f\n",
          worst, m[2].halo[0], halo_total, m[2].allreduce[0]);
   CHECK(worst <= 1e-5, "2-rank losses differ from the single-process ones by %.3e relative", worst);

@@ -8,7 +8,9 @@
 #    and both summaries; its --json validates against docs/plan.schema.json, its counts
 #    add up (halo rows per peer sum to the rank's halo; the cache sends fewer forward rows
 #    between nodes, each remote row once per node) and --json - writes the same plan on
-#    stdout without the table;
+#    stdout without the table; with --layer0-halo exchange (auto's choice on cora) layer
+#    0's 16-wide rows add 2 x 16 x 4 bytes per halo row, with and without the cache, and
+#    every rank's memory is lower (no halo features);
 # 3. 64 ranks on 8 nodes with declared rates and links (no profile). Exit 77 without cora.
 set -u
 capgnn=$1 schema=$2 out=$3 data=$4 profile=$5
@@ -41,7 +43,8 @@ rc=$?
 grep -q "capgnn: error: .*no-such-graph" m.err || { cat m.err; fail "the missing graph is not named"; }
 
 "$capgnn" plan --graph cora --parts 4 --nodes 2 --hosts 1 --profile "$profile" --cache jaca --json p.json \
-  --quiet >p.out 2>p.err || { cat p.err; fail "plan --profile exited $?"; }
+  --layer0-halo local --quiet >p.out 2>p.err || { cat p.err; fail "plan --profile exited $?"; }
+grep -q "layer 0: local (--layer0-halo local)" p.out || { cat p.out; fail "the table does not say layer 0 is local"; }
 grep -q "with the halo cache (jaca, exact): epoch" p.out || { cat p.out; fail "no per-rank table with the cache"; }
 grep -q "^without the cache " p.out && grep -q "^with the cache (jaca) " p.out || fail "no summary of both plans"
 python3 - "$schema" p.json <<'PY' || fail "p.json does not validate or does not add up"
@@ -61,9 +64,29 @@ assert cache["inter_node_bytes"] < plain["inter_node_bytes"]
 assert cache["halo_bytes"] < plain["halo_bytes"]
 # with the cache, nothing between ranks of a node goes through MPI
 assert all(r["halo_bytes_intra"] == 0 for r in cache["ranks"])
+assert plan["model"]["layer0_halo"] == "local"
+PY
+# --layer0-halo exchange (the default auto's choice on cora: 1433 -> 16 with input
+# dropout): layer 0's 16-wide rows both ways on top of the hidden layers', through MPI
+# even with the cache (it caches hidden layers only); no halo features in memory
+"$capgnn" plan --graph cora --parts 4 --nodes 2 --hosts 1 --profile "$profile" --cache jaca --json x.json \
+  --quiet >x.out 2>x.err || { cat x.err; fail "plan (layer 0 exchanged) exited $?"; }
+grep -q "layer 0: exchange (auto: sparse features transform first)" x.out ||
+  { cat x.out; fail "the table does not say layer 0 is exchanged"; }
+python3 - "$schema" p.json x.json <<'PY' || fail "x.json does not validate or layer 0's bytes do not add up"
+import json, sys, jsonschema
+schema, loc, exc = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+jsonschema.validate(exc, schema)
+assert exc["model"]["layer0_halo"] == "exchange"
+halo = sum(r["halo"] for r in loc["plain"]["ranks"])
+for kind in ("plain", "cache"):
+    a, b = loc[kind], exc[kind]
+    assert b["halo_bytes"] - a["halo_bytes"] == 2 * 4 * 16 * halo, (kind, a["halo_bytes"], b["halo_bytes"], halo)
+    for ra, rb in zip(a["ranks"], b["ranks"]):
+        assert rb["memory_bytes"] < ra["memory_bytes"], (kind, ra["rank"])
 PY
 "$capgnn" plan --graph cora --parts 4 --nodes 2 --hosts 1 --profile "$profile" --cache jaca --json - \
-  >s.json 2>s.err || { cat s.err; fail "plan --json - exited $?"; }
+  --layer0-halo local >s.json 2>s.err || { cat s.err; fail "plan --json - exited $?"; }
 python3 -c "import json,sys; a=json.load(open('s.json')); b=json.load(open('p.json')); sys.exit(a != b)" ||
   fail "--json - is not the plan --json FILE wrote"
 

@@ -40,7 +40,7 @@ static void near(double got, double want, const char *what) {
  * bytes, layer 1 80, scratch 96, operators 224, parameters 256, ids 52 = 844. */
 static void test_cost_hand_cached(void **state) {
   (void)state;
-  struct rapa_shape s = {2, 4, 2, 2, 0, 0.0f, 0.0f};
+  struct rapa_shape s = {2, 4, 2, 2, 0, 0.0f, 0.0f, 0};
   int64_t recv[2] = {0, 1}, send[2] = {0, 2};
   struct rapa_load load = {3, 1, 7, recv, send};
   struct rapa_links links;
@@ -88,7 +88,7 @@ static void test_cost_hand_cached(void **state) {
  * 200 dropout elements, 27 ops -> 3.9648e-5 s. */
 static void test_cost_hand_dropout(void **state) {
   (void)state;
-  struct rapa_shape s = {2, 8, 4, 2, 0, 0.5f, 0.5f};
+  struct rapa_shape s = {2, 8, 4, 2, 0, 0.5f, 0.5f, 0};
   int64_t zero[1] = {0};
   struct rapa_load load = {10, 5, 30, zero, zero};
   struct rapa_cost c;
@@ -102,6 +102,45 @@ static void test_cost_hand_dropout(void **state) {
   bad.gemm_flops = 0;
   assert_int_equal(rapa_cost_rank(&s, &load, &bad, NULL, 0, 1, &c), CG_ERR_ARG);
   cg_err_clear();
+}
+
+/* The same shape and rank with layer 0 exchanged (--layer0-halo exchange), 2 ranks: 5
+ * halo rows in from rank 1, 6 out. Layer 0 then runs over the 10 inner rows only: its
+ * dropout 10 x 8 (80 elements, 640 bytes), its GEMMs 2*10*8*4 forward and backward
+ * (1280 FLOPs instead of 1920). Totals: 1760 FLOPs, 360 nonzero-columns, 4328 bytes, 160
+ * dropout elements, 27 ops -> 3.8288e-5 s. Memory: its input and dropout 10 x 8 instead
+ * of 15 x 8 (320 bytes less). Exchange: layer 1's 2-wide rows, 4 x 2 x 11 = 88 bytes
+ * each way, and now layer 0's 4-wide ones, 176 each way: 528 halo bytes (176 local),
+ * 2 (1e-5 + 176 / 1e6) s more. */
+static void test_cost_hand_layer0_exchange(void **state) {
+  (void)state;
+  struct rapa_shape s = {2, 8, 4, 2, 0, 0.5f, 0.5f, 0};
+  int64_t recv[2] = {0, 5}, send[2] = {0, 6};
+  struct rapa_load load = {10, 5, 30, recv, send};
+  struct rapa_links links;
+  assert_int_equal(rapa_links_alloc(&links, 2), CG_OK);
+  for (int i = 0; i < 4; i++) {
+    links.bw_bps[i] = 1e6;
+    links.lat_s[i] = 1e-5;
+  }
+  struct rapa_cost lc, xc;
+  assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, &links, 0, 2, &lc), CG_OK);
+  near(lc.gemm_flops, 2400, "gemm (local)");
+  near(lc.halo_bytes, 176, "halo bytes (local)");
+  s.layer0_exchange = 1;
+  assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, &links, 0, 2, &xc), CG_OK);
+  near(xc.gemm_flops, 1760, "gemm");
+  near(xc.spmm_nnzcols, 360, "spmm");
+  near(xc.mem_bytes, 4328, "mem");
+  near(xc.ops, 27, "ops");
+  near(xc.comp_s, 3.8288e-5, "comp");
+  near(xc.memory_bytes, lc.memory_bytes - 320, "memory");
+  near(xc.halo_bytes, 528, "halo bytes");
+  near(xc.comm_s, lc.comm_s + 2 * (1e-5 + 176 / 1e6), "comm");
+  /* one rank: the flag changes the compute only (no exchange) */
+  assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, NULL, 0, 1, &xc), CG_OK);
+  near(xc.comm_s, 0, "comm alone");
+  rapa_links_free(&links);
 }
 
 /* The path 0-1-2-3-4-5 owned 0 0 0 1 1 2. */
@@ -144,7 +183,7 @@ static void weighted_on(const char *graph) {
   struct graph g;
   memset(&g, 0, sizeof g);
   assert_int_equal(graph_open(graph, &g), CG_OK);
-  const struct rapa_shape s = {2, g.feat_dim, 16, g.num_classes, 0, 0.5f, 0.5f};
+  const struct rapa_shape s = {2, g.feat_dim, 16, g.num_classes, 0, 0.5f, 0.5f, 0};
   const double sp2[2] = {1, 0.33}, sp4[4] = {1, 0.5, 0.25, 0.25};
   const double *speeds[2] = {sp2, sp4};
   const int Ps[2] = {2, 4};
@@ -232,7 +271,7 @@ static void test_prune_hand(void **state) {
   graph_checksum_update(&g);
   assert_int_equal(graph_check(&g, "hand graph"), CG_OK);
   const int32_t owner[8] = {0, 0, 0, 0, 1, 1, 1, 1};
-  const struct rapa_shape s = {2, 2, 4, 2, 0, 0.5f, 0.5f};
+  const struct rapa_shape s = {2, 2, 4, 2, 0, 0.5f, 0.5f, 0};
   struct rapa_rates r[2] = {unit_rates, unit_rates};
   r[1].gemm_flops /= 10;
   r[1].spmm_rate /= 10;
@@ -280,7 +319,7 @@ static void test_prune_synth(void **state) {
   struct graph g;
   memset(&g, 0, sizeof g);
   assert_int_equal(graph_open("synth:small", &g), CG_OK);
-  const struct rapa_shape s = {2, g.feat_dim, 16, g.num_classes, 0, 0.5f, 0.5f};
+  const struct rapa_shape s = {2, g.feat_dim, 16, g.num_classes, 0, 0.5f, 0.5f, 0};
   struct rapa_rates r[2] = {unit_rates, unit_rates};
   r[1].gemm_flops /= 4;
   r[1].spmm_rate /= 4;
@@ -312,6 +351,7 @@ static void test_prune_synth(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cost_hand_cached), cmocka_unit_test(test_cost_hand_dropout),
+      cmocka_unit_test(test_cost_hand_layer0_exchange),
       cmocka_unit_test(test_loads_path),       cmocka_unit_test(test_weighted_synth),
       cmocka_unit_test(test_weighted_cora),    cmocka_unit_test(test_prune_hand),
       cmocka_unit_test(test_prune_synth),

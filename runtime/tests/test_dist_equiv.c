@@ -19,6 +19,13 @@
  * evaluation's forward with epoch 0; every end repeats its begin's tag. An exchange
  * whose table lacks a member is refused by rt_model_create.
  *
+ * Layer 0 (--layer0-halo): with auto, every GCN/SAGE case whose layer 0 transforms first
+ * with input dropout (dense or sparse features) exchanges layer 0's transformed rows
+ * instead of fetching the halo feature rows; explicit local and exchange cases cover the
+ * other choices. Checked per case: the exchanges' tags include layer 0 (forward first,
+ * backward last) exactly when it is exchanged; set-up moves no byte then (else each halo
+ * row's features once); the modelled halo bytes add layer 0's fout-wide rows.
+ *
  * Overlap (issue #14): every distributed case runs three times on the same exchange —
  * overlap on (the exchange progressed between the inner row blocks), overlap off
  * (each exchange ended right after its begin), and overlap on through an exchange
@@ -113,6 +120,10 @@ struct run_out {
   int64_t nparams;
   struct rt_eval ev;
   int64_t widths_sum; /* sum over layers l > 0 of the width layer l exchanges */
+  int l0x;            /* layer 0 exchanged (--layer0-halo) */
+  int64_t l0_width;   /* the width it exchanges (0: local) */
+  int64_t setup_bytes; /* halo bytes this rank sent while the model was built (the
+                          features' halo rows: none when layer 0 is exchanged) */
   /* The first step's ReLU inputs: every hidden layer's (z, or LayerNorm's output) for the
    * inner rows, a row's layers side by side (act_cols values), and the rows' global ids;
    * none for GAT. relu_flips compares them when a run misses a tolerance. */
@@ -191,11 +202,12 @@ static void rec_init(struct tag_recorder *r, struct cg_exchange *inner, int with
 /* The tags run_model's calls must carry: set-up (the features, when the rank has halo
  * rows to fetch: one exchange per slice of rt_config_feature_cols columns),
  * rt_model_loss_grad at epoch 1, the steps 1..epochs, evaluation. */
-static void rec_expect(const struct tag_recorder *r, const struct rt_local *loc, const struct rt_config *cfg) {
-  const int layers = cfg->layers, epochs = cfg->epochs;
+static void rec_expect(const struct tag_recorder *r, const struct rt_local *loc, const struct rt_config *cfg,
+                       int l0x) {
+  const int layers = cfg->layers, epochs = cfg->epochs, first = l0x ? 0 : 1;
   struct tag_entry want[TAG_LOG_MAX];
   int n = 0;
-  if (loc->feat_rows < loc->n_inner + loc->n_halo) {
+  if (!l0x && loc->feat_rows < loc->n_inner + loc->n_halo) {
     const int64_t w = rt_config_feature_cols(cfg, loc->feat_dim, loc->num_classes);
     for (int64_t c0 = 0; c0 < loc->feat_dim && n < TAG_LOG_MAX; c0 += w)
       want[n++] = (struct tag_entry){CG_HALO_FORWARD, {0, 0}};
@@ -203,9 +215,9 @@ static void rec_expect(const struct tag_recorder *r, const struct rt_local *loc,
   if (loc->n_halo > 0 || loc->nranks > 1) {
     for (int pass = 0; pass <= epochs + 1; pass++) {
       const uint32_t epoch = pass == epochs + 1 ? 0u : (uint32_t)(pass == 0 ? 1 : pass);
-      for (int l = 1; l < layers; l++) want[n++] = (struct tag_entry){CG_HALO_FORWARD, {l, epoch}};
+      for (int l = first; l < layers; l++) want[n++] = (struct tag_entry){CG_HALO_FORWARD, {l, epoch}};
       if (pass <= epochs)
-        for (int l = layers - 1; l >= 1; l--) want[n++] = (struct tag_entry){CG_HALO_BACKWARD, {l, epoch}};
+        for (int l = layers - 1; l >= first; l--) want[n++] = (struct tag_entry){CG_HALO_BACKWARD, {l, epoch}};
     }
   }
   CHECK(r->n == n, "%d halo exchanges recorded, %d expected", r->n, n);
@@ -292,7 +304,16 @@ static int64_t relu_flips(const struct run_out *dist, const struct run_out *ref,
 static void run_model(struct cg_backend *be, const struct rt_local *loc, struct cg_exchange *ex,
                       const struct rt_config *cfg, struct run_out *o) {
   struct rt_model *m = NULL;
+  struct cg_exchange_counters c0, c1;
+  memset(&c0, 0, sizeof c0);
+  memset(&c1, 0, sizeof c1);
+  if (ex) ex->counters(ex, &c0);
   OK(rt_model_create(be, loc, cfg, ex, &m));
+  if (ex) ex->counters(ex, &c1);
+  o->setup_bytes = c1.halo_bytes - c0.halo_bytes;
+  o->l0x = rt_model_layer0_exchanged(m);
+  o->l0_width = o->l0x ? (cfg->layers > 1 ? cfg->hidden : loc->num_classes) : 0;
+  if (o->l0x) CHECK(rt_model_layer_transform_first(m, 0), "an exchanged layer 0 must transform first");
   o->epochs = cfg->epochs;
   o->nparams = rt_model_num_params(m);
   o->params = malloc((size_t)o->nparams * sizeof(float));
@@ -366,6 +387,8 @@ struct tcase {
   int tiled;         /* 1: the CPU SpMM's tiled layout with 16-vertex tiles (factored) */
   int sparse;        /* 1: the distributed run with --sparse-features on (the reference
                         stays dense: sparse on P ranks equals dense on one); 0: off */
+  enum rt_layer0_halo l0; /* --layer0-halo (0: auto, exchange wherever layer 0 transforms
+                             first with input dropout: most cases below) */
 };
 
 static double worst_loss_all = 0.0, worst_w_all = 0.0;
@@ -540,6 +563,7 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
   }
   if (tc->features_kept) cfg.input_dropout = 0.0f;
   cfg.sparse_features = tc->sparse ? RT_SPARSE_ON : RT_SPARSE_OFF;
+  cfg.layer0_halo = tc->l0;
   cfg.epochs = 12;
   cfg.device = "cpu";
   cfg.threads = 1;
@@ -645,11 +669,13 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
           (long long)loc->feat_rows, (long long)loc->n_inner, (long long)loc->n_halo);
     CHECK(rt_dist_feature_bytes(d) == (loc->feat_rows + 1) * 8 + loc->feat_csr.nnz * 8, "feature bytes %lld",
           (long long)rt_dist_feature_bytes(d));
-  } else {
+  } else { /* dense: the halo rows too unless layer 0 is exchanged (then never) */
+    const int l0x = rt_layer0_exchange_choose(&cfg, loc->feat_dim, loc->num_classes, 0,
+                                              loc->n_halo > 0 || loc->nranks > 1, NULL);
     CHECK(!loc->feat_sparse && loc->feat_rows == loc->n_inner, "feature rows %lld, inner rows %lld",
           (long long)loc->feat_rows, (long long)loc->n_inner);
-    CHECK(rt_dist_feature_bytes(d) == (loc->n_inner + loc->n_halo) * loc->feat_dim * 4,
-          "feature bytes %lld", (long long)rt_dist_feature_bytes(d));
+    CHECK(rt_dist_feature_bytes(d) == (loc->n_inner + (l0x ? 0 : loc->n_halo)) * loc->feat_dim * 4,
+          "feature bytes %lld (layer 0 %s)", (long long)rt_dist_feature_bytes(d), l0x ? "exchanged" : "local");
   }
   CHECK(loc->n_inner + loc->n_halo <= loc->n_global, "inner + halo > n");
   int64_t cnt[2] = {loc->n_inner, loc->n_halo};
@@ -678,7 +704,20 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
     rec.ex.counters = rec_counters;
   }
   run_model(be, loc, &rec.ex, &cfg, &dist);
-  rec_expect(&rec, loc, &cfg);
+  rec_expect(&rec, loc, &cfg, dist.l0x);
+  if (tc->l0 == RT_L0_LOCAL || tc->model == RT_MODEL_GAT || P == 1)
+    CHECK(!dist.l0x, "layer 0 exchanged with --layer0-halo %s, %s, P = %d", rt_layer0_halo_str(tc->l0),
+          rt_model_kind_str(tc->model), P);
+  if (tc->l0 == RT_L0_EXCHANGE && tc->model != RT_MODEL_GAT && P > 1)
+    CHECK(dist.l0x, "layer 0 local with --layer0-halo exchange");
+  { /* set-up: the features' halo rows, each once, whole, unless layer 0 is exchanged or the
+     * features are sparse (read, not fetched); the exchanged mode fetches none at all */
+    int64_t sb = dist.setup_bytes;
+    OK(comm_allreduce_i64(g_comm, &sb, 1, COMM_SUM));
+    const int64_t want = dist.l0x || tc->sparse ? 0 : halo_total * loc->feat_dim * 4;
+    if (dist.l0x || !g_cache) CHECK(sb == want, "set-up moved %lld halo bytes, expected %lld (layer 0 %s)",
+                                    (long long)sb, (long long)want, dist.l0x ? "exchanged" : "local");
+  }
   /* a rank with inner rows and halo traffic has inner blocks to poll between */
   const int polled = loc->n_inner > 0 && (loc->n_halo > 0 || rt_dist_part(d)->npeers > 0);
   CHECK(cfg.overlap == 1 && (!polled || rec.polls > 0), "overlap on: %lld progress calls",
@@ -702,7 +741,7 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
   }
   rec_init(&rec, ex, 1);
   run_model(be, loc, &rec.ex, &cfg_off, &off);
-  rec_expect(&rec, loc, &cfg);
+  rec_expect(&rec, loc, &cfg, dist.l0x);
   CHECK(rec.polls == 0, "overlap off: %lld progress calls", (long long)rec.polls);
   if (g_cache) {
     rt_dist_unbind(d);
@@ -710,7 +749,7 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
   }
   rec_init(&rec, ex, 0);
   run_model(be, loc, &rec.ex, &cfg, &noprog);
-  rec_expect(&rec, loc, &cfg);
+  rec_expect(&rec, loc, &cfg, dist.l0x);
   same_bits(&dist, &off, "overlap off");
   same_bits(&dist, &noprog, "overlap on without halo_progress");
 
@@ -760,7 +799,10 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
   int64_t counted[64];
   for (int e = 0; e < cfg.epochs; e++) counted[e] = dist.halo_bytes[e];
   OK(comm_allreduce_i64(g_comm, counted, cfg.epochs, COMM_SUM));
-  int64_t modelled = halo_total * dist.widths_sum * 4 * 2;
+  /* (an exchanged layer 0 moves fout-wide rows, through the plain exchange even with the
+   * halo cache: jaca/jaca.h caches hidden layers only) */
+  const int64_t l0_bytes = halo_total * dist.l0_width * 4 * 2;
+  int64_t modelled = halo_total * dist.widths_sum * 4 * 2 + l0_bytes;
   const int approx = g_cache && (g_cache->staleness > 0 || g_cache->grad_staleness > 0);
   if (approx) {
     /* staleness S: rows up to S epochs old, never more (the cache checks every row it
@@ -830,18 +872,18 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
     CHECK(v[1] == (cfg.epochs + 1) * halo_total * (cfg.layers - 1), "cache lookups %lld, expected %lld",
           (long long)v[1], (long long)((cfg.epochs + 1) * halo_total * (cfg.layers - 1)));
     if (P > 1 && halo_total > 0) CHECK(v[2] > 0, "the node tier served no row");
-    modelled = v[3] / (cfg.epochs + 1) + v[0] / (cfg.epochs + 1);
-    CHECK(modelled <= halo_total * dist.widths_sum * 4 * 2, "the cache sends more than the plain exchange");
+    modelled = v[3] / (cfg.epochs + 1) + v[0] / (cfg.epochs + 1) + l0_bytes;
+    CHECK(modelled <= halo_total * dist.widths_sum * 4 * 2 + l0_bytes, "the cache sends more than the plain exchange");
   }
 
   char cache_label[64] = "";
   if (g_cache) snprintf(cache_label, sizeof cache_label, "%s %g%%", jaca_policy_name(g_cache->policy), g_cache->capacity * 100);
   if (rank == 0)
-    printf("  %-40s %-4s L%d%s %-6s P%d%s%s: halo %6lld rows, loss %.5f -> %.5f, worst loss rel err %.2e "
+    printf("  %-40s %-4s L%d%s%s %-6s P%d%s%s: halo %6lld rows, loss %.5f -> %.5f, worst loss rel err %.2e "
            "(epoch %d), first-step gradient err %.2e of tolerance, worst weight err %.2e of tolerance (param %lld: %.7g vs %.7g), acc "
            "%.4f/%.4f/%.4f, halo bytes/epoch %lld (modelled %lld); overlap on = off = on without "
            "progress, bit for bit (%lld progress calls on rank 0)\n",
-           tc->graph, rt_model_kind_str(tc->model), tc->layers, tc->features_kept ? " x0" : tc->sparse ? " sp" : "", how, P,
+           tc->graph, rt_model_kind_str(tc->model), tc->layers, tc->features_kept ? " x0" : tc->sparse ? " sp" : "", dist.l0x ? " l0x" : " l0l", how, P,
            g_cache ? " cache " : "", g_cache ? cache_label : "", (long long)halo_total, ref.loss[0], ref.loss[cfg.epochs - 1], worst_loss, worst_e, worst_g, worst_w,
            (long long)worst_i, (double)dist.params[worst_i], (double)ref.params[worst_i],
            ref.ev.train_acc, ref.ev.val_acc, ref.ev.test_acc, (long long)counted[0],
@@ -945,9 +987,9 @@ static void run_case(const struct tcase *tc) {
  * against the reference and bit for bit against the run without the cache. */
 static int run_cache_cases(void) {
   const struct tcase cases[] = {
-      {"synth:small", 0, RT_MODEL_GCN, 3, PART_METIS, OWN_PARTITIONER, 0, 0, 0},
-      {"synth:small", 0, RT_MODEL_SAGE, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0},
-      {"synth:small", 0, RT_MODEL_GAT, 3, PART_METIS, OWN_PARTITIONER, 0, 0, 0},
+      {"synth:small", 0, RT_MODEL_GCN, 3, PART_METIS, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_SAGE, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_GAT, 3, PART_METIS, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
   };
   const enum jaca_policy pols[] = {JACA_POLICY_JACA, JACA_POLICY_LRU, JACA_POLICY_FIFO};
   const double caps[] = {1.0, 0.1};
@@ -1044,18 +1086,18 @@ int main(int argc, char **argv) {
     snprintf(cora, sizeof cora, "%s/cora.cgr", CAPGNN_TEST_DATASETS);
     g_load = RT_LOAD_PER_RANK;
     const struct tcase pcases[] = {
-        {v2, 0, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0},
-        {v2, 1, RT_MODEL_SAGE, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0},
-        {v2, 0, RT_MODEL_GCN, 3, PART_METIS, OWN_PARTITIONER, 1, 0, 0},
-        {v1, 0, RT_MODEL_SAGE, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0},
-        {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0},
+        {v2, 0, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+        {v2, 1, RT_MODEL_SAGE, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+        {v2, 0, RT_MODEL_GCN, 3, PART_METIS, OWN_PARTITIONER, 1, 0, 0, RT_L0_AUTO},
+        {v1, 0, RT_MODEL_SAGE, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+        {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
         /* sparse features (issue #14): each rank reads its inner and halo rows' stored
          * values (v2 synth:small's dense ones kept as their nonzeros) */
-        {cora, 1, RT_MODEL_SAGE, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 1},
-        {v2, 0, RT_MODEL_GCN, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 1},
+        {cora, 1, RT_MODEL_SAGE, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 1, RT_L0_AUTO},
+        {v2, 0, RT_MODEL_GCN, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 1, RT_L0_AUTO},
         /* a synthetic spec generated per rank (graph_synth_rows): the same local problem */
-        {"synth:small", 0, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0},
-        {"synth:small:seed=5,degree=40", 1, RT_MODEL_SAGE, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0},
+        {"synth:small", 0, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+        {"synth:small:seed=5,degree=40", 1, RT_MODEL_SAGE, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof pcases / sizeof pcases[0]; i++) {
@@ -1098,50 +1140,58 @@ int main(int argc, char **argv) {
   const char *dense = "synth:tiny:degree=80,communities=4";
   /* Each (model, layers, method) appears on both graphs. */
   const struct tcase cases[] = {
-      {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0},
-      {cora, 1, RT_MODEL_GCN, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0},
-      {cora, 1, RT_MODEL_SAGE, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0},
-      {cora, 1, RT_MODEL_SAGE, 3, PART_METIS, OWN_PARTITIONER, 0, 0, 0},
-      {"synth:small", 0, RT_MODEL_GCN, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0},
-      {"synth:small", 0, RT_MODEL_GCN, 3, PART_METIS, OWN_PARTITIONER, 0, 0, 0},
-      {"synth:small", 0, RT_MODEL_SAGE, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0},
-      {"synth:small", 0, RT_MODEL_SAGE, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0},
-      {"synth:small", 0, RT_MODEL_GCN, 3, PART_METIS, OWN_MOD_P, 0, 0, 0},
-      {"synth:small", 0, RT_MODEL_SAGE, 2, PART_METIS, OWN_LAST_EMPTY, 0, 0, 0},
+      {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+      {cora, 1, RT_MODEL_GCN, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+      {cora, 1, RT_MODEL_SAGE, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+      {cora, 1, RT_MODEL_SAGE, 3, PART_METIS, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_GCN, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_GCN, 3, PART_METIS, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_SAGE, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_SAGE, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_GCN, 3, PART_METIS, OWN_MOD_P, 0, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_SAGE, 2, PART_METIS, OWN_LAST_EMPTY, 0, 0, 0, RT_L0_AUTO},
       /* layer 0 aggregated once at set-up, after the halo feature rows arrived */
-      {"synth:small", 0, RT_MODEL_GCN, 3, PART_METIS, OWN_PARTITIONER, 1, 0, 0},
-      {"synth:small", 0, RT_MODEL_SAGE, 2, PART_RANDOM, OWN_MOD_P, 1, 0, 0},
+      {"synth:small", 0, RT_MODEL_GCN, 3, PART_METIS, OWN_PARTITIONER, 1, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_SAGE, 2, PART_RANDOM, OWN_MOD_P, 1, 0, 0, RT_L0_AUTO},
       /* the tiled layout computing with the operators' factors (core/csr.h) on every
        * rank: a graph dense enough for 16 x 16 tiles (42 % of the nonzeros in dense
        * tiles at P = 1, 35-53 % per rank at P = 3 with METIS, seen in the CPU backend's debug
        * log), so that both the tiles and the far part run */
-      {dense, 0, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 1, 0},
-      {dense, 0, RT_MODEL_SAGE, 3, PART_RANDOM, OWN_PARTITIONER, 1, 1, 0},
+      {dense, 0, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 1, 0, RT_L0_AUTO},
+      {dense, 0, RT_MODEL_SAGE, 3, PART_RANDOM, OWN_PARTITIONER, 1, 1, 0, RT_L0_AUTO},
       /* GAT (issue #19): attention over each vertex's in-edges on its owner, the halo
        * rows of W h and their source terms exchanged, attention dropout keyed by the
        * global edge; both dropouts on, or none on the input features */
-      {cora, 1, RT_MODEL_GAT, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0},
-      {cora, 1, RT_MODEL_GAT, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0},
-      {"synth:small", 0, RT_MODEL_GAT, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0},
-      {"synth:small", 0, RT_MODEL_GAT, 3, PART_METIS, OWN_PARTITIONER, 1, 0, 0},
-      {"synth:small", 0, RT_MODEL_GAT, 3, PART_METIS, OWN_MOD_P, 0, 0, 0},
-      {"synth:small", 0, RT_MODEL_GAT, 2, PART_RANDOM, OWN_LAST_EMPTY, 0, 0, 0},
+      {cora, 1, RT_MODEL_GAT, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+      {cora, 1, RT_MODEL_GAT, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_GAT, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_GAT, 3, PART_METIS, OWN_PARTITIONER, 1, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_GAT, 3, PART_METIS, OWN_MOD_P, 0, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_GAT, 2, PART_RANDOM, OWN_LAST_EMPTY, 0, 0, 0, RT_L0_AUTO},
       /* --partition rapa: capability-weighted METIS on ranks of emulated speeds (exact) */
-      {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_RAPA, 0, 0, 0},
-      {cora, 1, RT_MODEL_SAGE, 3, PART_METIS, OWN_RAPA, 0, 0, 0},
-      {"synth:small", 0, RT_MODEL_GCN, 3, PART_METIS, OWN_RAPA, 0, 0, 0},
-      {"synth:small", 0, RT_MODEL_SAGE, 2, PART_METIS, OWN_RAPA, 1, 0, 0},
+      {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_RAPA, 0, 0, 0, RT_L0_AUTO},
+      {cora, 1, RT_MODEL_SAGE, 3, PART_METIS, OWN_RAPA, 0, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_GCN, 3, PART_METIS, OWN_RAPA, 0, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_SAGE, 2, PART_METIS, OWN_RAPA, 1, 0, 0, RT_L0_AUTO},
       /* ... with halo pruning: P ranks equal one rank on the pruned graph */
-      {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_RAPA_PRUNE, 0, 0, 0},
-      {"synth:small", 0, RT_MODEL_SAGE, 3, PART_METIS, OWN_RAPA_PRUNE, 0, 0, 0},
+      {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_RAPA_PRUNE, 0, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_SAGE, 3, PART_METIS, OWN_RAPA_PRUNE, 0, 0, 0, RT_L0_AUTO},
       /* sparse input features (issue #14), dropout on: layer 0 multiplies X as CSR on
        * every rank (halo rows' features read, not exchanged), against the dense
        * reference; Cora's bag of words and an identity-feature graph */
-      {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 1},
-      {cora, 1, RT_MODEL_SAGE, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 1},
-      {cora, 1, RT_MODEL_GAT, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 1},
-      {"synth:small:nodes=1000,identity=1", 0, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 1},
-      {"synth:small:nodes=1000,identity=1", 0, RT_MODEL_SAGE, 2, PART_METIS, OWN_MOD_P, 0, 0, 1},
+      {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 1, RT_L0_AUTO},
+      {cora, 1, RT_MODEL_SAGE, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 1, RT_L0_AUTO},
+      {cora, 1, RT_MODEL_GAT, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 1, RT_L0_AUTO},
+      {"synth:small:nodes=1000,identity=1", 0, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 1, RT_L0_AUTO},
+      {"synth:small:nodes=1000,identity=1", 0, RT_MODEL_SAGE, 2, PART_METIS, OWN_MOD_P, 0, 0, 1, RT_L0_AUTO},
+      /* --layer0-halo (the cases above use auto: exchange wherever layer 0 transforms
+       * first with input dropout, dense or sparse): local, layer 0 over the inner and
+       * fetched halo feature rows, dense and sparse; exchange forced without input
+       * dropout (layer 0 then transforms first instead of keeping Â·X) */
+      {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_PARTITIONER, 0, 0, 0, RT_L0_LOCAL},
+      {cora, 1, RT_MODEL_SAGE, 2, PART_RANDOM, OWN_PARTITIONER, 0, 0, 1, RT_L0_LOCAL},
+      {"synth:small", 0, RT_MODEL_SAGE, 3, PART_RANDOM, OWN_PARTITIONER, 0, 0, 0, RT_L0_LOCAL},
+      {"synth:small", 0, RT_MODEL_GCN, 3, PART_METIS, OWN_PARTITIONER, 1, 0, 0, RT_L0_EXCHANGE},
   };
   int ran = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
