@@ -313,7 +313,7 @@ int cmd_partition(int argc, char **argv) {
   struct part_options o = {.method = method, .nparts = parts, .seed = seed};
 #ifdef CAPGNN_HAVE_RAPA
   struct rapa_split split;
-  struct rapa_shape shape = {layers, g.feat_dim, hidden, g.num_classes, sage, dropout, dropout, 0};
+  struct rapa_shape shape = {layers, g.feat_dim, hidden, g.num_classes, sage, dropout, dropout, 0, 0};
   struct rapa_rates rates[RAPA_MAX_RANKS];
   int have_links = 0, predict = rapa || profile;
   char what[1200] = "";
@@ -325,8 +325,10 @@ int cmd_partition(int argc, char **argv) {
     l0c.hidden = hidden;
     l0c.dropout = dropout;
     int sparse = 0;
-    if (rt_features_choose(&g, &l0c, 0, &sparse) == CG_OK)
+    if (rt_features_choose(&g, &l0c, 0, &sparse) == CG_OK) {
       shape.layer0_exchange = rt_layer0_exchange_choose(&l0c, g.feat_dim, g.num_classes, sparse, parts > 1, NULL);
+      shape.feat_density = rt_features_density(&g, sparse);
+    }
     cg_err_clear();
   }
   if (predict && parts > RAPA_MAX_RANKS) {

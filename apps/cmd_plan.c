@@ -333,7 +333,7 @@ int cmd_plan(int argc, char **argv) {
   if (quiet || (json && !strcmp(json, "-"))) cg_progress_set_mode(CG_PROGRESS_OFF);
   const int table = !(json && !strcmp(json, "-"));
 
-  struct rapa_shape shape = {layers, 0, hidden, 0, !strcmp(model, "sage"), dropout, idropout >= 0 ? idropout : dropout, 0};
+  struct rapa_shape shape = {layers, 0, hidden, 0, !strcmp(model, "sage"), dropout, idropout >= 0 ? idropout : dropout, 0, 0};
   struct rapa_plan_opts po;
   memset(&po, 0, sizeof po);
   po.P = parts;
@@ -417,6 +417,7 @@ int cmd_plan(int argc, char **argv) {
     int sparse = 0;
     TRY_GOTO(rt_features_choose(&g, &l0c, 0, &sparse), done);
     shape.layer0_exchange = rt_layer0_exchange_choose(&l0c, g.feat_dim, g.num_classes, sparse, parts > 1, &l0_why);
+    shape.feat_density = rt_features_density(&g, sparse);
   }
   if (!strcmp(model, "gat") && table)
     fprintf(stderr, "capgnn: warning: the cost model prices GCN and SAGE layers: gat is priced as a GCN of the same "

@@ -88,6 +88,10 @@ struct rapa_shape {
                           its transformed rows (fout wide) and their gradients every step
                           like a hidden layer; no halo feature row is held. 0: layer 0 runs
                           over the inner and halo rows, no layer-0 exchange in training */
+  double feat_density; /* > 0: the features are multiplied sparse (rt_features_choose: layer 0
+                          transforms first whatever its widths, X·W and Xᵀ·dT as CSR products
+                          over the stored entries, this fraction of rows x features, priced
+                          at the SpMM rate; dropout on the stored entries); 0: dense */
 };
 
 /* ---- loads ------------------------------------------------------------------------- */

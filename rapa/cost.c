@@ -147,15 +147,20 @@ static void step_work(const struct rapa_shape *s, int64_t n_in, int64_t n_halo, 
     const double fout = (double)(l == s->layers - 1 ? s->classes : s->hidden);
     const double p = l == 0 ? s->input_dropout : s->dropout;
     const int x0 = l == 0 && s->layer0_exchange; /* layer 0 over the inner rows, exchanged */
-    const int cached = l == 0 && p == 0.0 && !x0;
-    const int tf = (fout < fin && !cached) || x0;
+    const int sp = l == 0 && s->feat_density > 0; /* sparse features: CSR products */
+    const double dens = sp ? s->feat_density : 1.0;
+    const int cached = l == 0 && p == 0.0 && !x0 && !sp;
+    const int tf = (fout < fin && !cached) || x0 || sp;
     const int hidden = l < s->layers - 1;
     const double rows = ((l == 0 && !x0) || !tf) ? nt : ni;
     if (fout > wmax) wmax = fout;
     if (l > 0 && fin > wmax) wmax = fin;
     /* ---- forward ---- */
-    if (p > 0.0) { w->rng += rows * fin; w->mem += 8.0 * rows * fin; w->ops++; }
-    if (tf) {
+    if (p > 0.0) { w->rng += rows * fin * dens; w->mem += 8.0 * rows * fin * dens; w->ops++; }
+    if (sp) { /* X·W over the stored entries, then the aggregation */
+      w->spmm += rows * fin * dens * fout + z * fout;
+      w->ops += 2;
+    } else if (tf) {
       w->gemm += 2.0 * rows * fin * fout;
       w->spmm += z * fout;
       w->ops += 2;
@@ -164,14 +169,21 @@ static void step_work(const struct rapa_shape *s, int64_t n_in, int64_t n_halo, 
       w->gemm += 2.0 * ni * fin * fout;
       w->ops++;
     }
-    if (s->sage) { w->gemm += 2.0 * ni * fin * fout; w->ops++; }
+    if (s->sage) {
+      if (sp) w->spmm += ni * fin * dens * fout;
+      else w->gemm += 2.0 * ni * fin * fout;
+      w->ops++;
+    }
     w->mem += 8.0 * ni * fout; /* bias_add */
     w->ops++;
     if (hidden) { w->mem += 8.0 * ni * fout; w->ops++; } /* relu */
     /* ---- backward ---- */
     w->mem += 4.0 * ni * fout; /* bias_grad */
     w->ops++;
-    if (tf) {
+    if (sp) { /* dT = Âᵀ dZ, then Xdᵀ·dT over the stored entries */
+      w->spmm += z * fout + rows * fin * dens * fout;
+      w->ops += 2;
+    } else if (tf) {
       w->spmm += z * fout;
       w->gemm += 2.0 * (l == 0 && !x0 ? nt : ni) * fin * fout;
       w->ops += 2;
@@ -182,7 +194,8 @@ static void step_work(const struct rapa_shape *s, int64_t n_in, int64_t n_halo, 
       if (l > 0) { w->gemm += 2.0 * ni * fin * fout; w->spmm += z * fin; w->ops += 2; }
     }
     if (s->sage) {
-      w->gemm += 2.0 * ni * fin * fout;
+      if (sp) w->spmm += ni * fin * dens * fout;
+      else w->gemm += 2.0 * ni * fin * fout;
       w->ops++;
       if (l > 0) { w->gemm += 2.0 * ni * fin * fout; w->ops++; }
     }
@@ -192,8 +205,13 @@ static void step_work(const struct rapa_shape *s, int64_t n_in, int64_t n_halo, 
       w->ops++;
     }
     /* ---- buffers (runtime/model_build.c) ---- */
-    w->memory += 4.0 * (x0 ? ni : nt) * fin;     /* in (layer 0: the features; exchanged, inner rows only) */
-    if (p > 0.0) w->memory += 4.0 * rows * fin;  /* in_d */
+    if (sp) { /* the stored entries (column, value) and row offsets, their transpose, the dropout's values */
+      w->memory += 2.0 * (8.0 * rows * fin * dens + 8.0 * rows);
+      if (p > 0.0) w->memory += 4.0 * rows * fin * dens;
+    } else {
+      w->memory += 4.0 * (x0 ? ni : nt) * fin;   /* in (layer 0: the features; exchanged, inner rows only) */
+      if (p > 0.0) w->memory += 4.0 * rows * fin; /* in_d */
+    }
     if (tf) w->memory += 4.0 * nt * fout;        /* t */
     else w->memory += 4.0 * ni * fin;            /* agg */
     w->memory += 4.0 * ni * fout;                /* z */

@@ -293,7 +293,8 @@ static int dist_rapa_owner(struct comm *c, struct graph *g, const struct rt_conf
   TRY(comm_agree(c, st, "choosing the features' layout"));
   const struct rapa_shape shape = {cfg->layers, g->feat_dim, cfg->hidden, g->num_classes, cfg->model == RT_MODEL_SAGE,
                                    rt_config_layer_dropout(cfg, 1), rt_config_layer_dropout(cfg, 0),
-                                   rt_layer0_exchange_choose(cfg, g->feat_dim, g->num_classes, sparse, P > 1, NULL)};
+                                   rt_layer0_exchange_choose(cfg, g->feat_dim, g->num_classes, sparse, P > 1, NULL),
+                                   rt_features_density(g, sparse)};
   if (cfg->model != RT_MODEL_GCN && cfg->model != RT_MODEL_SAGE)
     LOG_WARN_COMMON("dist", "--partition rapa: the cost model prices GCN and SAGE layers; the %s model's attention "
                     "is not modelled, so its parts are sized as for a GCN of the same widths (still exact)",

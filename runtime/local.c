@@ -73,6 +73,14 @@ int rt_features_choose(const struct graph *g, const struct rt_config *cfg, int l
   return CG_OK;
 }
 
+double rt_features_density(const struct graph *g, int sparse) {
+  if (!sparse) return 0.0;
+  const double cells = (double)g->n * (double)g->feat_dim;
+  if (!g->sparse_feat || !(cells > 0)) return 1.0; /* stored dense: priced as if every entry were kept */
+  const double d = (double)g->feat_nnz / cells;
+  return d > 0 ? d : 1.0 / cells;
+}
+
 int rt_local_from_graph(const struct graph *g, enum rt_model_kind kind, struct rt_local *out) {
   return rt_local_from_graph_feat(g, kind, 0, out);
 }

@@ -278,6 +278,10 @@ int rt_local_from_graph_feat(const struct graph *g, enum rt_model_kind kind, int
  * SAGE, GAT) runs its first layer on them. Logs the choice and why (INFO, rank 0) when
  * log_it. */
 int rt_features_choose(const struct graph *g, const struct rt_config *cfg, int log_it, int *sparse);
+/* The cost model's feature density (struct rapa_shape.feat_density): 0 when the features
+ * are dense (sparse = 0), else the fraction of rows x features stored (1 for a file that
+ * stores them dense, all of its entries kept). */
+double rt_features_density(const struct graph *g, int sparse);
 const char *rt_sparse_features_str(enum rt_sparse_features s);
 const char *rt_layer0_halo_str(enum rt_layer0_halo h); /* "auto", "local", "exchange" */
 /* Whether layer 0 of a run exchanges its transformed rows (--layer0-halo exchange) or

@@ -40,7 +40,7 @@ static void near(double got, double want, const char *what) {
  * bytes, layer 1 80, scratch 96, operators 224, parameters 256, ids 52 = 844. */
 static void test_cost_hand_cached(void **state) {
   (void)state;
-  struct rapa_shape s = {2, 4, 2, 2, 0, 0.0f, 0.0f, 0};
+  struct rapa_shape s = {2, 4, 2, 2, 0, 0.0f, 0.0f, 0, 0};
   int64_t recv[2] = {0, 1}, send[2] = {0, 2};
   struct rapa_load load = {3, 1, 7, recv, send};
   struct rapa_links links;
@@ -88,7 +88,7 @@ static void test_cost_hand_cached(void **state) {
  * 200 dropout elements, 27 ops -> 3.9648e-5 s. */
 static void test_cost_hand_dropout(void **state) {
   (void)state;
-  struct rapa_shape s = {2, 8, 4, 2, 0, 0.5f, 0.5f, 0};
+  struct rapa_shape s = {2, 8, 4, 2, 0, 0.5f, 0.5f, 0, 0};
   int64_t zero[1] = {0};
   struct rapa_load load = {10, 5, 30, zero, zero};
   struct rapa_cost c;
@@ -104,6 +104,32 @@ static void test_cost_hand_dropout(void **state) {
   cg_err_clear();
 }
 
+/* The same shape and rank with sparse features, 25 % of the entries stored (30 of the
+ * 15 x 8 rows x features layer 0 reads, local). Layer 0 then multiplies them as CSR:
+ * its dropout over the 30 stored entries (240 bytes), X·W and Xᵀ·dT 30 x 4 nonzero-
+ * columns each besides the aggregations' 30 x 4 each way (480 in all), no GEMM; bias,
+ * ReLU, bias-grad 800 bytes, 8 ops as before. Layer 1, loss and Adam unchanged (480
+ * FLOPs, 120 nonzero-columns, 2888 bytes, 80 dropout elements, 19 ops). Totals: 480
+ * FLOPs, 600 nonzero-columns, 3928 bytes, 110 dropout elements, 27 ops -> 3.8508e-5 s.
+ * Memory: the entries, their transpose and offsets 2 (8 x 30 + 8 x 15) = 720 bytes and
+ * the dropout's values 120, against the dense 480 + 480: 120 bytes less. */
+static void test_cost_hand_sparse(void **state) {
+  (void)state;
+  struct rapa_shape s = {2, 8, 4, 2, 0, 0.5f, 0.5f, 0, 0};
+  int64_t zero[1] = {0};
+  struct rapa_load load = {10, 5, 30, zero, zero};
+  struct rapa_cost dense, c;
+  assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, NULL, 0, 1, &dense), CG_OK);
+  s.feat_density = 0.25;
+  assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, NULL, 0, 1, &c), CG_OK);
+  near(c.gemm_flops, 480, "gemm");
+  near(c.spmm_nnzcols, 600, "spmm");
+  near(c.mem_bytes, 3928, "mem");
+  near(c.ops, 27, "ops");
+  near(c.comp_s, 3.8508e-5, "comp");
+  near(c.memory_bytes, dense.memory_bytes - 120, "memory");
+}
+
 /* The same shape and rank with layer 0 exchanged (--layer0-halo exchange), 2 ranks: 5
  * halo rows in from rank 1, 6 out. Layer 0 then runs over the 10 inner rows only: its
  * dropout 10 x 8 (80 elements, 640 bytes), its GEMMs 2*10*8*4 forward and backward
@@ -114,7 +140,7 @@ static void test_cost_hand_dropout(void **state) {
  * 2 (1e-5 + 176 / 1e6) s more. */
 static void test_cost_hand_layer0_exchange(void **state) {
   (void)state;
-  struct rapa_shape s = {2, 8, 4, 2, 0, 0.5f, 0.5f, 0};
+  struct rapa_shape s = {2, 8, 4, 2, 0, 0.5f, 0.5f, 0, 0};
   int64_t recv[2] = {0, 5}, send[2] = {0, 6};
   struct rapa_load load = {10, 5, 30, recv, send};
   struct rapa_links links;
@@ -183,7 +209,7 @@ static void weighted_on(const char *graph) {
   struct graph g;
   memset(&g, 0, sizeof g);
   assert_int_equal(graph_open(graph, &g), CG_OK);
-  const struct rapa_shape s = {2, g.feat_dim, 16, g.num_classes, 0, 0.5f, 0.5f, 0};
+  const struct rapa_shape s = {2, g.feat_dim, 16, g.num_classes, 0, 0.5f, 0.5f, 0, 0};
   const double sp2[2] = {1, 0.33}, sp4[4] = {1, 0.5, 0.25, 0.25};
   const double *speeds[2] = {sp2, sp4};
   const int Ps[2] = {2, 4};
@@ -271,7 +297,7 @@ static void test_prune_hand(void **state) {
   graph_checksum_update(&g);
   assert_int_equal(graph_check(&g, "hand graph"), CG_OK);
   const int32_t owner[8] = {0, 0, 0, 0, 1, 1, 1, 1};
-  const struct rapa_shape s = {2, 2, 4, 2, 0, 0.5f, 0.5f, 0};
+  const struct rapa_shape s = {2, 2, 4, 2, 0, 0.5f, 0.5f, 0, 0};
   struct rapa_rates r[2] = {unit_rates, unit_rates};
   r[1].gemm_flops /= 10;
   r[1].spmm_rate /= 10;
@@ -319,7 +345,7 @@ static void test_prune_synth(void **state) {
   struct graph g;
   memset(&g, 0, sizeof g);
   assert_int_equal(graph_open("synth:small", &g), CG_OK);
-  const struct rapa_shape s = {2, g.feat_dim, 16, g.num_classes, 0, 0.5f, 0.5f, 0};
+  const struct rapa_shape s = {2, g.feat_dim, 16, g.num_classes, 0, 0.5f, 0.5f, 0, 0};
   struct rapa_rates r[2] = {unit_rates, unit_rates};
   r[1].gemm_flops /= 4;
   r[1].spmm_rate /= 4;
@@ -351,7 +377,7 @@ static void test_prune_synth(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cost_hand_cached), cmocka_unit_test(test_cost_hand_dropout),
-      cmocka_unit_test(test_cost_hand_layer0_exchange),
+      cmocka_unit_test(test_cost_hand_layer0_exchange), cmocka_unit_test(test_cost_hand_sparse),
       cmocka_unit_test(test_loads_path),       cmocka_unit_test(test_weighted_synth),
       cmocka_unit_test(test_weighted_cora),    cmocka_unit_test(test_prune_hand),
       cmocka_unit_test(test_prune_synth),

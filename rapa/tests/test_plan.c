@@ -59,7 +59,7 @@ static void free_hand_graph(struct graph *g) {
 static const struct rapa_rates unit_rates = {1e9, 1e8, 1e9, 1e8, 1e-6, 0, 0, 0};
 /* GCN 2 layers, 4 -> 2 -> 2, no dropout: layer 1 exchanges width 2 (8 bytes a row);
  * 16 parameters (64 bytes). */
-static const struct rapa_shape shape = {2, 4, 2, 2, 0, 0.0f, 0.0f, 0};
+static const struct rapa_shape shape = {2, 4, 2, 2, 0, 0.0f, 0.0f, 0, 0};
 
 static struct rapa_plan_opts two_nodes(int cache) {
   struct rapa_plan_opts o;
