@@ -137,22 +137,42 @@ static void cpu_elu_bwd(struct cg_backend *be, const float *y, float *dy, int64_
 
 /* ---- sparse input features: X·W, Xᵀ·dY and dropout of X's stored values ---- */
 
+/* Row by row: each stored entry adds its value times a row of W into the output row,
+ * the entries in their stored order, so that every output element is the same sum in the
+ * same order as cg_attn_spmm_elem (H = 1) computes it (same bits), with the inner loop
+ * over contiguous columns instead of one strided gather per element. */
 static void cpu_csr_mm(struct cg_backend *be, const struct cg_edges *x, const float *vals, int64_t f,
                        const float *w, int64_t ldw, float *y, int64_t ldy) {
   ATTN_REQUIRE(f >= 1 && ldw >= f && ldy >= f, "csr_mm: width %lld, strides %lld %lld", (long long)f,
                (long long)ldw, (long long)ldy);
 #pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (x->nnz * f >= ATTN_PAR_MIN)
-  for (int64_t r = 0; r < x->nrows; r++)
-    for (int64_t c = 0; c < f; c++) y[r * ldy + c] = cg_attn_spmm_elem(x, vals, 1, f, w, ldw, r, c);
+  for (int64_t r = 0; r < x->nrows; r++) {
+    float *yr = y + r * ldy;
+    for (int64_t c = 0; c < f; c++) yr[c] = 0.0f;
+    for (int64_t k = x->rowptr[r]; k < x->rowptr[r + 1]; k++) {
+      const float v = vals[k];
+      const float *wr = w + (int64_t)x->colidx[k] * ldw;
+      for (int64_t c = 0; c < f; c++) yr[c] += v * wr[c];
+    }
+  }
 }
 
+/* Column u of X (its transpose's row) at a time, the same way (cg_attn_spmm_bwd_x_elem's
+ * sums, in its order). */
 static void cpu_csr_mm_t(struct cg_backend *be, const struct cg_edges *x, const float *vals, int64_t f,
                          const float *dy, int64_t lddy, float *g, int64_t ldg) {
   ATTN_REQUIRE(f >= 1 && lddy >= f && ldg >= f, "csr_mm_t: width %lld, strides %lld %lld", (long long)f,
                (long long)lddy, (long long)ldg);
 #pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (x->nnz * f >= ATTN_PAR_MIN)
-  for (int64_t u = 0; u < x->ncols; u++)
-    for (int64_t c = 0; c < f; c++) g[u * ldg + c] = cg_attn_spmm_bwd_x_elem(x, vals, 1, f, dy, lddy, u, c);
+  for (int64_t u = 0; u < x->ncols; u++) {
+    float *gu = g + u * ldg;
+    for (int64_t c = 0; c < f; c++) gu[c] = 0.0f;
+    for (int64_t j = x->t_ptr[u]; j < x->t_ptr[u + 1]; j++) {
+      const float v = vals[x->t_eid[j]];
+      const float *dr = dy + (int64_t)x->t_row[j] * lddy;
+      for (int64_t c = 0; c < f; c++) gu[c] += v * dr[c];
+    }
+  }
 }
 
 static void cpu_csr_dropout(struct cg_backend *be, const struct cg_edges *x, const float *in, float *out,

@@ -109,6 +109,18 @@ static void test_mm_and_transpose(void **state) {
     memcpy(gc + c * F, g + c * LD, (size_t)F * sizeof(float));
     for (int64_t f = F; f < LD; f++) assert_true(g[c * LD + f] == -7.0f);
   }
+  /* the CPU rows are the per-element sums of core/attn.h (the CUDA kernels' formula), in
+   * the same order: the same bits */
+  for (int64_t r = 0; r < R; r++)
+    for (int64_t f = 0; f < F; f++) {
+      const float want = cg_attn_spmm_elem(&e, x.vals, 1, F, w, LD, r, f);
+      assert_memory_equal(&y[r * LD + f], &want, sizeof(float));
+    }
+  for (int64_t c = 0; c < C; c++)
+    for (int64_t f = 0; f < F; f++) {
+      const float want = cg_attn_spmm_bwd_x_elem(&e, x.vals, 1, F, dy, LD, c, f);
+      assert_memory_equal(&g[c * LD + f], &want, sizeof(float));
+    }
   for (int64_t c = C - 3; c < C; c++) /* columns without entries: zero gradient */
     for (int64_t f = 0; f < F; f++) assert_true(g[c * LD + f] == 0.0f);
   worst("csr_mm = X W (double reference)", yc, ry, R * F, 1e-6, 1e-5);
