@@ -464,10 +464,16 @@ int cmd_plan(int argc, char **argv) {
   if (no_pcache) st = part_assign(&g, &o, owner);
   else st = part_assign_cached(&g, &o, pcache, owner, &reused);
   if (st != CG_OK) goto done;
+  /* with the halo cache, training's --layer0-halo auto keeps layer 0 local (capgnn train:
+   * the cache serves the hidden layers' exchanges only) */
+  const int l0x_plain = shape.layer0_exchange, l0x_cache = layer0 == RT_L0_AUTO ? 0 : l0x_plain;
   for (int k = 0; k < 2; k++) {
     po.cache = k;
+    shape.layer0_exchange = k ? l0x_cache : l0x_plain;
     TRY_GOTO(rapa_plan_compute(&g, owner, &shape, rates, &po, &plans[k]), done);
   }
+  shape.layer0_exchange = cache ? l0x_cache : l0x_plain; /* the plan the table shows */
+  if (cache && l0x_cache != l0x_plain) l0_why = "auto: local with the halo cache, which serves the hidden layers only";
   if (table) {
     printf("plan: %s, %d rank%s on %d node%s (%d machine%s), %d thread%s per rank\n", g.name, parts,
            parts == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", po.hosts, po.hosts == 1 ? "" : "s", po.threads,

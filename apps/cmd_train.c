@@ -55,6 +55,7 @@ struct train_par {
   double adapt_eps;
   const char *load;       /* auto | whole | per-rank (runtime/dist.h, enum rt_load) */
   int cache_prefetch;     /* --cache-prefetch on|off (default on) */
+  int l0_local_for_cache; /* --layer0-halo auto resolved to local because of the cache */
 };
 #define MB_AUTO (-1) /* jaca.h's JACA_MB_AUTO, for builds without it */
 
@@ -663,6 +664,14 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
 #endif
   if (size == 1 && o.halo_cache.policy != JACA_POLICY_NONE)
     LOG_INFO("train", "--cache-policy %s: one rank has no halo rows to cache", par->cache_policy);
+  /* The halo cache serves the hidden layers' exchanges; layer 0's transformed rows
+   * (--layer0-halo exchange) would bypass it every step, so with a cache `auto` keeps
+   * layer 0 local (its halo feature rows fetched once at set-up): set in train_main. */
+  if (size > 1 && par->l0_local_for_cache) {
+    if (rank == 0)
+      LOG_INFO("train", "--layer0-halo auto: local with the halo cache (it serves the hidden layers' exchanges, "
+               "not layer 0's; --layer0-halo exchange overrides)");
+  }
   if (rank != 0) cg_progress_set_mode(CG_PROGRESS_OFF); /* every rank opens the graph: one progress line */
 #ifdef CAPGNN_HAVE_RAPA
   if (par->profile) {
@@ -818,7 +827,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   int c, rc = 0, print = 0;
   struct seed_list seeds = {{0}, 0};
   struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, "none", 1.0f,
-                          MB_AUTO, MB_AUTO, 1024, 0, 0, 0, 0, 0.0, "auto", 1};
+                          MB_AUTO, MB_AUTO, 1024, 0, 0, 0, 0, 0.0, "auto", 1, 0};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -1109,5 +1118,9 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     return CAPGNN_EXIT_OK;
   }
   if (cfg.quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
+  if (strcmp(par.cache_policy, "none") != 0 && cfg.layer0_halo == RT_L0_AUTO) {
+    cfg.layer0_halo = RT_L0_LOCAL;
+    par.l0_local_for_cache = 1;
+  }
   return run_training(&cfg, &par, &seeds);
 }

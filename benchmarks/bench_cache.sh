@@ -133,7 +133,7 @@ run_one() { # graph P name policy capacity S G seed [epochs]
   local m="$outdir/runs/$tag.jsonl"
   local cmd=("$mpiexec" -n "$p" --oversubscribe --allow-run-as-root "$capgnn" $(graph_args "$g")
              --device cpu --threads 1 --quiet --seed "$seed" --partition metis --part-seed 1
-             --part-cache "$outdir/part-cache" --metrics "$m" --force)
+             --part-cache "$outdir/part-cache" --metrics "$m" --force --layer0-halo local)
   [ -n "$ep" ] && cmd+=(--epochs "$ep")
   [ "$pol" != none ] && cmd+=(--cache-policy "$pol" --cache-capacity "$cap" --staleness "$s" --grad-staleness "$gs")
   echo "CAPGNN_EMULATE_NODES=2 ${cmd[*]}" >> "$cmds_file"

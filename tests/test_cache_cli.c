@@ -201,7 +201,9 @@ int main(int argc, char **argv) {
   const char *names[6] = {"plain", "jaca", "lru10", "stale2", "adapt0", "adapt"};
   /* no MiB budget (--cache-host-mb 0 --cache-device-mb 0): the tiers must not depend on
    * the memory other jobs leave free while the test runs */
-  const char *extra[6] = {"", "--cache-policy jaca --cache-host-mb 0 --cache-device-mb 0",
+  /* the plain run keeps layer 0 local explicitly; the cached runs' --layer0-halo auto
+   * must choose the same (capgnn train: local with the halo cache), else no bit matches */
+  const char *extra[6] = {"--layer0-halo local", "--cache-policy jaca --cache-host-mb 0 --cache-device-mb 0",
                           "--cache-policy lru --cache-capacity 0.1 --cache-host-mb 0 --cache-device-mb 0",
                           "--cache-policy lru --cache-capacity 0.5 --staleness 2 --cache-warmup 1 --cache-host-mb 0 "
                           "--cache-device-mb 0",

@@ -66,13 +66,24 @@ assert cache["halo_bytes"] < plain["halo_bytes"]
 assert all(r["halo_bytes_intra"] == 0 for r in cache["ranks"])
 assert plan["model"]["layer0_halo"] == "local"
 PY
-# --layer0-halo exchange (the default auto's choice on cora: 1433 -> 16 with input
-# dropout): layer 0's 16-wide rows both ways on top of the hidden layers', through MPI
-# even with the cache (it caches hidden layers only); no halo features in memory
+# --layer0-halo exchange (the default auto's choice on cora without the cache: 1433 -> 16
+# with input dropout): layer 0's 16-wide rows both ways on top of the hidden layers',
+# through MPI even with the cache (it caches hidden layers only); no halo features in memory
 "$capgnn" plan --graph cora --parts 4 --nodes 2 --hosts 1 --profile "$profile" --cache jaca --json x.json \
-  --quiet >x.out 2>x.err || { cat x.err; fail "plan (layer 0 exchanged) exited $?"; }
-grep -q "layer 0: exchange (auto: sparse features transform first)" x.out ||
-  { cat x.out; fail "the table does not say layer 0 is exchanged"; }
+  --layer0-halo exchange --quiet >x.out 2>x.err || { cat x.err; fail "plan (layer 0 exchanged) exited $?"; }
+grep -q "layer 0: exchange" x.out || { cat x.out; fail "the table does not say layer 0 is exchanged"; }
+# auto, as training chooses it: exchanged without the cache, local with it
+"$capgnn" plan --graph cora --parts 4 --nodes 2 --hosts 1 --profile "$profile" --cache jaca --json a.json \
+  --quiet >a.out 2>a.err || { cat a.err; fail "plan (layer 0 auto) exited $?"; }
+grep -q "layer 0: local (auto: local with the halo cache" a.out ||
+  { cat a.out; fail "the table does not say auto keeps layer 0 local with the cache"; }
+python3 - p.json x.json a.json <<'PY' || fail "auto's plans are not the exchanged plain one and the local cached one"
+import json, sys
+loc, exc, auto = (json.load(open(f)) for f in sys.argv[1:4])
+assert auto["model"]["layer0_halo"] == "local"
+assert auto["plain"]["halo_bytes"] == exc["plain"]["halo_bytes"], (auto["plain"]["halo_bytes"], exc["plain"]["halo_bytes"])
+assert auto["cache"]["halo_bytes"] == loc["cache"]["halo_bytes"], (auto["cache"]["halo_bytes"], loc["cache"]["halo_bytes"])
+PY
 python3 - "$schema" p.json x.json <<'PY' || fail "x.json does not validate or layer 0's bytes do not add up"
 import json, sys, jsonschema
 schema, loc, exc = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
