@@ -245,7 +245,7 @@ void cmd_train_usage(FILE *out) {
           "                                the halo rows of the input features once and transforms\n"
           "                                them itself; exchange, the owners transform their rows\n"
           "                                (X·W0) and send the fout-wide results every step (no\n"
-          "                                halo feature row is fetched or kept; GAT stays local);\n"
+          "                                halo feature row is fetched or kept; GAT: local only);\n"
           "                                default auto: exchange when layer 0 transforms first\n"
           "                                (fout < fin, or sparse features) unless the input has\n"
           "                                no dropout (Â·X is then computed once at set-up) or a\n"

@@ -215,24 +215,31 @@ int64_t jaca_prefetch_finish(struct jaca_prefetch *pf, double timeout_s, struct 
   const int active = pf->active;
   pthread_mutex_unlock(&pf->mu);
   int64_t bad = -1;
-  for (int64_t k = 0; active && k < jb.n; k++) {
-    int expect = ROW_FREE;
-    if (atomic_compare_exchange_strong_explicit(&pf->state[k], &expect, ROW_BUSY, memory_order_acq_rel,
-                                                memory_order_acquire)) {
-      const void *row = jb.seg + (size_t)jb.row[k] * jb.stride;
-      const int64_t torn = jaca_row_read_wait(row, jb.dst + k * jb.cols, jb.cols, jb.want[k], timeout_s, &jb.meta[k]);
-      atomic_store_explicit(&pf->state[k], ROW_DONE, memory_order_release);
-      if (torn < 0) {
-        bad = k;
+  for (int64_t k = 0; active && k < jb.n && bad < 0; k++) {
+    for (;;) {
+      int expect = ROW_FREE;
+      if (atomic_compare_exchange_strong_explicit(&pf->state[k], &expect, ROW_BUSY, memory_order_acq_rel,
+                                                  memory_order_acquire)) {
+        const void *row = jb.seg + (size_t)jb.row[k] * jb.stride;
+        const int64_t torn =
+            jaca_row_read_wait(row, jb.dst + k * jb.cols, jb.cols, jb.want[k], timeout_s, &jb.meta[k]);
+        atomic_store_explicit(&pf->state[k], ROW_DONE, memory_order_release);
+        if (torn < 0) bad = k;
+        else {
+          r->torn += torn;
+          r->in_end++;
+        }
         break;
       }
-      r->torn += torn;
-      r->in_end++;
-      continue;
+      if (expect == ROW_DONE) {
+        r->prefetched++;
+        break;
+      }
+      /* the thread is copying it (a few microseconds); if it gives the row back (a torn
+       * copy), the next try claims it here and reads it with the timeout: a writer that
+       * died mid-publish is reported, not waited for forever */
+      sched_yield();
     }
-    /* the thread has it, or is copying it (a few microseconds) */
-    while (atomic_load_explicit(&pf->state[k], memory_order_acquire) != ROW_DONE) sched_yield();
-    r->prefetched++;
   }
   pthread_mutex_lock(&pf->mu);
   take_back(pf);

@@ -210,6 +210,9 @@ int rt_config_check(const struct rt_config *c) {
     return cg_err_set(CG_ERR_ARG, "--sparse-features: expected auto, on or off");
   if (c->layer0_halo != RT_L0_AUTO && c->layer0_halo != RT_L0_LOCAL && c->layer0_halo != RT_L0_EXCHANGE)
     return cg_err_set(CG_ERR_ARG, "--layer0-halo: expected auto, local or exchange");
+  if (c->layer0_halo == RT_L0_EXCHANGE && c->model == RT_MODEL_GAT)
+    return cg_err_set(CG_ERR_ARG, "--layer0-halo exchange is not built for GAT (its attention reads the halo rows of "
+                      "X·W on every rank): use auto or local");
   if (c->overlap != 0 && c->overlap != 1)
     return cg_err_set(CG_ERR_ARG, "--overlap: expected on or off");
   if (!c->device || (strcmp(c->device, "auto") && strcmp(c->device, "cpu") && strcmp(c->device, "cuda")))

@@ -295,7 +295,9 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
       else cJSON_AddNumberToObject(c, "host_mb", cache->host_mb);
       cJSON_AddNumberToObject(c, "staleness", cache->staleness);
       cJSON_AddNumberToObject(c, "grad_staleness", cache->grad_staleness);
-      cJSON_AddBoolToObject(c, "prefetch", cache->prefetch != 0);
+      /* in force: adaptive staleness runs no prefetch thread (which rows are new depends
+       * on the data) */
+      cJSON_AddBoolToObject(c, "prefetch", cache->prefetch != 0 && !cache->adaptive);
       cJSON_AddBoolToObject(c, "adaptive", cache->adaptive != 0);
       if (cache->adaptive) cJSON_AddNumberToObject(c, "adapt_eps", cache->adapt_eps);
       /* adaptive at EPS 0 sends every row every step: exact */
