@@ -40,32 +40,18 @@
 #include "jaca/exchange_internal.h"
 #include "jaca/jaca.h"
 #include "mpi/comm.h"
+#include "mpi_test.h"
 #include "partition/partition.h"
 
 #define COLS 6
 #define NLAYERS 3
 #define B 4194304.0f /* 2^22 */
 
-static struct comm *g_comm;
-
-#define CHECK(cond, ...)                                                                      \
-  do {                                                                                        \
-    if (!(cond)) {                                                                            \
-      fprintf(stderr, "[rank %d] FAIL %s:%d: %s: ", comm_rank(g_comm), __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                                           \
-      fprintf(stderr, "\n");                                                                  \
-      comm_abort(g_comm, 1);                                                                  \
-    }                                                                                         \
-  } while (0)
-#define OK(expr)                                                                                   \
-  do {                                                                                             \
-    int ok_st_ = (expr);                                                                           \
-    if (ok_st_ < 0) {                                                                              \
-      fprintf(stderr, "[rank %d] FAIL %s:%d: %s: %s\n", comm_rank(g_comm), __FILE__, __LINE__, #expr, \
-              cg_err_msg());                                                                       \
-      comm_abort(g_comm, 1);                                                                       \
-    }                                                                                              \
-  } while (0)
+/* the job's world (mpi/tests/mpi_test.h: MT_CHECK and MT_OK abort the whole job) */
+struct comm *mt_comm;
+#define g_comm mt_comm
+#define CHECK MT_CHECK
+#define OK MT_OK
 
 struct setup {
   struct graph g;
