@@ -68,19 +68,26 @@ static void cpu_edge_softmax_bwd(struct cg_backend *be, const struct cg_edges *e
   for (int64_t i = 0; i < n; i++) cg_attn_softmax_bwd_rh(e, alpha, dalpha, heads, ds, i / heads, i % heads);
 }
 
+/* The dropouts of p <= 0 (keeps everything, draws nothing, as the dense dropout) and
+ * p >= 1 (keeps nothing) over n values: 1 when done, 0 when p needs the draws. */
+static int dropout_trivial(const float *in, float *out, int64_t n, float p) {
+  if (p <= 0.0f) {
+    if (out != in)
+      for (int64_t i = 0; i < n; i++) out[i] = in[i];
+    return 1;
+  }
+  if (p >= 1.0f) {
+    for (int64_t i = 0; i < n; i++) out[i] = 0.0f;
+    return 1;
+  }
+  return 0;
+}
+
 static void cpu_edge_dropout(struct cg_backend *be, const struct cg_edges *e, const float *in,
                              float *out, int64_t heads, const int32_t *gid, float p,
                              struct cg_dropout_key key) {
   const int64_t n = e->nnz * heads;
-  if (p <= 0.0f) {
-    if (out != in)
-      for (int64_t i = 0; i < n; i++) out[i] = in[i];
-    return;
-  }
-  if (p >= 1.0f) {
-    for (int64_t i = 0; i < n; i++) out[i] = 0.0f;
-    return;
-  }
+  if (dropout_trivial(in, out, n, p)) return;
   const float scale = 1.0f / (1.0f - p);
 #pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (n >= ATTN_PAR_MIN)
   for (int64_t r = 0; r < e->nrows; r++) {
@@ -178,15 +185,7 @@ static void cpu_csr_mm_t(struct cg_backend *be, const struct cg_edges *x, const 
 static void cpu_csr_dropout(struct cg_backend *be, const struct cg_edges *x, const float *in, float *out,
                             const int32_t *gid, float p, struct cg_dropout_key key) {
   const int64_t n = x->nnz;
-  if (p <= 0.0f) { /* keeps everything, draws nothing (as the dense dropout) */
-    if (out != in)
-      for (int64_t i = 0; i < n; i++) out[i] = in[i];
-    return;
-  }
-  if (p >= 1.0f) {
-    for (int64_t i = 0; i < n; i++) out[i] = 0.0f;
-    return;
-  }
+  if (dropout_trivial(in, out, n, p)) return;
   const float scale = 1.0f / (1.0f - p);
 #pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (n >= ATTN_PAR_MIN)
   for (int64_t r = 0; r < x->nrows; r++)
