@@ -25,18 +25,35 @@
 # the policy rows (their bytes and hit rates do not depend on the seed or epoch).
 #
 # usage: benchmarks/bench_cache.sh [-c CAPGNN] [-o OUTDIR] [-g "cora reddit"] [-p "2 4"]
-#                                  [-s "1 2 3 4"] [-S "1 2 3"] [-A "SETTING ..."] [-q]
-#   -g  graphs: cora (configs/cora.ini: GCN 2 x 16, 200 epochs, $CAPGNN_DATA/cora.cgr)
-#       and reddit (synth:reddit:scale=0.05, 11,648 vertices, 5.7M edges, GCN 3 x 64,
-#       60 epochs, evaluated every 5; generated once into OUTDIR)
-#   -s  seeds of cora, -S seeds of reddit; -q one seed, fewer settings (a smoke run)
+#                                  [-s "1 2 3 4"] [-S "1 2 3"] [-A "SETTING ..."] [-G]
+#                                  [-E EPOCHS] [-q]
+#   -g  graphs: cora (configs/cora.ini: GCN 2 x 16, 200 epochs, $CAPGNN_DATA/cora.cgr),
+#       citeseer (configs/citeseer.ini: the same GCN setup, $CAPGNN_DATA/citeseer.cgr;
+#       both stop early by Kipf & Welling's window rule), reddit (synth:reddit:scale=0.05,
+#       11,648 vertices, 5.7M edges, GCN 3 x 64, 60 epochs, evaluated every 5) and
+#       reddit0.1 (synth:reddit:scale=0.1, 23,297 vertices, 11.4M edges, the same GCN,
+#       -E epochs, evaluated every 5); the synthetic graphs are generated once into OUTDIR
+#   -s  seeds of cora and citeseer, -S seeds of reddit and reddit0.1; -q one seed, fewer
+#       settings (a smoke run)
+#   -E  epochs of reddit0.1 (default 100: where the exact run's validation accuracy stops
+#       rising, README "Halo cache: bytes against accuracy")
 #   -A  only these approximate settings, by name: POLICY-cCAPACITY-sS-gG, or with adaptive
 #       staleness POLICY-cCAPACITY-aEPS-sS-gG (--staleness adaptive:EPS:S), e.g.
 #       "jaca-c1-s9-g9 jaca-c1-a0.01-s10-g9"; a name not in approx_settings below is
 #       run from what it says
+#   -G  the grid of issue 13 instead of the settings below: policy jaca, lru, fifo x
+#       staleness S 0, 1, 2, 5, 10 (gradient staleness G = S) and adaptive (adaptive:1:10
+#       with G 9: the one EPS that skips rows under dropout, README "Adaptive staleness")
+#       x capacity 1, 0.5, 0.1; seeds 1-3 unless -s says otherwise, P = 4 unless -p
+#       does. Every setting runs every seed and every epoch, except where the result is
+#       known from another run and checked against it: S = G = 0 runs the first seed only
+#       (it must equal the exact run bit for bit), and lru and fifo at capacity 1 (every
+#       halo row fits, nothing is evicted) run the first seed only and must equal jaca's
+#       run of the same setting bit for bit (loss, accuracy, bytes, hits).
 #   Runs whose metrics file already holds a summary are not run again (delete OUTDIR to
 #   start over). Outputs: OUTDIR/runs/*.jsonl and logs, OUTDIR/bench_cache.json (every
-#   run and the table's numbers) and OUTDIR/bench_cache.md (the table).
+#   run and the table's numbers) and OUTDIR/bench_cache.md (the table and, per graph and
+#   P, the settings no other setting beats on both bytes saved and accuracy delta).
 set -euo pipefail
 
 capgnn=build/bin/capgnn
@@ -47,23 +64,33 @@ cora_seeds="1 2 3 4"
 reddit_seeds="1 2 3"
 quick=0
 only=""
-while getopts "c:o:g:p:s:S:A:qh" opt; do
+grid=0
+reddit01_epochs=100
+ranks_given=0
+cora_seeds_given=0
+while getopts "c:o:g:p:s:S:A:E:Gqh" opt; do
   case $opt in
     c) capgnn=$OPTARG ;;
     o) outdir=$OPTARG ;;
     g) graphs=$OPTARG ;;
-    p) ranks=$OPTARG ;;
-    s) cora_seeds=$OPTARG ;;
+    p) ranks=$OPTARG; ranks_given=1 ;;
+    s) cora_seeds=$OPTARG; cora_seeds_given=1 ;;
     S) reddit_seeds=$OPTARG ;;
     A) only=$OPTARG ;;
+    E) reddit01_epochs=$OPTARG ;;
+    G) grid=1 ;;
     q) quick=1 ;;
-    *) sed -n '2,40p' "$0"; exit 2 ;;
+    *) sed -n '2,56p' "$0"; exit 2 ;;
   esac
 done
 [ -x "$capgnn" ] || { echo "bench_cache.sh: $capgnn is not an executable (build first, or pass -c)" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 mpiexec=${MPIEXEC:-mpiexec}
 mkdir -p "$outdir/runs" "$outdir/part-cache"
+if [ "$grid" = 1 ]; then
+  [ "$ranks_given" = 1 ] || ranks=4
+  [ "$cora_seeds_given" = 1 ] || cora_seeds="1 2 3"
+fi
 if [ "$quick" = 1 ]; then cora_seeds=1; reddit_seeds=1; fi
 
 # setting = name policy capacity S G [epochs override]; S may be adaptive:EPS:S
@@ -109,6 +136,17 @@ if [ -n "$only" ]; then # every name asked for, those not listed from their name
     [ "$found" = 1 ] || approx_settings+=("$(setting_from_name "$name")")
   done
 fi
+if [ "$grid" = 1 ]; then # issue 13's grid: the S = G = 0 settings go with the exact ones
+  approx_settings=()
+  exact_cache_settings=()
+  for pol in jaca lru fifo; do
+    for cap in 1 0.5 0.1; do
+      exact_cache_settings+=("$pol-c$cap-s0-g0 $pol $cap 0 0")
+      for s in 1 2 5 10; do approx_settings+=("$pol-c$cap-s$s-g$s $pol $cap $s $s"); done
+      approx_settings+=("$pol-c$cap-a1-s10-g9 $pol $cap adaptive:1:10 9")
+    done
+  done
+fi
 if [ "$quick" = 1 ]; then
   approx_settings=("jaca-c1-s9-g9 jaca 1 9 9")
   exact_cache_settings=("jaca-c1-s0-g0 jaca 1 0 0")
@@ -117,11 +155,18 @@ fi
 graph_args() { # graph -> the run's options
   case $1 in
     cora) echo "--config $here/configs/cora.ini --graph cora" ;;
+    citeseer)
+      if [ -f "$here/configs/citeseer.ini" ]; then echo "--config $here/configs/citeseer.ini --graph citeseer"
+      else echo "--config $here/configs/cora.ini --graph citeseer"; fi ;;
     reddit)
       local f="$outdir/reddit-0.05.cgr"
       [ -f "$f" ] || "$capgnn" gen synth:reddit:scale=0.05 --output "$f" --quiet >&2
       echo "--graph $f --model gcn --layers 3 --hidden 64 --dropout 0.5 --lr 0.01 --epochs 60 --eval-every 5" ;;
-    *) echo "bench_cache.sh: unknown graph '$1' (expected cora or reddit)" >&2; exit 2 ;;
+    reddit0.1)
+      local f="$outdir/reddit-0.1.cgr"
+      [ -f "$f" ] || "$capgnn" gen synth:reddit:scale=0.1 --output "$f" --quiet >&2
+      echo "--graph $f --model gcn --layers 3 --hidden 64 --dropout 0.5 --lr 0.01 --epochs $reddit01_epochs --eval-every 5" ;;
+    *) echo "bench_cache.sh: unknown graph '$1' (expected cora, citeseer, reddit or reddit0.1)" >&2; exit 2 ;;
   esac
 }
 
@@ -144,7 +189,7 @@ run_one() { # graph P name policy capacity S G seed [epochs]
 }
 
 for g in $graphs; do
-  seeds=$cora_seeds; [ "$g" = reddit ] && seeds=$reddit_seeds
+  seeds=$cora_seeds; [[ $g == reddit* ]] && seeds=$reddit_seeds
   first=${seeds%% *}
   for p in $ranks; do
     for seed in $seeds; do run_one "$g" "$p" exact none 1 0 0 "$seed"; done
@@ -155,7 +200,9 @@ for g in $graphs; do
     for st in "${approx_settings[@]}"; do
       read -r name pol cap s gs <<< "$st"
       if [ -n "$only" ] && [[ " $only " != *" $name "* ]]; then continue; fi
-      for seed in $seeds; do run_one "$g" "$p" "$name" "$pol" "$cap" "$s" "$gs" "$seed"; done
+      run_seeds=$seeds  # grid: lru and fifo at capacity 1 equal jaca's runs (the report checks)
+      [ "$grid" = 1 ] && [ "$cap" = 1 ] && [ "$pol" != jaca ] && run_seeds=$first
+      for seed in $run_seeds; do run_one "$g" "$p" "$name" "$pol" "$cap" "$s" "$gs" "$seed"; done
     done
   done
 done

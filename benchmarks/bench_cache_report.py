@@ -15,7 +15,7 @@ import sys
 
 outdir, machine, command, graphs, ranks = sys.argv[1:6]
 graphs, ranks = graphs.split(), [int(p) for p in ranks.split()]
-NAME = re.compile(r"^(?P<g>[a-z]+)_p(?P<p>\d+)_(?P<s>.+)_seed(?P<seed>\d+)\.jsonl$")
+NAME = re.compile(r"^(?P<g>[a-z][a-z0-9.]*)_p(?P<p>\d+)_(?P<s>.+)_seed(?P<seed>\d+)\.jsonl$")
 SETTING = re.compile(r"^(?P<pol>jaca|lru|fifo)-c(?P<cap>[0-9.]+)(-a(?P<eps>[0-9.eE+-]+))?-s(?P<S>\d+)-g(?P<G>\d+)$")
 
 
@@ -53,6 +53,13 @@ def setting_key(s):
     return (1, {"jaca": 0, "lru": 1, "fifo": 2}[m["pol"]], -float(m["cap"]), eps, int(m["S"]), int(m["G"]))
 
 
+def is_full(summ, exact):
+    """A run as long as the exact runs: the same epochs, or ended by early stopping
+    (which ends runs of one setting at different epochs), not a short policy run."""
+    return summ.get("outcome") == "early_stopped" or \
+        summ["epochs"] == max(e[1]["epochs"] for e in exact.values())
+
+
 rows = []
 for g in graphs:
     for p in ranks:
@@ -67,7 +74,7 @@ for g in graphs:
             for seed, (eps, summ) in sorted(per_seed.items()):
                 bytes_ep.append(statistics.mean(e["halo_bytes"] for e in eps[1:]))
                 epoch_s.append(summ["median_epoch_s"])
-                full = summ["epochs"] == list(exact.values())[0][1]["epochs"]
+                full = is_full(summ, exact)
                 if full:
                     acc.append(summ["test_acc_at_best_val"])
                 if seed in exact and full:
@@ -89,8 +96,20 @@ for g in graphs:
                 check(b <= ex_bytes, f"{label}: {b:.0f} halo bytes per epoch, more than the exact run's {ex_bytes:.0f}")
             check(age_max <= S and grad_age_max <= G,
                   f"{label}: a row {age_max} epochs old (S {S}) or a gradient {grad_age_max} old (G {G})")
+            if m and m["pol"] != "jaca" and float(m["cap"]) == 1.0:
+                twin = runs.get((g, p, "jaca" + s[len(m["pol"]):]), {})
+                for seed, (eps_, summ) in per_seed.items():
+                    if seed in twin:
+                        t = twin[seed][1]
+                        tb = statistics.mean(e["halo_bytes"] for e in twin[seed][0][1:])
+                        check(summ["epochs"] == t["epochs"] and summ["final_loss"] == t["final_loss"] and
+                              summ["test_acc_at_best_val"] == t["test_acc_at_best_val"] and
+                              bytes_ep[sorted(per_seed).index(seed)] == tb and
+                              (summ["cache"]["node_hits"] + summ["cache"]["rank_hits"]) ==
+                              (t["cache"]["node_hits"] + t["cache"]["rank_hits"]),
+                              f"{label} seed {seed}: every row fits at capacity 1, yet the run differs from jaca's")
             if m and (S == 0 or eps == 0.0) and G == 0:
-                for seed, (eps, summ) in per_seed.items():
+                for seed, (eps_, summ) in per_seed.items():
                     if seed in exact and summ["epochs"] == exact[seed][1]["epochs"]:
                         e = exact[seed][1]
                         check(summ["test_acc_at_best_val"] == e["test_acc_at_best_val"] and
@@ -119,8 +138,12 @@ def fmt(v, f):
     return "–" if v is None else format(v, f)
 
 
-lines = ["| graph | P | policy | capacity | S | G | seeds | halo bytes/epoch | saved | epoch ms | test acc | delta (points) [min, max] | hit rate | MIN hit rate |",
-         "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+def ratio(a, b):
+    return None if a is None or not b else a / b
+
+
+lines = ["| graph | P | policy | capacity | S | G | seeds | halo bytes/epoch | saved | epoch ms | test acc | delta (points) [min, max] | hit rate | MIN hit rate | hit / MIN |",
+         "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 for r in rows:
     d = "–" if r["delta_points_mean"] is None else \
         f"{r['delta_points_mean']:+.2f} [{r['delta_points_min']:+.1f}, {r['delta_points_max']:+.1f}]"
@@ -128,7 +151,29 @@ for r in rows:
                  f"{r['grad_staleness']} | {len(r['seeds'])} | {r['halo_bytes_per_epoch']:,.0f} | {100 * r['saved']:.1f} % | "
                  f"{r['epoch_ms_median']:.1f} | {fmt(None if r['test_acc_mean'] is None else 100 * r['test_acc_mean'], '.2f')} | "
                  f"{d} | {fmt(None if r['hit_rate'] is None else 100 * r['hit_rate'], '.1f')} | "
-                 f"{fmt(None if r['oracle_hit_rate'] is None else 100 * r['oracle_hit_rate'], '.1f')} |")
+                 f"{fmt(None if r['oracle_hit_rate'] is None else 100 * r['oracle_hit_rate'], '.1f')} | "
+                 f"{fmt(ratio(r['hit_rate'], r['oracle_hit_rate']), '.3f')} |")
+# Pareto: per graph and P, the settings with a paired accuracy delta that no other such
+# setting beats on both bytes saved and mean delta; the target is issue 13's.
+pareto = ["", "Pareto front per graph and P (bytes saved against the mean paired accuracy delta; "
+          "target: saved >= 90 % and delta >= -0.3 points):", "",
+          "| graph | P | setting | seeds | saved | delta (points) [min, max] | meets target |",
+          "|---|---:|---|---:|---:|---:|---|"]
+for g in graphs:
+    for p in ranks:
+        cand = [r for r in rows if r["graph"] == g and r["P"] == p and r["delta_points_mean"] is not None]
+        front = [r for r in cand if not any(
+            o["saved"] >= r["saved"] and o["delta_points_mean"] >= r["delta_points_mean"] and
+            (o["saved"] > r["saved"] or o["delta_points_mean"] > r["delta_points_mean"]) for o in cand)]
+        for r in sorted(front, key=lambda r: -r["saved"]):
+            r["pareto"] = True
+            ok = r["saved"] >= 0.9 and r["delta_points_mean"] >= -0.3
+            pareto.append(f"| {g} | {p} | {r['setting']} | {r['paired_seeds']} | {100 * r['saved']:.1f} % | "
+                          f"{r['delta_points_mean']:+.2f} [{r['delta_points_min']:+.1f}, {r['delta_points_max']:+.1f}] | "
+                          f"{'yes' if ok else 'no'} |")
+        for r in cand:
+            r["meets_target"] = r["saved"] >= 0.9 and r["delta_points_mean"] >= -0.3
+lines += pareto
 table = "\n".join(lines)
 per_run = []
 for (g, p, st), seeds in sorted(runs.items()):
