@@ -40,7 +40,8 @@
 #   -A  only these approximate settings, by name: POLICY-cCAPACITY-sS-gG, or with adaptive
 #       staleness POLICY-cCAPACITY-aEPS-sS-gG (--staleness adaptive:EPS:S), e.g.
 #       "jaca-c1-s9-g9 jaca-c1-a0.01-s10-g9"; a name not in approx_settings below is
-#       run from what it says
+#       run from what it says; a suffix -wE adds --cache-warmup E (the cache off, exact
+#       exchange, for the first E epochs), e.g. jaca-c1-s10-g10-w20
 #   -G  the grid of issue 13 instead of the settings below: policy jaca, lru, fifo x
 #       staleness S 0, 1, 2, 5, 10 (gradient staleness G = S) and adaptive (adaptive:1:10
 #       with G 9: the one EPS that skips rows under dropout, README "Adaptive staleness")
@@ -122,10 +123,11 @@ exact_cache_settings=(  # one seed; the first runs every epoch (the equality che
   "lru-c0.2-s0-g0 lru 0.2 0 0 5"
   "fifo-c0.2-s0-g0 fifo 0.2 0 0 5"
 )
-# A setting from its name (-A): POLICY-cCAP-[aEPS-]sS-gG -> "name policy cap S G".
+# A setting from its name (-A): POLICY-cCAP-[aEPS-]sS-gG[-wE] -> "name policy cap S G"
+# (the warm-up is read from the name when the run is made).
 setting_from_name() {
-  local re='^(jaca|lru|fifo)-c([0-9.]+)-(a([0-9.eE+-]+)-)?s([0-9]+)-g([0-9]+)$'
-  [[ $1 =~ $re ]] || { echo "bench_cache.sh: setting '$1': expected POLICY-cCAP-[aEPS-]sS-gG" >&2; exit 2; }
+  local re='^(jaca|lru|fifo)-c([0-9.]+)-(a([0-9.eE+-]+)-)?s([0-9]+)-g([0-9]+)(-w[0-9]+)?$'
+  [[ $1 =~ $re ]] || { echo "bench_cache.sh: setting '$1': expected POLICY-cCAP-[aEPS-]sS-gG[-wE]" >&2; exit 2; }
   local s=${BASH_REMATCH[5]}
   [ -n "${BASH_REMATCH[3]}" ] && s="adaptive:${BASH_REMATCH[4]}:$s"
   echo "$1 ${BASH_REMATCH[1]} ${BASH_REMATCH[2]} $s ${BASH_REMATCH[6]}"
@@ -182,6 +184,7 @@ run_one() { # graph P name policy capacity S G seed [epochs]
              --part-cache "$outdir/part-cache" --metrics "$m" --force --layer0-halo local)
   [ -n "$ep" ] && cmd+=(--epochs "$ep")
   [ "$pol" != none ] && cmd+=(--cache-policy "$pol" --cache-capacity "$cap" --staleness "$s" --grad-staleness "$gs")
+  [[ $name =~ -w([0-9]+)$ ]] && cmd+=(--cache-warmup "${BASH_REMATCH[1]}")
   echo "CAPGNN_EMULATE_NODES=2 ${cmd[*]}" >> "$cmds_file"
   if [ -f "$m" ] && grep -q '"summary":true' "$m"; then return 0; fi
   echo "$tag" >&2

@@ -16,7 +16,7 @@ import sys
 outdir, machine, command, graphs, ranks = sys.argv[1:6]
 graphs, ranks = graphs.split(), [int(p) for p in ranks.split()]
 NAME = re.compile(r"^(?P<g>[a-z][a-z0-9.]*)_p(?P<p>\d+)_(?P<s>.+)_seed(?P<seed>\d+)\.jsonl$")
-SETTING = re.compile(r"^(?P<pol>jaca|lru|fifo)-c(?P<cap>[0-9.]+)(-a(?P<eps>[0-9.eE+-]+))?-s(?P<S>\d+)-g(?P<G>\d+)$")
+SETTING = re.compile(r"^(?P<pol>jaca|lru|fifo)-c(?P<cap>[0-9.]+)(-a(?P<eps>[0-9.eE+-]+))?-s(?P<S>\d+)-g(?P<G>\d+)(-w(?P<W>\d+))?$")
 
 
 def load(path):
@@ -47,10 +47,11 @@ def check(cond, msg):
 
 def setting_key(s):
     if s == "exact":
-        return (0, "", 0, 0, 0)
+        return (0, 0, 0, 0, 0, 0, 0)
     m = SETTING.match(s)
     eps = -1.0 if m["eps"] is None else float(m["eps"])  # adaptive after the phase schedules
-    return (1, {"jaca": 0, "lru": 1, "fifo": 2}[m["pol"]], -float(m["cap"]), eps, int(m["S"]), int(m["G"]))
+    return (1, {"jaca": 0, "lru": 1, "fifo": 2}[m["pol"]], -float(m["cap"]), eps, int(m["S"]), int(m["G"]),
+            int(m["W"] or 0))
 
 
 def is_full(summ, exact):
@@ -119,7 +120,9 @@ for g in graphs:
             rows.append({
                 "graph": g, "P": p, "setting": s,
                 "policy": m["pol"] if m else "none", "capacity": float(m["cap"]) if m else None,
-                "staleness": S if eps is None else f"adaptive:{eps:g}:{S}", "grad_staleness": G, "seeds": sorted(per_seed),
+                "staleness": (S if eps is None else f"adaptive:{eps:g}:{S}") if not (m and m["W"]) else
+                (f"{S}, warm-up {m['W']}" if eps is None else f"adaptive:{eps:g}:{S}, warm-up {m['W']}"),
+                "grad_staleness": G, "seeds": sorted(per_seed),
                 "halo_bytes_per_epoch": statistics.mean(bytes_ep),
                 "exact_halo_bytes_per_epoch": ex_bytes,
                 "saved": 1.0 - statistics.mean(bytes_ep) / ex_bytes if ex_bytes > 0 else 0.0,
