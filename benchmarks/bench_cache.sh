@@ -26,7 +26,7 @@
 #
 # usage: benchmarks/bench_cache.sh [-c CAPGNN] [-o OUTDIR] [-g "cora reddit"] [-p "2 4"]
 #                                  [-s "1 2 3 4"] [-S "1 2 3"] [-A "SETTING ..."] [-G]
-#                                  [-E EPOCHS] [-q]
+#                                  [-E EPOCHS] [-X] [-q]
 #   -g  graphs: cora (configs/cora.ini: GCN 2 x 16, 200 epochs, $CAPGNN_DATA/cora.cgr),
 #       citeseer (configs/citeseer.ini: the same GCN setup, $CAPGNN_DATA/citeseer.cgr;
 #       both stop early by Kipf & Welling's window rule), reddit (synth:reddit:scale=0.05,
@@ -42,6 +42,8 @@
 #       "jaca-c1-s9-g9 jaca-c1-a0.01-s10-g9"; a name not in approx_settings below is
 #       run from what it says; a suffix -wE adds --cache-warmup E (the cache off, exact
 #       exchange, for the first E epochs), e.g. jaca-c1-s10-g10-w20
+#   -X  no exact-cache rows (S = G = 0 at each policy and capacity) besides those named
+#       in -A: for graphs whose every run is long (reddit0.1)
 #   -G  the grid of issue 13 instead of the settings below: policy jaca, lru, fifo x
 #       staleness S 0, 1, 2, 5, 10 (gradient staleness G = S) and adaptive (adaptive:1:10
 #       with G 9: the one EPS that skips rows under dropout, README "Adaptive staleness")
@@ -69,8 +71,9 @@ only=""
 grid=0
 reddit01_epochs=100
 ranks_given=0
+no_exact_cache=0
 cora_seeds_given=0
-while getopts "c:o:g:p:s:S:A:E:Gqh" opt; do
+while getopts "c:o:g:p:s:S:A:E:GXqh" opt; do
   case $opt in
     c) capgnn=$OPTARG ;;
     o) outdir=$OPTARG ;;
@@ -81,8 +84,9 @@ while getopts "c:o:g:p:s:S:A:E:Gqh" opt; do
     A) only=$OPTARG ;;
     E) reddit01_epochs=$OPTARG ;;
     G) grid=1 ;;
+    X) no_exact_cache=1 ;;
     q) quick=1 ;;
-    *) sed -n '2,56p' "$0"; exit 2 ;;
+    *) sed -n '2,59p' "$0"; exit 2 ;;
   esac
 done
 [ -x "$capgnn" ] || { echo "bench_cache.sh: $capgnn is not an executable (build first, or pass -c)" >&2; exit 2; }
@@ -150,6 +154,7 @@ if [ "$grid" = 1 ]; then # issue 13's grid: the S = G = 0 settings go with the e
     done
   done
 fi
+[ "$no_exact_cache" = 1 ] && exact_cache_settings=()
 if [ "$quick" = 1 ]; then
   approx_settings=("jaca-c1-s9-g9 jaca 1 9 9")
   exact_cache_settings=("jaca-c1-s0-g0 jaca 1 0 0")
