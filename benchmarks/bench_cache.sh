@@ -48,8 +48,11 @@
 #       staleness S 0, 1, 2, 5, 10 (gradient staleness G = S) and adaptive (adaptive:1:10
 #       with G 9: the one EPS that skips rows under dropout, README "Adaptive staleness")
 #       x capacity 1, 0.5, 0.1; seeds 1-3 unless -s says otherwise, P = 4 unless -p
-#       does; seed by seed (every setting at seed 1, then at seed 2, ...), so that a
-#       partial run has covered the grid at fewer seeds. Every setting runs every seed and every epoch, except where the result is
+#       does; by priority (jaca at capacity 1 at every seed, then below capacity 1 at
+#       the first seed S = G = 0 and 10, then the other S, then lru and fifo at capacity
+#       1, then the other seeds below capacity 1), so that a partial run has the most
+#       telling runs.
+#       Every setting runs every seed and every epoch, except where the result is
 #       known from another run and checked against it: S = G = 0 runs the first seed only
 #       (it must equal the exact run bit for bit), and lru and fifo at capacity 1 (every
 #       halo row fits, nothing is evicted) run the first seed only and must equal jaca's
@@ -203,16 +206,32 @@ for g in $graphs; do
   for p in $ranks; do
     for seed in $seeds; do run_one "$g" "$p" exact none 1 0 0 "$seed"; done
     for st in "${exact_cache_settings[@]}"; do
+      [ "$grid" = 1 ] && break
       read -r name pol cap s gs ep <<< "$st"
       run_one "$g" "$p" "$name" "$pol" "$cap" "$s" "$gs" "$first" "$ep"
     done
-    if [ "$grid" = 1 ]; then # seed by seed: a partial grid covers every setting at one seed first
-      for seed in $seeds; do
-        for st in "${approx_settings[@]}"; do
-          read -r name pol cap s gs <<< "$st"
-          # lru and fifo at capacity 1 equal jaca's runs (the report checks): first seed only
-          [ "$cap" = 1 ] && [ "$pol" != jaca ] && [ "$seed" != "$first" ] && continue
-          run_one "$g" "$p" "$name" "$pol" "$cap" "$s" "$gs" "$seed"
+    if [ "$grid" = 1 ]; then # by priority: a partial grid has the most telling runs
+      # 1. jaca at capacity 1, every S at the first seed, then at the other seeds;
+      # 2. capacity 0.5 and 0.1, every policy at S = G = 0 and 10, first seed; 3. the
+      # other S there; 4. lru and fifo at capacity 1, first seed (checked equal to
+      # jaca's); 5. capacity < 1, other seeds. S = G = 0 runs the first seed only.
+      for pass in 1 2 3 4 5; do
+        for seed in $seeds; do
+          for st in "${exact_cache_settings[@]}" "${approx_settings[@]}"; do
+            read -r name pol cap s gs <<< "$st"
+            zero=0; [ "$s" = 0 ] && [ "$gs" = 0 ] && zero=1
+            [ "$zero" = 1 ] && [ "$seed" != "$first" ] && continue
+            case $pass in
+              1) [ "$pol" = jaca ] && [ "$cap" = 1 ] || continue ;;
+              2) [ "$cap" != 1 ] && [ "$seed" = "$first" ] && [ "$s" = "$gs" ] &&
+                   { [ "$s" = 0 ] || [ "$s" = 10 ]; } || continue ;;
+              3) [ "$cap" != 1 ] && [ "$seed" = "$first" ] && ! { [ "$s" = "$gs" ] &&
+                   { [ "$s" = 0 ] || [ "$s" = 10 ]; }; } || continue ;;
+              4) [ "$pol" != jaca ] && [ "$cap" = 1 ] && [ "$seed" = "$first" ] || continue ;;
+              5) [ "$cap" != 1 ] && [ "$seed" != "$first" ] || continue ;;
+            esac
+            run_one "$g" "$p" "$name" "$pol" "$cap" "$s" "$gs" "$seed"
+          done
         done
       done
       continue
