@@ -16,7 +16,11 @@
 #                     test_acc_at_best_val), mean over seeds, and its delta against the
 #                     exact run of the same seed (mean of the paired differences, in
 #                     points, with the smallest and largest difference)
-#   hit rate          the cache's cache_hit_rate (hits / lookups over the run)
+#   hit rate          the cache's cache_hit_rate (hits / lookups over the run), Belady's
+#                     MIN on the same reads and slots (cache_oracle_hit_rate) and the
+#                     policy's hit rate on MIN's window over MIN's (policy_hit_rate /
+#                     oracle_hit_rate; adaptive mode's drift skips are hits of the run,
+#                     not of that window, so its run hit rate can exceed MIN)
 # Settings with S = G = 0 are exact by construction; the script checks it: their test
 # accuracy (and best epoch) must equal the exact run's of the same seed, and every
 # setting's halo bytes must not exceed the exact run's, and no row may be older than S

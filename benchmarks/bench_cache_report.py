@@ -70,7 +70,7 @@ for g in graphs:
         ex_bytes = statistics.mean(e["halo_bytes"] for e in list(exact.values())[0][0][1:])
         for s in sorted({k[2] for k in runs if k[0] == g and k[1] == p}, key=setting_key):
             per_seed = runs[(g, p, s)]
-            bytes_ep, acc, delta, epoch_s, hit, oracle = [], [], [], [], [], []
+            bytes_ep, acc, delta, epoch_s, hit, oracle, window = [], [], [], [], [], [], []
             age_max = grad_age_max = 0
             for seed, (eps, summ) in sorted(per_seed.items()):
                 bytes_ep.append(statistics.mean(e["halo_bytes"] for e in eps[1:]))
@@ -86,6 +86,7 @@ for g in graphs:
                     hit.append(c["lookups"])
                     if c.get("oracle_hit_rate") is not None:
                         oracle.append(c["oracle_hit_rate"])
+                        window.append(c["policy_hit_rate"])
                     age_max = max(age_max, c["age_max"])
                     grad_age_max = max(grad_age_max, c["grad_age_max"])
             m = SETTING.match(s)
@@ -134,6 +135,9 @@ for g in graphs:
                 "paired_seeds": len(delta),
                 "hit_rate": hits,
                 "oracle_hit_rate": statistics.mean(oracle) if oracle else None,
+                # the policy's hit rate on the oracle's window (the same reads and slots;
+                # adaptive mode's drift skips are hits of the run, not of the window)
+                "window_hit_rate": statistics.mean(window) if window else None,
             })
 
 
@@ -145,7 +149,7 @@ def ratio(a, b):
     return None if a is None or not b else a / b
 
 
-lines = ["| graph | P | policy | capacity | S | G | seeds | halo bytes/epoch | saved | epoch ms | test acc | delta (points) [min, max] | hit rate | MIN hit rate | hit / MIN |",
+lines = ["| graph | P | policy | capacity | S | G | seeds | halo bytes/epoch | saved | epoch ms | test acc | delta (points) [min, max] | hit rate | MIN hit rate | policy / MIN (window) |",
          "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 for r in rows:
     d = "–" if r["delta_points_mean"] is None else \
@@ -155,7 +159,7 @@ for r in rows:
                  f"{r['epoch_ms_median']:.1f} | {fmt(None if r['test_acc_mean'] is None else 100 * r['test_acc_mean'], '.2f')} | "
                  f"{d} | {fmt(None if r['hit_rate'] is None else 100 * r['hit_rate'], '.1f')} | "
                  f"{fmt(None if r['oracle_hit_rate'] is None else 100 * r['oracle_hit_rate'], '.1f')} | "
-                 f"{fmt(ratio(r['hit_rate'], r['oracle_hit_rate']), '.3f')} |")
+                 f"{fmt(ratio(r['window_hit_rate'], r['oracle_hit_rate']), '.3f')} |")
 # Pareto: per graph and P, the settings with a paired accuracy delta that no other such
 # setting beats on both bytes saved and mean delta; the target is issue 13's.
 pareto = ["", "Pareto front per graph and P (bytes saved against the mean paired accuracy delta; "
