@@ -488,6 +488,9 @@ int cmd_plan(int argc, char **argv) {
     printf("  layer 0: %s (%s)\n", shape.layer0_exchange ? "exchange" : "local", l0_why);
     printf("  rates: %s: GEMM %.1f GFLOP/s, SpMM %.3f G nonzero-columns/s, memory %.1f GB/s\n", rates_what,
            rates[0].gemm_flops / 1e9, rates[0].spmm_rate / 1e9, rates[0].mem_bps / 1e9);
+    if (rates[0].csr_rate > 0)
+      printf("  sparse features: csr_mm %.3f, csr_mm_t %.3f G nonzero-columns/s, dropout %.3f G entries/s\n",
+             rates[0].csr_rate / 1e9, rates[0].csr_t_rate / 1e9, rates[0].csr_drop_eps / 1e9);
     if (parts > 1)
       printf("  links: %s: %.2f GB/s, %.2f us within a node; %.2f GB/s, %.2f us between nodes; all-reduce %s\n",
              links_what, po.bw_intra / 1e9, po.lat_intra * 1e6, po.bw_inter / 1e9, po.lat_inter * 1e6,
@@ -532,6 +535,11 @@ int cmd_plan(int argc, char **argv) {
     cJSON_AddNumberToObject(r, "spmm_gnnz_s", rates[0].spmm_rate / 1e9);
     cJSON_AddNumberToObject(r, "mem_gbs", rates[0].mem_bps / 1e9);
     cJSON_AddNumberToObject(r, "op_us", rates[0].op_s * 1e6);
+    if (rates[0].csr_rate > 0) { /* sparse features, measured on their own CSR */
+      cJSON_AddNumberToObject(r, "csr_gnnz_s", rates[0].csr_rate / 1e9);
+      cJSON_AddNumberToObject(r, "csr_t_gnnz_s", rates[0].csr_t_rate / 1e9);
+      cJSON_AddNumberToObject(r, "csr_dropout_geps", rates[0].csr_drop_eps / 1e9);
+    }
     cJSON *l = cJSON_AddObjectToObject(root, "links");
     cJSON_AddStringToObject(l, "source", parts > 1 ? links_what : "none (one rank)");
     cJSON_AddNumberToObject(l, "intra_gbs", po.bw_intra / 1e9);
