@@ -190,7 +190,7 @@ void rapa_prune_result_free(struct rapa_prune_result *r); /* accepts a zeroed st
 
 /* Every rank measures its rates on `be` at the shapes of `s` on graph g (GEMMs of n/P
  * rows at each layer's widths, the graph's aggregation operator at the widths the model
- * runs its SpMMs, an elementwise op, a one-element op for op_s; the fastest of a few
+ * runs its SpMMs, an elementwise op, a one-element op for op_s; the median of a few
  * repetitions after a warm-up), and every pair of ranks its link (MPI ping-pong, 8 bytes
  * and 256 KiB). All ranks receive every rank's rates (rates[P]) and the links. */
 int rapa_rates_measure(struct comm *c, struct cg_backend *be, const struct graph *g, const struct rapa_shape *s,
