@@ -66,7 +66,11 @@ bind=(--map-by core:OVERSUBSCRIBE --bind-to core:overload-allowed)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$outdir/cache"
 . "$(dirname "$0")/wait_idle.sh"
+# under chrt -r: a 4 ms round-robin quantum, as bench_dist.sh (wait_idle.sh says why; a
+# rank sharing a core otherwise waits up to 100 ms for a preempted peer)
+rr_timeslice 4
 echo "loadavg before: $(cat /proc/loadavg)" | tee "$outdir/loadavg.txt"
+echo "scheduling: $(chrt -p $$ | sed -n 's/.*scheduling policy: *//p'), round-robin quantum $(cat /proc/sys/kernel/sched_rr_timeslice_ms 2>/dev/null || echo ?) ms" | tee -a "$outdir/loadavg.txt"
 
 profile="$outdir/profile.json"
 echo "profile: CAPGNN_EMULATE_NODES=2 $mpiexec -n 4 ${bind[*]} $capgnn profile --device cpu --threads 1 --quick" >&2
