@@ -12,9 +12,9 @@
  *   they do not share the cores while measuring. Each rate is the median repetition's
  *   (3 to 15 repetitions of ~10 ms), not the fastest: training is compared by its median
  *   epoch, which contains what the machine's other work takes from memory bandwidth and
- *   caches as much as the median repetition does; the fastest repetition made `capgnn
- *   plan` 8-15 % optimistic on the Reddit twin, and moved more between invocations
- *   (2026-11-27). An emulated slow rank's wait is proportional to each repetition's own
+ *   caches as much as the median repetition does (three `capgnn plan`s of the Reddit twin
+ *   on one rank: 334-375 ms from the fastest, 358-384 ms from the median, 374-447 ms
+ *   measured; 2026-11-27). An emulated slow rank's wait is proportional to each repetition's own
  *   time, so the median keeps the ranks' ratio as the fastest did. */
 #include <math.h>
 #include <stdlib.h>
