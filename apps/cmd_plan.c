@@ -40,8 +40,11 @@ static void usage(FILE *out) {
           "  --hosts H                     machines the nodes run on (default N; 1 for emulated\n"
           "                                nodes on one machine: CAPGNN_EMULATE_NODES)\n"
           "  --cores C                     cores per machine: ranks x threads beyond them share\n"
-          "                                cores (compute slowed by the ratio); default: the\n"
-          "                                profile's host for a CPU profile, else not modelled (0)\n"
+          "                                cores (one-thread ranks bound round-robin, as mpirun\n"
+          "                                --map-by core --bind-to core: a rank's compute is its\n"
+          "                                core's summed compute; threads > 1: slowed by the\n"
+          "                                ratio); default: the profile's host for a CPU profile,\n"
+          "                                else not modelled (0)\n"
           "  --threads T                   threads per rank (default: the profile's, else 1)\n"
           "  --profile FILE                rates from `capgnn profile --json FILE` (MM, SpMM, IDT,\n"
           "                                H2D/D2H of a GPU, memory; rank r takes entry r mod the\n"
@@ -481,7 +484,9 @@ int cmd_plan(int argc, char **argv) {
     double over = 1.0;
     for (int p = 0; p < parts; p++)
       if (plans[0].rank[p].oversub > over) over = plans[0].rank[p].oversub;
-    if (cores > 0) printf("  cores per machine: %d (compute x %.2f where ranks share them)\n", cores, over);
+    if (cores > 0)
+      printf("  cores per machine: %d (compute x %.2f at most where ranks share them%s)\n", cores, over,
+             po.threads == 1 ? ": bound round-robin, a core's ranks take turns" : "");
     else printf("  cores per machine: not modelled (--cores)\n");
     printf("  model: %s %d x %lld, dropout %g (input %g); %s partition%s\n", model, layers, (long long)hidden,
            (double)shape.dropout, (double)shape.input_dropout, part_method_name(method), reused ? " (reused)" : "");
