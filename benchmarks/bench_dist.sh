@@ -26,7 +26,8 @@
 # `chrt -r`, the script sets the round-robin quantum to -t MS (default 4 ms, one tick at
 # HZ = 250; 0 leaves it alone) for its runs: at P = 4 on 2 cores, ranks share cores, and
 # with the kernel's default quantum of 100 ms a rank that waits for a preempted peer waits
-# up to 100 ms per exchange (wait_idle.sh, rr_timeslice).
+# up to 100 ms per exchange (wait_idle.sh, rr_timeslice). Ranks of one thread are bound to
+# the cores round-robin (mpiexec --map-by core --bind-to core).
 # The script fails (exit 1) when counted != modelled on any epoch, when epoch 1's loss
 # (before any update) on P ranks differs from P = 1's by more than 1e-5 relative, or
 # when the overlapped and the non-overlapped runs of one P differ in any epoch's loss
@@ -66,7 +67,7 @@ while getopts "c:g:p:e:H:L:O:r:q:t:o:h" opt; do
     q) maxwait=$OPTARG ;;
     t) rr_ms=$OPTARG ;;
     o) outdir=$OPTARG ;;
-    *) sed -n '2,42p' "$0"; exit 2 ;;
+    *) sed -n '2,43p' "$0"; exit 2 ;;
   esac
 done
 [ -x "$capgnn" ] || { echo "bench_dist.sh: $capgnn is not an executable (build first, or pass -c)" >&2; exit 2; }
@@ -86,6 +87,11 @@ common=(--graph "$graph" --model gcn --layers "$layers" --hidden "$hidden" --dro
 runs=() # "P mode file command" per run, in the order they ran
 for p in $ranks; do
   t=$(( cores / p )); [ "$t" -ge 1 ] || t=1
+  # one-thread ranks: bound round-robin to the cores (ranks 0 and 2 on core 0, 1 and 3 on
+  # core 1 at P = 4 on 2 cores); under `chrt -r` an unbound rank stays on the core it
+  # started on, so 3 ranks could share one core while the 4th has the other
+  place=(--oversubscribe)
+  [ "$t" -gt 1 ] || place=(--map-by core:OVERSUBSCRIBE --bind-to core:overload-allowed)
   part_json="$outdir/part_p$p.json"
   # The partition the run will use (same key -> same cached owner array) and its stats.
   "$capgnn" partition --graph "$graph" --parts "$p" --method metis --seed 1 \
@@ -94,7 +100,7 @@ for p in $ranks; do
   for rep in $(seq 1 "$repeats"); do
     for mode in $pmodes; do
       met="$outdir/metrics_p${p}_overlap_${mode}_r$rep.jsonl"
-      cmd=("$mpiexec" -n "$p" --oversubscribe --allow-run-as-root "$capgnn" "${common[@]}"
+      cmd=("$mpiexec" -n "$p" "${place[@]}" --allow-run-as-root "$capgnn" "${common[@]}"
            --threads "$t" --overlap "$mode" --metrics "$met")
       runs+=("$p	$mode	$met	${cmd[*]}")
       echo "P=$p overlap $mode (run $rep): ${cmd[*]}" >&2
