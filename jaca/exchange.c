@@ -930,7 +930,8 @@ static int jx_alloc(struct jaca_exchange *j) {
     const size_t read_bytes = (size_t)((p->n_read > 0 ? p->n_read : 1) * cols) * fl;
     if (j->opt.prefetch && !j->opt.adaptive && be->host_alloc && be->host_free && be->upchan_create &&
         be->upchan_destroy && be->upchan_begin && be->upchan_upload && be->upchan_join) {
-      TRY(be->host_alloc(be, (void **)&j->h_read, read_bytes, "jaca: host rows read (pinned)"));
+      TRY(be->host_alloc(be, (void **)&j->h_read, read_bytes,
+                         "jaca: host rows read (pinned; --cache-prefetch off stages through pageable memory)"));
       j->h_read_pinned = 1;
       TRY(be->upchan_create(be, &j->upch));
     } else {
