@@ -22,7 +22,12 @@
 # all epochs of all runs of a configuration. With -q S, each run first waits (at most S
 # seconds) until the machine looks idle: no other runnable process in 3 samples of
 # /proc/loadavg a second apart (on a VM shared with other users' jobs, a run that
-# shares the cores measures them, not the exchange); the wait is logged.
+# shares the cores measures them, not the exchange); the wait is logged. Run under
+# `chrt -r`, the script sets the round-robin quantum to -t MS (default 4 ms, one tick at
+# HZ = 250; 0 leaves it alone) for its runs: at P = 4 on 2 cores, ranks share cores, and
+# with the kernel's default quantum of 100 ms a rank that waits for a preempted peer waits
+# up to 100 ms per exchange (wait_idle.sh, rr_timeslice). Ranks of one thread are bound to
+# the cores round-robin (mpiexec --map-by core --bind-to core).
 # The script fails (exit 1) when counted != modelled on any epoch, when epoch 1's loss
 # (before any update) on P ranks differs from P = 1's by more than 1e-5 relative, or
 # when the overlapped and the non-overlapped runs of one P differ in any epoch's loss
@@ -30,7 +35,7 @@
 #
 # usage: benchmarks/bench_dist.sh [-c CAPGNN] [-g GRAPH] [-p "1 2 4"] [-e EPOCHS]
 #                                 [-H HIDDEN] [-L LAYERS] [-O "off on"] [-r REPEATS]
-#                                 [-q MAXWAIT] [-o OUTDIR]
+#                                 [-q MAXWAIT] [-t RR_MS] [-o OUTDIR]
 #   defaults: build/bin/capgnn, synth:reddit:scale=0.1, P = 1 2 4, 6 epochs, 3-layer
 #   GCN hidden 256, both schedules, 1 run each, no waiting, outputs in results/bench_dist/
 #   (metrics, partition JSON, and bench_dist.json with the table's numbers). CPU
@@ -47,8 +52,9 @@ layers=3
 modes="off on"
 repeats=1
 maxwait=0
+rr_ms=4
 outdir=results/bench_dist
-while getopts "c:g:p:e:H:L:O:r:q:o:h" opt; do
+while getopts "c:g:p:e:H:L:O:r:q:t:o:h" opt; do
   case $opt in
     c) capgnn=$OPTARG ;;
     g) graph=$OPTARG ;;
@@ -59,8 +65,9 @@ while getopts "c:g:p:e:H:L:O:r:q:o:h" opt; do
     O) modes=$OPTARG ;;
     r) repeats=$OPTARG ;;
     q) maxwait=$OPTARG ;;
+    t) rr_ms=$OPTARG ;;
     o) outdir=$OPTARG ;;
-    *) sed -n '2,39p' "$0"; exit 2 ;;
+    *) sed -n '2,43p' "$0"; exit 2 ;;
   esac
 done
 [ -x "$capgnn" ] || { echo "bench_dist.sh: $capgnn is not an executable (build first, or pass -c)" >&2; exit 2; }
@@ -75,10 +82,16 @@ common=(--graph "$graph" --model gcn --layers "$layers" --hidden "$hidden" --dro
         --partition metis --part-seed 1 --part-cache "$outdir/cache")
 
 . "$(dirname "$0")/wait_idle.sh"
+[ "$rr_ms" = 0 ] || rr_timeslice "$rr_ms"
 
 runs=() # "P mode file command" per run, in the order they ran
 for p in $ranks; do
   t=$(( cores / p )); [ "$t" -ge 1 ] || t=1
+  # one-thread ranks: bound round-robin to the cores (ranks 0 and 2 on core 0, 1 and 3 on
+  # core 1 at P = 4 on 2 cores); under `chrt -r` an unbound rank stays on the core it
+  # started on, so 3 ranks could share one core while the 4th has the other
+  place=(--oversubscribe)
+  [ "$t" -gt 1 ] || place=(--map-by core:OVERSUBSCRIBE --bind-to core:overload-allowed)
   part_json="$outdir/part_p$p.json"
   # The partition the run will use (same key -> same cached owner array) and its stats.
   "$capgnn" partition --graph "$graph" --parts "$p" --method metis --seed 1 \
@@ -87,7 +100,7 @@ for p in $ranks; do
   for rep in $(seq 1 "$repeats"); do
     for mode in $pmodes; do
       met="$outdir/metrics_p${p}_overlap_${mode}_r$rep.jsonl"
-      cmd=("$mpiexec" -n "$p" --oversubscribe --allow-run-as-root "$capgnn" "${common[@]}"
+      cmd=("$mpiexec" -n "$p" "${place[@]}" --allow-run-as-root "$capgnn" "${common[@]}"
            --threads "$t" --overlap "$mode" --metrics "$met")
       runs+=("$p	$mode	$met	${cmd[*]}")
       echo "P=$p overlap $mode (run $rep): ${cmd[*]}" >&2
@@ -99,7 +112,8 @@ for p in $ranks; do
 done
 
 machine="$(hostname); $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1); $cores cores; \
-$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); $($mpiexec --version 2>&1 | head -1)"
+$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); $($mpiexec --version 2>&1 | head -1); \
+$(chrt -p $$ | sed -n 's/.*scheduling policy: *//p'), round-robin quantum $(cat /proc/sys/kernel/sched_rr_timeslice_ms 2>/dev/null || echo ?) ms"
 
 printf '%s\n' "${runs[@]}" > "$outdir/runs.tsv"
 python3 - "$outdir" "$machine" "$cores" <<'PY'
