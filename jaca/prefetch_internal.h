@@ -41,9 +41,10 @@
  *    take-back waits for the pass, so when finish returns every row is either sent or
  *    left to jaca_prefetch_upload_rest, which enqueues the rows not sent (finish's,
  *    and any whose enqueue failed in the thread) in runs, then joins the channel
- *    (upchan_join). So each row is enqueued once (twice only after a failed enqueue,
- *    with the same bytes), never before its copy into dst has finished (the enqueuer
- *    copied it itself, or saw its claim "done" with acquire after the copy).
+ *    (upchan_join). So each row is enqueued once (an enqueue that failed carried
+ *    nothing: its rows go again from upload_rest), never before its copy into dst has
+ *    finished (the enqueuer copied it itself, or sees it "done" after finish's
+ *    take-back, which follows the copy).
  *  - The compute stream cannot read d_dst early: nothing on it reads d_dst between
  *    submit and upload_rest, and upload_rest's join makes every op enqueued after it
  *    wait (on the device) for every upload of the job.
