@@ -40,8 +40,11 @@ static void usage(FILE *out) {
           "  --hosts H                     machines the nodes run on (default N; 1 for emulated\n"
           "                                nodes on one machine: CAPGNN_EMULATE_NODES)\n"
           "  --cores C                     cores per machine: ranks x threads beyond them share\n"
-          "                                cores (compute slowed by the ratio); default: the\n"
-          "                                profile's host for a CPU profile, else not modelled (0)\n"
+          "                                cores (one-thread ranks bound round-robin, as mpirun\n"
+          "                                --map-by core --bind-to core: a rank's compute is its\n"
+          "                                core's summed compute; threads > 1: slowed by the\n"
+          "                                ratio); default: the profile's host for a CPU profile,\n"
+          "                                else not modelled (0)\n"
           "  --threads T                   threads per rank (default: the profile's, else 1)\n"
           "  --profile FILE                rates from `capgnn profile --json FILE` (MM, SpMM, IDT,\n"
           "                                H2D/D2H of a GPU, memory; rank r takes entry r mod the\n"
@@ -481,13 +484,18 @@ int cmd_plan(int argc, char **argv) {
     double over = 1.0;
     for (int p = 0; p < parts; p++)
       if (plans[0].rank[p].oversub > over) over = plans[0].rank[p].oversub;
-    if (cores > 0) printf("  cores per machine: %d (compute x %.2f where ranks share them)\n", cores, over);
+    if (cores > 0)
+      printf("  cores per machine: %d (compute x %.2f at most where ranks share them%s)\n", cores, over,
+             po.threads == 1 ? ": bound round-robin, a core's ranks take turns" : "");
     else printf("  cores per machine: not modelled (--cores)\n");
     printf("  model: %s %d x %lld, dropout %g (input %g); %s partition%s\n", model, layers, (long long)hidden,
            (double)shape.dropout, (double)shape.input_dropout, part_method_name(method), reused ? " (reused)" : "");
     printf("  layer 0: %s (%s)\n", shape.layer0_exchange ? "exchange" : "local", l0_why);
     printf("  rates: %s: GEMM %.1f GFLOP/s, SpMM %.3f G nonzero-columns/s, memory %.1f GB/s\n", rates_what,
            rates[0].gemm_flops / 1e9, rates[0].spmm_rate / 1e9, rates[0].mem_bps / 1e9);
+    if (rates[0].csr_rate > 0)
+      printf("  sparse features: csr_mm %.3f, csr_mm_t %.3f G nonzero-columns/s, dropout %.3f G entries/s\n",
+             rates[0].csr_rate / 1e9, rates[0].csr_t_rate / 1e9, rates[0].csr_drop_eps / 1e9);
     if (parts > 1)
       printf("  links: %s: %.2f GB/s, %.2f us within a node; %.2f GB/s, %.2f us between nodes; all-reduce %s\n",
              links_what, po.bw_intra / 1e9, po.lat_intra * 1e6, po.bw_inter / 1e9, po.lat_inter * 1e6,
@@ -532,6 +540,11 @@ int cmd_plan(int argc, char **argv) {
     cJSON_AddNumberToObject(r, "spmm_gnnz_s", rates[0].spmm_rate / 1e9);
     cJSON_AddNumberToObject(r, "mem_gbs", rates[0].mem_bps / 1e9);
     cJSON_AddNumberToObject(r, "op_us", rates[0].op_s * 1e6);
+    if (rates[0].csr_rate > 0) { /* sparse features, measured on their own CSR */
+      cJSON_AddNumberToObject(r, "csr_gnnz_s", rates[0].csr_rate / 1e9);
+      cJSON_AddNumberToObject(r, "csr_t_gnnz_s", rates[0].csr_t_rate / 1e9);
+      cJSON_AddNumberToObject(r, "csr_dropout_geps", rates[0].csr_drop_eps / 1e9);
+    }
     cJSON *l = cJSON_AddObjectToObject(root, "links");
     cJSON_AddStringToObject(l, "source", parts > 1 ? links_what : "none (one rank)");
     cJSON_AddNumberToObject(l, "intra_gbs", po.bw_intra / 1e9);

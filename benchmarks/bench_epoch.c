@@ -14,6 +14,7 @@
  *   bench_epoch [--graph SPEC] [--model gcn|sage] [--layers N] [--hidden H]
  *               [--dropout P] [--input-dropout P] [--feat-norm row|none] [--device cpu|cuda] [--threads T] [--epochs E]
  *               [--warmup W] [--profile-epochs K] [--json FILE] [--save-graph FILE.cgr]
+ *               [--sparse-features on|off|auto]
  * --save-graph writes the graph (before feature normalisation) so that another
  * system (benchmarks/torch_gcn.py) can train on exactly the same file.
  */
@@ -66,7 +67,8 @@ static void usage(FILE *f) {
           "usage: bench_epoch [--graph SPEC] [--model gcn|sage] [--layers N] [--hidden H]\n"
           "                   [--dropout P] [--input-dropout P] [--device cpu|cuda] [--threads T]\n"
           "                   [--epochs E]\n"
-          "                   [--warmup W] [--profile-epochs K] [--json FILE] [--save-graph FILE]\n");
+          "                   [--warmup W] [--profile-epochs K] [--json FILE] [--save-graph FILE]\n"
+          "                   [--sparse-features on|off|auto]   (default off: layer 0 dense)\n");
 }
 
 int main(int argc, char **argv) {
@@ -79,6 +81,7 @@ int main(int argc, char **argv) {
   cfg.weight_decay = 0.0f;
   cfg.device = "cpu";
   cfg.feat_norm_row = 0; /* synthetic features are Gaussian: row sums can be ~0 */
+  cfg.sparse_features = RT_SPARSE_OFF; /* the dense layer 0 unless asked (training's default is auto) */
   int epochs = 10, warmup = 2, prof_epochs = 2;
   const char *json_path = NULL, *save_path = NULL;
   static const struct option opts[] = {
@@ -90,6 +93,7 @@ int main(int argc, char **argv) {
       {"warmup", required_argument, 0, 'w'},  {"profile-epochs", required_argument, 0, 'p'},
       {"json", required_argument, 0, 'j'},    {"help", no_argument, 0, 'h'},
       {"save-graph", required_argument, 0, 's'}, {"feat-norm", required_argument, 0, 'f'},
+      {"sparse-features", required_argument, 0, 'S'},
       {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -112,6 +116,12 @@ int main(int argc, char **argv) {
       case 'j': json_path = optarg; break;
       case 's': save_path = optarg; break;
       case 'f': cfg.feat_norm_row = !strcmp(optarg, "row"); break;
+      case 'S':
+        if (!strcmp(optarg, "on")) cfg.sparse_features = RT_SPARSE_ON;
+        else if (!strcmp(optarg, "off")) cfg.sparse_features = RT_SPARSE_OFF;
+        else if (!strcmp(optarg, "auto")) cfg.sparse_features = RT_SPARSE_AUTO;
+        else { fprintf(stderr, "bench_epoch: error: --sparse-features %s: expected on, off or auto\n", optarg); return 2; }
+        break;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 2;
     }
@@ -136,7 +146,9 @@ int main(int argc, char **argv) {
   TRY_GOTO(graph_open(cfg.graph, &g), fail);
   if (save_path) TRY_GOTO(graph_save_cgr(save_path, &g), fail);
   if (cfg.feat_norm_row) graph_feat_rownorm(&g);
-  TRY_GOTO(rt_local_from_graph(&g, cfg.model, &loc), fail);
+  int sparse = 0;
+  TRY_GOTO(rt_features_choose(&g, &cfg, 0, &sparse), fail);
+  TRY_GOTO(rt_local_from_graph_feat(&g, cfg.model, sparse, &loc), fail);
   const int64_t n = g.n, m = g.m;
   graph_free(&g); /* the local problem holds its own copies */
   double t_load = cg_time_now() - t0;
@@ -215,8 +227,8 @@ int main(int argc, char **argv) {
          rt_model_kind_str(cfg.model), cfg.layers, (long long)cfg.hidden, cfg.dropout,
          rt_config_layer_dropout(&cfg, 0),
          rt_config_layer_dropout(&cfg, 0) == 0.0f ? ": layer 0 aggregated once at setup" : "");
-  printf("  graph            %lld vertices, %lld directed edges (+ self-loops for GCN)\n",
-         (long long)n, (long long)m);
+  printf("  graph            %lld vertices, %lld directed edges (+ self-loops for GCN); features %s\n",
+         (long long)n, (long long)m, sparse ? "sparse (layer 0: csr_mm, csr_mm_t, csr_dropout)" : "dense");
   printf("  device           %s (host CPU: %s, %d threads requested)\n", rt_backend_describe(be), cpu,
          cfg.threads);
   printf("  load + setup     %.2f s + %.2f s\n", t_load, t_setup);

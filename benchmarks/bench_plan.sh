@@ -5,7 +5,7 @@
 # 1. Profiles the machine once: `capgnn profile --device cpu --threads 1` on 4 ranks as 2
 #    emulated nodes (so its link matrix has pairs within and between nodes).
 # 2. For each configuration (graph, P, nodes, cache): trains with the CPU backend, one
-#    thread per rank (`mpiexec --oversubscribe`, CAPGNN_EMULATE_NODES for 2 nodes), METIS
+#    thread per rank (`mpiexec`, ranks bound to cores round-robin, CAPGNN_EMULATE_NODES for 2 nodes), METIS
 #    from a partition cache, and takes the medians over epochs 2..E of the metrics'
 #    epoch_s, compute_max_s (the slowest rank's compute) and comm_s (rank 0's, waiting for
 #    peers included); then runs `capgnn plan` for the same job with that profile's links
@@ -21,10 +21,16 @@
 #    measured epoch (below that its error is an error on a few percent of the epoch), or
 #    a byte count differs. The plan from the profile's own summary rates (MM at rows x 256
 #    x 256, SpMM at width 256, measured once, medians) is printed beside it, not gated.
-# Cores: 4 ranks of 1 thread on a 2-core machine share the cores; the plan models that
-# with the profile's host cores (compute x ranks x threads / cores, 2 at P = 4), see the
-# README ("capgnn plan"). On a machine shared with other jobs every measured time also
-# contains their load: /proc/loadavg is printed before and after.
+# Cores: 4 ranks of 1 thread on a 2-core machine share the cores. Every mpiexec binds
+# the ranks round-robin to the cores (--map-by core:OVERSUBSCRIBE --bind-to
+# core:overload-allowed: ranks 0 and 2 on core 0, 1 and 3 on core 1), and the plan
+# models exactly that with the profile's host cores: a rank's compute is its core's
+# ranks' summed compute (README, "capgnn plan"). Unbound, the ranks stay on whichever
+# core they started on under the real-time class (a rank waiting in MPI spins with
+# sched_yield, which hands its core only to a rank queued on the same core), so 3 of
+# them can end up sharing one core while the 4th spins alone on the other: the epoch
+# then changes from run to run by up to 1.5x. On a machine shared with other jobs every
+# measured time also contains their load: /proc/loadavg is printed before and after.
 #
 # usage: benchmarks/bench_plan.sh [-c CAPGNN] [-C CONFIGS] [-r REPEATS] [-q MAXWAIT]
 #                                 [-t TOLERANCE] [-o OUTDIR]
@@ -56,14 +62,19 @@ while getopts "c:C:r:q:t:o:h" opt; do
 done
 [ -x "$capgnn" ] || { echo "bench_plan.sh: $capgnn is not an executable (build first, or pass -c)" >&2; exit 2; }
 mpiexec=${MPIEXEC:-mpiexec}
+bind=(--map-by core:OVERSUBSCRIBE --bind-to core:overload-allowed)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$outdir/cache"
 . "$(dirname "$0")/wait_idle.sh"
+# under chrt -r: a 4 ms round-robin quantum, as bench_dist.sh (wait_idle.sh says why; a
+# rank sharing a core otherwise waits up to 100 ms for a preempted peer)
+rr_timeslice 4
 echo "loadavg before: $(cat /proc/loadavg)" | tee "$outdir/loadavg.txt"
+echo "scheduling: $(chrt -p $$ | sed -n 's/.*scheduling policy: *//p'), round-robin quantum $(cat /proc/sys/kernel/sched_rr_timeslice_ms 2>/dev/null || echo ?) ms" | tee -a "$outdir/loadavg.txt"
 
 profile="$outdir/profile.json"
-echo "profile: CAPGNN_EMULATE_NODES=2 $mpiexec -n 4 --oversubscribe $capgnn profile --device cpu --threads 1 --quick" >&2
-CAPGNN_EMULATE_NODES=2 "$mpiexec" -n 4 --oversubscribe -x CAPGNN_EMULATE_NODES "$capgnn" profile --device cpu \
+echo "profile: CAPGNN_EMULATE_NODES=2 $mpiexec -n 4 ${bind[*]} $capgnn profile --device cpu --threads 1 --quick" >&2
+CAPGNN_EMULATE_NODES=2 "$mpiexec" -n 4 "${bind[@]}" -x CAPGNN_EMULATE_NODES "$capgnn" profile --device cpu \
   --threads 1 --quick --cache "$outdir/cache" --json "$profile" > "$outdir/profile.txt" 2>&1 ||
   { cat "$outdir/profile.txt" >&2; echo "bench_plan.sh: profile failed" >&2; exit 1; }
 
@@ -81,7 +92,7 @@ for c in $configs; do
         --part-cache "$outdir/cache" --cache "$cache" --quiet)
   for rep in $(seq 1 "$repeats"); do
     met="$outdir/metrics_${tag}_r$rep.jsonl"
-    cmd=(env CAPGNN_EMULATE_NODES="$n" "$mpiexec" -n "$p" --oversubscribe -x CAPGNN_EMULATE_NODES "$capgnn"
+    cmd=(env CAPGNN_EMULATE_NODES="$n" "$mpiexec" -n "$p" "${bind[@]}" -x CAPGNN_EMULATE_NODES "$capgnn"
          --graph "$graph" --model gcn "${model[@]}" --epochs "$epochs" --eval-every 100000 --device cpu
          --threads 1 --quiet --partition metis --part-seed 1 --part-cache "$outdir/cache" "${cflags[@]}"
          --metrics "$met")

@@ -12,7 +12,9 @@
  *      lambda_i = T_comp,i + T_comm,i
  *    T_comp,i sums, over the ops runtime/model.c runs in one training step (forward,
  *    loss, backward, Adam), GEMM FLOPs / gemm_flops + SpMM nonzero-columns / spmm_rate +
- *    elementwise bytes / mem_bps + dropout elements / rng_eps + ops x op_s. T_comm,i sums, over the hidden layers'
+ *    elementwise bytes / mem_bps + dropout elements / rng_eps + ops x op_s, and with sparse
+ *    features layer 0's CSR products and dropout at their own rates (csr_rate, csr_t_rate,
+ *    csr_drop_eps). T_comm,i sums, over the hidden layers'
  *    halo exchanges (forward rows and backward gradients, at the width the model
  *    exchanges), per peer q: latency(i,q) + bytes / bandwidth(i,q) (both directions),
  *    plus the staging copies (bytes / h2d_bps and / d2h_bps when rows go through the
@@ -56,6 +58,12 @@ struct rapa_rates {
   double op_s;        /* fixed cost of one op (a call, a kernel launch), seconds */
   double h2d_bps, d2h_bps; /* host <-> device staging of halo rows, bytes/s; 0: not staged */
   double free_bytes;  /* memory free on the device (0: unknown, never "does not fit") */
+  /* Sparse input features (rapa_shape.feat_density > 0), measured on the features' own CSR:
+   * 0 = not measured, priced as the fallback says. */
+  double csr_rate;     /* csr_mm (X·W), stored entries x width per second; 0: spmm_rate */
+  double csr_t_rate;   /* csr_mm_t (Xᵀ·dT), the same unit; 0: spmm_rate */
+  double csr_drop_eps; /* csr_dropout, stored entries per second; 0: one draw (rng_eps) and 8 bytes
+                          (mem_bps) per entry */
 };
 
 /* The P x P links: bandwidth (bytes/s) and one-way latency (s) from rank i to rank j at
@@ -91,7 +99,8 @@ struct rapa_shape {
   double feat_density; /* > 0: the features are multiplied sparse (rt_features_choose: layer 0
                           transforms first whatever its widths, X·W and Xᵀ·dT as CSR products
                           over the stored entries, this fraction of rows x features, priced
-                          at the SpMM rate; dropout on the stored entries); 0: dense */
+                          at rapa_rates.csr_rate / csr_t_rate; dropout on the stored entries at
+                          csr_drop_eps); 0: dense */
 };
 
 /* ---- loads ------------------------------------------------------------------------- */
@@ -113,7 +122,9 @@ void rapa_loads_free(struct rapa_load *loads, int P);
 
 struct rapa_cost {
   double comp_s, comm_s, lambda_s; /* predicted seconds per training step */
-  double gemm_flops, spmm_nnzcols, mem_bytes, ops; /* the work behind comp_s */
+  double gemm_flops, spmm_nnzcols, mem_bytes, ops; /* the work behind comp_s (spmm: the aggregations) */
+  double csr_nnzcols, csr_t_nnzcols, csr_drop;     /* sparse features: X·W and Xᵀ·dT stored entries x
+                                                      width, dropout's stored entries */
   double halo_bytes, allreduce_bytes;               /* the traffic behind comm_s (sent + received) */
   double memory_bytes;                              /* the model's buffers on the device */
   int fits;                                         /* memory_bytes <= free_bytes (or unknown) */
@@ -179,7 +190,7 @@ void rapa_prune_result_free(struct rapa_prune_result *r); /* accepts a zeroed st
 
 /* Every rank measures its rates on `be` at the shapes of `s` on graph g (GEMMs of n/P
  * rows at each layer's widths, the graph's aggregation operator at the widths the model
- * runs its SpMMs, an elementwise op, a one-element op for op_s; the fastest of a few
+ * runs its SpMMs, an elementwise op, a one-element op for op_s; the median of a few
  * repetitions after a warm-up), and every pair of ranks its link (MPI ping-pong, 8 bytes
  * and 256 KiB). All ranks receive every rank's rates (rates[P]) and the links. */
 int rapa_rates_measure(struct comm *c, struct cg_backend *be, const struct graph *g, const struct rapa_shape *s,

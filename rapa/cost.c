@@ -135,6 +135,7 @@ int64_t rapa_shape_params(const struct rapa_shape *s) {
  * aggregation nonzeros, op by op as runtime/model.c runs them. */
 struct work {
   double gemm, spmm, mem, rng, ops;
+  double csr, csr_t, csr_drop; /* sparse features: X·W, Xᵀ·dT (stored entries x width), dropout (entries) */
   double memory; /* bytes of the model's buffers */
 };
 
@@ -156,9 +157,11 @@ static void step_work(const struct rapa_shape *s, int64_t n_in, int64_t n_halo, 
     if (fout > wmax) wmax = fout;
     if (l > 0 && fin > wmax) wmax = fin;
     /* ---- forward ---- */
-    if (p > 0.0) { w->rng += rows * fin * dens; w->mem += 8.0 * rows * fin * dens; w->ops++; }
+    if (p > 0.0 && sp) { w->csr_drop += rows * fin * dens; w->ops++; }
+    else if (p > 0.0) { w->rng += rows * fin; w->mem += 8.0 * rows * fin; w->ops++; }
     if (sp) { /* X·W over the stored entries, then the aggregation */
-      w->spmm += rows * fin * dens * fout + z * fout;
+      w->csr += rows * fin * dens * fout;
+      w->spmm += z * fout;
       w->ops += 2;
     } else if (tf) {
       w->gemm += 2.0 * rows * fin * fout;
@@ -170,7 +173,7 @@ static void step_work(const struct rapa_shape *s, int64_t n_in, int64_t n_halo, 
       w->ops++;
     }
     if (s->sage) {
-      if (sp) w->spmm += ni * fin * dens * fout;
+      if (sp) w->csr += ni * fin * dens * fout;
       else w->gemm += 2.0 * ni * fin * fout;
       w->ops++;
     }
@@ -181,7 +184,8 @@ static void step_work(const struct rapa_shape *s, int64_t n_in, int64_t n_halo, 
     w->mem += 4.0 * ni * fout; /* bias_grad */
     w->ops++;
     if (sp) { /* dT = Âᵀ dZ, then Xdᵀ·dT over the stored entries */
-      w->spmm += z * fout + rows * fin * dens * fout;
+      w->spmm += z * fout;
+      w->csr_t += rows * fin * dens * fout;
       w->ops += 2;
     } else if (tf) {
       w->spmm += z * fout;
@@ -194,7 +198,7 @@ static void step_work(const struct rapa_shape *s, int64_t n_in, int64_t n_halo, 
       if (l > 0) { w->gemm += 2.0 * ni * fin * fout; w->spmm += z * fin; w->ops += 2; }
     }
     if (s->sage) {
-      if (sp) w->spmm += ni * fin * dens * fout;
+      if (sp) w->csr_t += ni * fin * dens * fout;
       else w->gemm += 2.0 * ni * fin * fout;
       w->ops++;
       if (l > 0) { w->gemm += 2.0 * ni * fin * fout; w->ops++; }
@@ -243,8 +247,17 @@ int rapa_cost_rank(const struct rapa_shape *s, const struct rapa_load *load, con
   out->spmm_nnzcols = w.spmm;
   out->mem_bytes = w.mem;
   out->ops = w.ops;
+  out->csr_nnzcols = w.csr;
+  out->csr_t_nnzcols = w.csr_t;
+  out->csr_drop = w.csr_drop;
+  /* the sparse-feature ops at their own measured rates; unmeasured (a profile, declared
+   * rates): the aggregation's SpMM rate, and a dropout draw plus 8 bytes per entry */
+  const double csr_rate = r->csr_rate > 0 ? r->csr_rate : r->spmm_rate;
+  const double csr_t_rate = r->csr_t_rate > 0 ? r->csr_t_rate : r->spmm_rate;
+  const double drop_s = r->csr_drop_eps > 0 ? w.csr_drop / r->csr_drop_eps
+                                            : w.csr_drop / r->rng_eps + 8.0 * w.csr_drop / r->mem_bps;
   out->comp_s = w.gemm / r->gemm_flops + w.spmm / r->spmm_rate + w.mem / r->mem_bps + w.rng / r->rng_eps +
-                w.ops * r->op_s;
+                w.csr / csr_rate + w.csr_t / csr_t_rate + drop_s + w.ops * r->op_s;
   out->memory_bytes = w.memory;
   out->fits = !(r->free_bytes > 0) || w.memory <= r->free_bytes;
   if (links && P > 1) {

@@ -11,9 +11,11 @@
  *   order), so that the bytes it predicts are the bytes training counts, exactly.
  * - The all-reduce's inter-node bytes use mpi/allreduce.c's segment bounds (n k / s),
  *   again so that the counted figure can be compared exactly, not approximately.
- * - Oversubscription is a factor on compute only: ranks that share cores take turns
- *   computing, while a rank waiting in MPI yields its core (Open MPI does when it
- *   runs more ranks than slots). */
+ * - Shared cores stretch compute only: ranks bound to one core take turns computing,
+ *   while a rank waiting in MPI yields its core (Open MPI does when it runs more ranks
+ *   than slots) - but only to a rank queued on the same core, which is why the model
+ *   needs the placement (bound round-robin) rather than a machine-wide average: unbound
+ *   under SCHED_RR, 3 of 4 ranks were measured sharing one core of two. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +166,9 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
   int64_t *recv_direct = cg_calloc((size_t)P, sizeof *recv_direct, "plan: rows received for the node");
   int64_t *owner_writes = cg_calloc((size_t)P, sizeof *owner_writes, "plan: rows written by owners");
   int *per_host = cg_calloc((size_t)H, sizeof *per_host, "plan: ranks per host");
+  double *core_s = NULL;
+  int64_t *core_of = NULL;
+  int *host_seen = NULL;
   if (!out->loads || !out->fwd_rows || !out->width || !out->rank || !out->node_tier_rows || !recv_direct ||
       !owner_writes || !per_host) {
     st = CG_ERR_NOMEM;
@@ -184,6 +189,24 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
    * cache passes it to the plain exchange (jaca/jaca.h: layer 0 is never cached) */
   if (s->layer0_exchange) out->width[0] = s->layers > 1 ? s->hidden : s->classes;
   for (int r = 0; r < P; r++) per_host[node_of(r, P, N) * H / N]++;
+  /* ranks of one thread sharing cores: rank i runs on core (its index among its host's
+   * ranks) mod cores, as `mpirun --map-by core --bind-to core` places them; core_s sums
+   * the compute of each core's ranks (host h's cores at [h * C ...]) */
+  const int C = o->host_cores >= 1 ? (int)o->host_cores : 0;
+  const int core_share = C > 0 && o->threads == 1;
+  if (core_share) {
+    core_s = cg_calloc((size_t)H * (size_t)C, sizeof *core_s, "plan: compute per core");
+    core_of = cg_calloc((size_t)P, sizeof *core_of, "plan: core per rank");
+    host_seen = cg_calloc((size_t)H, sizeof *host_seen, "plan: ranks placed per host");
+    if (!core_s || !core_of || !host_seen) {
+      st = CG_ERR_NOMEM;
+      goto fail;
+    }
+    for (int r = 0; r < P; r++) {
+      const int h = node_of(r, P, N) * H / N;
+      core_of[r] = (int64_t)h * C + host_seen[h]++ % C;
+    }
+  }
   for (int node = 0; node < N; node++) {
     const double b = 4.0 * wsum * (double)out->node_tier_rows[node];
     if (b > out->node_tier_bytes_max) out->node_tier_bytes_max = b;
@@ -193,13 +216,19 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
   const double bw_min = N > 1 ? fmin(o->bw_intra, o->bw_inter) : o->bw_intra;
   const double lat_max = N > 1 ? fmax(o->lat_intra, o->lat_inter) : o->lat_intra;
   for (int i = 0; i < P; i++) {
+    TRY_GOTO(rapa_cost_rank(s, &out->loads[i], &rates[i], NULL, i, P, &out->rank[i].cost), fail);
+    if (core_share) core_s[core_of[i]] += out->rank[i].cost.comp_s;
+  }
+  for (int i = 0; i < P; i++) {
     struct rapa_plan_rank *R = &out->rank[i];
     const struct rapa_load *L = &out->loads[i];
     R->node = node_of(i, P, N);
-    TRY_GOTO(rapa_cost_rank(s, L, &rates[i], NULL, i, P, &R->cost), fail);
     const int host = R->node * H / N;
     R->oversub = 1.0;
-    if (o->host_cores > 0) R->oversub = fmax(1.0, (double)per_host[host] * o->threads / o->host_cores);
+    if (core_share) /* its core's ranks take turns: its ops stretch over their summed compute */
+      R->oversub = core_s[core_of[i]] > R->cost.comp_s && R->cost.comp_s > 0 ? core_s[core_of[i]] / R->cost.comp_s : 1.0;
+    else if (o->host_cores > 0)
+      R->oversub = fmax(1.0, (double)per_host[host] * o->threads / o->host_cores);
     R->comp_s = R->cost.comp_s * R->oversub;
     if (P == 1) {
       R->lambda_s = R->comp_s;
@@ -260,11 +289,17 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
   cg_free(recv_direct);
   cg_free(owner_writes);
   cg_free(per_host);
+  cg_free(core_s);
+  cg_free(core_of);
+  cg_free(host_seen);
   return CG_OK;
 fail:
   cg_free(recv_direct);
   cg_free(owner_writes);
   cg_free(per_host);
+  cg_free(core_s);
+  cg_free(core_of);
+  cg_free(host_seen);
   rapa_plan_free(out);
   return st;
 }

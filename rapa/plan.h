@@ -4,9 +4,12 @@
  *
  * Per rank i (the partition's part i, on node i * N / P: contiguous blocks of ranks, as
  * mpi/ lays out nodes and emulated nodes):
- *  - compute: rapa_cost_rank's T_comp (its ops, at the rank's rates), times the
- *    oversubscription of its host, max(1, ranks on the host x threads / cores) when
- *    the host's cores are known (several ranks sharing cores take turns);
+ *  - compute: rapa_cost_rank's T_comp (its ops, at the rank's rates); when the host's
+ *    cores C are known and ranks have one thread, the k-th rank of a host runs on core
+ *    k mod C (as `mpirun --map-by core --bind-to core` binds them) and a rank's compute
+ *    is the summed T_comp of its core's ranks (they take turns, so its ops stretch over
+ *    their slices; oversub = that sum / its own); with several threads per rank, T_comp
+ *    x max(1, ranks on the host x threads / cores);
  *  - halo exchange, per hidden layer (the width the model exchanges: the transformed
  *    rows when a layer transforms first, as rapa_cost_rank): per peer q, rows in and
  *    out forward, gradients back, each direction priced latency + bytes / bandwidth of

@@ -20,7 +20,8 @@
 #include "graph/graph.h"
 #include "rapa/balance.h"
 
-static const struct rapa_rates unit_rates = {1e9, 1e8, 1e9, 1e8, 1e-6, 0, 0, 0};
+static const struct rapa_rates unit_rates = {
+    .gemm_flops = 1e9, .spmm_rate = 1e8, .mem_bps = 1e9, .rng_eps = 1e8, .op_s = 1e-6};
 
 static void near(double got, double want, const char *what) {
   if (!(fabs(got - want) <= 1e-12 * fabs(want) + 1e-18)) {
@@ -106,11 +107,16 @@ static void test_cost_hand_dropout(void **state) {
 
 /* The same shape and rank with sparse features, 25 % of the entries stored (30 of the
  * 15 x 8 rows x features layer 0 reads, local). Layer 0 then multiplies them as CSR:
- * its dropout over the 30 stored entries (240 bytes), X·W and Xᵀ·dT 30 x 4 nonzero-
- * columns each besides the aggregations' 30 x 4 each way (480 in all), no GEMM; bias,
- * ReLU, bias-grad 800 bytes, 8 ops as before. Layer 1, loss and Adam unchanged (480
- * FLOPs, 120 nonzero-columns, 2888 bytes, 80 dropout elements, 19 ops). Totals: 480
- * FLOPs, 600 nonzero-columns, 3928 bytes, 110 dropout elements, 27 ops -> 3.8508e-5 s.
+ * its dropout over the 30 stored entries, X·W and Xᵀ·dT 30 x 4 stored-entry-columns
+ * each (csr, csr_t), besides the aggregations' 30 x 4 each way (240 nonzero-columns), no
+ * GEMM; bias, ReLU, bias-grad 800 bytes, 8 ops as before. Layer 1, loss and Adam
+ * unchanged (480 FLOPs, 120 nonzero-columns, 2888 bytes, 80 dropout elements, 19 ops).
+ * Totals: 480 FLOPs, 360 nonzero-columns, 3688 bytes, 80 dropout elements, 27 ops, and
+ * 120 + 120 CSR stored-entry-columns and 30 dropped entries.
+ * Without CSR rates (unit_rates: the fallbacks, SpMM rate 1e8 and a draw plus 8 bytes per
+ * entry): 4.8e-7 + 3.6e-6 + 3.688e-6 + 8e-7 + 2.7e-5 + 2.4e-6 + 3e-7 + 2.4e-7 = 3.8508e-5
+ * s, the price before the CSR rates existed. With them (csr_rate 1e7, csr_t_rate 5e6,
+ * csr_drop_eps 1e6): 3.8508e-5 - 2.94e-6 + 1.2e-5 + 2.4e-5 + 3e-5 = 1.01568e-4 s.
  * Memory: the entries, their transpose and offsets 2 (8 x 30 + 8 x 15) = 720 bytes and
  * the dropout's values 120, against the dense 480 + 480: 120 bytes less. */
 static void test_cost_hand_sparse(void **state) {
@@ -123,11 +129,24 @@ static void test_cost_hand_sparse(void **state) {
   s.feat_density = 0.25;
   assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, NULL, 0, 1, &c), CG_OK);
   near(c.gemm_flops, 480, "gemm");
-  near(c.spmm_nnzcols, 600, "spmm");
-  near(c.mem_bytes, 3928, "mem");
+  near(c.spmm_nnzcols, 360, "spmm");
+  near(c.csr_nnzcols, 120, "csr");
+  near(c.csr_t_nnzcols, 120, "csr_t");
+  near(c.csr_drop, 30, "csr dropout");
+  near(c.mem_bytes, 3688, "mem");
   near(c.ops, 27, "ops");
   near(c.comp_s, 3.8508e-5, "comp");
   near(c.memory_bytes, dense.memory_bytes - 120, "memory");
+  struct rapa_rates csr = unit_rates;
+  csr.csr_rate = 1e7;
+  csr.csr_t_rate = 5e6;
+  csr.csr_drop_eps = 1e6;
+  assert_int_equal(rapa_cost_rank(&s, &load, &csr, NULL, 0, 1, &c), CG_OK);
+  near(c.comp_s, 1.01568e-4, "comp at the CSR rates");
+  /* the dense model ignores them */
+  s.feat_density = 0;
+  assert_int_equal(rapa_cost_rank(&s, &load, &csr, NULL, 0, 1, &c), CG_OK);
+  near(c.comp_s, dense.comp_s, "dense comp");
 }
 
 /* The same shape and rank with layer 0 exchanged (--layer0-halo exchange), 2 ranks: 5

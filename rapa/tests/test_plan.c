@@ -56,7 +56,8 @@ static void free_hand_graph(struct graph *g) {
   free(g->colidx);
 }
 
-static const struct rapa_rates unit_rates = {1e9, 1e8, 1e9, 1e8, 1e-6, 0, 0, 0};
+static const struct rapa_rates unit_rates = {
+    .gemm_flops = 1e9, .spmm_rate = 1e8, .mem_bps = 1e9, .rng_eps = 1e8, .op_s = 1e-6};
 /* GCN 2 layers, 4 -> 2 -> 2, no dropout: layer 1 exchanges width 2 (8 bytes a row);
  * 16 parameters (64 bytes). */
 static const struct rapa_shape shape = {2, 4, 2, 2, 0, 0.0f, 0.0f, 0, 0};
@@ -172,7 +173,10 @@ static void test_plan_cache(void **state) {
 }
 
 /* One node, flat all-reduce, one link speed: the plan's communication is rapa_cost_rank's;
- * compute is too, times 2 when 4 one-thread ranks share 2 cores. */
+ * so is compute, stretched when 4 one-thread ranks share 2 cores: ranks 0 and 2 take turns
+ * on core 0, 1 and 3 on core 1 (mpirun --map-by core --bind-to core), so each rank's
+ * compute is its core's summed compute (ranks 0 and 2: c0 + c2; 1 and 3: c1 + c3). With 2
+ * threads a rank, the factor ranks x threads / cores = 4. */
 static void test_plan_matches_cost_model(void **state) {
   (void)state;
   struct graph g;
@@ -191,15 +195,36 @@ static void test_plan_matches_cost_model(void **state) {
   }
   struct rapa_plan p;
   assert_int_equal(rapa_plan_compute(&g, owner, &shape, rates, &o, &p), CG_OK);
+  struct rapa_cost c[4];
   for (int i = 0; i < 4; i++) {
-    struct rapa_cost c;
-    assert_int_equal(rapa_cost_rank(&shape, &p.loads[i], &rates[i], &links, i, 4, &c), CG_OK);
-    near(p.rank[i].comm_s, c.comm_s, "comm = the cost model's");
-    near(p.rank[i].oversub, 2.0, "4 ranks on 2 cores");
-    near(p.rank[i].comp_s, 2.0 * c.comp_s, "compute, oversubscribed");
-    near(p.rank[i].cost.memory_bytes, c.memory_bytes, "memory = the cost model's");
+    assert_int_equal(rapa_cost_rank(&shape, &p.loads[i], &rates[i], &links, i, 4, &c[i]), CG_OK);
+    near(p.rank[i].comm_s, c[i].comm_s, "comm = the cost model's");
+    near(p.rank[i].cost.memory_bytes, c[i].memory_bytes, "memory = the cost model's");
   }
+  /* the halos differ (3, 2, 4, 2 rows), so the cores' sums do */
+  assert_true(c[0].comp_s + c[2].comp_s > c[1].comp_s + c[3].comp_s);
+  for (int i = 0; i < 4; i++) {
+    const double core = c[i % 2].comp_s + c[i % 2 + 2].comp_s;
+    near(p.rank[i].comp_s, core, "compute = the core's ranks' summed compute");
+    near(p.rank[i].oversub, core / c[i].comp_s, "the stretch");
+  }
+  assert_int_equal(p.slowest == 0 || p.slowest == 2, 1);
   near(p.inter_node_bytes, 0, "one node: nothing between nodes");
+  rapa_plan_free(&p);
+  /* 4 cores: each rank alone on its core */
+  o.host_cores = 4;
+  assert_int_equal(rapa_plan_compute(&g, owner, &shape, rates, &o, &p), CG_OK);
+  for (int i = 0; i < 4; i++) near(p.rank[i].comp_s, c[i].comp_s, "compute alone");
+  rapa_plan_free(&p);
+  /* 2 threads a rank on 2 cores: the factor */
+  o.host_cores = 2;
+  o.threads = 2;
+  assert_int_equal(rapa_plan_compute(&g, owner, &shape, rates, &o, &p), CG_OK);
+  for (int i = 0; i < 4; i++) {
+    near(p.rank[i].oversub, 4.0, "4 ranks x 2 threads on 2 cores");
+    near(p.rank[i].comp_s, 4.0 * c[i].comp_s, "compute, oversubscribed");
+  }
+  o.threads = 1;
   rapa_links_free(&links);
   rapa_plan_free(&p);
   /* bad jobs are refused with a message */

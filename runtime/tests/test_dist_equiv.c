@@ -615,7 +615,8 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
     struct rapa_rates rates[RAPA_MAX_RANKS];
     for (int p = 0; p < P && p < RAPA_MAX_RANKS; p++) {
       const double f = P <= 4 ? g_speeds[P][p] : 1.0;
-      rates[p] = (struct rapa_rates){5e10 * f, 5e9 * f, 2e10 * f, 3e8 * f, 3e-7 / f, 0, 0, 0};
+      rates[p] = (struct rapa_rates){.gemm_flops = 5e10 * f, .spmm_rate = 5e9 * f, .mem_bps = 2e10 * f,
+                                      .rng_eps = 3e8 * f, .op_s = 3e-7 / f};
     }
     o.rapa = 1;
     o.rapa_rates = rates;
