@@ -35,6 +35,8 @@ enum cg_device_kind { CG_DEVICE_CPU = 0, CG_DEVICE_CUDA = 1 };
 
 /* A sparse matrix uploaded to a backend (opaque, backend-owned). */
 struct cg_spmat;
+/* An upload channel of a backend (opaque, backend-owned; see "side uploads" below). */
+struct cg_upchan;
 
 struct cg_adam_params {
   float lr, beta1, beta2, eps, weight_decay;
@@ -88,6 +90,31 @@ struct cg_backend {
   void (*sync)(struct cg_backend *be);
   /* Free and total memory of the device in bytes (CPU: MemAvailable / MemTotal). */
   int (*mem_info)(struct cg_backend *be, size_t *free_bytes, size_t *total_bytes);
+
+  /* ---- side uploads (optional: NULL on a backend that needs none, the CPU backend) ----
+   * Host-to-backend copies on a channel of their own (CUDA: a stream), which the
+   * backend's stream waits for only when told to: how a background host thread moves
+   * rows to the device while the stream computes (jaca/prefetch.c). All seven are set
+   * or none is. A channel's calls must not overlap each other (the caller serialises
+   * them); each may come from any host thread, while another thread enqueues the
+   * backend's other ops (the only entries of this table that may). */
+  /* Pinned (page-locked) host memory, what side uploads copy from; free accepts NULL. */
+  int (*host_alloc)(struct cg_backend *be, void **p, size_t bytes, const char *what);
+  void (*host_free)(struct cg_backend *be, void *p);
+  int (*upchan_create)(struct cg_backend *be, struct cg_upchan **out);
+  /* Waits for every upload enqueued on ch, then releases it; accepts NULL. */
+  void (*upchan_destroy)(struct cg_backend *be, struct cg_upchan *ch);
+  /* Starts a batch: waits on the host until every upload enqueued on ch so far has
+   * completed (their sources may be rewritten once it returns), and orders the uploads
+   * enqueued from now on after all the work enqueued on the backend's stream so far
+   * (they cannot overwrite memory that work still reads). */
+  int (*upchan_begin)(struct cg_backend *be, struct cg_upchan *ch);
+  /* Enqueues the copy of `bytes` from host `src` (from host_alloc; left unchanged until
+   * the next upchan_begin or upchan_destroy) to backend `dst`, and returns at once. */
+  int (*upchan_upload)(struct cg_backend *be, struct cg_upchan *ch, void *dst, const void *src, size_t bytes);
+  /* The backend's stream waits (the host does not) for every upload enqueued on ch so
+   * far: ops enqueued on the backend after this call read what those uploads wrote. */
+  int (*upchan_join)(struct cg_backend *be, struct cg_upchan *ch);
 
   /* ---- dense ---- */
   /* C[m x n] = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T (ta/tb = 1).

@@ -111,6 +111,21 @@ static void w_sync(struct cg_backend *be) {
   emu_pay(E(be));
 }
 static int w_mem_info(struct cg_backend *be, size_t *f, size_t *t) { return E(be)->in->mem_info(E(be)->in, f, t); }
+/* side uploads: passed through without debt (copies beside the stream, not ops of it);
+ * set only when the inner backend has them */
+static int w_host_alloc(struct cg_backend *be, void **p, size_t n, const char *what) {
+  return E(be)->in->host_alloc(E(be)->in, p, n, what);
+}
+static void w_host_free(struct cg_backend *be, void *p) { E(be)->in->host_free(E(be)->in, p); }
+static int w_upchan_create(struct cg_backend *be, struct cg_upchan **out) {
+  return E(be)->in->upchan_create(E(be)->in, out);
+}
+static void w_upchan_destroy(struct cg_backend *be, struct cg_upchan *ch) { E(be)->in->upchan_destroy(E(be)->in, ch); }
+static int w_upchan_begin(struct cg_backend *be, struct cg_upchan *ch) { return E(be)->in->upchan_begin(E(be)->in, ch); }
+static int w_upchan_upload(struct cg_backend *be, struct cg_upchan *ch, void *dst, const void *src, size_t n) {
+  return E(be)->in->upchan_upload(E(be)->in, ch, dst, src, n);
+}
+static int w_upchan_join(struct cg_backend *be, struct cg_upchan *ch) { return E(be)->in->upchan_join(E(be)->in, ch); }
 static void w_gemm(struct cg_backend *be, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
   FWD(p_->in->gemm(p_->in, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
@@ -261,6 +276,12 @@ int cg_backend_emulate_wrap(struct cg_backend *inner, double speed, struct cg_ba
   b->spmm_edge_bwd_x = w_spmm_edge_bwd_x; b->spmm_edge_bwd_alpha = w_spmm_edge_bwd_alpha;
   b->elu_fwd = w_elu_fwd; b->elu_bwd = w_elu_bwd;
   b->csr_mm = w_csr_mm; b->csr_mm_t = w_csr_mm_t; b->csr_dropout = w_csr_dropout;
+  if (inner->host_alloc && inner->host_free && inner->upchan_create && inner->upchan_destroy &&
+      inner->upchan_begin && inner->upchan_upload && inner->upchan_join) {
+    b->host_alloc = w_host_alloc; b->host_free = w_host_free;
+    b->upchan_create = w_upchan_create; b->upchan_destroy = w_upchan_destroy;
+    b->upchan_begin = w_upchan_begin; b->upchan_upload = w_upchan_upload; b->upchan_join = w_upchan_join;
+  }
   *out = b;
   return CG_OK;
 }

@@ -1028,6 +1028,104 @@ static void cu_scatter_add_rows(struct cg_backend *be, const float *src, int64_t
 }
 
 /* ------------------------------------------------------------------------- */
+/* side uploads (core/ops.h): pinned host memory and upload channels            */
+/*
+ * A channel is a stream of its own (non-blocking, like the backend's) and two events:
+ * `after` orders the channel behind the backend's stream at begin (write-after-read:
+ * the device memory the uploads overwrite may still be read by queued kernels), `done`
+ * orders the backend's stream behind the channel at join. The uploads come from
+ * another host thread than the ops (jaca's prefetch thread): every call makes the
+ * backend's device current on its thread first (the current device is per thread). */
+
+struct cg_upchan {
+  int device;
+  cudaStream_t s;
+  cudaEvent_t after, done;
+};
+
+static int cu_host_alloc(struct cg_backend *be, void **p, size_t bytes, const char *what) {
+  *p = NULL;
+  CUDA_TRY(cudaSetDevice(IMPL(be)->device), "selecting the CUDA device");
+  /* portable: pinned for every context, whatever device is current later */
+  cudaError_t e = cudaHostAlloc(p, bytes ? bytes : 1, cudaHostAllocPortable);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    *p = NULL;
+    return cg_err_set(CG_ERR_NOMEM,
+                      "cudaHostAlloc of %zu bytes (%.1f MiB) of pinned host memory for %s failed: %s "
+                      "(pinned memory is bounded by RAM and `ulimit -l`)",
+                      bytes, (double)bytes / 1048576.0, what ? what : "?", cudaGetErrorString(e));
+  }
+  return CG_OK;
+}
+
+static void cu_host_free(struct cg_backend *be, void *p) {
+  (void)be;
+  if (p && cudaFreeHost(p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    LOG_WARN("cuda", "cudaFreeHost of pinned host memory failed");
+  }
+}
+
+static void upchan_release(struct cg_upchan *ch) {
+  if (ch->s && cudaStreamSynchronize(ch->s) != cudaSuccess) (void)cudaGetLastError();
+  if (ch->after) cudaEventDestroy(ch->after);
+  if (ch->done) cudaEventDestroy(ch->done);
+  if (ch->s) cudaStreamDestroy(ch->s);
+  (void)cudaGetLastError();
+  cg_free(ch);
+}
+
+static int cu_upchan_create(struct cg_backend *be, struct cg_upchan **out) {
+  *out = NULL;
+  struct cg_upchan *ch = cg_calloc(1, sizeof *ch, "cuda: upload channel");
+  if (!ch) return CG_ERR_NOMEM;
+  ch->device = IMPL(be)->device;
+  cudaError_t e = cudaSetDevice(ch->device);
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&ch->s, cudaStreamNonBlocking);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ch->after, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ch->done, cudaEventDisableTiming);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    upchan_release(ch);
+    return cg_err_set(CG_ERR_CUDA, "cuda: creating an upload channel on device %d: %s", IMPL(be)->device,
+                      cudaGetErrorString(e));
+  }
+  *out = ch;
+  return CG_OK;
+}
+
+static void cu_upchan_destroy(struct cg_backend *be, struct cg_upchan *ch) {
+  (void)be;
+  if (!ch) return;
+  if (cudaSetDevice(ch->device) != cudaSuccess) (void)cudaGetLastError();
+  upchan_release(ch); /* synchronises the channel's stream first */
+}
+
+static int cu_upchan_begin(struct cg_backend *be, struct cg_upchan *ch) {
+  CUDA_TRY(cudaSetDevice(ch->device), "selecting the CUDA device");
+  CUDA_TRY(cudaStreamSynchronize(ch->s), "waiting for the previous side uploads");
+  CUDA_TRY(cudaEventRecord(ch->after, IMPL(be)->stream), "ordering side uploads after the stream");
+  CUDA_TRY(cudaStreamWaitEvent(ch->s, ch->after, 0), "ordering side uploads after the stream");
+  return CG_OK;
+}
+
+static int cu_upchan_upload(struct cg_backend *be, struct cg_upchan *ch, void *dst, const void *src, size_t bytes) {
+  (void)be;
+  if (!bytes) return CG_OK;
+  CUDA_TRY(cudaSetDevice(ch->device), "selecting the CUDA device");
+  CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ch->s), "side upload");
+  return CG_OK;
+}
+
+static int cu_upchan_join(struct cg_backend *be, struct cg_upchan *ch) {
+  CUDA_TRY(cudaSetDevice(ch->device), "selecting the CUDA device");
+  CUDA_TRY(cudaEventRecord(ch->done, ch->s), "ordering the stream after side uploads");
+  CUDA_TRY(cudaStreamWaitEvent(IMPL(be)->stream, ch->done, 0), "ordering the stream after side uploads");
+  return CG_OK;
+}
+
+/* ------------------------------------------------------------------------- */
 /* create / destroy                                                           */
 
 static void impl_release(struct cuda_impl *im) {
@@ -1204,6 +1302,13 @@ int cg_backend_cuda_create(int device_ordinal, int tf32, struct cg_backend **out
   be->copy = cu_copy;
   be->sync = cu_sync;
   be->mem_info = cu_mem_info;
+  be->host_alloc = cu_host_alloc;
+  be->host_free = cu_host_free;
+  be->upchan_create = cu_upchan_create;
+  be->upchan_destroy = cu_upchan_destroy;
+  be->upchan_begin = cu_upchan_begin;
+  be->upchan_upload = cu_upchan_upload;
+  be->upchan_join = cu_upchan_join;
   be->gemm = cu_gemm;
   be->fill = cu_fill;
   be->axpy = cu_axpy;

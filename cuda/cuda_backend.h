@@ -8,7 +8,11 @@
  * (create, alloc, spmat_create, upload, mem_info, arena_reserve) make the backend's
  * device current on the calling thread; the per-step ops do not (they assume the
  * thread that created the backend, or any thread that called cudaSetDevice on
- * cg_cuda_device(be)).
+ * cg_cuda_device(be)). The exception: the side uploads of core/ops.h (host_alloc,
+ * upchan_*) select the device themselves and may come from another host thread while
+ * this one enqueues ops; a channel is a stream of its own with two events (begin:
+ * the channel waits for the backend's stream; join: the backend's stream waits for
+ * the channel), and its pinned memory is cudaHostAlloc'd portable.
  *
  * Errors: setup calls return a status (CG_ERR_CUDA, CG_ERR_NOMEM, ...) with a
  * message; a CUDA/cuBLAS/cuSPARSE failure inside a step op is fatal: the call,

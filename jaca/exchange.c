@@ -35,7 +35,14 @@
  *   finish); the thread copies what peers publish while the layer computes. end still
  *   completes its MPI transfer first, then takes over the rows the thread has not
  *   copied, with the same waits, timeout and checks as without prefetch: the same rows
- *   with the same values land in the same places (only who copies them differs). */
+ *   with the same values land in the same places (only who copies them differs).
+ * - Prefetch on a device backend with side uploads (core/ops.h; CUDA): h_read is pinned
+ *   and the rank tier's read rows travel on the exchange's upload channel: the thread
+ *   enqueues the rows it copied while the layer computes, end only those it had not,
+ *   then the backend's stream waits for the channel (an event) before end's gather
+ *   reads d_src. Why no row is read early, uploaded twice or overwritten in flight:
+ *   jaca/prefetch_internal.h. A backend without side uploads uploads all n_read rows
+ *   in end, as with prefetch off. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +102,9 @@ struct jaca_exchange {
   struct jaca_prefetch *pf;
   uint32_t *read_want;            /* n_read: the generation each node row must hold */
   struct jaca_row_meta *read_meta; /* n_read: what each row read said about itself */
+  struct cg_upchan *upch;         /* device backends with side uploads: h_read's rows go to
+                                     the rank tier on it (NULL: be->upload in end) */
+  int h_read_pinned;              /* h_read from be->host_alloc */
   /* adaptive staleness (opt.adaptive): class 0 (every kept row) goes through mpi/'s
    * variable-length exchange; the sender keeps per destination row the copy it last
    * published (host) and the epoch of it */
@@ -487,7 +497,9 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
     for (int64_t k = 0; k < p->n_read; k++) j->read_want[k] = jaca_last_refresh(g, p->read_phase[k], p->staleness);
     const struct jaca_prefetch_job job = {node_row(j, l, 0), j->stride, p->read_row, j->read_want,
                                           on_host(j) ? j->d_src[l] + p->recv_rows * cols : j->h_read,
-                                          j->read_meta, p->n_read, cols};
+                                          j->read_meta, p->n_read, cols,
+                                          j->upch ? be : NULL, j->upch,
+                                          j->upch ? j->d_src[l] + p->recv_rows * cols : NULL};
     TRY(jaca_prefetch_submit(j->pf, &job));
   }
   s->bytes_exact += j->plain_send_rows * cols * (int64_t)sizeof(float);
@@ -617,8 +629,9 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
                           r, l, g, timeout, seen);
     }
   }
+  struct jaca_prefetch_result pr;
+  memset(&pr, 0, sizeof pr);
   if (j->pf && p->n_read > 0) {
-    struct jaca_prefetch_result pr;
     bad = jaca_prefetch_finish(j->pf, timeout, &pr);
     s->prefetched += pr.prefetched;
     s->end_copied += pr.in_end;
@@ -663,7 +676,10 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
     if (age > s->age_max) s->age_max = age;
   }
   if (!on_host(j) && p->n_read > 0) {
-    TRY(be->upload(be, src + p->recv_rows * cols, j->h_read, (size_t)(p->n_read * cols) * sizeof(float)));
+    /* every read row once: on the channel (the rows the thread has not enqueued, then
+     * the stream waits for all of them), or all here */
+    if (j->upch && j->pf) TRY(jaca_prefetch_upload_rest(j->pf, &pr));
+    else TRY(be->upload(be, src + p->recv_rows * cols, j->h_read, (size_t)(p->n_read * cols) * sizeof(float)));
     s->bytes_h2d += p->n_read * cols * (int64_t)sizeof(float);
   }
   if (p->n_halo > 0) be->gather_rows(be, src, cols, j->d_map, p->n_halo, x + p->n_inner * cols);
@@ -745,6 +761,9 @@ static void jx_counters(const struct cg_exchange *ex, struct cg_exchange_counter
 static void jx_free(struct jaca_exchange *j) {
   struct cg_backend *be = j->be;
   jaca_prefetch_destroy(&j->pf); /* first: its thread reads the segment, writes d_src */
+  /* then the channel (waits for the uploads in flight), before h_read and d_src go */
+  if (be && j->upch) be->upchan_destroy(be, j->upch);
+  j->upch = NULL;
   cg_free(j->read_want);
   cg_free(j->read_meta);
   for (int l = 1; j->d_src && l < j->layers.nlayers; l++) {
@@ -761,7 +780,8 @@ static void jx_free(struct jaca_exchange *j) {
   }
   cg_free(j->h_pub);
   cg_free(j->h_recv);
-  cg_free(j->h_read);
+  if (j->h_read_pinned) be->host_free(be, j->h_read);
+  else cg_free(j->h_read);
   for (int l = 1; l < j->layers.nlayers; l++) {
     if (j->a_held) cg_free(j->a_held[l]);
     if (j->a_held_epoch) cg_free(j->a_held_epoch[l]);
@@ -907,7 +927,16 @@ static int jx_alloc(struct jaca_exchange *j) {
     if (p->n_write > 0) TRY(be->upload(be, j->d_widx, p->write_idx, (size_t)p->n_write * sizeof(int32_t)));
     j->h_pub = cg_malloc((size_t)((p->n_write > 0 ? p->n_write : 1) * cols) * fl, "jaca: host rows to write");
     j->h_recv = cg_malloc((size_t)((p->recv_rows > 0 ? p->recv_rows : 1) * cols) * fl, "jaca: host rows received");
-    j->h_read = cg_malloc((size_t)((p->n_read > 0 ? p->n_read : 1) * cols) * fl, "jaca: host rows read");
+    const size_t read_bytes = (size_t)((p->n_read > 0 ? p->n_read : 1) * cols) * fl;
+    if (j->opt.prefetch && !j->opt.adaptive && be->host_alloc && be->host_free && be->upchan_create &&
+        be->upchan_destroy && be->upchan_begin && be->upchan_upload && be->upchan_join) {
+      TRY(be->host_alloc(be, (void **)&j->h_read, read_bytes,
+                         "jaca: host rows read (pinned; --cache-prefetch off stages through pageable memory)"));
+      j->h_read_pinned = 1;
+      TRY(be->upchan_create(be, &j->upch));
+    } else {
+      j->h_read = cg_malloc(read_bytes, "jaca: host rows read");
+    }
     if (!j->h_pub || !j->h_recv || !j->h_read) return CG_ERR_NOMEM;
   }
   j->read_want = cg_malloc((size_t)(p->n_read > 0 ? p->n_read : 1) * sizeof(uint32_t), "jaca: generations to read");

@@ -14,23 +14,30 @@
  * - The thread naps on a condition variable (CLOCK_MONOTONIC) instead of sleeping, so
  *   a new job or destroy wakes it at once; the nap grows while nothing is published
  *   (the writers are computing their layers) so that on an oversubscribed machine it
- *   takes the CPU from no one. */
+ *   takes the CPU from no one.
+ * - Device jobs: the thread enqueues each run of rows as soon as it closes (a gap, the
+ *   run's size cap or the end of the pass), so the uploads overlap its next copies and
+ *   the layer's compute; the claim state "sent" (after "done") tells upload_rest which
+ *   rows are still to go. The argument that this is right is in prefetch_internal.h. */
 #include "jaca/prefetch_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "core/log.h"
 #include "core/status.h"
 #include "core/timer.h"
 
 #define PF_NAP_MIN_NS 20000L
 #define PF_NAP_MAX_NS 1000000L
 
-enum { ROW_FREE = 0, ROW_BUSY = 1, ROW_DONE = 2 };
+/* DONE: copied into dst; SENT: copied, and its upload enqueued (device jobs) */
+enum { ROW_FREE = 0, ROW_BUSY = 1, ROW_DONE = 2, ROW_SENT = 3 };
 
 struct jaca_prefetch {
   pthread_t thread;
@@ -45,12 +52,76 @@ struct jaca_prefetch {
   _Atomic int64_t torn; /* the thread's torn copies in this job */
   _Atomic int64_t naps;
   _Atomic int64_t copied; /* rows of this job the thread copied */
+  /* device jobs: rows and upload calls the thread enqueued in this job; enqueues that
+   * failed in the thread (ever), the first one's message (written once by the thread,
+   * read by upload_rest after a take-back), and how many upload_rest has reported */
+  _Atomic int64_t up_rows, up_calls, up_failed;
+  char up_msg[256];
+  int64_t up_warned;
 };
+
+void jaca_run_init(struct jaca_run *r, int64_t max_len) {
+  r->start = 0;
+  r->len = 0;
+  r->max_len = max_len > 0 ? max_len : 1;
+}
+
+int jaca_run_push(struct jaca_run *r, int64_t k, int64_t *start, int64_t *len) {
+  if (r->len > 0 && k == r->start + r->len && r->len < r->max_len) {
+    r->len++;
+    return 0;
+  }
+  const int closed = r->len > 0;
+  if (closed) {
+    *start = r->start;
+    *len = r->len;
+  }
+  r->start = k;
+  r->len = 1;
+  return closed;
+}
+
+int jaca_run_close(struct jaca_run *r, int64_t *start, int64_t *len) {
+  if (r->len == 0) return 0;
+  *start = r->start;
+  *len = r->len;
+  r->len = 0;
+  return 1;
+}
+
+/* Rows per upload: JACA_PF_RUN_BYTES of them, at least one. */
+static int64_t run_rows(const struct jaca_prefetch_job *jb) {
+  const int64_t row = jb->cols * (int64_t)sizeof(float);
+  return row > 0 && JACA_PF_RUN_BYTES / row > 0 ? JACA_PF_RUN_BYTES / row : 1;
+}
+
+/* Enqueues rows [a, a + n) of a device job (staged in dst) on its channel. */
+static int upload_run(const struct jaca_prefetch_job *jb, int64_t a, int64_t n) {
+  const size_t off = (size_t)(a * jb->cols);
+  return jb->be->upchan_upload(jb->be, jb->ch, jb->d_dst + off, jb->dst + off,
+                               (size_t)(n * jb->cols) * sizeof(float));
+}
+
+/* The thread's enqueue of a run it copied: marks the rows sent, or on failure keeps the
+ * message (once) and leaves them to upload_rest. */
+static void thread_send(struct jaca_prefetch *pf, const struct jaca_prefetch_job *jb, int64_t a, int64_t n) {
+  if (upload_run(jb, a, n) != CG_OK) {
+    if (atomic_fetch_add_explicit(&pf->up_failed, 1, memory_order_relaxed) == 0)
+      snprintf(pf->up_msg, sizeof pf->up_msg, "%s", cg_err_msg());
+    cg_err_clear();
+    return;
+  }
+  for (int64_t k = a; k < a + n; k++) atomic_store_explicit(&pf->state[k], ROW_SENT, memory_order_release);
+  atomic_fetch_add_explicit(&pf->up_rows, n, memory_order_relaxed);
+  atomic_fetch_add_explicit(&pf->up_calls, 1, memory_order_relaxed);
+}
 
 /* One look at every free row: copies those published with the generation wanted.
  * *left: rows not done yet. Returns the rows copied. */
 static int64_t pass(struct jaca_prefetch *pf, const struct jaca_prefetch_job *jb, int64_t *left) {
-  int64_t copied = 0, pending = 0;
+  int64_t copied = 0, pending = 0, ra = 0, rn = 0;
+  struct jaca_run run;
+  jaca_run_init(&run, run_rows(jb));
   for (int64_t k = 0; k < jb->n; k++) {
     if (atomic_load_explicit(&pf->state[k], memory_order_acquire) != ROW_FREE) continue;
     const void *row = jb->seg + (size_t)jb->row[k] * jb->stride;
@@ -72,12 +143,14 @@ static int64_t pass(struct jaca_prefetch *pf, const struct jaca_prefetch_job *jb
       atomic_store_explicit(&pf->state[k], ROW_DONE, memory_order_release);
       atomic_fetch_add_explicit(&pf->copied, 1, memory_order_relaxed);
       copied++;
+      if (jb->ch && jaca_run_push(&run, k, &ra, &rn)) thread_send(pf, jb, ra, rn);
     } else { /* torn: give it back, next pass */
       atomic_fetch_add_explicit(&pf->torn, 1, memory_order_relaxed);
       atomic_store_explicit(&pf->state[k], ROW_FREE, memory_order_release);
       pending++;
     }
   }
+  if (jb->ch && jaca_run_close(&run, &ra, &rn)) thread_send(pf, jb, ra, rn);
   *left = pending;
   return copied;
 }
@@ -194,11 +267,23 @@ int jaca_prefetch_submit(struct jaca_prefetch *pf, const struct jaca_prefetch_jo
   if (job->n < 0 || job->n > pf->max_rows)
     return cg_err_set(CG_ERR_ARG, "jaca: a prefetch job of %lld rows, the queue holds at most %lld",
                       (long long)job->n, (long long)pf->max_rows);
+  if (job->ch && (!job->be || !job->d_dst || !job->be->upchan_begin || !job->be->upchan_upload ||
+                  !job->be->upchan_join))
+    return cg_err_set(CG_ERR_ARG, "jaca: a device prefetch job without a backend with side uploads");
   pthread_mutex_lock(&pf->mu);
   take_back(pf);
+  if (job->ch) {
+    /* the thread is out of every pass and sees no job: the previous job's uploads are
+     * all enqueued; wait for them and order the new ones after the stream's work */
+    pthread_mutex_unlock(&pf->mu);
+    TRY(job->be->upchan_begin(job->be, job->ch));
+    pthread_mutex_lock(&pf->mu);
+  }
   for (int64_t k = 0; k < job->n; k++) atomic_store_explicit(&pf->state[k], ROW_FREE, memory_order_relaxed);
   atomic_store_explicit(&pf->torn, 0, memory_order_relaxed);
   atomic_store_explicit(&pf->copied, 0, memory_order_relaxed);
+  atomic_store_explicit(&pf->up_rows, 0, memory_order_relaxed);
+  atomic_store_explicit(&pf->up_calls, 0, memory_order_relaxed);
   pf->job = *job;
   pf->job_seq++;
   pf->active = 1;
@@ -231,7 +316,7 @@ int64_t jaca_prefetch_finish(struct jaca_prefetch *pf, double timeout_s, struct 
         }
         break;
       }
-      if (expect == ROW_DONE) {
+      if (expect == ROW_DONE || expect == ROW_SENT) { /* the thread copied it (and may have sent it) */
         r->prefetched++;
         break;
       }
@@ -247,6 +332,46 @@ int64_t jaca_prefetch_finish(struct jaca_prefetch *pf, double timeout_s, struct 
   r->torn += atomic_load_explicit(&pf->torn, memory_order_relaxed);
   r->wait_ns = (int64_t)((cg_time_now() - t0) * 1e9);
   return bad;
+}
+
+int jaca_prefetch_upload_rest(struct jaca_prefetch *pf, struct jaca_prefetch_result *r) {
+  r->up_thread = r->up_end = r->up_calls = 0;
+  pthread_mutex_lock(&pf->mu);
+  const struct jaca_prefetch_job jb = pf->job;
+  const int active = pf->active;
+  pthread_mutex_unlock(&pf->mu);
+  if (!jb.ch) return CG_OK;
+  if (active) return cg_err_set(CG_ERR_ARG, "jaca_prefetch_upload_rest: the job is not finished");
+  r->up_thread = atomic_load_explicit(&pf->up_rows, memory_order_relaxed);
+  r->up_calls = atomic_load_explicit(&pf->up_calls, memory_order_relaxed);
+  const int64_t failed = atomic_load_explicit(&pf->up_failed, memory_order_relaxed);
+  if (failed > pf->up_warned) {
+    LOG_WARN("jaca", "prefetch: %lld upload%s failed on the prefetch thread (the first: %s); their rows are "
+             "uploaded from the training thread",
+             (long long)(failed - pf->up_warned), failed - pf->up_warned == 1 ? "" : "s", pf->up_msg);
+    pf->up_warned = failed;
+  }
+  struct jaca_run run;
+  jaca_run_init(&run, run_rows(&jb));
+  int64_t a = 0, n = 0;
+  for (int64_t k = 0; k <= jb.n; k++) {
+    int closed = 0;
+    if (k == jb.n) closed = jaca_run_close(&run, &a, &n);
+    else {
+      const int s = atomic_load_explicit(&pf->state[k], memory_order_relaxed);
+      if (s == ROW_SENT) continue;
+      if (s != ROW_DONE)
+        return cg_err_set(CG_ERR_INTERNAL, "jaca_prefetch_upload_rest: row %lld of the job was never copied",
+                          (long long)k);
+      closed = jaca_run_push(&run, k, &a, &n);
+    }
+    if (!closed) continue;
+    TRY(upload_run(&jb, a, n));
+    for (int64_t i = a; i < a + n; i++) atomic_store_explicit(&pf->state[i], ROW_SENT, memory_order_relaxed);
+    r->up_end += n;
+    r->up_calls++;
+  }
+  return jb.be->upchan_join(jb.be, jb.ch);
 }
 
 double jaca_prefetch_cpu_s(const struct jaca_prefetch *pf) {

@@ -147,15 +147,94 @@ static int ops_missing(const struct cg_backend *inner, const struct cg_backend *
   return missing;
 }
 
+/* Side uploads (optional entries, NULL on the CPU backend): stand-ins that record the
+ * backend they were called with, so that a wrapper is seen to pass the inner one on. */
+static const struct cg_backend *g_side_be;
+static int g_side_calls;
+static int s_host_alloc(struct cg_backend *be, void **p, size_t n, const char *what) {
+  (void)n;
+  (void)what;
+  g_side_be = be;
+  g_side_calls++;
+  *p = NULL;
+  return CG_OK;
+}
+static void s_host_free(struct cg_backend *be, void *p) {
+  (void)p;
+  g_side_be = be;
+  g_side_calls++;
+}
+static int s_create(struct cg_backend *be, struct cg_upchan **out) {
+  g_side_be = be;
+  g_side_calls++;
+  *out = NULL;
+  return CG_OK;
+}
+static void s_destroy(struct cg_backend *be, struct cg_upchan *ch) {
+  (void)ch;
+  g_side_be = be;
+  g_side_calls++;
+}
+static int s_begin(struct cg_backend *be, struct cg_upchan *ch) {
+  (void)ch;
+  g_side_be = be;
+  g_side_calls++;
+  return CG_OK;
+}
+static int s_upload(struct cg_backend *be, struct cg_upchan *ch, void *d, const void *s, size_t n) {
+  (void)ch;
+  (void)d;
+  (void)s;
+  (void)n;
+  g_side_be = be;
+  g_side_calls++;
+  return CG_OK;
+}
+static int s_join(struct cg_backend *be, struct cg_upchan *ch) {
+  (void)ch;
+  g_side_be = be;
+  g_side_calls++;
+  return CG_OK;
+}
+static void side_check(struct cg_backend *w, const struct cg_backend *inner) {
+  struct cg_upchan *ch = NULL;
+  void *p = NULL;
+  g_side_calls = 0;
+  assert_int_equal(w->host_alloc(w, &p, 8, "test"), CG_OK);
+  assert_ptr_equal(g_side_be, inner);
+  assert_int_equal(w->upchan_create(w, &ch), CG_OK);
+  assert_int_equal(w->upchan_begin(w, ch), CG_OK);
+  assert_int_equal(w->upchan_upload(w, ch, NULL, NULL, 0), CG_OK);
+  assert_int_equal(w->upchan_join(w, ch), CG_OK);
+  w->upchan_destroy(w, ch);
+  w->host_free(w, p);
+  assert_ptr_equal(g_side_be, inner);
+  assert_int_equal(g_side_calls, 7);
+}
+
 static void test_every_op_wrapped(void **state) {
   (void)state;
   struct cg_backend *inner = NULL, *emu = NULL, *prof = NULL;
   assert_int_equal(cg_backend_cpu_create(1, &inner), CG_OK);
   assert_int_equal(cg_backend_profile_wrap(inner, &prof), CG_OK);
   assert_int_equal(ops_missing(inner, prof, "profiling"), 0);
+  assert_null(prof->upchan_create); /* the CPU backend has no side uploads */
   cg_backend_destroy(&prof); /* does not destroy inner */
+  /* a device backend's side uploads: set on the wrappers, passed to the inner backend */
+  inner->host_alloc = s_host_alloc;
+  inner->host_free = s_host_free;
+  inner->upchan_create = s_create;
+  inner->upchan_destroy = s_destroy;
+  inner->upchan_begin = s_begin;
+  inner->upchan_upload = s_upload;
+  inner->upchan_join = s_join;
+  assert_int_equal(cg_backend_profile_wrap(inner, &prof), CG_OK);
+  assert_int_equal(ops_missing(inner, prof, "profiling"), 0);
+  side_check(prof, inner);
+  cg_backend_destroy(&prof);
   assert_int_equal(cg_backend_emulate_wrap(inner, 0.5, &emu), CG_OK);
   assert_int_equal(ops_missing(inner, emu, "emulating"), 0);
+  side_check(emu, inner);
   cg_backend_destroy(&emu); /* destroys inner too */
 }
 

@@ -16,7 +16,11 @@
  *
  * Configurations: policies jaca, lru, fifo at node-tier capacity 100 % and 10 %; the
  * CPU backend and a fake device backend (mpi/tests/fake_device.h: device pointers fault
- * when the host touches them, so the device path's staging is proved). Counters: per
+ * when the host touches them, so the device path's staging is proved), mostly with its
+ * side uploads (deferred until joined: the prefetch thread's uploads of the rank tier's
+ * rows and end's join are proved by the values; every read row goes through the
+ * channel once per exchange, nothing else does, the pinned staging is freed), once
+ * without (all rows uploaded in end). Counters: per
  * exchange, lookups = halo rows, node hits + misses = lookups; the bytes this rank sends
  * through MPI (split by node) equal its forward plan's rows; at 100 % capacity the
  * inter-node bytes equal the model computed here from all ranks' local graphs alone:
@@ -241,6 +245,11 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   }
   const struct jaca_layers layers = {NLAYERS, COLS};
   struct cg_exchange *ex = NULL;
+  const int side = be->kind != CG_DEVICE_CPU && be->upchan_upload != NULL; /* the fake device's side uploads */
+  struct fake_side_counts sc0, sc1;
+  memset(&sc0, 0, sizeof sc0);
+  memset(&sc1, 0, sizeof sc1);
+  if (side) fake_device_side_counts(be, &sc0);
   OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
   const struct jaca_node_plan *p = jaca_exchange_plan(ex);
   CHECK(p != NULL, "not a caching exchange");
@@ -415,9 +424,28 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
            (long long)v[2], (long long)v[3], (long long)v[0], (double)v[7] / (double)nx, (long long)nx, (long long)v[1],
            (long long)v[5], (long long)v[6], (long long)v[4], (long long)worst_age, win_rate, win_oracle,
            g_prefetch ? "on" : "off", (long long)pv[0], (long long)pv[1], 1e-6 * (double)pv[2]);
+  const int64_t p_n_read = p->n_read, nexch = E * L1 + nx - E; /* cached forward exchanges */
   be->free(be, d);
   free(h);
   cg_exchange_destroy(&ex);
+  if (side) {
+    /* with prefetch, every read row of every cached exchange crossed the channel once (the
+     * thread's runs and end's rest), each exchange joined once; without, nothing did */
+    fake_device_side_counts(be, &sc1);
+    const int64_t want = g_prefetch ? nexch * p_n_read * COLS * 4 : 0;
+    CHECK(sc1.bytes - sc0.bytes == want && sc1.joins - sc0.joins == (g_prefetch && p_n_read > 0 ? nexch : 0),
+          "side uploads: %lld bytes in %lld calls (%lld from the prefetch thread), %lld joins; expected %lld bytes",
+          (long long)(sc1.bytes - sc0.bytes), (long long)(sc1.uploads - sc0.uploads),
+          (long long)(sc1.uploads_other_thread - sc0.uploads_other_thread), (long long)(sc1.joins - sc0.joins),
+          (long long)want);
+    CHECK(sc1.host_live == sc0.host_live, "pinned staging not freed: %lld buffers live, %lld before",
+          (long long)sc1.host_live, (long long)sc0.host_live);
+    int64_t v2[2] = {sc1.uploads - sc0.uploads, sc1.uploads_other_thread - sc0.uploads_other_thread};
+    OK(comm_allreduce_i64(g_comm, v2, 2, COMM_SUM));
+    if (me == 0)
+      printf("ok:   side uploads: %lld calls, %lld of them from the prefetch threads\n", (long long)v2[0],
+             (long long)v2[1]);
+  }
   setup_free(&s);
 }
 
@@ -516,9 +544,13 @@ int main(int argc, char **argv) {
   run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 3, cpu);
   run_case("synth:small", 0, JACA_POLICY_LRU, 0.5, 2, cpu);
   run_case("synth:tiny", 0, JACA_POLICY_FIFO, 0.1, 5, cpu);
+  fake_device_side_uploads(dev, 1);
   run_case("synth:tiny", 0, JACA_POLICY_JACA, 1.0, 0, dev);
   run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 0, dev);
   run_case("synth:small", 1, JACA_POLICY_JACA, 0.5, 2, dev);
+  fake_device_side_uploads(dev, 0); /* a device without side uploads: all rows in end */
+  run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 0, dev);
+  fake_device_side_uploads(dev, 1);
   /* prefetch off: the same cases' values (every run_case checks each halo value exactly
    * against its encoding, so on and off land the same values in the same rows) */
   g_prefetch = 0;

@@ -11,7 +11,14 @@
  *  4. the timeout path: rows that never reach their generation make finish report one
  *     of them after the timeout, with its last metadata; the queue works again after;
  *  5. the thread's cost while it waits for rows nobody publishes: its CPU time over
- *     0.5 s of waiting must stay under 10 % of a core (it naps, it does not spin).
+ *     0.5 s of waiting must stay under 10 % of a core (it naps, it does not spin);
+ *  6. the grouping of rows into runs (jaca_run_*) on hand-made sequences;
+ *  7. device jobs on a stand-in backend whose side uploads are deferred until joined
+ *     (core/ops.h): every row reaches "device memory" exactly once per job, with its
+ *     value, only through the channel and only after upload_rest's join; the thread
+ *     sends the rows it copied (all of them, in one run, when all were published
+ *     first); begin comes once per job before any upload of it; an enqueue failing on
+ *     the thread leaves its rows to upload_rest; 200 generations racing a writer.
  * Exit 0 when all pass; any failure prints FAIL and exits 1. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -61,7 +68,7 @@ static struct jaca_prefetch_job job_for(uint32_t gen) {
   for (int64_t k = 0; k < NREAD; k++) g_want[k] = gen;
   memset(g_dst, 0, sizeof g_dst);
   memset(g_meta, 0, sizeof g_meta);
-  const struct jaca_prefetch_job jb = {g_seg, g_stride, g_row, g_want, g_dst, g_meta, NREAD, COLS};
+  const struct jaca_prefetch_job jb = {g_seg, g_stride, g_row, g_want, g_dst, g_meta, NREAD, COLS, NULL, NULL, NULL};
   return jb;
 }
 
@@ -92,6 +99,100 @@ static void *writer(void *p) {
     if (a->pause_us > 0 && i % 50 == 0) usleep((useconds_t)a->pause_us);
   }
   return NULL;
+}
+
+/* ---- a stand-in backend with side uploads (7.): "device memory" is g_dev; uploads are
+ * queued and carried out at join (and begin), each row's arrivals counted ---- */
+static float g_dev[NREAD * COLS];
+static int g_dev_rows[NREAD];      /* uploads that carried each row in this job */
+static pthread_t g_main;
+static pthread_mutex_t g_chmu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  float *dst;
+  const float *src;
+  size_t bytes;
+} g_q[4 * NREAD];
+static int g_nq, g_begins, g_joins, g_calls, g_calls_thread, g_fail_thread;
+static int64_t g_rows_thread;
+
+static void carry_out(void) {
+  for (int i = 0; i < g_nq; i++) memcpy(g_q[i].dst, g_q[i].src, g_q[i].bytes);
+  g_nq = 0;
+}
+static int st_begin(struct cg_backend *be, struct cg_upchan *ch) {
+  (void)be;
+  (void)ch;
+  pthread_mutex_lock(&g_chmu);
+  carry_out();
+  g_begins++;
+  pthread_mutex_unlock(&g_chmu);
+  return CG_OK;
+}
+static int st_join(struct cg_backend *be, struct cg_upchan *ch) {
+  (void)be;
+  (void)ch;
+  pthread_mutex_lock(&g_chmu);
+  carry_out();
+  g_joins++;
+  pthread_mutex_unlock(&g_chmu);
+  return CG_OK;
+}
+static int st_upload(struct cg_backend *be, struct cg_upchan *ch, void *dst, const void *src, size_t bytes) {
+  (void)be;
+  (void)ch;
+  const int thread = !pthread_equal(pthread_self(), g_main);
+  pthread_mutex_lock(&g_chmu);
+  if (thread && g_fail_thread > 0) {
+    g_fail_thread--;
+    pthread_mutex_unlock(&g_chmu);
+    return cg_err_set(CG_ERR_CUDA, "stand-in: an upload failed on purpose");
+  }
+  const int64_t off = ((float *)dst - g_dev), n = (int64_t)(bytes / (COLS * sizeof(float)));
+  int ok = g_nq < 4 * NREAD && off >= 0 && off % COLS == 0 && bytes % (COLS * sizeof(float)) == 0 &&
+           off / COLS + n <= NREAD && (const float *)src - g_dst == off;
+  if (ok) {
+    g_q[g_nq].dst = dst;
+    g_q[g_nq].src = src;
+    g_q[g_nq].bytes = bytes;
+    g_nq++;
+    for (int64_t k = off / COLS; k < off / COLS + n; k++) g_dev_rows[k]++;
+    g_calls++;
+    g_calls_thread += thread;
+    if (thread) g_rows_thread += n;
+  }
+  pthread_mutex_unlock(&g_chmu);
+  CHECK(ok, "an upload of %zu bytes to row offset %lld (rows, from the same rows of the staging)", bytes,
+        (long long)off);
+  return CG_OK;
+}
+
+static struct cg_backend g_sb; /* only the channel's entries */
+static struct cg_upchan *g_ch = (struct cg_upchan *)&g_sb; /* never dereferenced */
+
+static struct jaca_prefetch_job dev_job_for(uint32_t gen) {
+  struct jaca_prefetch_job jb = job_for(gen);
+  jb.be = &g_sb;
+  jb.ch = g_ch;
+  jb.d_dst = g_dev;
+  memset(g_dev, 0, sizeof g_dev);
+  memset(g_dev_rows, 0, sizeof g_dev_rows);
+  g_calls = g_calls_thread = 0;
+  g_rows_thread = 0;
+  return jb;
+}
+
+/* After finish and upload_rest: every row arrived once, with its value, and only at the join. */
+static void check_dev(uint32_t gen, const struct jaca_prefetch_result *res) {
+  for (int64_t k = 0; k < NREAD; k++) {
+    CHECK(g_dev_rows[k] == 1, "generation %u: row %lld uploaded %d times", gen, (long long)k, g_dev_rows[k]);
+    for (int64_t j = 0; j < COLS; j++)
+      CHECK(g_dev[k * COLS + j] == val(g_row[k], gen, j), "generation %u: device row %lld col %lld: %g, expected %g",
+            gen, (long long)k, (long long)j, (double)g_dev[k * COLS + j], (double)val(g_row[k], gen, j));
+  }
+  CHECK(res->up_thread + res->up_end == NREAD && res->up_thread == g_rows_thread && res->up_calls == g_calls,
+        "generation %u: %lld rows sent by the thread (%lld seen), %lld by upload_rest, %lld calls (%d seen)", gen,
+        (long long)res->up_thread, (long long)g_rows_thread, (long long)res->up_end, (long long)res->up_calls,
+        g_calls);
 }
 
 static void sleep_ms(int ms) {
@@ -205,6 +306,110 @@ int main(void) {
     printf("ok: waiting 0.5 s for rows: %.1f ms of CPU (%.2f %% of a core), %.0f naps\n", 1e3 * (c1 - c0),
            100.0 * (c1 - c0) / 0.5, n1 - n0);
   }
+
+  /* 6. runs */
+  {
+    struct jaca_run run;
+    int64_t a = -1, n = -1;
+    jaca_run_init(&run, 3);
+    CHECK(jaca_run_close(&run, &a, &n) == 0, "an empty builder has no run");
+    const int64_t ks[] = {0, 1, 2, 3, 4, 7, 9, 10};
+    /* cap 3: [0,3) closes at 3, [3,5) at 7, [7,8) at 9, then [9,11) at the close */
+    const int64_t want[][2] = {{0, 3}, {3, 2}, {7, 1}, {9, 2}};
+    int got = 0;
+    for (int i = 0; i < 8; i++)
+      if (jaca_run_push(&run, ks[i], &a, &n)) {
+        CHECK(got < 4 && a == want[got][0] && n == want[got][1], "run %d: [%lld, +%lld)", got, (long long)a,
+              (long long)n);
+        got++;
+      }
+    CHECK(got == 3 && jaca_run_close(&run, &a, &n) == 1 && a == 9 && n == 2, "the last run: [%lld, +%lld)",
+          (long long)a, (long long)n);
+    CHECK(jaca_run_close(&run, &a, &n) == 0, "closed twice");
+    jaca_run_init(&run, 0); /* cap < 1 counts as 1: every row its own run */
+    CHECK(jaca_run_push(&run, 5, &a, &n) == 0 && jaca_run_push(&run, 6, &a, &n) == 1 && a == 5 && n == 1,
+          "cap 0");
+    printf("ok: rows grouped into runs\n");
+  }
+
+  /* 7. device jobs */
+  {
+    g_main = pthread_self();
+    g_sb.name = "stand-in";
+    g_sb.kind = CG_DEVICE_CUDA;
+    g_sb.upchan_begin = st_begin;
+    g_sb.upchan_upload = st_upload;
+    g_sb.upchan_join = st_join;
+    /* all published first: the thread sends every row, in one run (they are consecutive
+     * and far below JACA_PF_RUN_BYTES) */
+    for (int64_t r = 0; r < ROWS; r++) publish(r, 300);
+    jb = dev_job_for(300);
+    const int b0 = g_begins, j0 = g_joins;
+    OK(jaca_prefetch_submit(pf, &jb));
+    CHECK(g_begins == b0 + 1, "submit of a device job must begin the channel once");
+    const double t2 = cg_time_now();
+    while (jaca_prefetch_copied(pf) < NREAD && cg_time_now() - t2 < 30.0) sleep_ms(1);
+    CHECK(jaca_prefetch_finish(pf, 5.0, &res) == -1, "finish failed");
+    for (int64_t i = 0; i < NREAD * COLS; i++) CHECK(g_dev[i] == 0.0f, "a row reached the device before the join");
+    OK(jaca_prefetch_upload_rest(pf, &res));
+    CHECK(g_joins == j0 + 1, "upload_rest must join once");
+    check_dev(300, &res);
+    CHECK(res.prefetched == NREAD && res.up_thread == NREAD && res.up_calls == 1 && g_calls_thread == 1,
+          "all published first: %lld prefetched, %lld sent by the thread in %lld calls", (long long)res.prefetched,
+          (long long)res.up_thread, (long long)res.up_calls);
+    printf("ok: device job, all rows published first: the thread sent %lld rows in %lld upload\n",
+           (long long)res.up_thread, (long long)res.up_calls);
+
+    /* an enqueue failing on the thread: upload_rest sends those rows */
+    jb = dev_job_for(301);
+    g_fail_thread = 1;
+    for (int64_t r = 0; r < ROWS; r++) publish(r, 301);
+    OK(jaca_prefetch_submit(pf, &jb));
+    const double t3 = cg_time_now();
+    while (jaca_prefetch_copied(pf) < NREAD && cg_time_now() - t3 < 30.0) sleep_ms(1);
+    CHECK(jaca_prefetch_finish(pf, 5.0, &res) == -1, "finish failed");
+    OK(jaca_prefetch_upload_rest(pf, &res));
+    check_dev(301, &res);
+    CHECK(g_fail_thread == 0 && res.up_thread == 0 && res.up_end == NREAD,
+          "a failed enqueue on the thread: %lld rows sent by it, %lld by upload_rest", (long long)res.up_thread,
+          (long long)res.up_end);
+    printf("ok: device job, the thread's upload failed: upload_rest sent all %lld rows\n", (long long)res.up_end);
+
+    /* racing a writer */
+    int64_t by_thread = 0, by_end = 0, calls = 0;
+    for (uint32_t gen = 400; gen < 600; gen++) {
+      jb = dev_job_for(gen);
+      OK(jaca_prefetch_submit(pf, &jb));
+      struct writer_arg wa = {gen, gen % 3 == 0 ? 100 : 0};
+      pthread_t w;
+      CHECK(pthread_create(&w, NULL, writer, &wa) == 0, "pthread_create");
+      if (gen % 2) sleep_ms(1);
+      CHECK(jaca_prefetch_finish(pf, 30.0, &res) == -1, "generation %u: finish failed", gen);
+      OK(jaca_prefetch_upload_rest(pf, &res));
+      pthread_join(w, NULL);
+      check_rows(gen);
+      check_dev(gen, &res);
+      by_thread += res.up_thread;
+      by_end += res.up_end;
+      calls += res.up_calls;
+    }
+    printf("ok: 200 device jobs racing a writer: %lld rows sent by the thread, %lld by upload_rest, in %lld "
+           "uploads\n", (long long)by_thread, (long long)by_end, (long long)calls);
+    /* a host job after device jobs: upload_rest does nothing */
+    jb = job_for(599);
+    OK(jaca_prefetch_submit(pf, &jb));
+    CHECK(jaca_prefetch_finish(pf, 5.0, &res) == -1, "finish failed");
+    const int j1 = g_joins;
+    OK(jaca_prefetch_upload_rest(pf, &res));
+    CHECK(g_joins == j1 && res.up_thread == 0 && res.up_end == 0, "upload_rest of a host job");
+    /* a device job without the channel's entries is refused */
+    jb = dev_job_for(599);
+    g_sb.upchan_join = NULL;
+    CHECK(jaca_prefetch_submit(pf, &jb) == CG_ERR_ARG, "a device job on a backend without side uploads");
+    cg_err_clear();
+    g_sb.upchan_join = st_join;
+  }
+
   jaca_prefetch_destroy(&pf); /* with that job still active */
   free(g_seg);
   printf("test_prefetch: all checks passed\n");
