@@ -28,6 +28,7 @@
 #include "jaca/jaca.h"
 #include "mpi/comm.h"
 #include "partition/partition.h"
+#include "mpi_test.h"
 #ifdef CAPGNN_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #endif
@@ -36,22 +37,8 @@
 #define NLAYERS 3
 #define GEMM_N 256
 
-static struct comm *g_comm;
-
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "[rank %d] FAIL %s:%d: %s: ", comm_rank(g_comm), __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fprintf(stderr, "\n");                                                                       \
-      comm_abort(g_comm, 1);                                                                       \
-    }                                                                                              \
-  } while (0)
-#define OK(expr)                                                                                        \
-  do {                                                                                                  \
-    int ok_st_ = (expr);                                                                                \
-    CHECK(ok_st_ >= 0, "%s returned %s: %s", #expr, cg_status_str(ok_st_), cg_err_msg());               \
-  } while (0)
+/* the job's world (mpi/tests/mpi_test.h: MT_CHECK and MT_OK abort the whole job) */
+struct comm *mt_comm;
 
 #ifdef CAPGNN_HAVE_CUDA
 
@@ -81,38 +68,38 @@ static void run_seq(struct cg_backend *be, const struct part_local *pl, double c
   opt.host_mb = opt.device_mb = 0; /* the capacity fraction alone */
   const struct jaca_layers layers = {NLAYERS, COLS};
   struct cg_exchange *ex = NULL;
-  OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &opt, &ex));
+  MT_OK(jaca_exchange_create(mt_comm, be, pl, &pl->agg, 64, &layers, &opt, &ex));
   const struct jaca_node_plan *p = jaca_exchange_plan(ex);
-  CHECK(p != NULL, "not a caching exchange");
+  MT_CHECK(p != NULL, "not a caching exchange");
   const int64_t rows = pl->n_inner + pl->n_halo, nh = pl->n_halo;
   float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
   float *a = NULL, *b = NULL, *c = NULL;
-  CHECK(h != NULL, "out of memory");
-  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test rows"));
-  OK(be->alloc(be, (void **)&a, sizeof(float) * GEMM_N * GEMM_N, "test gemm"));
-  OK(be->alloc(be, (void **)&b, sizeof(float) * GEMM_N * GEMM_N, "test gemm"));
-  OK(be->alloc(be, (void **)&c, sizeof(float) * GEMM_N * GEMM_N, "test gemm"));
+  MT_CHECK(h != NULL, "out of memory");
+  MT_OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test rows"));
+  MT_OK(be->alloc(be, (void **)&a, sizeof(float) * GEMM_N * GEMM_N, "test gemm"));
+  MT_OK(be->alloc(be, (void **)&b, sizeof(float) * GEMM_N * GEMM_N, "test gemm"));
+  MT_OK(be->alloc(be, (void **)&c, sizeof(float) * GEMM_N * GEMM_N, "test gemm"));
   be->fill(be, a, GEMM_N * GEMM_N, 0.5f);
   be->fill(be, b, GEMM_N * GEMM_N, 0.25f);
   for (uint32_t e = 1; e <= E; e++)
     for (int l = 1; l < NLAYERS; l++) {
       for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < COLS; j++) h[i * COLS + j] = i < pl->n_inner ? val(pl->gid[i], e, l, j) : -1.0f;
-      if (rows > 0) OK(be->upload(be, d, h, (size_t)(rows * COLS) * sizeof(float)));
+      if (rows > 0) MT_OK(be->upload(be, d, h, (size_t)(rows * COLS) * sizeof(float)));
       const struct cg_halo_tag tag = {l, e};
-      OK(ex->halo_begin(ex, CG_HALO_FORWARD, tag, d, COLS));
+      MT_OK(ex->halo_begin(ex, CG_HALO_FORWARD, tag, d, COLS));
       for (int k = 0; k < 4; k++) /* the layer's compute, on the backend's stream */
         be->gemm(be, 0, 0, GEMM_N, GEMM_N, GEMM_N, 1.0f, a, GEMM_N, b, GEMM_N, 0.0f, c, GEMM_N);
-      OK(ex->halo_end(ex, CG_HALO_FORWARD, tag, d, COLS));
-      if (rows > 0) OK(be->download(be, h, d, (size_t)(rows * COLS) * sizeof(float)));
-      OK(comm_barrier(g_comm)); /* training's all-reduce: nobody writes e + 1 before all read e */
+      MT_OK(ex->halo_end(ex, CG_HALO_FORWARD, tag, d, COLS));
+      if (rows > 0) MT_OK(be->download(be, h, d, (size_t)(rows * COLS) * sizeof(float)));
+      MT_OK(comm_barrier(mt_comm)); /* training's all-reduce: nobody writes e + 1 before all read e */
       float *out = o->halo + ((size_t)(e - 1) * (NLAYERS - 1) + (size_t)(l - 1)) * (size_t)(nh * COLS);
       memcpy(out, h + pl->n_inner * COLS, sizeof(float) * (size_t)(nh * COLS));
       for (int64_t i = 0; i < nh; i++) {
         const uint32_t from = jaca_last_refresh(e, p->halo_class[i], p->staleness);
         for (int64_t j = 0; j < COLS; j++) {
           const float want = val(pl->gid[pl->n_inner + i], from, l, j), got = out[i * COLS + j];
-          CHECK(memcmp(&want, &got, sizeof want) == 0,
+          MT_CHECK(memcmp(&want, &got, sizeof want) == 0,
                 "%s prefetch %s, capacity %g, staleness %d: epoch %u layer %d halo row %lld (gid %d) col %lld holds "
                 "%a, expected %a (epoch %u)",
                 be->name, prefetch ? "on" : "off", capacity, staleness, e, l, (long long)i, pl->gid[pl->n_inner + i],
@@ -120,7 +107,7 @@ static void run_seq(struct cg_backend *be, const struct part_local *pl, double c
         }
       }
     }
-  OK(jaca_exchange_stats(ex, 0, &o->st));
+  MT_OK(jaca_exchange_stats(ex, 0, &o->st));
   be->free(be, a);
   be->free(be, b);
   be->free(be, c);
@@ -137,30 +124,30 @@ static void run_config(struct cg_backend *cpu, struct cg_backend *gpu, const str
   ref.halo = calloc(n, sizeof(float));
   on.halo = calloc(n, sizeof(float));
   off.halo = calloc(n, sizeof(float));
-  CHECK(ref.halo && on.halo && off.halo, "out of memory");
+  MT_CHECK(ref.halo && on.halo && off.halo, "out of memory");
   run_seq(cpu, pl, capacity, staleness, 1, E, &ref);
   run_seq(gpu, pl, capacity, staleness, 1, E, &on);
   run_seq(gpu, pl, capacity, staleness, 0, E, &off);
-  CHECK(memcmp(ref.halo, on.halo, n * sizeof(float)) == 0, "CUDA with prefetch differs from the CPU cache");
-  CHECK(memcmp(ref.halo, off.halo, n * sizeof(float)) == 0, "CUDA without prefetch differs from the CPU cache");
+  MT_CHECK(memcmp(ref.halo, on.halo, n * sizeof(float)) == 0, "CUDA with prefetch differs from the CPU cache");
+  MT_CHECK(memcmp(ref.halo, off.halo, n * sizeof(float)) == 0, "CUDA without prefetch differs from the CPU cache");
   const struct jaca_stats *r = &ref.st, *a = &on.st, *b = &off.st;
-  CHECK(a->lookups == r->lookups && a->node_hits == r->node_hits && a->rank_hits == r->rank_hits &&
+  MT_CHECK(a->lookups == r->lookups && a->node_hits == r->node_hits && a->rank_hits == r->rank_hits &&
             a->misses == r->misses && b->node_hits == r->node_hits && b->misses == r->misses,
         "counters differ: lookups %lld/%lld, node hits %lld/%lld/%lld, misses %lld/%lld/%lld (cpu/cuda on/cuda off)",
         (long long)r->lookups, (long long)a->lookups, (long long)r->node_hits, (long long)a->node_hits,
         (long long)b->node_hits, (long long)r->misses, (long long)a->misses, (long long)b->misses);
-  CHECK(a->prefetched + a->end_copied == r->prefetched + r->end_copied && b->prefetched == 0 &&
+  MT_CHECK(a->prefetched + a->end_copied == r->prefetched + r->end_copied && b->prefetched == 0 &&
             b->end_copied == r->prefetched + r->end_copied,
         "node tier reads: cpu %lld + %lld, cuda on %lld + %lld, cuda off %lld + %lld", (long long)r->prefetched,
         (long long)r->end_copied, (long long)a->prefetched, (long long)a->end_copied, (long long)b->prefetched,
         (long long)b->end_copied);
   const int64_t h2d = (a->prefetched + a->end_copied) * COLS * (int64_t)sizeof(float);
-  CHECK(r->bytes_h2d == 0 && a->bytes_h2d == h2d && b->bytes_h2d == h2d,
+  MT_CHECK(r->bytes_h2d == 0 && a->bytes_h2d == h2d && b->bytes_h2d == h2d,
         "host-to-device bytes: cpu %lld, cuda on %lld, off %lld; expected 0, %lld, %lld", (long long)r->bytes_h2d,
         (long long)a->bytes_h2d, (long long)b->bytes_h2d, (long long)h2d, (long long)h2d);
   int64_t v[3] = {a->prefetched, a->end_copied, a->lookups};
-  OK(comm_allreduce_i64(g_comm, v, 3, COMM_SUM));
-  if (comm_rank(g_comm) == 0)
+  MT_OK(comm_allreduce_i64(mt_comm, v, 3, COMM_SUM));
+  if (comm_rank(mt_comm) == 0)
     printf("ok: capacity %3.0f %%, staleness %d, %u epochs: CUDA (prefetch on, off) = CPU bit for bit over %lld halo "
            "reads; node tier rows: %lld prefetched, %lld copied in end\n",
            capacity * 100, staleness, E, (long long)v[2], (long long)v[0], (long long)v[1]);
@@ -170,29 +157,29 @@ static void run_config(struct cg_backend *cpu, struct cg_backend *gpu, const str
 }
 
 static int run_gpu(void) {
-  const int P = comm_size(g_comm), me = comm_rank(g_comm);
+  const int P = comm_size(mt_comm), me = comm_rank(mt_comm);
   int ord = -1;
-  OK(comm_gpu_bind(g_comm, &ord));
+  MT_OK(comm_gpu_bind(mt_comm, &ord));
   struct cg_backend *cpu = NULL, *gpu = NULL;
-  OK(cg_backend_cpu_create(1, &cpu));
-  OK(cg_backend_cuda_create(ord, 0, &gpu));
-  CHECK(gpu->host_alloc && gpu->host_free && gpu->upchan_create && gpu->upchan_destroy && gpu->upchan_begin &&
+  MT_OK(cg_backend_cpu_create(1, &cpu));
+  MT_OK(cg_backend_cuda_create(ord, 0, &gpu));
+  MT_CHECK(gpu->host_alloc && gpu->host_free && gpu->upchan_create && gpu->upchan_destroy && gpu->upchan_begin &&
             gpu->upchan_upload && gpu->upchan_join,
         "the CUDA backend must have side uploads");
-  CHECK(!cpu->host_alloc && !cpu->upchan_create, "the CPU backend needs no side uploads");
-  OK(comm_set_path(g_comm, COMM_PATH_AUTO));
+  MT_CHECK(!cpu->host_alloc && !cpu->upchan_create, "the CPU backend needs no side uploads");
+  MT_OK(comm_set_path(mt_comm, COMM_PATH_AUTO));
   struct graph g;
-  OK(graph_synth("synth:small", &g));
+  MT_OK(graph_synth("synth:small", &g));
   int32_t *owner = malloc(sizeof(int32_t) * (size_t)g.n);
-  CHECK(owner != NULL, "out of memory");
+  MT_CHECK(owner != NULL, "out of memory");
   struct part_options po;
   memset(&po, 0, sizeof po);
   po.method = PART_RANDOM;
   po.nparts = P;
   po.seed = 7;
-  OK(part_assign(&g, &po, owner));
+  MT_OK(part_assign(&g, &po, owner));
   struct part_local pl;
-  OK(part_local_build(&g, owner, P, me, GRAPH_NORM_GCN, 1, &pl));
+  MT_OK(part_local_build(&g, owner, P, me, GRAPH_NORM_GCN, 1, &pl));
   run_config(cpu, gpu, &pl, 1.0, 0);
   run_config(cpu, gpu, &pl, 0.1, 0);
   run_config(cpu, gpu, &pl, 1.0, 2);
@@ -208,7 +195,7 @@ static int run_gpu(void) {
 #endif /* CAPGNN_HAVE_CUDA */
 
 int main(int argc, char **argv) {
-  if (comm_init(&argc, &argv, &g_comm) != CG_OK) {
+  if (comm_init(&argc, &argv, &mt_comm) != CG_OK) {
     fprintf(stderr, "comm_init: %s\n", cg_err_msg());
     return 1;
   }
@@ -216,17 +203,17 @@ int main(int argc, char **argv) {
   int rc = 77;
 #ifdef CAPGNN_HAVE_CUDA
   int64_t ndev = cg_cuda_device_count();
-  OK(comm_allreduce_i64(g_comm, &ndev, 1, COMM_MIN));
+  MT_OK(comm_allreduce_i64(mt_comm, &ndev, 1, COMM_MIN));
   if (ndev == 0) {
-    if (comm_rank(g_comm) == 0) printf("skipped: no CUDA device visible on every rank\n");
+    if (comm_rank(mt_comm) == 0) printf("skipped: no CUDA device visible on every rank\n");
   } else {
     rc = run_gpu();
-    if (comm_rank(g_comm) == 0)
-      printf("test_jaca_gpu: all checks passed on %d ranks, %d nodes\n", comm_size(g_comm), comm_nnodes(g_comm));
+    if (comm_rank(mt_comm) == 0)
+      printf("test_jaca_gpu: all checks passed on %d ranks, %d nodes\n", comm_size(mt_comm), comm_nnodes(mt_comm));
   }
 #else
-  if (comm_rank(g_comm) == 0) printf("skipped: this build has no CUDA backend\n");
+  if (comm_rank(mt_comm) == 0) printf("skipped: this build has no CUDA backend\n");
 #endif
-  comm_finalize(&g_comm);
+  comm_finalize(&mt_comm);
   return rc;
 }
