@@ -27,6 +27,10 @@
 # compute against its measured median compute_s, and the predicted epoch (max over the
 # ranks of predicted compute + communication) against the measured epoch.
 #
+# Run under `chrt -r` (how the README's runs are made), the round-robin quantum is set to
+# 4 ms for the script (a rank waiting for a preempted peer otherwise waits up to 100 ms).
+# Ranks are not bound: placing the emulated ranks by speed was measured worse (README).
+#
 # usage: benchmarks/bench_rapa.sh [-c CAPGNN] [-r REPEATS] [-o OUTDIR] [-q QUIET] [-w WAIT] [-e EPS] [-s]
 #   defaults: build/bin/capgnn, 3 repeats, results/bench_rapa, QUIET 2, WAIT 60; -s: a smoke run
 #   (cora only, 1 repeat, few epochs). Writes OUTDIR/bench_rapa.json and prints the table.
@@ -48,7 +52,7 @@ while getopts "c:r:o:q:e:w:sh" opt; do
     s) smoke=1 ;;
     e) prune_eps=$OPTARG ;;
     w) max_wait=$OPTARG ;;
-    *) sed -n '2,36p' "$0"; exit 2 ;;
+    *) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 2 ;;
   esac
 done
 [ -x "$capgnn" ] || { echo "bench_rapa.sh: $capgnn is not an executable (build first, or pass -c)" >&2; exit 2; }
@@ -61,6 +65,10 @@ export CAPGNN_CACHE=$outdir/cache
 graphs=("cora|--layers 2 --hidden 16|60" "synth:reddit:scale=0.05|--layers 2 --hidden 64|12")
 speeds=("1,0.33" "1,0.5,0.25,0.25")
 if [ "$smoke" = 1 ]; then graphs=("cora|--layers 2 --hidden 16|10"); repeats=1; fi
+
+# under `chrt -r`: a 4 ms round-robin quantum, not the kernel's 100 ms (wait_idle.sh)
+. "$(dirname "$0")/wait_idle.sh"
+rr_timeslice 4
 
 wait_quiet() { # prints the load seen when the run starts
   local t=0 r
