@@ -281,8 +281,13 @@ static int run_child(const char *name, const char *path, int threads, int runs, 
   struct lib L;
   if (lib_open(path, threads, &L) < 0) return 1;
 
-  const int64_t len[NBUF] = {rows * F_IN, rows * HID, rows * HID, rows * CLS, (int64_t)F_IN * HID,
-                             rows * HID};
+  int64_t len[NBUF] = {rows * F_IN, rows * HID, rows * HID, rows * CLS, (int64_t)F_IN * HID, 0};
+  for (int si = 0; si < NSHAPES; si++) { /* C holds every shape's m x n (a weight gradient,
+                                          * F_IN x HID, outgrows rows x HID when rows < F_IN) */
+    const struct shape *s = &shapes[si];
+    const int64_t mn = dim_of(s->m, s->dm, rows) * dim_of(s->n, s->dn, rows);
+    if (mn > len[BUF_C]) len[BUF_C] = mn;
+  }
   float *bufs[NBUF];
   for (int i = 0; i < NBUF; i++) {
     bufs[i] = malloc((size_t)len[i] * sizeof(float));
