@@ -200,6 +200,20 @@ static void sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
+/* Submits the job of generation gen, starts a writer publishing it (pausing every third
+ * generation) and finishes the job while the writer races the thread (on odd generations
+ * after a millisecond's head start); returns the writer for the caller to join. */
+static pthread_t race_writer(struct jaca_prefetch *pf, const struct jaca_prefetch_job *jb, uint32_t gen,
+                             struct writer_arg *wa, struct jaca_prefetch_result *res) {
+  OK(jaca_prefetch_submit(pf, jb));
+  *wa = (struct writer_arg){gen, gen % 3 == 0 ? 100 : 0};
+  pthread_t w;
+  CHECK(pthread_create(&w, NULL, writer, wa) == 0, "pthread_create");
+  if (gen % 2) sleep_ms(1);
+  CHECK(jaca_prefetch_finish(pf, 30.0, res) == -1, "generation %u: finish failed", gen);
+  return w;
+}
+
 int main(void) {
   g_stride = jaca_row_stride(COLS);
   g_seg = aligned_alloc(JACA_ROW_ALIGN, g_stride * ROWS);
@@ -258,12 +272,8 @@ int main(void) {
     int64_t pre = 0, fin = 0, torn = 0;
     for (uint32_t gen = 3; gen < 203; gen++) {
       jb = job_for(gen);
-      OK(jaca_prefetch_submit(pf, &jb));
-      struct writer_arg wa = {gen, gen % 3 == 0 ? 100 : 0};
-      pthread_t w;
-      CHECK(pthread_create(&w, NULL, writer, &wa) == 0, "pthread_create");
-      if (gen % 2) sleep_ms(1);
-      CHECK(jaca_prefetch_finish(pf, 30.0, &res) == -1, "generation %u: finish failed", gen);
+      struct writer_arg wa;
+      pthread_t w = race_writer(pf, &jb, gen, &wa, &res);
       pthread_join(w, NULL);
       check_rows(gen);
       CHECK(res.prefetched + res.in_end == NREAD, "generation %u: %lld + %lld rows", gen, (long long)res.prefetched,
@@ -379,12 +389,8 @@ int main(void) {
     int64_t by_thread = 0, by_end = 0, calls = 0;
     for (uint32_t gen = 400; gen < 600; gen++) {
       jb = dev_job_for(gen);
-      OK(jaca_prefetch_submit(pf, &jb));
-      struct writer_arg wa = {gen, gen % 3 == 0 ? 100 : 0};
-      pthread_t w;
-      CHECK(pthread_create(&w, NULL, writer, &wa) == 0, "pthread_create");
-      if (gen % 2) sleep_ms(1);
-      CHECK(jaca_prefetch_finish(pf, 30.0, &res) == -1, "generation %u: finish failed", gen);
+      struct writer_arg wa;
+      pthread_t w = race_writer(pf, &jb, gen, &wa, &res);
       OK(jaca_prefetch_upload_rest(pf, &res));
       pthread_join(w, NULL);
       check_rows(gen);
