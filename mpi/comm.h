@@ -157,6 +157,19 @@ enum comm_path {
 int comm_set_path(struct comm *c, enum comm_path p);
 enum comm_path comm_get_path(const struct comm *c); /* the requested path */
 
+/* Wire precision of the halo rows and gradients of training steps (--halo-bits; an
+ * approximation, opt-in): 32 (the default) sends floats, exact; 16, 8 or 4 sends each
+ * row as its range and one code of that many bits per value, rounded stochastically
+ * (unbiased, within one step (max - min) / (2^bits - 1) of the value; deterministic
+ * run to run). The exchanges that read it (comm_exchange_create's, jaca/'s) code the
+ * rows of training steps only (tag epoch > 0): evaluation and the set-up exchange of
+ * the input features stay exact. Coding happens in host memory, so on a device
+ * backend it needs the staged path (comm_halo_set_quant). Rows written into a node's
+ * shared memory (jaca/) are not coded: only what goes through MPI. Local; CG_ERR_ARG
+ * for another value. */
+int comm_set_halo_bits(struct comm *c, int bits);
+int comm_halo_bits(const struct comm *c); /* 32 unless set */
+
 /* The path an object created now over backend `be` would use (AUTO resolved),
  * without creating one. Starts NCCL if that is the answer and it is not running yet
  * (the NCCL communicator lives until comm_finalize). Logs the choice at INFO when it
@@ -495,8 +508,16 @@ int comm_halo_progress(struct comm_halo *h);
 /* begin + end. */
 int comm_halo_exchange(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols);
 
+/* Code the rows of the exchanges begun from now on with `bits` bits per value (16, 8
+ * or 4; 32: floats, exact; see comm_set_halo_bits for the format). Between exchanges
+ * only. Counters then count the coded bytes (rows * (8 + ceil(cols * bits / 8))).
+ * CG_ERR_UNSUPPORTED below 32 bits on the NCCL and MPI_CUDA paths (they move device
+ * memory: use the staged path), CG_ERR_ARG for another width or while in flight.
+ * Local (every rank of an exchange must ask the same, as they call begin together). */
+int comm_halo_set_quant(struct comm_halo *h, int bits);
+
 /* Rows this rank sends in a forward exchange (sum send_count) and receives (sum
- * recv_count): bytes per exchange are rows * cols * 4. */
+ * recv_count): bytes per exchange are rows * cols * 4 (unquantised). */
 int64_t comm_halo_send_rows(const struct comm_halo *h);
 int64_t comm_halo_recv_rows(const struct comm_halo *h);
 /* The path the exchange uses (fixed at create; see enum comm_path). */

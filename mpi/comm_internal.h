@@ -18,6 +18,7 @@ struct comm {
   MPI_Comm node;  /* host, or an emulated sub-node of it */
   MPI_Comm cross; /* local rank i of every node, in node order (allreduce.c); NULL until needed */
   enum comm_allreduce allreduce_req; /* comm_set_allreduce (AUTO by default) */
+  int halo_bits; /* comm_set_halo_bits: 4, 8, 16; 0 (never set) or 32 = full precision */
   int rank, size;
   int node_id, nnodes, local_rank, local_size;
   int host_local_rank, host_local_size;

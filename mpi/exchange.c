@@ -29,6 +29,7 @@ struct comm_exchange {
   int64_t grad_n;
   int64_t grad_bytes_before; /* comm_grad_bytes_sent of the gradient objects replaced */
   int64_t grad_inter_before; /* ... and their comm_grad_inter_bytes_sent */
+  int bits;                  /* comm_halo_bits at create: training steps' rows */
 };
 
 static struct comm_exchange *impl(struct cg_exchange *ex) { return (struct comm_exchange *)ex; }
@@ -45,11 +46,13 @@ static const char *halo_call(enum cg_halo_dir dir, int end) {
   return end ? "comm_halo_end(backward)" : "comm_halo_begin(backward)";
 }
 
-/* The tag is for implementations that keep state per layer; every exchange here
- * moves the rows afresh. */
+/* Every exchange here moves the rows afresh; the tag says only whether it is a
+ * training step's (coded with --halo-bits) or evaluation's / set-up's (exact). */
 static int ex_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag,
                          float *x, int64_t cols) {
-  int st = comm_halo_begin(impl(ex)->halo, dir, x, cols);
+  struct comm_exchange *e = impl(ex);
+  int st = comm_halo_set_quant(e->halo, tag.epoch > 0 ? e->bits : 32);
+  if (st == CG_OK) st = comm_halo_begin(e->halo, dir, x, cols);
   return st < 0 ? call_error(st, halo_call(dir, 0), cols, "columns") : CG_OK;
 }
 
@@ -124,6 +127,16 @@ int comm_exchange_create(struct comm *c, struct cg_backend *be, const struct com
   if (st < 0) {
     cg_free(e);
     cg_err_trail(__FILE__, __LINE__, "comm_halo_create");
+    return st;
+  }
+  /* a width the path cannot code fails here, on every rank, not in the first step */
+  e->bits = comm_halo_bits(c);
+  st = comm_agree(c, comm_halo_set_quant(e->halo, e->bits), "--halo-bits on this exchange's path");
+  if (st == CG_OK) st = comm_halo_set_quant(e->halo, 32);
+  if (st < 0) {
+    comm_halo_destroy(&e->halo);
+    cg_free(e);
+    cg_err_trail(__FILE__, __LINE__, "comm_halo_set_quant");
     return st;
   }
   e->ex.halo_begin = ex_halo_begin;

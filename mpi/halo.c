@@ -51,6 +51,7 @@
 #include "core/timer.h"
 #include "mpi/comm_internal.h"
 #include "mpi/nccl_internal.h"
+#include "mpi/quant_internal.h"
 #include "mpi/path_internal.h"
 #include "mpi/staging_internal.h"
 
@@ -84,7 +85,14 @@ struct comm_halo {
   int nreq;
   const float *flight_x, *flight_recv;
   int64_t flight_cols;
-  /* row datatypes by width */
+  /* quantised rows (comm_halo_set_quant): bits 32 = off; host buffers of the coded
+   * rows out and in, grown on first use; begins quantised so far (the rounding
+   * stream); whether the exchange in flight is quantised */
+  int qbits;
+  uint64_t qcalls;
+  unsigned char *q_out, *q_in;
+  int flight_q;
+  /* row datatypes by width (cols > 0: cols floats; cols < 0: -cols bytes) */
   int64_t type_cols[HALO_TYPE_CACHE];
   MPI_Datatype types[HALO_TYPE_CACHE];
   int ntypes, type_next;
@@ -279,6 +287,7 @@ int comm_halo_create(struct comm *c, struct cg_backend *be, const struct comm_ha
     h->be = be;
     h->sel = sel;
     h->graph = MPI_COMM_NULL;
+    h->qbits = 32;
     st = halo_plan_check_local(c, plan, max_cols);
   }
   if (st == CG_OK) {
@@ -353,6 +362,8 @@ void comm_halo_destroy(struct comm_halo **hp) {
     cg_free(h->h_a);
     cg_free(h->h_b);
   }
+  cg_free(h->q_out);
+  cg_free(h->q_in);
   cg_free(h->reqs);
   cg_free(h->nb);
   cg_free(h->send_cnt);
@@ -369,9 +380,11 @@ static const char *dir_name(enum cg_halo_dir dir) {
   return dir == CG_HALO_FORWARD ? "forward" : "backward";
 }
 
-static int halo_row_type(struct comm_halo *h, int64_t cols, MPI_Datatype *t) {
+/* The datatype of one row: key > 0 is `key` floats, key < 0 is -key bytes (a
+ * quantised row). */
+static int halo_row_type(struct comm_halo *h, int64_t key, MPI_Datatype *t) {
   for (int i = 0; i < h->ntypes; i++)
-    if (h->type_cols[i] == cols) {
+    if (h->type_cols[i] == key) {
       *t = h->types[i];
       return CG_OK;
     }
@@ -385,9 +398,10 @@ static int halo_row_type(struct comm_halo *h, int64_t cols, MPI_Datatype *t) {
   }
   h->type_cols[slot] = 0;
   h->types[slot] = MPI_DATATYPE_NULL;
-  COMM_MPI_TRY(MPI_Type_contiguous((int)cols, MPI_FLOAT, &h->types[slot]));
+  if (key > 0) COMM_MPI_TRY(MPI_Type_contiguous((int)key, MPI_FLOAT, &h->types[slot]));
+  else COMM_MPI_TRY(MPI_Type_contiguous((int)-key, MPI_BYTE, &h->types[slot]));
   COMM_MPI_TRY(MPI_Type_commit(&h->types[slot]));
-  h->type_cols[slot] = cols;
+  h->type_cols[slot] = key;
   *t = h->types[slot];
   return CG_OK;
 }
@@ -484,12 +498,13 @@ static int halo_wait(struct comm_halo *h) {
 }
 
 /* Start the MPI transfer: for neighbour k, scnt[k] rows from sbuf + sdsp[k] rows out,
- * rcnt[k] rows into rbuf + rdsp[k] rows. Buffers are host memory, or device memory
+ * rcnt[k] rows into rbuf + rdsp[k] rows; a row is one `row` datatype of row_bytes
+ * bytes (cols floats, or a quantised row). Buffers are host memory, or device memory
  * on the MPI_CUDA path. A failure here is fatal to the step (the caller aborts the
  * job), so requests already posted are not unwound. */
-static int halo_mpi_start(struct comm_halo *h, const float *sbuf, const int *scnt, const int *sdsp,
-                          float *rbuf, const int *rcnt, const int *rdsp, MPI_Datatype row,
-                          int64_t cols) {
+static int halo_mpi_start(struct comm_halo *h, const void *sbuf, const int *scnt, const int *sdsp,
+                          void *rbuf, const int *rcnt, const int *rdsp, MPI_Datatype row,
+                          size_t row_bytes) {
   h->nreq = 0;
   if (!h->sel.p2p) {
     COMM_MPI_TRY(MPI_Ineighbor_alltoallv(sbuf, scnt, sdsp, row, rbuf, rcnt, rdsp, row, h->graph,
@@ -501,17 +516,58 @@ static int halo_mpi_start(struct comm_halo *h, const float *sbuf, const int *scn
    * flight, its own communicator and MPI's non-overtaking order keep one tag enough. */
   for (int k = 0; k < h->nnb; k++)
     if (rcnt[k] > 0) {
-      COMM_MPI_TRY(MPI_Irecv(rbuf + (int64_t)rdsp[k] * cols, rcnt[k], row, h->nb[k], 0, h->graph,
-                             &h->reqs[h->nreq]));
+      COMM_MPI_TRY(MPI_Irecv((char *)rbuf + (size_t)rdsp[k] * row_bytes, rcnt[k], row, h->nb[k], 0,
+                             h->graph, &h->reqs[h->nreq]));
       h->nreq++;
     }
   for (int k = 0; k < h->nnb; k++)
     if (scnt[k] > 0) {
-      COMM_MPI_TRY(MPI_Isend(sbuf + (int64_t)sdsp[k] * cols, scnt[k], row, h->nb[k], 0, h->graph,
-                             &h->reqs[h->nreq]));
+      COMM_MPI_TRY(MPI_Isend((const char *)sbuf + (size_t)sdsp[k] * row_bytes, scnt[k], row, h->nb[k],
+                             0, h->graph, &h->reqs[h->nreq]));
       h->nreq++;
     }
   return CG_OK;
+}
+
+int comm_set_halo_bits(struct comm *c, int bits) {
+  if (bits != 32 && !comm_quant_bits_ok(bits))
+    return cg_err_set(CG_ERR_ARG, "--halo-bits %d: expected 32 (exact), 16, 8 or 4", bits);
+  c->halo_bits = bits;
+  return CG_OK;
+}
+
+int comm_halo_bits(const struct comm *c) { return c->halo_bits ? c->halo_bits : 32; }
+
+int comm_halo_set_quant(struct comm_halo *h, int bits) {
+  if (!h) return cg_err_set(CG_ERR_ARG, "comm_halo_set_quant: no exchange");
+  if (bits != 32 && !comm_quant_bits_ok(bits))
+    return cg_err_set(CG_ERR_ARG, "halo rows of %d bits: expected 32 (exact), 16, 8 or 4", bits);
+  if (bits == h->qbits) return CG_OK; /* nothing changes (begin reports its own misuse) */
+  if (h->in_flight)
+    return cg_err_set(CG_ERR_ARG, "comm_halo_set_quant: an exchange is in flight (set it between exchanges)");
+  if (bits < 32 && (h->sel.path == COMM_PATH_NCCL || h->sel.path == COMM_PATH_MPI_CUDA))
+    return cg_err_set(CG_ERR_UNSUPPORTED,
+                      "halo rows of %d bits are coded in host memory, which the %s path does not use: "
+                      "use --comm mpi-staged (or --halo-bits 32)",
+                      bits, comm_path_name(h->sel.path));
+  h->qbits = bits;
+  return CG_OK;
+}
+
+/* The rounding stream of the next quantised begin: this rank and how many came before
+ * (the same in every run: every rank calls begin in the same order). */
+static uint64_t halo_quant_stream(const struct comm_halo *h) {
+  return (h->qcalls << 20) ^ (uint64_t)h->c->rank;
+}
+
+/* The coded rows' host buffers, sized for the widest row at the most bits. */
+static int halo_quant_alloc(struct comm_halo *h) {
+  if (h->q_out) return CG_OK;
+  const size_t rb = comm_quant_row_bytes(h->max_cols, 16);
+  const int64_t m = h->send_rows > h->recv_rows ? h->send_rows : h->recv_rows;
+  h->q_out = cg_malloc((size_t)(m > 0 ? m : 1) * rb, "quantised halo rows (outgoing)");
+  h->q_in = cg_malloc((size_t)(m > 0 ? m : 1) * rb, "quantised halo rows (incoming)");
+  return h->q_out && h->q_in ? CG_OK : CG_ERR_NOMEM;
 }
 
 int comm_halo_begin(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols) {
@@ -523,8 +579,11 @@ int comm_halo_begin_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, fl
   struct cg_backend *be = h->be;
   double t0 = cg_time_now();
   TRY(halo_begin_check(h, dir, x, cols));
+  const int q = h->qbits < 32;
+  const size_t row_bytes = q ? comm_quant_row_bytes(cols, h->qbits) : (size_t)cols * sizeof(float);
+  if (q) TRY(halo_quant_alloc(h));
   MPI_Datatype row = MPI_DATATYPE_NULL; /* set by halo_row_type */
-  TRY(halo_row_type(h, cols, &row));
+  TRY(halo_row_type(h, q ? -(int64_t)row_bytes : cols, &row));
   /* forward sends owned rows picked by the plan: gather them into the row buffer */
   if (dir == CG_HALO_FORWARD && h->send_rows > 0)
     be->gather_rows(be, x, cols, h->d_idx, h->send_rows, h->d_rows);
@@ -545,23 +604,35 @@ int comm_halo_begin_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, fl
       } else if (rt.srows > 0) {
         TRY(be->download(be, h->h_a, rt.src, sbytes));
       }
-      TRY(halo_mpi_start(h, h->h_a, rt.scnt, rt.sdsp, h->h_b, rt.rcnt, rt.rdsp, row, cols));
+      if (q) { /* the rows are in host memory now: code them there */
+        comm_quant_rows(h->h_a, rt.srows, cols, h->qbits, halo_quant_stream(h), 0, h->q_out);
+        TRY(halo_mpi_start(h, h->q_out, rt.scnt, rt.sdsp, h->q_in, rt.rcnt, rt.rdsp, row, row_bytes));
+      } else {
+        TRY(halo_mpi_start(h, h->h_a, rt.scnt, rt.sdsp, h->h_b, rt.rcnt, rt.rdsp, row, row_bytes));
+      }
       break;
     default: /* HOST, MPI_CUDA: MPI reads the rows to send and writes the received ones */
       be->sync(be); /* the gather, or the ops that wrote dx's halo rows, may be in flight */
-      TRY(halo_mpi_start(h, rt.src, rt.scnt, rt.sdsp, rt.dst, rt.rcnt, rt.rdsp, row, cols));
+      if (q) { /* HOST only (set_quant refuses MPI_CUDA): backend memory is host memory */
+        comm_quant_rows(rt.src, rt.srows, cols, h->qbits, halo_quant_stream(h), 0, h->q_out);
+        TRY(halo_mpi_start(h, h->q_out, rt.scnt, rt.sdsp, h->q_in, rt.rcnt, rt.rdsp, row, row_bytes));
+      } else {
+        TRY(halo_mpi_start(h, rt.src, rt.scnt, rt.sdsp, rt.dst, rt.rcnt, rt.rdsp, row, row_bytes));
+      }
       break;
   }
+  if (q) h->qcalls++;
+  h->flight_q = q;
   h->in_flight = 1;
   h->flight_dir = dir;
   h->flight_x = x;
   h->flight_recv = recv;
   h->flight_cols = cols;
-  const int64_t bytes = rt.srows * cols * (int64_t)sizeof(float);
+  const int64_t bytes = rt.srows * (int64_t)row_bytes;
   h->bytes_sent += bytes; /* this object's own count: comm_stats is the whole comm's */
   halo_count(h->c, dir, bytes, 1, cg_time_now() - t0);
   for (int k = 0; k < h->nnb; k++) { /* where they went: this node or another */
-    const int64_t b = (int64_t)rt.scnt[k] * cols * (int64_t)sizeof(float);
+    const int64_t b = (int64_t)rt.scnt[k] * (int64_t)row_bytes;
     if (comm_node_of(h->c, h->nb[k]) == h->c->node_id) {
       h->c->stats.halo_intra_bytes += b;
     } else {
@@ -582,7 +653,14 @@ int comm_halo_end_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, floa
   double t0 = cg_time_now();
   TRY(halo_end_check(h, dir, x, recv, cols));
   struct halo_route rt = halo_route(h, dir, x, recv, cols);
+  const int q = h->flight_q;
+  h->flight_q = 0;
   int st = halo_wait(h);
+  /* quantised: decode into where the rows would have landed (host memory: x's halo
+   * rows or the row buffer on the CPU backend, the incoming staging buffer staged) */
+  if (st == CG_OK && q && rt.rrows > 0)
+    comm_dequant_rows(h->q_in, rt.rrows, cols, h->qbits,
+                      h->sel.path == COMM_PATH_MPI_STAGED ? h->h_b : rt.dst);
   /* NCCL: what the backend's stream runs from now on comes after the transfer */
   if (st == CG_OK && h->sel.path == COMM_PATH_NCCL) st = comm_dev_stream_wait(be, NULL, h->ev_done);
   /* staged: the received rows are in host memory (forward: x's halo rows are their
