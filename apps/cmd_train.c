@@ -239,6 +239,12 @@ void cmd_train_usage(FILE *out) {
           "                                auto: each rank's device from the cache), validate it\n"
           "                                and log the ranks' relative capabilities; with\n"
           "                                --partition rapa, FILE's rates size the parts\n"
+          "  --halo-bits 32|16|8|4         APPROXIMATE below 32: training steps send halo rows and\n"
+          "                                their gradients through MPI as a per-row range and one\n"
+          "                                code of that many bits per value (stochastic rounding:\n"
+          "                                unbiased, within one step of the value; 4 bits: ~1/8 of\n"
+          "                                the bytes); evaluation stays exact; GPU ranks need\n"
+          "                                --comm mpi-staged (default 32: floats, exact)\n"
           "  --overlap on|off              compute the inner rows' aggregation while halo rows\n"
           "                                travel (default on); results are bit-identical either\n"
           "                                way, only the time spent waiting differs\n"          "  --layer0-halo auto|local|exchange  partitioned runs: local, every rank fetches\n"
@@ -301,7 +307,7 @@ enum {
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
   OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_FORCE, OPT_STALL_TIMEOUT, OPT_PROFILE, OPT_CACHE_POLICY,
   OPT_CACHE_CAPACITY, OPT_CACHE_HOST_MB, OPT_CACHE_DEVICE_MB, OPT_STALENESS, OPT_GRAD_STALENESS,
-  OPT_CACHE_WARMUP, OPT_CACHE_PREFETCH, OPT_CACHE_RESERVE_MB, OPT_OVERLAP, OPT_LAYER0_HALO, OPT_ALLREDUCE, OPT_MOMENTUM, OPT_LR_SCHEDULE,
+  OPT_CACHE_WARMUP, OPT_CACHE_PREFETCH, OPT_CACHE_RESERVE_MB, OPT_OVERLAP, OPT_HALO_BITS, OPT_LAYER0_HALO, OPT_ALLREDUCE, OPT_MOMENTUM, OPT_LR_SCHEDULE,
   OPT_LR_STEP_SIZE, OPT_LR_GAMMA, OPT_LR_WARMUP, OPT_LR_EPOCHS, OPT_EARLY_STOP, OPT_EARLY_STOP_RULE, OPT_SAVE_BEST,
   OPT_LOG_EVERY, OPT_SEEDS, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT, OPT_PRUNE_HALO, OPT_PRUNE_WRITE, OPT_GPU_SHARE, OPT_LOAD,
   OPT_SPARSE_FEATURES, OPT_REORDER
@@ -456,6 +462,7 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   fprintf(out, "grad-staleness = %d\ncache-warmup = %d\n", par->grad_staleness, par->cache_warmup);
   fprintf(out, "cache-prefetch = %s\n", par->cache_prefetch ? "on" : "off");
   fprintf(out, "overlap = %s\n", c->overlap ? "on" : "off");
+  fprintf(out, "halo-bits = %d\n", c->halo_bits);
   fprintf(out, "layer0-halo = %s\n", rt_layer0_halo_str(c->layer0_halo));
   fprintf(out, "reorder = %s\n", graph_reorder_name(c->reorder));
 }
@@ -773,6 +780,7 @@ int cmd_train(int argc, char **argv) {
       {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
       {"load", required_argument, NULL, OPT_LOAD},
       {"overlap", required_argument, NULL, OPT_OVERLAP},
+      {"halo-bits", required_argument, NULL, OPT_HALO_BITS},
       {"layer0-halo", required_argument, NULL, OPT_LAYER0_HALO},
       {"reorder", required_argument, NULL, OPT_REORDER},
 #ifdef CAPGNN_HAVE_RAPA
@@ -1068,6 +1076,11 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
           cg_err_clear();
           rc = usage_error("--reorder '%s': expected none, rcm, cluster, metis or auto", optarg);
         }
+        break;
+      case OPT_HALO_BITS:
+        rc = cli_parse_int("train", "--halo-bits", optarg, &cfg.halo_bits);
+        if (rc == 0 && cfg.halo_bits != 32 && cfg.halo_bits != 16 && cfg.halo_bits != 8 && cfg.halo_bits != 4)
+          rc = usage_error("--halo-bits %s: expected 32 (exact), 16, 8 or 4", optarg);
         break;
       case OPT_OVERLAP:
         if (strcmp(optarg, "on") == 0) cfg.overlap = 1;

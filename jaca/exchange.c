@@ -1027,6 +1027,22 @@ static int measure_budget(struct comm *c, struct cg_backend *be, const struct ja
   return CG_OK;
 }
 
+/* --halo-bits on every MPI exchange of the cache: they carry training steps only
+ * (evaluation, the set-up exchange and the warm-up go through j->plain, which codes
+ * training steps itself). Adaptive staleness's variable-length exchange sends floats:
+ * refused together. */
+static int jx_set_quant(struct jaca_exchange *j, int bits) {
+  if (bits == 32) return CG_OK;
+  if (j->opt.adaptive)
+    return cg_err_set(CG_ERR_UNSUPPORTED, "--halo-bits %d with --staleness adaptive: the adaptive exchange sends "
+                      "full-precision rows (use one or the other)", bits);
+  for (int k = 0; k < j->plan.nclasses; k++)
+    if (j->fwd[k]) TRY(comm_halo_set_quant(j->fwd[k], bits));
+  for (int k = 0; j->bwd && k < j->gnc; k++) TRY(comm_halo_set_quant(j->bwd[k], bits));
+  if (j->ng) TRY(jaca_ngrad_set_quant(j->ng, bits));
+  return CG_OK;
+}
+
 int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct part_local *pl,
                          const struct cg_csr *agg, int64_t max_cols, const struct jaca_layers *layers,
                          const struct jaca_options *o, struct cg_exchange **out) {
@@ -1113,6 +1129,7 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
   TRY_GOTO(comm_agree(c, st, "allocating the halo cache's buffers"), fail);
   if (o->grad_staleness > 0) TRY_GOTO(bwd_create(c, pl, j), fail); /* agreed inside */
   else TRY_GOTO(jaca_ngrad_create(c, be, pl, layers, j->timeout_s, &j->ng), fail); /* collective */
+  TRY_GOTO(comm_agree(c, jx_set_quant(j, comm_halo_bits(c)), "--halo-bits on the halo cache's exchanges"), fail);
   j->ex.halo_begin = jx_halo_begin;
   j->ex.halo_end = jx_halo_end;
   j->ex.halo_progress = jx_halo_progress;

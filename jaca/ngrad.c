@@ -338,5 +338,6 @@ int jaca_ngrad_progress(struct jaca_ngrad *g) { return comm_halo_progress(g->gx)
 
 int64_t jaca_ngrad_bytes_sent(const struct jaca_ngrad *g) { return g ? comm_halo_bytes_sent(g->gx) : 0; }
 int64_t jaca_ngrad_inter_bytes_sent(const struct jaca_ngrad *g) { return g ? comm_halo_inter_bytes_sent(g->gx) : 0; }
+int jaca_ngrad_set_quant(struct jaca_ngrad *g, int bits) { return comm_halo_set_quant(g->gx, bits); }
 int64_t jaca_ngrad_rows_out(const struct jaca_ngrad *g) { return g ? g->rows_out : 0; }
 int64_t jaca_ngrad_rows_in(const struct jaca_ngrad *g) { return g ? g->n_in_intra : 0; }

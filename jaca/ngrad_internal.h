@@ -58,6 +58,9 @@ int jaca_ngrad_end(struct jaca_ngrad *g, int layer, uint32_t epoch, float *dx, i
  * Progress): 1 once it has completed; the node tier's rows are read in end. */
 int jaca_ngrad_progress(struct jaca_ngrad *g);
 
+/* Code the gradients sent to other nodes with `bits` bits (comm_halo_set_quant; the
+ * node segment's stay floats). Local. */
+int jaca_ngrad_set_quant(struct jaca_ngrad *g, int bits);
 /* Bytes sent through MPI since creation (the seam's halo_bytes). */
 int64_t jaca_ngrad_bytes_sent(const struct jaca_ngrad *g);
 /* ... of them to ranks of other nodes (the seam's inter_node_bytes: all of them). */

@@ -34,6 +34,7 @@ void rt_config_defaults(struct rt_config *c) {
   c->threads = 0;
   c->tf32 = 0;
   c->overlap = 1;
+  c->halo_bits = 32;
   c->metrics_path = NULL;
   c->quiet = 0;
   c->checkpoint_path = NULL;
@@ -215,6 +216,8 @@ int rt_config_check(const struct rt_config *c) {
                       "X·W on every rank): use auto or local");
   if (c->overlap != 0 && c->overlap != 1)
     return cg_err_set(CG_ERR_ARG, "--overlap: expected on or off");
+  if (c->halo_bits != 32 && c->halo_bits != 16 && c->halo_bits != 8 && c->halo_bits != 4)
+    return cg_err_set(CG_ERR_ARG, "--halo-bits %d: expected 32 (exact), 16, 8 or 4", c->halo_bits);
   if (!c->device || (strcmp(c->device, "auto") && strcmp(c->device, "cpu") && strcmp(c->device, "cuda")))
     return cg_err_set(CG_ERR_ARG, "--device %s: expected auto, cpu or cuda", c->device ? c->device : "(null)");
   return CG_OK;

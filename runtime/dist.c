@@ -868,7 +868,12 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   memset(&resume, 0, sizeof resume);
   if (st == CG_OK && path != COMM_PATH_AUTO) st = comm_set_path(c, path);
   if (st == CG_OK) st = comm_set_allreduce(c, o->allreduce);
+  if (st == CG_OK) st = comm_set_halo_bits(c, cfg->halo_bits);
   TRY_GOTO(comm_agree(c, st, "checking the options"), done);
+  if (cfg->halo_bits < 32 && comm_rank(c) == 0)
+    LOG_INFO("dist", "APPROXIMATE: training steps send halo rows and gradients through MPI as %d-bit codes "
+             "(--halo-bits %d: a range per row, stochastic rounding; evaluation exact)",
+             cfg->halo_bits, cfg->halo_bits);
   /* the stall watchdog's slots in memory the ranks of a host share, so that a rank that
    * notices a stall can name the one that stalled (core/watchdog.h); without them each
    * rank still watches itself */

@@ -198,6 +198,7 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
   cJSON_AddStringToObject(o, "sparse_features", rt_sparse_features_str(cfg->sparse_features));
   cJSON_AddNumberToObject(o, "eval_every", cfg->eval_every);
   cJSON_AddBoolToObject(o, "overlap", cfg->overlap != 0);
+  cJSON_AddNumberToObject(o, "halo_bits", cfg->halo_bits);
   cJSON_AddStringToObject(o, "layer0_halo", rt_layer0_halo_str(cfg->layer0_halo));
   if (cfg->optimizer == RT_OPT_SGD) cJSON_AddNumberToObject(o, "momentum", fdec(cfg->momentum));
   cJSON_AddStringToObject(o, "lr_schedule", rt_lr_schedule_str(cfg->lr_schedule));
@@ -302,7 +303,7 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
       if (cache->adaptive) cJSON_AddNumberToObject(c, "adapt_eps", cache->adapt_eps);
       /* adaptive at EPS 0 sends every row every step: exact */
       cJSON_AddBoolToObject(c, "exact", (cache->staleness == 0 || (cache->adaptive && cache->adapt_eps == 0.0)) &&
-                                            cache->grad_staleness == 0);
+                                            cache->grad_staleness == 0 && cfg->halo_bits == 32);
       json_num(c, "policy_hit_rate", cache->policy_hit_rate);
       json_num(c, "oracle_hit_rate", cache->oracle_hit_rate);
     }

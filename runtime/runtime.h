@@ -130,6 +130,11 @@ struct rt_config {
                              aggregation ("communication" below); 0: each exchange
                              completes before the aggregation starts. Results are
                              bit-identical either way. */
+  int halo_bits;          /* partitioned runs: bits per value of the halo rows and
+                             gradients training steps send through MPI (--halo-bits;
+                             mpi/comm.h, comm_set_halo_bits): 32 (default) floats,
+                             exact; 16, 8 or 4 APPROXIMATE (stochastic rounding per
+                             row); evaluation's exchanges stay exact */
   /* Locality reordering (runtime/reorder.c, rt_local_reorder): the inner rows of the
    * local problem in the order graph_reorder names (default none). The model computes
    * the same values up to summation order within a row (rounding); everything a user
