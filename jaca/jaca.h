@@ -33,6 +33,14 @@
  *    the last gradient each consumer sent for each row and adds it every step, so a
  *    gradient is never more than G epochs old. G = 0: every gradient is sent back every
  *    epoch (exact).
+ *  - Adaptive gradient staleness (--grad-staleness adaptive:EPS:G, struct jaca_options):
+ *    one class instead of the phases; every step each consumer sends the gradient of a
+ *    halo row only when it drifted by more than EPS (relative) from the one it last sent
+ *    or when the owner's kept copy would become older than G; through mpi/'s
+ *    variable-length exchange (comm_vhalo), to owners on the node too. The owner adds
+ *    the last gradient received per (consumer, row) every step, each checked against G.
+ *    EPS = 0: bit for bit G = 0 (the same adds in the same order). Counted in struct
+ *    jaca_stats (grad_sent, grad_skipped).
  *  - Evaluation (epoch 0), the set-up exchange of the input features, and the first
  *    --cache-warmup epochs go through the plain exchange unchanged.
  *
@@ -59,12 +67,14 @@
  *    With adaptive staleness the prefetch is off (which rows are new depends on the
  *    writers' data: readers wait for the node's done words, then read).
  *
- * Not built yet (issue #13): the prefetch's upload on its own CUDA stream from pinned
- * staging (the staged rows go up in end(), synchronously); adaptive gradients
- * (--grad-staleness stays numeric). Options that need them are refused
- * by jaca_options_check with a message saying so. On a CUDA backend the rank tier is
- * device memory and the node tier is reached through host staging buffers (synchronous
- * copies; compiled, tested with a fake device, not run on a GPU).
+ * On a CUDA backend the rank tier is device memory and the node tier is reached through
+ * host staging buffers; with prefetch, the rows the thread copied go up on the
+ * exchange's upload channel (core/ops.h side uploads: its own stream, from pinned
+ * staging; jaca/prefetch.c), the backend's stream waiting for them before end's gather;
+ * the other copies (adaptive staleness's rows and gradients, the gradient store) are
+ * synchronous. Compiled, tested with a fake device (mpi/tests/fake_device.h) and by
+ * test_jaca_gpu against the CPU cache where a GPU is present. Not built: serving layer
+ * 0's exchanged rows from the tiers (struct jaca_layers).
  *
  * Counters (struct cg_exchange_counters through the seam): halo_bytes counts the bytes
  * this rank sends through MPI (forward rows to other nodes' receivers and to direct
