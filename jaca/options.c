@@ -163,6 +163,7 @@ const char *jaca_options_describe(const struct jaca_options *o, char *buf, size_
   if (o->adaptive)
     snprintf(rows, sizeof rows, "hidden halo rows resent only when their relative drift exceeds %g, up to %d epochs "
              "old (--staleness adaptive:%g:%d)", o->adapt_eps, o->staleness, o->adapt_eps, o->staleness);
+  else if (o->staleness == 0) snprintf(rows, sizeof rows, "hidden halo rows every epoch (--staleness 0)");
   else snprintf(rows, sizeof rows, "hidden halo rows up to %d epochs old (--staleness %d)", o->staleness, o->staleness);
   if (o->staleness == 0 && o->grad_staleness == 0)
     snprintf(buf, len, "halo cache %s: node tier %g %% of the node's halo rows%s; exact (staleness 0, "

@@ -320,7 +320,7 @@ static void options_case(void) {
   CHECK(o.grad_adaptive == 1 && o.grad_adapt_eps == 0.0 && o.grad_staleness == 2, "grad adaptive:0:2");
   OK(jaca_options_check(&o));
   CHECK(strstr(jaca_options_describe(&o, buf, sizeof buf), "--grad-staleness adaptive:0:2") != NULL &&
-            strstr(buf, "APPROXIMATE") != NULL,
+            strstr(buf, "APPROXIMATE") != NULL && strstr(buf, "hidden halo rows every epoch (--staleness 0)") != NULL,
         "describe: %s", buf);
   OK(jaca_grad_staleness_parse("4", &o));
   CHECK(o.grad_adaptive == 0 && o.grad_adapt_eps == 0.0 && o.grad_staleness == 4, "a number turns it off");
