@@ -26,7 +26,10 @@
  * inter-node bytes equal the model computed here from all ranks' local graphs alone:
  * each halo vertex owned by this rank and needed on another node crosses once per
  * destination node, and nothing travels between ranks of one node. The seam's counters:
- * cache lookups/hits and halo bytes (plain exchange's + the forward plan's). */
+ * cache lookups/hits and halo bytes (plain exchange's + the forward plan's).
+ * Gradients: stale (--grad-staleness G, by phase) and adaptive (--grad-staleness
+ * adaptive:EPS:G: a hand-made drift decides exactly which gradients travel; every owner
+ * sum and every age checked), and adaptive at EPS 0 bit for bit against G = 0. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
