@@ -53,6 +53,8 @@ struct train_par {
   int staleness, grad_staleness, cache_warmup;
   int adaptive;     /* --staleness adaptive[:EPS[:S]]: staleness holds S */
   double adapt_eps;
+  int grad_adaptive; /* --grad-staleness adaptive[:EPS[:G]]: grad_staleness holds G */
+  double grad_adapt_eps;
   const char *load;       /* auto | whole | per-rank (runtime/dist.h, enum rt_load) */
   int cache_prefetch;     /* --cache-prefetch on|off (default on) */
   int l0_local_for_cache; /* --layer0-halo auto resolved to local because of the cache */
@@ -99,6 +101,8 @@ static int cache_options(const struct train_par *par, struct jaca_options *o) {
   o->prefetch = par->cache_prefetch;
   o->adaptive = par->adaptive;
   o->adapt_eps = par->adapt_eps;
+  o->grad_adaptive = par->grad_adaptive;
+  o->grad_adapt_eps = par->grad_adapt_eps;
   return jaca_options_check(o);
 }
 #endif
@@ -292,6 +296,12 @@ void cmd_train_usage(FILE *out) {
           "                                than EPS (relative, default 0.01) from the copy its\n"
           "                                consumers hold, or when that copy would be older than S\n"
           "                                epochs (default 10); EPS 0: every row every epoch (exact)\n"
+          "  --grad-staleness adaptive[:EPS[:G]] APPROXIMATE for EPS > 0: every step a consumer\n"
+          "                                sends a halo row's gradient to its owner only when it\n"
+          "                                drifted by more than EPS (relative, default 0.01) from\n"
+          "                                the one it last sent, or when the owner's copy would be\n"
+          "                                older than G epochs (default 10); the owner adds the\n"
+          "                                last one received; EPS 0: every gradient every epoch\n"
           "settings\n"
           "  --config FILE                 read settings from an INI file (keys are the long options\n"
           "                                above, e.g. configs/reddit.ini); options given on the\n"
@@ -459,7 +469,10 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   fprintf(out, "cache-reserve-mb = %lld\n", (long long)par->cache_reserve_mb);
   if (par->adaptive) fprintf(out, "staleness = adaptive:%.9g:%d\n", par->adapt_eps, par->staleness);
   else fprintf(out, "staleness = %d\n", par->staleness);
-  fprintf(out, "grad-staleness = %d\ncache-warmup = %d\n", par->grad_staleness, par->cache_warmup);
+  if (par->grad_adaptive)
+    fprintf(out, "grad-staleness = adaptive:%.9g:%d\n", par->grad_adapt_eps, par->grad_staleness);
+  else fprintf(out, "grad-staleness = %d\n", par->grad_staleness);
+  fprintf(out, "cache-warmup = %d\n", par->cache_warmup);
   fprintf(out, "cache-prefetch = %s\n", par->cache_prefetch ? "on" : "off");
   fprintf(out, "overlap = %s\n", c->overlap ? "on" : "off");
   fprintf(out, "halo-bits = %d\n", c->halo_bits);
@@ -836,7 +849,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   int c, rc = 0, print = 0;
   struct seed_list seeds = {{0}, 0};
   struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, "none", 1.0f,
-                          MB_AUTO, MB_AUTO, 1024, 0, 0, 0, 0, 0.0, "auto", 1, 0};
+                          MB_AUTO, MB_AUTO, 1024, 0, 0, 0, 0, 0.0, 0, 0.0, "auto", 1, 0};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -1060,10 +1073,26 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         }
         break;
       case OPT_GRAD_STALENESS:
-        if (strncmp(optarg, "adaptive", 8) == 0)
-          rc = usage_error("--grad-staleness %s: adaptive gradients are not built yet (issue #13); give a number of "
-                           "epochs (the forward rows take --staleness adaptive)", optarg);
-        else rc = cli_parse_int("train", "--grad-staleness", optarg, &par.grad_staleness);
+        if (strncmp(optarg, "adaptive", 8) == 0) {
+#ifdef CAPGNN_HAVE_DIST
+          struct jaca_options jo;
+          jaca_options_defaults(&jo);
+          if (jaca_grad_staleness_parse(optarg, &jo) != CG_OK) {
+            rc = usage_error("%s", cg_err_msg());
+            cg_err_clear();
+          } else {
+            par.grad_adaptive = 1;
+            par.grad_adapt_eps = jo.grad_adapt_eps;
+            par.grad_staleness = jo.grad_staleness;
+          }
+#else
+          rc = usage_error("--grad-staleness %s: this build has no halo cache (no MPI)", optarg);
+#endif
+        } else {
+          par.grad_adaptive = 0;
+          par.grad_adapt_eps = 0.0;
+          rc = cli_parse_int("train", "--grad-staleness", optarg, &par.grad_staleness);
+        }
         break;
       case OPT_CACHE_WARMUP: rc = cli_parse_int("train", "--cache-warmup", optarg, &par.cache_warmup); break;
       case OPT_CACHE_PREFETCH:

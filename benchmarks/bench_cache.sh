@@ -41,11 +41,13 @@
 #       settings (a smoke run)
 #   -E  epochs of reddit0.1 (default 100: where the exact run's validation accuracy stops
 #       rising, README "Halo cache: bytes against accuracy")
-#   -A  only these approximate settings, by name: POLICY-cCAPACITY-sS-gG, or with adaptive
-#       staleness POLICY-cCAPACITY-aEPS-sS-gG (--staleness adaptive:EPS:S), e.g.
-#       "jaca-c1-s9-g9 jaca-c1-a0.01-s10-g9"; a name not in approx_settings below is
-#       run from what it says; a suffix -wE adds --cache-warmup E (the cache off, exact
-#       exchange, for the first E epochs), e.g. jaca-c1-s10-g10-w20
+#   -A  only these approximate settings, by name: POLICY-cCAPACITY-[aEPS-]sS-[gaGEPS-]gG[-wE]:
+#       POLICY-cCAPACITY-sS-gG (--staleness S --grad-staleness G); aEPS- before sS makes
+#       the rows adaptive (--staleness adaptive:EPS:S), gaGEPS- before gG the gradients
+#       (--grad-staleness adaptive:GEPS:G); e.g. "jaca-c1-s9-g9 jaca-c1-a0.01-s10-g9
+#       jaca-c1-a1-s10-ga0.1-g10"; a name not in approx_settings below is run from what
+#       it says; a suffix -wE adds --cache-warmup E (the cache off, exact exchange, for
+#       the first E epochs), e.g. jaca-c1-s10-g10-w20
 #   -X  no exact-cache rows (S = G = 0 at each policy and capacity) besides those named
 #       in -A: for graphs whose every run is long (reddit0.1)
 #   -G  the grid of issue 13 instead of the settings below: policy jaca, lru, fifo x
@@ -106,7 +108,8 @@ if [ "$grid" = 1 ]; then
 fi
 if [ "$quick" = 1 ]; then cora_seeds=1; reddit_seeds=1; fi
 
-# setting = name policy capacity S G [epochs override]; S may be adaptive:EPS:S
+# setting = name policy capacity S G [epochs override]; S may be adaptive:EPS:S, G
+# adaptive:EPS:G
 approx_settings=(
   "jaca-c1-a0.01-s10-g0 jaca 1 adaptive:0.01:10 0"
   "jaca-c1-a0.01-s10-g9 jaca 1 adaptive:0.01:10 9"
@@ -134,14 +137,16 @@ exact_cache_settings=(  # one seed; the first runs every epoch (the equality che
   "lru-c0.2-s0-g0 lru 0.2 0 0 5"
   "fifo-c0.2-s0-g0 fifo 0.2 0 0 5"
 )
-# A setting from its name (-A): POLICY-cCAP-[aEPS-]sS-gG[-wE] -> "name policy cap S G"
-# (the warm-up is read from the name when the run is made).
+# A setting from its name (-A): POLICY-cCAP-[aEPS-]sS-[gaGEPS-]gG[-wE] -> "name policy
+# cap S G" (the warm-up is read from the name when the run is made).
 setting_from_name() {
-  local re='^(jaca|lru|fifo)-c([0-9.]+)-(a([0-9.eE+-]+)-)?s([0-9]+)-g([0-9]+)(-w[0-9]+)?$'
-  [[ $1 =~ $re ]] || { echo "bench_cache.sh: setting '$1': expected POLICY-cCAP-[aEPS-]sS-gG[-wE]" >&2; exit 2; }
-  local s=${BASH_REMATCH[5]}
+  local re='^(jaca|lru|fifo)-c([0-9.]+)-(a([0-9.eE+-]+)-)?s([0-9]+)-(ga([0-9.eE+-]+)-)?g([0-9]+)(-w[0-9]+)?$'
+  [[ $1 =~ $re ]] ||
+    { echo "bench_cache.sh: setting '$1': expected POLICY-cCAP-[aEPS-]sS-[gaGEPS-]gG[-wE]" >&2; exit 2; }
+  local s=${BASH_REMATCH[5]} gs=${BASH_REMATCH[8]}
   [ -n "${BASH_REMATCH[3]}" ] && s="adaptive:${BASH_REMATCH[4]}:$s"
-  echo "$1 ${BASH_REMATCH[1]} ${BASH_REMATCH[2]} $s ${BASH_REMATCH[6]}"
+  [ -n "${BASH_REMATCH[6]}" ] && gs="adaptive:${BASH_REMATCH[7]}:$gs"
+  echo "$1 ${BASH_REMATCH[1]} ${BASH_REMATCH[2]} $s $gs"
 }
 if [ -n "$only" ]; then # every name asked for, those not listed from their name
   for name in $only; do

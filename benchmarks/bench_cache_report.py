@@ -16,7 +16,8 @@ import sys
 outdir, machine, command, graphs, ranks = sys.argv[1:6]
 graphs, ranks = graphs.split(), [int(p) for p in ranks.split()]
 NAME = re.compile(r"^(?P<g>[a-z][a-z0-9.]*)_p(?P<p>\d+)_(?P<s>.+)_seed(?P<seed>\d+)\.jsonl$")
-SETTING = re.compile(r"^(?P<pol>jaca|lru|fifo)-c(?P<cap>[0-9.]+)(-a(?P<eps>[0-9.eE+-]+))?-s(?P<S>\d+)-g(?P<G>\d+)(-w(?P<W>\d+))?$")
+SETTING = re.compile(r"^(?P<pol>jaca|lru|fifo)-c(?P<cap>[0-9.]+)(-a(?P<eps>[0-9.eE+-]+))?-s(?P<S>\d+)"
+                     r"(-ga(?P<geps>[0-9.eE+-]+))?-g(?P<G>\d+)(-w(?P<W>\d+))?$")
 
 
 def load(path):
@@ -50,7 +51,8 @@ def setting_key(s):
         return (0, 0, 0, 0, 0, 0, 0)
     m = SETTING.match(s)
     eps = -1.0 if m["eps"] is None else float(m["eps"])  # adaptive after the phase schedules
-    return (1, {"jaca": 0, "lru": 1, "fifo": 2}[m["pol"]], -float(m["cap"]), eps, int(m["S"]), int(m["G"]),
+    geps = -1.0 if m["geps"] is None else float(m["geps"])  # adaptive gradients after the phases
+    return (1, {"jaca": 0, "lru": 1, "fifo": 2}[m["pol"]], -float(m["cap"]), eps, int(m["S"]), geps, int(m["G"]),
             int(m["W"] or 0))
 
 
@@ -93,6 +95,7 @@ for g in graphs:
             S = int(m["S"]) if m else 0
             G = int(m["G"]) if m else 0
             eps = float(m["eps"]) if m and m["eps"] is not None else None
+            geps = float(m["geps"]) if m and m["geps"] is not None else None
             label = f"{g} P={p} {s}"
             for b in bytes_ep:
                 check(b <= ex_bytes, f"{label}: {b:.0f} halo bytes per epoch, more than the exact run's {ex_bytes:.0f}")
@@ -110,7 +113,7 @@ for g in graphs:
                               (summ["cache"]["node_hits"] + summ["cache"]["rank_hits"]) ==
                               (t["cache"]["node_hits"] + t["cache"]["rank_hits"]),
                               f"{label} seed {seed}: every row fits at capacity 1, yet the run differs from jaca's")
-            if m and (S == 0 or eps == 0.0) and G == 0:
+            if m and (S == 0 or eps == 0.0) and (G == 0 or geps == 0.0):
                 for seed, (eps_, summ) in per_seed.items():
                     if seed in exact and summ["epochs"] == exact[seed][1]["epochs"]:
                         e = exact[seed][1]
@@ -123,7 +126,7 @@ for g in graphs:
                 "policy": m["pol"] if m else "none", "capacity": float(m["cap"]) if m else None,
                 "staleness": (S if eps is None else f"adaptive:{eps:g}:{S}") if not (m and m["W"]) else
                 (f"{S}, warm-up {m['W']}" if eps is None else f"adaptive:{eps:g}:{S}, warm-up {m['W']}"),
-                "grad_staleness": G, "seeds": sorted(per_seed),
+                "grad_staleness": G if geps is None else f"adaptive:{geps:g}:{G}", "seeds": sorted(per_seed),
                 "halo_bytes_per_epoch": statistics.mean(bytes_ep),
                 "exact_halo_bytes_per_epoch": ex_bytes,
                 "saved": 1.0 - statistics.mean(bytes_ep) / ex_bytes if ex_bytes > 0 else 0.0,

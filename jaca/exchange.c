@@ -94,6 +94,17 @@ struct jaca_exchange {
   int32_t *d_gidx;                /* backend: the inner row each stored gradient adds into */
   int64_t nblk, *blk_off, *blk_cnt; /* the (class, peer) blocks of gstore, in order */
   uint32_t *bgen;                 /* per layer: backward generations */
+  int gphase;                     /* the phases' G: opt.grad_staleness, 0 when adaptive */
+  /* adaptive gradients (opt.grad_adaptive): one class, through mpi/'s variable-length
+   * exchange; the consumer keeps per halo row the gradient it last sent and its epoch */
+  struct comm_vhalo *gvh;
+  int64_t g_send;                 /* the consumer's send rows: its halo rows, plan order */
+  int32_t *g_sidx;                /* g_send: the halo row of each (host) */
+  float **g_held;                 /* per layer, host: g_send x cols */
+  uint32_t **g_held_epoch;        /* per layer: g_send (0: never sent) */
+  unsigned char *g_sel, *g_got;   /* g_send flags out, gstore's rows flags in */
+  float *h_ghalo;                 /* host: the halo block's gradients (device backends) */
+  float **h_gstore;               /* per layer, host: gstore's copy (device backends) */
   struct jaca_ngrad *ng;          /* exact gradients through the node tier (G = 0) */
   int64_t plain_send_rows;        /* what the plain exchange sends forward per exchange */
   int64_t plain_send_rows_inter;  /* ... to ranks of other nodes */
@@ -177,12 +188,15 @@ static int adapt_due(const float *now, const float *held, uint32_t held_epoch, i
  * halo rows whose phase is due (all at g = 1); owners keep every gradient they received
  * and add all of them, the fresh and the kept, into dx's inner rows, one (class, peer)
  * block at a time in a fixed order (so the sum does not depend on arrival order). */
+static int gadapt_send(struct jaca_exchange *j, struct cg_halo_tag tag, const float *dx, int64_t cols);
+
 static int bwd_begin(struct jaca_exchange *j, struct cg_halo_tag tag, float *dx, int64_t cols) {
-  const int l = tag.layer, G = j->opt.grad_staleness;
+  const int l = tag.layer, G = j->gphase;
   const uint32_t g = ++j->bgen[l];
   const int64_t ni = j->plan.n_inner;
   struct jaca_stats *s = &j->stats[l];
-  for (int c = 0; c < j->gnc; c++) {
+  if (j->gvh) TRY(gadapt_send(j, tag, dx, cols));
+  for (int c = 0; !j->gvh && c < j->gnc; c++) {
     if (jaca_last_refresh(g, c, G) != g) continue;
     const int64_t before = comm_halo_bytes_sent(j->bwd[c]);
     TRY(comm_halo_begin_into(j->bwd[c], CG_HALO_FORWARD, dx + ni * cols, j->gstore[l] + j->gbase[c] * cols, cols));
@@ -200,12 +214,27 @@ static int bwd_begin(struct jaca_exchange *j, struct cg_halo_tag tag, float *dx,
 
 static int bwd_end(struct jaca_exchange *j, struct cg_halo_tag tag, float *dx, int64_t cols) {
   struct cg_backend *be = j->be;
-  const int l = tag.layer, G = j->opt.grad_staleness;
+  const int l = tag.layer, G = j->opt.grad_staleness; /* the bound (adaptive: its G) */
   const uint32_t g = j->flight_gen;
   const int64_t ni = j->plan.n_inner;
   struct jaca_stats *s = &j->stats[l];
-  for (int c = 0; c < j->gnc; c++) {
-    if (jaca_last_refresh(g, c, G) != g) continue;
+  if (j->gvh) {
+    /* the gradients sent now land in their places of the owner's store; the others stay
+     * as last received (on a device backend: in the host copy, then all of it goes up) */
+    const int64_t rows = j->gbase[1];
+    float *store = on_host(j) ? j->gstore[l] : j->h_gstore[l];
+    int64_t n = 0;
+    TRY(comm_vhalo_end(j->gvh, store, j->g_got, cols, &n));
+    for (int64_t k = 0; k < rows; k++)
+      if (j->g_got[k]) j->gepoch[l][k] = tag.epoch;
+    s->grad_refreshed += n;
+    if (!on_host(j) && rows > 0) {
+      TRY(be->upload(be, j->gstore[l], store, (size_t)(rows * cols) * sizeof(float)));
+      s->bytes_h2d += rows * cols * (int64_t)sizeof(float);
+    }
+  }
+  for (int c = 0; !j->gvh && c < j->gnc; c++) {
+    if (jaca_last_refresh(g, c, j->gphase) != g) continue;
     TRY(comm_halo_end_into(j->bwd[c], CG_HALO_FORWARD, dx + ni * cols, j->gstore[l] + j->gbase[c] * cols, cols));
     const int64_t n = comm_halo_recv_rows(j->bwd[c]);
     for (int64_t k = 0; k < n; k++) j->gepoch[l][j->gbase[c] + k] = tag.epoch;
@@ -225,12 +254,77 @@ static int bwd_end(struct jaca_exchange *j, struct cg_halo_tag tag, float *dx, i
   return CG_OK;
 }
 
+/* Adaptive gradients: the consumer's held copies and flags, and on a device backend the
+ * host copies of the halo block and of the owner's store (local; agreed by the caller). */
+static int gadapt_alloc(struct jaca_exchange *j, int64_t store_rows) {
+  const int L = j->layers.nlayers;
+  const int64_t n = j->g_send > 0 ? j->g_send : 1, cols = j->layers.cols, nh = j->plan.n_halo > 0 ? j->plan.n_halo : 1;
+  const int64_t nst = store_rows > 0 ? store_rows : 1;
+  j->g_held = cg_calloc((size_t)L, sizeof *j->g_held, "jaca: adaptive gradients sent");
+  j->g_held_epoch = cg_calloc((size_t)L, sizeof *j->g_held_epoch, "jaca: adaptive gradients' epochs");
+  j->h_gstore = cg_calloc((size_t)L, sizeof *j->h_gstore, "jaca: kept gradients (host)");
+  j->g_sel = cg_malloc((size_t)n, "jaca: adaptive gradients to send");
+  j->g_got = cg_malloc((size_t)nst, "jaca: adaptive gradients received");
+  if (!j->g_held || !j->g_held_epoch || !j->h_gstore || !j->g_sel || !j->g_got) return CG_ERR_NOMEM;
+  for (int l = 1; l < L; l++) {
+    j->g_held[l] = cg_calloc((size_t)(n * cols), sizeof(float), "jaca: adaptive gradients sent");
+    j->g_held_epoch[l] = cg_calloc((size_t)n, sizeof(uint32_t), "jaca: adaptive gradients' epochs");
+    if (!j->g_held[l] || !j->g_held_epoch[l]) return CG_ERR_NOMEM;
+    if (!on_host(j)) {
+      j->h_gstore[l] = cg_calloc((size_t)(nst * cols), sizeof(float), "jaca: kept gradients (host)");
+      if (!j->h_gstore[l]) return CG_ERR_NOMEM;
+    }
+  }
+  if (!on_host(j)) {
+    j->h_ghalo = cg_malloc((size_t)(nh * cols) * sizeof(float), "jaca: halo gradients (host)");
+    if (!j->h_ghalo) return CG_ERR_NOMEM;
+  }
+  return CG_OK;
+}
+
+/* Adaptive gradients, begin: each halo row's gradient now against the copy last sent to
+ * its owner (adapt_due, bound G); those due are copied into the held copies and sent. */
+static int gadapt_send(struct jaca_exchange *j, struct cg_halo_tag tag, const float *dx, int64_t cols) {
+  struct cg_backend *be = j->be;
+  const int l = tag.layer;
+  const int64_t ni = j->plan.n_inner, nh = j->plan.n_halo, n = j->g_send;
+  struct jaca_stats *s = &j->stats[l];
+  const float *halo = dx + ni * cols;
+  if (!on_host(j) && nh > 0) {
+    TRY(be->download(be, j->h_ghalo, halo, (size_t)(nh * cols) * sizeof(float)));
+    s->bytes_d2h += nh * cols * (int64_t)sizeof(float);
+    halo = j->h_ghalo;
+  }
+  float *held = j->g_held[l];
+  uint32_t *he = j->g_held_epoch[l];
+  int64_t sent = 0;
+  for (int64_t k = 0; k < n; k++) {
+    const float *now = halo + (int64_t)j->g_sidx[k] * cols;
+    const int due = adapt_due(now, held + k * cols, he[k], cols, j->opt.grad_adapt_eps, tag.epoch,
+                              j->opt.grad_staleness);
+    j->g_sel[k] = (unsigned char)due;
+    if (!due) continue;
+    memcpy(held + k * cols, now, (size_t)cols * sizeof(float));
+    he[k] = tag.epoch;
+    sent++;
+  }
+  const int64_t b0 = comm_vhalo_bytes_sent(j->gvh);
+  TRY(comm_vhalo_begin(j->gvh, held, j->g_sel, cols));
+  const int64_t db = comm_vhalo_bytes_sent(j->gvh) - b0;
+  s->grad_bytes += db;
+  s->grad_index_bytes += db - sent * cols * (int64_t)sizeof(float); /* positions beside partial blocks */
+  s->grad_sent += sent;
+  s->grad_skipped += n - sent;
+  return CG_OK;
+}
+
 /* The reversed plans of the stale-gradient path, one per phase, and the owner's store
  * (collective: every rank creates every class's exchange). */
 static int bwd_create(struct comm *c, const struct part_local *pl, struct jaca_exchange *j) {
   int st = CG_OK;
-  const int G = j->opt.grad_staleness, NC = G + 1;
+  const int G = j->opt.grad_adaptive ? 0 : j->opt.grad_staleness, NC = G + 1;
   const int64_t ni = pl->n_inner, nh = pl->n_halo;
+  j->gphase = G;
   struct cg_backend *be = j->be;
   int64_t plain_send = 0;
   for (int k = 0; k < pl->npeers; k++) plain_send += pl->send_count[k];
@@ -287,7 +381,16 @@ static int bwd_create(struct comm *c, const struct part_local *pl, struct jaca_e
     fp.recv_count = rcnt;
     fp.n_inner = nh; /* the consumer sends from its halo block */
     fp.n_halo = nr;
-    TRY_GOTO(comm_halo_create(c, be, &fp, j->layers.cols, &j->bwd[cl]), done);
+    if (j->opt.grad_adaptive) { /* one class: every halo row, a candidate every step */
+      j->g_send = ns;
+      j->g_sidx = cg_malloc(sizeof(int32_t) * (size_t)(ns > 0 ? ns : 1), "jaca: adaptive gradient rows");
+      st = j->g_sidx ? CG_OK : CG_ERR_NOMEM;
+      if (st == CG_OK && ns > 0) memcpy(j->g_sidx, sidx, sizeof(int32_t) * (size_t)ns);
+      TRY_GOTO(comm_agree(c, st, "jaca: the adaptive gradient plan"), done);
+      TRY_GOTO(comm_vhalo_create(c, &fp, j->layers.cols, &j->gvh), done);
+    } else {
+      TRY_GOTO(comm_halo_create(c, be, &fp, j->layers.cols, &j->bwd[cl]), done);
+    }
   }
   const int L = j->layers.nlayers;
   j->gstore = cg_calloc((size_t)L, sizeof *j->gstore, "jaca: gradient store per layer");
@@ -303,6 +406,7 @@ static int bwd_create(struct comm *c, const struct part_local *pl, struct jaca_e
   if (st == CG_OK) st = be->alloc(be, (void **)&j->d_gidx, (size_t)(plain_send > 0 ? plain_send : 1) * sizeof(int32_t),
                                   "jaca: kept gradients' rows");
   if (st == CG_OK && plain_send > 0) st = be->upload(be, j->d_gidx, gidx, (size_t)plain_send * sizeof(int32_t));
+  if (st == CG_OK && j->gvh) st = gadapt_alloc(j, plain_send);
   st = comm_agree(c, st, "jaca: the gradient store");
 done:
   cg_free(gidx);
@@ -329,6 +433,18 @@ static void bwd_free(struct jaca_exchange *j) {
   cg_free(j->gbase);
   cg_free(j->blk_off);
   cg_free(j->blk_cnt);
+  for (int l = 1; l < j->layers.nlayers; l++) {
+    if (j->g_held) cg_free(j->g_held[l]);
+    if (j->g_held_epoch) cg_free(j->g_held_epoch[l]);
+    if (j->h_gstore) cg_free(j->h_gstore[l]);
+  }
+  cg_free(j->g_held);
+  cg_free(j->g_held_epoch);
+  cg_free(j->h_gstore);
+  cg_free(j->g_sidx);
+  cg_free(j->g_sel);
+  cg_free(j->g_got);
+  cg_free(j->h_ghalo);
 }
 
 /* Adaptive staleness, begin: class 0's send rows now (host), which of them are due for
@@ -522,9 +638,10 @@ static int jx_halo_progress(struct cg_exchange *ex) {
   const uint32_t g = j->flight_gen;
   int done = 1;
   if (j->flight_dir == CG_HALO_BACKWARD && j->gnc == 0) return jaca_ngrad_progress(j->ng);
+  if (j->flight_dir == CG_HALO_BACKWARD && j->gvh) return comm_vhalo_progress(j->gvh);
   if (j->flight_dir == CG_HALO_BACKWARD) {
     for (int c = 0; c < j->gnc; c++) {
-      if (jaca_last_refresh(g, c, j->opt.grad_staleness) != g) continue;
+      if (jaca_last_refresh(g, c, j->gphase) != g) continue;
       const int st = comm_halo_progress(j->bwd[c]);
       if (st < 0) return st;
       done &= st;
@@ -727,6 +844,9 @@ static void stats_sum(const struct jaca_exchange *j, struct jaca_stats *t) {
     t->grad_refreshed += s->grad_refreshed;
     t->grad_used += s->grad_used;
     if (s->grad_age_max > t->grad_age_max) t->grad_age_max = s->grad_age_max;
+    t->grad_sent += s->grad_sent;
+    t->grad_skipped += s->grad_skipped;
+    t->grad_index_bytes += s->grad_index_bytes;
     t->prefetched += s->prefetched;
     t->end_copied += s->end_copied;
     t->end_wait_ns += s->end_wait_ns;
@@ -749,9 +869,12 @@ static void jx_counters(const struct cg_exchange *ex, struct cg_exchange_counter
   out->halo_bytes += comm_vhalo_bytes_sent(j->vh);
   out->inter_node_bytes += comm_vhalo_inter_bytes_sent(j->vh);
   for (int c = 0; c < j->gnc; c++) {
+    if (!j->bwd[c]) continue; /* adaptive gradients: the variable-length exchange */
     out->halo_bytes += comm_halo_bytes_sent(j->bwd[c]);
     out->inter_node_bytes += comm_halo_inter_bytes_sent(j->bwd[c]);
   }
+  out->halo_bytes += comm_vhalo_bytes_sent(j->gvh);
+  out->inter_node_bytes += comm_vhalo_inter_bytes_sent(j->gvh);
   out->halo_bytes += jaca_ngrad_bytes_sent(j->ng);
   out->inter_node_bytes += jaca_ngrad_inter_bytes_sent(j->ng);
   out->cache_hits += t.rank_hits + t.node_hits;
@@ -819,6 +942,7 @@ static void jx_destroy(struct cg_exchange *ex) {
   for (int c = 0; j->fwd && c < j->plan.nclasses; c++) comm_halo_destroy(&j->fwd[c]);
   comm_vhalo_destroy(&j->vh);
   for (int c = 0; j->bwd && c < j->gnc; c++) comm_halo_destroy(&j->bwd[c]);
+  comm_vhalo_destroy(&j->gvh);
   jaca_ngrad_destroy(&j->ng);
   comm_shm_destroy(&j->shm);
   cg_exchange_destroy(&j->plain);
@@ -1127,7 +1251,7 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
   }
   st = jx_alloc(j);
   TRY_GOTO(comm_agree(c, st, "allocating the halo cache's buffers"), fail);
-  if (o->grad_staleness > 0) TRY_GOTO(bwd_create(c, pl, j), fail); /* agreed inside */
+  if (o->grad_staleness > 0 || o->grad_adaptive) TRY_GOTO(bwd_create(c, pl, j), fail); /* agreed inside */
   else TRY_GOTO(jaca_ngrad_create(c, be, pl, layers, j->timeout_s, &j->ng), fail); /* collective */
   TRY_GOTO(comm_agree(c, jx_set_quant(j, comm_halo_bits(c)), "--halo-bits on the halo cache's exchanges"), fail);
   j->ex.halo_begin = jx_halo_begin;
@@ -1147,6 +1271,7 @@ fail:
     for (int k = 0; j->fwd && k < j->plan.nclasses; k++) comm_halo_destroy(&j->fwd[k]);
     comm_vhalo_destroy(&j->vh);
     for (int k = 0; j->bwd && k < j->gnc; k++) comm_halo_destroy(&j->bwd[k]);
+    comm_vhalo_destroy(&j->gvh);
     jaca_prefetch_destroy(&j->pf);
     jaca_ngrad_destroy(&j->ng);
     comm_shm_destroy(&j->shm);

@@ -33,6 +33,14 @@
  *    the last gradient each consumer sent for each row and adds it every step, so a
  *    gradient is never more than G epochs old. G = 0: every gradient is sent back every
  *    epoch (exact).
+ *  - Adaptive gradient staleness (--grad-staleness adaptive:EPS:G, struct jaca_options):
+ *    one class instead of the phases; every step each consumer sends the gradient of a
+ *    halo row only when it drifted by more than EPS (relative) from the one it last sent
+ *    or when the owner's kept copy would become older than G; through mpi/'s
+ *    variable-length exchange (comm_vhalo), to owners on the node too. The owner adds
+ *    the last gradient received per (consumer, row) every step, each checked against G.
+ *    EPS = 0: bit for bit G = 0 (the same adds in the same order). Counted in struct
+ *    jaca_stats (grad_sent, grad_skipped).
  *  - Evaluation (epoch 0), the set-up exchange of the input features, and the first
  *    --cache-warmup epochs go through the plain exchange unchanged.
  *
@@ -59,12 +67,14 @@
  *    With adaptive staleness the prefetch is off (which rows are new depends on the
  *    writers' data: readers wait for the node's done words, then read).
  *
- * Not built yet (issue #13): the prefetch's upload on its own CUDA stream from pinned
- * staging (the staged rows go up in end(), synchronously); adaptive gradients
- * (--grad-staleness stays numeric). Options that need them are refused
- * by jaca_options_check with a message saying so. On a CUDA backend the rank tier is
- * device memory and the node tier is reached through host staging buffers (synchronous
- * copies; compiled, tested with a fake device, not run on a GPU).
+ * On a CUDA backend the rank tier is device memory and the node tier is reached through
+ * host staging buffers; with prefetch, the rows the thread copied go up on the
+ * exchange's upload channel (core/ops.h side uploads: its own stream, from pinned
+ * staging; jaca/prefetch.c), the backend's stream waiting for them before end's gather;
+ * the other copies (adaptive staleness's rows and gradients, the gradient store) are
+ * synchronous. Compiled, tested with a fake device (mpi/tests/fake_device.h) and by
+ * test_jaca_gpu against the CPU cache where a GPU is present. Not built: serving layer
+ * 0's exchanged rows from the tiers (struct jaca_layers).
  *
  * Counters (struct cg_exchange_counters through the seam): halo_bytes counts the bytes
  * this rank sends through MPI (forward rows to other nodes' receivers and to direct
@@ -134,9 +144,19 @@ struct jaca_options {
    * only when the relative drift ||new - held|| / max(||held||, 1e-30) exceeds adapt_eps
    * or when the held copy would otherwise become older than staleness (S stays a hard
    * bound, checked on every row served). adapt_eps = 0: every row every step (exact, bit
-   * for bit the exchange at staleness 0). Gradients keep --grad-staleness (numeric). */
+   * for bit the exchange at staleness 0). */
   int adaptive;
   double adapt_eps;
+  /* Adaptive gradient staleness (--grad-staleness adaptive[:EPS[:G]]): grad_adaptive = 1
+   * replaces the gradients' phase schedule. Every training step each consumer compares
+   * the gradient of each halo row with the copy it last sent that row's owner, and sends
+   * it only when the relative drift ||new - sent|| / max(||sent||, 1e-30) exceeds
+   * grad_adapt_eps or when the owner's kept copy would otherwise become older than
+   * grad_staleness (G stays a hard bound, checked on every gradient added); the owner
+   * adds the last gradient it received per (consumer, row) every step. grad_adapt_eps =
+   * 0: every gradient every step (exact, bit for bit the exchange at grad_staleness 0). */
+  int grad_adaptive;
+  double grad_adapt_eps;
 };
 
 /* The defaults of --staleness adaptive without EPS or S. */
@@ -147,9 +167,12 @@ struct jaca_options {
  * (EPS >= 0, default JACA_ADAPT_EPS_DEFAULT; S in [1, JACA_MAX_STALENESS], default
  * JACA_ADAPT_S_DEFAULT). CG_ERR_ARG naming the syntax for anything else. */
 int jaca_staleness_parse(const char *s, struct jaca_options *o);
+/* --grad-staleness's value into o (grad_staleness, grad_adaptive, grad_adapt_eps): the
+ * same syntax and defaults as jaca_staleness_parse ("G" or "adaptive[:EPS[:G]]"). */
+int jaca_grad_staleness_parse(const char *s, struct jaca_options *o);
 
 /* policy NONE, capacity 1, MiB budgets JACA_MB_AUTO with 1024 MiB reserved, staleness 0,
- * grad_staleness 0, warmup 0, adaptive off, prefetch on. */
+ * grad_staleness 0, warmup 0, adaptive off (rows and gradients), prefetch on. */
 void jaca_options_defaults(struct jaca_options *o);
 /* Range checks; CG_ERR_ARG naming the option and its range. */
 int jaca_options_check(const struct jaca_options *o);
@@ -225,6 +248,10 @@ struct jaca_stats {
   int64_t grad_refreshed;   /* gradients received with this step's values (as owner) */
   int64_t grad_used;        /* gradients added (fresh and kept) */
   int64_t grad_age_max;     /* the oldest gradient added, in epochs */
+  /* adaptive gradient staleness: halo gradients this rank sent its owners because they
+   * drifted by more than EPS or were due, and those it skipped (the owner added the copy
+   * it kept); grad_index_bytes: bytes of row positions sent beside them (in grad_bytes) */
+  int64_t grad_sent, grad_skipped, grad_index_bytes;
   /* prefetch (forward rows read from the node tier): */
   int64_t prefetched;   /* rows the prefetch thread had copied before end() needed them */
   int64_t end_copied;   /* rows end() copied itself (not prefetched; all of them with

@@ -34,18 +34,21 @@ void jaca_options_defaults(struct jaca_options *o) {
   o->prefetch = 1;
 }
 
-int jaca_staleness_parse(const char *s, struct jaca_options *o) {
+/* One staleness option's value (flag names it in messages): "S" (epochs, adaptive off) or
+ * "adaptive[:EPS[:S]]". The forward rows' --staleness and the gradients' --grad-staleness
+ * share it (the same syntax and defaults). */
+static int staleness_parse(const char *flag, const char *s, int *bound_out, int *adaptive_out, double *eps_out) {
   const char *syntax = "expected a number of epochs S, or adaptive[:EPS[:S]] (EPS >= 0, S >= 1)";
-  if (!s || !*s) return cg_err_set(CG_ERR_ARG, "--staleness: %s", syntax);
+  if (!s || !*s) return cg_err_set(CG_ERR_ARG, "%s: %s", flag, syntax);
   char *end = NULL;
   if (strncmp(s, "adaptive", 8) != 0) {
     errno = 0;
     const long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < 0 || v > JACA_MAX_STALENESS)
-      return cg_err_set(CG_ERR_ARG, "--staleness %s: %s, S at most %d", s, syntax, JACA_MAX_STALENESS);
-    o->staleness = (int)v;
-    o->adaptive = 0;
-    o->adapt_eps = 0.0;
+      return cg_err_set(CG_ERR_ARG, "%s %s: %s, S at most %d", flag, s, syntax, JACA_MAX_STALENESS);
+    *bound_out = (int)v;
+    *adaptive_out = 0;
+    *eps_out = 0.0;
     return CG_OK;
   }
   double eps = JACA_ADAPT_EPS_DEFAULT;
@@ -55,21 +58,29 @@ int jaca_staleness_parse(const char *s, struct jaca_options *o) {
     errno = 0;
     eps = strtod(p + 1, &end);
     if (errno || end == p + 1 || !isfinite(eps) || eps < 0.0 || (*end && *end != ':'))
-      return cg_err_set(CG_ERR_ARG, "--staleness %s: EPS: %s", s, syntax);
+      return cg_err_set(CG_ERR_ARG, "%s %s: EPS: %s", flag, s, syntax);
     p = end;
     if (*p == ':') {
       errno = 0;
       bound = strtol(p + 1, &end, 10);
       if (errno || end == p + 1 || *end || bound < 1 || bound > JACA_MAX_STALENESS)
-        return cg_err_set(CG_ERR_ARG, "--staleness %s: S: %s, S at most %d", s, syntax, JACA_MAX_STALENESS);
+        return cg_err_set(CG_ERR_ARG, "%s %s: S: %s, S at most %d", flag, s, syntax, JACA_MAX_STALENESS);
       p = end;
     }
   }
-  if (*p) return cg_err_set(CG_ERR_ARG, "--staleness %s: %s", s, syntax);
-  o->adaptive = 1;
-  o->adapt_eps = eps;
-  o->staleness = (int)bound;
+  if (*p) return cg_err_set(CG_ERR_ARG, "%s %s: %s", flag, s, syntax);
+  *adaptive_out = 1;
+  *eps_out = eps;
+  *bound_out = (int)bound;
   return CG_OK;
+}
+
+int jaca_staleness_parse(const char *s, struct jaca_options *o) {
+  return staleness_parse("--staleness", s, &o->staleness, &o->adaptive, &o->adapt_eps);
+}
+
+int jaca_grad_staleness_parse(const char *s, struct jaca_options *o) {
+  return staleness_parse("--grad-staleness", s, &o->grad_staleness, &o->grad_adaptive, &o->grad_adapt_eps);
 }
 
 int64_t jaca_capacity_rows(int64_t avail_bytes, int64_t reserve_bytes, int64_t vertex_bytes, int64_t candidates) {
@@ -106,6 +117,14 @@ int jaca_options_check(const struct jaca_options *o) {
   if (o->adaptive && o->staleness < 1)
     return cg_err_set(CG_ERR_ARG, "--staleness adaptive:%g:%d: expected a bound S >= 1 epochs", o->adapt_eps,
                       o->staleness);
+  if (o->grad_adaptive != 0 && o->grad_adaptive != 1)
+    return cg_err_set(CG_ERR_ARG, "adaptive gradient staleness flag %d: expected 0 or 1", o->grad_adaptive);
+  if (o->grad_adaptive && !(o->grad_adapt_eps >= 0.0 && isfinite(o->grad_adapt_eps)))
+    return cg_err_set(CG_ERR_ARG, "--grad-staleness adaptive:%g: expected a relative drift EPS >= 0",
+                      o->grad_adapt_eps);
+  if (o->grad_adaptive && o->grad_staleness < 1)
+    return cg_err_set(CG_ERR_ARG, "--grad-staleness adaptive:%g:%d: expected a bound G >= 1 epochs",
+                      o->grad_adapt_eps, o->grad_staleness);
   /* what is not built yet is refused, never silently ignored */
   if (o->staleness > JACA_MAX_STALENESS)
     return cg_err_set(CG_ERR_ARG, "--staleness %d: expected at most %d epochs", o->staleness, JACA_MAX_STALENESS);
@@ -132,14 +151,19 @@ const char *jaca_options_describe(const struct jaca_options *o, char *buf, size_
     const size_t n = strlen(warm);
     snprintf(warm + n, sizeof warm - n, "; prefetch off");
   }
-  char grad[96];
-  if (o->grad_staleness == 0) snprintf(grad, sizeof grad, "gradients every epoch");
+  char grad[192];
+  if (o->grad_adaptive)
+    snprintf(grad, sizeof grad, "halo gradients resent only when their relative drift exceeds %g, up to %d epochs "
+             "old (--grad-staleness adaptive:%g:%d)", o->grad_adapt_eps, o->grad_staleness, o->grad_adapt_eps,
+             o->grad_staleness);
+  else if (o->grad_staleness == 0) snprintf(grad, sizeof grad, "gradients every epoch");
   else snprintf(grad, sizeof grad, "halo gradients up to %d epochs old (--grad-staleness %d)", o->grad_staleness,
                 o->grad_staleness);
   char rows[160];
   if (o->adaptive)
     snprintf(rows, sizeof rows, "hidden halo rows resent only when their relative drift exceeds %g, up to %d epochs "
              "old (--staleness adaptive:%g:%d)", o->adapt_eps, o->staleness, o->adapt_eps, o->staleness);
+  else if (o->staleness == 0) snprintf(rows, sizeof rows, "hidden halo rows every epoch (--staleness 0)");
   else snprintf(rows, sizeof rows, "hidden halo rows up to %d epochs old (--staleness %d)", o->staleness, o->staleness);
   if (o->staleness == 0 && o->grad_staleness == 0)
     snprintf(buf, len, "halo cache %s: node tier %g %% of the node's halo rows%s; exact (staleness 0, "

@@ -16,7 +16,7 @@
 #include "jaca/jaca.h"
 #include "runtime/runtime_internal.h"
 
-#define ROW_VALUES 25
+#define ROW_VALUES 27
 
 struct rt_cache_track {
   int nlayers;
@@ -51,6 +51,8 @@ static void row_from_stats(const struct jaca_stats *a, const struct jaca_stats *
   v[24] = 1e-9 * (double)(b->end_wait_ns - a->end_wait_ns);
   v[20] = (double)(b->adapt_sent - a->adapt_sent);
   v[21] = (double)(b->adapt_skipped - a->adapt_skipped);
+  v[25] = (double)(b->grad_sent - a->grad_sent);
+  v[26] = (double)(b->grad_skipped - a->grad_skipped);
 }
 
 static void row_set(struct rt_cache_row *r, const double *v) {
@@ -79,6 +81,8 @@ static void row_set(struct rt_cache_row *r, const double *v) {
   r->end_wait_s = v[24];
   r->adapt_sent = v[20];
   r->adapt_skipped = v[21];
+  r->grad_sent = v[25];
+  r->grad_skipped = v[26];
 }
 
 static void row_add(struct rt_cache_row *t, const struct rt_cache_row *r) {
@@ -101,6 +105,8 @@ static void row_add(struct rt_cache_row *t, const struct rt_cache_row *r) {
   t->grad_used += r->grad_used;
   t->adapt_sent += r->adapt_sent;
   t->adapt_skipped += r->adapt_skipped;
+  t->grad_sent += r->grad_sent;
+  t->grad_skipped += r->grad_skipped;
   if (r->grad_age_max > t->grad_age_max) t->grad_age_max = r->grad_age_max;
   t->prefetched += r->prefetched;
   t->end_copied += r->end_copied;
@@ -132,6 +138,8 @@ int rt_cache_track_create(struct cg_exchange *ex, int nlayers, struct rt_cache_t
   t->totals.prefetch = o.prefetch;
   t->totals.adaptive = o.adaptive;
   t->totals.adapt_eps = o.adapt_eps;
+  t->totals.grad_adaptive = o.grad_adaptive;
+  t->totals.grad_adapt_eps = o.grad_adapt_eps;
   for (int l = 1; l < nlayers; l++) TRY(jaca_exchange_stats(ex, l, &t->prev[l]));
   struct jaca_window w;
   TRY(jaca_exchange_window(ex, &w));

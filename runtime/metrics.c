@@ -115,6 +115,8 @@ static cJSON *cache_row(const struct rt_cache_row *r) {
   cJSON_AddNumberToObject(o, "end_wait_s", r->end_wait_s);
   cJSON_AddNumberToObject(o, "adapt_sent", r->adapt_sent);
   cJSON_AddNumberToObject(o, "adapt_skipped", r->adapt_skipped);
+  cJSON_AddNumberToObject(o, "grad_sent", r->grad_sent);
+  cJSON_AddNumberToObject(o, "grad_skipped", r->grad_skipped);
   return o;
 }
 
@@ -301,9 +303,13 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
       cJSON_AddBoolToObject(c, "prefetch", cache->prefetch != 0 && !cache->adaptive);
       cJSON_AddBoolToObject(c, "adaptive", cache->adaptive != 0);
       if (cache->adaptive) cJSON_AddNumberToObject(c, "adapt_eps", cache->adapt_eps);
-      /* adaptive at EPS 0 sends every row every step: exact */
+      cJSON_AddBoolToObject(c, "grad_adaptive", cache->grad_adaptive != 0);
+      if (cache->grad_adaptive) cJSON_AddNumberToObject(c, "grad_adapt_eps", cache->grad_adapt_eps);
+      /* adaptive at EPS 0 sends every row (gradient) every step: exact */
       cJSON_AddBoolToObject(c, "exact", (cache->staleness == 0 || (cache->adaptive && cache->adapt_eps == 0.0)) &&
-                                            cache->grad_staleness == 0 && cfg->halo_bits == 32);
+                                            (cache->grad_staleness == 0 ||
+                                             (cache->grad_adaptive && cache->grad_adapt_eps == 0.0)) &&
+                                            cfg->halo_bits == 32);
       json_num(c, "policy_hit_rate", cache->policy_hit_rate);
       json_num(c, "oracle_hit_rate", cache->oracle_hit_rate);
     }

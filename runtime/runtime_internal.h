@@ -260,6 +260,7 @@ struct rt_cache_row {
   double prefetched, end_copied, end_wait_s; /* prefetch: rows copied by the thread before end,
                                                 by end itself; training thread's time in end */
   double adapt_sent, adapt_skipped; /* adaptive staleness: kept rows sent / skipped by drift */
+  double grad_sent, grad_skipped;   /* adaptive gradients: halo gradients sent / skipped by drift */
 };
 #define RT_CACHE_MAX_LAYERS 64
 struct rt_cache_record {
@@ -270,6 +271,8 @@ struct rt_cache_record {
   int staleness, grad_staleness, prefetch;
   int adaptive;     /* --staleness adaptive:adapt_eps:staleness */
   double adapt_eps;
+  int grad_adaptive; /* --grad-staleness adaptive:grad_adapt_eps:grad_staleness */
+  double grad_adapt_eps;
   /* over one refresh window, summed over the nodes (jaca/jaca.h, struct jaca_window):
    * the hit rate the tiers' rows give and Belady's MIN's with the same slots; NaN when
    * a node's trace was too long to simulate */

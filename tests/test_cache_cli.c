@@ -24,11 +24,16 @@
  *    and says exact; --staleness adaptive:1:2 --cache-warmup 1 is exact for its first
  *    two epochs, then skips rows (hits, fewer bytes than the exact cache), no row older
  *    than 2, the loss finite and within 2 % of the exact one, the log naming the drift.
- * 2. What is not built yet is a usage error (exit 2) naming the option: --grad-staleness
- *    adaptive; so are a bad --staleness adaptive syntax, a bad policy, a capacity outside (0, 1] and a staleness or
+ *    --grad-staleness adaptive:0:3 equals the plain run bit for bit and says exact (every
+ *    gradient sent every epoch, none skipped); --grad-staleness adaptive:2:2
+ *    --cache-warmup 1 is exact for its first two epochs, then skips gradients (fewer bytes
+ *    than the exact cache), none older than 2, the loss finite and within 2 % of the
+ *    exact one, the log naming the drift.
+ * 2. A usage error (exit 2) naming the option: a bad --staleness or --grad-staleness
+ *    adaptive syntax, a bad policy, a capacity outside (0, 1] and a staleness or
  *    gradient staleness above the limit.
  *    So are MiB budgets that are neither auto nor >= 0, and a negative reserve.
- * 3. --print-config shows the [cache] settings (the MiB budgets auto by default:
+ * 3. --print-config shows the [cache] settings (adaptive gradients as given; the MiB budgets auto by default:
  *    Algorithm 1). */
 #include <math.h>
 #include <stdio.h>
@@ -85,12 +90,13 @@ static double num(const cJSON *o, const char *k) {
 #define LAYERS 3
 struct run_out {
   double loss[EPOCHS], halo[EPOCHS], saved[EPOCHS], age_max[EPOCHS], hits[EPOCHS], lookups[EPOCHS];
+  double grad_sent[EPOCHS], grad_skipped[EPOCHS], grad_age_max[EPOCHS];
   int n, summary_ok;
 };
 
 /* Reads a metrics file; checks the cache fields of a cached run (`cached`). */
-static void read_run(const char *path, int cached, int whole_halo, const char *policy, int staleness, int exact,
-                     struct run_out *r) {
+static void read_run(const char *path, int cached, int whole_halo, const char *policy, int staleness, int gstale,
+                     int gadapt, int exact, struct run_out *r) {
   memset(r, 0, sizeof *r);
   char *s = slurp(path);
   CHECK(s != NULL, "cannot read %s", path);
@@ -104,7 +110,8 @@ static void read_run(const char *path, int cached, int whole_halo, const char *p
       if (cached) {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(c, "policy");
         CHECK(c && cJSON_IsString(p) && !strcmp(p->valuestring, policy) && num(c, "staleness") == staleness &&
-                  num(c, "grad_staleness") == 0 &&
+                  num(c, "grad_staleness") == gstale &&
+                  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "grad_adaptive")) == gadapt &&
                   cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(c, "exact")) &&
                   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "exact")) == exact,
               "%s: the summary does not name the cache's settings", path);
@@ -157,8 +164,16 @@ static void read_run(const char *path, int cached, int whole_halo, const char *p
           if (whole_halo) CHECK(num(c, "bytes_intra_node") == 0, "%s: bytes sent within a node", path);
           CHECK(num(c, "age_max") <= staleness, "%s epoch %d: a row %g epochs old (staleness %d)", path, e + 1,
                 num(c, "age_max"), staleness);
+          CHECK(num(c, "grad_age_max") <= gstale, "%s epoch %d: a gradient %g epochs old (bound %d)", path, e + 1,
+                num(c, "grad_age_max"), gstale);
+          if (!gadapt)
+            CHECK(num(c, "grad_sent") == 0 && num(c, "grad_skipped") == 0, "%s epoch %d: adaptive gradient counts",
+                  path, e + 1);
           r->saved[e] = saved;
           r->age_max[e] = num(c, "age_max");
+          r->grad_sent[e] = num(c, "grad_sent");
+          r->grad_skipped[e] = num(c, "grad_skipped");
+          r->grad_age_max[e] = num(c, "grad_age_max");
           r->hits[e] = rh + nh;
           r->lookups[e] = look;
           const cJSON *layers = cJSON_GetObjectItemCaseSensitive(c, "layers");
@@ -198,24 +213,31 @@ int main(int argc, char **argv) {
   }
   const char *opts = "--graph synth:small --model gcn --layers 3 --hidden 16 --epochs 4 --device cpu --threads 1 "
                      "--no-part-cache --partition metis --quiet";
-  const char *names[6] = {"plain", "jaca", "lru10", "stale2", "adapt0", "adapt"};
+#define NRUNS 8
+  const char *names[NRUNS] = {"plain", "jaca", "lru10", "stale2", "adapt0", "adapt", "gadapt0", "gadapt"};
   /* no MiB budget (--cache-host-mb 0 --cache-device-mb 0): the tiers must not depend on
    * the memory other jobs leave free while the test runs */
   /* the plain run keeps layer 0 local explicitly; the cached runs' --layer0-halo auto
    * must choose the same (capgnn train: local with the halo cache), else no bit matches */
-  const char *extra[6] = {"--layer0-halo local", "--cache-policy jaca --cache-host-mb 0 --cache-device-mb 0",
+  const char *extra[NRUNS] = {"--layer0-halo local", "--cache-policy jaca --cache-host-mb 0 --cache-device-mb 0",
                           "--cache-policy lru --cache-capacity 0.1 --cache-host-mb 0 --cache-device-mb 0",
                           "--cache-policy lru --cache-capacity 0.5 --staleness 2 --cache-warmup 1 --cache-host-mb 0 "
                           "--cache-device-mb 0",
                           "--cache-policy jaca --cache-capacity 0.5 --staleness adaptive:0:3 --cache-host-mb 0 "
                           "--cache-device-mb 0",
                           "--cache-policy jaca --staleness adaptive:1:2 --cache-warmup 1 --cache-host-mb 0 "
+                          "--cache-device-mb 0",
+                          "--cache-policy jaca --grad-staleness adaptive:0:3 --cache-host-mb 0 --cache-device-mb 0",
+                          "--cache-policy jaca --grad-staleness adaptive:2:2 --cache-warmup 1 --cache-host-mb 0 "
                           "--cache-device-mb 0"};
-  const char *said[6] = {"", "exact (staleness 0", "exact (staleness 0", "APPROXIMATE: hidden halo rows up to 2 epochs old",
-                         "relative drift exceeds 0, up to 3 epochs old", "relative drift exceeds 1, up to 2 epochs old"};
-  const int stale[6] = {0, 0, 0, 2, 3, 2}, exact[6] = {1, 1, 1, 0, 1, 0};
-  struct run_out r[6];
-  for (int k = 0; k < 6; k++) {
+  const char *said[NRUNS] = {"", "exact (staleness 0", "exact (staleness 0", "APPROXIMATE: hidden halo rows up to 2 epochs old",
+                             "relative drift exceeds 0, up to 3 epochs old", "relative drift exceeds 1, up to 2 epochs old",
+                             "halo gradients resent only when their relative drift exceeds 0, up to 3 epochs old",
+                             "halo gradients resent only when their relative drift exceeds 2, up to 2 epochs old"};
+  const int stale[NRUNS] = {0, 0, 0, 2, 3, 2, 0, 0}, gstale[NRUNS] = {0, 0, 0, 0, 0, 0, 3, 2};
+  const int exact[NRUNS] = {1, 1, 1, 0, 1, 0, 1, 0};
+  struct run_out r[NRUNS];
+  for (int k = 0; k < NRUNS; k++) {
     char cmd[4096], log[512], path[512];
     snprintf(path, sizeof path, "%s/%s.jsonl", g_dir, names[k]);
     snprintf(log, sizeof log, "%s/%s.log", g_dir, names[k]);
@@ -229,11 +251,13 @@ int main(int argc, char **argv) {
       CHECK(out && strstr(out, said[k]), "the log does not name the cache's settings ('%s'):\n%s", said[k],
             out ? out : "");
     free(out);
-    read_run(path, k > 0, k == 1, k == 1 || k >= 4 ? "jaca" : "lru", stale[k], exact[k], &r[k]);
+    read_run(path, k > 0, k == 1 || k == 6, k == 1 || k >= 4 ? "jaca" : "lru", stale[k], gstale[k], k >= 6,
+             exact[k], &r[k]);
   }
-  /* the exact cached runs, adaptive at EPS 0 among them: bit for bit the plain run */
-  for (int k = 1; k < 5; k++) {
-    if (k == 3) continue;
+  /* the exact cached runs, adaptive rows and gradients at EPS 0 among them: bit for bit
+   * the plain run */
+  for (int k = 1; k < 7; k++) {
+    if (k == 3 || k == 5) continue;
     for (int e = 0; e < EPOCHS; e++) {
       CHECK(memcmp(&r[k].loss[e], &r[0].loss[e], sizeof(double)) == 0, "%s epoch %d: loss %.17g, plain %.17g",
             names[k], e + 1, r[k].loss[e], r[0].loss[e]);
@@ -253,6 +277,23 @@ int main(int argc, char **argv) {
               r[5].halo[e] < r[1].halo[e] && r[5].hits[e] > 0,
           "adapt epoch %d: loss %.6f (exact %.6f), %.0f halo bytes (exact cache %.0f), %.0f hits", e + 1, r[5].loss[e],
           r[0].loss[e], r[5].halo[e], r[1].halo[e], r[5].hits[e]);
+  /* adaptive gradients at EPS 0: every gradient every step, none kept */
+  for (int e = 0; e < EPOCHS; e++)
+    CHECK(r[6].grad_sent[e] > 0 && r[6].grad_skipped[e] == 0 && r[6].grad_age_max[e] == 0,
+          "gadapt0 epoch %d: %.0f gradients sent, %.0f skipped, the oldest %g epochs", e + 1, r[6].grad_sent[e],
+          r[6].grad_skipped[e], r[6].grad_age_max[e]);
+  /* adaptive gradients at EPS 2 after a warm-up epoch: exact in the first two epochs (the
+   * warm-up, then every gradient sent), then gradients skipped (kept by their owners, none
+   * older than 2: read_run), fewer bytes than the exact cache, the loss finite and close */
+  for (int e = 0; e < 2; e++)
+    CHECK(memcmp(&r[7].loss[e], &r[0].loss[e], sizeof(double)) == 0, "gadapt epoch %d: loss %.17g, plain %.17g",
+          e + 1, r[7].loss[e], r[0].loss[e]);
+  CHECK(r[7].grad_skipped[1] == 0 && r[7].grad_sent[1] > 0, "gadapt: the cache's first epoch skipped gradients");
+  for (int e = 2; e < EPOCHS; e++)
+    CHECK(isfinite(r[7].loss[e]) && fabs(r[7].loss[e] - r[0].loss[e]) <= 0.02 * fabs(r[0].loss[e]) &&
+              r[7].halo[e] < r[1].halo[e] && r[7].grad_skipped[e] > 0,
+          "gadapt epoch %d: loss %.6f (exact %.6f), %.0f halo bytes (exact cache %.0f), %.0f gradients skipped", e + 1,
+          r[7].loss[e], r[0].loss[e], r[7].halo[e], r[1].halo[e], r[7].grad_skipped[e]);
   /* staleness 2 after a warm-up epoch: exact until rows are reused, then approximate */
   for (int e = 0; e < 2; e++)
     CHECK(memcmp(&r[3].loss[e], &r[0].loss[e], sizeof(double)) == 0, "stale2 epoch %d: loss %.17g, plain %.17g", e + 1,
@@ -277,7 +318,9 @@ int main(int argc, char **argv) {
   expect_usage(capgnn, "--cache-policy jaca --staleness 1001", "--staleness 1001");
   expect_usage(capgnn, "--cache-policy jaca --staleness adaptive:x", "--staleness adaptive:x");
   expect_usage(capgnn, "--cache-policy jaca --staleness adaptive:0.01:0", "adaptive:0.01:0");
-  expect_usage(capgnn, "--cache-policy jaca --grad-staleness adaptive", "adaptive gradients are not built yet");
+  expect_usage(capgnn, "--cache-policy jaca --grad-staleness adaptive:x", "--grad-staleness adaptive:x");
+  expect_usage(capgnn, "--cache-policy jaca --grad-staleness adaptive:0.01:0", "--grad-staleness adaptive:0.01:0");
+  expect_usage(capgnn, "--cache-policy jaca --grad-staleness adaptive:-1", "--grad-staleness adaptive:-1");
   expect_usage(capgnn, "--cache-policy jaca --grad-staleness 1001", "--grad-staleness 1001");
   expect_usage(capgnn, "--cache-policy belady", "--cache-policy 'belady'");
   expect_usage(capgnn, "--cache-policy jaca --cache-capacity 0", "--cache-capacity 0");
@@ -289,13 +332,15 @@ int main(int argc, char **argv) {
   {
     char cmd[2048], log[512];
     snprintf(log, sizeof log, "%s/print.log", g_dir);
-    snprintf(cmd, sizeof cmd, "%s --cache-policy fifo --cache-capacity 0.25 --cache-device-mb 12 --cache-prefetch off --print-config",
+    snprintf(cmd, sizeof cmd, "%s --cache-policy fifo --cache-capacity 0.25 --cache-device-mb 12 --cache-prefetch off "
+             "--grad-staleness adaptive:0.05:4 --print-config",
              capgnn);
     CHECK(run(cmd, log) == 0, "`%s` failed", cmd);
     char *out = slurp(log);
     CHECK(out && strstr(out, "[cache]") && strstr(out, "cache-policy = fifo") && strstr(out, "cache-capacity = 0.25") &&
               strstr(out, "staleness = 0") && strstr(out, "cache-host-mb = auto") &&
-              strstr(out, "cache-device-mb = 12") && strstr(out, "cache-reserve-mb = 1024") && strstr(out, "cache-prefetch = off"),
+              strstr(out, "cache-device-mb = 12") && strstr(out, "cache-reserve-mb = 1024") && strstr(out, "cache-prefetch = off") &&
+              strstr(out, "grad-staleness = adaptive:0.05:4"),
           "--print-config lacks the cache settings:\n%s", out ? out : "");
     free(out);
   }

@@ -2,7 +2,8 @@
  * exactly the rows that drifted or were due travel, no row served is older than S, and
  * EPS = 0 is the exact cache bit for bit.
  *
- * Options: jaca_staleness_parse and jaca_options_check on good and bad values.
+ * Options: jaca_staleness_parse, jaca_grad_staleness_parse (the same syntax, for the
+ * gradients) and jaca_options_check on good and bad values.
  *
  * Hand-made drift: every rank builds the same graph and owners (as test_jaca_exchange)
  * and fills its inner rows with a payload it knows the drift of. Row of vertex g at
@@ -305,6 +306,43 @@ static void options_case(void) {
   CHECK(jaca_options_check(&o) == CG_ERR_ARG, "adaptive with EPS NaN must be refused");
   o.adapt_eps = -0.5;
   CHECK(jaca_options_check(&o) == CG_ERR_ARG, "adaptive with EPS < 0 must be refused");
+  cg_err_clear();
+  /* --grad-staleness: the same syntax and defaults, into the gradients' fields only */
+  jaca_options_defaults(&o);
+  o.policy = JACA_POLICY_JACA;
+  OK(jaca_grad_staleness_parse("adaptive", &o));
+  CHECK(o.grad_adaptive == 1 && o.grad_adapt_eps == JACA_ADAPT_EPS_DEFAULT &&
+            o.grad_staleness == JACA_ADAPT_S_DEFAULT && o.adaptive == 0 && o.staleness == 0,
+        "grad adaptive: defaults %g, %d", o.grad_adapt_eps, o.grad_staleness);
+  OK(jaca_grad_staleness_parse("adaptive:0.1", &o));
+  CHECK(o.grad_adapt_eps == 0.1 && o.grad_staleness == JACA_ADAPT_S_DEFAULT, "grad adaptive:0.1");
+  OK(jaca_grad_staleness_parse("adaptive:0:2", &o));
+  CHECK(o.grad_adaptive == 1 && o.grad_adapt_eps == 0.0 && o.grad_staleness == 2, "grad adaptive:0:2");
+  OK(jaca_options_check(&o));
+  CHECK(strstr(jaca_options_describe(&o, buf, sizeof buf), "--grad-staleness adaptive:0:2") != NULL &&
+            strstr(buf, "APPROXIMATE") != NULL && strstr(buf, "hidden halo rows every epoch (--staleness 0)") != NULL,
+        "describe: %s", buf);
+  OK(jaca_grad_staleness_parse("4", &o));
+  CHECK(o.grad_adaptive == 0 && o.grad_adapt_eps == 0.0 && o.grad_staleness == 4, "a number turns it off");
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+    CHECK(jaca_grad_staleness_parse(bad[k], &o) == CG_ERR_ARG, "grad '%s' must be refused", bad[k]);
+    CHECK(strstr(cg_err_msg(), "--grad-staleness") != NULL, "the message names the option: %s", cg_err_msg());
+    cg_err_clear();
+  }
+  jaca_options_defaults(&o);
+  o.policy = JACA_POLICY_JACA;
+  o.grad_adaptive = 1;
+  o.grad_adapt_eps = 0.01;
+  o.grad_staleness = 0;
+  CHECK(jaca_options_check(&o) == CG_ERR_ARG, "adaptive gradients with G = 0 must be refused");
+  o.grad_staleness = 2;
+  o.grad_adapt_eps = NAN;
+  CHECK(jaca_options_check(&o) == CG_ERR_ARG, "adaptive gradients with EPS NaN must be refused");
+  o.grad_adapt_eps = -0.5;
+  CHECK(jaca_options_check(&o) == CG_ERR_ARG, "adaptive gradients with EPS < 0 must be refused");
+  o.grad_adapt_eps = 0.5;
+  o.grad_adaptive = 2;
+  CHECK(jaca_options_check(&o) == CG_ERR_ARG, "a grad adaptive flag of 2 must be refused");
   cg_err_clear();
 }
 

@@ -26,7 +26,10 @@
  * inter-node bytes equal the model computed here from all ranks' local graphs alone:
  * each halo vertex owned by this rank and needed on another node crosses once per
  * destination node, and nothing travels between ranks of one node. The seam's counters:
- * cache lookups/hits and halo bytes (plain exchange's + the forward plan's). */
+ * cache lookups/hits and halo bytes (plain exchange's + the forward plan's).
+ * Gradients: stale (--grad-staleness G, by phase) and adaptive (--grad-staleness
+ * adaptive:EPS:G: a hand-made drift decides exactly which gradients travel; every owner
+ * sum and every age checked), and adaptive at EPS 0 bit for bit against G = 0. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -523,6 +526,190 @@ static void grad_case(const char *spec, int G, struct cg_backend *be) {
   setup_free(&s);
 }
 
+/* Adaptive gradients (--grad-staleness adaptive:EPS:G), hand-made drift. Consumer q's
+ * gradient of halo vertex g at epoch e, column j (integers, so the owner's sums are exact
+ * in any order):
+ *   col 0  GB            (the norm: ~GB; the small changes below stay far under EPS)
+ *   col 1  e             (moves by 1 an epoch: relative drift <= G / GB, far below EPS)
+ *   col 2  GB * gver     gver = gver(q, g, e): how many "events" (q, g) had in epochs
+ *                        1..e (a hash says when); an event moves the gradient by a
+ *                        relative drift > 0.1, far above EPS = 0.02
+ *   col 3+ (g * 5 + q * 3 + j) % 97
+ * The consumer's rule, simulated here per (q, g): its gradient is sent at e when it never
+ * was, when gver changed since the last send, or when the last send is more than G
+ * epochs old. After the backward exchange of epoch e every owner's inner row must hold
+ * its own value plus, from each consumer q holding it, q's gradient of the epoch of its
+ * last send (never more than G epochs old); each rank's grad_sent / grad_skipped must
+ * equal the simulation over its halo rows, its grad_age_max the oldest gradient added,
+ * and the job must meet every reason to send and to skip, or the case proves nothing. */
+#define GB 4096.0f
+static int gevent(int64_t q, int64_t g, uint32_t e) {
+  uint64_t z = (uint64_t)g * 131 + (uint64_t)q * 7919 + e + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return e >= 2 && (z ^ (z >> 31)) % 5 == 0;
+}
+static int gver(int64_t q, int64_t g, uint32_t e) {
+  int v = 0;
+  for (uint32_t k = 1; k <= e; k++) v += gevent(q, g, k);
+  return v;
+}
+static uint32_t glast_sent(int64_t q, int64_t g, uint32_t e, int G) {
+  uint32_t ls = 0;
+  for (uint32_t k = 1; k <= e; k++)
+    if (ls == 0 || gver(q, g, k) != gver(q, g, ls) || (int64_t)k - (int64_t)ls > G) ls = k;
+  return ls;
+}
+static float gpay(int64_t q, int64_t g, uint32_t e, int64_t j) {
+  if (j == 0) return GB;
+  if (j == 1) return (float)e;
+  if (j == 2) return GB * (float)gver(q, g, e);
+  return (float)((g * 5 + q * 3 + j) % 97);
+}
+
+static void grad_adapt_case(const char *spec, int random_owners, int S, int G, struct cg_backend *be) {
+  const int me = comm_rank(g_comm), P = comm_size(g_comm);
+  const double EPS = 0.02;
+  struct setup s;
+  setup_make(&s, spec, random_owners);
+  const struct part_local *pl = s.pl;
+  struct jaca_options o;
+  jaca_options_defaults(&o);
+  o.host_mb = o.device_mb = 0;
+  o.policy = JACA_POLICY_JACA;
+  o.staleness = S; /* the forward rows' schedule does not touch the gradients */
+  o.grad_adaptive = 1;
+  o.grad_adapt_eps = EPS;
+  o.grad_staleness = G;
+  const struct jaca_layers layers = {NLAYERS, COLS};
+  struct cg_exchange *ex = NULL;
+  OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
+  const int64_t rows = pl->n_inner + pl->n_halo;
+  float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
+  CHECK(h != NULL, "out of memory");
+  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
+  const uint32_t E = (uint32_t)(3 * (G + 1) + 2);
+  int64_t worst = 0, want_sent = 0, want_skipped = 0, by_event = 0, by_age = 0;
+  for (uint32_t e = 1; e <= E; e++) {
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < COLS; j++)
+        h[i * COLS + j] = i < pl->n_inner ? (float)((pl->gid[i] + j) % 1000) : gpay(me, pl->gid[i], e, j);
+    if (rows > 0) OK(be->upload(be, d, h, (size_t)(rows * COLS) * sizeof(float)));
+    OK(cg_exchange_halo(ex, CG_HALO_BACKWARD, (struct cg_halo_tag){1, e}, d, COLS));
+    if (rows > 0) OK(be->download(be, h, d, (size_t)(rows * COLS) * sizeof(float)));
+    for (int64_t i = 0; i < pl->n_inner; i++) {
+      const int64_t g = pl->gid[i];
+      for (int64_t j = 0; j < COLS; j++) {
+        double want = (double)((g + j) % 1000);
+        for (int q = 0; q < P; q++) {
+          if (q == me) continue;
+          const struct part_local *l = &s.all[q];
+          for (int64_t k = l->n_inner; k < l->n_inner + l->n_halo; k++)
+            if (l->gid[k] == g) {
+              const uint32_t from = glast_sent(q, g, e, G);
+              want += gpay(q, g, from, j);
+              if ((int64_t)(e - from) > worst) worst = e - from;
+            }
+        }
+        CHECK(h[i * COLS + j] == want, "adaptive grad G %d epoch %u: inner row %lld (gid %lld) col %lld holds %.0f, "
+              "expected %.0f", G, e, (long long)i, (long long)g, (long long)j, (double)h[i * COLS + j], want);
+      }
+    }
+    for (int64_t k = pl->n_inner; k < rows; k++) { /* what this rank should have sent */
+      const int64_t g = pl->gid[k];
+      if (glast_sent(me, g, e, G) != e) {
+        want_skipped++;
+        continue;
+      }
+      want_sent++;
+      if (e > 1 && gver(me, g, e) != gver(me, g, glast_sent(me, g, e - 1, G))) by_event++;
+      else if (e > 1) by_age++;
+    }
+  }
+  struct jaca_stats st;
+  OK(jaca_exchange_stats(ex, 1, &st));
+  CHECK(st.grad_sent == want_sent && st.grad_skipped == want_skipped,
+        "gradients sent %lld, skipped %lld; expected %lld and %lld", (long long)st.grad_sent,
+        (long long)st.grad_skipped, (long long)want_sent, (long long)want_skipped);
+  CHECK(st.grad_age_max == worst && worst <= G, "the oldest gradient: %lld epochs (the values: %lld), bound %d",
+        (long long)st.grad_age_max, (long long)worst, G);
+  CHECK(st.grad_bytes >= want_sent * COLS * (int64_t)sizeof(float) &&
+            st.grad_bytes == want_sent * COLS * (int64_t)sizeof(float) + st.grad_index_bytes,
+        "gradient bytes %lld: %lld gradients and %lld bytes of positions", (long long)st.grad_bytes,
+        (long long)want_sent, (long long)st.grad_index_bytes);
+  int64_t v[7] = {by_event, by_age, want_skipped, worst == G, st.grad_bytes, st.grad_bytes_exact, want_sent};
+  OK(comm_allreduce_i64(g_comm, v, 7, COMM_SUM));
+  if (P > 1)
+    CHECK(v[0] > 0 && v[1] > 0 && v[2] > 0 && v[3] > 0 && v[4] < v[5],
+          "the case proves nothing: %lld sends by drift, %lld by age, %lld skips, %lld owners at the bound, %lld of "
+          "%lld bytes", (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3], (long long)v[4],
+          (long long)v[5]);
+  if (me == 0)
+    printf("ok: %-13s %s, grad adaptive:%g:%d (staleness %d): %u backward exchanges, %lld gradients sent by drift, "
+           "%lld by age, %lld skipped, %lld of %lld gradient bytes sent\n", spec, be->name, EPS, G, S, E,
+           (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[4], (long long)v[5]);
+  be->free(be, d);
+  free(h);
+  cg_exchange_destroy(&ex);
+  setup_free(&s);
+}
+
+/* Adaptive gradients at EPS 0 against --grad-staleness 0 (the node tier's exact path),
+ * bit for bit, on random (non-integer) gradients: the owner adds in the same order. */
+static void grad_exact_case(const char *spec, struct cg_backend *be) {
+  const int me = comm_rank(g_comm);
+  struct setup s;
+  setup_make(&s, spec, 1);
+  const struct part_local *pl = s.pl;
+  struct jaca_options oe, oa;
+  jaca_options_defaults(&oe);
+  oe.host_mb = oe.device_mb = 0;
+  oe.policy = JACA_POLICY_JACA;
+  oa = oe;
+  OK(jaca_grad_staleness_parse("adaptive:0:3", &oa));
+  const struct jaca_layers layers = {NLAYERS, COLS};
+  struct cg_exchange *xe = NULL, *xa = NULL;
+  OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &oe, &xe));
+  OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &oa, &xa));
+  const int64_t rows = pl->n_inner + pl->n_halo, n = (rows > 0 ? rows : 1) * COLS;
+  float *h = malloc(sizeof(float) * (size_t)n), *he = malloc(sizeof(float) * (size_t)n),
+        *ha = malloc(sizeof(float) * (size_t)n), *d = NULL;
+  CHECK(h && he && ha, "out of memory");
+  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)n, "test matrix"));
+  uint64_t z = 12345 + (uint64_t)me;
+  for (uint32_t e = 1; e <= 5; e++)
+    for (int l = 1; l < NLAYERS; l++) {
+      for (int64_t i = 0; i < rows * COLS; i++) {
+        z = z * 6364136223846793005ull + 1442695040888963407ull;
+        h[i] = (float)((double)(z >> 11) / 9007199254740992.0 - 0.5);
+        if (e > 1 && i >= pl->n_inner * COLS && (z >> 7) % 3 == 0) h[i] = 0.25f; /* some unchanged */
+      }
+      const struct cg_halo_tag tag = {l, e};
+      for (int pass = 0; pass < 2; pass++) {
+        if (rows > 0) OK(be->upload(be, d, h, (size_t)(rows * COLS) * sizeof(float)));
+        OK(cg_exchange_halo(pass ? xa : xe, CG_HALO_BACKWARD, tag, d, COLS));
+        if (rows > 0) OK(be->download(be, pass ? ha : he, d, (size_t)(rows * COLS) * sizeof(float)));
+      }
+      CHECK(rows == 0 || memcmp(he, ha, sizeof(float) * (size_t)(pl->n_inner * COLS)) == 0,
+            "epoch %u layer %d: adaptive gradients at EPS 0 differ from --grad-staleness 0", e, l);
+    }
+  struct jaca_stats st;
+  OK(jaca_exchange_stats(xa, 0, &st));
+  CHECK(st.grad_skipped == 0 && st.grad_age_max == 0 && st.grad_index_bytes == 0 &&
+            st.grad_sent == 5 * (NLAYERS - 1) * pl->n_halo,
+        "EPS 0 skipped %lld gradients, sent %lld, oldest %lld epochs, %lld bytes of positions",
+        (long long)st.grad_skipped, (long long)st.grad_sent, (long long)st.grad_age_max,
+        (long long)st.grad_index_bytes);
+  if (me == 0) printf("ok: %-13s %s, grad adaptive:0: bit for bit --grad-staleness 0\n", spec, be->name);
+  be->free(be, d);
+  free(h);
+  free(he);
+  free(ha);
+  cg_exchange_destroy(&xa);
+  cg_exchange_destroy(&xe);
+  setup_free(&s);
+}
+
 int main(int argc, char **argv) {
   if (comm_init(&argc, &argv, &g_comm) != CG_OK) {
     fprintf(stderr, "comm_init: %s\n", cg_err_msg());
@@ -568,6 +755,11 @@ int main(int argc, char **argv) {
   grad_case("synth:tiny", 1, cpu);
   grad_case("synth:small", 3, cpu);
   grad_case("synth:small", 2, dev);
+  grad_adapt_case("synth:small", 1, 0, 3, cpu);
+  grad_adapt_case("synth:tiny", 1, 0, 1, cpu);
+  grad_adapt_case("synth:small", 1, 0, 2, dev);
+  grad_exact_case("synth:small", cpu);
+  grad_exact_case("synth:tiny", dev);
   int64_t up = 0, down = 0;
   fake_device_counts(dev, &up, &down);
   /* policy none: the plain exchange itself */

@@ -804,7 +804,10 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
    * halo cache: jaca/jaca.h caches hidden layers only) */
   const int64_t l0_bytes = halo_total * dist.l0_width * 4 * 2;
   int64_t modelled = halo_total * dist.widths_sum * 4 * 2 + l0_bytes;
-  const int approx = g_cache && (g_cache->staleness > 0 || g_cache->grad_staleness > 0);
+  /* adaptive at EPS 0 sends every row / gradient every step: exact */
+  const int approx = g_cache && ((g_cache->staleness > 0 && !(g_cache->adaptive && g_cache->adapt_eps == 0.0)) ||
+                                 (g_cache->grad_staleness > 0 &&
+                                  !(g_cache->grad_adaptive && g_cache->grad_adapt_eps == 0.0)));
   if (approx) {
     /* staleness S: rows up to S epochs old, never more (the cache checks every row it
      * serves; its statistics say the oldest); rows reused; fewer bytes; the first step
@@ -869,7 +872,9 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
     CHECK(v[4] == (cfg.epochs + 1) * halo_total * dist.widths_sum * 4,
           "gradient bytes %lld through MPI and the node tier, expected every halo row's: %lld", (long long)v[4],
           (long long)((cfg.epochs + 1) * halo_total * dist.widths_sum * 4));
-    if (comm_nnodes(g_comm) == 1) CHECK(v[3] == 0, "one node, yet %lld gradient bytes went through MPI", (long long)v[3]);
+    /* (adaptive gradients all go through MPI, to owners on the node too) */
+    if (comm_nnodes(g_comm) == 1 && !g_cache->grad_adaptive)
+      CHECK(v[3] == 0, "one node, yet %lld gradient bytes went through MPI", (long long)v[3]);
     CHECK(v[1] == (cfg.epochs + 1) * halo_total * (cfg.layers - 1), "cache lookups %lld, expected %lld",
           (long long)v[1], (long long)((cfg.epochs + 1) * halo_total * (cfg.layers - 1)));
     if (P > 1 && halo_total > 0) CHECK(v[2] > 0, "the node tier served no row");
@@ -1026,6 +1031,22 @@ static int run_cache_cases(void) {
       jo.capacity = k % 2 == 0 ? 1.0 : 0.5;
       jo.staleness = stale[k];
       jo.grad_staleness = gstale[k];
+      g_cache = &jo;
+      run_case(&cases[i]);
+      g_cache = NULL;
+      ran++;
+    }
+    /* adaptive gradients at EPS 0 (rows exact, then adaptive rows at EPS 0 too): exact,
+     * bit for bit the run without the cache (which the exact cache equals bit for bit,
+     * gradients at --grad-staleness 0); then at EPS 0.05 (approximate, ages checked) */
+    for (int k = 0; i == 0 && k < 3; k++) {
+      struct jaca_options jo;
+      jaca_options_defaults(&jo);
+      jo.host_mb = jo.device_mb = 0;
+      jo.policy = JACA_POLICY_JACA;
+      jo.capacity = k == 1 ? 0.1 : 1.0;
+      if (k == 1) OK(jaca_staleness_parse("adaptive:0:3", &jo));
+      OK(jaca_grad_staleness_parse(k == 2 ? "adaptive:0.05:3" : "adaptive:0:3", &jo));
       g_cache = &jo;
       run_case(&cases[i]);
       g_cache = NULL;
