@@ -539,6 +539,8 @@ int cmd_plan(int argc, char **argv) {
     cJSON_AddNumberToObject(r, "gemm_gflops", rates[0].gemm_flops / 1e9);
     cJSON_AddNumberToObject(r, "spmm_gnnz_s", rates[0].spmm_rate / 1e9);
     cJSON_AddNumberToObject(r, "mem_gbs", rates[0].mem_bps / 1e9);
+    cJSON_AddNumberToObject(r, "dropout_geps", rates[0].rng_eps / 1e9);
+    if (rates[0].adam_eps > 0) cJSON_AddNumberToObject(r, "adam_geps", rates[0].adam_eps / 1e9);
     cJSON_AddNumberToObject(r, "op_us", rates[0].op_s * 1e6);
     if (rates[0].csr_rate > 0) { /* sparse features, measured on their own CSR */
       cJSON_AddNumberToObject(r, "csr_gnnz_s", rates[0].csr_rate / 1e9);

@@ -130,6 +130,40 @@ done:
   return st;
 }
 
+/* The optimizer's update of n parameters (weights, gradient and the two moments in
+ * backend memory), with Adam's default coefficients. */
+struct adam_ctx {
+  struct cg_backend *be;
+  float *w, *g, *m, *v;
+  int64_t n;
+};
+static int adam_op(void *p) {
+  struct adam_ctx *c = p;
+  const struct cg_adam_params ap = {0.01f, 0.9f, 0.999f, 1e-8f, 5e-4f, 0};
+  c->be->adam(c->be, c->w, c->g, c->m, c->v, c->n, &ap, 1);
+  return CG_OK;
+}
+static int adam_run(struct cg_backend *be, int64_t n, const struct rapa_bench_opts *o, double *seconds) {
+  int st = CG_OK;
+  struct adam_ctx c = {be, NULL, NULL, NULL, NULL, n};
+  float *h = cg_malloc((size_t)n * sizeof *h, "calibration parameters");
+  if (!h) return CG_ERR_NOMEM;
+  for (int64_t i = 0; i < n; i++) h[i] = (float)((int)(i % 7) - 3) * 0.01f;
+  float **bufs[4] = {&c.w, &c.g, &c.m, &c.v};
+  for (int k = 0; k < 4 && st == CG_OK; k++) {
+    st = be->alloc(be, (void **)bufs[k], (size_t)n * sizeof(float), "calibration optimizer state");
+    if (st == CG_OK) st = be->upload(be, *bufs[k], h, (size_t)n * sizeof(float));
+  }
+  if (st == CG_OK) {
+    struct rapa_timing t;
+    st = rapa_measure(be, o, adam_op, &c, &t);
+    if (st == CG_OK) *seconds = t.median_s;
+  }
+  for (int k = 0; k < 4; k++) be->free(be, *bufs[k]);
+  cg_free(h);
+  return st;
+}
+
 /* The sparse-feature ops (csr_mm, csr_mm_t, csr_dropout) on the features' own CSR. */
 struct csr_ctx {
   struct cg_backend *be;
@@ -155,7 +189,7 @@ static int csr_op(void *p) {
  * op's time t, then the op runs ceil(10 ms / t) times per repetition (at most 4096); the
  * median repetition's time per op. */
 struct bench_call {
-  int kind; /* 0 GEMM, 1 SpMM, 2 elementwise, 3 a sparse-feature op (csr) */
+  int kind; /* 0 GEMM, 1 SpMM, 2 elementwise, 3 a sparse-feature op (csr), 4 Adam over m parameters */
   struct cg_backend *be;
   int64_t m, n, k;         /* GEMM m x k -> n; elementwise rows x cols (n unused) */
   const struct cg_csr *a;  /* SpMM */
@@ -170,6 +204,7 @@ static int bench_once(const struct bench_call *b, const struct rapa_bench_opts *
     case 0: TRY(rapa_bench_gemm(b->be, b->m, b->n, b->k, 2e-4, o, &t)); break;
     case 1: TRY(rapa_bench_spmm(b->be, b->a, b->n, o, &t)); break;
     case 3: TRY(rapa_measure(b->be, o, csr_op, b->csr, &t)); break;
+    case 4: return adam_run(b->be, b->m, o, seconds);
     default: return elementwise_run(b->be, b->ew, b->m, b->k, o, seconds);
   }
   *seconds = t.median_s;
@@ -277,10 +312,15 @@ int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const
   memset(r, 0, sizeof *r);
   const int64_t rows = g->n / P > 0 ? g->n / P : 1;
   double flops = 0, secs = 0;
-  for (int l = 0; l < s->layers; l++) {
+  /* sparse features: layer 0 multiplies them as CSR (csr_feature_rates), no dense GEMM
+   * runs there, and its 1433-wide GEMM ran at 2-3x the rate of the narrow hidden ones
+   * that do (cora 2 x 16 on 2 ranks: 3 GEMMs of 1,384 x 16 x 7, 0.085-0.105 ms a step in
+   * training, CAPGNN_PROFILE_OPS; 0.027 ms priced at the 1433-wide GEMM's rate) */
+  const int skip0 = s->feat_density > 0 && s->layers > 1;
+  for (int l = skip0; l < s->layers; l++) {
     const int64_t fin = l == 0 ? s->features : s->hidden, fout = l == s->layers - 1 ? s->classes : s->hidden;
     int seen = 0; /* each distinct shape once */
-    for (int k = 0; k < l; k++) {
+    for (int k = skip0; k < l; k++) {
       const int64_t a = k == 0 ? s->features : s->hidden, b = k == s->layers - 1 ? s->classes : s->hidden;
       if (a == fin && b == fout) seen = 1;
     }
@@ -350,6 +390,16 @@ int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const
     s_all += elems[k] / eps;
   }
   r->rng_eps = e_all / s_all;
+  /* the optimizer over the model's parameters in one call (training makes one per tensor:
+   * the calls' fixed cost is op_s's), op_s taken out as above. On a CPU the update is
+   * arithmetic-bound: cora's 23,063 parameters took 0.12-0.16 ms a step in training
+   * (CAPGNN_PROFILE_OPS, 2 and 4 ranks), where 28 bytes each at the memory rate said
+   * 0.012-0.017 ms */
+  const int64_t params = rapa_shape_params(s);
+  const struct bench_call adam = {4, be, params, 0, 0, NULL, 0, NULL};
+  double t_adam = 0;
+  TRY(bench_timed(&adam, &t_adam));
+  r->adam_eps = (double)params / (t_adam - r->op_s > 0.5 * t_adam ? t_adam - r->op_s : 0.5 * t_adam);
   if (s->feat_density > 0 && g->feat_dim > 0) TRY(csr_feature_rates(be, g, s, P, r));
   size_t fr = 0, tot = 0;
   if (be->mem_info && be->mem_info(be, &fr, &tot) == CG_OK) r->free_bytes = (double)fr;
@@ -364,25 +414,25 @@ int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const
     r->d2h_bps = (double)bytes / td.min_s;
   }
   LOG_DEBUG("rapa", "rates: GEMM %.3g GFLOP/s, SpMM %.3g G nonzero-columns/s, elementwise %.3g GB/s, dropout %.3g "
-            "G elements/s, %.3g us per op, sparse features: csr_mm %.3g, csr_mm_t %.3g G nonzero-columns/s, dropout "
+            "G elements/s, Adam %.3g G parameters/s, %.3g us per op, sparse features: csr_mm %.3g, csr_mm_t %.3g G nonzero-columns/s, dropout "
             "%.3g G entries/s; %.3g GB free", r->gemm_flops * 1e-9, r->spmm_rate * 1e-9, r->mem_bps * 1e-9,
-            r->rng_eps * 1e-9, r->op_s * 1e6, r->csr_rate * 1e-9, r->csr_t_rate * 1e-9, r->csr_drop_eps * 1e-9,
+            r->rng_eps * 1e-9, r->adam_eps * 1e-9, r->op_s * 1e6, r->csr_rate * 1e-9, r->csr_t_rate * 1e-9, r->csr_drop_eps * 1e-9,
             r->free_bytes * 1e-9);
   return CG_OK;
 }
 
 /* Every field of struct rapa_rates, by position (the collective carries doubles): a new
  * field goes into both functions and NRATE. */
-#define NRATE 11
+#define NRATE 12
 static void rates_pack(const struct rapa_rates *r, double *v) {
   v[0] = r->gemm_flops; v[1] = r->spmm_rate; v[2] = r->mem_bps; v[3] = r->rng_eps;
   v[4] = r->op_s; v[5] = r->h2d_bps; v[6] = r->d2h_bps; v[7] = r->free_bytes;
-  v[8] = r->csr_rate; v[9] = r->csr_t_rate; v[10] = r->csr_drop_eps;
+  v[8] = r->csr_rate; v[9] = r->csr_t_rate; v[10] = r->csr_drop_eps; v[11] = r->adam_eps;
 }
 static void rates_unpack(const double *v, struct rapa_rates *r) {
   r->gemm_flops = v[0]; r->spmm_rate = v[1]; r->mem_bps = v[2]; r->rng_eps = v[3];
   r->op_s = v[4]; r->h2d_bps = v[5]; r->d2h_bps = v[6]; r->free_bytes = v[7];
-  r->csr_rate = v[8]; r->csr_t_rate = v[9]; r->csr_drop_eps = v[10];
+  r->csr_rate = v[8]; r->csr_t_rate = v[9]; r->csr_drop_eps = v[10]; r->adam_eps = v[11];
 }
 
 int rapa_rates_measure(struct comm *c, struct cg_backend *be, const struct graph *g, const struct rapa_shape *s,
