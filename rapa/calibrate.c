@@ -83,11 +83,16 @@ struct ew_ctx {
   int32_t *gid;
   int64_t rows, cols;
   int kind; /* 0 relu, 1 dropout, 2 fifty one-element fills */
+  uint32_t calls; /* dropout: each call draws a new mask (its key's epoch), as training does */
 };
 
+/* Dropout's key changes from call to call: training draws a new mask every step, and a
+ * mask drawn again and again on the same rows is learnt by the CPU's branch predictor
+ * (cora's 16-wide rows, 1354 x 16: 0.17-0.19 G elements/s with one key, 0.075-0.078 with
+ * a new key per call, the rate training runs at: 0.078, CAPGNN_PROFILE_OPS on 2 ranks). */
 static int ew_op(void *p) {
   struct ew_ctx *c = p;
-  struct cg_dropout_key key = {1, 1, 0};
+  struct cg_dropout_key key = {1, ++c->calls, 0};
   switch (c->kind) {
     case 0: c->be->relu_fwd(c->be, c->x, c->y, c->rows * c->cols); break;
     case 1: c->be->dropout(c->be, c->x, c->y, c->rows, c->cols, c->gid, 0.5f, key); break;
@@ -101,7 +106,7 @@ static int ew_op(void *p) {
 static int elementwise_run(struct cg_backend *be, int kind, int64_t rows, int64_t cols,
                            const struct rapa_bench_opts *o, double *seconds) {
   int st = CG_OK;
-  struct ew_ctx c = {be, NULL, NULL, NULL, rows, cols, kind};
+  struct ew_ctx c = {be, NULL, NULL, NULL, rows, cols, kind, 0};
   const size_t n = (size_t)(rows * cols);
   int32_t *gid = NULL;
   float *h = NULL;
@@ -172,11 +177,12 @@ struct csr_ctx {
   int32_t *gid;
   int64_t f;
   int kind; /* 0 csr_mm (X·W), 1 csr_mm_t (Xᵀ·dY), 2 csr_dropout */
+  uint32_t calls; /* csr_dropout: a new mask per call (ew_op says why) */
 };
 
 static int csr_op(void *p) {
   struct csr_ctx *c = p;
-  struct cg_dropout_key key = {1, 1, 0};
+  struct cg_dropout_key key = {1, ++c->calls, 0};
   switch (c->kind) {
     case 0: c->be->csr_mm(c->be, &c->x, c->vals, c->f, c->w, c->f, c->y, c->f); break;
     case 1: c->be->csr_mm_t(c->be, &c->x, c->vals, c->f, c->y, c->f, c->w, c->f); break;
