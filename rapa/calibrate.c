@@ -19,6 +19,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -216,17 +217,48 @@ static int bench_once(const struct bench_call *b, const struct rapa_bench_opts *
   *seconds = t.median_s;
   return CG_OK;
 }
-static int bench_timed(const struct bench_call *b, double *seconds) {
+/* evict: bytes written between two calls (rapa_bench_opts.evict_bytes; 0: none); a
+ * repetition then writes at most RAPA_EVICT_REP bytes in all (fewer calls). */
+#define RAPA_EVICT_REP (64.0 * 1048576.0)
+static int bench_timed(const struct bench_call *b, double evict, double *seconds) {
   struct rapa_bench_opts o;
   rapa_bench_opts_default(&o, 1);
   o.min_reps = o.max_reps = 1;
+  o.evict_bytes = evict;
   double t1 = 0;
   TRY(bench_once(b, &o, &t1));
   rapa_bench_opts_default(&o, 0);
-  const double want = 10e-3 / (t1 > 1e-9 ? t1 : 1e-9);
+  o.evict_bytes = evict;
+  double want = 10e-3 / (t1 > 1e-9 ? t1 : 1e-9);
+  if (evict > 0 && want > RAPA_EVICT_REP / evict) want = RAPA_EVICT_REP / evict;
   o.batch = want < 1 ? 1 : want > 4096 ? 4096 : (int)ceil(want);
   o.warmup = 0; /* the probe was the warm-up */
   return bench_once(b, &o, seconds);
+}
+
+/* The bytes a rank's training step touches (rapa_cost_rank's memory_bytes: the model's
+ * buffers for n/P rows and their share of the operator), at most twice the last-level
+ * cache where the C library knows it (else 64 MiB): written between two timed calls, they
+ * leave the op's operands where a step leaves them. A cora rank's ops ran 1.5-2x slower
+ * in training (CAPGNN_PROFILE_OPS) than called again and again on hot operands; SpMM of
+ * a 1,384-row, 6,386-nonzero operator at width 16: 5.4 G nonzero-columns/s hot, 0.84
+ * with 16 MB written between calls, 1.47 in training (2 ranks; 1.8 MB of buffers each). */
+static double step_bytes(const struct graph *g, const struct rapa_shape *s, int P) {
+  const int64_t rows = g->n / P > 0 ? g->n / P : 1;
+  int64_t zero[1] = {0};
+  const struct rapa_load load = {rows, 0, (g->m + (s->sage ? 0 : g->n)) / P, zero, zero};
+  const struct rapa_rates unit = {1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+  struct rapa_cost c;
+  if (rapa_cost_rank(s, &load, &unit, NULL, 0, 1, &c) != CG_OK) {
+    cg_err_clear();
+    return 0.0;
+  }
+  double cap = 64.0 * 1048576.0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l3 > 0) cap = 2.0 * (double)l3;
+#endif
+  return c.memory_bytes < cap ? c.memory_bytes : cap;
 }
 
 /* The first rows of the graph's aggregation operator, at most ~4M nonzeros (all
@@ -255,7 +287,7 @@ static int operator_sample(const struct graph *g, const struct rapa_shape *s, st
  * sparse cora epoch by 60-70 %. op_s (already measured) is taken out of each timing, as
  * for the elementwise ops. */
 static int csr_feature_rates(struct cg_backend *be, const struct graph *g, const struct rapa_shape *s, int P,
-                             struct rapa_rates *r) {
+                             double ws, struct rapa_rates *r) {
   const int64_t rows = g->n / P > 0 ? g->n / P : 1;
   const int64_t f = s->layers > 1 ? s->hidden : s->classes;
   struct cg_csr x;
@@ -292,7 +324,7 @@ static int csr_feature_rates(struct cg_backend *be, const struct graph *g, const
   for (int k = 0; k < 3 && st == CG_OK; k++) {
     c.kind = k;
     const struct bench_call b = {3, be, 0, 0, 0, NULL, 0, &c};
-    st = bench_timed(&b, &t[k]);
+    st = bench_timed(&b, ws, &t[k]);
     if (st == CG_OK) t[k] = t[k] - r->op_s > 0.5 * t[k] ? t[k] - r->op_s : 0.5 * t[k];
   }
   if (st == CG_OK) {
@@ -317,6 +349,7 @@ int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const
                              struct rapa_rates *r) {
   memset(r, 0, sizeof *r);
   const int64_t rows = g->n / P > 0 ? g->n / P : 1;
+  const double ws = be->kind == CG_DEVICE_CPU ? step_bytes(g, s, P) : 0.0;
   double flops = 0, secs = 0;
   /* sparse features: layer 0 multiplies them as CSR (csr_feature_rates), no dense GEMM
    * runs there, and its 1433-wide GEMM ran at 2-3x the rate of the narrow hidden ones
@@ -333,7 +366,7 @@ int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const
     if (seen) continue;
     const struct bench_call b = {0, be, rows, fout, fin, NULL, 0, NULL};
     double t = 0;
-    TRY(bench_timed(&b, &t));
+    TRY(bench_timed(&b, ws, &t));
     flops += 2.0 * (double)rows * (double)fin * (double)fout;
     secs += t;
   }
@@ -351,14 +384,14 @@ int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const
     const int64_t f = fout < fin ? fout : fin;
     const struct bench_call b = {1, be, 0, f, 0, &a, 0, NULL};
     double t = 0;
-    st = bench_timed(&b, &t);
+    st = bench_timed(&b, ws, &t);
     cols += (double)a.nnz * (double)f;
     secs += t;
   }
   if (st == CG_OK && secs == 0) { /* a one-layer model without input dropout: no SpMM per step */
     const struct bench_call b = {1, be, 0, s->hidden, 0, &a, 0, NULL};
     double t = 0;
-    st = bench_timed(&b, &t);
+    st = bench_timed(&b, ws, &t);
     cols = (double)a.nnz * (double)s->hidden;
     secs = t;
   }
@@ -368,8 +401,8 @@ int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const
   double t_relu = 0, t_ops = 0;
   const struct bench_call relu = {2, be, rows, 0, s->hidden, NULL, 0, NULL};
   const struct bench_call tiny = {2, be, 1, 0, 1, NULL, 2, NULL};
-  TRY(bench_timed(&relu, &t_relu));
-  TRY(bench_timed(&tiny, &t_ops));
+  TRY(bench_timed(&relu, ws, &t_relu));
+  TRY(bench_timed(&tiny, 0.0, &t_ops)); /* a call's own cost: nothing evicted */
   r->op_s = t_ops / 50.0;
   /* the per-op cost is part of every timing above: take it out of the rates */
   const double relu_s = t_relu - r->op_s > 0.5 * t_relu ? t_relu - r->op_s : 0.5 * t_relu;
@@ -389,7 +422,7 @@ int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const
     if (!(elems[k] > 0) || widths[k] < 1) continue;
     const struct bench_call drop = {2, be, rows, 0, widths[k], NULL, 1, NULL};
     double t_drop = 0;
-    TRY(bench_timed(&drop, &t_drop));
+    TRY(bench_timed(&drop, ws, &t_drop));
     const double drop_s = t_drop - r->op_s > 0.5 * t_drop ? t_drop - r->op_s : 0.5 * t_drop;
     const double eps = (double)rows * (double)widths[k] / drop_s;
     e_all += elems[k];
@@ -404,9 +437,9 @@ int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const
   const int64_t params = rapa_shape_params(s);
   const struct bench_call adam = {4, be, params, 0, 0, NULL, 0, NULL};
   double t_adam = 0;
-  TRY(bench_timed(&adam, &t_adam));
+  TRY(bench_timed(&adam, ws, &t_adam));
   r->adam_eps = (double)params / (t_adam - r->op_s > 0.5 * t_adam ? t_adam - r->op_s : 0.5 * t_adam);
-  if (s->feat_density > 0 && g->feat_dim > 0) TRY(csr_feature_rates(be, g, s, P, r));
+  if (s->feat_density > 0 && g->feat_dim > 0) TRY(csr_feature_rates(be, g, s, P, ws, r));
   size_t fr = 0, tot = 0;
   if (be->mem_info && be->mem_info(be, &fr, &tot) == CG_OK) r->free_bytes = (double)fr;
   if (be->kind == CG_DEVICE_CUDA) { /* halo rows may be staged through the host */
