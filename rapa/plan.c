@@ -234,7 +234,10 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
        * rank's waits, not into its compute (plan.h) */
       const int xl = s->layers - 1 + (s->layer0_exchange ? 1 : 0);
       const double phases = 2.0 * xl + 2.0, own = R->cost.comp_s, t = own / phases;
-      const double frac = t > o->quantum_s ? (t - o->quantum_s) / t : 0.0;
+      /* longer phases: the core-mates, in the same phase of the step, take turns with it
+       * a quantum at a time; the one that starts first finishes after 2t - Q, the other
+       * after 2t: on average (2t - Q) / 2t of the mates' compute lands inside */
+      const double frac = t > o->quantum_s ? (2.0 * t - o->quantum_s) / (2.0 * t) : 0.0;
       const double core = own * R->oversub;
       R->oversub = (own + (core - own) * frac) / own;
       R->core_wait_s = core - own * R->oversub;

@@ -13,9 +13,11 @@
  *    (quantum_s), a compute phase (the step's work between two synchronisations: one per
  *    exchange each way and exchanged layer, the loss and the gradient all-reduce, so
  *    T_comp / phases long) shorter than Q runs unpreempted and the core-mates compute
- *    while the rank waits: its compute is T_comp + (core sum - T_comp) x max(0, t - Q) / t
- *    with t = T_comp / phases (t >> Q: the core sum), and the rest of the core sum is
- *    core_wait_s, in its epoch but not in its compute;
+ *    while the rank waits (its compute: T_comp); a longer one is shared a quantum at a
+ *    time with the mates' phase of the same step (of two, the one that starts first ends
+ *    after 2t - Q, the other after 2t): its compute is T_comp + (core sum - T_comp) x
+ *    (2t - Q) / 2t on average, with t = T_comp / phases (t >> Q: the core sum). The rest of
+ *    the core sum is core_wait_s, in its epoch but not in its compute;
  *  - halo exchange, per hidden layer (the width the model exchanges: the transformed
  *    rows when a layer transforms first, as rapa_cost_rank): per peer q, rows in and
  *    out forward, gradients back, each direction priced latency + bytes / bandwidth of
