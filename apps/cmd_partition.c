@@ -141,6 +141,7 @@ static int partition_rates(const struct graph *g, const struct rapa_shape *s, in
     rates[p].spmm_rate *= f;
     rates[p].mem_bps *= f;
     rates[p].rng_eps *= f;
+    rates[p].adam_eps *= f;
     rates[p].op_s /= f;
   }
   snprintf(what, what_len, "measured here (cpu, 1 thread)%s%s%s", env && env[0] ? ", EMULATED speeds " : "",

@@ -5,6 +5,7 @@
  * runtime failures 1, each with one line "capgnn: error: ..." on stderr. */
 #include <getopt.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,11 @@ static void usage(FILE *out) {
           "                                core's summed compute; threads > 1: slowed by the\n"
           "                                ratio); default: the profile's host for a CPU profile,\n"
           "                                else not modelled (0)\n"
+          "  --quantum-ms Q                the round-robin quantum ranks that share a core run under:\n"
+          "                                a compute phase shorter than it runs unpreempted, its\n"
+          "                                core-mates computing while it waits (0: its ops stretch\n"
+          "                                over the core's summed compute); default: this process's\n"
+          "                                (sched_rr_timeslice_ms) when it runs SCHED_RR, else 0\n"
           "  --threads T                   threads per rank (default: the profile's, else 1)\n"
           "  --profile FILE                rates from `capgnn profile --json FILE` (MM, SpMM, IDT,\n"
           "                                H2D/D2H of a GPU, memory; rank r takes entry r mod the\n"
@@ -92,7 +98,7 @@ static void usage(FILE *out) {
 enum { OPT_GRAPH = 256, OPT_PARTS, OPT_NODES, OPT_HOSTS, OPT_CORES, OPT_THREADS, OPT_PROFILE, OPT_GEMM, OPT_SPMM,
        OPT_MEM, OPT_H2D, OPT_D2H, OPT_DEVMEM, OPT_LINK, OPT_LAT, OPT_MODEL, OPT_LAYERS, OPT_HIDDEN, OPT_DROPOUT,
        OPT_IDROPOUT, OPT_CACHE, OPT_ALLREDUCE, OPT_METHOD, OPT_SEED, OPT_PCACHE, OPT_NO_PCACHE, OPT_JSON, OPT_QUIET, OPT_MEASURE, OPT_FORCE, OPT_DIRECT,
-       OPT_LAYER0 };
+       OPT_LAYER0, OPT_QUANTUM };
 
 /* "A" or "A,B" as one or two positive numbers. */
 static int parse_pair(const char *opt, const char *s, float *a, float *b, int allow_zero) {
@@ -139,6 +145,7 @@ static cJSON *plan_json(const struct rapa_plan *p, const struct rapa_shape *s) {
     cJSON_AddNumberToObject(r, "nnz", (double)L->nnz);
     cJSON_AddNumberToObject(r, "compute_s", R->comp_s);
     cJSON_AddNumberToObject(r, "oversubscription", R->oversub);
+    cJSON_AddNumberToObject(r, "core_wait_s", R->core_wait_s);
     cJSON_AddNumberToObject(r, "comm_s", R->comm_s);
     cJSON_AddNumberToObject(r, "halo_s", R->halo_s);
     cJSON_AddNumberToObject(r, "shm_s", R->shm_s);
@@ -220,6 +227,7 @@ int cmd_plan(int argc, char **argv) {
       {"part-cache", required_argument, NULL, OPT_PCACHE}, {"no-part-cache", no_argument, NULL, OPT_NO_PCACHE},
       {"json", required_argument, NULL, OPT_JSON},         {"quiet", no_argument, NULL, OPT_QUIET},
       {"measure-rates", no_argument, NULL, OPT_MEASURE},  {"force", no_argument, NULL, OPT_FORCE},
+      {"quantum-ms", required_argument, NULL, OPT_QUANTUM},
       {"gpu-direct", no_argument, NULL, OPT_DIRECT},
       {"layer0-halo", required_argument, NULL, OPT_LAYER0},
       {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
@@ -229,6 +237,7 @@ int cmd_plan(int argc, char **argv) {
   int64_t hidden = 16;
   enum rt_layer0_halo layer0 = RT_L0_AUTO;
   const char *l0_why = "";
+  float quantum_ms = -1.0f;
   float dropout = 0.5f, idropout = -1.0f, link_a = 0, link_b = 0, lat_a = 0, lat_b = 0;
   double gemm = 0, spmm = 0, mem = 0, h2d = 0, d2h = 0, devmem = 0;
   const char *allreduce = "auto";
@@ -300,6 +309,10 @@ int cmd_plan(int argc, char **argv) {
       case OPT_MEASURE: measure = 1; break;
       case OPT_FORCE: force = 1; break;
       case OPT_DIRECT: direct = 1; break;
+      case OPT_QUANTUM:
+        rc = cli_parse_float("plan", "--quantum-ms", optarg, &quantum_ms);
+        if (rc == 0 && !(quantum_ms >= 0)) rc = usage_error("--quantum-ms: expected a number >= 0");
+        break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
       default: rc = cli_bad_option("plan", name, longopts); break;
     }
@@ -396,6 +409,16 @@ int cmd_plan(int argc, char **argv) {
     goto done;
   }
   po.host_cores = cores > 0 ? cores : 0;
+  if (quantum_ms < 0) { /* the scheduling this process (and so a job it stands for) runs under */
+    quantum_ms = 0;
+    if (sched_getscheduler(0) == SCHED_RR) {
+      FILE *f = fopen("/proc/sys/kernel/sched_rr_timeslice_ms", "r");
+      double q = 0;
+      if (f && fscanf(f, "%lf", &q) == 1 && q > 0) quantum_ms = (float)q;
+      if (f) fclose(f);
+    }
+  }
+  po.quantum_s = quantum_ms * 1e-3;
 
   TRY_GOTO(graph_open(graph_name, &g), done);
   if (g.feat_dim < 1 || g.num_classes < 1) {
@@ -484,9 +507,13 @@ int cmd_plan(int argc, char **argv) {
     double over = 1.0;
     for (int p = 0; p < parts; p++)
       if (plans[0].rank[p].oversub > over) over = plans[0].rank[p].oversub;
-    if (cores > 0)
+    if (cores > 0) {
       printf("  cores per machine: %d (compute x %.2f at most where ranks share them%s)\n", cores, over,
              po.threads == 1 ? ": bound round-robin, a core's ranks take turns" : "");
+      if (po.threads == 1 && po.quantum_s > 0)
+        printf("  round-robin quantum: %g ms (a shorter compute phase runs whole; core-mates compute in its waits)\n",
+               po.quantum_s * 1e3);
+    }
     else printf("  cores per machine: not modelled (--cores)\n");
     printf("  model: %s %d x %lld, dropout %g (input %g); %s partition%s\n", model, layers, (long long)hidden,
            (double)shape.dropout, (double)shape.input_dropout, part_method_name(method), reused ? " (reused)" : "");
@@ -532,6 +559,7 @@ int cmd_plan(int argc, char **argv) {
     cJSON_AddNumberToObject(j, "hosts", po.hosts);
     cJSON_AddNumberToObject(j, "host_cores", po.host_cores);
     cJSON_AddNumberToObject(j, "threads", po.threads);
+    cJSON_AddNumberToObject(j, "quantum_s", po.quantum_s);
     cJSON_AddStringToObject(j, "allreduce", rapa_allreduce_name(po.allreduce));
     cJSON_AddStringToObject(j, "partition", part_method_name(method));
     cJSON *r = cJSON_AddObjectToObject(root, "rates");
@@ -539,6 +567,8 @@ int cmd_plan(int argc, char **argv) {
     cJSON_AddNumberToObject(r, "gemm_gflops", rates[0].gemm_flops / 1e9);
     cJSON_AddNumberToObject(r, "spmm_gnnz_s", rates[0].spmm_rate / 1e9);
     cJSON_AddNumberToObject(r, "mem_gbs", rates[0].mem_bps / 1e9);
+    cJSON_AddNumberToObject(r, "dropout_geps", rates[0].rng_eps / 1e9);
+    if (rates[0].adam_eps > 0) cJSON_AddNumberToObject(r, "adam_geps", rates[0].adam_eps / 1e9);
     cJSON_AddNumberToObject(r, "op_us", rates[0].op_s * 1e6);
     if (rates[0].csr_rate > 0) { /* sparse features, measured on their own CSR */
       cJSON_AddNumberToObject(r, "csr_gnnz_s", rates[0].csr_rate / 1e9);

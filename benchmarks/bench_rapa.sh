@@ -31,9 +31,10 @@
 # 4 ms for the script (a rank waiting for a preempted peer otherwise waits up to 100 ms).
 # Ranks are not bound: placing the emulated ranks by speed was measured worse (README).
 #
-# usage: benchmarks/bench_rapa.sh [-c CAPGNN] [-r REPEATS] [-o OUTDIR] [-q QUIET] [-w WAIT] [-e EPS] [-s]
-#   defaults: build/bin/capgnn, 3 repeats, results/bench_rapa, QUIET 2, WAIT 60; -s: a smoke run
-#   (cora only, 1 repeat, few epochs). Writes OUTDIR/bench_rapa.json and prints the table.
+# usage: benchmarks/bench_rapa.sh [-c CAPGNN] [-r REPEATS] [-o OUTDIR] [-q QUIET] [-w WAIT] [-e EPS] [-g GRAPH] [-s]
+#   defaults: build/bin/capgnn, 3 repeats, results/bench_rapa, QUIET 2, WAIT 60; -g: only the
+#   graph named (cora or synth:reddit:scale=0.05); -s: a smoke run (cora only, 1 repeat, few
+#   epochs). Writes OUTDIR/bench_rapa.json and prints the table.
 set -euo pipefail
 
 capgnn=build/bin/capgnn
@@ -43,7 +44,8 @@ quiet=2
 smoke=0
 prune_eps=0.01
 max_wait=60
-while getopts "c:r:o:q:e:w:sh" opt; do
+only=
+while getopts "c:r:o:q:e:w:g:sh" opt; do
   case $opt in
     c) capgnn=$OPTARG ;;
     r) repeats=$OPTARG ;;
@@ -52,6 +54,7 @@ while getopts "c:r:o:q:e:w:sh" opt; do
     s) smoke=1 ;;
     e) prune_eps=$OPTARG ;;
     w) max_wait=$OPTARG ;;
+    g) only=$OPTARG ;;
     *) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 2 ;;
   esac
 done
@@ -65,6 +68,12 @@ export CAPGNN_CACHE=$outdir/cache
 graphs=("cora|--layers 2 --hidden 16|60" "synth:reddit:scale=0.05|--layers 2 --hidden 64|12")
 speeds=("1,0.33" "1,0.5,0.25,0.25")
 if [ "$smoke" = 1 ]; then graphs=("cora|--layers 2 --hidden 16|10"); repeats=1; fi
+if [ -n "$only" ]; then
+  kept=()
+  for g in "${graphs[@]}"; do [ "${g%%|*}" = "$only" ] && kept+=("$g"); done
+  [ ${#kept[@]} -gt 0 ] || { echo "bench_rapa.sh: -g $only: not one of the graphs" >&2; exit 2; }
+  graphs=("${kept[@]}")
+fi
 
 # under `chrt -r`: a 4 ms round-robin quantum, not the kernel's 100 ms (wait_idle.sh)
 . "$(dirname "$0")/wait_idle.sh"

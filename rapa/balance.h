@@ -12,7 +12,8 @@
  *      lambda_i = T_comp,i + T_comm,i
  *    T_comp,i sums, over the ops runtime/model.c runs in one training step (forward,
  *    loss, backward, Adam), GEMM FLOPs / gemm_flops + SpMM nonzero-columns / spmm_rate +
- *    elementwise bytes / mem_bps + dropout elements / rng_eps + ops x op_s, and with sparse
+ *    elementwise bytes / mem_bps + dropout elements / rng_eps + parameters / adam_eps (the
+ *    optimizer) + ops x op_s, and with sparse
  *    features layer 0's CSR products and dropout at their own rates (csr_rate, csr_t_rate,
  *    csr_drop_eps). T_comm,i sums, over the hidden layers'
  *    halo exchanges (forward rows and backward gradients, at the width the model
@@ -64,6 +65,11 @@ struct rapa_rates {
   double csr_t_rate;   /* csr_mm_t (Xᵀ·dT), the same unit; 0: spmm_rate */
   double csr_drop_eps; /* csr_dropout, stored entries per second; 0: one draw (rng_eps) and 8 bytes
                           (mem_bps) per entry */
+  double adam_eps;     /* the optimizer's update, parameters per second (measured at the model's
+                          parameter count); 0: 28 bytes per parameter at mem_bps (read w, g, m, v;
+                          write w, m, v). On a CPU the update is arithmetic-bound (a square root and
+                          a division per parameter): 4-5 G parameters/s measured against the ~1.3 G
+                          the memory rate says */
 };
 
 /* The P x P links: bandwidth (bytes/s) and one-way latency (s) from rank i to rank j at
@@ -122,7 +128,9 @@ void rapa_loads_free(struct rapa_load *loads, int P);
 
 struct rapa_cost {
   double comp_s, comm_s, lambda_s; /* predicted seconds per training step */
-  double gemm_flops, spmm_nnzcols, mem_bytes, ops; /* the work behind comp_s (spmm: the aggregations) */
+  double gemm_flops, spmm_nnzcols, mem_bytes, ops; /* the work behind comp_s (spmm: the aggregations;
+                                                      mem: the elementwise ops and the loss) */
+  double adam_params;                               /* parameters the optimizer updates (adam_eps) */
   double csr_nnzcols, csr_t_nnzcols, csr_drop;     /* sparse features: X·W and Xᵀ·dT stored entries x
                                                       width, dropout's stored entries */
   double halo_bytes, allreduce_bytes;               /* the traffic behind comm_s (sent + received) */

@@ -25,6 +25,7 @@ void rapa_bench_opts_default(struct rapa_bench_opts *o, int quick) {
   o->max_reps = quick ? 7 : 15;
   o->budget_s = quick ? 0.08 : 0.25;
   o->batch = 1;
+  o->evict_bytes = 0;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -52,7 +53,13 @@ int rapa_measure(struct cg_backend *be, const struct rapa_bench_opts *o, int (*o
   double *times = cg_malloc(sizeof(double) * (size_t)o->max_reps, "benchmark times");
   if (!times) return CG_ERR_NOMEM;
   struct rapa_cuda_timer *ct = NULL;
+  unsigned char *ev = NULL; /* the eviction buffer (CPU) */
+  const size_t evn = o->evict_bytes > 0 ? (size_t)o->evict_bytes : 0;
   if (be && be->kind == CG_DEVICE_CUDA) TRY_GOTO(rapa_cuda_timer_create(be, &ct), done);
+  if (evn && !ct && !(ev = cg_malloc(evn, "cache eviction buffer"))) {
+    st = CG_ERR_NOMEM;
+    goto done;
+  }
   for (int w = 0; w < o->warmup; w++) TRY_GOTO(op(ctx), done);
   if (be) be->sync(be);
   double spent = 0.0;
@@ -63,6 +70,15 @@ int rapa_measure(struct cg_backend *be, const struct rapa_bench_opts *o, int (*o
       TRY_GOTO(rapa_cuda_timer_start(ct), done);
       for (int b = 0; b < o->batch; b++) TRY_GOTO(op(ctx), done);
       TRY_GOTO(rapa_cuda_timer_stop(ct, &s), done);
+    } else if (ev) {
+      s = 0.0;
+      for (int b = 0; b < o->batch; b++) {
+        memset(ev, (unsigned char)(n + b), evn); /* untimed: the rest of a step's data */
+        const double t0 = cg_time_now();
+        TRY_GOTO(op(ctx), done);
+        if (be) be->sync(be);
+        s += cg_time_now() - t0;
+      }
     } else {
       double t0 = cg_time_now();
       for (int b = 0; b < o->batch; b++) TRY_GOTO(op(ctx), done);
@@ -77,6 +93,7 @@ int rapa_measure(struct cg_backend *be, const struct rapa_bench_opts *o, int (*o
   t->min_s = times[0];
 done:
   rapa_cuda_timer_destroy(&ct);
+  cg_free(ev);
   cg_free(times);
   return st;
 }

@@ -19,6 +19,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -83,11 +84,16 @@ struct ew_ctx {
   int32_t *gid;
   int64_t rows, cols;
   int kind; /* 0 relu, 1 dropout, 2 fifty one-element fills */
+  uint32_t calls; /* dropout: each call draws a new mask (its key's epoch), as training does */
 };
 
+/* Dropout's key changes from call to call: training draws a new mask every step, and a
+ * mask drawn again and again on the same rows is learnt by the CPU's branch predictor
+ * (cora's 16-wide rows, 1354 x 16: 0.17-0.19 G elements/s with one key, 0.075-0.078 with
+ * a new key per call, the rate training runs at: 0.078, CAPGNN_PROFILE_OPS on 2 ranks). */
 static int ew_op(void *p) {
   struct ew_ctx *c = p;
-  struct cg_dropout_key key = {1, 1, 0};
+  struct cg_dropout_key key = {1, ++c->calls, 0};
   switch (c->kind) {
     case 0: c->be->relu_fwd(c->be, c->x, c->y, c->rows * c->cols); break;
     case 1: c->be->dropout(c->be, c->x, c->y, c->rows, c->cols, c->gid, 0.5f, key); break;
@@ -101,7 +107,7 @@ static int ew_op(void *p) {
 static int elementwise_run(struct cg_backend *be, int kind, int64_t rows, int64_t cols,
                            const struct rapa_bench_opts *o, double *seconds) {
   int st = CG_OK;
-  struct ew_ctx c = {be, NULL, NULL, NULL, rows, cols, kind};
+  struct ew_ctx c = {be, NULL, NULL, NULL, rows, cols, kind, 0};
   const size_t n = (size_t)(rows * cols);
   int32_t *gid = NULL;
   float *h = NULL;
@@ -130,6 +136,40 @@ done:
   return st;
 }
 
+/* The optimizer's update of n parameters (weights, gradient and the two moments in
+ * backend memory), with Adam's default coefficients. */
+struct adam_ctx {
+  struct cg_backend *be;
+  float *w, *g, *m, *v;
+  int64_t n;
+};
+static int adam_op(void *p) {
+  struct adam_ctx *c = p;
+  const struct cg_adam_params ap = {0.01f, 0.9f, 0.999f, 1e-8f, 5e-4f, 0};
+  c->be->adam(c->be, c->w, c->g, c->m, c->v, c->n, &ap, 1);
+  return CG_OK;
+}
+static int adam_run(struct cg_backend *be, int64_t n, const struct rapa_bench_opts *o, double *seconds) {
+  int st = CG_OK;
+  struct adam_ctx c = {be, NULL, NULL, NULL, NULL, n};
+  float *h = cg_malloc((size_t)n * sizeof *h, "calibration parameters");
+  if (!h) return CG_ERR_NOMEM;
+  for (int64_t i = 0; i < n; i++) h[i] = (float)((int)(i % 7) - 3) * 0.01f;
+  float **bufs[4] = {&c.w, &c.g, &c.m, &c.v};
+  for (int k = 0; k < 4 && st == CG_OK; k++) {
+    st = be->alloc(be, (void **)bufs[k], (size_t)n * sizeof(float), "calibration optimizer state");
+    if (st == CG_OK) st = be->upload(be, *bufs[k], h, (size_t)n * sizeof(float));
+  }
+  if (st == CG_OK) {
+    struct rapa_timing t;
+    st = rapa_measure(be, o, adam_op, &c, &t);
+    if (st == CG_OK) *seconds = t.median_s;
+  }
+  for (int k = 0; k < 4; k++) be->free(be, *bufs[k]);
+  cg_free(h);
+  return st;
+}
+
 /* The sparse-feature ops (csr_mm, csr_mm_t, csr_dropout) on the features' own CSR. */
 struct csr_ctx {
   struct cg_backend *be;
@@ -138,11 +178,12 @@ struct csr_ctx {
   int32_t *gid;
   int64_t f;
   int kind; /* 0 csr_mm (X·W), 1 csr_mm_t (Xᵀ·dY), 2 csr_dropout */
+  uint32_t calls; /* csr_dropout: a new mask per call (ew_op says why) */
 };
 
 static int csr_op(void *p) {
   struct csr_ctx *c = p;
-  struct cg_dropout_key key = {1, 1, 0};
+  struct cg_dropout_key key = {1, ++c->calls, 0};
   switch (c->kind) {
     case 0: c->be->csr_mm(c->be, &c->x, c->vals, c->f, c->w, c->f, c->y, c->f); break;
     case 1: c->be->csr_mm_t(c->be, &c->x, c->vals, c->f, c->y, c->f, c->w, c->f); break;
@@ -155,7 +196,7 @@ static int csr_op(void *p) {
  * op's time t, then the op runs ceil(10 ms / t) times per repetition (at most 4096); the
  * median repetition's time per op. */
 struct bench_call {
-  int kind; /* 0 GEMM, 1 SpMM, 2 elementwise, 3 a sparse-feature op (csr) */
+  int kind; /* 0 GEMM, 1 SpMM, 2 elementwise, 3 a sparse-feature op (csr), 4 Adam over m parameters */
   struct cg_backend *be;
   int64_t m, n, k;         /* GEMM m x k -> n; elementwise rows x cols (n unused) */
   const struct cg_csr *a;  /* SpMM */
@@ -170,22 +211,54 @@ static int bench_once(const struct bench_call *b, const struct rapa_bench_opts *
     case 0: TRY(rapa_bench_gemm(b->be, b->m, b->n, b->k, 2e-4, o, &t)); break;
     case 1: TRY(rapa_bench_spmm(b->be, b->a, b->n, o, &t)); break;
     case 3: TRY(rapa_measure(b->be, o, csr_op, b->csr, &t)); break;
+    case 4: return adam_run(b->be, b->m, o, seconds);
     default: return elementwise_run(b->be, b->ew, b->m, b->k, o, seconds);
   }
   *seconds = t.median_s;
   return CG_OK;
 }
-static int bench_timed(const struct bench_call *b, double *seconds) {
+/* evict: bytes written between two calls (rapa_bench_opts.evict_bytes; 0: none); a
+ * repetition then writes at most RAPA_EVICT_REP bytes in all (fewer calls). */
+#define RAPA_EVICT_REP (64.0 * 1048576.0)
+static int bench_timed(const struct bench_call *b, double evict, double *seconds) {
   struct rapa_bench_opts o;
   rapa_bench_opts_default(&o, 1);
   o.min_reps = o.max_reps = 1;
+  o.evict_bytes = evict;
   double t1 = 0;
   TRY(bench_once(b, &o, &t1));
   rapa_bench_opts_default(&o, 0);
-  const double want = 10e-3 / (t1 > 1e-9 ? t1 : 1e-9);
+  o.evict_bytes = evict;
+  double want = 10e-3 / (t1 > 1e-9 ? t1 : 1e-9);
+  if (evict > 0 && want > RAPA_EVICT_REP / evict) want = RAPA_EVICT_REP / evict;
   o.batch = want < 1 ? 1 : want > 4096 ? 4096 : (int)ceil(want);
   o.warmup = 0; /* the probe was the warm-up */
   return bench_once(b, &o, seconds);
+}
+
+/* The bytes a rank's training step touches (rapa_cost_rank's memory_bytes: the model's
+ * buffers for n/P rows and their share of the operator), at most twice the last-level
+ * cache where the C library knows it (else 64 MiB): written between two timed calls, they
+ * leave the op's operands where a step leaves them. A cora rank's ops ran 1.5-2x slower
+ * in training (CAPGNN_PROFILE_OPS) than called again and again on hot operands; SpMM of
+ * a 1,384-row, 6,386-nonzero operator at width 16: 5.4 G nonzero-columns/s hot, 0.84
+ * with 16 MB written between calls, 1.47 in training (2 ranks; 1.8 MB of buffers each). */
+static double step_bytes(const struct graph *g, const struct rapa_shape *s, int P) {
+  const int64_t rows = g->n / P > 0 ? g->n / P : 1;
+  int64_t zero[1] = {0};
+  const struct rapa_load load = {rows, 0, (g->m + (s->sage ? 0 : g->n)) / P, zero, zero};
+  const struct rapa_rates unit = {1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+  struct rapa_cost c;
+  if (rapa_cost_rank(s, &load, &unit, NULL, 0, 1, &c) != CG_OK) {
+    cg_err_clear();
+    return 0.0;
+  }
+  double cap = 64.0 * 1048576.0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l3 > 0) cap = 2.0 * (double)l3;
+#endif
+  return c.memory_bytes < cap ? c.memory_bytes : cap;
 }
 
 /* The first rows of the graph's aggregation operator, at most ~4M nonzeros (all
@@ -214,7 +287,7 @@ static int operator_sample(const struct graph *g, const struct rapa_shape *s, st
  * sparse cora epoch by 60-70 %. op_s (already measured) is taken out of each timing, as
  * for the elementwise ops. */
 static int csr_feature_rates(struct cg_backend *be, const struct graph *g, const struct rapa_shape *s, int P,
-                             struct rapa_rates *r) {
+                             double ws, struct rapa_rates *r) {
   const int64_t rows = g->n / P > 0 ? g->n / P : 1;
   const int64_t f = s->layers > 1 ? s->hidden : s->classes;
   struct cg_csr x;
@@ -251,7 +324,7 @@ static int csr_feature_rates(struct cg_backend *be, const struct graph *g, const
   for (int k = 0; k < 3 && st == CG_OK; k++) {
     c.kind = k;
     const struct bench_call b = {3, be, 0, 0, 0, NULL, 0, &c};
-    st = bench_timed(&b, &t[k]);
+    st = bench_timed(&b, ws, &t[k]);
     if (st == CG_OK) t[k] = t[k] - r->op_s > 0.5 * t[k] ? t[k] - r->op_s : 0.5 * t[k];
   }
   if (st == CG_OK) {
@@ -276,18 +349,24 @@ int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const
                              struct rapa_rates *r) {
   memset(r, 0, sizeof *r);
   const int64_t rows = g->n / P > 0 ? g->n / P : 1;
+  const double ws = be->kind == CG_DEVICE_CPU ? step_bytes(g, s, P) : 0.0;
   double flops = 0, secs = 0;
-  for (int l = 0; l < s->layers; l++) {
+  /* sparse features: layer 0 multiplies them as CSR (csr_feature_rates), no dense GEMM
+   * runs there, and its 1433-wide GEMM ran at 2-3x the rate of the narrow hidden ones
+   * that do (cora 2 x 16 on 2 ranks: 3 GEMMs of 1,384 x 16 x 7, 0.085-0.105 ms a step in
+   * training, CAPGNN_PROFILE_OPS; 0.027 ms priced at the 1433-wide GEMM's rate) */
+  const int skip0 = s->feat_density > 0 && s->layers > 1;
+  for (int l = skip0; l < s->layers; l++) {
     const int64_t fin = l == 0 ? s->features : s->hidden, fout = l == s->layers - 1 ? s->classes : s->hidden;
     int seen = 0; /* each distinct shape once */
-    for (int k = 0; k < l; k++) {
+    for (int k = skip0; k < l; k++) {
       const int64_t a = k == 0 ? s->features : s->hidden, b = k == s->layers - 1 ? s->classes : s->hidden;
       if (a == fin && b == fout) seen = 1;
     }
     if (seen) continue;
     const struct bench_call b = {0, be, rows, fout, fin, NULL, 0, NULL};
     double t = 0;
-    TRY(bench_timed(&b, &t));
+    TRY(bench_timed(&b, ws, &t));
     flops += 2.0 * (double)rows * (double)fin * (double)fout;
     secs += t;
   }
@@ -305,14 +384,14 @@ int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const
     const int64_t f = fout < fin ? fout : fin;
     const struct bench_call b = {1, be, 0, f, 0, &a, 0, NULL};
     double t = 0;
-    st = bench_timed(&b, &t);
+    st = bench_timed(&b, ws, &t);
     cols += (double)a.nnz * (double)f;
     secs += t;
   }
   if (st == CG_OK && secs == 0) { /* a one-layer model without input dropout: no SpMM per step */
     const struct bench_call b = {1, be, 0, s->hidden, 0, &a, 0, NULL};
     double t = 0;
-    st = bench_timed(&b, &t);
+    st = bench_timed(&b, ws, &t);
     cols = (double)a.nnz * (double)s->hidden;
     secs = t;
   }
@@ -322,8 +401,8 @@ int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const
   double t_relu = 0, t_ops = 0;
   const struct bench_call relu = {2, be, rows, 0, s->hidden, NULL, 0, NULL};
   const struct bench_call tiny = {2, be, 1, 0, 1, NULL, 2, NULL};
-  TRY(bench_timed(&relu, &t_relu));
-  TRY(bench_timed(&tiny, &t_ops));
+  TRY(bench_timed(&relu, ws, &t_relu));
+  TRY(bench_timed(&tiny, 0.0, &t_ops)); /* a call's own cost: nothing evicted */
   r->op_s = t_ops / 50.0;
   /* the per-op cost is part of every timing above: take it out of the rates */
   const double relu_s = t_relu - r->op_s > 0.5 * t_relu ? t_relu - r->op_s : 0.5 * t_relu;
@@ -343,14 +422,24 @@ int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const
     if (!(elems[k] > 0) || widths[k] < 1) continue;
     const struct bench_call drop = {2, be, rows, 0, widths[k], NULL, 1, NULL};
     double t_drop = 0;
-    TRY(bench_timed(&drop, &t_drop));
+    TRY(bench_timed(&drop, ws, &t_drop));
     const double drop_s = t_drop - r->op_s > 0.5 * t_drop ? t_drop - r->op_s : 0.5 * t_drop;
     const double eps = (double)rows * (double)widths[k] / drop_s;
     e_all += elems[k];
     s_all += elems[k] / eps;
   }
   r->rng_eps = e_all / s_all;
-  if (s->feat_density > 0 && g->feat_dim > 0) TRY(csr_feature_rates(be, g, s, P, r));
+  /* the optimizer over the model's parameters in one call (training makes one per tensor:
+   * the calls' fixed cost is op_s's), op_s taken out as above. On a CPU the update is
+   * arithmetic-bound: cora's 23,063 parameters took 0.12-0.16 ms a step in training
+   * (CAPGNN_PROFILE_OPS, 2 and 4 ranks), where 28 bytes each at the memory rate said
+   * 0.012-0.017 ms */
+  const int64_t params = rapa_shape_params(s);
+  const struct bench_call adam = {4, be, params, 0, 0, NULL, 0, NULL};
+  double t_adam = 0;
+  TRY(bench_timed(&adam, ws, &t_adam));
+  r->adam_eps = (double)params / (t_adam - r->op_s > 0.5 * t_adam ? t_adam - r->op_s : 0.5 * t_adam);
+  if (s->feat_density > 0 && g->feat_dim > 0) TRY(csr_feature_rates(be, g, s, P, ws, r));
   size_t fr = 0, tot = 0;
   if (be->mem_info && be->mem_info(be, &fr, &tot) == CG_OK) r->free_bytes = (double)fr;
   if (be->kind == CG_DEVICE_CUDA) { /* halo rows may be staged through the host */
@@ -364,25 +453,25 @@ int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const
     r->d2h_bps = (double)bytes / td.min_s;
   }
   LOG_DEBUG("rapa", "rates: GEMM %.3g GFLOP/s, SpMM %.3g G nonzero-columns/s, elementwise %.3g GB/s, dropout %.3g "
-            "G elements/s, %.3g us per op, sparse features: csr_mm %.3g, csr_mm_t %.3g G nonzero-columns/s, dropout "
+            "G elements/s, Adam %.3g G parameters/s, %.3g us per op, sparse features: csr_mm %.3g, csr_mm_t %.3g G nonzero-columns/s, dropout "
             "%.3g G entries/s; %.3g GB free", r->gemm_flops * 1e-9, r->spmm_rate * 1e-9, r->mem_bps * 1e-9,
-            r->rng_eps * 1e-9, r->op_s * 1e6, r->csr_rate * 1e-9, r->csr_t_rate * 1e-9, r->csr_drop_eps * 1e-9,
+            r->rng_eps * 1e-9, r->adam_eps * 1e-9, r->op_s * 1e6, r->csr_rate * 1e-9, r->csr_t_rate * 1e-9, r->csr_drop_eps * 1e-9,
             r->free_bytes * 1e-9);
   return CG_OK;
 }
 
 /* Every field of struct rapa_rates, by position (the collective carries doubles): a new
  * field goes into both functions and NRATE. */
-#define NRATE 11
+#define NRATE 12
 static void rates_pack(const struct rapa_rates *r, double *v) {
   v[0] = r->gemm_flops; v[1] = r->spmm_rate; v[2] = r->mem_bps; v[3] = r->rng_eps;
   v[4] = r->op_s; v[5] = r->h2d_bps; v[6] = r->d2h_bps; v[7] = r->free_bytes;
-  v[8] = r->csr_rate; v[9] = r->csr_t_rate; v[10] = r->csr_drop_eps;
+  v[8] = r->csr_rate; v[9] = r->csr_t_rate; v[10] = r->csr_drop_eps; v[11] = r->adam_eps;
 }
 static void rates_unpack(const double *v, struct rapa_rates *r) {
   r->gemm_flops = v[0]; r->spmm_rate = v[1]; r->mem_bps = v[2]; r->rng_eps = v[3];
   r->op_s = v[4]; r->h2d_bps = v[5]; r->d2h_bps = v[6]; r->free_bytes = v[7];
-  r->csr_rate = v[8]; r->csr_t_rate = v[9]; r->csr_drop_eps = v[10];
+  r->csr_rate = v[8]; r->csr_t_rate = v[9]; r->csr_drop_eps = v[10]; r->adam_eps = v[11];
 }
 
 int rapa_rates_measure(struct comm *c, struct cg_backend *be, const struct graph *g, const struct rapa_shape *s,

@@ -134,7 +134,7 @@ int64_t rapa_shape_params(const struct rapa_shape *s) {
 /* The work of one training step on n_in inner and n_tot = n_in + n_halo rows with nnz
  * aggregation nonzeros, op by op as runtime/model.c runs them. */
 struct work {
-  double gemm, spmm, mem, rng, ops;
+  double gemm, spmm, mem, rng, ops, adam;
   double csr, csr_t, csr_drop; /* sparse features: X·W, Xᵀ·dT (stored entries x width), dropout (entries) */
   double memory; /* bytes of the model's buffers */
 };
@@ -223,7 +223,7 @@ static void step_work(const struct rapa_shape *s, int64_t n_in, int64_t n_halo, 
   const double params = (double)rapa_shape_params(s);
   w->mem += 12.0 * ni * (double)s->classes; /* the loss and its gradient */
   w->ops++;
-  w->mem += 28.0 * params; /* Adam: read w, g, m, v; write w, m, v */
+  w->adam += params; /* Adam (priced at adam_eps, or 28 bytes each at mem_bps) */
   w->ops += 2.0 * s->layers * (s->sage ? 3 : 2);
   w->memory += 3.0 * 4.0 * nt * wmax;             /* backward scratch */
   w->memory += 2.0 * (8.0 * z + 8.0 * (ni + nt)); /* Â and Âᵀ: columns, values, offsets */
@@ -247,6 +247,7 @@ int rapa_cost_rank(const struct rapa_shape *s, const struct rapa_load *load, con
   out->spmm_nnzcols = w.spmm;
   out->mem_bytes = w.mem;
   out->ops = w.ops;
+  out->adam_params = w.adam;
   out->csr_nnzcols = w.csr;
   out->csr_t_nnzcols = w.csr_t;
   out->csr_drop = w.csr_drop;
@@ -256,8 +257,10 @@ int rapa_cost_rank(const struct rapa_shape *s, const struct rapa_load *load, con
   const double csr_t_rate = r->csr_t_rate > 0 ? r->csr_t_rate : r->spmm_rate;
   const double drop_s = r->csr_drop_eps > 0 ? w.csr_drop / r->csr_drop_eps
                                             : w.csr_drop / r->rng_eps + 8.0 * w.csr_drop / r->mem_bps;
+  /* the optimizer at its own measured rate; unmeasured: the bytes it moves */
+  const double adam_s = r->adam_eps > 0 ? w.adam / r->adam_eps : 28.0 * w.adam / r->mem_bps;
   out->comp_s = w.gemm / r->gemm_flops + w.spmm / r->spmm_rate + w.mem / r->mem_bps + w.rng / r->rng_eps +
-                w.csr / csr_rate + w.csr_t / csr_t_rate + drop_s + w.ops * r->op_s;
+                w.csr / csr_rate + w.csr_t / csr_t_rate + drop_s + adam_s + w.ops * r->op_s;
   out->memory_bytes = w.memory;
   out->fits = !(r->free_bytes > 0) || w.memory <= r->free_bytes;
   if (links && P > 1) {

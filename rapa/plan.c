@@ -229,6 +229,19 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
       R->oversub = core_s[core_of[i]] > R->cost.comp_s && R->cost.comp_s > 0 ? core_s[core_of[i]] / R->cost.comp_s : 1.0;
     else if (o->host_cores > 0)
       R->oversub = fmax(1.0, (double)per_host[host] * o->threads / o->host_cores);
+    if (core_share && o->quantum_s > 0 && R->oversub > 1.0 && P > 1) {
+      /* phases shorter than the quantum run whole: the core-mates' compute falls into this
+       * rank's waits, not into its compute (plan.h) */
+      const int xl = s->layers - 1 + (s->layer0_exchange ? 1 : 0);
+      const double phases = 2.0 * xl + 2.0, own = R->cost.comp_s, t = own / phases;
+      /* longer phases: the core-mates, in the same phase of the step, take turns with it
+       * a quantum at a time; the one that starts first finishes after 2t - Q, the other
+       * after 2t: on average (2t - Q) / 2t of the mates' compute lands inside */
+      const double frac = t > o->quantum_s ? (2.0 * t - o->quantum_s) / (2.0 * t) : 0.0;
+      const double core = own * R->oversub;
+      R->oversub = (own + (core - own) * frac) / own;
+      R->core_wait_s = core - own * R->oversub;
+    }
     R->comp_s = R->cost.comp_s * R->oversub;
     if (P == 1) {
       R->lambda_s = R->comp_s;
@@ -275,7 +288,7 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
     R->loss_s = 2.0 * (P - 1) * lat_max;
     R->allreduce_inter = allreduce_inter_bytes(o->allreduce, params, i, P, N);
     R->comm_s = R->halo_s + R->shm_s + R->staging_s + R->allreduce_s + R->loss_s;
-    R->lambda_s = R->comp_s + R->comm_s;
+    R->lambda_s = R->comp_s + R->comm_s + R->core_wait_s;
     out->halo_bytes += sent;
     out->inter_node_bytes += R->halo_bytes_inter + R->allreduce_inter;
     out->allreduce_bytes += B;

@@ -9,7 +9,15 @@
  *    k mod C (as `mpirun --map-by core --bind-to core` binds them) and a rank's compute
  *    is the summed T_comp of its core's ranks (they take turns, so its ops stretch over
  *    their slices; oversub = that sum / its own); with several threads per rank, T_comp
- *    x max(1, ranks on the host x threads / cores);
+ *    x max(1, ranks on the host x threads / cores). With a known round-robin quantum Q
+ *    (quantum_s), a compute phase (the step's work between two synchronisations: one per
+ *    exchange each way and exchanged layer, the loss and the gradient all-reduce, so
+ *    T_comp / phases long) shorter than Q runs unpreempted and the core-mates compute
+ *    while the rank waits (its compute: T_comp); a longer one is shared a quantum at a
+ *    time with the mates' phase of the same step (of two, the one that starts first ends
+ *    after 2t - Q, the other after 2t): its compute is T_comp + (core sum - T_comp) x
+ *    (2t - Q) / 2t on average, with t = T_comp / phases (t >> Q: the core sum). The rest of
+ *    the core sum is core_wait_s, in its epoch but not in its compute;
  *  - halo exchange, per hidden layer (the width the model exchanges: the transformed
  *    rows when a layer transforms first, as rapa_cost_rank): per peer q, rows in and
  *    out forward, gradients back, each direction priced latency + bytes / bandwidth of
@@ -64,6 +72,9 @@ struct rapa_plan_opts {
                         nodes on one machine: 1 */
   double host_cores; /* cores per host; 0: unknown (no oversubscription modelled) */
   int threads;       /* threads per rank (>= 1) */
+  double quantum_s;  /* ranks of one thread sharing a core: the scheduler's round-robin quantum
+                        (SCHED_RR, /proc/sys/kernel/sched_rr_timeslice_ms); 0: unknown (a rank's
+                        ops stretch over its core's summed compute) */
   int cache;         /* 1: the exact halo cache (node tier) */
   int gpu_direct;    /* device ranks: halo rows go from device to device (NCCL, CUDA-aware MPI), not
                         staged through the host; the node tier (host memory) still is */
@@ -76,10 +87,12 @@ struct rapa_plan_rank {
   int node;
   struct rapa_cost cost;      /* rapa_cost_rank without links: compute, work, memory */
   double oversub;             /* the compute's slow-down factor (>= 1) */
-  double comp_s;              /* cost.comp_s x oversub */
+  double comp_s;              /* cost.comp_s x oversub: the compute its own clock sees */
+  double core_wait_s;         /* shared cores: its core-mates' compute that runs while it waits in
+                                 the step's synchronisations (the core's summed compute - comp_s) */
   double halo_s, shm_s, staging_s, allreduce_s, loss_s;
   double comm_s;              /* halo + shm + staging + all-reduce + loss */
-  double lambda_s;            /* comp_s + comm_s */
+  double lambda_s;            /* comp_s + comm_s + core_wait_s */
   double wait_s;              /* epoch - lambda: waiting for the slowest rank */
   int peers;                  /* ranks it exchanges with through MPI */
   double halo_bytes_intra;    /* sent through MPI to ranks of its node (both directions of a step) */

@@ -48,6 +48,11 @@ struct rapa_bench_opts {
   int batch;       /* the op runs this many times per timed repetition (>= 1), the times
                       reported being per op: ops of microseconds are timed over a span the
                       clock (and an emulated device's waits) resolve */
+  double evict_bytes; /* CPU backends: > 0: before each call (untimed) this many bytes of
+                         another buffer are written, and each call is timed alone (then
+                         synchronised), so that the op finds its operands as far down the
+                         caches as a training step leaves them: its other data passes between
+                         two uses (rapa_rates_measure_local). 0: none (default) */
 };
 /* Defaults: warmup 1, 3..15 repetitions within 0.25 s (quick: 3..7 within 0.08 s), batch 1. */
 void rapa_bench_opts_default(struct rapa_bench_opts *o, int quick);

@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "core/ops_emulate.h"
+#include "core/ops_profile.h"
 #include "core/timer.h"
 #include "core/status.h"
 #include "core/watchdog.h"
@@ -861,7 +862,7 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
     if (st < 0) return st;
     return rt_run_checked(cfg, res);
   }
-  struct cg_backend *be = NULL;
+  struct cg_backend *be = NULL, *inner = NULL; /* inner: under the CAPGNN_PROFILE_OPS wrapper */
   struct rt_dist *d = NULL;
   struct cg_exchange *ex = NULL;
   struct rt_checkpoint resume;
@@ -891,6 +892,15 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   st = rt_checkpoint_read_resume(cfg, &resume);
   TRY_GOTO(comm_agree(c, st, "reading the checkpoint to resume from"), done);
   TRY_GOTO(dist_backend_open(c, cfg, &be), done);
+  if (getenv("CAPGNN_PROFILE_OPS") && getenv("CAPGNN_PROFILE_OPS")[0] == '1') {
+    /* a diagnostic: every op timed alone (core/ops_profile.h), totals per rank at the end */
+    inner = be;
+    be = NULL;
+    st = cg_backend_profile_wrap(inner, &be);
+    TRY_GOTO(comm_agree(c, st, "wrapping the backend (CAPGNN_PROFILE_OPS)"), done);
+    LOG_WARN("train", "PROFILING (CAPGNN_PROFILE_OPS=1): every op of rank %d is timed alone; totals by op "
+             "category at the end", comm_rank(c));
+  }
   struct rt_dist_options with_be = *o; /* --partition rapa measures on the training backend */
   with_be.rapa_be = be;
   TRY_GOTO(rt_dist_create(c, cfg, &with_be, &d), done);
@@ -915,12 +925,21 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
     LOG_INFO("dist", "rank %d: training peak RSS %lld bytes (set-up included); partition + halo %lld bytes",
              comm_rank(c), (long long)cg_peak_rss_bytes(), (long long)part_bytes);
   }
+  if (inner) { /* set-up, every epoch and the evaluations: two runs of E1 and E2 epochs give a step's */
+    struct cg_prof_counters pc;
+    cg_profile_get(be, &pc);
+    for (int k = 0; k < CG_PROF_NOPS; k++)
+      if (pc.calls[k])
+        LOG_WARN("train", "PROFILING rank %d: %s %.6f s in %lld calls", comm_rank(c),
+                 cg_prof_op_name((enum cg_prof_op)k), pc.seconds[k], (long long)pc.calls[k]);
+  }
 done:
   if (!*fatal) cg_watchdog_set_slots(NULL, 0, 0, comm_rank(c)); /* the block goes with comm_finalize */
   rt_checkpoint_free(&resume);
   if (!*fatal) {
     rt_dist_destroy(&d);
     cg_backend_destroy(&be);
+    cg_backend_destroy(&inner); /* (the wrapper leaves it) */
   }
   return st;
 }

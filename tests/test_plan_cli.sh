@@ -37,6 +37,7 @@ usage "needs link bandwidths" --graph cora --parts 2
 usage "declare all of --gemm-gflops" --graph cora --parts 2 --link-gbps 1 --gemm-gflops 100
 usage "--cache 'lru': expected none or jaca" --graph cora --parts 2 --link-gbps 1 --cache lru
 usage "--allreduce hier needs as many ranks" --graph cora --parts 3 --nodes 2 --link-gbps 1 --allreduce hier
+usage "--quantum-ms: expected a number >= 0" --graph cora --parts 2 --link-gbps 1 --quantum-ms -1
 "$capgnn" plan --graph no-such-graph --parts 2 --link-gbps 1 >m.out 2>m.err
 rc=$?
 [ $rc -eq 1 ] || fail "a missing graph exited $rc, not 1"

@@ -34,8 +34,8 @@ static void near(double got, double want, const char *what) {
  * halo row, 7 nonzeros; 2 ranks. By hand: layer 0 GEMM 2*3*4*2 forward and backward (96
  * FLOPs), bias/ReLU/bias-grad 48+48+24 bytes, 5 ops; layer 1 (2 -> 2: aggregate first)
  * SpMM 7*2 forward and backward, GEMMs 24 x 3, 48+24+72 bytes, 8 ops; the loss 72 bytes
- * and 1 op; Adam 28 x 16 parameters and 8 ops. Totals: 168 FLOPs, 28 nonzero-columns,
- * 784 bytes, 22 ops -> 2.3232e-5 s. Exchange of layer 1 (width 2) with rank 1: 1 row in,
+ * and 1 op; Adam 16 parameters (no measured rate: 28 bytes each, 448 bytes) and 8 ops.
+ * Totals: 168 FLOPs, 28 nonzero-columns, 336 bytes + Adam's 448, 22 ops -> 2.3232e-5 s. Exchange of layer 1 (width 2) with rank 1: 1 row in,
  * 2 out: 24 bytes, forward and backward: 2 (1e-5 + 24 / 1e6); all-reduce of 16 floats:
  * 64 bytes / 1e6 + 2 latencies; the loss: 2 latencies -> 1.72e-4 s. Memory: layer 0 136
  * bytes, layer 1 80, scratch 96, operators 224, parameters 256, ids 52 = 844. */
@@ -55,7 +55,8 @@ static void test_cost_hand_cached(void **state) {
   assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, &links, 0, 2, &c), CG_OK);
   near(c.gemm_flops, 168, "gemm");
   near(c.spmm_nnzcols, 28, "spmm");
-  near(c.mem_bytes, 784, "mem");
+  near(c.mem_bytes, 336, "mem");
+  near(c.adam_params, 16, "adam");
   near(c.ops, 22, "ops");
   near(c.comp_s, 2.3232e-5, "comp");
   near(c.halo_bytes, 48, "halo bytes");
@@ -85,8 +86,8 @@ static void test_cost_hand_cached(void **state) {
  * elements, 960 bytes), GEMM 2*15*8*4 forward and backward, SpMM 30*4 both ways, bias,
  * ReLU, bias-grad 320+320+160 bytes, 8 ops; layer 1 dropout 10 x 4 forward and backward
  * (80 elements, 640 bytes), GEMMs 160 x 3, SpMM 30*2 both ways, 160+80+480 bytes, 10 ops;
- * loss 240 bytes; Adam 28 x 46. Totals: 2400 FLOPs, 360 nonzero-columns, 4648 bytes,
- * 200 dropout elements, 27 ops -> 3.9648e-5 s. */
+ * loss 240 bytes; Adam 46 parameters (28 x 46 = 1288 bytes). Totals: 2400 FLOPs, 360
+ * nonzero-columns, 3360 bytes + Adam's 1288, 200 dropout elements, 27 ops -> 3.9648e-5 s. */
 static void test_cost_hand_dropout(void **state) {
   (void)state;
   struct rapa_shape s = {2, 8, 4, 2, 0, 0.5f, 0.5f, 0, 0};
@@ -96,7 +97,8 @@ static void test_cost_hand_dropout(void **state) {
   assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, NULL, 0, 1, &c), CG_OK);
   near(c.gemm_flops, 2400, "gemm");
   near(c.spmm_nnzcols, 360, "spmm");
-  near(c.mem_bytes, 4648, "mem");
+  near(c.mem_bytes, 3360, "mem");
+  near(c.adam_params, 46, "adam");
   near(c.ops, 27, "ops");
   near(c.comp_s, 3.9648e-5, "comp");
   struct rapa_rates bad = unit_rates;
@@ -105,13 +107,31 @@ static void test_cost_hand_dropout(void **state) {
   cg_err_clear();
 }
 
+/* The optimizer at its own measured rate: the dropout test's shape and rank (46
+ * parameters), adam_eps 1e6 parameters/s. Without it Adam costs 28 x 46 bytes at 1e9 B/s
+ * = 1.288e-6 s; with it 46 / 1e6 = 4.6e-5 s: 3.9648e-5 - 1.288e-6 + 4.6e-5 = 8.436e-5 s.
+ * Everything else (the work, the elementwise bytes) unchanged. */
+static void test_cost_hand_adam(void **state) {
+  (void)state;
+  struct rapa_shape s = {2, 8, 4, 2, 0, 0.5f, 0.5f, 0, 0};
+  int64_t zero[1] = {0};
+  struct rapa_load load = {10, 5, 30, zero, zero};
+  struct rapa_rates r = unit_rates;
+  r.adam_eps = 1e6;
+  struct rapa_cost c;
+  assert_int_equal(rapa_cost_rank(&s, &load, &r, NULL, 0, 1, &c), CG_OK);
+  near(c.adam_params, 46, "adam");
+  near(c.mem_bytes, 3360, "mem");
+  near(c.comp_s, 8.436e-5, "comp at the Adam rate");
+}
+
 /* The same shape and rank with sparse features, 25 % of the entries stored (30 of the
  * 15 x 8 rows x features layer 0 reads, local). Layer 0 then multiplies them as CSR:
  * its dropout over the 30 stored entries, X·W and Xᵀ·dT 30 x 4 stored-entry-columns
  * each (csr, csr_t), besides the aggregations' 30 x 4 each way (240 nonzero-columns), no
  * GEMM; bias, ReLU, bias-grad 800 bytes, 8 ops as before. Layer 1, loss and Adam
- * unchanged (480 FLOPs, 120 nonzero-columns, 2888 bytes, 80 dropout elements, 19 ops).
- * Totals: 480 FLOPs, 360 nonzero-columns, 3688 bytes, 80 dropout elements, 27 ops, and
+ * unchanged (480 FLOPs, 120 nonzero-columns, 1600 bytes + Adam's 1288, 80 dropout elements,
+ * 19 ops). Totals: 480 FLOPs, 360 nonzero-columns, 2400 bytes + 1288, 80 dropout elements, 27 ops, and
  * 120 + 120 CSR stored-entry-columns and 30 dropped entries.
  * Without CSR rates (unit_rates: the fallbacks, SpMM rate 1e8 and a draw plus 8 bytes per
  * entry): 4.8e-7 + 3.6e-6 + 3.688e-6 + 8e-7 + 2.7e-5 + 2.4e-6 + 3e-7 + 2.4e-7 = 3.8508e-5
@@ -133,7 +153,7 @@ static void test_cost_hand_sparse(void **state) {
   near(c.csr_nnzcols, 120, "csr");
   near(c.csr_t_nnzcols, 120, "csr_t");
   near(c.csr_drop, 30, "csr dropout");
-  near(c.mem_bytes, 3688, "mem");
+  near(c.mem_bytes, 2400, "mem");
   near(c.ops, 27, "ops");
   near(c.comp_s, 3.8508e-5, "comp");
   near(c.memory_bytes, dense.memory_bytes - 120, "memory");
@@ -152,7 +172,7 @@ static void test_cost_hand_sparse(void **state) {
 /* The same shape and rank with layer 0 exchanged (--layer0-halo exchange), 2 ranks: 5
  * halo rows in from rank 1, 6 out. Layer 0 then runs over the 10 inner rows only: its
  * dropout 10 x 8 (80 elements, 640 bytes), its GEMMs 2*10*8*4 forward and backward
- * (1280 FLOPs instead of 1920). Totals: 1760 FLOPs, 360 nonzero-columns, 4328 bytes, 160
+ * (1280 FLOPs instead of 1920). Totals: 1760 FLOPs, 360 nonzero-columns, 3040 bytes + Adam's 1288, 160
  * dropout elements, 27 ops -> 3.8288e-5 s. Memory: its input and dropout 10 x 8 instead
  * of 15 x 8 (320 bytes less). Exchange: layer 1's 2-wide rows, 4 x 2 x 11 = 88 bytes
  * each way, and now layer 0's 4-wide ones, 176 each way: 528 halo bytes (176 local),
@@ -176,7 +196,7 @@ static void test_cost_hand_layer0_exchange(void **state) {
   assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, &links, 0, 2, &xc), CG_OK);
   near(xc.gemm_flops, 1760, "gemm");
   near(xc.spmm_nnzcols, 360, "spmm");
-  near(xc.mem_bytes, 4328, "mem");
+  near(xc.mem_bytes, 3040, "mem");
   near(xc.ops, 27, "ops");
   near(xc.comp_s, 3.8288e-5, "comp");
   near(xc.memory_bytes, lc.memory_bytes - 320, "memory");
@@ -396,6 +416,7 @@ static void test_prune_synth(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cost_hand_cached), cmocka_unit_test(test_cost_hand_dropout),
+      cmocka_unit_test(test_cost_hand_adam),
       cmocka_unit_test(test_cost_hand_layer0_exchange), cmocka_unit_test(test_cost_hand_sparse),
       cmocka_unit_test(test_loads_path),       cmocka_unit_test(test_weighted_synth),
       cmocka_unit_test(test_weighted_cora),    cmocka_unit_test(test_prune_hand),

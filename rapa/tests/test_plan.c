@@ -211,6 +211,26 @@ static void test_plan_matches_cost_model(void **state) {
   assert_int_equal(p.slowest == 0 || p.slowest == 2, 1);
   near(p.inter_node_bytes, 0, "one node: nothing between nodes");
   rapa_plan_free(&p);
+  /* a round-robin quantum (plan.h): the shape exchanges layer 1 only, so a step has 4
+   * compute phases of t = c_i / 4. A quantum longer than every phase: each rank's own
+   * compute, its core-mate's in its waits (the epoch unchanged); a quantum of half a
+   * phase of rank 0: compute c0 + c2 x (2 t0 - t0 / 2) / (2 t0) = c0 + 3 c2 / 4 */
+  o.quantum_s = 1.0;
+  assert_int_equal(rapa_plan_compute(&g, owner, &shape, rates, &o, &p), CG_OK);
+  for (int i = 0; i < 4; i++) {
+    const double core = c[i % 2].comp_s + c[i % 2 + 2].comp_s;
+    near(p.rank[i].comp_s, c[i].comp_s, "compute: its own (phases shorter than the quantum)");
+    near(p.rank[i].core_wait_s, core - c[i].comp_s, "the core-mate's compute, in its waits");
+    near(p.rank[i].lambda_s, core + p.rank[i].comm_s, "lambda: the core's compute + comm");
+  }
+  rapa_plan_free(&p);
+  o.quantum_s = c[0].comp_s / 4.0 / 2.0;
+  assert_int_equal(rapa_plan_compute(&g, owner, &shape, rates, &o, &p), CG_OK);
+  near(p.rank[0].comp_s, c[0].comp_s + 0.75 * c[2].comp_s, "compute: 3/4 of the mate's inside");
+  near(p.rank[0].core_wait_s, 0.25 * c[2].comp_s, "the rest in its waits");
+  near(p.rank[0].lambda_s, c[0].comp_s + c[2].comp_s + p.rank[0].comm_s, "lambda unchanged");
+  rapa_plan_free(&p);
+  o.quantum_s = 0;
   /* 4 cores: each rank alone on its core */
   o.host_cores = 4;
   assert_int_equal(rapa_plan_compute(&g, owner, &shape, rates, &o, &p), CG_OK);
