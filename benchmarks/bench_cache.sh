@@ -47,7 +47,8 @@
 #       (--grad-staleness adaptive:GEPS:G); e.g. "jaca-c1-s9-g9 jaca-c1-a0.01-s10-g9
 #       jaca-c1-a1-s10-ga0.1-g10"; a name not in approx_settings below is run from what
 #       it says; a suffix -wE adds --cache-warmup E (the cache off, exact exchange, for
-#       the first E epochs), e.g. jaca-c1-s10-g10-w20
+#       the first E epochs), e.g. jaca-c1-s10-g10-w20, and then a suffix -bB (4, 8, 16)
+#       adds --halo-bits B (coded halo rows), e.g. jaca-c1-s0-g0-b4
 #   -X  no exact-cache rows (S = G = 0 at each policy and capacity) besides those named
 #       in -A: for graphs whose every run is long (reddit0.1)
 #   -G  the grid of issue 13 instead of the settings below: policy jaca, lru, fifo x
@@ -137,12 +138,12 @@ exact_cache_settings=(  # one seed; the first runs every epoch (the equality che
   "lru-c0.2-s0-g0 lru 0.2 0 0 5"
   "fifo-c0.2-s0-g0 fifo 0.2 0 0 5"
 )
-# A setting from its name (-A): POLICY-cCAP-[aEPS-]sS-[gaGEPS-]gG[-wE] -> "name policy
-# cap S G" (the warm-up is read from the name when the run is made).
+# A setting from its name (-A): POLICY-cCAP-[aEPS-]sS-[gaGEPS-]gG[-wE][-bB] -> "name policy
+# cap S G" (the warm-up and --halo-bits B are read from the name when the run is made).
 setting_from_name() {
-  local re='^(jaca|lru|fifo)-c([0-9.]+)-(a([0-9.eE+-]+)-)?s([0-9]+)-(ga([0-9.eE+-]+)-)?g([0-9]+)(-w[0-9]+)?$'
+  local re='^(jaca|lru|fifo)-c([0-9.]+)-(a([0-9.eE+-]+)-)?s([0-9]+)-(ga([0-9.eE+-]+)-)?g([0-9]+)(-w[0-9]+)?(-b(4|8|16))?$'
   [[ $1 =~ $re ]] ||
-    { echo "bench_cache.sh: setting '$1': expected POLICY-cCAP-[aEPS-]sS-[gaGEPS-]gG[-wE]" >&2; exit 2; }
+    { echo "bench_cache.sh: setting '$1': expected POLICY-cCAP-[aEPS-]sS-[gaGEPS-]gG[-wE][-b4|8|16]" >&2; exit 2; }
   local s=${BASH_REMATCH[5]} gs=${BASH_REMATCH[8]}
   [ -n "${BASH_REMATCH[3]}" ] && s="adaptive:${BASH_REMATCH[4]}:$s"
   [ -n "${BASH_REMATCH[6]}" ] && gs="adaptive:${BASH_REMATCH[7]}:$gs"
@@ -201,7 +202,8 @@ run_one() { # graph P name policy capacity S G seed [epochs]
              --part-cache "$outdir/part-cache" --metrics "$m" --force --layer0-halo local)
   [ -n "$ep" ] && cmd+=(--epochs "$ep")
   [ "$pol" != none ] && cmd+=(--cache-policy "$pol" --cache-capacity "$cap" --staleness "$s" --grad-staleness "$gs")
-  [[ $name =~ -w([0-9]+)$ ]] && cmd+=(--cache-warmup "${BASH_REMATCH[1]}")
+  [[ $name =~ -w([0-9]+)(-b[0-9]+)?$ ]] && cmd+=(--cache-warmup "${BASH_REMATCH[1]}")
+  [[ $name =~ -b([0-9]+)$ ]] && cmd+=(--halo-bits "${BASH_REMATCH[1]}")
   echo "CAPGNN_EMULATE_NODES=2 ${cmd[*]}" >> "$cmds_file"
   if [ -f "$m" ] && grep -q '"summary":true' "$m"; then return 0; fi
   echo "$tag" >&2

@@ -17,7 +17,7 @@ outdir, machine, command, graphs, ranks = sys.argv[1:6]
 graphs, ranks = graphs.split(), [int(p) for p in ranks.split()]
 NAME = re.compile(r"^(?P<g>[a-z][a-z0-9.]*)_p(?P<p>\d+)_(?P<s>.+)_seed(?P<seed>\d+)\.jsonl$")
 SETTING = re.compile(r"^(?P<pol>jaca|lru|fifo)-c(?P<cap>[0-9.]+)(-a(?P<eps>[0-9.eE+-]+))?-s(?P<S>\d+)"
-                     r"(-ga(?P<geps>[0-9.eE+-]+))?-g(?P<G>\d+)(-w(?P<W>\d+))?$")
+                     r"(-ga(?P<geps>[0-9.eE+-]+))?-g(?P<G>\d+)(-w(?P<W>\d+))?(-b(?P<B>\d+))?$")
 
 
 def load(path):
@@ -48,12 +48,12 @@ def check(cond, msg):
 
 def setting_key(s):
     if s == "exact":
-        return (0, 0, 0, 0, 0, 0, 0)
+        return (0, 0, 0, 0, 0, 0, 0, 0)
     m = SETTING.match(s)
     eps = -1.0 if m["eps"] is None else float(m["eps"])  # adaptive after the phase schedules
     geps = -1.0 if m["geps"] is None else float(m["geps"])  # adaptive gradients after the phases
     return (1, {"jaca": 0, "lru": 1, "fifo": 2}[m["pol"]], -float(m["cap"]), eps, int(m["S"]), geps, int(m["G"]),
-            int(m["W"] or 0))
+            int(m["W"] or 0), -int(m["B"] or 32))
 
 
 def is_full(summ, exact):
@@ -113,7 +113,8 @@ for g in graphs:
                               (summ["cache"]["node_hits"] + summ["cache"]["rank_hits"]) ==
                               (t["cache"]["node_hits"] + t["cache"]["rank_hits"]),
                               f"{label} seed {seed}: every row fits at capacity 1, yet the run differs from jaca's")
-            if m and (S == 0 or eps == 0.0) and (G == 0 or geps == 0.0):
+            # exact by construction; coded rows (-bB) are not
+            if m and (S == 0 or eps == 0.0) and (G == 0 or geps == 0.0) and not m["B"]:
                 for seed, (eps_, summ) in per_seed.items():
                     if seed in exact and summ["epochs"] == exact[seed][1]["epochs"]:
                         e = exact[seed][1]
@@ -126,6 +127,7 @@ for g in graphs:
                 "policy": m["pol"] if m else "none", "capacity": float(m["cap"]) if m else None,
                 "staleness": (S if eps is None else f"adaptive:{eps:g}:{S}") if not (m and m["W"]) else
                 (f"{S}, warm-up {m['W']}" if eps is None else f"adaptive:{eps:g}:{S}, warm-up {m['W']}"),
+                "halo_bits": int(m["B"]) if m and m["B"] else 32,
                 "grad_staleness": G if geps is None else f"adaptive:{geps:g}:{G}", "seeds": sorted(per_seed),
                 "halo_bytes_per_epoch": statistics.mean(bytes_ep),
                 "exact_halo_bytes_per_epoch": ex_bytes,
@@ -157,7 +159,7 @@ lines = ["| graph | P | policy | capacity | S | G | seeds | halo bytes/epoch | s
 for r in rows:
     d = "–" if r["delta_points_mean"] is None else \
         f"{r['delta_points_mean']:+.2f} [{r['delta_points_min']:+.1f}, {r['delta_points_max']:+.1f}]"
-    lines.append(f"| {r['graph']} | {r['P']} | {r['policy']} | {fmt(r['capacity'], 'g')} | {r['staleness']} | "
+    lines.append(f"| {r['graph']} | {r['P']} | {r['policy']} | {fmt(r['capacity'], 'g')} | {r['staleness']}{'' if r['halo_bits'] == 32 else ', ' + str(r['halo_bits']) + '-bit rows'} | "
                  f"{r['grad_staleness']} | {len(r['seeds'])} | {r['halo_bytes_per_epoch']:,.0f} | {100 * r['saved']:.1f} % | "
                  f"{r['epoch_ms_median']:.1f} | {fmt(None if r['test_acc_mean'] is None else 100 * r['test_acc_mean'], '.2f')} | "
                  f"{d} | {fmt(None if r['hit_rate'] is None else 100 * r['hit_rate'], '.1f')} | "

@@ -1160,9 +1160,13 @@ static int jx_set_quant(struct jaca_exchange *j, int bits) {
   if (j->opt.adaptive)
     return cg_err_set(CG_ERR_UNSUPPORTED, "--halo-bits %d with --staleness adaptive: the adaptive exchange sends "
                       "full-precision rows (use one or the other)", bits);
+  if (j->opt.grad_adaptive)
+    return cg_err_set(CG_ERR_UNSUPPORTED, "--halo-bits %d with --grad-staleness adaptive: the adaptive exchange "
+                      "sends full-precision gradients (use one or the other)", bits);
   for (int k = 0; k < j->plan.nclasses; k++)
     if (j->fwd[k]) TRY(comm_halo_set_quant(j->fwd[k], bits));
-  for (int k = 0; j->bwd && k < j->gnc; k++) TRY(comm_halo_set_quant(j->bwd[k], bits));
+  for (int k = 0; j->bwd && k < j->gnc; k++)
+    if (j->bwd[k]) TRY(comm_halo_set_quant(j->bwd[k], bits));
   if (j->ng) TRY(jaca_ngrad_set_quant(j->ng, bits));
   return CG_OK;
 }
