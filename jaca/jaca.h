@@ -43,6 +43,10 @@
  *    jaca_stats (grad_sent, grad_skipped).
  *  - Evaluation (epoch 0), the set-up exchange of the input features, and the first
  *    --cache-warmup epochs go through the plain exchange unchanged.
+ *  - Coded rows (--halo-bits B < 32, mpi/comm.h comm_set_halo_bits): every MPI exchange
+ *    of the cache (rows to other nodes and direct consumers, gradients) sends B-bit codes;
+ *    rows and gradients written into a node segment stay floats. Refused with adaptive
+ *    staleness of rows or gradients (comm_vhalo sends floats).
  *
  *  - Capacity: besides --cache-capacity (a fraction of the rows), each tier's memory
  *    budget is by default Algorithm 1 of the paper on memory measured free at set-up,
