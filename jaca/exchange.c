@@ -67,6 +67,7 @@ struct jaca_exchange {
   struct comm *c;
   struct cg_backend *be;
   struct cg_exchange *plain;
+  int bits; /* --halo-bits of its MPI exchanges (comm_halo_bits; 32: floats) */
   struct jaca_options opt;
   struct jaca_layers layers;
   struct jaca_node_plan plan;
@@ -182,6 +183,14 @@ static int adapt_due(const float *now, const float *held, uint32_t held_epoch, i
   return !(d2 <= eps * eps * den);
 }
 
+/* The rounding key of a coded exchange (comm_halo_set_quant_key): what it carries, so
+ * that runs (a resumed one included) round alike and the cache's exchanges of one step
+ * round independently of each other. kind: 1 forward class, 2 stale-gradient class. */
+static uint64_t quant_key(struct cg_halo_tag tag, int kind, int cls) {
+  return ((uint64_t)tag.epoch << 32) ^ ((uint64_t)(uint32_t)tag.layer << 16) ^ ((uint64_t)kind << 12) ^
+         (uint64_t)(uint32_t)cls;
+}
+
 /* ---- stale gradients ---- */
 
 /* Backward of layer l at backward generation g: consumers send the gradients of the
@@ -199,10 +208,11 @@ static int bwd_begin(struct jaca_exchange *j, struct cg_halo_tag tag, float *dx,
   for (int c = 0; !j->gvh && c < j->gnc; c++) {
     if (jaca_last_refresh(g, c, G) != g) continue;
     const int64_t before = comm_halo_bytes_sent(j->bwd[c]);
+    comm_halo_set_quant_key(j->bwd[c], quant_key(tag, 2, c));
     TRY(comm_halo_begin_into(j->bwd[c], CG_HALO_FORWARD, dx + ni * cols, j->gstore[l] + j->gbase[c] * cols, cols));
     s->grad_bytes += comm_halo_bytes_sent(j->bwd[c]) - before;
   }
-  s->grad_bytes_exact += j->plan.n_halo * cols * (int64_t)sizeof(float);
+  s->grad_bytes_exact += j->plan.n_halo * comm_halo_row_bytes(cols, j->bits);
   j->in_flight = 1;
   j->delegated = 0;
   j->layer = l;
@@ -564,7 +574,7 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
   if (dir == CG_HALO_BACKWARD && j->gnc == 0) {
     struct jaca_stats *s = &j->stats[tag.layer];
     TRY(jaca_ngrad_begin(j->ng, tag.layer, tag.epoch, x, cols, &s->grad_bytes, &s->grad_bytes_shm));
-    s->grad_bytes_exact += j->plan.n_halo * cols * (int64_t)sizeof(float);
+    s->grad_bytes_exact += j->plan.n_halo * comm_halo_row_bytes(cols, j->bits);
     j->in_flight = 1;
     j->delegated = 0;
     j->layer = tag.layer;
@@ -585,9 +595,10 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
       continue;
     }
     const struct jaca_fwd_plan *f = &p->cls[c];
+    comm_halo_set_quant_key(j->fwd[c], quant_key(tag, 1, c));
     TRY(comm_halo_begin_into(j->fwd[c], CG_HALO_FORWARD, x, j->d_src[l] + f->recv_base * cols, cols));
-    s->bytes_intra += f->send_rows_intra * cols * (int64_t)sizeof(float);
-    s->bytes_inter += f->send_rows_inter * cols * (int64_t)sizeof(float);
+    s->bytes_intra += f->send_rows_intra * comm_halo_row_bytes(cols, j->bits);
+    s->bytes_inter += f->send_rows_inter * comm_halo_row_bytes(cols, j->bits);
   }
   /* this rank's own rows that its node's tier holds, those due now */
   int64_t nw = 0;
@@ -618,8 +629,9 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
                                           j->upch ? j->d_src[l] + p->recv_rows * cols : NULL};
     TRY(jaca_prefetch_submit(j->pf, &job));
   }
-  s->bytes_exact += j->plain_send_rows * cols * (int64_t)sizeof(float);
-  s->bytes_exact_inter += j->plain_send_rows_inter * cols * (int64_t)sizeof(float);
+  /* the plain exchange of the same run (coded as this run's rows are) */
+  s->bytes_exact += j->plain_send_rows * comm_halo_row_bytes(cols, j->bits);
+  s->bytes_exact_inter += j->plain_send_rows_inter * comm_halo_row_bytes(cols, j->bits);
   j->in_flight = 1;
   j->delegated = 0;
   j->layer = l;
@@ -1088,7 +1100,12 @@ static void jx_log(struct comm *c, const struct jaca_exchange *j) {
     return;
   }
   char desc[512];
-  LOG_INFO("jaca", "%s", jaca_options_describe(&j->opt, desc, sizeof desc));
+  jaca_options_describe(&j->opt, desc, sizeof desc);
+  if (j->bits < 32) /* the description's "exact" is about staleness: say what the coding changes */
+    LOG_INFO("jaca", "%s; APPROXIMATE: its MPI exchanges send %d-bit coded rows (--halo-bits %d)", desc, j->bits,
+             j->bits);
+  else
+    LOG_INFO("jaca", "%s", desc);
   LOG_INFO("jaca",
            "node tier: %lld of %lld node halo rows held on %d node%s (%lld halo rows over the ranks), "
            "%.1f MiB of shared memory in all",
@@ -1156,6 +1173,7 @@ static int measure_budget(struct comm *c, struct cg_backend *be, const struct ja
  * training steps itself). Adaptive staleness's variable-length exchange sends floats:
  * refused together. */
 static int jx_set_quant(struct jaca_exchange *j, int bits) {
+  j->bits = bits;
   if (bits == 32) return CG_OK;
   if (j->opt.adaptive)
     return cg_err_set(CG_ERR_UNSUPPORTED, "--halo-bits %d with --staleness adaptive: the adaptive exchange sends "
@@ -1205,6 +1223,7 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
     const char *tv = getenv("CAPGNN_JACA_TIMEOUT");
     if (tv && atof(tv) > 0.0) j->timeout_s = atof(tv);
     j->opt = *o;
+    j->bits = 32;
     j->layers = *layers;
     j->gen = cg_calloc((size_t)layers->nlayers, sizeof(uint32_t), "jaca: generations");
     j->stats = cg_calloc((size_t)layers->nlayers, sizeof(struct jaca_stats), "jaca: statistics");

@@ -280,6 +280,8 @@ int jaca_ngrad_begin(struct jaca_ngrad *g, int layer, uint32_t epoch, float *dx,
   struct cg_backend *be = g->be;
   const uint32_t gen = ++g->gen[layer];
   const int64_t before = comm_halo_bytes_sent(g->gx);
+  /* rounding key of coded gradients (--halo-bits): epoch, layer and this path (kind 3) */
+  comm_halo_set_quant_key(g->gx, ((uint64_t)epoch << 32) ^ ((uint64_t)(uint32_t)layer << 16) ^ (3ull << 12));
   TRY(comm_halo_begin_into(g->gx, CG_HALO_FORWARD, dx + g->n_inner * cols, g->d_in, cols));
   *bytes_mpi += comm_halo_bytes_sent(g->gx) - before;
   if (g->rows_out == 0) return CG_OK;

@@ -515,6 +515,13 @@ int comm_halo_exchange(struct comm_halo *h, enum cg_halo_dir dir, float *x, int6
  * memory: use the staged path), CG_ERR_ARG for another width or while in flight.
  * Local (every rank of an exchange must ask the same, as they call begin together). */
 int comm_halo_set_quant(struct comm_halo *h, int bits);
+/* The rounding stream of the coded begins from now on: a key naming what they carry
+ * (e.g. epoch, layer, direction), so that the same exchange of the same values codes
+ * alike in every run, a resumed one included; begins under one key are told apart by
+ * their order. Local. */
+void comm_halo_set_quant_key(struct comm_halo *h, uint64_t key);
+/* Bytes of one row of `cols` values on the wire at `bits` (32: cols x 4). */
+int64_t comm_halo_row_bytes(int64_t cols, int bits);
 
 /* Rows this rank sends in a forward exchange (sum send_count) and receives (sum
  * recv_count): bytes per exchange are rows * cols * 4 (unquantised). */

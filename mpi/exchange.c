@@ -52,6 +52,7 @@ static int ex_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
                          float *x, int64_t cols) {
   struct comm_exchange *e = impl(ex);
   int st = comm_halo_set_quant(e->halo, tag.epoch > 0 ? e->bits : 32);
+  comm_halo_set_quant_key(e->halo, ((uint64_t)tag.epoch << 32) | ((uint64_t)(uint32_t)tag.layer << 1) | (uint64_t)dir);
   if (st == CG_OK) st = comm_halo_begin(e->halo, dir, x, cols);
   return st < 0 ? call_error(st, halo_call(dir, 0), cols, "columns") : CG_OK;
 }

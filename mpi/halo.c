@@ -89,7 +89,7 @@ struct comm_halo {
    * rows out and in, grown on first use; begins quantised so far (the rounding
    * stream); whether the exchange in flight is quantised */
   int qbits;
-  uint64_t qcalls;
+  uint64_t qkey, qcalls; /* comm_halo_set_quant_key, and begins coded since it was set */
   unsigned char *q_out, *q_in;
   int flight_q;
   /* row datatypes by width (cols > 0: cols floats; cols < 0: -cols bytes) */
@@ -538,6 +538,42 @@ int comm_set_halo_bits(struct comm *c, int bits) {
 
 int comm_halo_bits(const struct comm *c) { return c->halo_bits ? c->halo_bits : 32; }
 
+/* The rounding stream of the next coded begin: the caller's key (comm_halo_set_quant_key:
+ * what the exchange carries, e.g. epoch, layer and direction, so that a resumed run
+ * rounds as an uninterrupted one), the begins coded since it was set, and this rank. */
+static uint64_t halo_quant_stream(const struct comm_halo *h) {
+  return (h->qkey * 0x9e3779b97f4a7c15ull) ^ (h->qcalls << 20) ^ (uint64_t)h->c->rank;
+}
+
+void comm_halo_set_quant_key(struct comm_halo *h, uint64_t key) {
+  h->qkey = key;
+  h->qcalls = 0;
+}
+
+int64_t comm_halo_row_bytes(int64_t cols, int bits) {
+  return bits < 32 ? (int64_t)comm_quant_row_bytes(cols, bits) : cols * (int64_t)sizeof(float);
+}
+
+/* The coded rows' host buffers, sized for the widest row at the most bits; at set_quant,
+ * not in a training step. */
+static int halo_quant_alloc(struct comm_halo *h) {
+  if (h->q_out && h->q_in) return CG_OK;
+  if (comm_quant_row_bytes(h->max_cols, 16) > (size_t)INT_MAX)
+    return cg_err_set(CG_ERR_UNSUPPORTED, "coded halo rows of %lld columns: wider than MPI counts allow",
+                      (long long)h->max_cols);
+  const size_t rb = comm_quant_row_bytes(h->max_cols, 16);
+  const int64_t m = h->send_rows > h->recv_rows ? h->send_rows : h->recv_rows;
+  cg_free(h->q_out);
+  cg_free(h->q_in);
+  h->q_out = cg_malloc((size_t)(m > 0 ? m : 1) * rb, "quantised halo rows (outgoing)");
+  h->q_in = cg_malloc((size_t)(m > 0 ? m : 1) * rb, "quantised halo rows (incoming)");
+  if (h->q_out && h->q_in) return CG_OK;
+  cg_free(h->q_out);
+  cg_free(h->q_in);
+  h->q_out = h->q_in = NULL;
+  return CG_ERR_NOMEM;
+}
+
 int comm_halo_set_quant(struct comm_halo *h, int bits) {
   if (!h) return cg_err_set(CG_ERR_ARG, "comm_halo_set_quant: no exchange");
   if (bits != 32 && !comm_quant_bits_ok(bits))
@@ -550,24 +586,9 @@ int comm_halo_set_quant(struct comm_halo *h, int bits) {
                       "halo rows of %d bits are coded in host memory, which the %s path does not use: "
                       "use --comm mpi-staged (or --halo-bits 32)",
                       bits, comm_path_name(h->sel.path));
+  if (bits < 32) TRY(halo_quant_alloc(h));
   h->qbits = bits;
   return CG_OK;
-}
-
-/* The rounding stream of the next quantised begin: this rank and how many came before
- * (the same in every run: every rank calls begin in the same order). */
-static uint64_t halo_quant_stream(const struct comm_halo *h) {
-  return (h->qcalls << 20) ^ (uint64_t)h->c->rank;
-}
-
-/* The coded rows' host buffers, sized for the widest row at the most bits. */
-static int halo_quant_alloc(struct comm_halo *h) {
-  if (h->q_out) return CG_OK;
-  const size_t rb = comm_quant_row_bytes(h->max_cols, 16);
-  const int64_t m = h->send_rows > h->recv_rows ? h->send_rows : h->recv_rows;
-  h->q_out = cg_malloc((size_t)(m > 0 ? m : 1) * rb, "quantised halo rows (outgoing)");
-  h->q_in = cg_malloc((size_t)(m > 0 ? m : 1) * rb, "quantised halo rows (incoming)");
-  return h->q_out && h->q_in ? CG_OK : CG_ERR_NOMEM;
 }
 
 int comm_halo_begin(struct comm_halo *h, enum cg_halo_dir dir, float *x, int64_t cols) {
@@ -581,7 +602,6 @@ int comm_halo_begin_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, fl
   TRY(halo_begin_check(h, dir, x, cols));
   const int q = h->qbits < 32;
   const size_t row_bytes = q ? comm_quant_row_bytes(cols, h->qbits) : (size_t)cols * sizeof(float);
-  if (q) TRY(halo_quant_alloc(h));
   MPI_Datatype row = MPI_DATATYPE_NULL; /* set by halo_row_type */
   TRY(halo_row_type(h, q ? -(int64_t)row_bytes : cols, &row));
   /* forward sends owned rows picked by the plan: gather them into the row buffer */

@@ -68,18 +68,19 @@ void comm_quant_rows(const float *x, int64_t nrows, int64_t cols, int bits, uint
       if (v < lo) lo = v;
       if (v > hi) hi = v;
     }
-    float step = finite ? (hi - lo) / (float)levels : NAN;
-    if (finite && !isfinite(step)) step = NAN; /* hi - lo overflowed */
+    /* hi / levels - lo / levels: no overflow for values near FLT_MAX */
+    const float step = finite ? hi / (float)levels - lo / (float)levels : NAN;
     memcpy(o, &lo, sizeof lo);
     memcpy(o + sizeof lo, &step, sizeof step);
     unsigned char *codes = o + 2 * sizeof(float);
     memset(codes, 0, rb - 2 * sizeof(float));
     if (!(step > 0.0f)) continue; /* constant row (all codes 0), or not finite */
-    const float inv = 1.0f / step;
+    /* in double: a subnormal step has no finite float inverse */
+    const double inv = 1.0 / (double)step;
     const uint64_t rowkey = mix64(skey ^ (uint64_t)(first_row + i));
     for (int64_t j = 0; j < cols; j++) {
-      float t = floorf((r[j] - lo) * inv + offset(rowkey, j));
-      uint32_t q = t <= 0.0f ? 0u : t >= (float)levels ? levels : (uint32_t)t;
+      const double t = floor(((double)r[j] - (double)lo) * inv + (double)offset(rowkey, j));
+      const uint32_t q = !(t > 0.0) ? 0u : t >= (double)levels ? levels : (uint32_t)t;
       put_code(codes, bits, j, q);
     }
   }

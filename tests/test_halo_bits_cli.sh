@@ -3,15 +3,17 @@
 # through the `capgnn` binary, 4 ranks on 2 emulated nodes, GCN 3 x 16 on synth:small:
 # 1. --halo-bits 32 is the default: the same losses bit for bit as a run without it,
 #    and the summary says halo_bits 32.
-# 2. --halo-bits 8 and 4 (plain exchange, and the exact halo cache): every epoch's loss
-#    finite and within 2 % of the exact run's; fewer halo bytes every epoch, 4 bits
-#    fewer than 8; between the smallest and largest modelled ratio of the layer widths'
-#    coded row (8 + ceil(w * bits / 8) bytes against 4 w); evaluation exact, so the
-#    exchange counts of an evaluation-only epoch are not those of training (not checked
-#    here: comm tests check each exchange); the log says APPROXIMATE, the summary names
-#    halo_bits and the cache's exact false.
+# 2. --halo-bits 8 and 4 (plain exchange, the exact halo cache, and the cache with stale
+#    gradients, whose exchanges are others): every epoch's loss finite and within 2 % of
+#    the exact run's (of the exact cache's for the cache); fewer halo bytes every epoch,
+#    4 bits fewer than 8; between the smallest and largest modelled ratio of the layer
+#    widths' coded row (8 + ceil(w * bits / 8) bytes against 4 w); a second 4-bit run
+#    gives the same losses bit for bit (deterministic rounding); the log says
+#    APPROXIMATE, the summary names halo_bits and the cache's exact false. (That
+#    evaluation stays exact is checked at the exchange: mpi/tests/test_halo_quant.c.)
 # 3. Usage errors: --halo-bits 5 (exit 2, naming the widths); --halo-bits with adaptive
-#    staleness is a set-up error on every rank naming both. --print-config shows it.
+#    staleness of rows or of gradients is a set-up error on every rank naming both.
+#    --print-config shows it.
 set -u
 capgnn=$1 mpiexec=$2 out=$3
 rm -rf "$out" && mkdir -p "$out" && cd "$out" || exit 1
@@ -27,8 +29,10 @@ run exact
 run b32 --halo-bits 32
 run b8 --halo-bits 8
 run b4 --halo-bits 4
+run b4again --halo-bits 4
 run cache --cache-policy jaca
 run cache_b4 --cache-policy jaca --halo-bits 4
+run cache_g2_b4 --cache-policy jaca --grad-staleness 2 --halo-bits 4
 for n in b8 b4 cache_b4; do
   grep -q "APPROXIMATE: training steps send halo rows and gradients through MPI as ${n##*b}-bit codes" $n.err ||
     { cat $n.err; fail "$n: the approximation is not logged"; }
@@ -43,6 +47,12 @@ def load(n):
 ex, exs = load("exact")
 b32, b32s = load("b32")
 assert [d["loss"] for d in ex] == [d["loss"] for d in b32], "--halo-bits 32 changed the losses"
+assert [d["loss"] for d in load("b4")[0]] == [d["loss"] for d in load("b4again")[0]], "two 4-bit runs differ"
+g2 = load("cache_g2_b4")
+assert g2[1]["halo_bits"] == 4 and g2[1]["cache"]["exact"] is False
+for a, b in zip(load("cache")[0], g2[0]):
+    assert math.isfinite(b["loss"]) and abs(b["loss"] - a["loss"]) <= 0.02 * abs(a["loss"]), ("g2", a["loss"], b["loss"])
+    assert b["halo_bytes"] < a["halo_bytes"], ("g2 bytes", b["epoch"], b["halo_bytes"], a["halo_bytes"])
 assert exs["halo_bits"] == 32 and b32s["halo_bits"] == 32, (exs["halo_bits"], b32s["halo_bits"])
 widths = [16, 8]  # what synth:small's GCN 3 x 16 exchanges: layer 0's and 1's X·W (16), layer 2's (8 classes)
 def ratio(w, bits): return (8 + math.ceil(w * bits / 8)) / (4 * w)
@@ -75,5 +85,10 @@ grep -q "expected 32 (exact), 16, 8 or 4" u.err || { cat u.err; fail "no message
 rc=$?
 [ $rc = 1 ] || { cat a.err; fail "adaptive staleness with --halo-bits exited $rc"; }
 grep -q -- "--halo-bits 8 with --staleness adaptive" a.err || { cat a.err; fail "no message naming both"; }
+"$mpiexec" --allow-run-as-root --oversubscribe -n 4 -x CAPGNN_EMULATE_NODES "$capgnn" --graph synth:small --epochs 2 \
+  --device cpu --threads 1 --no-part-cache --cache-policy jaca --grad-staleness adaptive:0.1:3 --halo-bits 8 >ga.out 2>ga.err
+rc=$?
+[ $rc = 1 ] || { cat ga.err; fail "adaptive gradients with --halo-bits exited $rc"; }
+grep -q -- "--halo-bits 8 with --grad-staleness adaptive" ga.err || { cat ga.err; fail "no message naming both (gradients)"; }
 "$capgnn" --halo-bits 4 --print-config | grep -q "^halo-bits = 4$" || fail "--print-config lacks halo-bits"
 echo "test_halo_bits_cli: ok"

@@ -11,12 +11,16 @@
  * widths 1, 7 and 64, the CPU backend (host path) and a fake device (staged path),
  * blocking and overlapped (progress until done). Two objects over the same plan code
  * alike (deterministic); back at 32 bits the rows arrive bit for bit. Misuse: another
- * width, or a change while an exchange is in flight, is refused. */
+ * width, or a change while an exchange is in flight, is refused. The plain exchange
+ * (comm_exchange_create) under comm_set_halo_bits(4) codes training steps only: rows of
+ * an evaluation tag (epoch 0) arrive bit for bit, those of epoch 1 within one step and
+ * not all exact, and the same epoch's exchange rounds alike twice (keyed by the tag). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/exchange.h"
 #include "core/ops.h"
 #include "fake_device.h"
 #include "halo_fixture.h"
@@ -84,7 +88,7 @@ static void round_q(struct comm *c, struct cg_backend *be, const struct fx_graph
   /* backward: halo rows hold this rank's gradients; owners add what comes back */
   for (int64_t i = 0; i < rows; i++)
     for (int64_t j = 0; j < cols; j++)
-      hx[i * cols + j] = i < l->n_inner ? enc(r, l->gid[i], j, 1) : enc(r, l->gid[i], j, 1);
+      hx[i * cols + j] = enc(r, l->gid[i], j, 1);
   MT_OK(be->upload(be, dx, hx, (size_t)rows * (size_t)cols * sizeof(float)));
   before = comm_halo_bytes_sent(h);
   MT_OK(comm_halo_begin(h, CG_HALO_BACKWARD, dx, cols));
@@ -165,6 +169,61 @@ static void run_config(struct comm *c, struct cg_backend *be, const struct fx_op
   fx_graph_free(&g);
 }
 
+/* The plain exchange codes training steps only. */
+static void run_plain_exchange(struct comm *c, struct cg_backend *be) {
+  const int P = comm_size(c), r = comm_rank(c);
+  const struct fx_opts o = {.seed = 5, .n = 200, .avg_deg = 4};
+  struct fx_graph g;
+  struct fx_local l;
+  MT_OK(fx_graph_make(&g, P, &o));
+  MT_OK(fx_local_make(&g, r, 0, &l));
+  MT_OK(comm_set_halo_bits(c, 4));
+  struct cg_exchange *ex = NULL;
+  MT_OK(comm_exchange_create(c, be, &l.plan, MAX_COLS, &ex));
+  const int64_t cols = 16, rows = l.n_inner + l.n_halo;
+  const size_t bytes = (size_t)(rows > 0 ? rows : 1) * (size_t)cols * sizeof(float);
+  float *hx = malloc(bytes), *first = malloc(bytes), *dx = NULL;
+  MT_CHECK(hx && first, "out of memory");
+  MT_OK(be->alloc(be, (void **)&dx, bytes, "test matrix"));
+  const uint32_t epochs[] = {0, 1, 1};
+  int64_t inexact = 0;
+  for (int k = 0; k < 3; k++) {
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < cols; j++) hx[i * cols + j] = i < l.n_inner ? enc(r, l.gid[i], j, 0) : -7.0f;
+    MT_OK(be->upload(be, dx, hx, (size_t)rows * (size_t)cols * sizeof(float)));
+    const struct cg_halo_tag tag = {.layer = 1, .epoch = epochs[k]};
+    MT_OK(ex->halo_begin(ex, CG_HALO_FORWARD, tag, dx, cols));
+    MT_OK(ex->halo_end(ex, CG_HALO_FORWARD, tag, dx, cols));
+    MT_OK(be->download(be, hx, dx, (size_t)rows * (size_t)cols * sizeof(float)));
+    for (int64_t i = l.n_inner; i < rows; i++) {
+      const int64_t gid = l.gid[i], own = g.owner[gid];
+      const double step = row_step(own, gid, cols, 0, 4);
+      for (int64_t j = 0; j < cols; j++) {
+        const float want = enc(own, gid, j, 0), got = hx[i * cols + j];
+        if (epochs[k] == 0)
+          MT_CHECK(got == want, "evaluation (epoch 0) row gid %lld col %lld: %.9g, expected %.9g exactly",
+                   (long long)gid, (long long)j, (double)got, (double)want);
+        else
+          MT_CHECK(fabs((double)got - want) <= step * (1.0 + 1e-5) + 1e-7, "epoch 1 row gid %lld col %lld: %.9g, "
+                   "expected %.9g within %.3g", (long long)gid, (long long)j, (double)got, (double)want, step);
+        if (k == 1) inexact += got != want;
+        if (k == 2)
+          MT_CHECK(got == first[i * cols + j], "epoch 1 exchanged twice rounded differently (gid %lld col %lld)",
+                   (long long)gid, (long long)j);
+      }
+    }
+    if (k == 1) memcpy(first, hx, (size_t)rows * (size_t)cols * sizeof(float));
+  }
+  MT_CHECK(l.n_halo == 0 || inexact > 0, "4-bit training rows all arrived exact: nothing was coded");
+  cg_exchange_destroy(&ex);
+  MT_OK(comm_set_halo_bits(c, 32));
+  be->free(be, dx);
+  free(hx);
+  free(first);
+  fx_local_free(&l);
+  fx_graph_free(&g);
+}
+
 int main(int argc, char **argv) {
   MT_OK(comm_init(&argc, &argv, &mt_comm));
   struct comm *c = mt_comm;
@@ -178,6 +237,8 @@ int main(int argc, char **argv) {
   struct cg_backend *backends[] = {cpu, dev};
   for (int bk = 0; bk < 2; bk++)
     for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++) run_config(c, backends[bk], &configs[k]);
+  run_plain_exchange(c, cpu);
+  run_plain_exchange(c, dev);
   MT_CHECK(comm_set_halo_bits(c, 3) == CG_ERR_ARG, "--halo-bits 3 accepted");
   cg_err_clear();
   MT_OK(comm_set_halo_bits(c, 4));
