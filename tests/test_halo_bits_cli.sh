@@ -14,6 +14,9 @@
 # 3. Usage errors: --halo-bits 5 (exit 2, naming the widths); --halo-bits with adaptive
 #    staleness of rows or of gradients is a set-up error on every rank naming both.
 #    --print-config shows it.
+# 4. --cache-preset fast resolves to --cache-policy jaca --staleness 3 --grad-staleness 3
+#    --halo-bits 4, each overridden by an explicit option; exact to the cache's exact
+#    defaults; another name is a usage error.
 set -u
 capgnn=$1 mpiexec=$2 out=$3
 rm -rf "$out" && mkdir -p "$out" && cd "$out" || exit 1
@@ -91,4 +94,13 @@ rc=$?
 [ $rc = 1 ] || { cat ga.err; fail "adaptive gradients with --halo-bits exited $rc"; }
 grep -q -- "--halo-bits 8 with --grad-staleness adaptive" ga.err || { cat ga.err; fail "no message naming both (gradients)"; }
 "$capgnn" --halo-bits 4 --print-config | grep -q "^halo-bits = 4$" || fail "--print-config lacks halo-bits"
+pc() { "$capgnn" "$@" --print-config | grep -E "^(cache-policy|staleness|grad-staleness|halo-bits) = " | tr '\n' ' '; }
+got=$(pc --cache-preset fast)
+[ "$got" = "cache-policy = jaca staleness = 3 grad-staleness = 3 halo-bits = 4 " ] || fail "preset fast: $got"
+got=$(pc --cache-preset fast --staleness 1 --cache-policy lru --halo-bits 8)
+[ "$got" = "cache-policy = lru staleness = 1 grad-staleness = 3 halo-bits = 8 " ] || fail "preset fast overridden: $got"
+got=$(pc --halo-bits 4 --grad-staleness 2 --cache-preset exact)
+[ "$got" = "cache-policy = jaca staleness = 0 grad-staleness = 2 halo-bits = 4 " ] || fail "preset exact: $got"
+"$capgnn" --cache-preset slow --graph synth:tiny >p.out 2>p.err; rc=$?
+[ $rc = 2 ] && grep -q "expected exact or fast" p.err || { cat p.err; fail "--cache-preset slow exited $rc"; }
 echo "test_halo_bits_cli: ok"
