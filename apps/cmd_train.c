@@ -82,6 +82,32 @@ static int parse_mb(const char *opt, const char *s, int64_t *out) {
   return rc;
 }
 
+/* --staleness (grad 0) or --grad-staleness (grad 1): a number of epochs S, or
+ * adaptive[:EPS[:S]] (jaca/options.c's parser; its message names the option). */
+static int parse_staleness(const char *arg, int grad, int *s, int *adaptive, double *eps) {
+  const char *opt = grad ? "--grad-staleness" : "--staleness";
+  if (strncmp(arg, "adaptive", 8) != 0) {
+    *adaptive = 0;
+    *eps = 0.0;
+    return cli_parse_int("train", opt, arg, s);
+  }
+#ifdef CAPGNN_HAVE_DIST
+  struct jaca_options jo;
+  jaca_options_defaults(&jo);
+  if ((grad ? jaca_grad_staleness_parse(arg, &jo) : jaca_staleness_parse(arg, &jo)) != CG_OK) {
+    const int rc = cli_usage_error("train", "%s", cg_err_msg());
+    cg_err_clear();
+    return rc;
+  }
+  *adaptive = 1;
+  *eps = grad ? jo.grad_adapt_eps : jo.adapt_eps;
+  *s = grad ? jo.grad_staleness : jo.staleness;
+  return 0;
+#else
+  return cli_usage_error("train", "%s %s: this build has no halo cache (no MPI)", opt, arg);
+#endif
+}
+
 static void print_mb(FILE *out, const char *key, int64_t mb) {
   if (mb == MB_AUTO) fprintf(out, "%s = auto\n", key);
   else fprintf(out, "%s = %lld\n", key, (long long)mb);
@@ -1071,49 +1097,11 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         break;
       case OPT_STALENESS:
         par.given_staleness = 1;
-        if (strncmp(optarg, "adaptive", 8) == 0) {
-#ifdef CAPGNN_HAVE_DIST
-          struct jaca_options jo;
-          jaca_options_defaults(&jo);
-          if (jaca_staleness_parse(optarg, &jo) != CG_OK) {
-            rc = usage_error("%s", cg_err_msg());
-            cg_err_clear();
-          } else {
-            par.adaptive = 1;
-            par.adapt_eps = jo.adapt_eps;
-            par.staleness = jo.staleness;
-          }
-#else
-          rc = usage_error("--staleness %s: this build has no halo cache (no MPI)", optarg);
-#endif
-        } else {
-          par.adaptive = 0;
-          par.adapt_eps = 0.0;
-          rc = cli_parse_int("train", "--staleness", optarg, &par.staleness);
-        }
+        rc = parse_staleness(optarg, 0, &par.staleness, &par.adaptive, &par.adapt_eps);
         break;
       case OPT_GRAD_STALENESS:
         par.given_grad_staleness = 1;
-        if (strncmp(optarg, "adaptive", 8) == 0) {
-#ifdef CAPGNN_HAVE_DIST
-          struct jaca_options jo;
-          jaca_options_defaults(&jo);
-          if (jaca_grad_staleness_parse(optarg, &jo) != CG_OK) {
-            rc = usage_error("%s", cg_err_msg());
-            cg_err_clear();
-          } else {
-            par.grad_adaptive = 1;
-            par.grad_adapt_eps = jo.grad_adapt_eps;
-            par.grad_staleness = jo.grad_staleness;
-          }
-#else
-          rc = usage_error("--grad-staleness %s: this build has no halo cache (no MPI)", optarg);
-#endif
-        } else {
-          par.grad_adaptive = 0;
-          par.grad_adapt_eps = 0.0;
-          rc = cli_parse_int("train", "--grad-staleness", optarg, &par.grad_staleness);
-        }
+        rc = parse_staleness(optarg, 1, &par.grad_staleness, &par.grad_adaptive, &par.grad_adapt_eps);
         break;
       case OPT_CACHE_WARMUP: rc = cli_parse_int("train", "--cache-warmup", optarg, &par.cache_warmup); break;
       case OPT_CACHE_PREFETCH:
