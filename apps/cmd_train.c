@@ -45,6 +45,7 @@ struct train_par {
   float prune_eps;          /* --prune-halo EPS (0: off) */
   const char *gpu_share;    /* --gpu-share P[,P...]: MPS share of each rank (NULL: none) */
   const char *prune_write;  /* --prune-write FILE */
+  const char *prune_norm;   /* --prune-norm pruned|original (NULL: not given) */
   /* the halo cache (jaca/jaca.h; cache_options turns these into its options) */
   const char *cache_policy; /* jaca | lru | fifo | none */
   float cache_capacity;
@@ -152,6 +153,10 @@ void cmd_train_usage(FILE *out) {
           "                                $CAPGNN_DATA/NAME.cgr; synth:PRESET[:key=value,...] with\n"
           "                                presets tiny, small, reddit, products\n"
           "  --feat-norm row|none          divide each feature row by its sum (default none)\n"
+          "  --norm-degrees GRAPH          normalise the aggregation by the degrees of GRAPH (the\n"
+          "                                same vertices; the graph trained must be part of it):\n"
+          "                                one rank trains what --prune-norm original trained,\n"
+          "                                from the --prune-write file and the original graph\n"
           "  --sparse-features auto|on|off layer 0 multiplies the input features as a sparse\n"
           "                                matrix (CSR; never made dense) on either backend; each\n"
           "                                rank reads its halo rows' features itself. auto\n"
@@ -258,6 +263,9 @@ void cmd_train_usage(FILE *out) {
           "                                (lowest influence first; their edges go both ways) until\n"
           "                                std < EPS x mean; trains the pruned graph (default 0: off)\n"
           "  --prune-write FILE            write the pruned graph as a .cgr (one rank trains the same)\n"
+          "  --prune-norm pruned|original  normalise the pruned graph by its own degrees (default:\n"
+          "                                a pruned row is renormalised over what remains) or by\n"
+          "                                the original graph's (its remaining weights unchanged)\n"
           "  --gpu-share P[,P...]          CUDA: limit each rank to P %% of its GPU's SMs through MPS\n"
           "                                (as capgnn profile; the MPS daemon must run); one value\n"
           "                                or one per rank\n"
@@ -353,7 +361,7 @@ void cmd_train_usage(FILE *out) {
 }
 
 enum {
-  OPT_GRAPH = 256, OPT_FEAT_NORM, OPT_MODEL, OPT_LAYERS, OPT_HIDDEN, OPT_DROPOUT, OPT_INPUT_DROPOUT, OPT_LAYERNORM,
+  OPT_GRAPH = 256, OPT_NORM_DEGREES, OPT_PRUNE_NORM, OPT_FEAT_NORM, OPT_MODEL, OPT_LAYERS, OPT_HIDDEN, OPT_DROPOUT, OPT_INPUT_DROPOUT, OPT_LAYERNORM,
   OPT_OPTIMIZER, OPT_LR, OPT_WD, OPT_WD_SCOPE, OPT_EPOCHS, OPT_EVAL_EVERY, OPT_SEED, OPT_DEVICE,
   OPT_THREADS, OPT_TF32, OPT_METRICS, OPT_QUIET, OPT_CONFIG, OPT_PRINT_CONFIG,
   OPT_PARTITION, OPT_PART_SEED, OPT_PART_CACHE, OPT_NO_PART_CACHE, OPT_COMM, OPT_CHECKPOINT,
@@ -445,6 +453,7 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   fprintf(out, ", the command line\n");
   fprintf(out, "[data]\ngraph = %s\nfeat-norm = %s\nsparse-features = %s\n", c->graph,
           c->feat_norm_row ? "row" : "none", rt_sparse_features_str(c->sparse_features));
+  if (c->norm_graph) fprintf(out, "norm-degrees = %s\n", c->norm_graph);
   fprintf(out, "\n[model]\nmodel = %s\nlayers = %d\nhidden = %lld\ndropout = %s\n",
           rt_model_kind_str(c->model), c->layers, (long long)c->hidden, float_str(f1, sizeof f1, c->dropout));
   if (c->input_dropout >= 0.0f)
@@ -502,6 +511,7 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   if (par->profile) fprintf(out, "profile = %s\n", par->profile);
   if (par->prune_eps > 0) fprintf(out, "prune-halo = %g\n", (double)par->prune_eps);
   if (par->prune_write) fprintf(out, "prune-write = %s\n", par->prune_write);
+  if (par->prune_norm) fprintf(out, "prune-norm = %s\n", par->prune_norm);
   if (par->gpu_share) fprintf(out, "gpu-share = %s\n", par->gpu_share);
   char cap[32];
   fprintf(out, "\n[cache]\ncache-policy = %s\ncache-capacity = %s\n", par->cache_policy,
@@ -683,6 +693,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   o.rapa = !strcmp(par->partition, "rapa");
   o.prune_eps = par->prune_eps;
   o.prune_write = par->prune_write;
+  o.prune_keep_degrees = par->prune_norm && !strcmp(par->prune_norm, "original");
   if (o.rapa && par->profile && strcmp(par->profile, "auto") != 0) o.rapa_profile = par->profile;
   if ((!o.rapa && part_method_parse(par->partition, &o.method) != CG_OK) || comm_path_parse(par->comm, &path) != CG_OK ||
       comm_allreduce_parse(par->allreduce, &o.allreduce) != CG_OK || rt_load_parse(par->load, &o.load) != CG_OK) {
@@ -844,6 +855,8 @@ int cmd_train(int argc, char **argv) {
       {"profile", required_argument, NULL, OPT_PROFILE},
       {"prune-halo", required_argument, NULL, OPT_PRUNE_HALO},
       {"prune-write", required_argument, NULL, OPT_PRUNE_WRITE},
+      {"prune-norm", required_argument, NULL, OPT_PRUNE_NORM},
+      {"norm-degrees", required_argument, NULL, OPT_NORM_DEGREES},
       {"gpu-share", required_argument, NULL, OPT_GPU_SHARE},
 #endif
       {"cache-policy", required_argument, NULL, OPT_CACHE_POLICY},
@@ -892,7 +905,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   opterr = 0; /* our own one-line messages */
   int c, rc = 0, print = 0;
   struct seed_list seeds = {{0}, 0};
-  struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, "none", 1.0f,
+  struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, NULL, "none", 1.0f,
                           MB_AUTO, MB_AUTO, 1024, 0, 0, 0, 0, 0.0, 0, 0.0, "auto", 1, 0, NULL, 0, 0, 0, 0};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
@@ -1077,6 +1090,14 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         if (!optarg[0]) rc = usage_error("--prune-write: empty file name");
         par.prune_write = optarg;
         break;
+      case OPT_PRUNE_NORM:
+        if (!strcmp(optarg, "pruned") || !strcmp(optarg, "original")) par.prune_norm = optarg;
+        else rc = usage_error("--prune-norm '%s': expected pruned or original", optarg);
+        break;
+      case OPT_NORM_DEGREES:
+        if (!optarg[0]) rc = usage_error("--norm-degrees: empty graph name");
+        cfg.norm_graph = optarg;
+        break;
       case OPT_CACHE_POLICY:
         par.given_policy = 1;
         if (!strcmp(optarg, "jaca") || !strcmp(optarg, "lru") || !strcmp(optarg, "fifo") || !strcmp(optarg, "none"))
@@ -1159,6 +1180,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (par.prune_eps > 0 && strcmp(par.partition, "rapa") != 0)
     return usage_error("--prune-halo needs --partition rapa (the cost model it balances comes with it)");
   if (par.prune_write && !(par.prune_eps > 0)) return usage_error("--prune-write needs --prune-halo EPS > 0");
+  if (par.prune_norm && !(par.prune_eps > 0)) return usage_error("--prune-norm needs --prune-halo EPS > 0");
   if (par.prune_write && cg_outfile_check(par.prune_write, "--prune-write", graph_outfile_kind(), NULL, 0, cfg.force,
                                           0) != CG_OK) {
     if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());

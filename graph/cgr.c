@@ -340,6 +340,7 @@ void graph_free(struct graph *g) {
   cg_free(g->labels);
   cg_free(g->mlabels);
   cg_free(g->split);
+  cg_free(g->norm_deg);
   memset(g, 0, sizeof *g);
 }
 

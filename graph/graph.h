@@ -37,6 +37,9 @@ struct graph {
   uint8_t *mlabels;          /* multi-label: n x num_classes, 0/1 */
   uint8_t *split;            /* n entries, enum graph_split */
   uint32_t checksum;         /* CRC-32 over the seven section CRCs and n, m, f, c (identifies the graph) */
+  int32_t *norm_deg;         /* optional, n: the degrees the normalisation counts instead of the
+                                structure's own (a subgraph normalised as its supergraph:
+                                graph_set_norm_degrees); not part of the file or the checksum */
 };
 
 /* Read and fully check a .cgr file: every check of FORMAT.md ("What a reader must
@@ -192,11 +195,20 @@ enum graph_norm {
   GRAPH_NORM_GCN,  /* D^-1/2 (A + I) D^-1/2, degrees counted with the self-loop */
   GRAPH_NORM_MEAN, /* row u: 1/deg(u) on each neighbour (GraphSAGE mean), no self-loop */
 };
-/* Degree used by the normalisation of vertex u (global): deg(u) + (kind == GCN && self_loops). */
+/* Degree used by the normalisation of vertex u (global): deg(u) + (kind == GCN && self_loops),
+ * deg(u) being g->norm_deg[u] when set, else u's entries in the structure. */
 static inline int64_t graph_norm_degree(const struct graph *g, enum graph_norm kind, int self_loops,
                                         int64_t u) {
-  return g->rowptr[u + 1] - g->rowptr[u] + (kind == GRAPH_NORM_GCN && self_loops ? 1 : 0);
+  const int64_t d = g->norm_deg ? (int64_t)g->norm_deg[u] : g->rowptr[u + 1] - g->rowptr[u];
+  return d + (kind == GRAPH_NORM_GCN && self_loops ? 1 : 0);
 }
+/* Normalise g as `super`, a graph on the same vertices whose every vertex has at least
+ * g's degree (the graph g was cut from: halo pruning keeps the original graph's degrees
+ * this way): g->norm_deg = super's degrees. A missing row mass is then left out, not
+ * redistributed. CG_ERR_ARG naming `what` when the vertex counts differ or a degree of g
+ * exceeds super's; CG_ERR_NOMEM. `super` may be g itself (its current degrees kept).
+ * graph_free frees the degrees. */
+int graph_set_norm_degrees(struct graph *g, const struct graph *super, const char *what);
 /* Weight of the entry (row u <- column v) given the normalisation degrees of u and v.
  * The one formula every partition and backend uses, so P ranks equal 1 rank. */
 float graph_norm_weight(enum graph_norm kind, int64_t deg_u, int64_t deg_v);

@@ -29,6 +29,28 @@ float graph_norm_col_scale(enum graph_norm kind, int64_t deg) {
   return deg > 0 ? (float)(1.0 / sqrt((double)deg)) : 0.0f;
 }
 
+int graph_set_norm_degrees(struct graph *g, const struct graph *super, const char *what) {
+  if (super->n != g->n)
+    return cg_err_set(CG_ERR_ARG, "%s: normalising a graph of %lld vertices by the degrees of one of %lld: they "
+                      "must be the same vertices", what, (long long)g->n, (long long)super->n);
+  int32_t *d = cg_malloc((size_t)(g->n > 0 ? g->n : 1) * sizeof *d, "normalisation degrees");
+  if (!d) return CG_ERR_NOMEM;
+  for (int64_t u = 0; u < g->n; u++) {
+    const int64_t own = g->rowptr[u + 1] - g->rowptr[u];
+    const int64_t s = super->norm_deg ? super->norm_deg[u] : super->rowptr[u + 1] - super->rowptr[u];
+    if (s < own) {
+      cg_free(d);
+      return cg_err_set(CG_ERR_ARG, "%s: vertex %lld has %lld neighbours but a normalisation degree of %lld: the "
+                        "degrees must come from a graph this one is part of", what, (long long)u, (long long)own,
+                        (long long)s);
+    }
+    d[u] = (int32_t)s;
+  }
+  cg_free(g->norm_deg);
+  g->norm_deg = d;
+  return CG_OK;
+}
+
 int graph_aggr_build(const struct graph *g, enum graph_norm kind, int self_loops, struct cg_csr *out) {
   if (kind != GRAPH_NORM_GCN && kind != GRAPH_NORM_MEAN)
     return cg_err_set(CG_ERR_ARG, "graph_aggr_build: unknown normalisation %d", (int)kind);

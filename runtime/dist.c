@@ -222,12 +222,16 @@ static int dist_rapa_prune(struct comm *c, struct graph *g, const struct rapa_sh
   memset(&pr, 0, sizeof pr);
   memset(&res, 0, sizeof res);
   int64_t m = 0;
+  /* the original degrees, before the structure changes (every rank has the whole graph) */
+  if (o->prune_keep_degrees) st = graph_set_norm_degrees(g, g, "--prune-norm original");
+  TRY(comm_agree(c, st, "keeping the original degrees"));
   if (rank == 0) {
     st = rapa_prune_halo(g, owner, P, shape, rates, links, o->prune_eps, &pr, &res);
     if (st == CG_OK && o->prune_write) st = graph_save_cgr(o->prune_write, &pr);
     if (st == CG_OK) {
       m = pr.m;
       pred->prune_eps = o->prune_eps;
+      pred->prune_keep_degrees = o->prune_keep_degrees;
       pred->cut_edges = res.cut_edges;
       pred->pruned_edges = res.removed_edges;
       pred->pruned_vertices = res.nlog;
@@ -237,10 +241,12 @@ static int dist_rapa_prune(struct comm *c, struct graph *g, const struct rapa_sh
         pred->memory_bytes[p] = res.after[p].memory_bytes;
       }
       LOG_WARN("dist", "APPROXIMATE: halo pruning (--prune-halo %g) removed %lld of %lld cut edges (%.2f %%; %lld "
-               "halo vertices of their parts, %d round%s): training runs on the pruned graph%s%s", o->prune_eps,
+               "halo vertices of their parts, %d round%s): training runs on the pruned graph, normalised with %s "
+               "degrees%s%s", o->prune_eps,
                (long long)res.removed_edges, (long long)res.cut_edges,
                res.cut_edges > 0 ? 100.0 * (double)res.removed_edges / (double)res.cut_edges : 0.0,
-               (long long)res.nlog, res.rounds, res.rounds == 1 ? "" : "s", o->prune_write ? ", written to " : "",
+               (long long)res.nlog, res.rounds, res.rounds == 1 ? "" : "s",
+               o->prune_keep_degrees ? "the original graph's" : "its own", o->prune_write ? ", written to " : "",
                o->prune_write ? o->prune_write : "");
       for (int p = 0; p < P; p++)
         LOG_INFO("dist", "pruned: rank %d predicted compute %.2f ms + communication %.2f ms (before: %.2f + %.2f)", p,
@@ -674,15 +680,21 @@ int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_
   else if (o->load == RT_LOAD_PER_RANK && o->rapa)
     st = cg_err_set(CG_ERR_UNSUPPORTED, "--load per-rank with --partition rapa: the resource-aware partitioner "
                     "(and halo pruning) read the whole graph on every rank (use --load whole or auto)");
+  else if (o->load == RT_LOAD_PER_RANK && cfg->norm_graph)
+    st = cg_err_set(CG_ERR_UNSUPPORTED, "--load per-rank with --norm-degrees: the degrees are read from the whole "
+                    "graph on every rank (use --load whole or auto)");
   TRY(comm_agree(c, st, "choosing how to load the graph"));
-  /* auto: per-rank for a file, unless the resource-aware partitioner needs the whole graph */
-  if (path && o->load != RT_LOAD_WHOLE && !o->rapa) return dist_create_per_rank(c, path, cfg, o, out);
-  if (synth && o->load == RT_LOAD_PER_RANK && !o->rapa) return dist_create_per_rank(c, NULL, cfg, o, out);
+  /* auto: per-rank for a file, unless the resource-aware partitioner or another graph's
+   * degrees need the whole graph */
+  const int whole = o->rapa || cfg->norm_graph;
+  if (path && o->load != RT_LOAD_WHOLE && !whole) return dist_create_per_rank(c, path, cfg, o, out);
+  if (synth && o->load == RT_LOAD_PER_RANK && !whole) return dist_create_per_rank(c, NULL, cfg, o, out);
   if (rt_fault_from_env(comm_rank(c)) == RT_FAULT_SETUP)
     st = cg_err_set(CG_ERR_IO, "cannot open graph '%s' (simulated failure: "
                     "CAPGNN_TEST_FAIL_RANK=%d is set)", cfg->graph, comm_rank(c));
   else
     st = graph_open(cfg->graph, &g);
+  if (st == CG_OK) st = rt_graph_norm_apply(&g, cfg);
   TRY_GOTO(comm_agree(c, st, "opening the graph"), done);
   if (cfg->feat_norm_row) graph_feat_rownorm(&g);
   if (o && o->rapa) {

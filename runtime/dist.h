@@ -122,9 +122,15 @@ struct rt_dist_options {
   /* --prune-halo EPS (> 0; with rapa only): APPROXIMATE. After the weighted split, halo
    * vertices are pruned (rapa_prune_halo: their edges into the slow ranks go, both
    * directions) until std(lambda) < EPS x mean; every rank then trains on the pruned graph
-   * (the exact training of that graph). prune_write: rank 0 writes it there as a .cgr. */
+   * (the exact training of that graph). prune_write: rank 0 writes it there as a .cgr.
+   * prune_keep_degrees: the pruned graph is normalised with the original graph's degrees
+   * (graph_set_norm_degrees: a pruned row keeps its weights and loses the pruned ones'
+   * mass) instead of its own (the default: a pruned row's weights renormalised over the
+   * neighbours that remain); one rank reproduces it with rt_config.norm_graph = the
+   * original graph. */
   double prune_eps;
   const char *prune_write;
+  int prune_keep_degrees;
   enum rt_load load;              /* how rt_dist_create reads a .cgr file (default AUTO) */
 };
 void rt_dist_options_defaults(struct rt_dist_options *o);

@@ -197,6 +197,7 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
   cJSON_AddNumberToObject(o, "weight_decay", fdec(cfg->weight_decay));
   cJSON_AddStringToObject(o, "wd_scope", rt_wd_scope_str(cfg->wd_scope));
   cJSON_AddStringToObject(o, "feat_norm", cfg->feat_norm_row ? "row" : "none");
+  if (cfg->norm_graph) cJSON_AddStringToObject(o, "norm_degrees", cfg->norm_graph);
   cJSON_AddStringToObject(o, "sparse_features", rt_sparse_features_str(cfg->sparse_features));
   cJSON_AddNumberToObject(o, "eval_every", cfg->eval_every);
   cJSON_AddBoolToObject(o, "overlap", cfg->overlap != 0);
@@ -281,6 +282,7 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
       cJSON_AddNumberToObject(p, "passes", ranks->pred->passes);
       cJSON_AddBoolToObject(p, "corrected", ranks->pred->corrected != 0);
       cJSON_AddNumberToObject(p, "prune_eps", ranks->pred->prune_eps);
+      cJSON_AddStringToObject(p, "prune_norm", ranks->pred->prune_keep_degrees ? "original" : "pruned");
       cJSON_AddNumberToObject(p, "cut_edges", (double)ranks->pred->cut_edges);
       cJSON_AddNumberToObject(p, "pruned_edges", (double)ranks->pred->pruned_edges);
       json_num(p, "pruned_fraction", ranks->pred->cut_edges > 0 ? (double)ranks->pred->pruned_edges /

@@ -17,6 +17,7 @@
  *   restores, for its direct callers). */
 #include <string.h>
 
+#include "core/log.h"
 #include "core/outfile.h"
 #include "core/status.h"
 #include "runtime/runtime_internal.h"
@@ -48,6 +49,19 @@ int rt_run_check_files(const struct rt_config *cfg) {
   return CG_OK;
 }
 
+int rt_graph_norm_apply(struct graph *g, const struct rt_config *cfg) {
+  if (!cfg->norm_graph) return CG_OK;
+  struct graph s;
+  memset(&s, 0, sizeof s);
+  int st = graph_open(cfg->norm_graph, &s);
+  if (st == CG_OK) st = graph_set_norm_degrees(g, &s, "--norm-degrees");
+  if (st == CG_OK)
+    LOG_INFO("train", "normalising the aggregation by the degrees of %s (%lld entries; the graph trained has "
+           "%lld): rows that lost neighbours keep their weights", cfg->norm_graph, (long long)s.m, (long long)g->m);
+  graph_free(&s);
+  return st;
+}
+
 int rt_run_checked(const struct rt_config *cfg, struct rt_result *res) {
   int st = CG_OK;
   struct graph g;
@@ -60,6 +74,7 @@ int rt_run_checked(const struct rt_config *cfg, struct rt_result *res) {
   TRY(rt_run_check_files(cfg));
   TRY(rt_checkpoint_read_resume(cfg, &resume));
   TRY_GOTO(graph_open(cfg->graph, &g), done);
+  TRY_GOTO(rt_graph_norm_apply(&g, cfg), done);
   if (cfg->feat_norm_row) graph_feat_rownorm(&g);
   int sparse = 0;
   TRY_GOTO(rt_features_choose(&g, cfg, 1, &sparse), done);

@@ -86,6 +86,9 @@ enum rt_layer0_halo { RT_L0_AUTO = 0, RT_L0_LOCAL = 1, RT_L0_EXCHANGE = 2 };
 struct rt_config {
   /* data */
   const char *graph;      /* NAME | FILE | synth:... (graph_open); default "synth:small" */
+  const char *norm_graph; /* NULL, or a graph on the same vertices that contains `graph`: its
+                             degrees normalise the aggregation (graph_set_norm_degrees; e.g.
+                             a pruned graph trained as `--prune-norm original` trained it) */
   int feat_norm_row;      /* 1: divide each feature row by its sum before training */
   enum rt_sparse_features sparse_features; /* default auto */
   enum rt_layer0_halo layer0_halo; /* default auto (rt_layer0_exchange_choose) */
@@ -232,6 +235,7 @@ struct rt_prediction {
   int passes, corrected;            /* METIS runs; 1 when the correction pass's split was kept */
   /* halo pruning (--prune-halo EPS > 0: APPROXIMATE, the training of the pruned graph) */
   double prune_eps;                 /* 0: none */
+  int prune_keep_degrees;           /* 1: normalised with the original degrees */
   int64_t cut_edges, pruned_edges;  /* undirected edges between parts / removed by pruning */
   int64_t pruned_vertices;          /* halo vertices dropped (per part, summed) */
 };

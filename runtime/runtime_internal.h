@@ -193,6 +193,12 @@ int rt_model_build(struct cg_backend *be, const struct rt_local *loc, const stru
  * Adam/AdamW or SGD at rt_lr_at's learning rate (runtime/optimizer.c). */
 void rt_model_optimizer_step(struct rt_model *m);
 
+/* ---- normalisation by another graph's degrees (run.c) --------------------------- */
+
+/* cfg->norm_graph set: open it and normalise g by its degrees (graph_set_norm_degrees),
+ * logged; nothing otherwise. */
+int rt_graph_norm_apply(struct graph *g, const struct rt_config *cfg);
+
 /* ---- the training loop's bookkeeping (train.c, checkpoint_run.c) -------------- */
 
 /* The best evaluation so far: the highest validation accuracy, ties to the lower

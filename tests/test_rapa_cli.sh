@@ -13,7 +13,11 @@
 #    rank_compute_s / rank_comm_s, the summary's per_rank, rapa, emulate_speed).
 # 3. Usage errors: --threads with a value per rank for another rank count, a bad
 #    CAPGNN_EMULATE_SPEED, --gpu-share without an MPS daemon or on the CPU, --prune-halo
-#    without --partition rapa. No timing is asserted. Exit 77 without cora.
+#    without --partition rapa.
+# 4. --prune-norm original on 2 ranks equals one rank on the written pruned graph with
+#    --norm-degrees (the original graph), and differs from its own degrees; --prune-norm
+#    and --norm-degrees refused where they cannot apply. No timing is asserted. Exit 77
+#    without cora.
 set -u
 capgnn=$1 mpiexec=$2 out=$3 data=$4 profile=$5
 [ -r "$data/cora.cgr" ] || { echo "cora.cgr not in $data: skipped"; exit 77; }
@@ -107,4 +111,46 @@ grep -q "applies to GPU ranks" g2.err || { cat g2.err; fail "no message on --gpu
 "$capgnn" --graph cora --prune-halo 0.1 >g3.out 2>g3.err
 [ $? -eq 2 ] || fail "--prune-halo without --partition rapa: not a usage error"
 grep -q "needs --partition rapa" g3.err || { cat g3.err; fail "no message on --prune-halo"; }
+# --prune-norm original: 2 ranks (speeds 1 and 0.33) prune and write the pruned graph; one
+# rank trains it with --norm-degrees cora (the original degrees) epoch for epoch, and
+# differently without them (its own degrees: the default normalisation)
+CAPGNN_EMULATE_SPEED=1,0.33 mpi -n 2 -x CAPGNN_EMULATE_SPEED "$capgnn" --graph cora --epochs 6 --threads 1 \
+  --partition rapa --prune-halo 0.001 --prune-norm original --prune-write pruned.cgr --no-part-cache \
+  --metrics pn2.jsonl >pn2.out 2>pn2.err || { cat pn2.err; fail "--prune-norm original on 2 ranks exited $?"; }
+grep -q "normalised with the original graph's degrees, written to pruned.cgr" pn2.err ||
+  { cat pn2.err; fail "the pruning line does not name the normalisation"; }
+"$capgnn" --graph pruned.cgr --norm-degrees cora --epochs 6 --threads 1 --metrics pn1.jsonl >pn1.out 2>pn1.err ||
+  { cat pn1.err; fail "one rank with --norm-degrees exited $?"; }
+grep -q "normalising the aggregation by the degrees of cora" pn1.err || { cat pn1.err; fail "--norm-degrees not logged"; }
+"$capgnn" --graph pruned.cgr --epochs 6 --threads 1 --quiet --metrics pn1own.jsonl 2>pn1own.err ||
+  { cat pn1own.err; fail "one rank on the pruned graph exited $?"; }
+python3 - pn2.jsonl pn1.jsonl pn1own.jsonl <<'PY' || exit 1
+import json, sys
+recs = [[json.loads(l) for l in open(f)] for f in sys.argv[1:]]
+two, one, own = ([x["loss"] for x in r if not x.get("summary")] for r in recs)
+s2, s1 = recs[0][-1], recs[1][-1]
+assert s2["rapa"]["prune_norm"] == "original" and s2["rapa"]["pruned_edges"] > 0, s2["rapa"]
+assert s1["norm_degrees"] == "cora", s1.get("norm_degrees")
+worst = max(abs(a - b) / abs(b) for a, b in zip(two, one))
+assert len(two) == len(one) == 6 and worst <= 1e-5, (worst, two, one)
+apart = max(abs(a - b) / abs(b) for a, b in zip(two, own))
+assert apart > 1e-4, ("the original degrees changed nothing", two, own)
+print(f"--prune-norm original: 2 ranks = one rank with --norm-degrees to {worst:.1e}; its own degrees {apart:.1e} apart")
+PY
+# ... and what is refused
+"$capgnn" --graph cora --partition rapa --prune-norm original >g4.out 2>g4.err
+[ $? -eq 2 ] || fail "--prune-norm without --prune-halo: not a usage error"
+grep -q "needs --prune-halo" g4.err || { cat g4.err; fail "no message on --prune-norm"; }
+"$capgnn" --graph cora --partition rapa --prune-halo 0.1 --prune-norm mine >g5.out 2>g5.err
+[ $? -eq 2 ] || fail "--prune-norm mine: not a usage error"
+grep -q "expected pruned or original" g5.err || { cat g5.err; fail "no message on --prune-norm mine"; }
+"$capgnn" --graph cora --norm-degrees pruned.cgr --epochs 1 >g6.out 2>g6.err
+[ $? -eq 1 ] || fail "cora normalised by the degrees of a graph cut from it: exit status not 1"
+grep -q "the degrees must come from a graph this one is part of" g6.err || { cat g6.err; fail "no message on --norm-degrees"; }
+"$capgnn" --graph cora --norm-degrees citeseer --epochs 1 >g7.out 2>g7.err
+[ $? -eq 1 ] || fail "--norm-degrees of a graph on other vertices: exit status not 1"
+grep -q "must be the same vertices" g7.err || { cat g7.err; fail "no message on --norm-degrees citeseer"; }
+mpi -n 2 "$capgnn" --graph cora --norm-degrees cora --load per-rank --epochs 1 --threads 1 >g8.out 2>g8.err &&
+  fail "--norm-degrees with --load per-rank accepted"
+grep -q "per-rank with --norm-degrees" g8.err || { cat g8.err; fail "no message on --norm-degrees with --load per-rank"; }
 echo "test_rapa_cli: ok"

@@ -240,6 +240,52 @@ static void test_rownorm_sparse(void **state) {
   assert_true(out[0] == 1.0f && out[1] == -0.5f && out[2] == 0.0f && out[3] == 0.5f);
 }
 
+/* The five-vertex graph without the edge 0-2, normalised with the whole graph's degrees
+ * (what --prune-norm original trains): the remaining entries keep their weights. */
+static void test_norm_degrees(void **state) {
+  (void)state;
+  struct graph full, cut;
+  make_graph(&full);
+  make_graph(&cut);
+  int64_t rp_cut[] = {0, 1, 3, 5, 6, 6};
+  int32_t ci_cut[] = {1, 0, 2, 1, 3, 2};
+  cut.rowptr = rp_cut;
+  cut.colidx = ci_cut;
+  cut.m = 6;
+  assert_int_equal(graph_set_norm_degrees(&cut, &full, "test"), CG_OK);
+  assert_int_equal(graph_norm_degree(&cut, GRAPH_NORM_GCN, 1, 0), 3); /* 2 + the self-loop, not 1 + 1 */
+  const double s3 = 1.0 / 3, s12 = 1 / sqrt(12.0), s8 = 1 / sqrt(8.0), t = 1.0 / 3;
+  {
+    const int64_t rp[] = {0, 2, 5, 8, 10, 11};
+    const int32_t ci[] = {0, 1, 0, 1, 2, 1, 2, 3, 2, 3, 4};
+    const double v[] = {s3, s3, s3, s3, s12, s12, 0.25, s8, s8, 0.5, 1.0};
+    struct cg_csr a;
+    assert_int_equal(graph_aggr_build(&cut, GRAPH_NORM_GCN, 1, &a), CG_OK);
+    expect_csr("GCN + I, the whole graph's degrees", &a, rp, ci, v, 11);
+    cg_csr_free(&a);
+  }
+  {
+    const int64_t rp[] = {0, 1, 3, 5, 6, 6};
+    const double v[] = {0.5, 0.5, 0.5, t, t, 1.0};
+    struct cg_csr a;
+    assert_int_equal(graph_aggr_build(&cut, GRAPH_NORM_MEAN, 0, &a), CG_OK);
+    expect_csr("MEAN, the whole graph's degrees", &a, rp, ci_cut, v, 6);
+    cg_csr_free(&a);
+  }
+  /* a graph normalised as itself keeps its degrees (and the ones it was given) */
+  assert_int_equal(graph_set_norm_degrees(&cut, &cut, "test"), CG_OK);
+  assert_int_equal(graph_norm_degree(&cut, GRAPH_NORM_MEAN, 0, 0), 2);
+  cg_free(cut.norm_deg);
+  cut.norm_deg = NULL;
+  /* refused: degrees below the graph's own (the whole graph by the cut one's), other vertices */
+  assert_int_equal(graph_set_norm_degrees(&full, &cut, "test"), CG_ERR_ARG);
+  assert_non_null(strstr(cg_err_msg(), "vertex 0 has 2 neighbours but a normalisation degree of 1"));
+  assert_null(full.norm_deg);
+  cut.n = 4;
+  assert_int_equal(graph_set_norm_degrees(&full, &cut, "test"), CG_ERR_ARG);
+  assert_non_null(strstr(cg_err_msg(), "must be the same vertices"));
+}
+
 static void test_split_count(void **state) {
   (void)state;
   struct graph g;
@@ -256,6 +302,7 @@ int main(void) {
       cmocka_unit_test(test_mean),            cmocka_unit_test(test_norm_weight),
       cmocka_unit_test(test_properties_synth), cmocka_unit_test(test_rownorm_dense),
       cmocka_unit_test(test_rownorm_sparse),  cmocka_unit_test(test_split_count),
+      cmocka_unit_test(test_norm_degrees),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -366,14 +366,23 @@ static void same_bits(const struct run_out *a, const struct run_out *b, const ch
 /* Who owns which vertex: the partitioner (rt_dist_create), or an owner array given
  * to rt_dist_create_from_graph: v mod P (every vertex's neighbours scattered), or
  * v mod (P - 1) (the last rank owns nothing: no inner row, no halo, no peer). */
-enum owners { OWN_PARTITIONER = 0, OWN_MOD_P = 1, OWN_LAST_EMPTY = 2, OWN_RAPA = 3, OWN_RAPA_PRUNE = 4 };
+enum owners {
+  OWN_PARTITIONER = 0,
+  OWN_MOD_P = 1,
+  OWN_LAST_EMPTY = 2,
+  OWN_RAPA = 3,
+  OWN_RAPA_PRUNE = 4,
+  OWN_RAPA_PRUNE_DEG = 5
+};
 
 /* OWN_RAPA: --partition rapa (capability-weighted METIS) with rank r's rates those of a
  * device of speed g_speeds[P][r] (given, so that the split does not depend on what a
  * shared machine measures), so the parts are far from equal. OWN_RAPA_PRUNE: the same
  * with halo pruning (--prune-halo 0.001, approximate): the reference is then one rank
  * trained on the pruned graph as rank 0 wrote it (a .cgr), which the P ranks must
- * equal like any other graph. */
+ * equal like any other graph. OWN_RAPA_PRUNE_DEG: pruned, normalised with the original
+ * graph's degrees (--prune-norm original); the reference trains the written graph
+ * normalised by the original's degrees (--norm-degrees). */
 static const double g_speeds[5][4] = {{1}, {1}, {1, 0.33}, {1, 0.5, 0.25}, {1, 0.5, 0.25, 0.25}};
 
 struct tcase {
@@ -534,6 +543,13 @@ static void reference(const struct rt_config *cfg, struct run_out *ref) {
   struct cg_backend *be = NULL;
   memset(&g, 0, sizeof g);
   OK(graph_open(cfg->graph, &g));
+  if (cfg->norm_graph) { /* as rt_run does (--norm-degrees) */
+    struct graph s;
+    memset(&s, 0, sizeof s);
+    OK(graph_open(cfg->norm_graph, &s));
+    OK(graph_set_norm_degrees(&g, &s, "the reference"));
+    graph_free(&s);
+  }
   if (cfg->feat_norm_row) graph_feat_rownorm(&g);
   OK(rt_local_from_graph(&g, cfg->model, &loc));
   graph_free(&g);
@@ -580,10 +596,11 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
   memset(&ref, 0, sizeof ref);
   memset(&dist, 0, sizeof dist);
   char pruned_path[256] = "";
-  if (tc->owners == OWN_RAPA_PRUNE) {
+  const int pruned = tc->owners == OWN_RAPA_PRUNE || tc->owners == OWN_RAPA_PRUNE_DEG;
+  if (pruned) {
     const char *tag = strrchr(tc->graph, '/') ? strrchr(tc->graph, '/') + 1 : tc->graph;
-    snprintf(pruned_path, sizeof pruned_path, "prune_equiv_%.40s_%s_L%d_P%d.cgr", tag, rt_model_kind_str(tc->model),
-             tc->layers, P);
+    snprintf(pruned_path, sizeof pruned_path, "prune_equiv_%.40s_%s_L%d_P%d%s.cgr", tag, rt_model_kind_str(tc->model),
+             tc->layers, P, tc->owners == OWN_RAPA_PRUNE_DEG ? "_deg" : "");
     for (char *q = pruned_path; *q; q++)
       if (*q == ':' || *q == '=' || *q == ',') *q = '_';
   } else {
@@ -611,7 +628,7 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
       rt_dist_destroy(&dw);
       g_perrank_cases++;
     }
-  } else if (tc->owners == OWN_RAPA || tc->owners == OWN_RAPA_PRUNE) {
+  } else if (tc->owners == OWN_RAPA || pruned) {
     struct rapa_rates rates[RAPA_MAX_RANKS];
     for (int p = 0; p < P && p < RAPA_MAX_RANKS; p++) {
       const double f = P <= 4 ? g_speeds[P][p] : 1.0;
@@ -620,13 +637,14 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
     }
     o.rapa = 1;
     o.rapa_rates = rates;
-    if (tc->owners == OWN_RAPA_PRUNE) {
+    if (pruned) {
       o.prune_eps = 1e-3;
       o.prune_write = pruned_path;
+      o.prune_keep_degrees = tc->owners == OWN_RAPA_PRUNE_DEG;
     }
     OK(rt_dist_create(g_comm, &cfg, &o, &d));
-    how = tc->owners == OWN_RAPA ? "rapa" : "pruned";
-    if (tc->owners == OWN_RAPA_PRUNE) { /* the reference trains the written pruned graph */
+    how = tc->owners == OWN_RAPA ? "rapa" : tc->owners == OWN_RAPA_PRUNE ? "pruned" : "pruned, original degrees";
+    if (pruned) { /* the reference trains the written pruned graph */
       const struct rt_prediction *pr = rt_dist_local(d)->pred;
       if (P > 1 && P <= 4)
         CHECK(pr->pruned_edges > 0 && pr->pruned_edges <= pr->cut_edges, "pruning removed %lld of %lld cut edges",
@@ -638,6 +656,7 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
       struct rt_config rc = cfg;
       rc.graph = pruned_path;
       rc.feat_norm_row = 0; /* the written features are the normalised ones */
+      if (tc->owners == OWN_RAPA_PRUNE_DEG) rc.norm_graph = cfg.graph;
       reference(&rc, &ref);
     }
     const struct rt_local *l = rt_dist_local(d);
@@ -1198,6 +1217,9 @@ int main(int argc, char **argv) {
       /* ... with halo pruning: P ranks equal one rank on the pruned graph */
       {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_RAPA_PRUNE, 0, 0, 0, RT_L0_AUTO},
       {"synth:small", 0, RT_MODEL_SAGE, 3, PART_METIS, OWN_RAPA_PRUNE, 0, 0, 0, RT_L0_AUTO},
+      /* ... normalised with the original degrees: one rank on the pruned graph with them */
+      {cora, 1, RT_MODEL_GCN, 2, PART_METIS, OWN_RAPA_PRUNE_DEG, 0, 0, 0, RT_L0_AUTO},
+      {"synth:small", 0, RT_MODEL_SAGE, 2, PART_METIS, OWN_RAPA_PRUNE_DEG, 0, 0, 0, RT_L0_AUTO},
       /* sparse input features (issue #14), dropout on: layer 0 multiplies X as CSR on
        * every rank (halo rows' features read, not exchanged), against the dense
        * reference; Cora's bag of words and an identity-feature graph */
