@@ -1,5 +1,11 @@
 /* core/ops_emulate.c — forwarding backend that makes every op 1/speed times as long.
  *
+ * Why a CPU op is timed by its thread's CPU time: ranks that share cores (more ranks than
+ * cores, as in the 4-rank benchmarks on 2 cores) wait for a core inside their ops, and a
+ * wait of (1/speed - 1) x the wall time would multiply that queueing too, so a slow rank
+ * would get slower with every neighbour's work. The emulated device's op lasts its own
+ * work (CPU time) / speed, and the time queued for a core is counted towards it.
+ *
  * Why the debt is paid at synchronisation points and not after each op: an op of a
  * few microseconds would otherwise cost a sleep each (a system call and the timer's
  * granularity), and the emulated slowdown would depend on the op count rather than on
@@ -35,6 +41,7 @@ struct emu {
   struct cg_backend pub; /* first member: the wrapper is the backend */
   struct cg_backend *in;
   double speed, factor; /* factor = 1/speed - 1 */
+  int cpu_clock;        /* 1: the inner backend computes on this thread (CPU): its CPU time counts */
   double debt;          /* seconds still to wait (negative: credit from an oversleep) */
   struct cg_emulate_counters c;
 };
@@ -62,22 +69,40 @@ static void emu_pay(struct emu *p) {
   p->c.waits++;
 }
 
-static double emu_begin(void) { return cg_time_now(); }
-static void emu_end(struct emu *p, double t0) {
+static double thread_cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+struct emu_t0 {
+  double wall, cpu;
+};
+static struct emu_t0 emu_begin(const struct emu *p) {
+  return (struct emu_t0){cg_time_now(), p->cpu_clock ? thread_cpu_now() : 0.0};
+}
+static void emu_end(struct emu *p, struct emu_t0 t0) {
   p->in->sync(p->in);
-  const double dt = cg_time_now() - t0;
+  const double cpu = p->cpu_clock ? thread_cpu_now() - t0.cpu : 0.0; /* read inside the wall interval */
+  const double dt = cg_time_now() - t0.wall;
+  double owe = p->factor * dt;
+  if (p->cpu_clock) { /* the op lasts its own CPU time / speed; time spent waiting for a core is part of it */
+    p->c.cpu_s += cpu;
+    owe = cpu / p->speed - dt;
+    if (!(owe > 0.0)) owe = 0.0;
+  }
   p->c.measured_s += dt;
-  p->c.owed_s += p->factor * dt;
-  p->debt += p->factor * dt;
+  p->c.owed_s += owe;
+  p->debt += owe;
   p->c.ops++;
 }
 
-#define FWD(call)                   \
-  do {                              \
-    struct emu *p_ = E(be);         \
-    double t0_ = emu_begin();       \
-    call;                           \
-    emu_end(p_, t0_);               \
+#define FWD(call)                         \
+  do {                                    \
+    struct emu *p_ = E(be);               \
+    struct emu_t0 t0_ = emu_begin(p_);    \
+    call;                                 \
+    emu_end(p_, t0_);                     \
   } while (0)
 /* ... and ops that hand a value to the host: the host waits for the device there */
 #define FWD_PAY(call) \
@@ -256,6 +281,7 @@ int cg_backend_emulate_wrap(struct cg_backend *inner, double speed, struct cg_ba
   p->in = inner;
   p->speed = speed;
   p->factor = 1.0 / speed - 1.0;
+  p->cpu_clock = inner->kind == CG_DEVICE_CPU;
   /* short sleeps end close to their deadline (the default slack is 50 us) */
   (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   struct cg_backend *b = &p->pub;

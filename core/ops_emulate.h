@@ -2,7 +2,11 @@
  *
  * cg_backend_emulate_wrap() returns a backend whose every op forwards to `inner`,
  * measures the op's wall time dt (the inner backend synchronised before and after,
- * so that dt belongs to that op alone) and owes a wait of (1/speed - 1) x dt. The
+ * so that dt belongs to that op alone) and owes a wait of (1/speed - 1) x dt; on the
+ * CPU backend, whose ops run on the calling thread, it owes max(0, c / speed - dt), c
+ * the thread's CPU time in the op: the op then lasts c / speed in all, the time it
+ * queued for a core shared with other ranks included rather than multiplied (the two
+ * agree when the op had its core to itself). The
  * debt is paid (slept, not spun, so that other ranks sharing the cores can run) at the
  * next point where the host waits for the device anyway: be->sync, and the ops that
  * return values to the host (download, losses, evaluation counts). So every timer of
@@ -36,8 +40,9 @@ const struct cg_backend *cg_backend_emulate_inner_const(const struct cg_backend 
 double cg_backend_emulate_speed(const struct cg_backend *be);
 
 struct cg_emulate_counters {
-  double measured_s; /* sum of the ops' own times */
-  double owed_s;     /* (1/speed - 1) x measured_s */
+  double measured_s; /* sum of the ops' own (wall) times */
+  double cpu_s;      /* CPU backend: the calling thread's CPU time in them; 0 otherwise */
+  double owed_s;     /* the waits owed: (1/speed - 1) x measured_s; CPU: sum of max(0, cpu/speed - wall) */
   double slept_s;    /* time spent in the waits so far (>= owed_s - the open debt) */
   int64_t ops, waits;
 };
