@@ -29,9 +29,15 @@
 #
 # Run under `chrt -r` (how the README's runs are made), the round-robin quantum is set to
 # 4 ms for the script (a rank waiting for a preempted peer otherwise waits up to 100 ms).
-# Ranks are not bound: placing the emulated ranks by speed was measured worse (README).
+# Placement (-p): none (default) leaves the ranks unbound; speed binds them to cores by
+# speed through a rankfile (greedy: the fastest rank first, each to the core whose ranks'
+# speeds sum least; 1, 0.5, 0.25, 0.25 on 2 cores: rank 0 alone on core 0, the others
+# on core 1, so that each core's summed speed, the work the weighted split gives it, is
+# the same), with Open MPI's mpi_yield_when_idle (a rankfile's ranks are not seen as
+# oversubscribed, so a waiting rank would spin its core's whole quantum).
 #
 # usage: benchmarks/bench_rapa.sh [-c CAPGNN] [-r REPEATS] [-o OUTDIR] [-q QUIET] [-w WAIT] [-e EPS] [-g GRAPH] [-s]
+#                                 [-p none|speed]
 #   defaults: build/bin/capgnn, 3 repeats, results/bench_rapa, QUIET 2, WAIT 60; -g: only the
 #   graph named (cora or synth:reddit:scale=0.05); -s: a smoke run (cora only, 1 repeat, few
 #   epochs). Writes OUTDIR/bench_rapa.json and prints the table.
@@ -45,7 +51,8 @@ smoke=0
 prune_eps=0.01
 max_wait=60
 only=
-while getopts "c:r:o:q:e:w:g:sh" opt; do
+placement=none
+while getopts "c:r:o:q:e:w:g:p:sh" opt; do
   case $opt in
     c) capgnn=$OPTARG ;;
     r) repeats=$OPTARG ;;
@@ -55,10 +62,12 @@ while getopts "c:r:o:q:e:w:g:sh" opt; do
     e) prune_eps=$OPTARG ;;
     w) max_wait=$OPTARG ;;
     g) only=$OPTARG ;;
+    p) placement=$OPTARG ;;
     *) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 2 ;;
   esac
 done
 [ -x "$capgnn" ] || { echo "bench_rapa.sh: $capgnn is not an executable (build first, or pass -c)" >&2; exit 2; }
+case $placement in none|speed) ;; *) echo "bench_rapa.sh: -p $placement: expected none or speed" >&2; exit 2 ;; esac
 mpiexec=${MPIEXEC:-mpiexec}
 export CAPGNN_DATA=${CAPGNN_DATA:-../shared/datasets} OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$outdir/runs"
@@ -88,12 +97,30 @@ wait_quiet() { # prints the load seen when the run starts
   done
 }
 
+# -p speed: a rankfile for speed list $1 (greedy by speed over the machine's cores)
+place_args() {
+  [ "$placement" = speed ] || { echo "--oversubscribe"; return; }
+  local rf
+  rf="$outdir/rankfile_$(tr ',.' '_p' <<<"$1")"
+  python3 - "$1" "$(nproc)" "$(hostname)" > "$rf" <<'PY'
+import sys
+speeds = [float(x) for x in sys.argv[1].split(",")]
+cores, host = int(sys.argv[2]), sys.argv[3]
+load = [0.0] * cores
+for r in sorted(range(len(speeds)), key=lambda r: -speeds[r]):
+    c = min(range(cores), key=lambda c: load[c])
+    load[c] += speeds[r]
+    print(f"rank {r}={host} slot={c}")
+PY
+  echo "--rankfile $rf --mca mpi_yield_when_idle 1"
+}
+
 runs=()
 run() { # name graph epochs speeds method model-opts...
   local name=$1 graph=$2 epochs=$3 sp=$4 method=$5; shift 5
-  local np=1 env=()
-  [ "$sp" != "-" ] && { np=$(awk -F, '{print NF}' <<<"$sp"); env=(-x CAPGNN_EMULATE_SPEED="$sp"); }
-  local cmd=("$mpiexec" -n "$np" --oversubscribe --allow-run-as-root "${env[@]}" "$capgnn" --graph "$graph" "$@"
+  local np=1 env=() place=(--oversubscribe)
+  [ "$sp" != "-" ] && { np=$(awk -F, '{print NF}' <<<"$sp"); env=(-x CAPGNN_EMULATE_SPEED="$sp"); read -ra place <<<"$(place_args "$sp")"; }
+  local cmd=("$mpiexec" -n "$np" "${place[@]}" --allow-run-as-root "${env[@]}" "$capgnn" --graph "$graph" "$@"
              --epochs "$epochs" --eval-every 100000 --device cpu --threads 1 --quiet --seed 1
              --partition "$method" --part-seed 1 --no-part-cache --metrics "$outdir/runs/$name.jsonl" --force)
   local load
