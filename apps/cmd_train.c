@@ -856,9 +856,9 @@ int cmd_train(int argc, char **argv) {
       {"prune-halo", required_argument, NULL, OPT_PRUNE_HALO},
       {"prune-write", required_argument, NULL, OPT_PRUNE_WRITE},
       {"prune-norm", required_argument, NULL, OPT_PRUNE_NORM},
-      {"norm-degrees", required_argument, NULL, OPT_NORM_DEGREES},
       {"gpu-share", required_argument, NULL, OPT_GPU_SHARE},
 #endif
+      {"norm-degrees", required_argument, NULL, OPT_NORM_DEGREES},
       {"cache-policy", required_argument, NULL, OPT_CACHE_POLICY},
       {"cache-capacity", required_argument, NULL, OPT_CACHE_CAPACITY},
       {"cache-host-mb", required_argument, NULL, OPT_CACHE_HOST_MB},
@@ -1181,6 +1181,9 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     return usage_error("--prune-halo needs --partition rapa (the cost model it balances comes with it)");
   if (par.prune_write && !(par.prune_eps > 0)) return usage_error("--prune-write needs --prune-halo EPS > 0");
   if (par.prune_norm && !(par.prune_eps > 0)) return usage_error("--prune-norm needs --prune-halo EPS > 0");
+  if (cfg.norm_graph && par.prune_eps > 0)
+    return usage_error("--norm-degrees and --prune-halo exclude each other (--prune-norm original keeps the "
+                       "original graph's degrees for the pruned graph)");
   if (par.prune_write && cg_outfile_check(par.prune_write, "--prune-write", graph_outfile_kind(), NULL, 0, cfg.force,
                                           0) != CG_OK) {
     if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());

@@ -1,6 +1,6 @@
 /* core/ops_emulate.c — forwarding backend that makes every op 1/speed times as long.
  *
- * Why a CPU op is timed by its thread's CPU time: ranks that share cores (more ranks than
+ * Why a CPU op of one thread is timed by its thread's CPU time: ranks that share cores (more ranks than
  * cores, as in the 4-rank benchmarks on 2 cores) wait for a core inside their ops, and a
  * wait of (1/speed - 1) x the wall time would multiply that queueing too, so a slow rank
  * would get slower with every neighbour's work. The emulated device's op lasts its own
@@ -41,7 +41,8 @@ struct emu {
   struct cg_backend pub; /* first member: the wrapper is the backend */
   struct cg_backend *in;
   double speed, factor; /* factor = 1/speed - 1 */
-  int cpu_clock;        /* 1: the inner backend computes on this thread (CPU): its CPU time counts */
+  int cpu_clock;        /* 1: the inner backend computes on this thread alone (CPU, one thread):
+                           its CPU time is the op's own time */
   double debt;          /* seconds still to wait (negative: credit from an oversleep) */
   struct cg_emulate_counters c;
 };
@@ -281,7 +282,9 @@ int cg_backend_emulate_wrap(struct cg_backend *inner, double speed, struct cg_ba
   p->in = inner;
   p->speed = speed;
   p->factor = 1.0 / speed - 1.0;
-  p->cpu_clock = inner->kind == CG_DEVICE_CPU;
+  /* with several threads the calling thread's CPU time is not the op's work (the other
+   * threads' is not in it; a thread spinning at a barrier counts its wait): wall time */
+  p->cpu_clock = inner->kind == CG_DEVICE_CPU && cg_backend_cpu_threads(inner) == 1;
   /* short sleeps end close to their deadline (the default slack is 50 us) */
   (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   struct cg_backend *b = &p->pub;

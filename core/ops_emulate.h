@@ -3,7 +3,8 @@
  * cg_backend_emulate_wrap() returns a backend whose every op forwards to `inner`,
  * measures the op's wall time dt (the inner backend synchronised before and after,
  * so that dt belongs to that op alone) and owes a wait of (1/speed - 1) x dt; on the
- * CPU backend, whose ops run on the calling thread, it owes max(0, c / speed - dt), c
+ * CPU backend with one thread (cg_backend_cpu_threads), whose ops run on the calling
+ * thread, it owes max(0, c / speed - dt), c
  * the thread's CPU time in the op: the op then lasts c / speed in all, the time it
  * queued for a core shared with other ranks included rather than multiplied (the two
  * agree when the op had its core to itself). The
@@ -41,7 +42,7 @@ double cg_backend_emulate_speed(const struct cg_backend *be);
 
 struct cg_emulate_counters {
   double measured_s; /* sum of the ops' own (wall) times */
-  double cpu_s;      /* CPU backend: the calling thread's CPU time in them; 0 otherwise */
+  double cpu_s;      /* CPU backend, one thread: the calling thread's CPU time in them; 0 otherwise */
   double owed_s;     /* the waits owed: (1/speed - 1) x measured_s; CPU: sum of max(0, cpu/speed - wall) */
   double slept_s;    /* time spent in the waits so far (>= owed_s - the open debt) */
   int64_t ops, waits;

@@ -97,6 +97,7 @@ static char *header_json(const struct rt_checkpoint *c) {
   cJSON_AddNumberToObject(o, "features", (double)c->features);
   cJSON_AddNumberToObject(o, "classes", (double)c->classes);
   cJSON_AddStringToObject(o, "feat_norm", c->feat_norm_row ? "row" : "none");
+  if (c->norm_graph[0]) cJSON_AddStringToObject(o, "norm_degrees", c->norm_graph);
   cJSON_AddStringToObject(o, "model", rt_model_kind_str(c->model));
   cJSON_AddNumberToObject(o, "layers", c->layers);
   cJSON_AddNumberToObject(o, "hidden", (double)c->hidden);
@@ -335,6 +336,12 @@ static int parse_header(const char *json, size_t len, const char *path, struct r
   INT("features", 0, 9e15, c->features, int64_t);
   INT("classes", 0, 9e15, c->classes, int64_t);
   TRY_GOTO(json_choice(h, "feat_norm", "none", "row", &c->feat_norm_row, path), done);
+  v = cJSON_GetObjectItemCaseSensitive(h, "norm_degrees"); /* optional: absent = the graph's own */
+  if (v && !cJSON_IsString(v)) {
+    st = cg_err_set(CG_ERR_FORMAT, "checkpoint %s: header field 'norm_degrees' is not a string", path);
+    goto done;
+  }
+  snprintf(c->norm_graph, sizeof c->norm_graph, "%s", v ? v->valuestring : "");
   v = cJSON_GetObjectItemCaseSensitive(h, "model");
   if (cJSON_IsString(v) && strcmp(v->valuestring, "gat") == 0) {
     c->model = RT_MODEL_GAT;

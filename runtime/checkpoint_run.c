@@ -114,6 +114,12 @@ int rt_checkpoint_fits_problem(const struct rt_checkpoint *c, const char *path,
   if (c->num_params != n)
     return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint has %lld parameters, this model %lld", path,
                       (long long)c->num_params, (long long)n);
+  const char *norm = rt_norm_graph_of(cfg, loc);
+  if (strcmp(c->norm_graph, norm) != 0)
+    LOG_WARN_COMMON("train", "--resume %s: the aggregation is normalised by the degrees of %s in this run, of %s in "
+                    "the checkpoint's (--norm-degrees, --prune-norm): the continuation differs from an "
+                    "uninterrupted run", path, norm[0] ? norm : "the graph itself",
+                    c->norm_graph[0] ? c->norm_graph : "the graph itself");
   return CG_OK;
 }
 
@@ -172,6 +178,7 @@ int rt_checkpoint_save_state(const char *path, const struct rt_model *m, const s
         .early_stop_rule = cfg->early_stop_rule, .es_best_loss = INFINITY, .es_best_acc = -1.0};
     if (es) rt_early_stop_to_checkpoint(es, &c); /* borrowed */
     snprintf(c.graph, sizeof c.graph, "%s", loc->name);
+    snprintf(c.norm_graph, sizeof c.norm_graph, "%s", rt_norm_graph_of(cfg, loc));
     snprintf(c.device, sizeof c.device, "%s", be->name);
     const size_t bytes = (size_t)c.num_params * sizeof(float);
     c.params = cg_malloc(bytes, "checkpoint parameters");

@@ -223,7 +223,10 @@ static int dist_rapa_prune(struct comm *c, struct graph *g, const struct rapa_sh
   memset(&res, 0, sizeof res);
   int64_t m = 0;
   /* the original degrees, before the structure changes (every rank has the whole graph) */
-  if (o->prune_keep_degrees) st = graph_set_norm_degrees(g, g, "--prune-norm original");
+  if (g->norm_deg)
+    st = cg_err_set(CG_ERR_ARG, "--prune-halo on a graph normalised by another graph's degrees (--norm-degrees): "
+                    "not supported (--prune-norm original keeps the original graph's degrees)");
+  else if (o->prune_keep_degrees) st = graph_set_norm_degrees(g, g, "--prune-norm original");
   TRY(comm_agree(c, st, "keeping the original degrees"));
   if (rank == 0) {
     st = rapa_prune_halo(g, owner, P, shape, rates, links, o->prune_eps, &pr, &res);

@@ -78,6 +78,7 @@ static void config_of(const struct rt_checkpoint *c, const struct rt_predict_opt
   rt_config_defaults(cfg);
   cfg->graph = o->graph ? o->graph : c->graph;
   cfg->feat_norm_row = c->feat_norm_row;
+  cfg->norm_graph = c->norm_graph[0] ? c->norm_graph : NULL; /* normalised as it was trained */
   cfg->model = c->model;
   cfg->layers = c->layers;
   cfg->hidden = c->hidden;
@@ -135,6 +136,7 @@ int rt_predict(const struct rt_predict_options *o, struct rt_predict_result *res
     goto done;
   }
   TRY_GOTO(graph_open(cfg.graph, &g), done);
+  TRY_GOTO(rt_graph_norm_apply(&g, &cfg), done);
   if (cfg.feat_norm_row) graph_feat_rownorm(&g);
   int sparse = 0;
   TRY_GOTO(rt_features_choose(&g, &cfg, 0, &sparse), done);

@@ -29,10 +29,12 @@
 
 int rt_run_check_files(const struct rt_config *cfg) {
   TRY(rt_checkpoint_check_paths(cfg));
-  char gpath[4200];
+  char gpath[4200], npath[4200];
   struct cg_outfile_input in[RT_MAX_INPUTS];
   int n = 0;
   in[n++] = (struct cg_outfile_input){"--graph", graph_path(cfg->graph, gpath, sizeof gpath)};
+  if (cfg->norm_graph)
+    in[n++] = (struct cg_outfile_input){"--norm-degrees", graph_path(cfg->norm_graph, npath, sizeof npath)};
   for (int i = 0; cfg->inputs && cfg->inputs[i] && n < RT_MAX_INPUTS - 1; i++)
     in[n++] = (struct cg_outfile_input){"--config", cfg->inputs[i]};
   in[n++] = (struct cg_outfile_input){"--resume", cfg->resume_path}; /* last: the checkpoint skips it */
@@ -53,13 +55,33 @@ int rt_graph_norm_apply(struct graph *g, const struct rt_config *cfg) {
   if (!cfg->norm_graph) return CG_OK;
   struct graph s;
   memset(&s, 0, sizeof s);
-  int st = graph_open(cfg->norm_graph, &s);
+  char buf[4096];
+  const char *path = graph_path(cfg->norm_graph, buf, sizeof buf);
+  int st = CG_OK;
+  if (path) { /* a file: its row pointers are all the degrees need */
+    struct graph_cgr *f = NULL;
+    st = graph_cgr_open(path, &f);
+    if (st == CG_OK) {
+      graph_cgr_info(f, &s);
+      s.rowptr = cg_malloc((size_t)(s.n + 1) * sizeof *s.rowptr, "--norm-degrees row pointers");
+      st = s.rowptr ? graph_cgr_read_rowptr(f, s.rowptr) : CG_ERR_NOMEM;
+    }
+    graph_cgr_close(&f);
+  } else {
+    st = graph_open(cfg->norm_graph, &s);
+  }
   if (st == CG_OK) st = graph_set_norm_degrees(g, &s, "--norm-degrees");
   if (st == CG_OK)
     LOG_INFO("train", "normalising the aggregation by the degrees of %s (%lld entries; the graph trained has "
-           "%lld): rows that lost neighbours keep their weights", cfg->norm_graph, (long long)s.m, (long long)g->m);
-  graph_free(&s);
+             "%lld): rows that lost neighbours keep their weights", cfg->norm_graph, (long long)s.m, (long long)g->m);
+  graph_free(&s); /* (rowptr alone, or the whole graph) */
   return st;
+}
+
+const char *rt_norm_graph_of(const struct rt_config *cfg, const struct rt_local *loc) {
+  if (cfg->norm_graph) return cfg->norm_graph;
+  if (loc->pred && loc->pred->prune_keep_degrees && loc->pred->pruned_edges > 0) return cfg->graph;
+  return "";
 }
 
 int rt_run_checked(const struct rt_config *cfg, struct rt_result *res) {

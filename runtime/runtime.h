@@ -658,6 +658,8 @@ struct rt_checkpoint {
   uint32_t graph_checksum;
   int64_t nodes, features, classes;
   int feat_norm_row;
+  char norm_graph[256];      /* the graph whose degrees normalised the aggregation ("": its own):
+                                --norm-degrees, or the original graph of --prune-norm original */
   enum rt_model_kind model;
   int layers, layernorm;
   int64_t hidden;

@@ -198,6 +198,10 @@ void rt_model_optimizer_step(struct rt_model *m);
 /* cfg->norm_graph set: open it and normalise g by its degrees (graph_set_norm_degrees),
  * logged; nothing otherwise. */
 int rt_graph_norm_apply(struct graph *g, const struct rt_config *cfg);
+/* The graph whose degrees normalise loc's aggregation, as the checkpoint records it:
+ * cfg->norm_graph, else the original graph when halo pruning kept its degrees
+ * (--prune-norm original), else "" (the graph's own). */
+const char *rt_norm_graph_of(const struct rt_config *cfg, const struct rt_local *loc);
 
 /* ---- the training loop's bookkeeping (train.c, checkpoint_run.c) -------------- */
 
