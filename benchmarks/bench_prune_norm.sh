@@ -78,9 +78,9 @@ for entry in "${graphs[@]}"; do
   done
 done
 
-python3 - "$out" "$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)" <<'PY'
+python3 - "$out" "$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)" "$0 $*" <<'PY'
 import json, statistics as st, sys
-out, commit = sys.argv[1], sys.argv[2]
+out, commit, invocation = sys.argv[1], sys.argv[2], sys.argv[3]
 def accs(path):
     recs = [json.loads(l) for l in open(path)]
     return {x["seed"]: x["test_acc_at_best_val"] for x in recs if x.get("summary")}
@@ -106,7 +106,7 @@ for line in open(f"{out}/cases.tsv"):
           f"{100*row['own']:6.2f} ({100*(row['own']-row['exact']):+.2f})    {100*row['original']:6.2f} "
           f"({100*(row['original']-row['exact']):+.2f})   {100*row['diff']:+6.2f} [{100*row['diff_sd']:.2f}]"
           f"        {row['own_wins']}/{row['original_wins']}")
-json.dump(dict(benchmark="bench_prune_norm", commit=commit, command=" ".join(["benchmarks/bench_prune_norm.sh"]),
+json.dump(dict(benchmark="bench_prune_norm", commit=commit, command=invocation,
                rows=rows), open(f"{out}/bench_prune_norm.json", "w"), indent=1)
 print(f"test accuracy at the best validation epoch, mean over the seeds; JSON: {out}/bench_prune_norm.json")
 PY

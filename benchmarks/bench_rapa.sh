@@ -97,12 +97,14 @@ wait_quiet() { # prints the load seen when the run starts
   done
 }
 
-# -p speed: a rankfile for speed list $1 (greedy by speed over the machine's cores)
+# the mpiexec options placing the ranks of speed list $1, in the array `place`; -p speed:
+# a rankfile (greedy by speed over the machine's cores)
 place_args() {
-  [ "$placement" = speed ] || { echo "--oversubscribe"; return; }
+  place=(--oversubscribe)
+  [ "$placement" = speed ] || return 0
   local rf
   rf="$outdir/rankfile_$(tr ',.' '_p' <<<"$1")"
-  python3 - "$1" "$(nproc)" "$(hostname)" > "$rf" <<'PY'
+  python3 - "$1" "$(nproc)" "$(hostname)" > "$rf" <<'PY' || { echo "bench_rapa.sh: writing $rf failed" >&2; exit 1; }
 import sys
 speeds = [float(x) for x in sys.argv[1].split(",")]
 cores, host = int(sys.argv[2]), sys.argv[3]
@@ -112,14 +114,18 @@ for r in sorted(range(len(speeds)), key=lambda r: -speeds[r]):
     load[c] += speeds[r]
     print(f"rank {r}={host} slot={c}")
 PY
-  echo "--rankfile $rf --mca mpi_yield_when_idle 1"
+  place=(--rankfile "$rf" --mca mpi_yield_when_idle 1)
 }
 
 runs=()
 run() { # name graph epochs speeds method model-opts...
   local name=$1 graph=$2 epochs=$3 sp=$4 method=$5; shift 5
   local np=1 env=() place=(--oversubscribe)
-  [ "$sp" != "-" ] && { np=$(awk -F, '{print NF}' <<<"$sp"); env=(-x CAPGNN_EMULATE_SPEED="$sp"); read -ra place <<<"$(place_args "$sp")"; }
+  if [ "$sp" != "-" ]; then
+    np=$(awk -F, '{print NF}' <<<"$sp")
+    env=(-x CAPGNN_EMULATE_SPEED="$sp")
+    place_args "$sp"
+  fi
   local cmd=("$mpiexec" -n "$np" "${place[@]}" --allow-run-as-root "${env[@]}" "$capgnn" --graph "$graph" "$@"
              --epochs "$epochs" --eval-every 100000 --device cpu --threads 1 --quiet --seed 1
              --partition "$method" --part-seed 1 --no-part-cache --metrics "$outdir/runs/$name.jsonl" --force)
