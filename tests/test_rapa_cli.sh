@@ -146,6 +146,17 @@ PY
 "$capgnn" predict --checkpoint pn1.ckpt --graph pruned.cgr --output pn1.npy >pr.out 2>pr.err ||
   { cat pr.err; fail "predict on the --norm-degrees checkpoint"; }
 grep -q "$(cat pn1.acc)" pr.err || { cat pn1.acc pr.err; fail "predict's accuracies are not the training run's"; }
+# a resume whose pruning differs from the checkpoint's graph is refused with the way out
+# (an unpruned one-rank checkpoint; should the run prune nothing, the graphs agree)
+"$capgnn" --graph cora --epochs 2 --threads 1 --quiet --checkpoint plain.ckpt 2>ck.err || { cat ck.err; fail "checkpoint"; }
+rc=0
+CAPGNN_EMULATE_SPEED=1,0.33 mpi -n 2 -x CAPGNN_EMULATE_SPEED "$capgnn" --graph cora --epochs 4 --threads 1 \
+  --partition rapa --prune-halo 0.001 --no-part-cache --resume plain.ckpt --metrics rs.jsonl >rs.out 2>rs.err || rc=$?
+if [ $rc -ne 0 ]; then
+  grep -q "resume on that run's pruned graph instead" rs.err || { cat rs.err; fail "no way out on resuming a pruned run"; }
+else
+  grep -q '"pruned_edges":0' rs.jsonl || fail "a pruned graph resumed an unpruned checkpoint"
+fi
 # ... and what is refused
 "$capgnn" --graph cora --partition rapa --prune-norm original >g4.out 2>g4.err
 [ $? -eq 2 ] || fail "--prune-norm without --prune-halo: not a usage error"
