@@ -324,6 +324,9 @@ const struct cg_backend *cg_backend_emulate_inner_const(const struct cg_backend 
 double cg_backend_emulate_speed(const struct cg_backend *be) {
   return is_emu(be) ? ((const struct emu *)be->impl)->speed : 1.0;
 }
+int cg_backend_emulate_cpu_clock(const struct cg_backend *be) {
+  return is_emu(be) ? ((const struct emu *)be->impl)->cpu_clock : 0;
+}
 void cg_emulate_get(const struct cg_backend *be, struct cg_emulate_counters *c) {
   if (is_emu(be)) *c = ((const struct emu *)be->impl)->c;
   else memset(c, 0, sizeof *c);

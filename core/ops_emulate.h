@@ -39,6 +39,9 @@ struct cg_backend *cg_backend_emulate_inner(struct cg_backend *be);
 const struct cg_backend *cg_backend_emulate_inner_const(const struct cg_backend *be);
 /* The speed of an emulating wrapper, 1 for any other backend. */
 double cg_backend_emulate_speed(const struct cg_backend *be);
+/* 1 when an emulating wrapper follows the CPU-time rule (the CPU backend with one thread),
+ * 0 when it follows the wall-time rule or `be` does not emulate. */
+int cg_backend_emulate_cpu_clock(const struct cg_backend *be);
 
 struct cg_emulate_counters {
   double measured_s; /* sum of the ops' own (wall) times */

@@ -72,9 +72,15 @@ int rt_backend_emulate(struct cg_backend **be, int rank, int nranks) {
   struct cg_backend *w = NULL;
   TRY(cg_backend_emulate_wrap(*be, speed, &w));
   *be = w;
-  LOG_WARN("train", "EMULATION (CAPGNN_EMULATE_SPEED=%s): rank %d of %d runs at speed %g: each op of its "
-           "backend is followed by a wait of %g x its own time, paid at the next synchronisation",
-           getenv("CAPGNN_EMULATE_SPEED"), rank, nranks, speed, 1.0 / speed - 1.0);
+  if (cg_backend_emulate_cpu_clock(w))
+    LOG_WARN("train", "EMULATION (CAPGNN_EMULATE_SPEED=%s): rank %d of %d runs at speed %g: each op of its "
+             "backend lasts %g x the CPU time it took, or its wall time when longer (a wait for a "
+             "shared core is not multiplied), the wait paid at the next synchronisation",
+             getenv("CAPGNN_EMULATE_SPEED"), rank, nranks, speed, 1.0 / speed);
+  else
+    LOG_WARN("train", "EMULATION (CAPGNN_EMULATE_SPEED=%s): rank %d of %d runs at speed %g: each op of its "
+             "backend is followed by a wait of %g x its own time, paid at the next synchronisation",
+             getenv("CAPGNN_EMULATE_SPEED"), rank, nranks, speed, 1.0 / speed - 1.0);
   return CG_OK;
 }
 

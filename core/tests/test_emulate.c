@@ -44,6 +44,8 @@ static void test_results_identical(void **state) {
   assert_ptr_equal(cg_backend_emulate_inner(emu), inner);
   assert_ptr_equal(cg_backend_emulate_inner(plain), plain);
   assert_true(cg_backend_emulate_speed(emu) == 0.5 && cg_backend_emulate_speed(plain) == 1.0);
+  assert_int_equal(cg_backend_emulate_cpu_clock(emu), 1); /* one CPU thread: the CPU-time rule */
+  assert_int_equal(cg_backend_emulate_cpu_clock(plain), 0);
   assert_string_equal(emu->name, "cpu");
   static float a[M * K], b[K * N], c1[M * N], c2[M * N], d1[M * N], d2[M * N];
   fill(a, M * K, 1);
@@ -84,6 +86,7 @@ static void test_debt_paid_at_sync(void **state) {
       struct cg_backend *inner = NULL, *emu = NULL;
       assert_int_equal(cg_backend_cpu_create(threads, &inner), CG_OK);
       assert_int_equal(cg_backend_emulate_wrap(inner, speeds[s], &emu), CG_OK);
+      assert_int_equal(cg_backend_emulate_cpu_clock(emu), threads == 1);
       const double t0 = cg_time_now();
       for (int i = 0; i < 20; i++) emu->gemm(emu, 0, 0, 256, 256, 256, 1.0f, a, 256, b, 256, 0.0f, c, 256);
       struct cg_emulate_counters before, after;
