@@ -15,10 +15,22 @@ cmake -S . -B build-gpu "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCAPGNN_WITH_CUD
       -DCMAKE_CUDA_ARCHITECTURES="$arch" -DCAPGNN_WERROR=ON >/dev/null
 cmake --build build-gpu -j "$(nproc)"
 mkdir -p .gpu-carry/bin
-for p in capgnn bench_epoch kernel_lab test_cuda_ops test_gpu_train test_gpu_comm; do
-  [ -x "build-gpu/bin/$p" ] && cp "build-gpu/bin/$p" .gpu-carry/bin/
+# the programs gpu-verify.sh runs, and every test labelled gpu (its `tests` part);
+# stripped: the device tool carries at most 64 MiB in all
+for p in capgnn bench_epoch kernel_lab test_cuda_ops test_cuda_attn test_gpu_train test_gpu_comm \
+         test_gpu_overlap test_jaca_gpu test_rapa_gpu_bench; do
+  if [ -x "build-gpu/bin/$p" ]; then
+    cp "build-gpu/bin/$p" .gpu-carry/bin/ && strip .gpu-carry/bin/$p
+  else
+    echo "gpu-carry: build-gpu/bin/$p was not built" >&2
+  fi
 done
 ls -la .gpu-carry/bin
-missing=$(ls .gpu-deps/*.deb 2>/dev/null | wc -l)
-[ "$missing" -gt 0 ] || echo "gpu-carry: .gpu-deps/ has no .deb files; see ../shared/GPU_HOST.md" >&2
+# the run-time libraries the GPU host lacks (../shared/GPU_HOST.md): downloaded once
+mkdir -p .gpu-deps
+if ! ls .gpu-deps/*.deb >/dev/null 2>&1; then
+  (cd .gpu-deps && apt-get download libmetis5 libcjson1 libinih1 libcmocka0 libzip4) ||
+    echo "gpu-carry: apt-get download failed; put the .deb files into .gpu-deps/ by hand" >&2
+fi
+echo "gpu-carry: carry .gpu-carry and .gpu-deps, $(du -shc .gpu-carry .gpu-deps | tail -1 | cut -f1) in all (the device tool's limit: 64 MiB)"
 echo "gpu-carry: built for sm_$arch from $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with uncommitted changes)')"

@@ -4,9 +4,11 @@
 # -DCAPGNN_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90, e.g. .gpu-carry as made by
 # scripts/gpu-carry.sh) and writes logs/JSON to OUT.
 #   scripts/gpu-verify.sh BUILD OUT [PARTS]
-# PARTS: a comma list of perf, tiled, correct (default: all three; "quick" = correct).
+# PARTS: a comma list of perf, tiled, correct, tests, rapa (default: perf, tiled, correct;
+# "quick" = correct; "all" = every part).
 #  perf:    synth:reddit, GCN 3x256: capgnn epoch benchmark, then capgnn and PyTorch
-#           training on the same .cgr file (median epoch, peak memory, accuracy)
+#           training on the same .cgr file (median epoch, peak memory, accuracy); GraphSAGE
+#           3x256 against PyTorch's tuned peer (issue #14 item 5)
 #  tiled:   the tiled SpMM on that graph: kernel lab (validated against the CPU,
 #           then timed against warp at widths 41 and 256), the epoch benchmark and
 #           a training run with CAPGNN_SPMM=tiled (needs /tmp/reddit.cgr from perf)
@@ -14,6 +16,12 @@
 #           run vs the CPU run; the GPU communication paths (staged, NCCL at np 1);
 #           mpirun -np 1|2|4 on the one GPU (per-epoch losses, compared afterwards);
 #           compute-sanitizer memcheck on a short run (and on the tiled kernel)
+#  tests:   every CTest test labelled gpu, run as CTest runs it (rank counts, emulated
+#           nodes), from the carried binaries (scripts/gpu-carry.sh carries them all)
+#  rapa:    benchmarks/bench_rapa.sh -d cuda (issue #16): equal METIS, weighted METIS and
+#           pruning on 2 and 4 ranks sharing the GPU under MPS (shares 100/33 and
+#           100/50/25/25), full synth:reddit, against the measured ideal; needs the MPS
+#           control binary (the script starts and stops the daemon)
 # A device command may run 10 minutes: all three parts may not fit one call; run
 # "perf,tiled" and "correct" as two. Each step has a time limit so that one hang
 # cannot eat the lease.
@@ -32,6 +40,7 @@ step() { # step NAME SECONDS CMD...
 }
 parts=${3:-perf,tiled,correct}
 [ "$parts" = quick ] && parts=correct
+[ "$parts" = all ] && parts=perf,tiled,correct,tests,rapa
 has() { case ",$parts," in *",$1,"*) return 0;; esac; return 1; }
 # Performance first (the lease may end early), then correctness.
 if has perf; then
@@ -44,6 +53,28 @@ if has perf; then
   # the fair peer: the transpose built once (issue #14), gradients checked against plain
   step torch_reddit_tuned 90 env PYTHONUNBUFFERED=1 python3 benchmarks/torch_gcn.py --graph /tmp/reddit.cgr \
        --epochs 30 --peer tuned --check-grads --json "$O/torch_reddit_tuned.json"
+  step capgnn_reddit_sage 60 "$B/bin/capgnn" --graph /tmp/reddit.cgr --model sage --layers 3 --hidden 256 \
+       --dropout 0.5 --lr 0.01 --weight-decay 0 --epochs 30 --device cuda \
+       --metrics "$O/capgnn_reddit_sage.jsonl" --quiet
+  step torch_reddit_sage_tuned 90 env PYTHONUNBUFFERED=1 python3 benchmarks/torch_gcn.py --graph /tmp/reddit.cgr \
+       --model sage --epochs 30 --peer tuned --check-grads --json "$O/torch_reddit_sage_tuned.json"
+fi
+if has tests; then # as CTest runs them (ctest -L gpu -N -V lists the commands)
+  mr() { mpirun --oversubscribe -np "$@"; }
+  step t_cuda_ops 60 "$B/bin/test_cuda_ops"
+  step t_cuda_attn 60 "$B/bin/test_cuda_attn"
+  step t_gpu_train 90 "$B/bin/test_gpu_train"
+  step t_rapa_gpu_bench 120 "$B/bin/test_rapa_gpu_bench"
+  for np in 1 2 3; do step "t_gpu_comm_np$np" 60 mr "$np" "$B/bin/test_gpu_comm"; done
+  step t_gpu_comm_emu2_np2 60 env CAPGNN_EMULATE_NODES=2 mpirun --oversubscribe -x CAPGNN_EMULATE_NODES -np 2 "$B/bin/test_gpu_comm"
+  for np in 2 3; do step "t_jaca_gpu_np$np" 90 mr "$np" "$B/bin/test_jaca_gpu"; done
+  step t_jaca_gpu_emu2_np4 120 env CAPGNN_EMULATE_NODES=2 mpirun --oversubscribe -x CAPGNN_EMULATE_NODES -np 4 "$B/bin/test_jaca_gpu"
+  for np in 1 2; do step "t_gpu_overlap_np$np" 90 mr "$np" "$B/bin/test_gpu_overlap"; done
+fi
+if has rapa; then
+  g=(); [ -f /tmp/reddit.cgr ] && g=(-g /tmp/reddit.cgr) # the perf part's file loads faster than synth:reddit builds
+  step bench_rapa_cuda 420 bash benchmarks/bench_rapa.sh -d cuda -c "$B/bin/capgnn" -r 1 -w 0 -q 1000 \
+       -o "$O/bench_rapa" "${g[@]}"
 fi
 if has tiled; then
   [ -f /tmp/reddit.cgr ] || step save_reddit 120 "$B/bin/capgnn" gen synth:reddit --output /tmp/reddit.cgr --quiet
