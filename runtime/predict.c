@@ -83,6 +83,9 @@ static void config_of(const struct rt_checkpoint *c, const struct rt_predict_opt
   cfg->layers = c->layers;
   cfg->hidden = c->hidden;
   cfg->layernorm = c->layernorm;
+  cfg->heads = c->heads; /* GAT (the defaults for other models: unused) */
+  cfg->out_heads = c->out_heads;
+  cfg->attn_dropout = c->attn_dropout;
   cfg->dropout = c->dropout;
   cfg->input_dropout = c->input_dropout; /* decides layer 0's schedule, so its rounding */
   cfg->seed = c->seed;

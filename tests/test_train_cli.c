@@ -154,6 +154,41 @@ static double accuracy(const float *lg, int64_t classes, const struct graph *g, 
   return (double)right / (double)n;
 }
 
+/* A GAT with other than the default heads: predict rebuilds the checkpoint's model (its
+ * heads, output heads and attention dropout), not the defaults', and reports what training
+ * reported at the best epoch. */
+static void predict_gat_heads(void **state) {
+  (void)state;
+  char met[300], best[300], lg[300];
+  snprintf(met, sizeof met, "%s/gat.jsonl", tmpdir);
+  snprintf(best, sizeof best, "%s/gat.ckpt", tmpdir);
+  snprintf(lg, sizeof lg, "%s/gat.npy", tmpdir);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:small", "--model", "gat", "--heads", "2", "--out-heads", "2",
+                                "--hidden", "4", "--attn-dropout", "0.3", "--epochs", "15", "--seed", "3", "--device",
+                                "cpu", "--threads", "1", "--metrics", met, "--save-best", best, NULL});
+  if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
+  cJSON *sum = record(met, "summary", NULL);
+  assert_non_null(sum);
+  const double want_test = cJSON_GetObjectItemCaseSensitive(sum, "test_acc_at_best_val")->valuedouble;
+  cJSON_Delete(sum);
+  run(&r, (const char *const[]){"predict", "--checkpoint", best, "--graph", "synth:small", "--output", lg,
+                                "--device", "cpu", "--threads", "1", NULL});
+  if (r.exit_code != 0) fail_msg("predict: exit %d: %s", r.exit_code, r.err);
+  struct graph g;
+  memset(&g, 0, sizeof g);
+  assert_int_equal(graph_open("synth:small", &g), 0);
+  int64_t rows, cols;
+  float *l = read_npy(lg, &rows, &cols);
+  assert_int_equal(rows, g.n);
+  assert_int_equal(cols, g.num_classes);
+  const double test = accuracy(l, cols, &g, GRAPH_SPLIT_TEST);
+  printf("  GAT 2 heads, 2 output heads: training reported test %.6f, the written logits %.6f\n", want_test, test);
+  assert_true(test == want_test);
+  free(l);
+  graph_free(&g);
+}
+
 static void predict_matches_training(void **state) {
   (void)state;
   char met[300], best[300], lg[300], emb[300];
@@ -329,7 +364,8 @@ int main(int argc, char **argv) {
     perror("mkdtemp");
     return 1;
   }
-  const struct CMUnitTest tests[] = {cmocka_unit_test(predict_matches_training), cmocka_unit_test(seeds_and_lines),
+  const struct CMUnitTest tests[] = {cmocka_unit_test(predict_matches_training), cmocka_unit_test(predict_gat_heads),
+                                     cmocka_unit_test(seeds_and_lines),
                                      cmocka_unit_test(usage_errors)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
