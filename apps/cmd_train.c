@@ -121,10 +121,27 @@ struct seed_list {
   int n;
 };
 
+/* The first halo-cache setting that differs from its default, or NULL: with --cache-policy
+ * none such a setting would change nothing, so it is refused rather than ignored (a
+ * --print-config file holds every setting at its default and stays valid). */
+#define CACHE_RESERVE_MB_DEFAULT 1024
+static const char *cache_setting_given(const struct train_par *par) {
+  if (par->adaptive || par->staleness != 0) return "--staleness";
+  if (par->grad_adaptive || par->grad_staleness != 0) return "--grad-staleness";
+  if (par->cache_warmup != 0) return "--cache-warmup";
+  if (par->cache_capacity != 1.0f) return "--cache-capacity";
+  if (par->cache_host_mb != MB_AUTO) return "--cache-host-mb";
+  if (par->cache_device_mb != MB_AUTO) return "--cache-device-mb";
+  if (par->cache_reserve_mb != CACHE_RESERVE_MB_DEFAULT) return "--cache-reserve-mb";
+  if (!par->cache_prefetch) return "--cache-prefetch off";
+  return NULL;
+}
+
 #ifdef CAPGNN_HAVE_DIST
 /* The halo cache's options from the command line's, checked (jaca_options_check: what is
  * not built yet is refused here, as a usage error). */
 _Static_assert(MB_AUTO == JACA_MB_AUTO, "--cache-host-mb auto is jaca's JACA_MB_AUTO");
+_Static_assert(CACHE_RESERVE_MB_DEFAULT == JACA_RESERVE_MB_DEFAULT, "jaca's default reserve");
 static int cache_options(const struct train_par *par, struct jaca_options *o) {
   jaca_options_defaults(o);
   TRY(jaca_policy_parse(par->cache_policy, &o->policy));
@@ -906,7 +923,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   int c, rc = 0, print = 0;
   struct seed_list seeds = {{0}, 0};
   struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, NULL, "none", 1.0f,
-                          MB_AUTO, MB_AUTO, 1024, 0, 0, 0, 0, 0.0, 0, 0.0, "auto", 1, 0, NULL, 0, 0, 0, 0};
+                          MB_AUTO, MB_AUTO, CACHE_RESERVE_MB_DEFAULT, 0, 0, 0, 0, 0.0, 0, 0.0, "auto", 1, 0, NULL, 0, 0, 0, 0};
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -1181,6 +1198,9 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     return usage_error("--prune-halo needs --partition rapa (the cost model it balances comes with it)");
   if (par.prune_write && !(par.prune_eps > 0)) return usage_error("--prune-write needs --prune-halo EPS > 0");
   if (par.prune_norm && !(par.prune_eps > 0)) return usage_error("--prune-norm needs --prune-halo EPS > 0");
+  if (cfg.model == RT_MODEL_GAT && (cfg.norm_graph || (par.prune_norm && !strcmp(par.prune_norm, "original"))))
+    return usage_error("%s: GAT weighs each neighbour by its attention coefficient, not by degrees, so it has no "
+                       "degree normalisation to change", cfg.norm_graph ? "--norm-degrees" : "--prune-norm original");
   if (cfg.norm_graph && par.prune_eps > 0)
     return usage_error("--norm-degrees and --prune-halo exclude each other (--prune-norm original keeps the "
                        "original graph's degrees for the pruned graph)");
@@ -1202,6 +1222,12 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     }
     if (!par.given_halo_bits) cfg.halo_bits = fast ? PRESET_FAST_HALO_BITS : 32;
   }
+  if (par.cache_preset && !strcmp(par.cache_policy, "none"))
+    return usage_error("--cache-preset %s and --cache-policy none exclude each other (the preset sets the halo "
+                       "cache; give --cache-policy jaca|lru|fifo with it, or neither)", par.cache_preset);
+  if (!strcmp(par.cache_policy, "none") && cache_setting_given(&par))
+    return usage_error("%s sets the halo cache, which is off (--cache-policy none, the default): add "
+                       "--cache-policy jaca|lru|fifo, or --cache-preset exact|fast", cache_setting_given(&par));
 #ifdef CAPGNN_HAVE_DIST
   struct jaca_options jo;
   if (cache_options(&par, &jo) != CG_OK) return usage_error("%s", cg_err_msg());

@@ -104,16 +104,18 @@ int rt_checkpoint_read_resume(const struct rt_config *cfg, struct rt_checkpoint 
 int rt_checkpoint_fits_problem(const struct rt_checkpoint *c, const char *path,
                                const struct rt_local *loc, const struct rt_config *cfg) {
   if (c->graph_checksum != loc->graph_checksum || c->nodes != loc->n_global ||
-      c->features != loc->feat_dim || c->classes != loc->num_classes)
+      c->features != loc->feat_dim || c->classes != loc->num_classes) {
+    char hint[600] = "";
+    if (loc->pred && loc->pred->prune_eps > 0) /* (the checkpoint's run kept the original degrees: say so) */
+      snprintf(hint, sizeof hint, "; halo pruning follows rates measured at start-up, so it need not remove what "
+               "the checkpoint's run removed: resume on that run's pruned graph instead (--prune-write FILE, then "
+               "--graph FILE without --prune-halo%s%s)", c->norm_graph[0] ? ", with --norm-degrees " : "",
+               c->norm_graph);
     return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint was written for graph %s (%lld vertices, "
                       "checksum %08x), this run trains %s (%lld vertices, checksum %08x)%s", path, c->graph,
                       (long long)c->nodes, c->graph_checksum, loc->name, (long long)loc->n_global,
-                      loc->graph_checksum,
-                      loc->pred && loc->pred->prune_eps > 0
-                          ? "; halo pruning follows rates measured at start-up, so it need not remove what the "
-                            "checkpoint's run removed: resume on that run's pruned graph instead (--prune-write "
-                            "FILE, then --graph FILE without --prune-halo)"
-                          : "");
+                      loc->graph_checksum, hint);
+  }
   int64_t n = 0;
   TRY(rt_model_count_params(loc, cfg, &n));
   if (c->num_params != n)

@@ -875,6 +875,14 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   }
   if (comm_size(c) == 1) { /* the single-process path, unchanged */
     if (st < 0) return st;
+    /* one rank has no halo: nothing to balance or prune, so no pruned graph to write */
+    if (o && o->prune_write)
+      return cg_err_set(CG_ERR_ARG, "--prune-write %s: one rank has no halo to prune, so there is no pruned graph "
+                        "to write (run on several ranks, or train the graph itself)", o->prune_write);
+    if (o && (o->prune_eps > 0 || o->rapa))
+      LOG_WARN_COMMON("dist", "one rank: %s nothing to do (the whole graph is this rank's, with no halo); the "
+                      "run is the exact one-rank training", o->prune_eps > 0 ? "--prune-halo has" : "--partition "
+                      "rapa has");
     return rt_run_checked(cfg, res);
   }
   struct cg_backend *be = NULL, *inner = NULL; /* inner: under the CAPGNN_PROFILE_OPS wrapper */

@@ -53,6 +53,9 @@ int rt_run_check_files(const struct rt_config *cfg) {
 
 int rt_graph_norm_apply(struct graph *g, const struct rt_config *cfg) {
   if (!cfg->norm_graph) return CG_OK;
+  if (cfg->model == RT_MODEL_GAT) /* (capgnn train refuses it as a usage error first) */
+    return cg_err_set(CG_ERR_ARG, "--norm-degrees %s: GAT weighs each neighbour by its attention coefficient, not "
+                      "by degrees, so it has no degree normalisation to change", cfg->norm_graph);
   struct graph s;
   memset(&s, 0, sizeof s);
   char buf[4096];

@@ -32,7 +32,8 @@
  * 2. A usage error (exit 2) naming the option: a bad --staleness or --grad-staleness
  *    adaptive syntax, a bad policy, a capacity outside (0, 1] and a staleness or
  *    gradient staleness above the limit.
- *    So are MiB budgets that are neither auto nor >= 0, and a negative reserve.
+ *    So are MiB budgets that are neither auto nor >= 0, and a negative reserve, and a
+ *    cache setting (staleness, capacity, prefetch off...) without a cache policy.
  * 3. --print-config shows the [cache] settings (adaptive gradients as given; the MiB budgets auto by default:
  *    Algorithm 1). */
 #include <math.h>
@@ -329,6 +330,12 @@ int main(int argc, char **argv) {
   expect_usage(capgnn, "--cache-policy jaca --cache-device-mb lots", "--cache-device-mb");
   expect_usage(capgnn, "--cache-policy jaca --cache-reserve-mb -1", "--cache-reserve-mb -1");
   expect_usage(capgnn, "--cache-policy jaca --cache-prefetch maybe", "--cache-prefetch 'maybe'");
+  /* a cache setting without a cache changes nothing: refused, not ignored */
+  expect_usage(capgnn, "--staleness 3", "--staleness sets the halo cache, which is off");
+  expect_usage(capgnn, "--cache-policy none --grad-staleness adaptive", "--grad-staleness sets the halo cache");
+  expect_usage(capgnn, "--cache-capacity 0.5", "--cache-capacity sets the halo cache");
+  expect_usage(capgnn, "--cache-prefetch off", "--cache-prefetch off sets the halo cache");
+  expect_usage(capgnn, "--cache-preset fast --cache-policy none", "exclude each other");
   {
     char cmd[2048], log[512];
     snprintf(log, sizeof log, "%s/print.log", g_dir);

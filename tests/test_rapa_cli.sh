@@ -175,6 +175,16 @@ fi
 "$capgnn" --graph cora --partition rapa --prune-halo 0.1 --norm-degrees cora >g9.out 2>g9.err
 [ $? -eq 2 ] || fail "--norm-degrees with --prune-halo: not a usage error"
 grep -q "exclude each other" g9.err || { cat g9.err; fail "no message on --norm-degrees with --prune-halo"; }
+"$capgnn" --graph cora --partition rapa --prune-halo 0.1 --prune-write one.cgr --epochs 1 >g12.out 2>g12.err
+[ $? -eq 1 ] || fail "--prune-write on one rank: exit status not 1"
+grep -q "one rank has no halo to prune" g12.err || { cat g12.err; fail "no message on --prune-write on one rank"; }
+[ ! -e one.cgr ] || fail "--prune-write on one rank wrote a file"
+"$capgnn" --graph cora --model gat --norm-degrees cora --epochs 1 >g10.out 2>g10.err
+[ $? -eq 2 ] || fail "--norm-degrees with GAT: not a usage error"
+grep -q "no degree normalisation to change" g10.err || { cat g10.err; fail "no message on --norm-degrees with GAT"; }
+"$capgnn" --graph cora --model gat --partition rapa --prune-halo 0.1 --prune-norm original >g11.out 2>g11.err
+[ $? -eq 2 ] || fail "--prune-norm original with GAT: not a usage error"
+grep -q "prune-norm original: GAT" g11.err || { cat g11.err; fail "no message on --prune-norm original with GAT"; }
 mpi -n 2 "$capgnn" --graph cora --norm-degrees cora --load per-rank --epochs 1 --threads 1 >g8.out 2>g8.err &&
   fail "--norm-degrees with --load per-rank accepted"
 grep -q "per-rank with --norm-degrees" g8.err || { cat g8.err; fail "no message on --norm-degrees with --load per-rank"; }
