@@ -699,14 +699,17 @@ int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_
     st = graph_open(cfg->graph, &g);
   if (st == CG_OK) st = rt_graph_norm_apply(&g, cfg);
   TRY_GOTO(comm_agree(c, st, "opening the graph"), done);
-  if (cfg->feat_norm_row) graph_feat_rownorm(&g);
+  /* (--feat-norm row applies after the partitioning: a --prune-write file holds the graph's
+   * own features, which a run with --feat-norm row normalises as this one does) */
   if (o && o->rapa) {
 #ifdef CAPGNN_HAVE_RAPA
     struct rt_prediction pred;
     int32_t *owner = cg_malloc((size_t)g.n * sizeof *owner, "owner of every vertex");
     st = owner ? CG_OK : CG_ERR_NOMEM;
-    if (comm_agree(c, st, "allocating the owners") == CG_OK && dist_rapa_owner(c, &g, cfg, o, owner, &pred) == CG_OK &&
-        rt_dist_create_from_graph(c, &g, cfg, o, owner, out) == CG_OK) {
+    int ok = comm_agree(c, st, "allocating the owners") == CG_OK && dist_rapa_owner(c, &g, cfg, o, owner, &pred) == CG_OK;
+    if (ok && cfg->feat_norm_row) graph_feat_rownorm(&g);
+    ok = ok && rt_dist_create_from_graph(c, &g, cfg, o, owner, out) == CG_OK;
+    if (ok) {
       (*out)->pred = pred;
       (*out)->loc.pred = &(*out)->pred;
     } else {
@@ -719,6 +722,7 @@ int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_
     TRY_GOTO(comm_agree(c, st, "choosing the partitioner"), done);
 #endif
   }
+  if (cfg->feat_norm_row) graph_feat_rownorm(&g);
   TRY_GOTO(rt_dist_create_from_graph(c, &g, cfg, o, NULL, out), done);
   LOG_INFO("dist", "rank %d: whole-graph loading; set-up peak RSS %lld bytes (the whole graph: %lld bytes); "
            "partition + halo %lld bytes", comm_rank(c), (long long)cg_peak_rss_bytes(),

@@ -175,6 +175,20 @@ fi
 "$capgnn" --graph cora --partition rapa --prune-halo 0.1 --norm-degrees cora >g9.out 2>g9.err
 [ $? -eq 2 ] || fail "--norm-degrees with --prune-halo: not a usage error"
 grep -q "exclude each other" g9.err || { cat g9.err; fail "no message on --norm-degrees with --prune-halo"; }
+# --feat-norm row normalises what trains, not what --prune-write writes: the file holds
+# cora's own feature values (a run on it with --feat-norm row normalises them once)
+CAPGNN_EMULATE_SPEED=1,0.33 mpi -n 2 -x CAPGNN_EMULATE_SPEED "$capgnn" --graph cora --epochs 1 --threads 1 \
+  --feat-norm row --partition rapa --prune-halo 0.001 --prune-write fr.cgr --no-part-cache >fr.out 2>fr.err ||
+  { cat fr.err; fail "--feat-norm row with --prune-write on 2 ranks failed"; }
+python3 - "$data/cora.cgr" fr.cgr <<'PY' || fail "--prune-write with --feat-norm row wrote other feature values"
+import struct, sys
+def feat(path):  # FEAT_VALUES: section 4 of the header's table (FORMAT.md)
+    b = open(path, "rb").read()
+    off, size = struct.unpack_from("<QQ", b, 64 + 4 * 24)
+    return b[off:off + size]
+a, w = feat(sys.argv[1]), feat(sys.argv[2])
+assert a == w, f"{len(a)} and {len(w)} bytes, equal: {a == w}"
+PY
 "$capgnn" --graph cora --partition rapa --prune-halo 0.1 --prune-write one.cgr --epochs 1 >g12.out 2>g12.err
 [ $? -eq 1 ] || fail "--prune-write on one rank: exit status not 1"
 grep -q "one rank has no halo to prune" g12.err || { cat g12.err; fail "no message on --prune-write on one rank"; }
