@@ -49,8 +49,9 @@ static void cmd_convert_usage(FILE *out) {
           "  --force               replace an existing file at --output (never an input)\n"
           "  --cgr-version N       1 (default, ../shared/datasets/FORMAT.md) or 2 (the same plus a\n"
           "                        CRC-32 per block, so that each rank verifies the rows it reads:\n"
-          "                        docs/cgr-v2.md)\n"
-          "  --block-shift S       version 2: blocks of 2^S bytes, 6 <= S <= 30 (default 16: 64 KiB)\n"
+          "                        docs/cgr-v2.md); --from cgr: default the input file's version\n"
+          "  --block-shift S       version 2 (implies it): blocks of 2^S bytes, 6 <= S <= 30\n"
+          "                        (default 16: 64 KiB)\n"
           "  --reorder METHOD      none (default) | rcm | cluster | metis | auto: write the graph\n"
           "                        with its vertices in that locality order (capgnn train\n"
           "                        --reorder does the same at load; see README, \"Locality\n"
@@ -132,7 +133,14 @@ static int convert_cgr(const char *input, const char *output, enum graph_reorder
       memset(&r, 0, sizeof r);
     }
   }
-  if (st == CG_OK) st = graph_save_cgr_version(output, &g, version ? version : 1, shift);
+  if (st == CG_OK && !version) { /* not given: the input file's version (1 for a name or synth: spec) */
+    struct graph_cgr *f = NULL;
+    version = 1;
+    if (in[0].path && graph_cgr_open(in[0].path, &f) == CG_OK) version = graph_cgr_version(f);
+    else cg_err_clear();
+    graph_cgr_close(&f);
+  }
+  if (st == CG_OK) st = graph_save_cgr_version(output, &g, version, shift);
   if (st == CG_OK && !quiet) {
     FILE *rep = cli_report_stream(output);
     fprintf(rep, "%s -> %s in %.1f s: %lld vertices, order %s%s, checksum 0x%08x\n", input, output,
@@ -231,6 +239,9 @@ int cmd_convert(int argc, char **argv) {
   for (int i = 0; import_sources[i]; i++) known |= strcmp(from, import_sources[i]) == 0;
   if (!known) return usage_error("--from '%s': expected dgl-reddit, ogb, saint, edgelist or cgr", from);
   if (!o.input) return usage_error("--input is required");
+  if (o.block_shift && o.cgr_version == 1)
+    return usage_error("--block-shift sets version 2's blocks: it does not apply to --cgr-version 1");
+  if (o.block_shift) o.cgr_version = 2;
   if (!output) return usage_error("--output is required");
   int is_edgelist = strcmp(from, "edgelist") == 0;
   if (is_edgelist && (!o.features || !o.labels))

@@ -37,7 +37,8 @@ static void cmd_gen_usage(FILE *out) {
           "  --cgr-version N       1 (default, ../shared/datasets/FORMAT.md) or 2 (the same plus a\n"
           "                        CRC-32 per block, so that each rank verifies the rows it reads:\n"
           "                        docs/cgr-v2.md)\n"
-          "  --block-shift S       version 2: blocks of 2^S bytes, 6 <= S <= 30 (default 16: 64 KiB)\n"
+          "  --block-shift S       version 2 (implies it): blocks of 2^S bytes, 6 <= S <= 30\n"
+          "                        (default 16: 64 KiB)\n"
           "  --quiet               no progress lines\n"
           "  -h, --help            this help\n"
           "\n"
@@ -58,7 +59,7 @@ int cmd_gen(int argc, char **argv) {
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
   const char *output = NULL, *spec_arg = NULL;
-  int c, force = 0, bad_opt = 0, version = 1, block_shift = 0;
+  int c, force = 0, bad_opt = 0, version = 0, block_shift = 0; /* version 0: not given */
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
@@ -87,6 +88,9 @@ int cmd_gen(int argc, char **argv) {
   }
   if (!spec_arg) return usage_error("a SPEC is required, e.g. capgnn gen products:scale=0.1 -o products-0.1.cgr");
   if (!output) return usage_error("--output is required");
+  if (block_shift && version == 1)
+    return usage_error("--block-shift sets version 2's blocks: it does not apply to --cgr-version 1");
+  if (!version) version = block_shift ? 2 : 1;
   /* the output rule (core/outfile.h): before generating, which takes minutes at full size */
   if (cg_outfile_check(output, "--output", graph_outfile_kind(), NULL, 0, force, 0) != CG_OK ||
       cg_outfile_probe(output, "graph") != CG_OK)

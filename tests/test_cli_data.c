@@ -126,6 +126,54 @@ static void test_gen_info(void **state) {
   run_free(&r);
 }
 
+/* The .cgr version written: --block-shift implies version 2 (refused with version 1), and
+ * convert --from cgr keeps its input's version unless told otherwise. */
+static unsigned cgr_version_of(const char *path) {
+  size_t n;
+  unsigned char *b = gt_read(path, &n);
+  assert_non_null(b);
+  assert_true(n >= 12);
+  const unsigned v = b[8] | b[9] << 8 | b[10] << 16 | (unsigned)b[11] << 24; /* FORMAT.md: u32 at 8 */
+  free(b);
+  return v;
+}
+
+static void test_cgr_versions(void **state) {
+  (void)state;
+  char v2[4200], v1[4200], o[4200];
+  snprintf(v2, sizeof v2, "%s/v2.cgr", tmpdir);
+  snprintf(v1, sizeof v1, "%s/v1.cgr", tmpdir);
+  snprintf(o, sizeof o, "%s/conv.cgr", tmpdir);
+  struct run r = run(NULL, "gen tiny --block-shift 10 -o '%s' --quiet", v2);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  assert_int_equal(cgr_version_of(v2), 2);
+  r = run(NULL, "gen tiny -o '%s' --quiet", v1);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  assert_int_equal(cgr_version_of(v1), 1);
+  r = run(NULL, "gen tiny --cgr-version 1 --block-shift 10 -o '%s/x.cgr'", tmpdir);
+  assert_int_equal(r.rc, 2);
+  assert_non_null(strstr(r.err, "does not apply to --cgr-version 1"));
+  run_free(&r);
+  r = run(NULL, "convert --from cgr --input '%s' --output '%s' --quiet", v2, o);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  assert_int_equal(cgr_version_of(o), 2);
+  r = run(NULL, "convert --from cgr --input '%s' --output '%s' --quiet --force", v1, o);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  assert_int_equal(cgr_version_of(o), 1);
+  r = run(NULL, "convert --from cgr --input '%s' --output '%s' --block-shift 12 --quiet --force", v1, o);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  assert_int_equal(cgr_version_of(o), 2);
+  r = run(NULL, "convert --from cgr --input '%s' --output '%s' --cgr-version 1 --quiet --force", v2, o);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  assert_int_equal(cgr_version_of(o), 1);
+}
+
 /* A word that looks like an option is not taken as the previous option's value. */
 static void test_value_is_option(void **state) {
   (void)state;
@@ -587,6 +635,7 @@ int main(int argc, char **argv) {
   if (!tmpdir) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gen_info),
+      cmocka_unit_test(test_cgr_versions),
       cmocka_unit_test(test_value_is_option),
       cmocka_unit_test(test_convert),
       cmocka_unit_test(test_missing_dataset),
