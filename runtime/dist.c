@@ -914,6 +914,10 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   if (st == CG_OK) st = comm_set_allreduce(c, o->allreduce);
   if (st == CG_OK) st = comm_set_halo_bits(c, cfg->halo_bits);
   TRY_GOTO(comm_agree(c, st, "checking the options"), done);
+  if (o->allreduce == COMM_ALLREDUCE_HIER) { /* uneven nodes: refused now, not at the first step */
+    enum comm_allreduce chosen;
+    TRY_GOTO(comm_allreduce_resolve(c, &chosen), done);
+  }
   if (cfg->halo_bits < 32 && comm_rank(c) == 0)
     LOG_INFO("dist", "APPROXIMATE: training steps send halo rows and gradients through MPI as %d-bit codes "
              "(--halo-bits %d: a range per row, stochastic rounding; evaluation exact)",
