@@ -16,22 +16,25 @@ struct capgnn_command {
   const char *name;
   int (*run)(int argc, char **argv);
   const char *summary;
+  int one_process; /* 1: the command is one process's work (under mpirun with several ranks
+                      every rank would do it: refused once); predict says so itself */
 };
 
 static const struct capgnn_command commands[] = {
-    {"train", cmd_train, "train a GCN or GraphSAGE model full-batch (default command)"},
+    {"train", cmd_train, "train a GCN, GraphSAGE or GAT model full-batch (default command)", 0},
 #ifdef CAPGNN_HAVE_CMD_PARTITION
-    {"partition", cmd_partition, "partition a graph for several ranks and save the partition set"},
+    {"partition", cmd_partition, "partition a graph for several ranks and save the partition set", 1},
 #endif
 #ifdef CAPGNN_HAVE_CMD_PROFILE
-    {"profile", cmd_profile, "measure every rank's device and link; keep the profile; write a report"},
-    {"plan", cmd_plan, "predict per-rank compute, communication and memory of P ranks on N nodes, and the epoch"},
-    {"doctor", cmd_doctor, "where every rank runs, MPI and its transport, and what is wrong with the mapping"},
+    {"profile", cmd_profile, "measure every rank's device and link; keep the profile; write a report", 0},
+    {"plan", cmd_plan, "predict per-rank compute, communication and memory of P ranks on N nodes, and the epoch",
+     1},
+    {"doctor", cmd_doctor, "where every rank runs, MPI and its transport, and what is wrong with the mapping", 0},
 #endif
-    {"predict", cmd_predict, "write a checkpoint's logits (and embeddings) on its graph as .npy"},
-    {"convert", cmd_convert, "convert a dataset (DGL Reddit, OGB, GraphSAINT, edge list) to .cgr"},
-    {"info", cmd_info, "print a dataset's sizes, split, degrees and checksum status"},
-    {"gen", cmd_gen, "write a synthetic graph to a .cgr file"},
+    {"predict", cmd_predict, "write a checkpoint's logits (and embeddings) on its graph as .npy", 0},
+    {"convert", cmd_convert, "convert a dataset (DGL Reddit, OGB, GraphSAINT, edge list) to .cgr", 1},
+    {"info", cmd_info, "print a dataset's sizes, split, degrees and checksum status", 1},
+    {"gen", cmd_gen, "write a synthetic graph to a .cgr file", 1},
 };
 static const int ncommands = (int)(sizeof commands / sizeof commands[0]);
 
@@ -91,8 +94,16 @@ int main(int argc, char **argv) {
     usage(stdout);
     return CAPGNN_EXIT_OK;
   }
-  for (int i = 0; i < ncommands; i++)
-    if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+  for (int i = 0; i < ncommands; i++) {
+    if (strcmp(argv[1], commands[i].name) != 0) continue;
+    if (commands[i].one_process && cli_launch_size() > 1) { /* every rank would write or print it */
+      if (!cli_speaks()) return CAPGNN_EXIT_USAGE;
+      fprintf(stderr, "capgnn: error: capgnn %s runs as one process, not under mpirun with %d ranks (run it "
+              "without mpirun, or with mpirun -np 1)\n", commands[i].name, cli_launch_size());
+      return CAPGNN_EXIT_USAGE;
+    }
+    return commands[i].run(argc - 1, argv + 1);
+  }
   if (!cli_speaks()) return CAPGNN_EXIT_USAGE; /* rank 0 says it for the job */
   /* the settings files' "did you mean", over the command names */
   struct option names[sizeof commands / sizeof commands[0] + 3];

@@ -17,7 +17,8 @@
  *    comm_exposed_s >= 0 and the summary says which schedule ran ("overlap").
  * 3. Without --threads, -np 1 / 2 / 4 run the host's CPUs divided by the ranks (the
  *    summary says how many; more ranks than CPUs are warned about).
- *    Usage errors under mpiexec -n 2 print one "capgnn: error:" line (rank 0's).
+ *    Usage errors under mpiexec -n 2 print one "capgnn: error:" line (rank 0's), and a
+ *    one-process command (gen) under mpiexec -n 2 is refused so, writing nothing.
  *    Set-up errors on 2 ranks print one "capgnn: error:" line for the job and leave
  *    through MPI_Finalize with exit code 1 (no MPI_Abort): a graph no rank finds, a
  *    --metrics path rank 0 cannot create (found before the graph is opened), and a
@@ -419,9 +420,12 @@ int main(int argc, char **argv) {
    * job, from rank 0, not one per rank (issue #18, item 7) ---- */
   {
     /* (GAT with an exchanged layer 0 is not built: refused, not quietly run local) */
-    const char *usage[4] = {"--epohcs 3", "--lr 1e300", "frobnicate",
-                            "--graph synth:tiny --model gat --layer0-halo exchange"};
-    for (int k = 0; k < 4; k++) {
+    /* (a one-process command under mpirun: every rank would write the file; refused once) */
+    char gen_out[600];
+    snprintf(gen_out, sizeof gen_out, "gen tiny -o %s/gen2.cgr", g_dir);
+    const char *usage[5] = {"--epohcs 3", "--lr 1e300", "frobnicate",
+                            "--graph synth:tiny --model gat --layer0-halo exchange", gen_out};
+    for (int k = 0; k < 5; k++) {
       snprintf(log, sizeof log, "%s/usage%d.log", g_dir, k);
       snprintf(cmd, sizeof cmd, "%s -n 2 %s %s %s", mpiexec, mpi, capgnn, usage[k]);
       int rc = run(cmd, log);
@@ -432,6 +436,8 @@ int main(int argc, char **argv) {
       CHECK(lines == 1, "`%s`: %d error lines (expected 1, from rank 0):\n%s", cmd, lines, out ? out : "");
       free(out);
     }
+    snprintf(cmd, sizeof cmd, "%s/gen2.cgr", g_dir);
+    CHECK(access(cmd, F_OK) != 0, "capgnn gen under mpiexec -n 2 wrote %s", cmd);
   }
 
   if (!g_fail) {
