@@ -222,9 +222,7 @@ int cmd_info(int argc, char **argv) {
     if (st == CG_ERR_FORMAT) {
       /* graph_open resolved a file that fails a check: show what it claims, then why. */
       char path[4200];
-      snprintf(path, sizeof path, "%s", what);
-      struct stat sb;
-      if (stat(path, &sb) != 0) snprintf(path, sizeof path, "%s/%s.cgr", graph_data_dir(), what);
+      if (!graph_path(what, path, sizeof path)) snprintf(path, sizeof path, "%s", what); /* (as graph_open found it) */
       printf("file:       %s\n", path);
       print_raw_header(path);
       printf("checksum:   FAILED: %s\n", cg_err_msg());
@@ -238,9 +236,7 @@ int cmd_info(int argc, char **argv) {
   } else {
     struct stat sb;
     char path[4200], size[48] = "?";
-    snprintf(path, sizeof path, "%s", what);
-    if (stat(path, &sb) != 0) snprintf(path, sizeof path, "%s/%s%s", graph_data_dir(), what,
-                                       strlen(what) > 4 && strcmp(what + strlen(what) - 4, ".cgr") == 0 ? "" : ".cgr");
+    if (!graph_path(what, path, sizeof path)) snprintf(path, sizeof path, "%s", what); /* (as graph_open found it) */
     if (stat(path, &sb) == 0) cg_progress_amount(size, sizeof size, (double)sb.st_size, "B");
     printf("file:       %s (%s, read and checked in %.2f s)\n", path, size, dt);
   }

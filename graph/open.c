@@ -60,7 +60,10 @@ const char *graph_path(const char *name, char *buf, size_t len) {
     snprintf(buf, len, "%s", name);
     return buf;
   }
-  if (strchr(name, '/')) return NULL;
+  if (strchr(name, '/')) { /* a path given without its .cgr */
+    const int k = snprintf(buf, len, "%s.cgr", name);
+    return !ends_with(name, ".cgr") && k > 0 && (size_t)k < len && path_exists(buf) ? buf : NULL;
+  }
   const int k = snprintf(buf, len, "%s/%s%s", graph_data_dir(), name, ends_with(name, ".cgr") ? "" : ".cgr");
   return k > 0 && (size_t)k < len && path_exists(buf) ? buf : NULL;
 }
@@ -76,6 +79,12 @@ int graph_open(const char *name, struct graph *g) {
   }
   if (path_exists(name)) {
     TRY(load_with_progress(name, g));
+    return CG_OK;
+  }
+  char with_ext[4096]; /* a path given without its .cgr (data/cora for data/cora.cgr) */
+  if (strchr(name, '/') && !ends_with(name, ".cgr") &&
+      graph_path(name, with_ext, sizeof with_ext) == with_ext) {
+    TRY(load_with_progress(with_ext, g));
     return CG_OK;
   }
 

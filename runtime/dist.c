@@ -90,12 +90,13 @@ static int dist_reorder(struct comm *c, const struct rt_config *cfg, struct rt_d
   if (cfg->reorder == GRAPH_REORDER_NONE) return CG_OK;
   if (d->halo_cache.policy != JACA_POLICY_NONE) {
     if (cfg->reorder == GRAPH_REORDER_AUTO) {
-      LOG_INFO("reorder", "--reorder auto: not with a halo cache (--halo-cache), which needs the inner rows in "
+      LOG_INFO("reorder", "--reorder auto: not with a halo cache (--cache-policy), which needs the inner rows in "
                "global order; the input order is kept");
       return CG_OK;
     }
-    st = cg_err_set(CG_ERR_UNSUPPORTED, "--reorder %s with --halo-cache: the halo cache needs each rank's inner rows "
-                    "in global order (use --reorder none or auto, or no halo cache)", graph_reorder_name(cfg->reorder));
+    st = cg_err_set(CG_ERR_UNSUPPORTED, "--reorder %s with --cache-policy %s: the halo cache needs each rank's inner "
+                    "rows in global order (use --reorder none or auto, or no halo cache)", graph_reorder_name(cfg->reorder),
+                    jaca_policy_name(d->halo_cache.policy));
     return comm_agree(c, st, "reordering the inner rows");
   }
   int32_t *pos = NULL;

@@ -152,6 +152,11 @@ static void test_cgr_versions(void **state) {
   assert_int_equal(r.rc, 0);
   run_free(&r);
   assert_int_equal(cgr_version_of(v1), 1);
+  /* a path given without its .cgr finds the file */
+  r = run(NULL, "info '%s/v1'", tmpdir);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "v1.cgr ("));
+  run_free(&r);
   r = run(NULL, "gen tiny --cgr-version 1 --block-shift 10 -o '%s/x.cgr'", tmpdir);
   assert_int_equal(r.rc, 2);
   assert_non_null(strstr(r.err, "does not apply to --cgr-version 1"));
