@@ -497,31 +497,41 @@ int rapa_rates_measure(struct comm *c, struct cg_backend *be, const struct graph
   TRY_GOTO(comm_agree(c, st, "measuring this rank's rates"), done);
   TRY_GOTO(comm_allreduce_host(c, all, P * NRATE, COMM_SUM), done);
   for (int p = 0; p < P; p++) rates_unpack(all + (size_t)p * NRATE, &rates[p]);
-  /* links: one pair at a time, 8 bytes (latency) and 256 KiB (bandwidth) */
-  TRY_GOTO(rapa_links_alloc(links, P), done);
+  /* links: one pair at a time, 8 bytes (latency) and 256 KiB (bandwidth). Every rank
+   * joins every pair's closing all-reduce, carrying whether its ping-pong failed, so that
+   * a failure ends the loop on every rank at the same pair instead of leaving the others
+   * waiting for a rank that left it. */
   const size_t big = 256 * 1024;
-  buf = cg_calloc(2 * big, 1, "ping-pong buffers");
-  st = buf ? CG_OK : CG_ERR_NOMEM;
-  TRY_GOTO(comm_agree(c, st, "allocating the ping-pong buffers"), done);
-  {
-    double *lat = cg_calloc((size_t)P * P, sizeof *lat, "latencies");
-    double *bw = cg_calloc((size_t)P * P, sizeof *bw, "bandwidths");
-    if (!lat || !bw) st = CG_ERR_NOMEM;
+  double *lat = NULL, *bw = NULL;
+  st = rapa_links_alloc(links, P);
+  if (st == CG_OK) {
+    buf = cg_calloc(2 * big, 1, "ping-pong buffers");
+    lat = cg_calloc((size_t)P * P, sizeof *lat, "latencies");
+    bw = cg_calloc((size_t)P * P, sizeof *bw, "bandwidths");
+    if (!buf || !lat || !bw) st = CG_ERR_NOMEM;
+  }
+  st = comm_agree(c, st, "allocating the link measurement"); /* (the same status on every rank) */
+  if (st == CG_OK) {
     for (int a = 0; a < P && st == CG_OK; a++)
       for (int b = a + 1; b < P && st == CG_OK; b++) {
+        int mine = CG_OK;
         if (rank == a || rank == b) {
           const int peer = rank == a ? b : a;
           double small[21], large[7];
-          st = comm_pingpong(c, NULL, COMM_PATH_HOST, peer, buf, buf + big, 8, 21, small);
-          if (st == CG_OK) st = comm_pingpong(c, NULL, COMM_PATH_HOST, peer, buf, buf + big, big, 7, large);
-          if (st == CG_OK && rank == a) {
+          mine = comm_pingpong(c, NULL, COMM_PATH_HOST, peer, buf, buf + big, 8, 21, small);
+          if (mine == CG_OK) mine = comm_pingpong(c, NULL, COMM_PATH_HOST, peer, buf, buf + big, big, 7, large);
+          if (mine == CG_OK && rank == a) {
             const double l = rapa_median(small + 1, 20) / 2.0, t = rapa_median(large + 1, 6) / 2.0;
             lat[(size_t)a * P + b] = lat[(size_t)b * P + a] = l;
             bw[(size_t)a * P + b] = bw[(size_t)b * P + a] = (double)big / (t - l > 0.5 * t ? t - l : 0.5 * t);
           }
         }
-        double dummy = 0;
-        if (st == CG_OK) st = comm_allreduce_host(c, &dummy, 1, COMM_SUM);
+        double failed = mine != CG_OK;
+        const int ast = comm_allreduce_host(c, &failed, 1, COMM_SUM);
+        if (mine != CG_OK) st = mine;
+        else if (ast != CG_OK) st = ast;
+        else if (failed > 0)
+          st = cg_err_set(CG_ERR_MPI, "measuring the link between ranks %d and %d failed on one of them", a, b);
       }
     if (st == CG_OK) st = comm_allreduce_host(c, lat, P * P, COMM_SUM);
     if (st == CG_OK) st = comm_allreduce_host(c, bw, P * P, COMM_SUM);
@@ -529,9 +539,9 @@ int rapa_rates_measure(struct comm *c, struct cg_backend *be, const struct graph
       memcpy(links->lat_s, lat, (size_t)P * P * sizeof *lat);
       memcpy(links->bw_bps, bw, (size_t)P * P * sizeof *bw);
     }
-    cg_free(lat);
-    cg_free(bw);
   }
+  cg_free(lat);
+  cg_free(bw);
   TRY_GOTO(comm_agree(c, st, "measuring the links"), done);
   LOG_INFO("rapa", "rates measured on every rank at the model's shapes in %.2f s", cg_time_now() - t0);
 done:
