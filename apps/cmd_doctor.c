@@ -72,7 +72,7 @@ int cmd_doctor(int argc, char **argv) {
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
   if (o.json) {
     static const char *const sig[] = {"{\n\t\"schema\":\t\"capgnn-doctor/", NULL};
-    static const struct cg_outfile_kind kind = {"doctor's report", sig, 0};
+    static const struct cg_outfile_kind kind = {"doctor's report", sig, 0, NULL};
     if (!o.json[0]) return usage_error("--json: empty file name");
     if (cg_outfile_check(o.json, "--json", &kind, NULL, 0, force, 0) != CG_OK ||
         cg_outfile_probe(o.json, "doctor's report") != CG_OK)

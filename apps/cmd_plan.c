@@ -341,7 +341,7 @@ int cmd_plan(int argc, char **argv) {
   if (json && strcmp(json, "-")) {
     /* the output rule (core/outfile.h), before the partitioning */
     static const char *const sig[] = {"{\n\t\"schema\":\t\"capgnn-plan\"", NULL};
-    static const struct cg_outfile_kind kind = {"plan", sig, 0};
+    static const struct cg_outfile_kind kind = {"plan", sig, 0, NULL};
     char gpath[4200];
     const struct cg_outfile_input inputs[] = {{"--graph", graph_path(graph_name, gpath, sizeof gpath)},
                                               {"--profile", profile}};

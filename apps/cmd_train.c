@@ -461,7 +461,10 @@ static const char *float_str(char *buf, size_t len, float v) {
 }
 
 /* The resolved settings in the --config format, so that the output can be saved and
- * read back with --config (every float reads back exactly). */
+ * read back with --config (every float reads back exactly). It writes nothing, so its
+ * caller checks no output; and it leaves out force and resume, which are for one run
+ * (a file that held them would replace files without asking, or resume a one-off
+ * checkpoint, on every run from it). */
 static void print_config(FILE *out, const struct rt_config *c, const struct train_par *par,
                          const struct seed_list *seeds, const char *const *files, int nfiles) {
   char f1[32], f2[32], f3[32];
@@ -512,11 +515,14 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
   else fprintf(out, "# metrics = FILE (none)\n");
   fprintf(out, "quiet = %s\n", c->quiet ? "true" : "false");
   if (c->log_every > 0) fprintf(out, "log-every = %d\n", c->log_every);
-  if (c->force) fprintf(out, "force = true\n");
+  /* never force: a settings file that replaces files without asking would do so on
+   * every later run from it (--force belongs on the command line of the run it is for) */
+  fprintf(out, "# force: left out on purpose (pass --force to the run that should replace files)\n");
   fprintf(out, "\n[checkpoints]\n");
   if (c->checkpoint_path) fprintf(out, "checkpoint = %s\ncheckpoint-every = %d\n", c->checkpoint_path, c->checkpoint_every);
   else fprintf(out, "# checkpoint = FILE (none)\n");
-  if (c->resume_path) fprintf(out, "resume = %s\n", c->resume_path);
+  /* never resume: a checkpoint is continued once, by the run that names it */
+  fprintf(out, "# resume: left out on purpose (pass --resume FILE to the run that continues a checkpoint)\n");
   if (c->save_best_path) fprintf(out, "save-best = %s\n", c->save_best_path);
   fprintf(out, "\n[parallel]\npartition = %s\npart-seed = %llu\n", par->partition,
           (unsigned long long)par->part_seed);
@@ -1204,8 +1210,8 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (cfg.norm_graph && par.prune_eps > 0)
     return usage_error("--norm-degrees and --prune-halo exclude each other (--prune-norm original keeps the "
                        "original graph's degrees for the pruned graph)");
-  if (par.prune_write && cg_outfile_check(par.prune_write, "--prune-write", graph_outfile_kind(), NULL, 0, cfg.force,
-                                          0) != CG_OK) {
+  if (par.prune_write && !print && /* --print-config writes nothing: no output to check */
+      cg_outfile_check(par.prune_write, "--prune-write", graph_outfile_kind(), NULL, 0, cfg.force, 0) != CG_OK) {
     if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
     return CAPGNN_EXIT_FAILURE;
   }

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <libgen.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -91,8 +92,22 @@ int cg_outfile_open(struct cg_outfile *o, const char *path, const char *what) {
   snprintf(o->tmp, n, "%s.tmp.XXXXXX", o->path);
   const int fd = mkstemp(o->tmp);
   if (fd < 0) {
-    const int rc = cg_err_set(CG_ERR_IO, "cannot write the %s to '%s': cannot create a file beside "
-                              "it: %s", what, path, strerror(errno));
+    const int err = errno;
+    int rc;
+    char *copy = strdup(path), *folder = copy ? dirname(copy) : NULL;
+    if (folder && err == ENOENT && !cg_path_type(folder)) /* outputs do not create folders: the user does */
+      rc = cg_err_set(CG_ERR_IO, "cannot write the %s to '%s': the folder '%s' does not exist (create it "
+                      "first, or choose another path)", what, path, folder);
+    else if (folder && err == ENOTDIR && cg_path_type(folder) && strcmp(cg_path_type(folder), "a folder") != 0)
+      rc = cg_err_set(CG_ERR_IO, "cannot write the %s to '%s': '%s' is %s, not a folder", what, path, folder,
+                      cg_path_type(folder));
+    else if (folder && err == ENOTDIR)
+      rc = cg_err_set(CG_ERR_IO, "cannot write the %s to '%s': a part of the folder path '%s' is a file, not a "
+                      "folder", what, path, folder);
+    else
+      rc = cg_err_set(CG_ERR_IO, "cannot write the %s to '%s': cannot create a file in its folder: %s", what,
+                      path, strerror(err));
+    free(copy);
     outfile_free(o);
     return rc;
   }
@@ -185,7 +200,7 @@ int cg_outfile_open_keep(struct cg_outfile *o, const char *path, const char *wha
 
 /* ---- the rule ------------------------------------------------------------------------ */
 
-#define KIND_HEAD 64 /* bytes read to tell a file's kind */
+#define KIND_HEAD CG_OUTFILE_KIND_HEAD
 
 static size_t read_head(const char *path, unsigned char *buf, size_t len) {
   const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -204,7 +219,7 @@ int cg_outfile_is_kind(const char *path, const struct cg_outfile_kind *kind) {
     const size_t k = strlen(*sig);
     if (k <= n && memcmp(head, *sig, k) == 0) return 1;
   }
-  return 0;
+  return n > 0 && kind->match && kind->match((const char *)head, n);
 }
 
 /* "its first line: '...'" for text, "binary data" otherwise: what the user would lose. */
@@ -233,7 +248,15 @@ int cg_outfile_check(const char *path, const char *opt, const struct cg_outfile_
   }
   if (S_ISDIR(out.st_mode))
     return cg_err_set(CG_ERR_IO, "%s %s: it is a folder (give a file name for the %s)", opt, path, kind->what);
-  if (!S_ISREG(out.st_mode) || out.st_size == 0) return CG_OK; /* a device or pipe: in place */
+  if (!S_ISREG(out.st_mode)) return CG_OK; /* a device or pipe: in place */
+  if ((out.st_mode & 0222) == 0) { /* someone made it read-only: keep it so, unless told */
+    if (!force)
+      return cg_err_set(CG_ERR_IO, "%s %s: the file is read-only (no write permission); refusing to replace "
+                        "it (make it writable, choose another path, or pass --force to replace it)", opt, path);
+    LOG_WARN_COMMON("core", "%s %s: replacing the read-only file (--force)", opt, path);
+    return CG_OK;
+  }
+  if (out.st_size == 0) return CG_OK; /* nothing there to lose */
   const int same = cg_outfile_is_kind(path, kind);
   if (same && !kind->replace_needs_force) {
     if (warn_replace) LOG_WARN_COMMON("core", "%s %s: replacing the %s there", opt, path, kind->what);

@@ -28,16 +28,24 @@ struct cg_outfile {
  *     says: links and hard links are resolved), whatever `force` says;
  *  2. an existing file is replaced only when it is an output of the same kind
  *     (recognised by its first bytes) or with `force` (--force); a kind that holds
- *     data costly to remake (graphs) needs `force` even then. An empty file is
- *     replaced; a device, pipe or socket is written in place (as cg_outfile_open
- *     does); a folder is refused. */
+ *     data costly to remake (graphs) needs `force` even then. A read-only file (no
+ *     write permission bit for anyone: st_mode & 0222 == 0; renaming over it in a
+ *     writable folder would ignore its mode) needs `force` whatever it holds, empty
+ *     too. An empty file is replaced; a device, pipe or socket is written in place
+ *     (as cg_outfile_open does); a folder is refused. */
 
-/* A kind of output. A file is of this kind when it starts with one of `signatures`. */
+/* A kind of output. A file is of this kind when it starts with one of `signatures`,
+ * or, for a kind whose files start with text a user's own files may start with too
+ * (JSON Lines), when `match` accepts its first bytes. */
 struct cg_outfile_kind {
   const char *what;              /* "metrics file", "graph" ... for messages */
-  const char *const *signatures; /* NULL-terminated */
+  const char *const *signatures; /* NULL-terminated; may be NULL when match is set */
   int replace_needs_force;       /* 1: an existing file of this kind too (datasets) */
+  /* optional: 1 when the file's first n bytes (n <= CG_OUTFILE_KIND_HEAD; fewer when
+   * the file is shorter) are this kind's */
+  int (*match)(const char *head, size_t n);
 };
+#define CG_OUTFILE_KIND_HEAD 256 /* bytes read to tell a file's kind */
 
 /* One input of a run, for rule 1: the option that named it and its path (NULL: none). */
 struct cg_outfile_input {
@@ -52,12 +60,13 @@ struct cg_outfile_input {
  * existing file of the kind is logged as a warning. */
 int cg_outfile_check(const char *path, const char *opt, const struct cg_outfile_kind *kind,
                      const struct cg_outfile_input *inputs, int n, int force, int warn_replace);
-/* Whether the existing regular file `path` starts with one of kind's signatures
- * (0 when it does not, is empty or cannot be read). */
+/* Whether the existing regular file `path` is of `kind` (starts with one of its
+ * signatures, or its match accepts it; 0 when not, empty or unreadable). */
 int cg_outfile_is_kind(const char *path, const struct cg_outfile_kind *kind);
 
 /* Opens `path` for writing ("wb"); `what` names the content in error messages
- * ("graph", "partition statistics"). On failure *o is zeroed. */
+ * ("graph", "partition statistics"; a missing folder is named as such: outputs do not
+ * create folders). On failure *o is zeroed. */
 int cg_outfile_open(struct cg_outfile *o, const char *path, const char *what);
 /* The same, and the temporary starts as a copy of the existing regular file (for an
  * output that grows across runs: a resumed run's metrics); written in place, the file

@@ -50,7 +50,7 @@ static int path_exists(const char *p) {
 
 const struct cg_outfile_kind *graph_outfile_kind(void) {
   static const char *const sig[] = {"CAPGNN01", NULL};
-  static const struct cg_outfile_kind kind = {"graph (.cgr)", sig, 1};
+  static const struct cg_outfile_kind kind = {"graph (.cgr)", sig, 1, NULL};
   return &kind;
 }
 

@@ -190,7 +190,7 @@ char *part_stats_to_json(const struct part_stats *s) {
 
 const struct cg_outfile_kind *part_stats_outfile_kind(void) {
   static const char *const sig[] = {"{\n\t\"graph\":", NULL};
-  static const struct cg_outfile_kind kind = {"partition statistics file", sig, 0};
+  static const struct cg_outfile_kind kind = {"partition statistics file", sig, 0, NULL};
   return &kind;
 }
 

@@ -542,7 +542,7 @@ static int file_is_checkpoint(const char *path) {
 
 const struct cg_outfile_kind *rt_checkpoint_kind(void) {
   static const char *const sig[] = {CKPT_MAGIC, NULL};
-  static const struct cg_outfile_kind kind = {"capgnn checkpoint", sig, 0};
+  static const struct cg_outfile_kind kind = {"capgnn checkpoint", sig, 0, NULL};
   return &kind;
 }
 
@@ -557,10 +557,12 @@ int rt_checkpoint_probe_target(const char *path, int warn_replace, const struct 
     if (!S_ISREG(sb.st_mode))
       return cg_err_set(CG_ERR_IO, "--checkpoint %s: not a regular file (a checkpoint must be a file "
                         "that --resume can read back)", path);
-    if (sb.st_size > 0 && warn_replace && file_is_checkpoint(path))
-      LOG_WARN_COMMON("train", "--checkpoint %s: replacing the checkpoint there (written by an earlier "
-                      "run); to continue that run instead, pass --resume %s", path, path);
   }
   TRY(cg_outfile_check(path, "--checkpoint", rt_checkpoint_kind(), inputs, ninputs, force, 0));
-  return cg_outfile_probe(path, "checkpoint");
+  TRY(cg_outfile_probe(path, "checkpoint"));
+  /* (after the check: a checkpoint the rule refuses, a read-only one, is not "replaced") */
+  if (warn_replace && stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 && file_is_checkpoint(path))
+    LOG_WARN_COMMON("train", "--checkpoint %s: replacing the checkpoint there (written by an earlier "
+                    "run); to continue that run instead, pass --resume %s", path, path);
+  return CG_OK;
 }

@@ -10,6 +10,7 @@
  *   starts as a copy of the file, so that it appends.
  * - Float options are written as the user wrote them (0.01, not 0.009999999776), and
  *   NaN / inf as null: they are not JSON. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,9 +25,54 @@
 #include "core/timer.h"
 #include "runtime/runtime_internal.h"
 
+/* Skips a JSON number or null as cJSON writes them (the values of a record); NULL when
+ * there is none at p. */
+static const char *skip_value(const char *p, const char *end) {
+  if (end - p >= 4 && memcmp(p, "null", 4) == 0) return p + 4;
+  const char *q = p;
+  while (q < end && (isdigit((unsigned char)*q) || *q == '-' || *q == '+' || *q == '.' || *q == 'e' || *q == 'E')) q++;
+  return q > p ? q : NULL;
+}
+
+/* Whether p starts with the literal s (NULL p: no). */
+static const char *skip_lit(const char *p, const char *end, const char *s) {
+  const size_t k = strlen(s);
+  return p && (size_t)(end - p) >= k && memcmp(p, s, k) == 0 ? p + k : NULL;
+}
+
+/* capgnn's own metrics file, told from a user's JSON Lines log that also has an
+ * "epoch" key (a DGL script's {"epoch": 1, "loss": 0.5}): its first line is one of
+ * capgnn's records exactly as cJSON writes them, compact and in capgnn's key order,
+ * unchanged since the first metrics file:
+ *   {"epoch":E,"loss":X,"train_acc":X,"val_acc":X,"test_acc":X,"val_loss":X,"epoch_s":
+ * (E an integer, X a number or null), or, where a run wrote no epoch record before it,
+ * the summary: {"summary":true,"graph":"NAME","nodes": (the name may run past the bytes
+ * read). */
+static int metrics_match(const char *head, size_t n) {
+  const char *end = head + n, *p;
+  static const char *const keys[] = {",\"loss\":", ",\"train_acc\":", ",\"val_acc\":", ",\"test_acc\":",
+                                     ",\"val_loss\":", ",\"epoch_s\":"};
+  if ((p = skip_lit(head, end, "{\"epoch\":")) != NULL) {
+    const char *q = p;
+    while (q < end && isdigit((unsigned char)*q)) q++;
+    if (q == p) return 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+      if (i > 0) q = skip_value(q, end);
+      if (!(q = skip_lit(q, end, keys[i]))) return 0;
+    }
+    return 1;
+  }
+  if (!(p = skip_lit(head, end, "{\"summary\":true,\"graph\":\""))) return 0;
+  for (; p < end; p++) { /* the name, a JSON string */
+    if (*p == '\\') p++;
+    else if (*p == '"') return skip_lit(p + 1, end, ",\"nodes\":") != NULL;
+    else if (*p == '\n') return 0;
+  }
+  return 1;
+}
+
 const struct cg_outfile_kind *rt_metrics_kind(void) {
-  static const char *const sig[] = {"{\"epoch\":", "{\"summary\":", NULL};
-  static const struct cg_outfile_kind kind = {"capgnn metrics file (JSON Lines)", sig, 0};
+  static const struct cg_outfile_kind kind = {"capgnn metrics file (JSON Lines)", NULL, 0, metrics_match};
   return &kind;
 }
 
@@ -34,10 +80,12 @@ int rt_metrics_probe(const char *path) {
   struct stat sb; /* a FIFO would block the open until a reader comes: leave it to the run */
   if (stat(path, &sb) == 0 && S_ISFIFO(sb.st_mode)) return CG_OK;
   if (cg_outfile_probe(path, "metrics file") == CG_OK) return CG_OK;
-  char why[1024];
+  char why[1024], said[1100];
   snprintf(why, sizeof why, "%s", cg_err_msg());
-  return cg_err_set(CG_ERR_IO, "cannot create metrics file %s (%s): check that the folder exists and is "
-                    "writable, or pass another --metrics path", path, why);
+  /* the reason without outfile's "cannot write the metrics file to 'PATH': " */
+  snprintf(said, sizeof said, "cannot write the metrics file to '%s': ", path);
+  const char *reason = strncmp(why, said, strlen(said)) == 0 ? why + strlen(said) : why;
+  return cg_err_set(CG_ERR_IO, "cannot create metrics file %s (--metrics): %s", path, reason);
 }
 
 int rt_metrics_open(struct rt_metrics *mt, const char *path, int append) {

@@ -24,7 +24,7 @@
 static const struct cg_outfile_kind *npy_kind(void) {
   static const char *const sig[] = {"\x93NUMPY", NULL};
   /* replace_needs_force: capgnn cannot tell its predictions from another float32 array */
-  static const struct cg_outfile_kind kind = {"NumPy array (.npy)", sig, 1};
+  static const struct cg_outfile_kind kind = {"NumPy array (.npy)", sig, 1, NULL};
   return &kind;
 }
 

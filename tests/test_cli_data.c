@@ -545,6 +545,106 @@ static void test_outputs_never_destroy(void **state) {
   for (int i = 0; i < 6; i++) free(k[i].bytes);
 }
 
+/* What a new user's pass found: (1) a read-only file is kept (rename in a writable
+ * folder would ignore its mode) unless --force; (2) a user's own JSON Lines log with
+ * an "epoch" key is not taken for capgnn's metrics file, while capgnn's own still is;
+ * (3) a missing folder is named as such; (4) --print-config checks no output (no
+ * "replacing" warning for a file it does not write) and prints neither force nor
+ * resume, so that a run from the printed file asks before replacing files. */
+static void test_outputs_review(void **state) {
+  (void)state;
+  char d[4000], m[4200], ck[4200], dgl[4200], pw[4200], ini[4200], want[4300];
+  snprintf(d, sizeof d, "%.3900s/outputs-review", tmpdir);
+  assert_int_equal(mkdir(d, 0755), 0);
+  snprintf(m, sizeof m, "%s/m.jsonl", d);
+  snprintf(ck, sizeof ck, "%s/c.ckpt", d);
+  snprintf(dgl, sizeof dgl, "%s/dgl.jsonl", d);
+  snprintf(pw, sizeof pw, "%s/pw.cgr", d);
+  snprintf(ini, sizeof ini, "%s/printed.ini", d);
+  const char *train = "--graph synth:tiny --epochs 1 --threads 1 --quiet";
+  struct run r = run(NULL, "%s --metrics '%s' --checkpoint '%s'", train, m, ck);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+
+  /* 1. read-only: refused, with or without an earlier output of the kind there */
+  assert_int_equal(chmod(m, 0444), 0);
+  assert_int_equal(chmod(ck, 0444), 0);
+  static struct kept k[2];
+  keep(&k[0], m);
+  keep(&k[1], ck);
+  expect_refused(run(NULL, "%s --metrics '%s'", train, m), "the file is read-only");
+  r = run(NULL, "%s --checkpoint '%s'", train, ck);
+  assert_int_not_equal(r.rc, 0);
+  if (!strstr(r.err, "read-only") || !strstr(r.err, "--force") || strstr(r.err, "replacing"))
+    fail_msg("read-only checkpoint: %s", r.err);
+  run_free(&r);
+  expect_intact(&k[0]);
+  expect_intact(&k[1]);
+  r = run(NULL, "%s --metrics '%s' --force", train, m);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.err, "replacing the read-only file (--force)"));
+  run_free(&r);
+  struct stat sb;
+  assert_int_equal(stat(m, &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0444); /* replaced, still read-only */
+  for (int i = 0; i < 2; i++) free(k[i].bytes);
+  assert_int_equal(chmod(m, 0644), 0);
+  assert_int_equal(chmod(ck, 0644), 0);
+
+  /* 2. a DGL script's log, and one written compact: not capgnn's metrics file */
+  const char *logs[2] = {"{\"epoch\": 1, \"loss\": 0.5, \"note\": \"my results\"}\n", "{\"epoch\":1,\"loss\":0.5}\n"};
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(gt_write(dgl, logs[i], strlen(logs[i])), 0);
+    expect_refused(run(NULL, "%s --metrics '%s'", train, dgl), "is not a capgnn metrics file");
+    char *now = slurp(dgl);
+    assert_string_equal(now, logs[i]);
+    free(now);
+  }
+  /* ... capgnn's own (written above) is replaced without --force */
+  r = run(NULL, "%s --metrics '%s'", train, m);
+  assert_int_equal(r.rc, 0);
+  assert_null(strstr(r.err, "--force"));
+  run_free(&r);
+
+  /* 3. a missing folder, for each command's output option */
+  snprintf(want, sizeof want, "the folder '%s/nodir' does not exist", d);
+  expect_refused(run(NULL, "%s --metrics '%s/nodir/x.jsonl'", train, d), want);
+  expect_refused(run(NULL, "%s --checkpoint '%s/nodir/x.ckpt'", train, d), want);
+  expect_refused(run(NULL, "gen tiny -o '%s/nodir/x.cgr' --quiet", d), want);
+  expect_refused(run(NULL, "partition --graph synth:tiny --parts 2 --no-part-cache --quiet --json '%s/nodir/p.json'",
+                     d), want);
+  assert_int_equal(access(d, F_OK), 0);
+  snprintf(want, sizeof want, "%s/nodir", d);
+  assert_int_not_equal(access(want, F_OK), 0); /* not created */
+
+  /* 4. --print-config: no output checked (pw.cgr is a graph: replacing it needs
+   * --force, which a real run would warn about) */
+  r = run(NULL, "gen tiny -o '%s' --quiet", pw);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  r = run(NULL, "%s --partition rapa --prune-halo 0.1 --prune-write '%s' --force --print-config", train, pw);
+  assert_int_equal(r.rc, 0);
+  if (strstr(r.err, "WARN") || strstr(r.err, "replacing")) fail_msg("--print-config checked an output: %s", r.err);
+  assert_non_null(strstr(r.out, "prune-write = "));
+  run_free(&r);
+  /* ... and leaves force and resume out: a run from the printed file asks */
+  r = run(NULL, "%s --metrics '%s' --checkpoint '%s' --resume '%s' --force --print-config", train, dgl, ck, ck);
+  assert_int_equal(r.rc, 0);
+  if (strstr(r.out, "\nforce =") || strstr(r.out, "\nresume =")) fail_msg("printed force or resume:\n%s", r.out);
+  assert_non_null(strstr(r.out, "# force: left out on purpose"));
+  assert_non_null(strstr(r.out, "# resume: left out on purpose"));
+  assert_int_equal(gt_write(ini, r.out, strlen(r.out)), 0);
+  run_free(&r);
+  expect_refused(run(NULL, "--config '%s'", ini), "is not a capgnn metrics file"); /* dgl.jsonl: no force */
+  r = run(NULL, "--config '%s' --metrics '%s'", ini, m); /* a fresh run (no resume), replacing its own outputs */
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  char *text = slurp(m);
+  assert_non_null(strstr(text, "\"summary\":true"));
+  assert_non_null(strstr(text, "\"resumed_from_epoch\":0"));
+  free(text);
+}
+
 static void test_version_threads(void **state) {
   (void)state;
   struct run r = run(NULL, "--version");
@@ -583,13 +683,17 @@ static void test_metrics_path(void **state) {
    * other file is refused (--force replaces it). */
   char m[4200];
   snprintf(m, sizeof m, "%s/old.jsonl", tmpdir);
-  assert_int_equal(gt_write(m, "{\"epoch\":1}\n", 13), 0);
+  /* (the first line of a capgnn metrics file: core/outfile.h's kind needs it whole up
+   * to "epoch_s") */
+  static const char first[] = "{\"epoch\":1,\"loss\":1.9,\"train_acc\":null,\"val_acc\":0.3,\"test_acc\":0.25,"
+                              "\"val_loss\":1.8,\"epoch_s\":0.01}\n";
+  assert_int_equal(gt_write(m, first, strlen(first)), 0);
   r = run(NULL, "--graph '%s/none.cgr' --metrics '%s' --epochs 1", tmpdir, m);
   assert_int_equal(r.rc, 1);
   assert_non_null(strstr(r.err, "none.cgr"));
   run_free(&r);
   char *kept = slurp(m);
-  assert_string_equal(kept, "{\"epoch\":1}\n");
+  assert_string_equal(kept, first);
   free(kept);
   assert_int_equal(gt_write(m, "keep\n", 5), 0);
   r = run(NULL, "--graph '%s/none.cgr' --metrics '%s' --epochs 1", tmpdir, m);
@@ -648,6 +752,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_config_long_lines),
       cmocka_unit_test(test_wrong_kind_inputs),
       cmocka_unit_test(test_outputs_never_destroy),
+      cmocka_unit_test(test_outputs_review),
       cmocka_unit_test(test_version_threads),
       cmocka_unit_test(test_metrics_path),
       cmocka_unit_test(test_partition_cache),

@@ -150,15 +150,33 @@ static void test_links_and_devices(void **state) {
  * refuses a missing folder. */
 static void test_probe(void **state) {
   (void)state;
-  const char *fifo = in_dir("fifo");
+  char fifo[128]; /* (in_dir's buffers rotate) */
+  snprintf(fifo, sizeof fifo, "%s", in_dir("fifo"));
   assert_int_equal(mkfifo(fifo, 0600), 0);
   alarm(10); /* a blocking open would hang the test: fail it instead */
   assert_int_equal(cg_outfile_probe(fifo, "test output"), CG_OK);
   alarm(0);
   assert_int_equal(cg_outfile_probe(in_dir("new.txt"), "test output"), CG_OK);
   assert_int_equal(access(in_dir("new.txt"), F_OK), -1); /* nothing left behind */
+  /* a missing folder is named as such (outputs do not create folders), and a file
+   * where a folder should be */
   assert_int_not_equal(cg_outfile_probe(in_dir("nodir/x.txt"), "test output"), CG_OK);
+  char want[256];
+  snprintf(want, sizeof want, "the folder '%s' does not exist (create it", in_dir("nodir"));
+  if (!strstr(cg_err_msg(), want)) fail_msg("expected \"%s\" in: %s", want, cg_err_msg());
   cg_err_clear();
+  assert_int_not_equal(cg_outfile_probe(in_dir("nodir/sub/x.txt"), "test output"), CG_OK);
+  snprintf(want, sizeof want, "the folder '%s' does not exist", in_dir("nodir/sub"));
+  assert_non_null(strstr(cg_err_msg(), want));
+  cg_err_clear();
+  put(in_dir("afile"), "x");
+  assert_int_not_equal(cg_outfile_probe(in_dir("afile/x.txt"), "test output"), CG_OK);
+  assert_non_null(strstr(cg_err_msg(), "afile' is a regular file, not a folder"));
+  cg_err_clear();
+  assert_int_not_equal(cg_outfile_probe(in_dir("afile/sub/x.txt"), "test output"), CG_OK);
+  assert_non_null(strstr(cg_err_msg(), "a part of the folder path"));
+  cg_err_clear();
+  remove(in_dir("afile"));
   remove(fifo);
 }
 
@@ -168,7 +186,7 @@ static void test_probe(void **state) {
 static void test_rule(void **state) {
   (void)state;
   static const char *const sig[] = {"REC:", NULL};
-  const struct cg_outfile_kind rec = {"record file", sig, 0}, data = {"dataset", sig, 1};
+  const struct cg_outfile_kind rec = {"record file", sig, 0, NULL}, data = {"dataset", sig, 1, NULL};
   put(in_dir("in.dat"), "input data");
   put(in_dir("old.rec"), "REC: earlier output");
   put(in_dir("notes.txt"), "my notes\nline two");
@@ -220,12 +238,66 @@ static void test_rule(void **state) {
   expect_entries(4); /* test_links_and_devices' files, and no temporary */
 }
 
+/* A read-only file (no write bit: rename in a writable folder would ignore the mode) is
+ * replaced only with force, whatever it holds, also when empty; a kind may recognise
+ * its files by a match function over their first bytes. */
+static int starts_rec_digit(const char *head, size_t n) {
+  return n >= 5 && !memcmp(head, "REC:", 4) && head[4] >= '0' && head[4] <= '9';
+}
+
+static void test_read_only(void **state) {
+  (void)state;
+  static const char *const sig[] = {"REC:", NULL};
+  const struct cg_outfile_kind rec = {"record file", sig, 0, NULL};
+  put(in_dir("ro.rec"), "REC: earlier output");
+  put(in_dir("ro.txt"), "my notes");
+  put(in_dir("ro.empty"), "");
+  const char *ro[] = {"ro.rec", "ro.txt", "ro.empty"};
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(chmod(in_dir(ro[i]), 0444), 0);
+    assert_int_equal(cg_outfile_check(in_dir(ro[i]), "--out", &rec, NULL, 0, 0, 0), CG_ERR_IO);
+    assert_non_null(strstr(cg_err_msg(), "the file is read-only"));
+    assert_non_null(strstr(cg_err_msg(), "--force"));
+    cg_err_clear();
+    assert_int_equal(cg_outfile_check(in_dir(ro[i]), "--out", &rec, NULL, 0, 1, 0), CG_OK);
+  }
+  /* through a symbolic link: the file's mode counts */
+  assert_int_equal(symlink(in_dir("ro.rec"), in_dir("ro.link")), 0);
+  assert_int_equal(cg_outfile_check(in_dir("ro.link"), "--out", &rec, NULL, 0, 0, 0), CG_ERR_IO);
+  cg_err_clear();
+  /* one write bit (anyone's) is enough: the rule is about files nobody may write */
+  assert_int_equal(chmod(in_dir("ro.rec"), 0644), 0);
+  assert_int_equal(cg_outfile_check(in_dir("ro.rec"), "--out", &rec, NULL, 0, 0, 0), CG_OK);
+  assert_int_equal(chmod(in_dir("ro.rec"), 0464), 0);
+  assert_int_equal(cg_outfile_check(in_dir("ro.rec"), "--out", &rec, NULL, 0, 0, 0), CG_OK);
+  /* with force the replacement happens and keeps the mode */
+  assert_int_equal(write_text(in_dir("ro.txt"), "new"), CG_OK);
+  expect_text(in_dir("ro.txt"), "new");
+  struct stat sb;
+  assert_int_equal(stat(in_dir("ro.txt"), &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0444);
+  /* a match function: "REC:" and a digit */
+  const struct cg_outfile_kind strict = {"strict record file", NULL, 0, starts_rec_digit};
+  put(in_dir("a.rec"), "REC:1 mine");
+  put(in_dir("b.rec"), "REC: theirs");
+  assert_true(cg_outfile_is_kind(in_dir("a.rec"), &strict));
+  assert_false(cg_outfile_is_kind(in_dir("b.rec"), &strict));
+  assert_int_equal(cg_outfile_check(in_dir("a.rec"), "--out", &strict, NULL, 0, 0, 0), CG_OK);
+  assert_int_equal(cg_outfile_check(in_dir("b.rec"), "--out", &strict, NULL, 0, 0, 0), CG_ERR_IO);
+  assert_non_null(strstr(cg_err_msg(), "is not a strict record file"));
+  cg_err_clear();
+  const char *names[] = {"ro.link", "ro.rec", "ro.txt", "ro.empty", "a.rec", "b.rec"};
+  for (int i = 0; i < 6; i++) assert_int_equal(remove(in_dir(names[i])), 0);
+  expect_entries(4);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_new_and_replace),
       cmocka_unit_test(test_links_and_devices),
       cmocka_unit_test(test_probe),
       cmocka_unit_test(test_rule),
+      cmocka_unit_test(test_read_only),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
