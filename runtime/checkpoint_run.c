@@ -111,6 +111,9 @@ int rt_checkpoint_fits_problem(const struct rt_checkpoint *c, const char *path,
                "the checkpoint's run removed: resume on that run's pruned graph instead (--prune-write FILE, then "
                "--graph FILE without --prune-halo%s%s)", c->norm_graph[0] ? ", with --norm-degrees " : "",
                c->norm_graph);
+    else if (strcmp(c->graph, loc->name) == 0) /* a pruned or reordered copy keeps its source's name */
+      snprintf(hint, sizeof hint, ": another graph of the same name, e.g. a pruned (--prune-write) or reordered copy; "
+               "resume with the file the checkpoint's run trained as --graph FILE");
     return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint was written for graph %s (%lld vertices, "
                       "checksum %08x), this run trains %s (%lld vertices, checksum %08x)%s", path, c->graph,
                       (long long)c->nodes, c->graph_checksum, loc->name, (long long)loc->n_global,
@@ -185,6 +188,10 @@ int rt_checkpoint_save_state(const char *path, const struct rt_model *m, const s
         .early_stop_rule = cfg->early_stop_rule, .es_best_loss = INFINITY, .es_best_acc = -1.0};
     if (es) rt_early_stop_to_checkpoint(es, &c); /* borrowed */
     snprintf(c.graph, sizeof c.graph, "%s", loc->name);
+    /* a synth: spec is regenerated bit for bit from its text (the checksum guards it):
+     * predict needs no --graph then. Not recorded when too long to keep whole. */
+    if (cfg->graph && strncmp(cfg->graph, "synth:", 6) == 0 && strlen(cfg->graph) < sizeof c.graph_spec)
+      snprintf(c.graph_spec, sizeof c.graph_spec, "%s", cfg->graph);
     snprintf(c.norm_graph, sizeof c.norm_graph, "%s", rt_norm_graph_of(cfg, loc));
     snprintf(c.device, sizeof c.device, "%s", be->name);
     const size_t bytes = (size_t)c.num_params * sizeof(float);

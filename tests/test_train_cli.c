@@ -257,6 +257,71 @@ static void predict_matches_training(void **state) {
   expect_error(2, "--output FILE is required", NULL, (const char *const[]){"predict", "--checkpoint", best, NULL});
 }
 
+/* A checkpoint of a synth: graph records the spec as given: predict needs no --graph,
+ * and its accuracies are the training run's. Another graph of the same name (the
+ * default scale's synth:small) is named as such, and a file graph that is not found
+ * says to pass --graph FILE. */
+static void predict_synth_spec(void **state) {
+  (void)state;
+  char met[300], best[300], lg[300], ck[300];
+  snprintf(met, sizeof met, "%s/spec.jsonl", tmpdir);
+  snprintf(best, sizeof best, "%s/spec.ckpt", tmpdir);
+  snprintf(lg, sizeof lg, "%s/spec.npy", tmpdir);
+  snprintf(ck, sizeof ck, "%s/file.ckpt", tmpdir);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:small:scale=0.5", "--epochs", "12", "--device", "cpu", "--threads",
+                                "1", "--metrics", met, "--save-best", best, NULL});
+  if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
+  cJSON *sum = record(met, "summary", NULL);
+  assert_non_null(sum);
+  const double want_test = cJSON_GetObjectItemCaseSensitive(sum, "test_acc_at_best_val")->valuedouble;
+  const double want_val = cJSON_GetObjectItemCaseSensitive(sum, "best_val_acc")->valuedouble;
+  cJSON_Delete(sum);
+  run(&r, (const char *const[]){"info", best, NULL});
+  assert_int_equal(r.exit_code, 0);
+  if (!strstr(r.out, "(synth:small:scale=0.5)")) fail_msg("info does not show the spec:\n%s", r.out);
+  run(&r, (const char *const[]){"predict", "--checkpoint", best, "--output", lg, "--device", "cpu", "--threads", "1",
+                                NULL});
+  if (r.exit_code != 0) fail_msg("predict without --graph: exit %d: %s", r.exit_code, r.err);
+  struct graph g;
+  memset(&g, 0, sizeof g);
+  assert_int_equal(graph_open("synth:small:scale=0.5", &g), 0);
+  int64_t rows, cols;
+  float *l = read_npy(lg, &rows, &cols);
+  assert_int_equal(rows, g.n);
+  const double test = accuracy(l, cols, &g, GRAPH_SPLIT_TEST), val = accuracy(l, cols, &g, GRAPH_SPLIT_VAL);
+  printf("  synth:small:scale=0.5 without --graph: training test %.6f val %.6f, logits test %.6f val %.6f\n",
+         want_test, want_val, test, val);
+  assert_true(test == want_test);
+  assert_true(val == want_val);
+  free(l);
+  graph_free(&g);
+  /* synth:small is another graph named small */
+  char other[300];
+  snprintf(other, sizeof other, "%s/spec-other.npy", tmpdir);
+  expect_error(1, "was trained on another graph named small", NULL,
+               (const char *const[]){"predict", "--checkpoint", best, "--graph", "synth:small", "--output", other,
+                                     NULL});
+  /* so is a resume on it */
+  char ck2[300];
+  snprintf(ck2, sizeof ck2, "%s/spec-resumed.ckpt", tmpdir);
+  expect_error(1, "another graph of the same name", NULL,
+               (const char *const[]){"--graph", "synth:small", "--epochs", "20", "--resume", best, "--checkpoint",
+                                     ck2, NULL});
+  /* a file's checkpoint keeps the graph's name only: not found by it, it says to pass the file */
+  char file[300];
+  snprintf(file, sizeof file, "%s/t.cgr", tmpdir);
+  run(&r, (const char *const[]){"gen", "synth:tiny", "--output", file, "--quiet", NULL});
+  if (r.exit_code != 0) fail_msg("gen: exit %d: %s", r.exit_code, r.err);
+  run(&r, (const char *const[]){"--graph", file, "--epochs", "3", "--device", "cpu", "--threads", "1",
+                                "--checkpoint", ck, NULL});
+  if (r.exit_code != 0) fail_msg("train on a file: exit %d: %s", r.exit_code, r.err);
+  static char env[320];
+  snprintf(env, sizeof env, "CAPGNN_DATA=%s/none", tmpdir);
+  expect_error(1, "pass that graph with --graph FILE", env,
+               (const char *const[]){"predict", "--checkpoint", ck, "--output", other, NULL});
+}
+
 static void seeds_and_lines(void **state) {
   (void)state;
   char met[300], best[300], b1[320], b2[320];
@@ -365,7 +430,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(predict_matches_training), cmocka_unit_test(predict_gat_heads),
-                                     cmocka_unit_test(seeds_and_lines),
+                                     cmocka_unit_test(predict_synth_spec), cmocka_unit_test(seeds_and_lines),
                                      cmocka_unit_test(usage_errors)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
