@@ -322,6 +322,36 @@ static void predict_synth_spec(void **state) {
                (const char *const[]){"predict", "--checkpoint", ck, "--output", other, NULL});
 }
 
+/* The resume warnings name each setting with its values in both runs (they read
+ * "other ... these" once). */
+static void resume_warnings(void **state) {
+  (void)state;
+  char ck[300], ck2[300];
+  snprintf(ck, sizeof ck, "%s/warn.ckpt", tmpdir);
+  snprintf(ck2, sizeof ck2, "%s/warn2.ckpt", tmpdir);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--lr", "0.01", "--lr-schedule", "step",
+                                "--lr-step-size", "10", "--device", "cpu", "--threads", "1", "--checkpoint", ck, NULL});
+  if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "5", "--lr", "0.02", "--lr-schedule", "step",
+                                "--lr-step-size", "5", "--lr-gamma", "0.5", "--early-stop", "4", "--seed", "3",
+                                "--device", "cpu", "--threads", "1", "--resume", ck, "--checkpoint", ck2, NULL});
+  if (r.exit_code != 0) fail_msg("resume: exit %d: %s", r.exit_code, r.err);
+  printf("%s", r.err);
+  static const char *want[] = {
+      "--lr is 0.02 in this run, 0.01 in the checkpoint's: the continuation differs",
+      "--seed is 3 in this run, 1 in the checkpoint's",
+      "the step schedule is --lr-step-size 5 --lr-gamma 0.5 in this run, --lr-step-size 10 --lr-gamma 0.1 in the "
+      "checkpoint's",
+      "early stopping is --early-stop 4 (rule patience) in this run, off in the checkpoint's: its rule starts afresh "
+      "here, and the continuation differs"};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    if (!strstr(r.err, want[i])) fail_msg("expected '%s' in:\n%s", want[i], r.err);
+  assert_null(strstr(r.err, " other "));
+  assert_null(strstr(r.err, " these "));
+  assert_int_equal(count(r.err, "in the checkpoint's"), 4);
+}
+
 static void seeds_and_lines(void **state) {
   (void)state;
   char met[300], best[300], b1[320], b2[320];
@@ -430,7 +460,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(predict_matches_training), cmocka_unit_test(predict_gat_heads),
-                                     cmocka_unit_test(predict_synth_spec), cmocka_unit_test(seeds_and_lines),
+                                     cmocka_unit_test(predict_synth_spec), cmocka_unit_test(resume_warnings),
+                                     cmocka_unit_test(seeds_and_lines),
                                      cmocka_unit_test(usage_errors)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
