@@ -7,6 +7,8 @@
  * last epoch and a closing line naming the files; the new options' usage errors.
  * Usage: test_train_cli PATH_TO_CAPGNN */
 #include <fcntl.h>
+#include <glob.h>
+#include <signal.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -352,6 +354,69 @@ static void resume_warnings(void **state) {
   assert_int_equal(count(r.err, "in the checkpoint's"), 4);
 }
 
+/* Whether the training loop runs: the metrics file has a record. The records go to a
+ * temporary beside it (MET.tmp.XXXXXX, core/outfile.h), renamed when the run ends. */
+static int metrics_started(const char *met) {
+  char pat[1100];
+  snprintf(pat, sizeof pat, "%s.tmp.*", met);
+  glob_t gl;
+  int found = 0;
+  if (glob(pat, 0, NULL, &gl) == 0) {
+    for (size_t i = 0; i < gl.gl_pathc && !found; i++) {
+      struct stat sb;
+      found = stat(gl.gl_pathv[i], &sb) == 0 && sb.st_size > 0;
+    }
+    globfree(&gl);
+  }
+  return found;
+}
+
+/* Ctrl-C during run 1 of --seeds 5,6,7: the message gives the command that continues
+ * that run (its seed included) and says that seeds 6 and 7 did not run; following it
+ * resumes with no warning of another seed. */
+static void seeds_interrupted(void **state) {
+  (void)state;
+  char ck[300], met[300], err_path[300], ck5[320];
+  snprintf(ck, sizeof ck, "%s/ms.ckpt", tmpdir);
+  snprintf(ck5, sizeof ck5, "%s.seed5", ck);
+  snprintf(met, sizeof met, "%s/ms.jsonl", tmpdir);
+  snprintf(err_path, sizeof err_path, "%s/ms.err", tmpdir);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fe < 0) _exit(126);
+    dup2(fe, 2);
+    execl(capgnn_path, capgnn_path, "--graph", "synth:tiny", "--epochs", "10000000", "--threads", "1", "--quiet",
+          "--seeds", "5,6,7", "--checkpoint", ck, "--metrics", met, (char *)NULL);
+    _exit(127);
+  }
+  for (int i = 0; i < 600 && !metrics_started(met); i++) usleep(50 * 1000);
+  assert_true(metrics_started(met));
+  kill(pid, SIGINT);
+  int status = 0;
+  assert_true(waitpid(pid, &status, 0) == pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 130);
+  static char err[8192];
+  slurp(err_path, err, sizeof err);
+  printf("%s", err);
+  char want[400];
+  snprintf(want, sizeof want, "continue with --resume %s --seed 5\n", ck5);
+  if (!strstr(err, want)) fail_msg("expected '%s' in:\n%s", want, err);
+  if (!strstr(err, "run 1 of 3 (seed 5) stopped: resume it as above, without --seeds; seeds 6,7 did not run "
+                   "(then run them with --seeds 6,7)"))
+    fail_msg("no word of the seeds that did not run:\n%s", err);
+  const char *at = strstr(err, "interrupted after epoch ");
+  assert_non_null(at);
+  char epochs[32];
+  snprintf(epochs, sizeof epochs, "%d", atoi(at + strlen("interrupted after epoch ")) + 2);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", epochs, "--threads", "1", "--resume", ck5, "--seed", "5", "--checkpoint", ck5, NULL});
+  if (r.exit_code != 0) fail_msg("resume as told: exit %d: %s", r.exit_code, r.err);
+  if (strstr(r.err, "in the checkpoint's")) fail_msg("the resume as told warns:\n%s", r.err);
+}
+
 static void seeds_and_lines(void **state) {
   (void)state;
   char met[300], best[300], b1[320], b2[320];
@@ -461,7 +526,7 @@ int main(int argc, char **argv) {
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(predict_matches_training), cmocka_unit_test(predict_gat_heads),
                                      cmocka_unit_test(predict_synth_spec), cmocka_unit_test(resume_warnings),
-                                     cmocka_unit_test(seeds_and_lines),
+                                     cmocka_unit_test(seeds_interrupted), cmocka_unit_test(seeds_and_lines),
                                      cmocka_unit_test(usage_errors)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
