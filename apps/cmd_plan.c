@@ -333,6 +333,9 @@ int cmd_plan(int argc, char **argv) {
                        "measured here)");
   if (!profile && !have_link && parts > 1)
     return usage_error("--parts %d needs link bandwidths: give --profile FILE or --link-gbps B[,INTER]", parts);
+  if ((h2d > 0) != (d2h > 0))
+    return usage_error("%s: give both --h2d-gbs and --d2h-gbs (the staging of halo rows goes both ways)",
+                       h2d > 0 ? "--h2d-gbs without --d2h-gbs" : "--d2h-gbs without --h2d-gbs");
   if (no_pcache && pcache) return usage_error("--part-cache and --no-part-cache exclude each other");
   if (json && !json[0]) return usage_error("--json: empty file name");
   if (json && strcmp(json, "-")) {

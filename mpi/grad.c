@@ -66,10 +66,10 @@ int comm_grad_create(struct comm *c, struct cg_backend *be, int64_t n, struct co
         if (!g->h_ordered) st = CG_ERR_NOMEM;
       }
     }
-    if (sel.pinned)
+    if (st == CG_OK && sel.pinned) /* (not over a failed scratch allocation's status) */
       st = comm_pinned_alloc((void **)&g->h_buf, bytes,
                              "the pinned host buffer of the gradient all-reduce");
-    else if (sel.path == COMM_PATH_MPI_STAGED) {
+    else if (st == CG_OK && sel.path == COMM_PATH_MPI_STAGED) {
       g->h_buf = cg_malloc(bytes, "host staging buffer of the gradient all-reduce");
       if (!g->h_buf) st = CG_ERR_NOMEM;
     }

@@ -188,6 +188,14 @@ int rapa_report_html(const struct rapa_profile *p, const struct rapa_split *spli
 int rapa_train_profile(struct comm *c, const char *spec, const char *device, int threads,
                        const char *cache_dir);
 
+/* The profile entry of every rank of the job (match[P], on every rank), found as
+ * rapa_train_profile finds them: by host and device key (rank r's own entry first, then
+ * the first unused one with its key), else, when the profile has as many ranks as the
+ * job, the first unused entry with a warning; distinct entries where the keys allow.
+ * prof is read on rank 0 only (NULL elsewhere). Collective. */
+int rapa_profile_match_ranks(struct comm *c, const struct rapa_profile *prof, const char *spec, const char *device,
+                             int threads, int *match);
+
 /* ---- capgnn doctor (doctor.c, mapping.c) ------------------------------------------- */
 
 /* What one rank learns about where it runs (doctor.c gathers them; mapping.c checks

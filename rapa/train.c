@@ -64,6 +64,69 @@ static int train_key(struct comm *c, const char *device, int threads, char *key,
 #endif
 }
 
+/* Rank 0: profile entry of each of the P ranks whose "host|key" ids are ids[]: entry r when
+ * its id is rank r's, else the first unused entry with that id, else any entry with that id
+ * (a profile of fewer ranks on the same devices), else (as many entries as ranks) the first
+ * unused one, with a warning naming it. Distinct entries where ids allow, so that the link
+ * matrix can be read for every pair. */
+static const char *entry_id(const struct rapa_profile *prof, int q, char *buf, size_t len) {
+  const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItem(prof->root, "ranks"), q);
+  snprintf(buf, len, "%s|%s", cJSON_GetStringValue(cJSON_GetObjectItem(d, "host")),
+           cJSON_GetStringValue(cJSON_GetObjectItem(d, "key")));
+  return buf;
+}
+
+static int match_entries(const struct rapa_profile *prof, const char *spec, char **ids, int P, int *match) {
+  const int nr = rapa_profile_nranks(prof);
+  char id[300];
+  unsigned char *used = cg_calloc((size_t)(nr > 0 ? nr : 1), 1, "profile entries used");
+  if (!used) return CG_ERR_NOMEM;
+  for (int r = 0; r < P; r++) { /* rank r's own entry, when it holds rank r's device */
+    match[r] = r < nr && !strcmp(entry_id(prof, r, id, sizeof id), ids[r]) ? r : -1;
+    if (match[r] >= 0) used[r] = 1;
+  }
+  for (int r = 0; r < P; r++) /* else the first unused entry of that device */
+    for (int q = 0; q < nr && match[r] < 0; q++)
+      if (!used[q] && !strcmp(entry_id(prof, q, id, sizeof id), ids[r])) {
+        match[r] = q;
+        used[q] = 1;
+      }
+  for (int r = 0; r < P; r++) /* else an entry of that device another rank uses too (a profile of fewer ranks) */
+    for (int q = 0; q < nr && match[r] < 0; q++)
+      if (!strcmp(entry_id(prof, q, id, sizeof id), ids[r])) match[r] = q;
+  for (int r = 0; r < P && nr == P; r++) /* else, a profile of the job's size: the first unused entry */
+    for (int q = 0; q < nr && match[r] < 0; q++)
+      if (!used[q]) {
+        LOG_WARN("profile", "--profile %s: rank %d's device (%s) is not in the profile; using the profile's rank %d "
+                 "(%s) since both jobs have %d ranks", spec, r, ids[r], q, rapa_profile_describe(prof, q), P);
+        match[r] = q;
+        used[q] = 1;
+      }
+  cg_free(used);
+  for (int r = 0; r < P; r++)
+    if (match[r] < 0)
+      return cg_err_set(CG_ERR_NOT_FOUND,
+                        "--profile %s: rank %d's device (%s) is not in the profile (%d ranks): profile this job's "
+                        "devices with `capgnn profile` (same --device and --threads), or use --profile auto",
+                        spec, r, ids[r], nr);
+  return CG_OK;
+}
+
+int rapa_profile_match_ranks(struct comm *c, const struct rapa_profile *prof, const char *spec, const char *device,
+                             int threads, int *match) {
+  const int P = comm_size(c);
+  char key[128] = "", mine[300];
+  char **ids = NULL;
+  int st = train_key(c, device, threads, key, sizeof key);
+  TRY(comm_agree(c, st, "--profile: naming this rank's device"));
+  snprintf(mine, sizeof mine, "%s|%s", cg_hostname(), key);
+  TRY(comm_gather_text(c, mine, 0, &ids));
+  if (comm_rank(c) == 0) st = match_entries(prof, spec, ids, P, match);
+  comm_texts_free(ids, P);
+  TRY(comm_agree(c, st, "--profile: matching the ranks' devices"));
+  return comm_bcast(c, match, (size_t)P * sizeof *match, 0);
+}
+
 int rapa_train_profile(struct comm *c, const char *spec, const char *device, int threads, const char *cache_dir) {
   int st = CG_OK;
   const int rank = comm_rank(c), P = comm_size(c);
@@ -101,34 +164,19 @@ int rapa_train_profile(struct comm *c, const char *spec, const char *device, int
     entry = cg_calloc((size_t)P, sizeof *entry, "profile entries");
     if (!t || !entry) st = CG_ERR_NOMEM;
     cJSON **parsed = from_cache && st == CG_OK ? cg_calloc((size_t)P, sizeof *parsed, "device entries") : NULL;
-    if (from_cache && !parsed) st = CG_ERR_NOMEM;
+    int *match = !from_cache && st == CG_OK ? cg_calloc((size_t)P, sizeof *match, "profile entry of each rank") : NULL;
+    if ((from_cache && !parsed) || (!from_cache && !match)) st = CG_ERR_NOMEM;
+    if (!from_cache && st == CG_OK) st = match_entries(prof, spec, ids, P, match);
     for (int r = 0; r < P && st == CG_OK; r++) {
       if (from_cache) {
         parsed[r] = cJSON_Parse(texts[r]);
         entry[r] = parsed[r];
         if (!entry[r]) st = cg_err_set(CG_ERR_INTERNAL, "rank %d's device profile does not parse", r);
-        continue;
+      } else {
+        entry[r] = cJSON_GetArrayItem(cJSON_GetObjectItem(prof->root, "ranks"), match[r]);
       }
-      const cJSON *ranks = cJSON_GetObjectItem(prof->root, "ranks");
-      const int nr = rapa_profile_nranks(prof);
-      for (int q = 0; q < nr && !entry[r]; q++) {
-        const cJSON *d = cJSON_GetArrayItem(ranks, q);
-        char id[300];
-        snprintf(id, sizeof id, "%s|%s", cJSON_GetStringValue(cJSON_GetObjectItem(d, "host")),
-                 cJSON_GetStringValue(cJSON_GetObjectItem(d, "key")));
-        if (!strcmp(id, ids[r])) entry[r] = d;
-      }
-      if (!entry[r] && nr == P) {
-        entry[r] = cJSON_GetArrayItem(ranks, r);
-        LOG_WARN("profile", "--profile %s: rank %d's device (%s) is not in the profile; using the profile's rank %d "
-                 "(%s) since both jobs have %d ranks", spec, r, ids[r], r, rapa_profile_describe(prof, r), P);
-      }
-      if (!entry[r])
-        st = cg_err_set(CG_ERR_NOT_FOUND,
-                        "--profile %s: rank %d's device (%s) is not in the profile (%d ranks): profile this job's "
-                        "devices with `capgnn profile` (same --device and --threads), or use --profile auto",
-                        spec, r, ids[r], nr);
     }
+    cg_free(match);
     double sum = 0;
     for (int r = 0; r < P && st == CG_OK; r++) {
       st = rapa_device_layer_time(entry[r], &t[r]);

@@ -321,9 +321,25 @@ static int dist_rapa_owner(struct comm *c, struct graph *g, const struct rt_conf
         st = cg_err_set(CG_ERR_ARG, "--partition rapa --profile %s: the profile has %d ranks, the job %d: profile "
                         "the job's ranks (capgnn profile with the same -np, --threads, --gpu-share)", o->rapa_profile,
                         rapa_profile_nranks(prof), P);
+    }
+    TRY_GOTO(comm_agree(c, st, "reading the profile"), done);
+    /* each rank's own device's entry (by host and device key, as --profile's log line), not
+     * the entry of its rank number: a job run with --threads 1,2 on a profile of 2,1 */
+    int match[RAPA_MAX_RANKS];
+    TRY_GOTO(rapa_profile_match_ranks(c, prof, o->rapa_profile, cfg->device, cfg->threads, match), done);
+    if (rank == 0) {
       for (int p = 0; p < P && st == CG_OK; p++)
-        st = rapa_rates_from_profile(prof, p, o->rapa_be && o->rapa_be->kind == CG_DEVICE_CUDA, &rates[p]);
-      if (st == CG_OK && P > 1) st = rapa_links_from_profile(prof, &links);
+        st = rapa_rates_from_profile(prof, match[p], o->rapa_be && o->rapa_be->kind == CG_DEVICE_CUDA, &rates[p]);
+      struct rapa_links pl;
+      memset(&pl, 0, sizeof pl);
+      if (st == CG_OK && P > 1) st = rapa_links_from_profile(prof, &pl);
+      if (st == CG_OK && P > 1) st = rapa_links_alloc(&links, P);
+      for (int i = 0; i < P && st == CG_OK && P > 1; i++)
+        for (int j = 0; j < P; j++) {
+          links.bw_bps[i * P + j] = pl.bw_bps[match[i] * P + match[j]];
+          links.lat_s[i * P + j] = pl.lat_s[match[i] * P + match[j]];
+        }
+      rapa_links_free(&pl);
       snprintf(pred->rates, sizeof pred->rates, "profile %s", o->rapa_profile);
     }
     TRY_GOTO(comm_agree(c, st, "reading the rates from the profile"), done);
@@ -898,6 +914,10 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   if (st == CG_OK) st = comm_set_allreduce(c, o->allreduce);
   if (st == CG_OK) st = comm_set_halo_bits(c, cfg->halo_bits);
   TRY_GOTO(comm_agree(c, st, "checking the options"), done);
+  if (o->allreduce == COMM_ALLREDUCE_HIER) { /* uneven nodes: refused now, not at the first step */
+    enum comm_allreduce chosen;
+    TRY_GOTO(comm_allreduce_resolve(c, &chosen), done);
+  }
   if (cfg->halo_bits < 32 && comm_rank(c) == 0)
     LOG_INFO("dist", "APPROXIMATE: training steps send halo rows and gradients through MPI as %d-bit codes "
              "(--halo-bits %d: a range per row, stochastic rounding; evaluation exact)",

@@ -36,6 +36,7 @@ run 3 hier
 rc=$?
 [ $rc -ne 0 ] || say "hier on 2 + 1 ranks was accepted"
 grep -q "same number of ranks on every node" "$dir/out_hier_3" || say "no message for uneven nodes"
+! grep -q "failed during training" "$dir/out_hier_3" || say "uneven nodes refused only at the first step"
 "$capgnn" --graph synth:tiny --allreduce ring >"$dir/bad" 2>&1
 rc=$?
 [ $rc -eq 2 ] || say "--allreduce ring: exit $rc, expected 2"

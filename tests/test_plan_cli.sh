@@ -29,6 +29,8 @@ usage() { # EXPECTED-MESSAGE ARGS...: exit 2 and one line naming the problem
 }
 usage "--graph is required" --parts 2 --link-gbps 1
 usage "--parts is required" --graph cora
+usage "give both --h2d-gbs and --d2h-gbs" --graph cora --parts 2 --link-gbps 10 --gemm-gflops 10 --spmm-gnnz 1 \
+  --mem-gbs 10 --h2d-gbs 10
 usage "--parts '0': expected an integer in \[1, 4096\]" --graph cora --parts 0 --link-gbps 1
 usage "--parts '5000': expected an integer in \[1, 4096\]" --graph cora --parts 5000 --link-gbps 1
 usage "--parts 'x': expected an integer" --graph cora --parts x --link-gbps 1

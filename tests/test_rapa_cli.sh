@@ -95,6 +95,26 @@ print("2 ranks (speeds 1, 0.5): targets", [round(q["target_share"], 3) for q in 
       [round(q["median_compute_s"] * 1e3, 2) for q in s["per_rank"]], "ms")
 PY
 
+# --partition rapa --profile takes each rank's own device's entry (host and key), not its
+# rank number's: a profile of --threads 2,1 (entry 0 faster) for a job of --threads 1,2
+python3 - "$profile" <<'PY' || fail "writing the 2,1 profile"
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["ranks"][0]["key"], d["ranks"][0]["device"]["threads"] = "cpu-t2", 2
+for r in d["ranks"]:
+    r["host"] = __import__("socket").gethostname().split(".")[0]
+json.dump(d, open("p21.json", "w"))
+PY
+mpi -n 2 "$capgnn" --graph cora --epochs 1 --threads 1,2 --partition rapa --profile p21.json --no-part-cache \
+  >pm.out 2>pm.err || { cat pm.err; fail "--partition rapa --profile with --threads 1,2"; }
+python3 - p21.json pm.err <<'PY' || { cat pm.err; fail "the ranks were not sized by their own devices' entries"; }
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+fast = max(range(2), key=lambda q: d["ranks"][q]["summary"]["mm_gflops"])  # entry 0, cpu-t2
+cap = {int(m[0]): float(m[1]) for m in re.findall(r"rapa: rank (\d) capability ([0-9.]+)", open(sys.argv[2]).read())}
+assert fast == 0 and cap[1] > cap[0], (fast, cap)  # rank 1 runs the 2-thread device: entry 0's rates
+print("--threads 1,2 on a 2,1 profile: capabilities", cap)
+PY
 mpi -n 2 "$capgnn" --graph cora --epochs 2 --threads 2,1,1 >u.out 2>u.err
 rc=$?
 [ $rc -eq 2 ] || { cat u.err; fail "--threads 2,1,1 on 2 ranks exited $rc, expected 2"; }

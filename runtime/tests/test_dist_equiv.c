@@ -655,7 +655,7 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
                (long long)pr->pruned_edges, (long long)pr->cut_edges, (long long)pr->pruned_vertices, pruned_path);
       struct rt_config rc = cfg;
       rc.graph = pruned_path;
-      rc.feat_norm_row = 0; /* the written features are the normalised ones */
+      rc.feat_norm_row = cfg.feat_norm_row; /* the written features are the graph's own */
       if (tc->owners == OWN_RAPA_PRUNE_DEG) rc.norm_graph = cfg.graph;
       reference(&rc, &ref);
     }
