@@ -162,8 +162,8 @@ static int info_checkpoint(const char *path) {
   char in[32] = "as dropout";
   if (c.input_dropout >= 0.0f) snprintf(in, sizeof in, "%g", (double)c.input_dropout);
   printf("file:       %s (training checkpoint)\n", path);
-  printf("graph:      %s, %lld vertices, %lld features, %lld classes, checksum 0x%08x, feat-norm %s\n",
-         c.graph, (long long)c.nodes, (long long)c.features, (long long)c.classes, c.graph_checksum,
+  printf("graph:      %s%s%s%s, %lld vertices, %lld features, %lld classes, checksum 0x%08x, feat-norm %s\n",
+         c.graph, c.graph_spec[0] ? " (" : "", c.graph_spec, c.graph_spec[0] ? ")" : "", (long long)c.nodes, (long long)c.features, (long long)c.classes, c.graph_checksum,
          c.feat_norm_row ? "row" : "none");
   printf("model:      %s, %d layers, hidden %lld%s, dropout %g (input %s), %lld parameters\n",
          rt_model_kind_str(c.model), c.layers, (long long)c.hidden, c.layernorm ? ", layernorm" : "",

@@ -92,6 +92,7 @@ static char *header_json(const struct rt_checkpoint *c) {
   snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
   cJSON_AddStringToObject(o, "format", "capgnn checkpoint");
   cJSON_AddStringToObject(o, "graph", c->graph);
+  if (c->graph_spec[0]) cJSON_AddStringToObject(o, "graph_spec", c->graph_spec); /* optional */
   cJSON_AddNumberToObject(o, "graph_checksum", (double)c->graph_checksum);
   cJSON_AddNumberToObject(o, "nodes", (double)c->nodes);
   cJSON_AddNumberToObject(o, "features", (double)c->features);
@@ -316,6 +317,14 @@ static int parse_header(const char *json, size_t len, const char *path, struct r
     goto done;
   }
   snprintf(c->graph, sizeof c->graph, "%s", v->valuestring);
+  v = cJSON_GetObjectItemCaseSensitive(h, "graph_spec"); /* optional: absent in older files and for files */
+  if (v && (!cJSON_IsString(v) || strncmp(v->valuestring, "synth:", 6) != 0 ||
+            strlen(v->valuestring) >= sizeof c->graph_spec)) {
+    st = cg_err_set(CG_ERR_FORMAT, "checkpoint %s: header field 'graph_spec' should be a synth: spec of at most %zu "
+                    "characters", path, sizeof c->graph_spec - 1);
+    goto done;
+  }
+  snprintf(c->graph_spec, sizeof c->graph_spec, "%s", v ? v->valuestring : "");
 #define NUM(key, lo, hi, dst, type)                                        \
   do {                                                                     \
     TRY_GOTO(json_number(h, key, lo, hi, &d, path, 0), done);              \

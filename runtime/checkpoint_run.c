@@ -19,6 +19,12 @@
 
 /* ---- fitting a run -------------------------------------------------------------- */
 
+/* "off", or "--early-stop N (rule R)", for the resume warnings. */
+static void early_stop_str(int n, enum rt_early_stop_rule rule, char *buf, size_t len) {
+  if (n <= 0) snprintf(buf, len, "off");
+  else snprintf(buf, len, "--early-stop %d (rule %s)", n, rt_early_stop_rule_str(rule));
+}
+
 int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const struct rt_config *cfg,
                        int warn) {
   if (c->model != cfg->model || c->layers != cfg->layers || c->hidden != cfg->hidden ||
@@ -48,42 +54,56 @@ int rt_checkpoint_fits(const struct rt_checkpoint *c, const char *path, const st
   if (differs)                                                                                      \
   LOG_WARN_COMMON("train", "--resume %s: %s is " fmt " in this run, " fmt " in the checkpoint's: "    \
                   "the continuation differs from an uninterrupted run", path, name, now, then)
-  CKPT_DIFF(c->feat_norm_row != cfg->feat_norm_row, "feat-norm", "%s", cfg->feat_norm_row ? "row" : "none",
+  CKPT_DIFF(c->feat_norm_row != cfg->feat_norm_row, "--feat-norm", "%s", cfg->feat_norm_row ? "row" : "none",
             c->feat_norm_row ? "row" : "none");
-  CKPT_DIFF(c->dropout != cfg->dropout, "dropout", "%g", (double)cfg->dropout, (double)c->dropout);
-  CKPT_DIFF(in_c != in_r, "the input features' dropout", "%g", (double)in_r, (double)in_c);
+  CKPT_DIFF(c->dropout != cfg->dropout, "--dropout", "%g", (double)cfg->dropout, (double)c->dropout);
+  CKPT_DIFF(in_c != in_r, "the input features' dropout (--input-dropout)", "%g", (double)in_r, (double)in_c);
   if (cfg->model == RT_MODEL_GAT) {
     const float att_c = rt_config_attn_dropout(&(struct rt_config){.dropout = c->dropout,
                                                                     .attn_dropout = c->attn_dropout});
-    CKPT_DIFF(att_c != rt_config_attn_dropout(cfg), "the attention dropout", "%g",
+    CKPT_DIFF(att_c != rt_config_attn_dropout(cfg), "the attention dropout (--attn-dropout)", "%g",
               (double)rt_config_attn_dropout(cfg), (double)att_c);
   }
-  CKPT_DIFF(c->optimizer != cfg->optimizer, "the optimizer", "%s", rt_optimizer_str(cfg->optimizer),
+  CKPT_DIFF(c->optimizer != cfg->optimizer, "--optimizer", "%s", rt_optimizer_str(cfg->optimizer),
             rt_optimizer_str(c->optimizer));
-  CKPT_DIFF(c->lr != cfg->lr, "lr", "%g", (double)cfg->lr, (double)c->lr);
-  CKPT_DIFF(c->weight_decay != cfg->weight_decay, "weight-decay", "%g", (double)cfg->weight_decay,
+  CKPT_DIFF(c->lr != cfg->lr, "--lr", "%g", (double)cfg->lr, (double)c->lr);
+  CKPT_DIFF(c->weight_decay != cfg->weight_decay, "--weight-decay", "%g", (double)cfg->weight_decay,
             (double)c->weight_decay);
-  CKPT_DIFF(c->wd_scope != cfg->wd_scope, "wd-scope", "%s", rt_wd_scope_str(cfg->wd_scope),
+  CKPT_DIFF(c->wd_scope != cfg->wd_scope, "--wd-scope", "%s", rt_wd_scope_str(cfg->wd_scope),
             rt_wd_scope_str(c->wd_scope));
-  CKPT_DIFF(c->beta1 != cfg->beta1 || c->beta2 != cfg->beta2 || c->adam_eps != cfg->adam_eps,
-            "Adam's beta1/beta2/eps", "%s", "other", "these");
-  CKPT_DIFF(c->seed != cfg->seed, "the seed", "%llu", (unsigned long long)cfg->seed,
+  if (c->beta1 != cfg->beta1 || c->beta2 != cfg->beta2 || c->adam_eps != cfg->adam_eps) {
+    char now[96], then[96];
+    snprintf(now, sizeof now, "%g/%g/%g", (double)cfg->beta1, (double)cfg->beta2, (double)cfg->adam_eps);
+    snprintf(then, sizeof then, "%g/%g/%g", (double)c->beta1, (double)c->beta2, (double)c->adam_eps);
+    CKPT_DIFF(1, "Adam's setting (beta1/beta2/eps)", "%s", now, then);
+  }
+  CKPT_DIFF(c->seed != cfg->seed, "--seed", "%llu", (unsigned long long)cfg->seed,
             (unsigned long long)c->seed);
-  CKPT_DIFF(c->eval_every != cfg->eval_every, "eval-every (which epochs can be the best)", "%d",
+  CKPT_DIFF(c->eval_every != cfg->eval_every, "--eval-every (it decides which epochs can be the best)", "%d",
             cfg->eval_every, c->eval_every);
-  CKPT_DIFF(c->optimizer == RT_OPT_SGD && c->momentum != cfg->momentum, "momentum", "%g", (double)cfg->momentum,
+  CKPT_DIFF(c->optimizer == RT_OPT_SGD && c->momentum != cfg->momentum, "--momentum", "%g", (double)cfg->momentum,
             (double)c->momentum);
   const int span = cfg->lr_epochs > 0 ? cfg->lr_epochs : cfg->epochs;
-  CKPT_DIFF(c->lr_schedule != cfg->lr_schedule, "the lr schedule", "%s", rt_lr_schedule_str(cfg->lr_schedule),
+  CKPT_DIFF(c->lr_schedule != cfg->lr_schedule, "--lr-schedule", "%s", rt_lr_schedule_str(cfg->lr_schedule),
             rt_lr_schedule_str(c->lr_schedule));
-  CKPT_DIFF(c->lr_schedule == cfg->lr_schedule && cfg->lr_schedule == RT_LR_STEP &&
-                (c->lr_step_size != cfg->lr_step_size || c->lr_gamma != cfg->lr_gamma),
-            "the step schedule (lr-step-size, lr-gamma)", "%s", "other", "these");
-  CKPT_DIFF(c->lr_warmup != cfg->lr_warmup, "lr-warmup", "%d", cfg->lr_warmup, c->lr_warmup);
+  if (c->lr_schedule == cfg->lr_schedule && cfg->lr_schedule == RT_LR_STEP &&
+      (c->lr_step_size != cfg->lr_step_size || c->lr_gamma != cfg->lr_gamma)) {
+    char now[64], then[64];
+    snprintf(now, sizeof now, "--lr-step-size %d --lr-gamma %g", cfg->lr_step_size, (double)cfg->lr_gamma);
+    snprintf(then, sizeof then, "--lr-step-size %d --lr-gamma %g", c->lr_step_size, (double)c->lr_gamma);
+    CKPT_DIFF(1, "the step schedule", "%s", now, then);
+  }
+  CKPT_DIFF(c->lr_warmup != cfg->lr_warmup, "--lr-warmup", "%d", cfg->lr_warmup, c->lr_warmup);
   CKPT_DIFF(c->lr_schedule == cfg->lr_schedule && cfg->lr_schedule == RT_LR_COSINE && c->lr_epochs != span,
             "the cosine schedule's span (--lr-epochs, else --epochs)", "%d", span, c->lr_epochs);
-  CKPT_DIFF(c->early_stop != cfg->early_stop || c->early_stop_rule != cfg->early_stop_rule,
-            "early stopping (its rule starts afresh)", "%s", "other", "these");
+  char es_now[64], es_then[64]; /* (the rule of a run without early stopping is no difference) */
+  early_stop_str(cfg->early_stop, cfg->early_stop_rule, es_now, sizeof es_now);
+  early_stop_str(c->early_stop, c->early_stop_rule, es_then, sizeof es_then);
+  if (strcmp(es_now, es_then) != 0) {
+    LOG_WARN_COMMON("train", "--resume %s: early stopping is %s in this run, %s in the checkpoint's: %sthe "
+                    "continuation differs from an uninterrupted run", path, es_now, es_then,
+                    cfg->early_stop > 0 ? "its rule starts afresh here, and " : "");
+  }
   if (c->threads != cfg->threads && strcmp(c->device, "cpu") == 0)
     LOG_WARN_COMMON("train", "--resume %s: the checkpoint was made with --threads %d, this run uses %d: "
                     "results differ from an uninterrupted run by rounding", path, c->threads,
@@ -111,6 +131,9 @@ int rt_checkpoint_fits_problem(const struct rt_checkpoint *c, const char *path,
                "the checkpoint's run removed: resume on that run's pruned graph instead (--prune-write FILE, then "
                "--graph FILE without --prune-halo%s%s)", c->norm_graph[0] ? ", with --norm-degrees " : "",
                c->norm_graph);
+    else if (strcmp(c->graph, loc->name) == 0) /* a pruned or reordered copy keeps its source's name */
+      snprintf(hint, sizeof hint, ": another graph of the same name, e.g. a pruned (--prune-write) or reordered copy; "
+               "resume with the file the checkpoint's run trained as --graph FILE");
     return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint was written for graph %s (%lld vertices, "
                       "checksum %08x), this run trains %s (%lld vertices, checksum %08x)%s", path, c->graph,
                       (long long)c->nodes, c->graph_checksum, loc->name, (long long)loc->n_global,
@@ -185,6 +208,10 @@ int rt_checkpoint_save_state(const char *path, const struct rt_model *m, const s
         .early_stop_rule = cfg->early_stop_rule, .es_best_loss = INFINITY, .es_best_acc = -1.0};
     if (es) rt_early_stop_to_checkpoint(es, &c); /* borrowed */
     snprintf(c.graph, sizeof c.graph, "%s", loc->name);
+    /* a synth: spec is regenerated bit for bit from its text (the checksum guards it):
+     * predict needs no --graph then. Not recorded when too long to keep whole. */
+    if (cfg->graph && strncmp(cfg->graph, "synth:", 6) == 0 && strlen(cfg->graph) < sizeof c.graph_spec)
+      snprintf(c.graph_spec, sizeof c.graph_spec, "%s", cfg->graph);
     snprintf(c.norm_graph, sizeof c.norm_graph, "%s", rt_norm_graph_of(cfg, loc));
     snprintf(c.device, sizeof c.device, "%s", be->name);
     const size_t bytes = (size_t)c.num_params * sizeof(float);

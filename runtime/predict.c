@@ -76,7 +76,8 @@ static int npy_write(const char *path, const float *src, const int32_t *gid, int
 /* The checkpoint's model as a configuration (what the model build needs of it). */
 static void config_of(const struct rt_checkpoint *c, const struct rt_predict_options *o, struct rt_config *cfg) {
   rt_config_defaults(cfg);
-  cfg->graph = o->graph ? o->graph : c->graph;
+  /* the graph: --graph, else the synth: spec the checkpoint recorded, else its name */
+  cfg->graph = o->graph ? o->graph : c->graph_spec[0] ? c->graph_spec : c->graph;
   cfg->feat_norm_row = c->feat_norm_row;
   cfg->norm_graph = c->norm_graph[0] ? c->norm_graph : NULL; /* normalised as it was trained */
   cfg->model = c->model;
@@ -138,7 +139,15 @@ int rt_predict(const struct rt_predict_options *o, struct rt_predict_result *res
                     "embeddings from");
     goto done;
   }
-  TRY_GOTO(graph_open(cfg.graph, &g), done);
+  st = graph_open(cfg.graph, &g);
+  if (st == CG_ERR_NOT_FOUND && !o->graph) { /* the checkpoint's name: say how to give its graph */
+    char why[1024];
+    snprintf(why, sizeof why, "%s", cg_err_msg());
+    st = cg_err_set(st, "--checkpoint %s was trained on graph '%s', which is not found here: pass that graph with "
+                    "--graph FILE (or --graph synth:... with the spec it was generated from; this checkpoint does "
+                    "not record one). %s", o->checkpoint, c.graph, why);
+  }
+  if (st != CG_OK) goto done;
   TRY_GOTO(rt_graph_norm_apply(&g, &cfg), done);
   if (cfg.feat_norm_row) graph_feat_rownorm(&g);
   int sparse = 0;
@@ -148,9 +157,16 @@ int rt_predict(const struct rt_predict_options *o, struct rt_predict_result *res
   TRY_GOTO(rt_local_reorder(&loc, cfg.reorder, NULL), done); /* rows are written by gid */
   if (c.graph_checksum != loc.graph_checksum || c.nodes != loc.n_global || c.features != loc.feat_dim ||
       c.classes != loc.num_classes) {
-    st = cg_err_set(CG_ERR_ARG, "--checkpoint %s was trained on graph %s (%lld vertices, checksum %08x), not on %s "
-                    "(%lld vertices, checksum %08x): give that graph with --graph", o->checkpoint, c.graph,
-                    (long long)c.nodes, c.graph_checksum, loc.name, (long long)loc.n_global, loc.graph_checksum);
+    if (strcmp(c.graph, loc.name) == 0) /* a pruned or reordered copy keeps its source's name */
+      st = cg_err_set(CG_ERR_ARG, "--checkpoint %s was trained on another graph named %s (%lld vertices, checksum "
+                      "%08x) than the %s read here (%s: %lld vertices, checksum %08x), e.g. a pruned "
+                      "(--prune-write) or reordered copy: pass the file it was trained on with --graph FILE",
+                      o->checkpoint, c.graph, (long long)c.nodes, c.graph_checksum, loc.name, cfg.graph,
+                      (long long)loc.n_global, loc.graph_checksum);
+    else
+      st = cg_err_set(CG_ERR_ARG, "--checkpoint %s was trained on graph %s (%lld vertices, checksum %08x), not on %s "
+                      "(%lld vertices, checksum %08x): give that graph with --graph", o->checkpoint, c.graph,
+                      (long long)c.nodes, c.graph_checksum, loc.name, (long long)loc.n_global, loc.graph_checksum);
     goto done;
   }
   int64_t np = 0;

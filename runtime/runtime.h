@@ -655,6 +655,8 @@ int rt_predict(const struct rt_predict_options *o, struct rt_predict_result *res
 struct rt_checkpoint {
   /* what was trained */
   char graph[64];
+  char graph_spec[256];      /* the synth: spec as given ("": a file, or an older checkpoint):
+                                what `capgnn predict` generates when no --graph is given */
   uint32_t graph_checksum;
   int64_t nodes, features, classes;
   int feat_norm_row;

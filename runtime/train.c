@@ -271,9 +271,16 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
 
 /* Stopped on request after epoch e: say where the state is kept. */
 static int train_interrupted(const struct rt_config *cfg, int e) {
+  /* the resumed run needs this run's seed (the dropout masks follow it; a run of --seeds
+   * has its own): name it unless it is the default, which a resume gets anyway */
+  struct rt_config def;
+  rt_config_defaults(&def);
+  char seed[48] = "";
+  if (cfg->seed != def.seed) snprintf(seed, sizeof seed, " --seed %llu", (unsigned long long)cfg->seed);
   if (cfg->checkpoint_path)
     return cg_err_set(CG_ERR_INTERRUPTED, "interrupted after epoch %d of %d; checkpoint %s holds it: "
-                      "continue with --resume %s", e, cfg->epochs, cfg->checkpoint_path, cfg->checkpoint_path);
+                      "continue with --resume %s%s", e, cfg->epochs, cfg->checkpoint_path, cfg->checkpoint_path,
+                      seed);
   return cg_err_set(CG_ERR_INTERRUPTED, "interrupted after epoch %d of %d; no checkpoint (pass "
                     "--checkpoint FILE to keep the state when stopped)", e, cfg->epochs);
 }

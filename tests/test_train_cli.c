@@ -7,6 +7,8 @@
  * last epoch and a closing line naming the files; the new options' usage errors.
  * Usage: test_train_cli PATH_TO_CAPGNN */
 #include <fcntl.h>
+#include <glob.h>
+#include <signal.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -257,6 +259,164 @@ static void predict_matches_training(void **state) {
   expect_error(2, "--output FILE is required", NULL, (const char *const[]){"predict", "--checkpoint", best, NULL});
 }
 
+/* A checkpoint of a synth: graph records the spec as given: predict needs no --graph,
+ * and its accuracies are the training run's. Another graph of the same name (the
+ * default scale's synth:small) is named as such, and a file graph that is not found
+ * says to pass --graph FILE. */
+static void predict_synth_spec(void **state) {
+  (void)state;
+  char met[300], best[300], lg[300], ck[300];
+  snprintf(met, sizeof met, "%s/spec.jsonl", tmpdir);
+  snprintf(best, sizeof best, "%s/spec.ckpt", tmpdir);
+  snprintf(lg, sizeof lg, "%s/spec.npy", tmpdir);
+  snprintf(ck, sizeof ck, "%s/file.ckpt", tmpdir);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:small:scale=0.5", "--epochs", "12", "--device", "cpu", "--threads",
+                                "1", "--metrics", met, "--save-best", best, NULL});
+  if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
+  cJSON *sum = record(met, "summary", NULL);
+  assert_non_null(sum);
+  const double want_test = cJSON_GetObjectItemCaseSensitive(sum, "test_acc_at_best_val")->valuedouble;
+  const double want_val = cJSON_GetObjectItemCaseSensitive(sum, "best_val_acc")->valuedouble;
+  cJSON_Delete(sum);
+  run(&r, (const char *const[]){"predict", "--checkpoint", best, "--output", lg, "--device", "cpu", "--threads", "1",
+                                NULL});
+  if (r.exit_code != 0) fail_msg("predict without --graph: exit %d: %s", r.exit_code, r.err);
+  struct graph g;
+  memset(&g, 0, sizeof g);
+  assert_int_equal(graph_open("synth:small:scale=0.5", &g), 0);
+  int64_t rows, cols;
+  float *l = read_npy(lg, &rows, &cols);
+  assert_int_equal(rows, g.n);
+  const double test = accuracy(l, cols, &g, GRAPH_SPLIT_TEST), val = accuracy(l, cols, &g, GRAPH_SPLIT_VAL);
+  printf("  synth:small:scale=0.5 without --graph: training test %.6f val %.6f, logits test %.6f val %.6f\n",
+         want_test, want_val, test, val);
+  assert_true(test == want_test);
+  assert_true(val == want_val);
+  free(l);
+  graph_free(&g);
+  run(&r, (const char *const[]){"info", best, NULL});
+  assert_int_equal(r.exit_code, 0);
+  if (!strstr(r.out, "(synth:small:scale=0.5)")) fail_msg("info does not show the spec:\n%s", r.out);
+  /* synth:small is another graph named small */
+  char other[300];
+  snprintf(other, sizeof other, "%s/spec-other.npy", tmpdir);
+  expect_error(1, "was trained on another graph named small", NULL,
+               (const char *const[]){"predict", "--checkpoint", best, "--graph", "synth:small", "--output", other,
+                                     NULL});
+  /* so is a resume on it */
+  char ck2[300];
+  snprintf(ck2, sizeof ck2, "%s/spec-resumed.ckpt", tmpdir);
+  expect_error(1, "another graph of the same name", NULL,
+               (const char *const[]){"--graph", "synth:small", "--epochs", "20", "--resume", best, "--checkpoint",
+                                     ck2, NULL});
+  /* a file's checkpoint keeps the graph's name only: not found by it, it says to pass the file */
+  char file[300];
+  snprintf(file, sizeof file, "%s/t.cgr", tmpdir);
+  run(&r, (const char *const[]){"gen", "synth:tiny", "--output", file, "--quiet", NULL});
+  if (r.exit_code != 0) fail_msg("gen: exit %d: %s", r.exit_code, r.err);
+  run(&r, (const char *const[]){"--graph", file, "--epochs", "3", "--device", "cpu", "--threads", "1",
+                                "--checkpoint", ck, NULL});
+  if (r.exit_code != 0) fail_msg("train on a file: exit %d: %s", r.exit_code, r.err);
+  static char env[320];
+  snprintf(env, sizeof env, "CAPGNN_DATA=%s/none", tmpdir);
+  expect_error(1, "pass that graph with --graph FILE", env,
+               (const char *const[]){"predict", "--checkpoint", ck, "--output", other, NULL});
+}
+
+/* The resume warnings name each setting with its values in both runs (they read
+ * "other ... these" once). */
+static void resume_warnings(void **state) {
+  (void)state;
+  char ck[300], ck2[300];
+  snprintf(ck, sizeof ck, "%s/warn.ckpt", tmpdir);
+  snprintf(ck2, sizeof ck2, "%s/warn2.ckpt", tmpdir);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--lr", "0.01", "--lr-schedule", "step",
+                                "--lr-step-size", "10", "--device", "cpu", "--threads", "1", "--checkpoint", ck, NULL});
+  if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "5", "--lr", "0.02", "--lr-schedule", "step",
+                                "--lr-step-size", "5", "--lr-gamma", "0.5", "--early-stop", "4", "--seed", "3",
+                                "--device", "cpu", "--threads", "1", "--resume", ck, "--checkpoint", ck2, NULL});
+  if (r.exit_code != 0) fail_msg("resume: exit %d: %s", r.exit_code, r.err);
+  printf("%s", r.err);
+  static const char *want[] = {
+      "--lr is 0.02 in this run, 0.01 in the checkpoint's: the continuation differs",
+      "--seed is 3 in this run, 1 in the checkpoint's",
+      "the step schedule is --lr-step-size 5 --lr-gamma 0.5 in this run, --lr-step-size 10 --lr-gamma 0.1 in the "
+      "checkpoint's",
+      "early stopping is --early-stop 4 (rule patience) in this run, off in the checkpoint's: its rule starts afresh "
+      "here, and the continuation differs"};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    if (!strstr(r.err, want[i])) fail_msg("expected '%s' in:\n%s", want[i], r.err);
+  assert_null(strstr(r.err, " other "));
+  assert_null(strstr(r.err, " these "));
+  assert_int_equal(count(r.err, "in the checkpoint's"), 4);
+}
+
+/* Whether the training loop runs: the metrics file has a record. The records go to a
+ * temporary beside it (MET.tmp.XXXXXX, core/outfile.h), renamed when the run ends. */
+static int metrics_started(const char *met) {
+  char pat[1100];
+  snprintf(pat, sizeof pat, "%s.tmp.*", met);
+  glob_t gl;
+  int found = 0;
+  if (glob(pat, 0, NULL, &gl) == 0) {
+    for (size_t i = 0; i < gl.gl_pathc && !found; i++) {
+      struct stat sb;
+      found = stat(gl.gl_pathv[i], &sb) == 0 && sb.st_size > 0;
+    }
+    globfree(&gl);
+  }
+  return found;
+}
+
+/* Ctrl-C during run 1 of --seeds 5,6,7: the message gives the command that continues
+ * that run (its seed included) and says that seeds 6 and 7 did not run; following it
+ * resumes with no warning of another seed. */
+static void seeds_interrupted(void **state) {
+  (void)state;
+  char ck[300], met[300], err_path[300], ck5[320];
+  snprintf(ck, sizeof ck, "%s/ms.ckpt", tmpdir);
+  snprintf(ck5, sizeof ck5, "%s.seed5", ck);
+  snprintf(met, sizeof met, "%s/ms.jsonl", tmpdir);
+  snprintf(err_path, sizeof err_path, "%s/ms.err", tmpdir);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fe < 0) _exit(126);
+    dup2(fe, 2);
+    execl(capgnn_path, capgnn_path, "--graph", "synth:tiny", "--epochs", "10000000", "--threads", "1", "--quiet",
+          "--seeds", "5,6,7", "--checkpoint", ck, "--metrics", met, (char *)NULL);
+    _exit(127);
+  }
+  for (int i = 0; i < 600 && !metrics_started(met); i++) usleep(50 * 1000);
+  assert_true(metrics_started(met));
+  kill(pid, SIGINT);
+  int status = 0;
+  assert_true(waitpid(pid, &status, 0) == pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 130);
+  static char err[8192];
+  slurp(err_path, err, sizeof err);
+  printf("%s", err);
+  char want[400];
+  snprintf(want, sizeof want, "continue with --resume %s --seed 5\n", ck5);
+  if (!strstr(err, want)) fail_msg("expected '%s' in:\n%s", want, err);
+  if (!strstr(err, "run 1 of 3 (seed 5) stopped: resume it as above, without --seeds; seeds 6,7 did not run "
+                   "(then run them with --seeds 6,7)"))
+    fail_msg("no word of the seeds that did not run:\n%s", err);
+  const char *at = strstr(err, "interrupted after epoch ");
+  assert_non_null(at);
+  char epochs[32];
+  snprintf(epochs, sizeof epochs, "%d", atoi(at + strlen("interrupted after epoch ")) + 2);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", epochs, "--threads", "1", "--resume", ck5, "--seed", "5", "--checkpoint", ck5, NULL});
+  if (r.exit_code != 0) fail_msg("resume as told: exit %d: %s", r.exit_code, r.err);
+  if (strstr(r.err, "in the checkpoint's")) fail_msg("the resume as told warns:\n%s", r.err);
+}
+
 static void seeds_and_lines(void **state) {
   (void)state;
   char met[300], best[300], b1[320], b2[320];
@@ -365,7 +525,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(predict_matches_training), cmocka_unit_test(predict_gat_heads),
-                                     cmocka_unit_test(seeds_and_lines),
+                                     cmocka_unit_test(predict_synth_spec), cmocka_unit_test(resume_warnings),
+                                     cmocka_unit_test(seeds_interrupted), cmocka_unit_test(seeds_and_lines),
                                      cmocka_unit_test(usage_errors)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
