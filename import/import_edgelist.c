@@ -111,6 +111,19 @@ int import_edgelist(const struct import_opts *o, struct graph *g, struct import_
     import_npy_close(&a);
     TRY(st);
     TRY(import_check_split(g, o->split, o->labels));
+    int64_t count[4] = {0, 0, 0, 0};
+    for (int64_t u = 0; u < n; u++) count[g->split[u] & 3]++;
+    if (count[GRAPH_SPLIT_TRAIN] == 0)
+      return cg_err_set(CG_ERR_FORMAT, "%s: no vertex is in the train split (1); the values are 0 none / 1 train / "
+                        "2 val / 3 test", o->split);
+    if (count[GRAPH_SPLIT_TEST] == 0 || count[GRAPH_SPLIT_VAL] == 0) {
+      const char *none = count[GRAPH_SPLIT_TEST] == 0 ? "test (3)" : "val (2)";
+      const int shifted = count[GRAPH_SPLIT_TEST] == 0 && count[GRAPH_SPLIT_NONE] > 0;
+      import_note(stats, "%s has no %s vertex, so the runs will report no %s accuracy%s", o->split, none,
+                  count[GRAPH_SPLIT_TEST] == 0 ? "test" : "validation",
+                  shifted ? "; the values are 0 none / 1 train / 2 val / 3 test: a 0 train / 1 val / 2 test file "
+                            "(PyG's style) must be shifted by one" : "");
+    }
   } else {
     g->split = cg_malloc((size_t)n, "split");
     if (!g->split) return CG_ERR_NOMEM;

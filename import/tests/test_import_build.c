@@ -457,6 +457,22 @@ static void test_edgelist_import(void **state) {
   assert_true(noted);
   graph_free(&g);
 
+  /* A split without test vertices (a 0 train / 1 val / 2 test file): imported, with a
+   * note saying the values; one without train vertices: refused. */
+  uint8_t *s2 = malloc((size_t)n);
+  for (int64_t i = 0; i < n; i++) s2[i] = y[i] < 0 ? 0 : (uint8_t)(i % 3);
+  assert_int_equal(it_write_npy(P(3, "S.npy"), "|u1", shape1, s2, (size_t)n), 0);
+  assert_int_equal(import_graph("edgelist", &o, &g, &st), CG_OK);
+  noted = 0;
+  for (int i = 0; i < st.nnotes; i++) noted |= strstr(st.notes[i], "has no test (3) vertex") && strstr(st.notes[i], "shifted by one");
+  assert_true(noted);
+  graph_free(&g);
+  for (int64_t i = 0; i < n; i++) s2[i] = y[i] < 0 ? 0 : 2;
+  assert_int_equal(it_write_npy(P(3, "S.npy"), "|u1", shape1, s2, (size_t)n), 0);
+  assert_int_equal(import_graph("edgelist", &o, &g, NULL), CG_ERR_FORMAT);
+  assert_non_null(strstr(cg_err_msg(), "S.npy: no vertex is in the train split"));
+  free(s2);
+
   /* A label without a vertex in a split, and a split value out of range. */
   s[9] = 1;
   assert_int_equal(it_write_npy(P(3, "S.npy"), "|u1", shape1, s, (size_t)n), 0);
