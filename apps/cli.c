@@ -50,6 +50,11 @@ int cli_launch_size(void) {
   return 1;
 }
 
+int cli_nvidia_present(void) {
+  struct stat sb;
+  return stat("/dev/nvidiactl", &sb) == 0;
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
   if (!cli_speaks()) return CAPGNN_EXIT_USAGE; /* rank 0 says it for the job */
   va_list ap;

@@ -161,7 +161,10 @@ int cmd_profile(int argc, char **argv) {
   o.command = command;
   o.threads = nthreads ? threads[nthreads == 1 ? 0 : rank] : 0;
   o.share_pct = nshares ? shares[nshares == 1 ? 0 : rank] : 0;
-  int st = o.share_pct ? rapa_mps_share_set(o.share_pct) : CG_OK;
+  int st = !o.share_pct ? CG_OK
+           : !cli_nvidia_present() ? cg_err_set(CG_ERR_UNSUPPORTED, "--gpu-share: host %s has no NVIDIA GPU (no "
+                                                "/dev/nvidiactl), and MPS shares apply to GPU ranks only", cg_hostname())
+                                   : rapa_mps_share_set(o.share_pct);
   st = comm_agree(cm, st, "setting the MPS share (--gpu-share)");
   struct rapa_profile *prof = NULL;
   if (st == CG_OK) st = rapa_profile_run(cm, &o, &prof);

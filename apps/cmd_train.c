@@ -770,6 +770,9 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
                        "ranks or one per rank", par->gpu_share, n, size);
     else if (!strcmp(cfg->device, "cpu"))
       sst = cg_err_set(CG_ERR_ARG, "--gpu-share applies to GPU ranks: use --device cuda (or auto) with it");
+    else if (!cli_nvidia_present())
+      sst = cg_err_set(CG_ERR_UNSUPPORTED, "--gpu-share: host %s has no NVIDIA GPU (no /dev/nvidiactl), and MPS "
+                       "shares apply to GPU ranks only", cg_hostname());
     else
       sst = rapa_mps_share_set(share_of(par->gpu_share, rank));
     if (comm_agree(c, sst, "setting the MPS share (--gpu-share)") != CG_OK) {

@@ -22,6 +22,9 @@ int cli_launch_rank(void);
 int cli_speaks(void); /* cli_launch_rank() == 0 */
 /* The number of processes the launcher started (its environment), 1 without one. */
 int cli_launch_size(void);
+/* Whether this host has an NVIDIA GPU driver's device node (/dev/nvidiactl): asked before
+ * any CUDA call, e.g. before an MPS share must be set (--gpu-share). */
+int cli_nvidia_present(void);
 
 /* Shared by the subcommands (apps/cli.c): print one line
  * "capgnn: error: MESSAGE (see capgnn CMD --help)" and return CAPGNN_EXIT_USAGE;
