@@ -1067,11 +1067,11 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_SEED: rc = cli_parse_u64("train", "--seed", optarg, &cfg.seed); break;
       case OPT_DEVICE: cfg.device = optarg; break;
       case OPT_THREADS:
-        par.threads_list = NULL;
+        par.threads_list = cfg.threads_list = NULL;
         par.nthreads = 0;
         if (strchr(optarg, ',')) {
           rc = threads_list_parse(optarg, cli_launch_rank(), &cfg.threads, &par.nthreads);
-          par.threads_list = optarg;
+          par.threads_list = cfg.threads_list = optarg;
           break;
         }
         rc = cli_parse_int("train", "--threads", optarg, &cfg.threads);

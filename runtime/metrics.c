@@ -281,7 +281,8 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
   cJSON_AddBoolToObject(o, "multilabel", loc->multilabel != 0);
   cJSON_AddStringToObject(o, "device", be->name);
   cJSON_AddStringToObject(o, "device_desc", rt_backend_describe(be));
-  cJSON_AddNumberToObject(o, "threads", cfg->threads);
+  cJSON_AddNumberToObject(o, "threads", cfg->threads); /* (rank 0's, with a per-rank list) */
+  if (cfg->threads_list) cJSON_AddStringToObject(o, "threads_per_rank", cfg->threads_list);
   cJSON_AddNumberToObject(o, "ranks", loc->nranks);
   /* an emulated heterogeneity is named wherever its numbers go (core/ops_emulate.h) */
   if (getenv("CAPGNN_EMULATE_SPEED") && getenv("CAPGNN_EMULATE_SPEED")[0])

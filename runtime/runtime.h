@@ -128,6 +128,8 @@ struct rt_config {
   int threads;            /* CPU threads per rank; 0: rt_threads_setup's default (rt_run and
                              rt_run_dist resolve it first: the run, its summary and its
                              checkpoints see the count used) */
+  const char *threads_list; /* --threads N,N,...: one count per rank as given (threads is this
+                               rank's; the summary names the list), NULL otherwise */
   int tf32;               /* CUDA: allow TF32 GEMM (off by default: exactness) */
   int overlap;            /* 1 (default): halo exchanges overlap the inner rows'
                              aggregation ("communication" below); 0: each exchange

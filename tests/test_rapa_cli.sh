@@ -82,6 +82,7 @@ for a, b in zip(e1, e2):
     assert min(b["rank_compute_s"]) > 0
 s = two[-1]
 assert s["summary"] and s["emulate_speed"] == "1,0.5", s.get("emulate_speed")
+assert s["threads_per_rank"] == "1,1", s.get("threads_per_rank")
 assert s["rapa"]["rates"].startswith("measured at start-up"), s["rapa"]
 assert len(s["per_rank"]) == 2
 for q in s["per_rank"]:
