@@ -39,7 +39,10 @@ int cli_launch_rank(void) {
 int cli_speaks(void) { return cli_launch_rank() == 0; }
 
 int cli_launch_size(void) {
-  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_NTASKS"};
+  /* (SLURM_STEP_NUM_TASKS, not SLURM_NTASKS: the allocation's shell has the latter too, and a
+   * one-process command run there, before srun, is one process) */
+  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
+                                     "SLURM_STEP_NUM_TASKS"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
     const char *v = getenv(vars[i]);
     char *end = NULL;

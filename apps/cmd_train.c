@@ -668,19 +668,24 @@ static void seed_config(const struct rt_config *cfg, const struct seed_list *see
 /* Run i of --seeds was interrupted (rank 0, after the line that says how to resume it):
  * a resume continues one run, so say that it goes without --seeds and which seeds did
  * not run. */
-static void seeds_interrupted(const struct seed_list *seeds, int i) {
+static void seeds_interrupted(const struct seed_list *seeds, int i, int checkpointed) {
   if (seeds->n == 0) return;
+  /* without --checkpoint there is nothing to resume: that seed runs again from the start */
+  char again[96];
+  snprintf(again, sizeof again, "run it again with --seed %llu (no --checkpoint: nothing to resume)",
+           (unsigned long long)seeds->v[i]);
+  const char *how = checkpointed ? "resume it as above, without --seeds" : again;
   char rest[MAX_SEEDS * 22] = "";
   size_t k = 0;
   for (int j = i + 1; j < seeds->n && k < sizeof rest; j++)
     k += (size_t)snprintf(rest + k, sizeof rest - k, "%s%llu", j > i + 1 ? "," : "", (unsigned long long)seeds->v[j]);
   if (i + 1 < seeds->n)
-    fprintf(stderr, "capgnn: --seeds: run %d of %d (seed %llu) stopped: resume it as above, without --seeds; "
-            "seed%s %s did not run (then run %s with --seeds %s)\n", i + 1, seeds->n, (unsigned long long)seeds->v[i],
+    fprintf(stderr, "capgnn: --seeds: run %d of %d (seed %llu) stopped: %s; seed%s %s did not run (then run "
+            "%s with --seeds %s)\n", i + 1, seeds->n, (unsigned long long)seeds->v[i], how,
             i + 2 < seeds->n ? "s" : "", rest, i + 2 < seeds->n ? "them" : "it", rest);
   else
-    fprintf(stderr, "capgnn: --seeds: the last run, %d of %d (seed %llu), stopped: resume it as above, without "
-            "--seeds\n", i + 1, seeds->n, (unsigned long long)seeds->v[i]);
+    fprintf(stderr, "capgnn: --seeds: the last run, %d of %d (seed %llu), stopped: %s\n", i + 1, seeds->n,
+            (unsigned long long)seeds->v[i], how);
 }
 
 /* After the runs of --seeds (rank 0): mean +- std on stdout, the aggregate record. */
@@ -812,7 +817,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
     if (st == CG_ERR_INTERRUPTED) { /* every rank stopped after the same epoch */
       if (rank == 0) {
         fprintf(stderr, "capgnn: %s\n", err_text());
-        seeds_interrupted(seeds, i);
+        seeds_interrupted(seeds, i, cfg->checkpoint_path != NULL);
       }
       rc = CAPGNN_EXIT_INTERRUPTED;
     } else if (st != CG_OK) {
@@ -838,7 +843,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
     const int st = rt_run(&one, &res[i]);
     if (st == CG_ERR_INTERRUPTED) {
       fprintf(stderr, "capgnn: %s\n", err_text());
-      seeds_interrupted(seeds, i);
+      seeds_interrupted(seeds, i, cfg->checkpoint_path != NULL);
       rc = CAPGNN_EXIT_INTERRUPTED;
     } else if (st != CG_OK) {
       fprintf(stderr, "capgnn: error: %s\n", err_text());

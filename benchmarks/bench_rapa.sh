@@ -126,7 +126,9 @@ if [ "$device" = cuda ]; then
     export CUDA_MPS_PIPE_DIRECTORY=$mps/pipe CUDA_MPS_LOG_DIRECTORY=$mps/log
     mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
     nvidia-cuda-mps-control -d || { echo "bench_rapa.sh: starting the MPS daemon failed" >&2; exit 1; }
-    trap 'echo quit | nvidia-cuda-mps-control' EXIT
+    # (after what rr_timeslice's EXIT trap restores, not instead of it)
+    old_trap=$(trap -p EXIT | sed -e "s/^trap -- '//" -e "s/' EXIT$//")
+    trap "${old_trap:+$old_trap; }echo quit | nvidia-cuda-mps-control" EXIT
     echo "bench_rapa.sh: started an MPS daemon (pipe $CUDA_MPS_PIPE_DIRECTORY)" >&2
   fi
 fi
@@ -193,7 +195,7 @@ for g in "${graphs[@]}"; do
     # shellcheck disable=SC2086
     run "${tag}_one_r$rep" "$graph" "$epochs" - metis $model
     if [ "$ideal_mode" = measured ]; then # one rank alone at each speed (share) below full
-      for f in $(tr ',' '\n' <<<"${speeds[*]// /,}" | sort -u); do
+      for f in $(IFS=,; tr ',' '\n' <<<"${speeds[*]}" | sort -u); do
         [ "$(awk -v f="$f" 'BEGIN{print (f < 1)}')" = 1 ] || continue
         # shellcheck disable=SC2086
         run "${tag}_one_$(tr '.' 'p' <<<"$f")_r$rep" "$graph" "$epochs" "one@$f" metis $model

@@ -145,7 +145,7 @@ int rt_checkpoint_fits_problem(const struct rt_checkpoint *c, const char *path,
     return cg_err_set(CG_ERR_ARG, "--resume %s: the checkpoint has %lld parameters, this model %lld", path,
                       (long long)c->num_params, (long long)n);
   const char *norm = rt_norm_graph_of(cfg, loc);
-  if (strcmp(c->norm_graph, norm) != 0)
+  if (strcmp(c->norm_graph, norm) != 0 && cfg->model != RT_MODEL_GAT) /* (GAT: no degrees to differ) */
     LOG_WARN_COMMON("train", "--resume %s: the aggregation is normalised by the degrees of %s in this run, of %s in "
                     "the checkpoint's (--norm-degrees, --prune-norm): the continuation differs from an "
                     "uninterrupted run", path, norm[0] ? norm : "the graph itself",

@@ -336,9 +336,10 @@ static int dist_rapa_owner(struct comm *c, struct graph *g, const struct rt_conf
       if (st == CG_OK && P > 1) st = rapa_links_from_profile(prof, &pl);
       if (st == CG_OK && P > 1) st = rapa_links_alloc(&links, P);
       for (int i = 0; i < P && st == CG_OK && P > 1; i++)
-        for (int j = 0; j < P; j++) {
-          links.bw_bps[i * P + j] = pl.bw_bps[match[i] * P + match[j]];
-          links.lat_s[i * P + j] = pl.lat_s[match[i] * P + match[j]];
+        for (int j = 0; j < P; j++) { /* two ranks on one entry (the same device): their rank numbers' link */
+          const int k = match[i] != match[j] ? match[i] * P + match[j] : i * P + j;
+          links.bw_bps[i * P + j] = pl.bw_bps[k];
+          links.lat_s[i * P + j] = pl.lat_s[k];
         }
       rapa_links_free(&pl);
       snprintf(pred->rates, sizeof pred->rates, "profile %s", o->rapa_profile);

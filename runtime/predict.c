@@ -79,7 +79,9 @@ static void config_of(const struct rt_checkpoint *c, const struct rt_predict_opt
   /* the graph: --graph, else the synth: spec the checkpoint recorded, else its name */
   cfg->graph = o->graph ? o->graph : c->graph_spec[0] ? c->graph_spec : c->graph;
   cfg->feat_norm_row = c->feat_norm_row;
-  cfg->norm_graph = c->norm_graph[0] ? c->norm_graph : NULL; /* normalised as it was trained */
+  /* normalised as it was trained (GAT has no degree normalisation: a checkpoint written
+   * before --norm-degrees was refused with GAT may record one, which changed nothing) */
+  cfg->norm_graph = c->norm_graph[0] && c->model != RT_MODEL_GAT ? c->norm_graph : NULL;
   cfg->model = c->model;
   cfg->layers = c->layers;
   cfg->hidden = c->hidden;

@@ -116,6 +116,9 @@ cap = {int(m[0]): float(m[1]) for m in re.findall(r"rapa: rank (\d) capability (
 assert fast == 0 and cap[1] > cap[0], (fast, cap)  # rank 1 runs the 2-thread device: entry 0's rates
 print("--threads 1,2 on a 2,1 profile: capabilities", cap)
 PY
+# both ranks on one entry (the profile's cpu-t1): their link is the one between their rank numbers
+mpi -n 2 "$capgnn" --graph cora --epochs 1 --threads 1 --partition rapa --profile p21.json --no-part-cache \
+  >pm1.out 2>pm1.err || { cat pm1.err; fail "--partition rapa --profile with two ranks on one profile entry"; }
 mpi -n 2 "$capgnn" --graph cora --epochs 2 --threads 2,1,1 >u.out 2>u.err
 rc=$?
 [ $rc -eq 2 ] || { cat u.err; fail "--threads 2,1,1 on 2 ranks exited $rc, expected 2"; }
