@@ -19,25 +19,9 @@
 
 #include <cjson/cJSON.h>
 #include <cmocka.h>
+#include "cli_test_util.h"
 
 
-/* Whether a run writing metrics to `met` has written a record: during the run the
- * records go to a temporary beside it (MET.tmp.XXXXXX, core/outfile.h), renamed to
- * MET when the run ends. */
-static int metrics_started(const char *met) {
-  char pat[1100];
-  snprintf(pat, sizeof pat, "%s.tmp.*", met);
-  glob_t gl;
-  int found = 0;
-  if (glob(pat, 0, NULL, &gl) == 0) {
-    for (size_t i = 0; i < gl.gl_pathc && !found; i++) {
-      struct stat sb;
-      found = stat(gl.gl_pathv[i], &sb) == 0 && sb.st_size > 0;
-    }
-    globfree(&gl);
-  }
-  return found;
-}
 
 static const char *capgnn_path;
 static char tmpdir[256];
@@ -412,8 +396,8 @@ static void interrupt_and_resume(void **state) {
           "--quiet", "--checkpoint", ck, "--metrics", met, (char *)NULL);
     _exit(127);
   }
-  for (int i = 0; i < 600 && !metrics_started(met); i++) usleep(50 * 1000);
-  assert_true(metrics_started(met));
+  for (int i = 0; i < 600 && !cli_metrics_started(met); i++) usleep(50 * 1000);
+  assert_true(cli_metrics_started(met));
   kill(pid, SIGINT);
   int status = 0;
   assert_true(waitpid(pid, &status, 0) == pid);

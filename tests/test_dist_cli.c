@@ -38,25 +38,9 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include "cli_test_util.h"
 
 
-/* Whether a run writing metrics to `met` has written a record: during the run the
- * records go to a temporary beside it (MET.tmp.XXXXXX, core/outfile.h), renamed to
- * MET when the run ends. */
-static int metrics_started(const char *met) {
-  char pat[1100];
-  snprintf(pat, sizeof pat, "%s.tmp.*", met);
-  glob_t gl;
-  int found = 0;
-  if (glob(pat, 0, NULL, &gl) == 0) {
-    for (size_t i = 0; i < gl.gl_pathc && !found; i++) {
-      struct stat sb;
-      found = stat(gl.gl_pathv[i], &sb) == 0 && sb.st_size > 0;
-    }
-    globfree(&gl);
-  }
-  return found;
-}
 
 static char g_dir[] = "/tmp/capgnn_dist_cli_XXXXXX";
 static int g_fail = 0;
@@ -333,8 +317,8 @@ int main(int argc, char **argv) {
       execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
       _exit(127);
     }
-    for (int i = 0; i < 1200 && !metrics_started(met); i++) usleep(50 * 1000);
-    CHECK(metrics_started(met), "the 2-rank run never started training");
+    for (int i = 0; i < 1200 && !cli_metrics_started(met); i++) usleep(50 * 1000);
+    CHECK(cli_metrics_started(met), "the 2-rank run never started training");
     /* the newest child of mpiexec: one of the two ranks */
     char pg[128];
     snprintf(pg, sizeof pg, "pgrep -n -P %d", (int)pid);

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "graph/graph.h"
+#include "cli_test_util.h"
 
 static const char *capgnn_path;
 static char tmpdir[256];
@@ -354,22 +355,6 @@ static void resume_warnings(void **state) {
   assert_int_equal(count(r.err, "in the checkpoint's"), 4);
 }
 
-/* Whether the training loop runs: the metrics file has a record. The records go to a
- * temporary beside it (MET.tmp.XXXXXX, core/outfile.h), renamed when the run ends. */
-static int metrics_started(const char *met) {
-  char pat[1100];
-  snprintf(pat, sizeof pat, "%s.tmp.*", met);
-  glob_t gl;
-  int found = 0;
-  if (glob(pat, 0, NULL, &gl) == 0) {
-    for (size_t i = 0; i < gl.gl_pathc && !found; i++) {
-      struct stat sb;
-      found = stat(gl.gl_pathv[i], &sb) == 0 && sb.st_size > 0;
-    }
-    globfree(&gl);
-  }
-  return found;
-}
 
 /* Ctrl-C during run 1 of --seeds 5,6,7: the message gives the command that continues
  * that run (its seed included) and says that seeds 6 and 7 did not run; following it
@@ -391,8 +376,8 @@ static void seeds_interrupted(void **state) {
           "--seeds", "5,6,7", "--checkpoint", ck, "--metrics", met, (char *)NULL);
     _exit(127);
   }
-  for (int i = 0; i < 600 && !metrics_started(met); i++) usleep(50 * 1000);
-  assert_true(metrics_started(met));
+  for (int i = 0; i < 600 && !cli_metrics_started(met); i++) usleep(50 * 1000);
+  assert_true(cli_metrics_started(met));
   kill(pid, SIGINT);
   int status = 0;
   assert_true(waitpid(pid, &status, 0) == pid);
