@@ -386,16 +386,10 @@ static void interrupt_and_resume(void **state) {
   snprintf(straight, sizeof straight, "%s/straight.ckpt", tmpdir);
   snprintf(resumed, sizeof resumed, "%s/resumed.ckpt", tmpdir);
   snprintf(err_path, sizeof err_path, "%s/int.err", tmpdir);
-  pid_t pid = fork();
+  const char *const args[] = {capgnn_path, "--graph", "synth:tiny", "--epochs", "10000000", "--threads", "1",
+          "--quiet", "--checkpoint", ck, "--metrics", met, NULL};
+  pid_t pid = cli_spawn(capgnn_path, args, err_path);
   assert_true(pid >= 0);
-  if (pid == 0) {
-    int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fe < 0) _exit(126);
-    dup2(fe, 2);
-    execl(capgnn_path, capgnn_path, "--graph", "synth:tiny", "--epochs", "10000000", "--threads", "1",
-          "--quiet", "--checkpoint", ck, "--metrics", met, (char *)NULL);
-    _exit(127);
-  }
   for (int i = 0; i < 600 && !cli_metrics_started(met); i++) usleep(50 * 1000);
   assert_true(cli_metrics_started(met));
   kill(pid, SIGINT);
