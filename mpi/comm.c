@@ -292,6 +292,11 @@ int comm_allreduce_i64(struct comm *c, int64_t *v, int n, enum comm_op op) {
   return CG_OK;
 }
 
+int comm_host_sum_i64(struct comm *c, int64_t *v) {
+  COMM_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_INT64_T, MPI_SUM, c->host));
+  return CG_OK;
+}
+
 int comm_allgather_i64(struct comm *c, int64_t value, int64_t *out) {
   COMM_MPI_TRY(MPI_Allgather(&value, 1, MPI_INT64_T, out, 1, MPI_INT64_T, c->world));
   return CG_OK;

@@ -213,6 +213,9 @@ int comm_bcast(struct comm *c, void *buf, size_t bytes, int root);
 /* In-place all-reduce of n host values. */
 int comm_allreduce_host(struct comm *c, double *v, int n, enum comm_op op);
 int comm_allreduce_i64(struct comm *c, int64_t *v, int n, enum comm_op op);
+/* In-place sum of *v over the ranks of this rank's physical host (comm_host_local_size
+ * ranks, whatever CAPGNN_EMULATE_NODES says). Collective over the host. */
+int comm_host_sum_i64(struct comm *c, int64_t *v);
 /* out[comm_size(c)] receives every rank's `value` (out is host memory). */
 int comm_allgather_i64(struct comm *c, int64_t value, int64_t *out);
 

@@ -104,6 +104,26 @@ void rt_threads_plan(int requested, int host_cpus, int bound_cpus, int ranks_on_
   out->oversubscribed = (int64_t)ranks_on_host * out->threads > host_cpus;
 }
 
+void rt_threads_warn_host(int64_t host_threads, int ranks_on_host, int threads, int requested, int host_rank,
+                          const char *device) {
+  const int host = cg_cpus_host();
+  if ((device && strcmp(device, "cuda") == 0) || host_threads <= host || host_rank != 0) return;
+  const int fit = host / ranks_on_host > 1 ? host / ranks_on_host : 1;
+  if (host_threads == ranks_on_host) /* one thread each: the ranks alone are too many */
+    LOG_WARN("train", "%d ranks on host %s, which has %d CPU%s: the ranks share CPUs and each epoch waits "
+             "for the slowest (fewer ranks per host run faster)", ranks_on_host, cg_hostname(), host,
+             host == 1 ? "" : "s");
+  else if (host_threads == (int64_t)ranks_on_host * threads)
+    LOG_WARN("train", "%d rank%s x %d threads on host %s, which has %d CPU%s: oversubscribed, the threads "
+             "share CPUs (pass --threads %d or leave --threads out)", ranks_on_host, ranks_on_host == 1 ? "" : "s",
+             threads, cg_hostname(), host, host == 1 ? "" : "s", fit);
+  else /* a per-rank list (--threads 2,1): name the total */
+    LOG_WARN("train", "the %d ranks on host %s run %lld threads in all (%s), and the host has %d CPU%s: "
+             "oversubscribed, the threads share CPUs (give its ranks at most %d threads in all, or leave "
+             "--threads out)", ranks_on_host, cg_hostname(), (long long)host_threads,
+             requested > 0 ? "--threads per rank" : "some ranks by --threads", host, host == 1 ? "" : "s", host);
+}
+
 int rt_threads_setup(int requested, int ranks_on_host, int host_rank, const char *device) {
   const int host = cg_cpus_host(), bound = cg_cpus_bound();
   struct rt_threads t;
@@ -115,7 +135,8 @@ int rt_threads_setup(int requested, int ranks_on_host, int host_rank, const char
   }
   cg_cpus_set_default_threads(t.threads);
   const int gpu = device && strcmp(device, "cuda") == 0;
-  LOG_INFO("train", "CPU threads: %d per rank (%s; %d CPU%s and %d rank%s on host %s%s)", t.threads,
+  LOG_INFO("train", "CPU threads: %d %s (%s; %d CPU%s and %d rank%s on host %s%s)", t.threads,
+           ranks_on_host > 1 && requested > 0 ? "on this rank" : "per rank",
            requested > 0 ? "--threads" : "the host's CPUs divided by its ranks", host, host == 1 ? "" : "s",
            ranks_on_host, ranks_on_host == 1 ? "" : "s", cg_hostname(),
            t.widen ? "; the launcher's binding to one CPU widened to all" : "");
@@ -123,15 +144,6 @@ int rt_threads_setup(int requested, int ranks_on_host, int host_rank, const char
     LOG_WARN("train", "--threads %d, but the launcher bound this rank to %d CPU%s: the threads share %s "
              "(give them room: mpirun --bind-to none, or --map-by slot:PE=%d)", t.threads, bound,
              bound == 1 ? "" : "s", bound == 1 ? "it" : "them", t.threads);
-  if (!gpu && t.oversubscribed && host_rank == 0) {
-    if (t.threads == 1)
-      LOG_WARN("train", "%d ranks on host %s, which has %d CPU%s: the ranks share CPUs and each epoch waits "
-               "for the slowest (fewer ranks per host run faster)", ranks_on_host, cg_hostname(), host,
-               host == 1 ? "" : "s");
-    else
-      LOG_WARN("train", "%d ranks x %d threads on host %s, which has %d CPU%s: oversubscribed, the threads "
-               "share CPUs (pass --threads %d or leave --threads out)", ranks_on_host, t.threads, cg_hostname(),
-               host, host == 1 ? "" : "s", host / ranks_on_host > 1 ? host / ranks_on_host : 1);
-  }
+  if (ranks_on_host == 1) rt_threads_warn_host(t.threads, 1, t.threads, requested, host_rank, device);
   return t.threads;
 }

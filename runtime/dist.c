@@ -895,6 +895,16 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
                                         cfg->device);
     cfg = &resolved;
   }
+  if (comm_host_local_size(c) > 1) { /* the ranks' counts may differ (--threads 2,1): sum them */
+    int64_t host_threads = st == CG_OK ? resolved.threads : 0;
+    const int sum_st = comm_host_sum_i64(c, &host_threads);
+    if (sum_st < 0) {
+      if (st == CG_OK) st = sum_st;
+    } else if (st == CG_OK) {
+      rt_threads_warn_host(host_threads, comm_host_local_size(c), resolved.threads, cfg->threads,
+                           comm_host_local_rank(c), cfg->device);
+    }
+  }
   if (comm_size(c) == 1) { /* the single-process path, unchanged */
     if (st < 0) return st;
     /* one rank has no halo: nothing to balance or prune, so no pruned graph to write */

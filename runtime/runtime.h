@@ -490,8 +490,15 @@ struct rt_threads {
 void rt_threads_plan(int requested, int host_cpus, int bound_cpus, int ranks_on_host, struct rt_threads *out);
 /* Decide for this process (core/cpus.h's counts), widen the binding when the plan says
  * so, make it OpenMP's default, log it (INFO on rank 0; the warnings on host-local rank
- * 0). Call before any OpenMP region runs. Returns the threads per rank (>= 1). */
+ * 0). Call before any OpenMP region runs. Returns the threads per rank (>= 1).
+ * With several ranks on the host, their counts may differ (--threads 2,1): the
+ * oversubscription warning is then the caller's, after summing the counts over the
+ * host (rt_threads_warn_host). */
 int rt_threads_setup(int requested, int ranks_on_host, int host_rank, const char *device);
+/* Warn (on host-local rank 0, not for CUDA) when the host's ranks run more threads in
+ * all (host_threads) than the host has CPUs; threads and requested are this rank's. */
+void rt_threads_warn_host(int64_t host_threads, int ranks_on_host, int threads, int requested, int host_rank,
+                          const char *device);
 
 /* One line naming the backend's device for logs and metrics ("cpu", or the GPU's
  * model, memory and UUID for CUDA). */

@@ -398,6 +398,18 @@ int main(int argc, char **argv) {
       free(out);
       free(summary);
     }
+    /* a per-rank list: the warning sums the ranks' own counts, 2 + 1 = 3 (not 2 x 2) */
+    snprintf(log, sizeof log, "%s/threads_list.log", g_dir);
+    snprintf(cmd, sizeof cmd, "%s -n 2 %s %s --graph synth:tiny --epochs 1 --device cpu --no-part-cache --quiet "
+             "--threads 2,1", mpiexec, mpi, capgnn);
+    int rc = run(cmd, log);
+    char *out = slurp(log);
+    CHECK(rc == 0, "`%s` exited %d:\n%s", cmd, rc, out ? out : "");
+    const int over = 3 > cpus, said = out && strstr(out, "run 3 threads in all") != NULL;
+    CHECK(said == over && (!out || !strstr(out, "2 ranks x 2 threads")),
+          "--threads 2,1 on %d CPUs: expected %s 'run 3 threads in all' and no '2 ranks x 2 threads':\n%s", cpus,
+          over ? "a" : "no", out ? out : "");
+    free(out);
   }
 
   /* ---- usage errors (found before MPI starts, the same on every rank): one line for the
