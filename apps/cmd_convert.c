@@ -133,12 +133,20 @@ static int convert_cgr(const char *input, const char *output, enum graph_reorder
       memset(&r, 0, sizeof r);
     }
   }
-  if (st == CG_OK && !version) { /* not given: the input file's version (1 for a name or synth: spec) */
+  if (st == CG_OK && (!version || (version == 2 && !shift))) {
+    /* not given: the input file's version, and a version 2 input's block size (version 1
+     * for a name or synth: spec) */
     struct graph_cgr *f = NULL;
-    version = 1;
-    if (in[0].path && graph_cgr_open(in[0].path, &f) == CG_OK) version = graph_cgr_version(f);
-    else cg_err_clear();
+    unsigned in_version = 1, in_shift = 0;
+    if (in[0].path && graph_cgr_open(in[0].path, &f) == CG_OK) {
+      in_version = graph_cgr_version(f);
+      in_shift = graph_cgr_block_shift(f);
+    } else {
+      cg_err_clear();
+    }
     graph_cgr_close(&f);
+    if (!version) version = in_version;
+    if (version == 2 && !shift) shift = in_shift;
   }
   if (st == CG_OK) st = graph_save_cgr_version(output, &g, version, shift);
   if (st == CG_OK && !quiet) {

@@ -239,6 +239,21 @@ int cmd_info(int argc, char **argv) {
     if (!graph_path(what, path, sizeof path)) snprintf(path, sizeof path, "%s", what); /* (as graph_open found it) */
     if (stat(path, &sb) == 0) cg_progress_amount(size, sizeof size, (double)sb.st_size, "B");
     printf("file:       %s (%s, read and checked in %.2f s)\n", path, size, dt);
+    struct graph_cgr *f = NULL;
+    if (graph_cgr_open(path, &f) == CG_OK) {
+      if (graph_cgr_version(f) == 1) {
+        printf("format:     .cgr version 1 (a CRC-32 per section)\n");
+      } else {
+        const unsigned sh = graph_cgr_block_shift(f);
+        const char *unit = sh >= 30 ? "GiB" : sh >= 20 ? "MiB" : sh >= 10 ? "KiB" : "B";
+        printf("format:     .cgr version %u (a CRC-32 per block of %llu %s, block shift %u: each rank verifies "
+               "the rows it reads)\n", graph_cgr_version(f), 1ULL << (sh - (sh >= 30 ? 30 : sh >= 20 ? 20 : sh >= 10 ? 10 : 0)),
+               unit, sh);
+      }
+    } else {
+      cg_err_clear();
+    }
+    graph_cgr_close(&f);
   }
   print_info(&g);
   if (strncmp(what, "synth:", 6) == 0) {

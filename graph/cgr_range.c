@@ -129,6 +129,7 @@ void graph_cgr_info(const struct graph_cgr *f, struct graph *g) {
 }
 
 unsigned graph_cgr_version(const struct graph_cgr *f) { return f->h.version; }
+unsigned graph_cgr_block_shift(const struct graph_cgr *f) { return f->h.version == 1 ? 0 : f->h.block_shift; }
 uint64_t graph_cgr_bytes_read(const struct graph_cgr *f) { return f->bytes_read; }
 
 /* ---- the span loop ------------------------------------------------------------------- */

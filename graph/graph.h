@@ -83,6 +83,8 @@ void graph_cgr_close(struct graph_cgr **f); /* accepts NULL / *f NULL */
  * array pointer NULL. */
 void graph_cgr_info(const struct graph_cgr *f, struct graph *hdr);
 unsigned graph_cgr_version(const struct graph_cgr *f);
+/* Version 2's block size as a power of two (0 for version 1). */
+unsigned graph_cgr_block_shift(const struct graph_cgr *f);
 /* Bytes read from the file so far (header and block table included). */
 uint64_t graph_cgr_bytes_read(const struct graph_cgr *f);
 /* The row pointers (n + 1 values, caller-allocated), verified and checked (rowptr[0] = 0,

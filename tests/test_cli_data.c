@@ -127,7 +127,7 @@ static void test_gen_info(void **state) {
 }
 
 /* The .cgr version written: --block-shift implies version 2 (refused with version 1), and
- * convert --from cgr keeps its input's version unless told otherwise. */
+ * convert --from cgr keeps its input's version and block size unless told otherwise. */
 static unsigned cgr_version_of(const char *path) {
   size_t n;
   unsigned char *b = gt_read(path, &n);
@@ -165,6 +165,26 @@ static void test_cgr_versions(void **state) {
   assert_int_equal(r.rc, 0);
   run_free(&r);
   assert_int_equal(cgr_version_of(o), 2);
+  /* ... and its block size, named by info */
+  r = run(NULL, "info '%s'", o);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "block shift 10"));
+  run_free(&r);
+  r = run(NULL, "convert --from cgr --input '%s' --output '%s' --cgr-version 2 --quiet --force", v2, o);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  r = run(NULL, "info '%s'", o);
+  assert_non_null(strstr(r.out, "block shift 10"));
+  run_free(&r);
+  r = run(NULL, "convert --from cgr --input '%s' --output '%s' --block-shift 12 --quiet --force", v2, o);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  r = run(NULL, "info '%s'", o);
+  assert_non_null(strstr(r.out, "block shift 12"));
+  run_free(&r);
+  r = run(NULL, "info '%s'", v1);
+  assert_non_null(strstr(r.out, ".cgr version 1"));
+  run_free(&r);
   r = run(NULL, "convert --from cgr --input '%s' --output '%s' --quiet --force", v1, o);
   assert_int_equal(r.rc, 0);
   run_free(&r);
