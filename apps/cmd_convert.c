@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "apps/commands_internal.h"
+#include "core/log.h"
 #include "core/outfile.h"
 #include "core/status.h"
 #include "core/timer.h"
@@ -56,7 +57,7 @@ static void cmd_convert_usage(FILE *out) {
           "                        with its vertices in that locality order (capgnn train\n"
           "                        --reorder does the same at load; see README, \"Locality\n"
           "                        reordering\"); row v of the file is then another vertex\n"
-          "  --quiet               no progress lines\n"
+          "  --quiet               no progress and no INFO lines (warnings and errors stay)\n"
           "  -h, --help            this help\n"
           "\n"
           "formats (PATH):\n"
@@ -258,7 +259,10 @@ int cmd_convert(int argc, char **argv) {
     return usage_error("--features, --labels and --split are for --from edgelist; %s reads them from --input",
                        from);
   if (o.ogb_split && strcmp(from, "ogb") != 0) return usage_error("--ogb-split is for --from ogb");
-  if (quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
+  if (quiet) { /* no progress and no INFO lines (the reorder report); CAPGNN_LOG_LEVEL still rules */
+    cg_progress_set_mode(CG_PROGRESS_OFF);
+    if (!getenv("CAPGNN_LOG_LEVEL")) cg_log_set_level(CG_LOG_WARN);
+  }
   if (check_output(output, &o, force) != CG_OK) return cli_runtime_error();
 
   if (is_cgr) {

@@ -80,6 +80,15 @@ static int check_same_graph(struct comm *c, const struct graph *g) {
   return CG_OK;
 }
 
+/* Whether a rank's local problem holds its halo rows' sparse features: only when layer
+ * 0 is local. Exchanged (the default for sparse features), the owners send transformed
+ * rows and the halo rows' features are never used, so they are neither built nor read. */
+static int dist_halo_features(const struct rt_config *cfg, const struct graph *info, int sparse,
+                              const struct part_local *pl) {
+  return sparse && !rt_layer0_exchange_choose(cfg, info->feat_dim, info->num_classes, sparse,
+                                              pl->n_halo > 0 || pl->nparts > 1, NULL);
+}
+
 /* --reorder: each rank reorders its inner rows locally, once its local problem exists
  * (runtime/reorder.c: owners, halo blocks and the rows read per rank stay those of the
  * file's order); the plan's copy of the ids and its send lists (inner local ids) follow.
@@ -150,7 +159,7 @@ static int dist_build(struct comm *c, const struct graph *g, const struct rt_con
   st = rt_features_choose(g, cfg, rank == 0, &sparse);
   if (st == CG_OK) st = part_local_build(g, owner, P, rank, norm, self_loops, &d->pl);
   if (st == CG_OK) st = part_local_check(g, owner, &d->pl);
-  if (st == CG_OK) st = rt_local_from_part(g, &d->pl, sparse, &d->loc);
+  if (st == CG_OK) st = rt_local_from_part(g, &d->pl, sparse, dist_halo_features(cfg, g, sparse, &d->pl), &d->loc);
   TRY_GOTO(comm_agree(c, st, "building the local graph"), done);
   cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
   TRY_GOTO(dist_reorder(c, cfg, d), done);
@@ -395,7 +404,7 @@ static int64_t dist_part_bytes(const struct rt_dist *d) {
   int64_t ns = 0;
   for (int i = 0; i < p->npeers; i++) ns += p->send_count[i];
   const int64_t nt = l->n_inner + l->n_halo;
-  const int64_t feat = l->feat_sparse ? l->feat_csr.nnz * 8 + (nt + 1) * 8 : nt * l->feat_dim * 4;
+  const int64_t feat = l->feat_sparse ? l->feat_csr.nnz * 8 + (l->feat_csr.nrows + 1) * 8 : nt * l->feat_dim * 4;
   return feat + l->agg.rowptr[l->agg.nrows] * 8 + (l->n_inner + 1) * 8 +
          l->n_inner * (l->multilabel ? l->num_classes : 4) + l->n_inner + nt * 4 + ns * 4;
 }
@@ -406,8 +415,9 @@ static int cmp_gid(const void *a, const void *b) {
 }
 
 /* Per-rank loading, the part after the rows: the local graph (global degrees from
- * rowptr), the split counts summed over the ranks, with sparse features the halo rows'
- * features read from the file f (never exchanged; f NULL: none to read), the local
+ * rowptr), the split counts summed over the ranks, with sparse features and a local
+ * layer 0 the halo rows' features read from the file f (never exchanged; f NULL: none
+ * to read), the local
  * problem, then its reordering. Collective. */
 static int dist_local_from_rows(struct comm *c, const struct rt_config *cfg, const struct graph *info,
                                 const int64_t *rowptr, struct graph_rows *rows, const int32_t *owner,
@@ -424,7 +434,10 @@ static int dist_local_from_rows(struct comm *c, const struct rt_config *cfg, con
   struct graph_rows hrows;
   memset(&hrows, 0, sizeof hrows);
   int32_t *hgid = NULL;
-  if (sparse) { /* the halo rows' features too, sparse, from the file (never exchanged) */
+  /* layer 0 exchanged (the default for sparse features): the owners send transformed
+   * rows, so the halo rows' features are never used and not read */
+  const int halo_feat = dist_halo_features(cfg, info, sparse, &d->pl);
+  if (halo_feat) { /* the halo rows' features too, sparse, from the file (never exchanged) */
     const int64_t nh = d->pl.n_halo;
     hgid = cg_malloc((size_t)(nh ? nh : 1) * sizeof *hgid, "halo vertices, sorted");
     st = hgid ? CG_OK : CG_ERR_NOMEM;
@@ -436,7 +449,7 @@ static int dist_local_from_rows(struct comm *c, const struct rt_config *cfg, con
     }
     TRY_GOTO(comm_agree(c, st, "reading the halo rows' sparse features"), done);
   }
-  st = rt_local_from_rows(info, &d->pl, rows, sparse ? &hrows : NULL, hgid, split, &d->loc);
+  st = rt_local_from_rows(info, &d->pl, rows, halo_feat ? &hrows : NULL, hgid, split, &d->loc);
   TRY_GOTO(comm_agree(c, st, "building the local problem"), done);
   cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
   TRY_GOTO(dist_reorder(c, cfg, d), done);
@@ -774,7 +787,7 @@ void rt_dist_bytes_read(const struct rt_dist *d, uint64_t *total, uint64_t *stru
 
 int64_t rt_dist_feature_bytes(const struct rt_dist *d) {
   const struct rt_local *l = &d->loc;
-  if (l->feat_sparse) /* row pointers, columns and values of every inner and halo row */
+  if (l->feat_sparse) /* row pointers, columns and values of the rows held (inner, and halo for a local layer 0) */
     return (l->feat_csr.nrows + 1) * 8 + l->feat_csr.nnz * 8;
   if (d->l0x) return l->feat_rows * l->feat_dim * (int64_t)sizeof(float); /* no halo row, ever */
   return (l->feat_rows + (l->feat_rows < l->n_inner + l->n_halo ? l->n_halo : 0)) * l->feat_dim *

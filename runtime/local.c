@@ -157,7 +157,8 @@ static int cmp_i32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int rt_local_from_part(const struct graph *g, const struct part_local *pl, int sparse, struct rt_local *out) {
+int rt_local_from_part(const struct graph *g, const struct part_local *pl, int sparse, int halo_feat,
+                       struct rt_local *out) {
   int st = CG_OK;
   int64_t *rows = NULL;
   memset(out, 0, sizeof *out);
@@ -175,7 +176,7 @@ int rt_local_from_part(const struct graph *g, const struct part_local *pl, int s
   out->n_halo = pl->n_halo;
   out->norm = pl->norm;
   out->feat_dim = g->feat_dim;
-  out->feat_rows = sparse ? pl->n_inner + pl->n_halo : pl->n_inner;
+  out->feat_rows = sparse && halo_feat ? pl->n_inner + pl->n_halo : pl->n_inner;
   out->feat_sparse = sparse;
   out->num_classes = g->num_classes;
   out->multilabel = g->multilabel;
@@ -194,8 +195,8 @@ int rt_local_from_part(const struct graph *g, const struct part_local *pl, int s
   out->split = cg_malloc(ni ? ni : 1, "inner split");
   if (!rows || (!sparse && !out->feat) || !out->split) goto fail;
   for (size_t i = 0; i < ni; i++) rows[i] = pl->gid[i];
-  if (sparse) { /* inner and halo rows: the halo rows' features need no exchange */
-    st = graph_feat_csr(g, pl->gid, (int64_t)nt, &out->feat_csr);
+  if (sparse) { /* inner (and halo) rows: the halo rows' features need no exchange */
+    st = graph_feat_csr(g, pl->gid, out->feat_rows, &out->feat_csr);
     if (st != CG_OK) goto fail;
     st = CG_ERR_NOMEM;
   } else if (ni) {
@@ -289,11 +290,11 @@ int rt_local_from_rows(const struct graph *info, const struct part_local *pl, st
   out->norm = pl->norm;
   out->feat_dim = info->feat_dim;
   out->feat_sparse = rows->feat == NULL;
-  out->feat_rows = out->feat_sparse ? pl->n_inner + pl->n_halo : pl->n_inner;
+  out->feat_rows = out->feat_sparse && hrows ? pl->n_inner + pl->n_halo : pl->n_inner;
   out->num_classes = info->num_classes;
   out->multilabel = info->multilabel;
   const size_t nt = (size_t)(pl->n_inner + pl->n_halo);
-  if (out->feat_sparse && (!hrows || !hrows->split || hrows->feat || (pl->n_halo > 0 && !hgid))) {
+  if (out->feat_sparse && hrows && (!hrows->split || hrows->feat || (pl->n_halo > 0 && !hgid))) {
     st = cg_err_set(CG_ERR_ARG, "rank %d: sparse feature rows without the halo rows' sparse features", pl->rank);
     goto fail;
   }
@@ -304,8 +305,10 @@ int rt_local_from_rows(const struct graph *info, const struct part_local *pl, st
   }
   if (nt) memcpy(out->gid, pl->gid, nt * sizeof(int32_t));
   TRY_GOTO(cg_csr_copy(&pl->agg, &out->agg), fail);
-  if (out->feat_sparse)
+  if (out->feat_sparse && hrows)
     TRY_GOTO(csr_local_rows(rows, hrows, hgid, pl->gid, pl->n_inner, (int64_t)nt, &out->feat_csr), fail);
+  else if (out->feat_sparse) /* the inner rows alone, as read */
+    TRY_GOTO(cg_csr_copy(&rows->feat_csr, &out->feat_csr), fail);
   /* the rows' arrays move into the local problem (no second copy at the set-up's peak) */
   out->feat = rows->feat;
   out->split = rows->split;
@@ -348,12 +351,12 @@ int rt_local_check(const struct rt_local *l, const char *what) {
     return cg_err_set(CG_ERR_INTERNAL, "%s: features are %lld x %lld, expected n_inner or n_inner + n_halo rows",
                       what, (long long)l->feat_rows, (long long)l->feat_dim);
   if (l->feat_sparse) {
-    if (l->feat_rows != n_tot || l->feat_csr.nrows != n_tot || l->feat_csr.ncols != l->feat_dim ||
-        !l->feat_csr.vals || n_tot > INT32_MAX || l->feat_dim > INT32_MAX)
+    if (l->feat_csr.nrows != l->feat_rows || l->feat_csr.ncols != l->feat_dim || !l->feat_csr.vals ||
+        n_tot > INT32_MAX || l->feat_dim > INT32_MAX)
       return cg_err_set(CG_ERR_INTERNAL, "%s: sparse features are %lld x %lld (%s values) for %lld rows of %lld "
-                        "features, expected every inner and halo row", what, (long long)l->feat_csr.nrows,
-                        (long long)l->feat_csr.ncols, l->feat_csr.vals ? "with" : "without", (long long)n_tot,
-                        (long long)l->feat_dim);
+                        "features, expected the inner rows or every inner and halo row", what,
+                        (long long)l->feat_csr.nrows, (long long)l->feat_csr.ncols,
+                        l->feat_csr.vals ? "with" : "without", (long long)l->feat_rows, (long long)l->feat_dim);
     TRY(cg_csr_check(&l->feat_csr, what));
   }
   if (l->num_classes < 1 || (l->multilabel ? !l->mlabels : !l->labels))

@@ -302,6 +302,9 @@ static int model_sparse_features(struct rt_model *m, const struct rt_local *loc)
     TRY(cg_csr_slice(x, 0, m->n_in, 0, x->ncols, &inner));
     x = &inner;
   }
+  if (x->nrows < m->l0_rows && !m->l0x)
+    return cg_err_set(CG_ERR_INTERNAL, "sparse input features of %lld rows, but a local layer 0 needs the %lld inner "
+                      "and halo rows", (long long)x->nrows, (long long)m->l0_rows);
   int st = cg_edges_upload(be, x, &m->xs);
   const int64_t nnz = x->nnz;
   if (st == CG_OK) st = be_alloc(m, &m->xs_vals, nnz, "sparse input feature values");

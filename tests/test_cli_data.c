@@ -185,6 +185,16 @@ static void test_cgr_versions(void **state) {
   r = run(NULL, "info '%s'", v1);
   assert_non_null(strstr(r.out, ".cgr version 1"));
   run_free(&r);
+  /* --quiet: no INFO line (the reorder report) either */
+  r = run(NULL, "convert --from cgr --input '%s' --output '%s' --reorder rcm --quiet --force", v1, o);
+  assert_int_equal(r.rc, 0);
+  assert_null(strstr(r.err, "order"));
+  assert_null(strstr(r.out, "order"));
+  run_free(&r);
+  r = run(NULL, "convert --from cgr --input '%s' --output '%s' --reorder rcm --force", v1, o);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.err, "rcm order"));
+  run_free(&r);
   r = run(NULL, "convert --from cgr --input '%s' --output '%s' --quiet --force", v1, o);
   assert_int_equal(r.rc, 0);
   run_free(&r);

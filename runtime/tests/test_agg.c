@@ -70,7 +70,7 @@ static void local_problem(enum rt_model_kind kind, struct rt_local *loc) {
   int self_loops = 0;
   const enum graph_norm norm = rt_model_norm(kind, &self_loops);
   assert_int_equal(part_local_build(&g, owner, 2, 1, norm, self_loops, &pl), CG_OK);
-  assert_int_equal(rt_local_from_part(&g, &pl, 0, loc), CG_OK);
+  assert_int_equal(rt_local_from_part(&g, &pl, 0, 0, loc), CG_OK);
   assert_true(loc->n_halo > 0);
   part_local_free(&pl);
   free(owner);

@@ -683,10 +683,15 @@ static int run_case_seed(const struct tcase *tc, uint64_t seed, int last_try) {
   const struct rt_local *loc = rt_dist_local(d);
   /* After set-up a rank holds its own feature rows and its halo's, never the matrix. */
   CHECK(loc->nranks == P && loc->rank == rank, "local problem of rank %d of %d", loc->rank, loc->nranks);
-  if (tc->sparse) { /* sparse: the inner and halo rows' stored values, read, never exchanged */
-    CHECK(loc->feat_sparse && loc->feat == NULL && loc->feat_rows == loc->n_inner + loc->n_halo,
-          "sparse features: %d, %lld feature rows, %lld inner + %lld halo", loc->feat_sparse,
-          (long long)loc->feat_rows, (long long)loc->n_inner, (long long)loc->n_halo);
+  if (tc->sparse) { /* sparse: the inner rows' stored values, and with a local layer 0 the halo rows' too
+                     * (read, never exchanged); an exchanged layer 0 never uses a halo feature row */
+    const int l0x = rt_layer0_exchange_choose(&cfg, loc->feat_dim, loc->num_classes, 1,
+                                              loc->n_halo > 0 || loc->nranks > 1, NULL);
+    CHECK(loc->feat_sparse && loc->feat == NULL && loc->feat_rows == loc->n_inner + (l0x ? 0 : loc->n_halo) &&
+          loc->feat_csr.nrows == loc->feat_rows,
+          "sparse features: %d, %lld feature rows (%lld in the CSR), %lld inner + %lld halo, layer 0 %s",
+          loc->feat_sparse, (long long)loc->feat_rows, (long long)loc->feat_csr.nrows, (long long)loc->n_inner,
+          (long long)loc->n_halo, l0x ? "exchanged" : "local");
     CHECK(rt_dist_feature_bytes(d) == (loc->feat_rows + 1) * 8 + loc->feat_csr.nnz * 8, "feature bytes %lld",
           (long long)rt_dist_feature_bytes(d));
   } else { /* dense: the halo rows too unless layer 0 is exchanged (then never) */
