@@ -1147,12 +1147,32 @@ static int measure_budget(struct comm *c, struct cg_backend *be, const struct ja
   int64_t node_free = (int64_t)host_free;
   for (int r = 0; st == CG_OK && r < L; r++)
     if (all[r] < node_free) node_free = all[r];
+  /* the node tier is a file in the shared-memory folder (comm_shm_dir), which may be
+   * far smaller than the host's memory (a container's 64 MB /dev/shm): its free space,
+   * shared by the host's emulated nodes, caps the node tier's budget */
+  int64_t shm_free = -1;
+  if (st == CG_OK && o->host_mb == JACA_MB_AUTO) {
+    shm_free = comm_shm_free_bytes();
+    const int nodes_here = comm_host_local_size(c) / L > 1 ? comm_host_local_size(c) / L : 1;
+    /* three quarters: the gradients' segment and MPI's own transport files share it */
+    if (shm_free >= 0) shm_free = shm_free / 4 * 3 / nodes_here;
+    st = comm_node_allgather_i64(c, shm_free, all);
+    for (int r = 0; st == CG_OK && r < L; r++)
+      if (all[r] >= 0 && (shm_free < 0 || all[r] < shm_free)) shm_free = all[r];
+  }
   cg_free(all);
   TRY(comm_agree(c, st, "jaca: measuring free memory"));
   if (o->host_mb > 0) b->node_avail = o->host_mb * MiB;
   else if (o->host_mb == JACA_MB_AUTO) {
     b->node_avail = node_free;
     b->node_reserve = o->reserve_mb * MiB;
+    if (shm_free >= 0 && shm_free < node_free - b->node_reserve) { /* the folder is the tighter bound */
+      b->node_avail = shm_free;
+      b->node_reserve = 0;
+      b->node_by_shm = 1;
+      LOG_DEBUG("jaca", "node tier: %s has %lld bytes free for it, less than the host memory's %lld: capped",
+                comm_shm_dir(), (long long)shm_free, (long long)(node_free - o->reserve_mb * MiB));
+    }
   }
   if (o->device_mb > 0) b->rank_avail = o->device_mb * MiB;
   else if (o->device_mb == JACA_MB_AUTO) {
@@ -1268,7 +1288,13 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
      * adaptive: a done word per layer and local rank after the rows */
     const size_t done = o->adaptive ? (size_t)(layers->nlayers - 1) * (size_t)comm_local_size(c) * JACA_ROW_ALIGN : 0;
     const size_t bytes = j->layer_bytes * (size_t)(layers->nlayers - 1) + done + JACA_ROW_ALIGN;
-    TRY_GOTO(comm_shm_create(c, comm_local_rank(c) == 0 ? bytes : 0, &j->shm), fail);
+    st = comm_shm_create(c, comm_local_rank(c) == 0 ? bytes : 0, &j->shm);
+    if (st < 0) {
+      char why[1024];
+      snprintf(why, sizeof why, "%s", cg_err_msg());
+      cg_err_set(st, "the halo cache's node tier (--cache-host-mb N makes it smaller): %s", why);
+      goto fail;
+    }
     uintptr_t base = (uintptr_t)comm_shm_node(j->shm, NULL);
     j->seg = (char *)((base + JACA_ROW_ALIGN - 1) / JACA_ROW_ALIGN * JACA_ROW_ALIGN);
   }

@@ -244,7 +244,12 @@ int jaca_ngrad_create(struct comm *c, struct cg_backend *be, const struct part_l
   g->layer_bytes = g->stride * (size_t)node_rows;
   {
     const size_t bytes = g->layer_bytes * (size_t)(layers->nlayers - 1) + JACA_ROW_ALIGN;
-    if ((st = comm_shm_create(c, comm_local_rank(c) == 0 ? bytes : 0, &g->shm)) < 0) goto fail;
+    if ((st = comm_shm_create(c, comm_local_rank(c) == 0 ? bytes : 0, &g->shm)) < 0) {
+      char why[1024];
+      snprintf(why, sizeof why, "%s", cg_err_msg());
+      cg_err_set(st, "the halo cache's node segment for halo gradients: %s", why);
+      goto fail;
+    }
     const uintptr_t base = (uintptr_t)comm_shm_node(g->shm, NULL);
     g->seg = (char *)((base + JACA_ROW_ALIGN - 1) / JACA_ROW_ALIGN * JACA_ROW_ALIGN);
   }

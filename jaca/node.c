@@ -397,7 +397,12 @@ int jaca_node_plan_build(struct comm *c, const struct part_local *pl, const stru
   if (cap > U) cap = U;
   if (b->node_avail >= 0) {
     const int64_t by_mem = jaca_capacity_rows(b->node_avail, b->node_reserve, node_vertex_bytes, U);
-    if (by_mem < cap && lr == 0)
+    if (by_mem < cap && lr == 0 && b->node_by_shm)
+      LOG_WARN("jaca", "node %d: its tier holds %lld of the %lld rows asked for: %.1f MiB, three quarters of the free "
+               "space in %s, which holds the node's shared memory (a container's default /dev/shm is 64 MB: "
+               "docker run --shm-size=...)", node, (long long)by_mem, (long long)cap,
+               (double)b->node_avail / 1048576.0, comm_shm_dir());
+    else if (by_mem < cap && lr == 0)
       LOG_WARN("jaca", "node %d: its tier holds %lld of the %lld rows asked for: %.0f MiB of memory less %.0f MiB "
                "reserved (--cache-host-mb, --cache-reserve-mb)", node, (long long)by_mem, (long long)cap,
                (double)b->node_avail / 1048576.0, (double)b->node_reserve / 1048576.0);

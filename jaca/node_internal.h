@@ -142,6 +142,7 @@ uint32_t jaca_last_refresh(uint32_t g, int cls, int staleness);
  *                            memory) */
 struct jaca_budget {
   int64_t node_avail, node_reserve;
+  int node_by_shm; /* node_avail is the shared-memory folder's free space (comm_shm_dir), not host memory */
   int64_t rank_avail, rank_reserve;
   int rank_share, rank_after_node;
 };

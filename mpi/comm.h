@@ -355,10 +355,17 @@ void comm_stats_reset(struct comm *c);
  * its unlink, could leave a file behind; mpirun's session clean-up does not know it.
  *
  * Collective over the world (every rank of every node calls it; an error on any rank
- * fails every rank, comm_agree). Release with comm_shm_destroy (collective over the
+ * fails every rank, comm_agree; a segment that does not fit the backing folder too,
+ * before it is allocated; a failed allocation past that check ends the job,
+ * comm_abort). Release with comm_shm_destroy (collective over the
  * node; destroy every segment before comm_finalize). */
 struct comm_shm;
 int comm_shm_create(struct comm *c, size_t bytes, struct comm_shm **out);
+/* The folder whose files back the node segments (Open MPI's osc_sm_backing_directory:
+ * $OMPI_MCA_osc_sm_backing_directory, else /dev/shm), and its free bytes (-1 when it
+ * cannot be read). comm_shm_create checks the host's segments against it first. */
+const char *comm_shm_dir(void);
+int64_t comm_shm_free_bytes(void);
 void comm_shm_destroy(struct comm_shm **s); /* accepts NULL; sets *s to NULL */
 /* The part of local rank `local_rank` in this process' mapping and its size in bytes
  * (*bytes may be NULL); NULL for a rank that is not on the node. */

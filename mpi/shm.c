@@ -12,9 +12,16 @@
  * - Creation is agreed over the world, like every other set-up call of mpi/: a node
  *   whose allocation fails must not leave the other nodes waiting in a later
  *   collective. MPI_Win_free is collective over the node only.
+ * - The segment is a file in the library's backing folder (Open MPI: /dev/shm), whose
+ *   size MPI_Win_allocate_shared does not check for us: when the file does not fit, the
+ *   allocation fails on the node's first rank alone while its peers wait inside the
+ *   call, out of reach of any agreement. So the space is checked (and agreed) first, and
+ *   a failure of the call itself ends the job (comm_abort) instead of hanging it.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "core/log.h"
 #include "core/status.h"
@@ -43,6 +50,33 @@ void *comm_shm_node(const struct comm_shm *s, size_t *bytes) {
   return s->part[0];
 }
 
+const char *comm_shm_dir(void) {
+  const char *d = getenv("OMPI_MCA_osc_sm_backing_directory");
+  return d && d[0] ? d : "/dev/shm";
+}
+
+int64_t comm_shm_free_bytes(void) {
+  struct statvfs v;
+  if (statvfs(comm_shm_dir(), &v) != 0) return -1;
+  const uint64_t b = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
+  return b > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)b;
+}
+
+/* Whether the host's segments fit the backing folder: the bytes of every rank on the
+ * host (emulated nodes share it), checked by its first rank. Collective over the host. */
+static int shm_check_space(struct comm *c, size_t bytes) {
+  int64_t host_bytes = (int64_t)bytes;
+  TRY(comm_host_sum_i64(c, &host_bytes));
+  if (c->host_local_rank != 0 || host_bytes == 0) return CG_OK;
+  const int64_t avail = comm_shm_free_bytes();
+  if (avail < 0 || host_bytes <= avail) return CG_OK; /* unknown: the allocation will tell */
+  return cg_err_set(CG_ERR_NOMEM,
+                    "node shared memory: %lld bytes needed on this host, but %s has %lld bytes free (a "
+                    "container's default /dev/shm is 64 MB: docker run --shm-size=...; or another folder: "
+                    "mpirun --mca osc_sm_backing_directory DIR)",
+                    (long long)host_bytes, comm_shm_dir(), (long long)avail);
+}
+
 static int shm_map(struct comm_shm *s, size_t bytes) {
   struct comm *c = s->c;
   void *mine = NULL;
@@ -56,10 +90,13 @@ static int shm_map(struct comm_shm *s, size_t bytes) {
     int len = 0;
     if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) len = 0;
     msg[len] = '\0';
-    return cg_err_set(CG_ERR_MPI,
-                      "cannot allocate %zu bytes of node shared memory (MPI_Win_allocate_shared: "
-                      "%s); the node's /dev/shm may be too small (df /dev/shm)",
-                      bytes, msg);
+    /* the node's other ranks may still be inside the call (it failed here alone):
+     * no agreement reaches them, so the job ends */
+    LOG_ERROR("mpi", "cannot allocate %zu bytes of node shared memory (MPI_Win_allocate_shared: %s); %s may be "
+              "too small (df %s): ending the job, since the node's other ranks may be waiting inside the call",
+              bytes, msg, comm_shm_dir(), comm_shm_dir());
+    comm_abort(c, 1);
+    return cg_err_set(CG_ERR_MPI, "cannot allocate %zu bytes of node shared memory", bytes);
   }
   COMM_MPI_TRY(MPI_Win_set_errhandler(s->win, MPI_ERRORS_RETURN));
   s->nparts = c->local_size;
@@ -99,8 +136,13 @@ int comm_shm_create(struct comm *c, size_t bytes, struct comm_shm **out) {
   /* Every rank of a node must enter the window's creation together: agree first that
    * every rank has its struct, then allocate (collective over the node). */
   TRY_GOTO(comm_agree(c, st, "comm_shm_create"), fail);
+  st = shm_check_space(c, bytes);
+  TRY_GOTO(comm_agree(c, st, "comm_shm_create (space for node shared memory)"), fail);
   st = shm_map(s, bytes);
-  if (st == CG_OK) st = comm_node_barrier(c); /* every part zeroed before anyone reads */
+  /* every part zeroed before anyone reads; entered by every rank of the node, also one
+   * whose mapping failed after the window was created (its peers are in it) */
+  const int bst = comm_node_barrier(c);
+  if (st == CG_OK) st = bst;
   TRY_GOTO(comm_agree(c, st, "comm_shm_create (node shared memory)"), fail);
   LOG_DEBUG("mpi", "node shared segment: %zu bytes here, %zu on node %d", bytes, s->total,
             c->node_id);

@@ -186,6 +186,24 @@ int main(int argc, char **argv) {
   MT_CHECK(s == NULL, "comm_shm_destroy must clear the handle");
   comm_shm_destroy(&s);
 
+  /* a segment larger than the backing folder's free space: refused on every rank before
+   * it is allocated, naming the folder (it had hung: the allocation failed on local rank
+   * 0 alone while its peers waited inside MPI_Win_allocate_shared) */
+  {
+    const int64_t avail = comm_shm_free_bytes();
+    int64_t all_avail = avail;
+    MT_OK(comm_allreduce_i64(c, &all_avail, 1, COMM_MIN));
+    if (all_avail >= 0) {
+      const size_t too_big = lr == 0 ? (size_t)avail + ((size_t)64 << 20) : 0;
+      const int st2 = comm_shm_create(c, too_big, &s);
+      MT_CHECK(st2 < 0 && s == NULL, "a segment of %zu bytes with %lld free was not refused", too_big,
+               (long long)avail);
+      MT_CHECK(comm_rank(c) != 0 || (strstr(cg_err_msg(), comm_shm_dir()) && strstr(cg_err_msg(), "bytes free")),
+               "the refusal does not name the folder: %s", cg_err_msg());
+      cg_err_clear();
+    }
+  }
+
   /* a second segment after the first is gone, with empty parts except local rank 0 */
   MT_OK(comm_shm_create(c, lr == 0 ? 4096 : 0, &s));
   MT_CHECK(comm_shm_node(s, &total) != NULL && total == 4096, "node-wide segment of %zu bytes",

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# tests/run_shm_small.sh MPIEXEC CAPGNN
+# The halo cache's node tier on a host whose shared-memory folder is small (a
+# container's 64 MB /dev/shm): Open MPI puts the node segment in a file there
+# (--mca osc_sm_backing_directory), which MPI_Win_allocate_shared did not check. A
+# segment that did not fit failed on the node's first rank alone while the others
+# waited inside the call: the job hung at set-up. Now, on a 1 MiB tmpfs:
+#  - a job whose segments cannot fit ends within the timeout, exit 1, with an error
+#    naming the folder and its free bytes;
+#  - a job whose node tier is capped to fit (auto budget) trains and says so.
+# Needs a tmpfs mount (root, a mount namespace that allows it): 77 (skipped) otherwise.
+set -u
+mpiexec=$1 capgnn=$2
+dir=$(mktemp -d)
+shm="$dir/shm"
+mkdir -p "$shm"
+cleanup() { umount "$shm" 2>/dev/null; rm -rf "$dir"; }
+trap cleanup EXIT
+if ! mount -t tmpfs -o size=1m tmpfs "$shm" 2>/dev/null; then
+  echo "SKIP: cannot mount a tmpfs here (not root, or not allowed)"
+  exit 77
+fi
+fail=0
+run() { # run LOG ARGS...: a 2-rank job with the segment folder on the small tmpfs
+  local log=$1; shift
+  timeout 120 "$mpiexec" -n 2 --oversubscribe --allow-run-as-root --mca osc_sm_backing_directory "$shm" \
+    "$capgnn" --graph synth:tiny --epochs 2 --device cpu --threads 1 --no-part-cache --quiet \
+    --cache-policy jaca "$@" >"$log" 2>&1
+}
+run "$dir/big.log" --hidden 1024 --layers 3
+rc=$?
+if [ $rc -eq 124 ]; then
+  echo "FAIL: the job did not end within 120 s (hung at set-up)"; fail=1
+elif [ $rc -eq 0 ] || ! grep -q "bytes free" "$dir/big.log" || ! grep -q "$shm" "$dir/big.log"; then
+  echo "FAIL: expected exit 1 and an error naming $shm and its free bytes (exit $rc):"; cat "$dir/big.log"; fail=1
+else
+  echo "ok: segments larger than the folder: exit $rc, $(grep -m1 'bytes free' "$dir/big.log")"
+fi
+# (gradient staleness: no node segment for gradients, the node tier alone is in the
+# folder; uncapped it would take 89 rows x 2048 x 4 B x 2 layers, ~1.4 MiB)
+run "$dir/fit.log" --hidden 2048 --layers 3 --staleness 1 --grad-staleness 1
+rc=$?
+if [ $rc -ne 0 ] || ! grep -q "free space in $shm" "$dir/fit.log"; then
+  echo "FAIL: a node tier capped to fit the folder should train and say so (exit $rc):"; cat "$dir/fit.log"; fail=1
+else
+  echo "ok: a node tier capped to the folder trains: $(grep -m1 'free space in' "$dir/fit.log")"
+fi
+exit $fail
