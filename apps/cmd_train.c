@@ -1224,6 +1224,24 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     if (cli_speaks()) fprintf(stderr, "capgnn: error: %s (see capgnn train --help)\n", cg_err_msg());
     return CAPGNN_EXIT_USAGE;
   }
+  { /* settings of one model or schedule given with another: refused, not ignored (a file
+     * printed by --print-config names them only where they apply) */
+    struct rt_config def;
+    rt_config_defaults(&def);
+    if (cfg.model != RT_MODEL_GAT && (cfg.heads != def.heads || cfg.out_heads != def.out_heads ||
+                                      cfg.attn_dropout >= 0.0f))
+      return usage_error("%s is a GAT setting, and the model is %s (add --model gat, or leave it out)",
+                         cfg.heads != def.heads ? "--heads" : cfg.out_heads != def.out_heads ? "--out-heads"
+                                                                                            : "--attn-dropout",
+                         rt_model_kind_str(cfg.model));
+    if (cfg.lr_schedule != RT_LR_STEP && (cfg.lr_step_size != def.lr_step_size || cfg.lr_gamma != def.lr_gamma))
+      return usage_error("%s sets the step schedule, and the schedule is %s (add --lr-schedule step, or leave it "
+                         "out)", cfg.lr_step_size != def.lr_step_size ? "--lr-step-size" : "--lr-gamma",
+                         rt_lr_schedule_str(cfg.lr_schedule));
+    if (cfg.lr_schedule != RT_LR_COSINE && cfg.lr_epochs != def.lr_epochs)
+      return usage_error("--lr-epochs sets the cosine schedule's span, and the schedule is %s (add --lr-schedule "
+                         "cosine, or leave it out)", rt_lr_schedule_str(cfg.lr_schedule));
+  }
   if (cfg.metrics_path && !cfg.metrics_path[0]) return usage_error("--metrics: empty file name");
   if (cfg.checkpoint_path && !cfg.checkpoint_path[0]) return usage_error("--checkpoint: empty file name");
   if (cfg.resume_path && !cfg.resume_path[0]) return usage_error("--resume: empty file name");
@@ -1260,6 +1278,12 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     }
     if (!par.given_halo_bits) cfg.halo_bits = fast ? PRESET_FAST_HALO_BITS : 32;
   }
+  if (cfg.halo_bits < 32 && (par.adaptive || par.grad_adaptive)) /* refused now, not after the set-up */
+    return usage_error("%s adaptive sends full-precision %s, so it cannot take %s (%d-bit halo rows): "
+                       "use one or the other%s", par.adaptive ? "--staleness" : "--grad-staleness",
+                       par.adaptive ? "rows" : "gradients",
+                       par.given_halo_bits ? "--halo-bits" : "--cache-preset fast's --halo-bits", cfg.halo_bits,
+                       par.given_halo_bits ? "" : " (add --halo-bits 32 to keep the rest of the preset)");
   if (par.cache_preset && !strcmp(par.cache_policy, "none"))
     return usage_error("--cache-preset %s and --cache-policy none exclude each other (the preset sets the halo "
                        "cache; give --cache-policy jaca|lru|fifo with it, or neither)", par.cache_preset);

@@ -457,6 +457,20 @@ static void usage_errors(void **state) {
   expect_error(2, "--lr-step-size", NULL, (const char *const[]){"--lr-schedule", "step", NULL});
   expect_error(2, "--lr-gamma", NULL, (const char *const[]){"--lr-gamma", "0", NULL});
   expect_error(2, "--lr-warmup", NULL, (const char *const[]){"--lr-warmup", "300", NULL});
+  /* one schedule's or model's settings with another: refused, not ignored */
+  expect_error(2, "--lr-gamma sets the step schedule", NULL, (const char *const[]){"--lr-gamma", "0.5", NULL});
+  expect_error(2, "--lr-step-size sets the step schedule, and the schedule is cosine", NULL,
+               (const char *const[]){"--lr-schedule", "cosine", "--lr-step-size", "3", NULL});
+  expect_error(2, "--lr-epochs sets the cosine schedule's span", NULL,
+               (const char *const[]){"--lr-schedule", "step", "--lr-step-size", "3", "--lr-epochs", "50", NULL});
+  expect_error(2, "--heads is a GAT setting, and the model is sage", NULL,
+               (const char *const[]){"--model", "sage", "--heads", "4", NULL});
+  expect_error(2, "--attn-dropout is a GAT setting", NULL, (const char *const[]){"--attn-dropout", "0.2", NULL});
+  expect_error(2, "full-precision rows, so it cannot take --cache-preset fast's --halo-bits", NULL,
+               (const char *const[]){"--cache-preset", "fast", "--staleness", "adaptive", NULL});
+  expect_error(2, "--grad-staleness adaptive sends full-precision gradients", NULL,
+               (const char *const[]){"--cache-policy", "jaca", "--halo-bits", "8", "--grad-staleness", "adaptive",
+                                     NULL});
   expect_error(2, "--early-stop", NULL, (const char *const[]){"--early-stop", "-1", NULL});
   expect_error(2, "expected patience, window or gat", NULL, (const char *const[]){"--early-stop-rule", "mean", NULL});
   expect_error(2, "did you mean '--early-stop'", NULL, (const char *const[]){"--early-stp", "3", NULL});
