@@ -1290,9 +1290,15 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (!strcmp(par.cache_policy, "none") && cache_setting_given(&par))
     return usage_error("%s sets the halo cache, which is off (--cache-policy none, the default): add "
                        "--cache-policy jaca|lru|fifo, or --cache-preset exact|fast", cache_setting_given(&par));
+  if (strcmp(par.cache_policy, "none") != 0 && cfg.layers == 1)
+    return usage_error("--cache-policy %s with --layers 1: the cache holds hidden layers' halo rows, and a one-layer "
+                       "model has none (leave the cache out)", par.cache_policy);
 #ifdef CAPGNN_HAVE_DIST
   struct jaca_options jo;
   if (cache_options(&par, &jo) != CG_OK) return usage_error("%s", cg_err_msg());
+  if (jo.device_mb > 0 && jo.staleness == 0 && !jo.adaptive && !print && cli_speaks())
+    fprintf(stderr, "capgnn: warning: --cache-device-mb %lld has no effect: it bounds the rank tier, which keeps "
+            "rows only with --staleness S > 0 or adaptive\n", (long long)jo.device_mb);
 #else
   if (strcmp(par.cache_policy, "none") != 0) return usage_error("--cache-policy: parallel training is not built");
 #endif

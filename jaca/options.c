@@ -165,10 +165,17 @@ const char *jaca_options_describe(const struct jaca_options *o, char *buf, size_
              "old (--staleness adaptive:%g:%d)", o->adapt_eps, o->staleness, o->adapt_eps, o->staleness);
   else if (o->staleness == 0) snprintf(rows, sizeof rows, "hidden halo rows every epoch (--staleness 0)");
   else snprintf(rows, sizeof rows, "hidden halo rows up to %d epochs old (--staleness %d)", o->staleness, o->staleness);
+  /* adaptive at EPS 0 resends every row (gradient) that changed at all: exact too */
+  const int rows_exact = o->adaptive ? o->adapt_eps == 0.0 : o->staleness == 0;
+  const int grads_exact = o->grad_adaptive ? o->grad_adapt_eps == 0.0 : o->grad_staleness == 0;
   if (o->staleness == 0 && o->grad_staleness == 0)
     snprintf(buf, len, "halo cache %s: node tier %g %% of the node's halo rows%s; exact (staleness 0, "
              "gradients every epoch)%s",
              jaca_policy_name(o->policy), o->capacity * 100.0, mb, warm);
+  else if (rows_exact && grads_exact)
+    snprintf(buf, len, "halo cache %s: node tier %g %% of the node's halo rows%s, rank tier %g %% of the direct "
+             "rows%s; exact: %s, %s%s", jaca_policy_name(o->policy), o->capacity * 100.0, mb, o->capacity * 100.0,
+             dmb, rows, grad, warm);
   else
     snprintf(buf, len, "halo cache %s: node tier %g %% of the node's halo rows%s, rank tier %g %% of the direct "
              "rows%s; APPROXIMATE: %s, %s%s",

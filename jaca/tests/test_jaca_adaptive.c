@@ -319,9 +319,14 @@ static void options_case(void) {
   OK(jaca_grad_staleness_parse("adaptive:0:2", &o));
   CHECK(o.grad_adaptive == 1 && o.grad_adapt_eps == 0.0 && o.grad_staleness == 2, "grad adaptive:0:2");
   OK(jaca_options_check(&o));
+  /* EPS 0 resends every gradient that changed at all: exact, and said so */
   CHECK(strstr(jaca_options_describe(&o, buf, sizeof buf), "--grad-staleness adaptive:0:2") != NULL &&
-            strstr(buf, "APPROXIMATE") != NULL && strstr(buf, "hidden halo rows every epoch (--staleness 0)") != NULL,
+            strstr(buf, "APPROXIMATE") == NULL && strstr(buf, "exact: ") != NULL &&
+            strstr(buf, "hidden halo rows every epoch (--staleness 0)") != NULL,
         "describe: %s", buf);
+  o.grad_adapt_eps = 0.1;
+  CHECK(strstr(jaca_options_describe(&o, buf, sizeof buf), "APPROXIMATE") != NULL, "describe: %s", buf);
+  o.grad_adapt_eps = 0.0;
   OK(jaca_grad_staleness_parse("4", &o));
   CHECK(o.grad_adaptive == 0 && o.grad_adapt_eps == 0.0 && o.grad_staleness == 4, "a number turns it off");
   for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
