@@ -417,8 +417,7 @@ static int cmp_gid(const void *a, const void *b) {
 /* Per-rank loading, the part after the rows: the local graph (global degrees from
  * rowptr), the split counts summed over the ranks, with sparse features and a local
  * layer 0 the halo rows' features read from the file f (never exchanged; f NULL: none
- * to read), the local
- * problem, then its reordering. Collective. */
+ * to read), the local problem, then its reordering. Collective. */
 static int dist_local_from_rows(struct comm *c, const struct rt_config *cfg, const struct graph *info,
                                 const int64_t *rowptr, struct graph_rows *rows, const int32_t *owner,
                                 struct graph_cgr *f, int sparse, unsigned feat_how, struct rt_dist *d) {
@@ -902,6 +901,7 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   /* the thread count used (runtime.h, "threads of a rank"), before any OpenMP region:
    * the backend, the summary and the checkpoints see it */
   struct rt_config resolved;
+  const int requested_threads = cfg->threads;
   if (st == CG_OK) {
     resolved = *cfg;
     resolved.threads = rt_threads_setup(cfg->threads, comm_host_local_size(c), comm_host_local_rank(c),
@@ -914,7 +914,7 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
     if (sum_st < 0) {
       if (st == CG_OK) st = sum_st;
     } else if (st == CG_OK) {
-      rt_threads_warn_host(host_threads, comm_host_local_size(c), resolved.threads, cfg->threads,
+      rt_threads_warn_host(host_threads, comm_host_local_size(c), resolved.threads, requested_threads,
                            comm_host_local_rank(c), cfg->device);
     }
   }
