@@ -169,7 +169,10 @@ int import_npy_features(struct import_npy *a, struct graph *g, struct import_sta
 int import_npy_labels(struct import_npy *a, struct graph *g, int64_t want_classes) {
   const int64_t n = g->n;
   TRY(import_npy_expect_integer(a, "labels"));
-  if (a->ndim == 2) {
+  /* (n, 1) is a column of class ids (PyG's and OGB's usual shape), not a one-class
+   * multi-label matrix: read as (n,) */
+  const int column = a->ndim == 2 && a->shape[0] == n && a->shape[1] == 1;
+  if (a->ndim == 2 && !column) {
     TRY(import_npy_expect_shape(a, 2, (int64_t[]){n, -1}, "(vertices x classes, multi-label 0/1)"));
     const int64_t c = a->shape[1];
     if (c < 1) return cg_err_set(CG_ERR_FORMAT, "%s: multi-label matrix with 0 classes", a->name);
@@ -188,7 +191,7 @@ int import_npy_labels(struct import_npy *a, struct graph *g, int64_t want_classe
                           a->name, (long long)(k / c), (long long)(k % c), (unsigned)g->mlabels[k]);
     return CG_OK;
   }
-  TRY(import_npy_expect_shape(a, 1, (int64_t[]){n}, "(one label per vertex)"));
+  if (!column) TRY(import_npy_expect_shape(a, 1, (int64_t[]){n}, "(one label per vertex)"));
   g->labels = cg_malloc((size_t)n * sizeof *g->labels, "labels");
   if (!g->labels) return CG_ERR_NOMEM;
   g->multilabel = 0;

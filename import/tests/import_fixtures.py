@@ -312,6 +312,8 @@ def case_edgelist(out):
     write_stats(d, stats)
     # The same edges and features with a multi-label (n, c) matrix and no split file.
     np.save(os.path.join(d, "Y_multi.npy"), (rng.random((n, c)) < 0.5).astype(np.bool_))
+    # The labels as an (n, 1) column (PyG's and OGB's usual shape): class ids, not multi-label.
+    np.save(os.path.join(d, "Y_col.npy"), lab.reshape(-1, 1))
     return d
 
 

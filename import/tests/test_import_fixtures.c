@@ -194,6 +194,27 @@ static void test_edgelist_random_split(void **state) {
   graph_free(&g3);
 }
 
+/* (n, 1) labels are a column of class ids, the same graph as with (n) labels (they were
+ * read as a one-class multi-label matrix, silently dropping every vertex labelled 0 or
+ * above 1). */
+static void test_edgelist_label_column(void **state) {
+  (void)state;
+  char bufs[4][4200], yc[4200];
+  struct import_opts o;
+  opts_for(&o, "edgelist", bufs, "edgelist");
+  struct graph g1, g2;
+  assert_int_equal(import_graph("edgelist", &o, &g1, NULL), CG_OK);
+  path_of(yc, sizeof yc, "edgelist", "Y_col.npy");
+  o.labels = yc;
+  assert_int_equal(import_graph("edgelist", &o, &g2, NULL), CG_OK);
+  assert_int_equal(g2.multilabel, 0);
+  assert_int_equal(g2.num_classes, g1.num_classes);
+  assert_memory_equal(g1.labels, g2.labels, (size_t)g1.n * sizeof *g1.labels);
+  assert_memory_equal(g1.split, g2.split, (size_t)g1.n);
+  graph_free(&g1);
+  graph_free(&g2);
+}
+
 /* ---- malformed inputs ---------------------------------------------------------------- */
 
 struct bad_case {
@@ -282,7 +303,8 @@ int main(void) {
       cmocka_unit_test(test_saint_single),  cmocka_unit_test(test_saint_multi),
       cmocka_unit_test(test_ogb),           cmocka_unit_test(test_ogb_multi),
       cmocka_unit_test(test_edgelist),      cmocka_unit_test(test_feat_storage),
-      cmocka_unit_test(test_edgelist_random_split), cmocka_unit_test(test_malformed),
+      cmocka_unit_test(test_edgelist_random_split),
+      cmocka_unit_test(test_edgelist_label_column), cmocka_unit_test(test_malformed),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   if (!failed) gt_rmdir(tmpdir);
