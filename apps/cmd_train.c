@@ -599,6 +599,9 @@ static void report_setup_error(struct comm *c) {
 /* SIGINT / SIGTERM (Ctrl-C, a batch system's time limit) during training stop it
  * after the current epoch, with a checkpoint when --checkpoint is given; outside the
  * training loop, and at a second signal, the default action (termination) applies. */
+static char g_stop_note[320]; /* said at once (write(2): async-signal-safe) by the launch's rank 0 */
+static size_t g_stop_note_len;
+
 static void on_stop_signal(int sig) {
   if (!rt_train_request_stop()) {
     signal(sig, SIG_DFL);
@@ -607,9 +610,23 @@ static void on_stop_signal(int sig) {
   }
   signal(SIGINT, SIG_DFL); /* the next one, of either kind, terminates */
   signal(SIGTERM, SIG_DFL);
+  /* said now, not after the epoch: under mpirun a SIGKILL may come before the epoch
+   * ends, and then this is the only line the user gets */
+  if (g_stop_note_len) {
+    ssize_t w = write(STDERR_FILENO, g_stop_note, g_stop_note_len);
+    (void)w;
+  }
 }
 
 static void install_stop_handlers(void) {
+  g_stop_note_len = 0;
+  if (cli_speaks()) {
+    const int n = snprintf(g_stop_note, sizeof g_stop_note, "capgnn: stop signal received: stopping after the epoch in "
+                           "progress (a second signal ends the run at once)%s\n",
+                           cli_launch_size() > 1 ? "; Open MPI's mpirun sends SIGKILL odls_base_sigkill_timeout "
+                                                   "seconds (default 1) after its SIGTERM" : "");
+    if (n > 0) g_stop_note_len = (size_t)n < sizeof g_stop_note ? (size_t)n : sizeof g_stop_note - 1;
+  }
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
