@@ -14,17 +14,19 @@ gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 cmake -S . -B build-gpu "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCAPGNN_WITH_CUDA=ON \
       -DCMAKE_CUDA_ARCHITECTURES="$arch" -DCAPGNN_WERROR=ON >/dev/null
 cmake --build build-gpu -j "$(nproc)"
+rm -rf .gpu-carry/bin # never an older copy of a program that was not rebuilt
 mkdir -p .gpu-carry/bin
 # the programs gpu-verify.sh runs, and every test labelled gpu (its `tests` part);
 # stripped: the device tool carries at most 64 MiB in all
 for p in capgnn bench_epoch kernel_lab test_cuda_ops test_cuda_attn test_gpu_train test_gpu_comm \
          test_gpu_overlap test_jaca_gpu test_rapa_gpu_bench; do
-  if [ -x "build-gpu/bin/$p" ]; then
-    cp "build-gpu/bin/$p" .gpu-carry/bin/ && strip .gpu-carry/bin/$p
-  else
+  if [ ! -x "build-gpu/bin/$p" ]; then
     echo "gpu-carry: build-gpu/bin/$p was not built" >&2
+    exit 1
   fi
+  cp "build-gpu/bin/$p" .gpu-carry/bin/ && strip .gpu-carry/bin/$p
 done
+echo "$(git rev-parse HEAD)$(git diff --quiet || echo ' (with uncommitted changes)')" > .gpu-carry/COMMIT
 ls -la .gpu-carry/bin
 # the run-time libraries the GPU host lacks (../shared/GPU_HOST.md): downloaded once
 mkdir -p .gpu-deps

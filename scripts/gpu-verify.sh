@@ -25,19 +25,27 @@
 # A device command may run 10 minutes: all three parts may not fit one call; run
 # "perf,tiled" and "correct" as two. Each step has a time limit so that one hang
 # cannot eat the lease.
+# Exit status: the number of steps that failed (rc other than 0 and 77, a test's
+# "skipped"); steps.txt has every step's.
 set -u
-B=$(cd "$1" && pwd); O=$2; mkdir -p "$O"
+B=$(cd "$1" && pwd) || { echo "gpu-verify: no build folder '$1'" >&2; exit 2; }
+O=$(mkdir -p "$2" && cd "$2" && pwd) || { echo "gpu-verify: cannot make '$2'" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 source scripts/gpu-host-setup.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 CAPGNN_LOG_LEVEL=${CAPGNN_LOG_LEVEL:-warn}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$O/gpu.txt"
-step() { # step NAME SECONDS CMD...
+# the commit the carried binaries were built from (scripts/gpu-carry.sh writes it)
+[ -f "$B/COMMIT" ] && echo "binaries built from $(cat "$B/COMMIT")" | tee -a "$O/gpu.txt"
+failed=0
+step() { # step NAME SECONDS CMD... (CMD: a program, not a shell function: timeout runs it)
   local name=$1 secs=$2; shift 2
   local t0=$(date +%s.%N)
   timeout -k 5 "$secs" "$@" > "$O/$name.log" 2>&1
   local rc=$?
+  [ $rc -eq 0 ] || [ $rc -eq 77 ] || failed=$((failed + 1))
   printf '%-22s rc=%-3s %6.1f s\n' "$name" "$rc" "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')" | tee -a "$O/steps.txt"
 }
+finish() { echo "gpu-verify: $failed step(s) failed (steps.txt)" | tee -a "$O/steps.txt"; exit "$failed"; }
 parts=${3:-perf,tiled,correct}
 [ "$parts" = quick ] && parts=correct
 [ "$parts" = all ] && parts=perf,tiled,correct,tests,rapa
@@ -60,16 +68,15 @@ if has perf; then
        --model sage --epochs 30 --peer tuned --check-grads --json "$O/torch_reddit_sage_tuned.json"
 fi
 if has tests; then # as CTest runs them (ctest -L gpu -N -V lists the commands)
-  mr() { mpirun --oversubscribe -np "$@"; }
   step t_cuda_ops 60 "$B/bin/test_cuda_ops"
   step t_cuda_attn 60 "$B/bin/test_cuda_attn"
-  step t_gpu_train 90 "$B/bin/test_gpu_train"
+  step t_gpu_train 120 "$B/bin/test_gpu_train"
   step t_rapa_gpu_bench 120 "$B/bin/test_rapa_gpu_bench"
-  for np in 1 2 3; do step "t_gpu_comm_np$np" 60 mr "$np" "$B/bin/test_gpu_comm"; done
+  for np in 1 2 3; do step "t_gpu_comm_np$np" 60 mpirun --oversubscribe -np "$np" "$B/bin/test_gpu_comm"; done
   step t_gpu_comm_emu2_np2 60 env CAPGNN_EMULATE_NODES=2 mpirun --oversubscribe -x CAPGNN_EMULATE_NODES -np 2 "$B/bin/test_gpu_comm"
-  for np in 2 3; do step "t_jaca_gpu_np$np" 90 mr "$np" "$B/bin/test_jaca_gpu"; done
+  for np in 2 3; do step "t_jaca_gpu_np$np" 150 mpirun --oversubscribe -np "$np" "$B/bin/test_jaca_gpu"; done
   step t_jaca_gpu_emu2_np4 120 env CAPGNN_EMULATE_NODES=2 mpirun --oversubscribe -x CAPGNN_EMULATE_NODES -np 4 "$B/bin/test_jaca_gpu"
-  for np in 1 2; do step "t_gpu_overlap_np$np" 90 mr "$np" "$B/bin/test_gpu_overlap"; done
+  for np in 1 2; do step "t_gpu_overlap_np$np" 150 mpirun --oversubscribe -np "$np" "$B/bin/test_gpu_overlap"; done
 fi
 if has rapa; then
   g=(); [ -f /tmp/reddit.cgr ] && g=(-g /tmp/reddit.cgr) # the perf part's file loads faster than synth:reddit builds
@@ -86,15 +93,17 @@ if has tiled; then
        --hidden 256 --dropout 0.5 --lr 0.01 --weight-decay 0 --epochs 30 --device cuda \
        --metrics "$O/capgnn_reddit_tiled.jsonl" --quiet
 fi
-has correct || exit 0
+has correct || finish
 for np in 1 2 4; do
   step "mpirun_np$np" 40 mpirun --oversubscribe -np "$np" "$B/bin/capgnn" --graph synth:small \
        --model gcn --layers 3 --hidden 64 --dropout 0.5 --epochs 20 --device cuda \
        --metrics "$O/np$np.jsonl" --quiet
 done
-step test_gpu_train 60 "$B/bin/test_gpu_train"
-step test_cuda_ops 40 "$B/bin/test_cuda_ops"
-[ -x "$B/bin/test_gpu_comm" ] && step test_gpu_comm_np2 40 mpirun --oversubscribe -np 2 "$B/bin/test_gpu_comm"
+if ! has tests; then # (the tests part ran these already)
+  step test_gpu_train 120 "$B/bin/test_gpu_train"
+  step test_cuda_ops 60 "$B/bin/test_cuda_ops"
+  step test_gpu_comm_np2 60 mpirun --oversubscribe -np 2 "$B/bin/test_gpu_comm"
+fi
 step sanitizer 60 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
      "$B/bin/capgnn" --graph synth:tiny --epochs 3 --device cuda --quiet
 # the whole training path with the tiled SpMM (auto builds tiles only from 2^20 nonzeros)
@@ -109,4 +118,4 @@ step sanitizer_tiled_vals 120 compute-sanitizer --tool memcheck --report-api-err
      --runs 1 --warmup 0
 step racecheck_tiled 120 compute-sanitizer --tool racecheck --error-exitcode 9 \
      "$B/bin/kernel_lab" --graph synth:small --widths 256 --variants tiled --runs 1 --warmup 0
-exit 0
+finish
