@@ -1,7 +1,8 @@
 /* runtime/tests/test_gpu_train.c — a whole training run on the CUDA backend equals
  * the same run on the CPU backend: per-epoch loss within 1e-4 relative for 20
  * epochs in fp32, dropout on, for GCN, GraphSAGE (with LayerNorm) and GAT (4 heads of
- * 16, 2 averaged output heads, attention dropout on; Cora when present), and the same
+ * 16, 2 averaged output heads, attention dropout on; Cora when present), GCN and SAGE
+ * with sparse (identity) input features, and the same
  * accuracies to within one vertex; again with the tiled SpMM (CAPGNN_SPMM=tiled:
  * synth:small's operators have dense tiles, ~65 % of their nonzeros). Exit 77
  * (skipped) without a GPU. */
@@ -86,6 +87,15 @@ static void gat(void **state) {
   }
 }
 
+/* Sparse input features on CUDA (csr_mm, its transpose for the weight gradient,
+ * csr_dropout; SAGE's self term on the inner rows): identity features, stored sparse,
+ * built without a file. */
+static void sparse_features(void **state) {
+  (void)state;
+  compare(RT_MODEL_GCN, 0, 2, "synth:small:identity=1");
+  compare(RT_MODEL_SAGE, 0, 2, "synth:small:identity=1");
+}
+
 static void tiled(void **state) {
   (void)state;
   setenv("CAPGNN_SPMM", "tiled", 1);
@@ -101,6 +111,7 @@ int main(void) {
     return 77;
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(gcn), cmocka_unit_test(sage_layernorm),
-                                     cmocka_unit_test(gat), cmocka_unit_test(tiled)};
+                                     cmocka_unit_test(gat), cmocka_unit_test(sparse_features),
+                                     cmocka_unit_test(tiled)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
