@@ -67,8 +67,9 @@ static void cmd_partition_usage(FILE *out) {
           "  -h, --help                    this help\n"
           "\n"
           "statistics: inner/halo vertices, edges (CSR entries of inner rows) and outer edges\n"
-          "per part; edge cut, halo replication factor (sum of halos / n) and the histogram of\n"
-          "R(v), the number of parts in which vertex v is a halo.\n");
+          "per part; edge cut, halo rows per vertex and the replication factor (inner + halo\n"
+          "rows over n), and the histogram of R(v), the number of parts in which vertex v is\n"
+          "a halo.\n");
 }
 
 #define usage_error(...) cli_usage_error("partition", __VA_ARGS__)

@@ -178,7 +178,8 @@ int part_plans_check_global(const struct part_local *pls, int nparts);
  *                   entries (v, u) with u < v and owner[u] != owner[v]; with a
  *                   symmetric graph this is sum(outer_edges) / 2, METIS' objective)
  *   halo_total      sum of halo[p]
- *   replication     halo_total / n (halo replication factor)
+ *   replication     halo_total / n (halo rows per vertex; the replication factor, inner +
+ *                   halo rows over n, is 1 + this: JSON totals.replication_factor)
  *   overlap_hist[k] number of vertices that are halo in exactly k parts, k = 0 .. nparts-1
  *                   (R(v) = number of parts in which v is a halo; v is never a halo of
  *                   its own part, so k < nparts). sum_k k * overlap_hist[k] = halo_total.
@@ -205,7 +206,7 @@ void part_stats_free(struct part_stats *s); /* accepts a zeroed struct; leaves i
 void part_stats_print(FILE *f, const struct part_stats *s);
 /* JSON object {graph, checksum, method, n, m, nparts, hops, partitions: [{part, inner,
  * halo, edges, outer_edges, halo_ratio}], totals: {edge_cut, halo_total, replication,
- * inner_min, inner_max, imbalance, overlap_hist: [...]}}. Written to a temp file, then
+ * replication_factor, inner_min, inner_max, imbalance, overlap_hist: [...]}}. Written to a temp file, then
  * renamed. CG_ERR_IO naming the path on failure. */
 int part_stats_write_json(const struct part_stats *s, const char *path);
 /* The output kind of that file (core/outfile.h): an earlier statistics file (it starts

@@ -138,10 +138,10 @@ void part_stats_print(FILE *f, const struct part_stats *s) {
             (long long)s->halo[p], (long long)s->edges[p], (long long)s->outer_edges[p],
             s->halo_ratio[p]);
   fprintf(f,
-          "totals: n %lld, m %lld, edge cut %lld, halo %lld, replication factor %.4f, inner "
-          "min/max %lld/%lld (imbalance %.4f)\n",
+          "totals: n %lld, m %lld, edge cut %lld, halo %lld (%.4f per vertex; replication factor %.4f: "
+          "inner + halo rows over n), inner min/max %lld/%lld (imbalance %.4f)\n",
           (long long)s->n, (long long)s->m, (long long)s->edge_cut, (long long)s->halo_total,
-          s->replication, (long long)s->inner_min, (long long)s->inner_max, s->imbalance);
+          s->replication, 1.0 + s->replication, (long long)s->inner_min, (long long)s->inner_max, s->imbalance);
   fprintf(f, "overlap R(v) (vertices that are halo in k parts):");
   for (int k = 0; k < s->nparts; k++) fprintf(f, " %d:%lld", k, (long long)s->overlap_hist[k]);
   fprintf(f, "\n");
@@ -175,7 +175,8 @@ char *part_stats_to_json(const struct part_stats *s) {
   if (tot) {
     cJSON_AddNumberToObject(tot, "edge_cut", (double)s->edge_cut);
     cJSON_AddNumberToObject(tot, "halo_total", (double)s->halo_total);
-    cJSON_AddNumberToObject(tot, "replication", s->replication);
+    cJSON_AddNumberToObject(tot, "replication", s->replication); /* halo_total / n (kept: its meaning since v1) */
+    cJSON_AddNumberToObject(tot, "replication_factor", 1.0 + s->replication); /* (inner + halo) / n */
     cJSON_AddNumberToObject(tot, "inner_min", (double)s->inner_min);
     cJSON_AddNumberToObject(tot, "inner_max", (double)s->inner_max);
     cJSON_AddNumberToObject(tot, "imbalance", s->imbalance);

@@ -136,6 +136,7 @@ static void test_json(void **state) {
   assert_int_equal(json_int(tot, "edge_cut"), 6);
   assert_int_equal(json_int(tot, "halo_total"), 9);
   assert_true(fabs(cJSON_GetObjectItemCaseSensitive(tot, "replication")->valuedouble - 1.125) < 1e-12);
+  assert_true(fabs(cJSON_GetObjectItemCaseSensitive(tot, "replication_factor")->valuedouble - 2.125) < 1e-12);
   const cJSON *h = cJSON_GetObjectItemCaseSensitive(tot, "overlap_hist");
   assert_int_equal(cJSON_GetArraySize(h), 3);
   assert_int_equal((int)cJSON_GetArrayItem(h, 0)->valuedouble, 1);
