@@ -251,7 +251,8 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
     char detail[160];
     char at[32] = ""; /* a resumed run counts its own epochs: name the real one */
     if (t->e_done > 0) snprintf(at, sizeof at, "epoch %d  ", e);
-    snprintf(detail, sizeof detail, "%sloss %.4f  val %s %.4f  %.1f ms/epoch", at, ss.loss, t->acc_name,
+    /* the training step alone; the rate the progress line adds counts wall time, evaluation included */
+    snprintf(detail, sizeof detail, "%sloss %.4f  val %s %.4f  step %.1f ms", at, ss.loss, t->acc_name,
              t->tr.last_val, dt * 1e3);
     cg_progress_update_detail(&t->pr, e - t->e_done, detail);
   }
