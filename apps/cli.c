@@ -102,6 +102,21 @@ int cli_bad_option(const char *cmd, const char *name, const struct option *longo
   const char *b = name;
   while (*b == '-') b++;
   snprintf(bare, sizeof bare, "%.*s", (int)(eq ? (size_t)(eq - b) : strlen(b)), b);
+  /* a prefix of several options (getopt_long takes a unique prefix as the option, and
+   * refuses an ambiguous one): name them all */
+  if (strncmp(name, "--", 2) == 0 && bare[0]) {
+    char list[512] = "";
+    size_t k = 0;
+    int n = 0;
+    for (const struct option *o = longopts; o->name; o++)
+      if (strncmp(o->name, bare, strlen(bare)) == 0 && k < sizeof list) {
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s--%s", n ? ", " : "", o->name);
+        n++;
+      }
+    if (n > 1)
+      return cli_usage_error(cmd, "option '%s' is ambiguous: it is the start of %s (give the whole name)", name,
+                             list);
+  }
   const char *best = strncmp(name, "--", 2) == 0 && bare[0] ? config_option_suggest(bare, longopts) : NULL;
   if (best) return cli_usage_error(cmd, "unknown option '%s'; did you mean '--%s'?", name, best);
   return cli_usage_error(cmd, "unknown option '%s'", name);

@@ -149,6 +149,8 @@ static void option_messages(void **state) {
   expect_error_text(2, "unknown option '--epohcs'; did you mean '--epochs'?",
                     (const char *const[]){"--epohcs", "3", NULL});
   expect_error_text(2, "did you mean '--metrics'?", (const char *const[]){"--metrcs=m.jsonl", NULL});
+  expect_error_text(2, "option '--lay' is ambiguous: it is the start of --layers, --layernorm, --layer0-halo",
+                    (const char *const[]){"--lay", "3", NULL});
   expect_error_text(2, "did you mean '--quiet'?", (const char *const[]){"info", "--quite", "x", NULL});
   expect_error_text(2, "unknown command 'trian'; did you mean 'train'?", (const char *const[]){"trian", NULL});
   expect_error_text(2, "--lr '1e300': out of range", (const char *const[]){"--lr", "1e300", NULL});
