@@ -164,6 +164,8 @@ static char *long_line_reader(char *str, int num, void *stream) {
   return str;
 }
 
+static int on_setting_value(struct parse_ctx *c, const char *name, const char *value);
+
 static int on_setting(void *user, const char *section, const char *name, const char *value) {
   (void)section;
   struct parse_ctx *c = user;
@@ -171,6 +173,27 @@ static int on_setting(void *user, const char *section, const char *name, const c
     const int k = atoi(value + 1);
     if (k >= 0 && k < c->nlong) value = c->long_values[k];
   }
+  /* '#' after white space starts a comment too (inih knows only ';'), and one pair of
+   * matching quotes around the whole value is not part of it (graph = "cora") */
+  char *val = strdup(value);
+  if (!val) return 0;
+  for (char *p = val; *p; p++)
+    if (*p == '#' && p > val && isspace((unsigned char)p[-1])) {
+      *p = '\0';
+      break;
+    }
+  trim_end(val);
+  const size_t vl = strlen(val);
+  if (vl >= 2 && (val[0] == '"' || val[0] == '\'') && val[vl - 1] == val[0]) {
+    memmove(val, val + 1, vl - 2);
+    val[vl - 2] = '\0';
+  }
+  const int ok = on_setting_value(c, name, val);
+  free(val);
+  return ok;
+}
+
+static int on_setting_value(struct parse_ctx *c, const char *name, const char *value) {
   char key[128];
   snprintf(key, sizeof key, "%s", name);
   for (char *p = key; *p; p++)

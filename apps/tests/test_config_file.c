@@ -102,6 +102,19 @@ static void test_resolution(void **state) {
   s = resolve(4, argv3);
   assert_int_equal(s.hidden, 64);
   assert_string_equal(s.graph, "reddit");
+  /* '#' after white space is a comment like ';', and quotes around a value are not
+   * part of it; a '#' inside a word stays */
+  const char *q = file("q.ini", "graph = \"karate\"\nfeat_norm = 'row'\nlr = 0.05 # higher\nhidden = 8 ; eight\n");
+  char *argv5[] = {"capgnn", "--config", (char *)q, NULL};
+  s = resolve(3, argv5);
+  assert_string_equal(s.graph, "karate");
+  assert_string_equal(s.feat_norm, "row");
+  assert_true(s.lr == 0.05);
+  assert_int_equal(s.hidden, 8);
+  const char *h = file("h.ini", "graph = data/a#b.cgr\n");
+  char *argv6[] = {"capgnn", "--config", (char *)h, NULL};
+  s = resolve(3, argv6);
+  assert_string_equal(s.graph, "data/a#b.cgr");
   /* No config: nothing changes. */
   char *argv4[] = {"capgnn", "--layers", "5", NULL};
   s = resolve(3, argv4);
