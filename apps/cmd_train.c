@@ -1255,6 +1255,9 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       return usage_error("%s sets the step schedule, and the schedule is %s (add --lr-schedule step, or leave it "
                          "out)", cfg.lr_step_size != def.lr_step_size ? "--lr-step-size" : "--lr-gamma",
                          rt_lr_schedule_str(cfg.lr_schedule));
+    if (seeds.n > 0 && cfg.seed != def.seed)
+      return usage_error("--seed %llu and --seeds: the run takes its seeds from --seeds (give the seed there, or "
+                         "leave --seeds out)", (unsigned long long)cfg.seed);
     if (cfg.lr_schedule != RT_LR_COSINE && cfg.lr_epochs != def.lr_epochs)
       return usage_error("--lr-epochs sets the cosine schedule's span, and the schedule is %s (add --lr-schedule "
                          "cosine, or leave it out)", rt_lr_schedule_str(cfg.lr_schedule));
@@ -1307,6 +1310,10 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (!strcmp(par.cache_policy, "none") && cache_setting_given(&par))
     return usage_error("%s sets the halo cache, which is off (--cache-policy none, the default): add "
                        "--cache-policy jaca|lru|fifo, or --cache-preset exact|fast", cache_setting_given(&par));
+  if (strcmp(par.cache_policy, "none") != 0 && cfg.reorder != GRAPH_REORDER_NONE && cfg.reorder != GRAPH_REORDER_AUTO)
+    return usage_error("--reorder %s with --cache-policy %s: the halo cache needs each rank's inner rows in global "
+                       "order (use --reorder none or auto, or no halo cache)", graph_reorder_name(cfg.reorder),
+                       par.cache_policy);
   if (strcmp(par.cache_policy, "none") != 0 && cfg.layers == 1)
     return usage_error("--cache-policy %s with --layers 1: the cache holds hidden layers' halo rows, and a one-layer "
                        "model has none (leave the cache out)", par.cache_policy);

@@ -466,6 +466,9 @@ static void usage_errors(void **state) {
   expect_error(2, "--heads is a GAT setting, and the model is sage", NULL,
                (const char *const[]){"--model", "sage", "--heads", "4", NULL});
   expect_error(2, "--attn-dropout is a GAT setting", NULL, (const char *const[]){"--attn-dropout", "0.2", NULL});
+  expect_error(2, "--seed 5 and --seeds", NULL, (const char *const[]){"--seed", "5", "--seeds", "1,2", NULL});
+  expect_error(2, "--reorder cluster with --cache-policy jaca", NULL,
+               (const char *const[]){"--reorder", "cluster", "--cache-policy", "jaca", NULL});
   expect_error(2, "full-precision rows, so it cannot take --cache-preset fast's --halo-bits", NULL,
                (const char *const[]){"--cache-preset", "fast", "--staleness", "adaptive", NULL});
   expect_error(2, "--grad-staleness adaptive sends full-precision gradients", NULL,
