@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "apps/commands_internal.h"
 #include "core/log.h"
@@ -106,6 +107,17 @@ int cmd_predict(int argc, char **argv) {
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
   if (!o.checkpoint || !o.checkpoint[0]) return usage_error("--checkpoint FILE is required (the model to predict with)");
   if (!o.logits_path || !o.logits_path[0]) return usage_error("--output FILE is required (where the logits go, .npy)");
+  { /* .npy only: a name with another extension would hold a file its name misdescribes */
+    const char *paths[2] = {o.logits_path, o.embeddings_path}, *opts[2] = {"--output", "--embeddings"};
+    for (int k = 0; k < 2; k++) {
+      if (!paths[k] || strncmp(paths[k], "/dev/", 5) == 0) continue;
+      const char *base = strrchr(paths[k], '/');
+      const char *dot = strrchr(base ? base + 1 : paths[k], '.');
+      if (dot && dot[1] && strcasecmp(dot, ".npy") != 0)
+        return usage_error("%s %s: predict writes NumPy .npy files (float32), not %s (name it with .npy)", opts[k],
+                           paths[k], dot);
+    }
+  }
   if (o.embeddings_path && strcmp(o.embeddings_path, o.logits_path) == 0)
     return usage_error("--output and --embeddings name the same file (%s): use two files", o.logits_path);
   if (cli_launch_size() > 1)

@@ -439,7 +439,23 @@ int rt_checkpoint_read(const char *path, struct rt_checkpoint *c) {
   unsigned char *buf = NULL;
   /* O_NONBLOCK: a FIFO given by mistake must not block the open */
   const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return cg_err_set(CG_ERR_IO, "checkpoint %s: cannot open: %s", path, strerror(errno));
+  if (fd < 0) {
+    const int e = errno;
+    /* a --seeds run wrote FILE.seedN, one per seed: say so */
+    char seed1[4200];
+    struct stat ss;
+    snprintf(seed1, sizeof seed1, "%s.seed", path);
+    const size_t pl = strlen(seed1);
+    int found = 0;
+    for (unsigned long long k = 0; k < 1000 && !found && e == ENOENT; k++) {
+      snprintf(seed1 + pl, sizeof seed1 - pl, "%llu", k);
+      found = stat(seed1, &ss) == 0;
+    }
+    if (found)
+      return cg_err_set(CG_ERR_IO, "checkpoint %s: cannot open: %s (a --seeds run writes one file per seed: %s, ...)",
+                        path, strerror(e), seed1);
+    return cg_err_set(CG_ERR_IO, "checkpoint %s: cannot open: %s", path, strerror(e));
+  }
   struct stat sb;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
     close(fd);

@@ -246,9 +246,18 @@ static void predict_matches_training(void **state) {
   run(&r, (const char *const[]){"predict", "--checkpoint", best, "--graph", "synth:small", "--output", lg,
                                 "--threads", "1", "--force", "--quiet", NULL});
   assert_int_equal(r.exit_code, 0);
-  expect_error(1, "--checkpoint", NULL,
+  expect_error(2, "predict writes NumPy .npy files", NULL,
                (const char *const[]){"predict", "--checkpoint", best, "--graph", "synth:small", "--output", best,
                                      "--force", NULL});
+  { /* never the checkpoint, even one named .npy */
+    char ck_npy[320], cmd[700];
+    snprintf(ck_npy, sizeof ck_npy, "%s/ck.npy", tmpdir);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", best, ck_npy);
+    assert_int_equal(system(cmd), 0);
+    expect_error(1, "--checkpoint", NULL,
+                 (const char *const[]){"predict", "--checkpoint", ck_npy, "--graph", "synth:small", "--output", ck_npy,
+                                       "--force", NULL});
+  }
   /* another graph than the checkpoint's */
   char other[300];
   snprintf(other, sizeof other, "%s/other.npy", tmpdir);
@@ -419,6 +428,14 @@ static void seeds_and_lines(void **state) {
   struct stat sb;
   assert_int_equal(stat(b1, &sb), 0);
   assert_int_equal(stat(b2, &sb), 0);
+  { /* predict given the name without its seed: says which files there are */
+    char out[320];
+    snprintf(out, sizeof out, "%s.npy", best);
+    expect_error(1, "a --seeds run writes one file per seed", NULL,
+                 (const char *const[]){"predict", "--checkpoint", best, "--output", out, NULL});
+    expect_error(2, "predict writes NumPy .npy files", NULL,
+                 (const char *const[]){"predict", "--checkpoint", b1, "--output", "x.csv", NULL});
+  }
   int nsum = 0, nagg = 0;
   cJSON *s = record(met, "summary", &nsum);
   cJSON *a = record(met, "aggregate", &nagg);
