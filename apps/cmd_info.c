@@ -45,6 +45,22 @@ static uint64_t le64(const unsigned char *p) {
 }
 
 /* The raw header, to show what a damaged file claims to be. */
+/* What a file that is not a .cgr looks like, from its first bytes (NULL: a .cgr, or
+ * nothing recognised). */
+static const char *not_cgr_kind(const char *path) {
+  unsigned char h[8] = {0};
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return NULL;
+  const size_t got = fread(h, 1, sizeof h, fp);
+  fclose(fp);
+  if (got >= 8 && memcmp(h, "CAPGNN0", 7) == 0) return NULL;
+  if (got >= 6 && memcmp(h, "\x93NUMPY", 6) == 0) return "a NumPy array (.npy)";
+  if (got >= 4 && memcmp(h, "PK\x03\x04", 4) == 0) return "a zip archive (.npz?)";
+  if (got >= 2 && h[0] == 0x1f && h[1] == 0x8b) return "gzip-compressed";
+  if (got >= 1 && (h[0] == '{' || h[0] == '[')) return "JSON text (a metrics or profile file?)";
+  return "not a .cgr graph";
+}
+
 static void print_raw_header(const char *path) {
   unsigned char h[256];
   FILE *fp = fopen(path, "rb");
@@ -223,6 +239,12 @@ int cmd_info(int argc, char **argv) {
       /* graph_open resolved a file that fails a check: show what it claims, then why. */
       char path[4200];
       if (!graph_path(what, path, sizeof path)) snprintf(path, sizeof path, "%s", what); /* (as graph_open found it) */
+      const char *kind = not_cgr_kind(path);
+      if (kind) { /* not a damaged graph: another kind of file */
+        fprintf(stderr, "capgnn: error: %s: %s, not a capgnn graph (.cgr) or checkpoint; capgnn info reads those "
+                "(capgnn convert makes a .cgr from other formats)\n", path, kind);
+        return CAPGNN_EXIT_FAILURE;
+      }
       printf("file:       %s\n", path);
       print_raw_header(path);
       printf("checksum:   FAILED: %s\n", cg_err_msg());

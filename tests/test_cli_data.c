@@ -437,6 +437,19 @@ static void test_wrong_kind_inputs(void **state) {
   assert_int_equal(r.rc, 1);
   assert_non_null(strstr(r.err, "a folder, not a .cgr file"));
   run_free(&r);
+  { /* info on another kind of file says what it is, not "checksum FAILED" */
+    char js[4200];
+    snprintf(js, sizeof js, "%s/m.jsonl", tmpdir);
+    FILE *fp = fopen(js, "w");
+    assert_non_null(fp);
+    fputs("{\"epoch\": 1}\n", fp);
+    fclose(fp);
+    r = run("timeout 20", "info '%s'", js);
+    assert_int_equal(r.rc, 1);
+    assert_non_null(strstr(r.err, "JSON text"));
+    assert_null(strstr(r.out, "checksum:"));
+    run_free(&r);
+  }
   r = run("timeout 20", "convert --from edgelist --input '%s' --features x.npy --labels y.npy --output '%s/o.cgr'",
           tmpdir, tmpdir);
   assert_int_equal(r.rc, 1);
