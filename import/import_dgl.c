@@ -35,8 +35,9 @@ int import_dgl_reddit(const struct import_opts *o, struct graph *g, struct impor
   static const char *const keys[] = {"feature", "label", "node_types"};
   for (int i = 0; i < 3; i++)
     if (!import_npz_has(&z, keys[i])) {
-      st = cg_err_set(CG_ERR_FORMAT, "%s: the array '%s' is missing (expected feature, label and node_types)",
-                     data_path, keys[i]);
+      char have[512];
+      st = cg_err_set(CG_ERR_FORMAT, "%s: the array '%s' is missing (expected feature, label and node_types; it "
+                      "holds %s)", data_path, keys[i], import_npz_list(&z, have, sizeof have));
       goto fail;
     }
   TRY_GOTO(import_npy_open_npz(&a, &z, "feature"), fail);

@@ -1,6 +1,7 @@
 /* import/import_edgelist.c — a text edge list ("u v" per line, optionally gzip) with
  * features, labels and optionally a split as .npy files. The vertex count is the
  * number of feature rows, so an id outside it is caught on its line. */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,8 +34,9 @@ static int read_edge_file(const char *path, int64_t n, struct import_edges *e, s
       ok = import_parse_i64(&p, &v) == 0 && (*p == '\0' || is_sep(*p));
     }
     if (!ok) {
-      st = cg_err_set(CG_ERR_FORMAT, "%s: line %lld: expected two vertex ids \"u v\", found \"%.60s\"", t.name,
-                      (long long)t.line, line);
+      st = cg_err_set(CG_ERR_FORMAT, "%s: line %lld: expected two vertex ids \"u v\", found \"%.60s\"%s", t.name,
+                      (long long)t.line, line,
+                      isalpha((unsigned char)*p) ? " (a header or comment line must start with '#' or '%')" : "");
       break;
     }
     while (is_sep(*p)) p++;
@@ -45,8 +47,9 @@ static int read_edge_file(const char *path, int64_t n, struct import_edges *e, s
     if (u < 0 || u >= n || v < 0 || v >= n) {
       st = cg_err_set(CG_ERR_FORMAT,
                       "%s: line %lld: vertex id out of range: %lld, expected a value in [0, %lld) (the features "
-                      "have %lld rows, one per vertex)",
-                      t.name, (long long)t.line, (long long)((u < 0 || u >= n) ? u : v), (long long)n, (long long)n);
+                      "have %lld rows, one per vertex%s)",
+                      t.name, (long long)t.line, (long long)((u < 0 || u >= n) ? u : v), (long long)n, (long long)n,
+                      (u == n || v == n) ? "; ids are 0-based: a file numbered from 1 needs its ids less 1" : "");
       break;
     }
     if ((st = import_edges_push(e, (int32_t)u, (int32_t)v)) != CG_OK) break;

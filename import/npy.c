@@ -65,6 +65,25 @@ static zip_int64_t npz_locate(const struct import_npz *z, const char *key) {
 
 int import_npz_has(const struct import_npz *z, const char *key) { return z->zip && npz_locate(z, key) >= 0; }
 
+const char *import_npz_list(const struct import_npz *z, char *buf, size_t len) {
+  if (!len) return buf;
+  buf[0] = '\0';
+  if (!z->zip) return buf;
+  const zip_int64_t n = zip_get_num_entries((zip_t *)z->zip, 0);
+  size_t k = 0;
+  for (zip_int64_t i = 0; i < n && k + 1 < len; i++) {
+    const char *name = zip_get_name((zip_t *)z->zip, (zip_uint64_t)i, 0);
+    if (!name) continue;
+    size_t l = strlen(name);
+    if (l > 4 && strcmp(name + l - 4, ".npy") == 0) l -= 4; /* numpy's key is the name without .npy */
+    const int w = snprintf(buf + k, len - k, "%s'%.*s'", k ? ", " : "", (int)l, name);
+    if (w < 0) break;
+    k += (size_t)w < len - k ? (size_t)w : len - k - 1;
+  }
+  if (!buf[0]) snprintf(buf, len, "none");
+  return buf;
+}
+
 void import_npz_close(struct import_npz *z) {
   if (z && z->zip) zip_discard((zip_t *)z->zip); /* read-only: nothing to write back */
   if (z) z->zip = NULL;

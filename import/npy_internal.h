@@ -69,6 +69,8 @@ struct import_npy {
 int import_npz_open(struct import_npz *z, const char *path);
 /* 1 when the archive has a member KEY.npy (or KEY). */
 int import_npz_has(const struct import_npz *z, const char *key);
+/* The archive's array names ("'a', 'b'"; "none"), for messages; returns buf. */
+const char *import_npz_list(const struct import_npz *z, char *buf, size_t len);
 void import_npz_close(struct import_npz *z);
 
 /* Open a .npy file / the member KEY(.npy) of an open archive and parse its header. */

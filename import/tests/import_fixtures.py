@@ -399,6 +399,11 @@ def bad_cases(out, good):
     lines[12] = "3 30"  # n = 30
     open(p, "w").write("\n".join(lines))
 
+    d = clone(good["edgelist"], "bad_header")
+    p = os.path.join(d, "edges.txt")
+    lines = open(p).read().split("\n")
+    open(p, "w").write("\n".join(["src dst"] + lines))
+
 
 def main():
     if len(sys.argv) != 2:

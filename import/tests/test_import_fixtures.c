@@ -254,6 +254,8 @@ static void test_malformed(void **state) {
       {"bad_truncated_gz", "ogb", "node-feat.csv.gz", "truncated", CG_ERR_FORMAT},
       {"bad_feat_columns", "ogb", "node-feat.csv.gz", "line 4 has more than 7 values", CG_ERR_FORMAT},
       {"bad_vertex_id", "edgelist", "edges.txt", "line 13: vertex id out of range: 30", CG_ERR_FORMAT},
+      {"bad_header", "edgelist", "edges.txt", "line 1: expected two vertex ids \"u v\", found \"src dst\" (a header "
+       "or comment line must start with '#'", CG_ERR_FORMAT},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char bufs[4][4200];
