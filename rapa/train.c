@@ -6,6 +6,7 @@
  * serves a job with another on the same devices; the capabilities are normalised over
  * the job's ranks. Nothing here changes how training runs (--partition rapa reads the
  * profile's rates itself: runtime/dist.c, rapa/balance.h). */
+#include <dirent.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -107,8 +108,8 @@ static int match_entries(const struct rapa_profile *prof, const char *spec, char
     if (match[r] < 0)
       return cg_err_set(CG_ERR_NOT_FOUND,
                         "--profile %s: rank %d's device (%s) is not in the profile (%d ranks): profile this job's "
-                        "devices with `capgnn profile` (same --device and --threads), or use --profile auto",
-                        spec, r, ids[r], nr);
+                        "devices with `capgnn profile` (same --device and --threads: the key's t<N> is the rank's "
+                        "threads)", spec, r, ids[r], nr);
   return CG_OK;
 }
 
@@ -125,6 +126,28 @@ int rapa_profile_match_ranks(struct comm *c, const struct rapa_profile *prof, co
   comm_texts_free(ids, P);
   TRY(comm_agree(c, st, "--profile: matching the ranks' devices"));
   return comm_bcast(c, match, (size_t)P * sizeof *match, 0);
+}
+
+/* The device keys the profile cache holds for `host` ("cpu-t1, cpu-t2"; "none"), for
+ * messages. */
+static void profiles_cached(const char *dir, const char *host, char *buf, size_t len) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/profile", dir);
+  snprintf(buf, len, "none");
+  DIR *d = opendir(path);
+  if (!d) return;
+  size_t k = 0, hl = strlen(host);
+  const struct dirent *e;
+  while ((e = readdir(d)) != NULL && k + 1 < len) {
+    const size_t l = strlen(e->d_name);
+    if (l <= hl + 6 || strncmp(e->d_name, host, hl) != 0 || e->d_name[hl] != '-' ||
+        strcmp(e->d_name + l - 5, ".json") != 0)
+      continue;
+    const int w = snprintf(buf + k, len - k, "%s%.*s", k ? ", " : "", (int)(l - hl - 6), e->d_name + hl + 1);
+    if (w < 0) break;
+    k += (size_t)w < len - k ? (size_t)w : len - k - 1;
+  }
+  closedir(d);
 }
 
 int rapa_train_profile(struct comm *c, const char *spec, const char *device, int threads, const char *cache_dir) {
@@ -145,11 +168,15 @@ int rapa_train_profile(struct comm *c, const char *spec, const char *device, int
   if (from_cache) {
     char path[1200], why[128];
     snprintf(path, sizeof path, "%s/profile/%s-%s.json", rapa_cache_dir(cache_dir), host, key);
-    if (rapa_cache_read(path, "capgnn-device-profile", 0, &dev, why, sizeof why) != 1)
+    if (rapa_cache_read(path, "capgnn-device-profile", 0, &dev, why, sizeof why) != 1) {
+      char have[400];
+      profiles_cached(rapa_cache_dir(cache_dir), host, have, sizeof have);
       st = cg_err_set(CG_ERR_NOT_FOUND,
-                      "--profile auto: no usable profile of rank %d's device (%s on %s) in the cache: %s "
-                      "(%s); run `capgnn profile` with the same --device and --threads first",
-                      rank, key, cg_hostname(), path, why);
+                      "--profile auto: no usable profile of rank %d's device (%s on %s, this run's --device and "
+                      "threads) in the cache: %s (%s); the cache holds %s for this host; run `capgnn profile` with "
+                      "this run's --device and --threads first",
+                      rank, key, cg_hostname(), path, why, have);
+    }
     else if (!(text = cJSON_PrintUnformatted(dev)))
       st = cg_err_set(CG_ERR_NOMEM, "out of memory printing the device profile");
     TRY_GOTO(comm_agree(c, st, "--profile auto: reading the cache"), done);

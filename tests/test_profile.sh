@@ -101,6 +101,7 @@ np 2 "$capgnn" "${train[@]}" --profile missing.json >train4.out 2>train4.err && 
 has train4.err "cannot open 'missing.json'"
 "$capgnn" "${train[@]}" --threads 3 --profile auto >train5.out 2>train5.err && bad "--profile auto without a profile of cpu-t3"
 has train5.err "no usable profile of rank 0's device (cpu-t3"
+has train5.err "the cache holds .*cpu-t1.* for this host"
 
 # 6. usage errors and the MPS check
 "$capgnn" profile --device cpu --gpu-share 50 >u1.out 2>u1.err; [ $? -eq 2 ] || bad "--gpu-share with --device cpu: not a usage error"
