@@ -34,7 +34,8 @@ static void cmd_convert_usage(FILE *out) {
           "  --input PATH          the dataset folder; for edgelist, the edge file\n"
           "  --output FILE.cgr     the file to write: never one of the inputs, and an existing file\n"
           "                        (a dataset above all) is replaced only with --force\n"
-          "  --features X.npy      edgelist: node features, shape (n, f)\n"
+          "  --features X.npy      edgelist: node features, shape (n, f); or identity: X = I, one-hot\n"
+          "                        vertex ids (n x n, stored sparse), for a graph without features\n"
           "  --labels Y.npy        edgelist: class ids (n,) with -1 = unlabelled, or (n, c) of 0/1\n"
           "                        (multi-label)\n"
           "  --split S.npy         edgelist: (n,) of 0 none / 1 train / 2 val / 3 test; without it a\n"
@@ -83,8 +84,11 @@ static void cmd_convert_usage(FILE *out) {
  * (dgl-reddit, ogb, saint) holds the source files: an existing file inside it that is
  * not a graph may be one of them, so --force does not replace it either. */
 static int check_output(const char *output, const struct import_opts *o, int force) {
-  const struct cg_outfile_input inputs[] = {
-      {"--input", o->input}, {"--features", o->features}, {"--labels", o->labels}, {"--split", o->split}};
+  const struct cg_outfile_input inputs[] = {{"--input", o->input},
+                                            {"--features", o->features && strcmp(o->features, "identity") != 0
+                                                               ? o->features : NULL},
+                                            {"--labels", o->labels},
+                                            {"--split", o->split}};
   TRY(cg_outfile_check(output, "--output", graph_outfile_kind(), inputs, 4, force, 0));
   struct stat in, out;
   if (stat(o->input, &in) == 0 && S_ISDIR(in.st_mode) && stat(output, &out) == 0 && S_ISREG(out.st_mode) &&
@@ -254,7 +258,7 @@ int cmd_convert(int argc, char **argv) {
   if (!output) return usage_error("--output is required");
   int is_edgelist = strcmp(from, "edgelist") == 0;
   if (is_edgelist && (!o.features || !o.labels))
-    return usage_error("--from edgelist needs --features X.npy and --labels Y.npy");
+    return usage_error("--from edgelist needs --features X.npy (or identity) and --labels Y.npy");
   if (!is_edgelist && (o.features || o.labels || o.split))
     return usage_error("--features, --labels and --split are for --from edgelist; %s reads them from --input",
                        from);

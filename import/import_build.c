@@ -250,6 +250,13 @@ static inline int value_nonzero(const float *p) {
 
 int import_feat_store(struct graph *g, enum import_feat_storage mode, struct import_stats *st) {
   const int64_t n = g->n, f = g->feat_dim;
+  if (g->sparse_feat) { /* built sparse by the importer (--features identity): never made dense */
+    if (mode == IMPORT_FEAT_DENSE)
+      return cg_err_set(CG_ERR_ARG, "--feat-storage dense: identity features (%lld x %lld) are stored sparse",
+                        (long long)n, (long long)f);
+    st->nonzero_feats = g->feat_nnz;
+    return CG_OK;
+  }
   int64_t nnz = 0;
 #pragma omp parallel for reduction(+ : nnz)
   for (int64_t k = 0; k < n * f; k++) nnz += value_nonzero(&g->feat_values[k]);

@@ -69,20 +69,45 @@ static int read_edge_file(const char *path, int64_t n, struct import_edges *e, s
   return st;
 }
 
+/* X = I, n x n, stored sparse (one 1.0 per row). */
+static int identity_features(struct graph *g, int64_t n, struct import_stats *stats) {
+  g->feat_rowptr = cg_malloc((size_t)(n + 1) * sizeof *g->feat_rowptr, "identity feature row pointers");
+  g->feat_colidx = cg_malloc((size_t)n * sizeof *g->feat_colidx, "identity feature columns");
+  g->feat_values = cg_malloc((size_t)n * sizeof *g->feat_values, "identity feature values");
+  if (!g->feat_rowptr || !g->feat_colidx || !g->feat_values) return CG_ERR_NOMEM;
+  for (int64_t u = 0; u < n; u++) {
+    g->feat_rowptr[u] = u;
+    g->feat_colidx[u] = (int32_t)u;
+    g->feat_values[u] = 1.0f;
+  }
+  g->feat_rowptr[n] = n;
+  g->feat_dim = n;
+  g->feat_nnz = n;
+  g->sparse_feat = 1;
+  if (g->n <= 0) g->n = n;
+  snprintf(stats->feat_dtype, sizeof stats->feat_dtype, "identity");
+  stats->nonzero_feats = n;
+  return CG_OK;
+}
+
 int import_edgelist(const struct import_opts *o, struct graph *g, struct import_stats *stats) {
   if (!o->features || !o->labels)
     return cg_err_set(CG_ERR_ARG, "--from edgelist needs --features X.npy and --labels Y.npy (and optionally "
                       "--split S.npy)");
   TRY(import_input_expect(o->input, 0, "--from edgelist: --input is the edge list, one \"u v\" per line"));
+  /* --features identity: X = I (one-hot vertex ids, the usual input of a graph without
+   * features), stored sparse; the vertex count is the labels' */
+  const int identity = strcmp(o->features, "identity") == 0;
   struct import_npy a;
-  TRY(import_npy_open(&a, o->features));
-  int st = import_npy_expect_numeric(&a, "features");
-  if (st == CG_OK) st = import_npy_expect_shape(&a, 2, (int64_t[]){-1, -1}, "(vertices x features)");
-  const int64_t n = a.shape[0];
+  TRY(import_npy_open(&a, identity ? o->labels : o->features));
+  int st = identity ? CG_OK : import_npy_expect_numeric(&a, "features");
+  if (st == CG_OK && !identity) st = import_npy_expect_shape(&a, 2, (int64_t[]){-1, -1}, "(vertices x features)");
+  const int64_t n = a.ndim >= 1 ? a.shape[0] : 0;
   import_npy_close(&a);
   TRY(st);
   if (n < 1 || n >= ((int64_t)1 << 31))
-    return cg_err_set(CG_ERR_FORMAT, "%s: %lld rows; expected 1 <= n < 2^31 vertices", o->features, (long long)n);
+    return cg_err_set(CG_ERR_FORMAT, "%s: %lld rows; expected 1 <= n < 2^31 vertices", identity ? o->labels : o->features,
+                      (long long)n);
   /* Check the small files before the long edge pass, so a typo fails fast. */
   TRY(import_npy_open(&a, o->labels));
   import_npy_close(&a);
@@ -100,10 +125,14 @@ int import_edgelist(const struct import_opts *o, struct graph *g, struct import_
   }
   TRY(import_edges_to_csr(&e, n, o->input, g, stats));
 
-  TRY(import_npy_open(&a, o->features));
-  st = import_npy_features(&a, g, stats);
-  import_npy_close(&a);
-  TRY(st);
+  if (identity) {
+    TRY(identity_features(g, n, stats));
+  } else {
+    TRY(import_npy_open(&a, o->features));
+    st = import_npy_features(&a, g, stats);
+    import_npy_close(&a);
+    TRY(st);
+  }
   TRY(import_npy_open(&a, o->labels));
   st = import_npy_labels(&a, g, o->num_classes);
   import_npy_close(&a);

@@ -215,6 +215,39 @@ static void test_edgelist_label_column(void **state) {
   graph_free(&g2);
 }
 
+/* --features identity: X = I (n x n) stored sparse, never dense; the structure, labels
+ * and split those of the same edge list with X.npy. */
+static void test_edgelist_identity(void **state) {
+  (void)state;
+  char bufs[4][4200];
+  struct import_opts o;
+  opts_for(&o, "edgelist", bufs, "edgelist");
+  struct graph g1, g2;
+  assert_int_equal(import_graph("edgelist", &o, &g1, NULL), CG_OK);
+  o.features = "identity";
+  struct import_stats s;
+  assert_int_equal(import_graph("edgelist", &o, &g2, &s), CG_OK);
+  assert_int_equal(g2.n, g1.n);
+  assert_int_equal(g2.m, g1.m);
+  assert_memory_equal(g1.rowptr, g2.rowptr, (size_t)(g1.n + 1) * sizeof *g1.rowptr);
+  assert_memory_equal(g1.colidx, g2.colidx, (size_t)g1.m * sizeof *g1.colidx);
+  assert_memory_equal(g1.labels, g2.labels, (size_t)g1.n * sizeof *g1.labels);
+  assert_int_equal(g2.sparse_feat, 1);
+  assert_int_equal(g2.feat_dim, g2.n);
+  assert_int_equal(g2.feat_nnz, g2.n);
+  for (int64_t u = 0; u < g2.n; u++) {
+    assert_int_equal(g2.feat_rowptr[u], u);
+    assert_int_equal(g2.feat_colidx[u], u);
+    assert_true(g2.feat_values[u] == 1.0f);
+  }
+  assert_string_equal(s.feat_dtype, "identity");
+  o.feat_storage = IMPORT_FEAT_DENSE;
+  struct graph g3;
+  assert_int_equal(import_graph("edgelist", &o, &g3, NULL), CG_ERR_ARG);
+  graph_free(&g1);
+  graph_free(&g2);
+}
+
 /* ---- malformed inputs ---------------------------------------------------------------- */
 
 struct bad_case {
@@ -306,7 +339,8 @@ int main(void) {
       cmocka_unit_test(test_ogb),           cmocka_unit_test(test_ogb_multi),
       cmocka_unit_test(test_edgelist),      cmocka_unit_test(test_feat_storage),
       cmocka_unit_test(test_edgelist_random_split),
-      cmocka_unit_test(test_edgelist_label_column), cmocka_unit_test(test_malformed),
+      cmocka_unit_test(test_edgelist_label_column),
+      cmocka_unit_test(test_edgelist_identity), cmocka_unit_test(test_malformed),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   if (!failed) gt_rmdir(tmpdir);
