@@ -329,12 +329,6 @@ static int read_labels(const char *path, struct graph *g, int64_t want_classes, 
 static int pick_split_dir(const char *dir, const char *want, char *out, size_t len) {
   char split_root[4096];
   TRY(import_path_join(split_root, sizeof split_root, dir, "split"));
-  if (want && *want) {
-    TRY(import_path_join(out, len, split_root, want));
-    if (!import_path_is_dir(out))
-      return cg_err_set(CG_ERR_NOT_FOUND, "%s: missing split folder (--ogb-split %s)", out, want);
-    return CG_OK;
-  }
   DIR *d = opendir(split_root);
   if (!d)
     return cg_err_set(CG_ERR_NOT_FOUND,
@@ -352,6 +346,19 @@ static int pick_split_dir(const char *dir, const char *want, char *out, size_t l
     nfound++;
   }
   closedir(d);
+  if (want && *want) {
+    TRY(import_path_join(out, len, split_root, want));
+    if (!import_path_is_dir(out)) {
+      char list[1024] = "";
+      for (int i = 0; i < nfound && i < 8; i++) {
+        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, found[i], sizeof list - strlen(list) - 1);
+      }
+      return cg_err_set(CG_ERR_NOT_FOUND, "%s: missing split folder (--ogb-split %s; the dataset has %s)", out, want,
+                        nfound ? list : "none");
+    }
+    return CG_OK;
+  }
   if (nfound == 0)
     return cg_err_set(CG_ERR_NOT_FOUND, "%s: no split folder inside (expected e.g. split/time or "
                       "split/sales_ranking)",
@@ -404,6 +411,21 @@ int import_ogb(const struct import_opts *o, struct graph *g, struct import_stats
                           "raw/ and split/"));
   char raw[4096], edge[4200], feat[4200], label[4200], nodes[4200], split_dir[4096];
   TRY(import_path_join(raw, sizeof raw, dir, "raw"));
+  if (!import_path_is_dir(raw)) { /* the folder above the dataset's? name the one inside */
+    DIR *d = opendir(dir);
+    char sub[4400] = "";
+    for (struct dirent *de; d && !sub[0] && (de = readdir(d)) != NULL;) {
+      char p[4400], r[4500];
+      if (de->d_name[0] == '.' || import_path_join(p, sizeof p, dir, de->d_name) != CG_OK ||
+          import_path_join(r, sizeof r, p, "raw") != CG_OK)
+        continue;
+      if (import_path_is_dir(r)) snprintf(sub, sizeof sub, "%s", p);
+    }
+    if (d) closedir(d);
+    if (sub[0])
+      return cg_err_set(CG_ERR_NOT_FOUND, "%s: no raw/ folder here, but %s has one: give --input %s (the "
+                        "dataset's own folder)", dir, sub, sub);
+  }
   TRY(find_csv(edge, sizeof edge, raw, "edge", 1));
   TRY(find_csv(feat, sizeof feat, raw, "node-feat", 1));
   TRY(find_csv(label, sizeof label, raw, "node-label", 1));
