@@ -367,8 +367,8 @@ int import_check_split(const struct graph *g, const char *split_source, const ch
   for (int64_t u = 0; u < g->n; u++)
     if (g->labels[u] < 0 && g->split[u] != GRAPH_SPLIT_NONE)
       return cg_err_set(CG_ERR_FORMAT,
-                        "%s: vertex %lld is in the %s split but has no label (-1 in %s); a vertex in a "
-                        "split must be labelled",
+                        "%s: vertex %lld is in the %s split but has no label in %s (-1 or nan, or missing "
+                        "from a class map); a vertex in a split must be labelled",
                         split_source, (long long)u, names[g->split[u] & 3], label_source);
   return CG_OK;
 }
