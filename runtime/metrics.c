@@ -201,6 +201,9 @@ int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec) {
   json_num(o, "comm_s", rec->comm_s);
   json_num(o, "comm_exposed_s", rec->comm_exposed_s);
   json_num(o, "comm_hidden_s", rec->comm_hidden_s);
+  mt->halo_bytes += (double)rec->halo_bytes;
+  mt->allreduce_bytes += (double)rec->allreduce_bytes;
+  mt->inter_node_bytes += (double)rec->inter_node_bytes;
   cJSON_AddNumberToObject(o, "halo_bytes", rec->halo_bytes);
   cJSON_AddNumberToObject(o, "allreduce_bytes", rec->allreduce_bytes);
   cJSON_AddNumberToObject(o, "inter_node_bytes", rec->inter_node_bytes);
@@ -307,6 +310,10 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
   json_num(o, "median_comm_exposed_s", r->median_comm_exposed_s);
   json_num(o, "median_comm_hidden_s", r->median_comm_hidden_s);
   json_num(o, "total_s", cg_time_now() - t_start);
+  /* the epoch records' bytes summed: what this run sent in all */
+  cJSON_AddNumberToObject(o, "halo_bytes_total", mt->halo_bytes);
+  cJSON_AddNumberToObject(o, "allreduce_bytes_total", mt->allreduce_bytes);
+  cJSON_AddNumberToObject(o, "inter_node_bytes_total", mt->inter_node_bytes);
   cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)cg_peak_rss_bytes());
   if (ranks && ranks->nranks > 1) { /* medians per rank, and what was predicted (rapa/balance.h) */
     cJSON *arr = cJSON_AddArrayToObject(o, "per_rank");

@@ -258,6 +258,7 @@ struct rt_metrics {
   const char *path;
   struct cg_outfile of;
   int records; /* written by this run */
+  double halo_bytes, allreduce_bytes, inter_node_bytes; /* summed over this run's epoch records */
 };
 
 /* What the halo cache did (jaca/jaca.h's struct jaca_stats, as doubles summed over the

@@ -108,6 +108,10 @@ static void read_run(const char *path, int cached, int whole_halo, const char *p
     if (!o) continue;
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "cache");
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "summary"))) {
+      double halo_sum = 0; /* (the records come before the summary) */
+      for (int e = 0; e < r->n; e++) halo_sum += r->halo[e];
+      CHECK(num(o, "halo_bytes_total") == halo_sum && halo_sum > 0, "%s: summary's halo_bytes_total %.0f, the epochs "
+            "%.0f", path, num(o, "halo_bytes_total"), halo_sum);
       if (cached) {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(c, "policy");
         CHECK(c && cJSON_IsString(p) && !strcmp(p->valuestring, policy) && num(c, "staleness") == staleness &&
