@@ -44,9 +44,7 @@ static uint64_t le64(const unsigned char *p) {
   return v;
 }
 
-/* The raw header, to show what a damaged file claims to be. */
-/* What a file that is not a .cgr looks like, from its first bytes (NULL: a .cgr, or
- * nothing recognised). */
+/* What a file that is not a .cgr looks like, from its first bytes (NULL: a .cgr). */
 static const char *not_cgr_kind(const char *path) {
   unsigned char h[8] = {0};
   FILE *fp = fopen(path, "rb");
@@ -58,9 +56,10 @@ static const char *not_cgr_kind(const char *path) {
   if (got >= 4 && memcmp(h, "PK\x03\x04", 4) == 0) return "a zip archive (.npz?)";
   if (got >= 2 && h[0] == 0x1f && h[1] == 0x8b) return "gzip-compressed";
   if (got >= 1 && (h[0] == '{' || h[0] == '[')) return "JSON text (a metrics or profile file?)";
-  return "not a .cgr graph";
+  return "an unknown kind of file";
 }
 
+/* The raw header, to show what a damaged file claims to be. */
 static void print_raw_header(const char *path) {
   unsigned char h[256];
   FILE *fp = fopen(path, "rb");

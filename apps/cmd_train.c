@@ -3,6 +3,7 @@
  * with one line "capgnn: error: ..." on stderr. Settings files (--config, see
  * apps/config_file_internal.h) expand to the same options before the command line, so the
  * command line wins; --print-config prints the resolved settings as a settings file. */
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <getopt.h>
@@ -467,15 +468,28 @@ static const char *float_str(char *buf, size_t len, float v) {
  * caller checks no output; and it leaves out force and resume, which are for one run
  * (a file that held them would replace files without asking, or resume a one-off
  * checkpoint, on every run from it). */
+/* A value as a settings file reads it back (apps/config_file.c): quoted when it holds what
+ * would start a comment (" #", " ;"), starts or ends with a quote or white space. */
+static const char *ini_value(const char *v, char *buf, size_t len) {
+  const size_t n = strlen(v);
+  int quote = n > 0 && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]) || v[0] == '"' ||
+                        v[0] == '\'' || v[n - 1] == '"' || v[n - 1] == '\'');
+  for (size_t i = 1; i < n && !quote; i++)
+    quote = (v[i] == '#' || v[i] == ';') && isspace((unsigned char)v[i - 1]);
+  if (!quote) return v;
+  snprintf(buf, len, "\"%s\"", v);
+  return buf;
+}
+
 static void print_config(FILE *out, const struct rt_config *c, const struct train_par *par,
                          const struct seed_list *seeds, const char *const *files, int nfiles) {
-  char f1[32], f2[32], f3[32];
+  char f1[32], f2[32], f3[32], q[4200];
   fprintf(out, "# capgnn train settings, resolved from: defaults");
   for (int i = 0; i < nfiles; i++) fprintf(out, ", %s", files[i]);
   fprintf(out, ", the command line\n");
-  fprintf(out, "[data]\ngraph = %s\nfeat-norm = %s\nsparse-features = %s\n", c->graph,
+  fprintf(out, "[data]\ngraph = %s\nfeat-norm = %s\nsparse-features = %s\n", ini_value(c->graph, q, sizeof q),
           c->feat_norm_row ? "row" : "none", rt_sparse_features_str(c->sparse_features));
-  if (c->norm_graph) fprintf(out, "norm-degrees = %s\n", c->norm_graph);
+  if (c->norm_graph) fprintf(out, "norm-degrees = %s\n", ini_value(c->norm_graph, q, sizeof q));
   fprintf(out, "\n[model]\nmodel = %s\nlayers = %d\nhidden = %lld\ndropout = %s\n",
           rt_model_kind_str(c->model), c->layers, (long long)c->hidden, float_str(f1, sizeof f1, c->dropout));
   if (c->input_dropout >= 0.0f)
@@ -513,7 +527,7 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
     fprintf(out, "\n[execution]\ndevice = %s\nthreads = %d\ntf32 = %s\nstall-timeout = %g\n", c->device,
             c->threads, c->tf32 ? "true" : "false", c->stall_timeout_s);
   fprintf(out, "\n[output]\n");
-  if (c->metrics_path) fprintf(out, "metrics = %s\n", c->metrics_path);
+  if (c->metrics_path) fprintf(out, "metrics = %s\n", ini_value(c->metrics_path, q, sizeof q));
   else fprintf(out, "# metrics = FILE (none)\n");
   fprintf(out, "quiet = %s\n", c->quiet ? "true" : "false");
   if (c->log_every > 0) fprintf(out, "log-every = %d\n", c->log_every);
@@ -521,21 +535,23 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
    * every later run from it (--force belongs on the command line of the run it is for) */
   fprintf(out, "# force: left out on purpose (pass --force to the run that should replace files)\n");
   fprintf(out, "\n[checkpoints]\n");
-  if (c->checkpoint_path) fprintf(out, "checkpoint = %s\ncheckpoint-every = %d\n", c->checkpoint_path, c->checkpoint_every);
+  if (c->checkpoint_path)
+    fprintf(out, "checkpoint = %s\ncheckpoint-every = %d\n", ini_value(c->checkpoint_path, q, sizeof q),
+            c->checkpoint_every);
   else fprintf(out, "# checkpoint = FILE (none)\n");
   /* never resume: a checkpoint is continued once, by the run that names it */
   fprintf(out, "# resume: left out on purpose (pass --resume FILE to the run that continues a checkpoint)\n");
-  if (c->save_best_path) fprintf(out, "save-best = %s\n", c->save_best_path);
+  if (c->save_best_path) fprintf(out, "save-best = %s\n", ini_value(c->save_best_path, q, sizeof q));
   fprintf(out, "\n[parallel]\npartition = %s\npart-seed = %llu\n", par->partition,
           (unsigned long long)par->part_seed);
-  if (par->part_cache) fprintf(out, "part-cache = %s\n", par->part_cache);
+  if (par->part_cache) fprintf(out, "part-cache = %s\n", ini_value(par->part_cache, q, sizeof q));
   if (par->no_part_cache) fprintf(out, "no-part-cache = true\n");
   fprintf(out, "comm = %s\n", par->comm);
   fprintf(out, "allreduce = %s\n", par->allreduce);
   fprintf(out, "load = %s\n", par->load);
-  if (par->profile) fprintf(out, "profile = %s\n", par->profile);
+  if (par->profile) fprintf(out, "profile = %s\n", ini_value(par->profile, q, sizeof q));
   if (par->prune_eps > 0) fprintf(out, "prune-halo = %g\n", (double)par->prune_eps);
-  if (par->prune_write) fprintf(out, "prune-write = %s\n", par->prune_write);
+  if (par->prune_write) fprintf(out, "prune-write = %s\n", ini_value(par->prune_write, q, sizeof q));
   if (par->prune_norm) fprintf(out, "prune-norm = %s\n", par->prune_norm);
   if (par->gpu_share) fprintf(out, "gpu-share = %s\n", par->gpu_share);
   char cap[32];
@@ -613,8 +629,10 @@ static void on_stop_signal(int sig) {
   /* said now, not after the epoch: under mpirun a SIGKILL may come before the epoch
    * ends, and then this is the only line the user gets */
   if (g_stop_note_len) {
+    const int saved = errno; /* the interrupted code may be about to read it */
     ssize_t w = write(STDERR_FILENO, g_stop_note, g_stop_note_len);
     (void)w;
+    errno = saved;
   }
 }
 
@@ -623,8 +641,10 @@ static void install_stop_handlers(void) {
   if (cli_speaks()) {
     const int n = snprintf(g_stop_note, sizeof g_stop_note, "capgnn: stop signal received: stopping after the epoch in "
                            "progress (a second signal ends the run at once)%s\n",
-                           cli_launch_size() > 1 ? "; Open MPI's mpirun sends SIGKILL odls_base_sigkill_timeout "
-                                                   "seconds (default 1) after its SIGTERM" : "");
+                           getenv("OMPI_COMM_WORLD_SIZE") && cli_launch_size() > 1
+                               ? "; Open MPI's mpirun sends SIGKILL odls_base_sigkill_timeout seconds (default 1) "
+                                 "after its SIGTERM"
+                               : "");
     if (n > 0) g_stop_note_len = (size_t)n < sizeof g_stop_note ? (size_t)n : sizeof g_stop_note - 1;
   }
   struct sigaction sa;
@@ -979,9 +999,23 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   struct seed_list seeds = {{0}, 0};
   struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, NULL, "none", 1.0f,
                           MB_AUTO, MB_AUTO, CACHE_RESERVE_MB_DEFAULT, 0, 0, 0, 0, 0.0, 0, 0.0, "auto", 1, 0, NULL, 0, 0, 0, 0};
+  /* where the settings that only apply to one model, schedule or kind of run came from:
+   * NULL the command line, else the settings file (inapplicable_settings) */
+  const char *from_heads = NULL, *from_out_heads = NULL, *from_attn = NULL, *from_step = NULL, *from_gamma = NULL,
+             *from_lr_epochs = NULL, *from_seed = NULL;
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
+    { /* (a settings file's words are "--key=value", one each: optind - 1 is the word) */
+      const char *from = optind >= 1 ? config_file_origin(optind - 1) : NULL;
+      if (c == OPT_HEADS) from_heads = from;
+      else if (c == OPT_OUT_HEADS) from_out_heads = from;
+      else if (c == OPT_ATTN_DROPOUT) from_attn = from;
+      else if (c == OPT_LR_STEP_SIZE) from_step = from;
+      else if (c == OPT_LR_GAMMA) from_gamma = from;
+      else if (c == OPT_LR_EPOCHS) from_lr_epochs = from;
+      else if (c == OPT_SEED) from_seed = from;
+    }
     switch (c) {
       case 'h':
         if (cli_speaks()) cmd_train_usage(stdout); /* once under mpirun */
@@ -1241,26 +1275,42 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     if (cli_speaks()) fprintf(stderr, "capgnn: error: %s (see capgnn train --help)\n", cg_err_msg());
     return CAPGNN_EXIT_USAGE;
   }
-  { /* settings of one model or schedule given with another: refused, not ignored (a file
-     * printed by --print-config names them only where they apply) */
+  { /* settings of one model, schedule or kind of run given with another: refused when the
+     * command line gave them (not ignored); from a settings file they are left out with a
+     * note, since the command line wins over every file (a GAT file run with --model gcn).
+     * A file printed by --print-config names them only where they apply. */
     struct rt_config def;
     rt_config_defaults(&def);
-    if (cfg.model != RT_MODEL_GAT && (cfg.heads != def.heads || cfg.out_heads != def.out_heads ||
-                                      cfg.attn_dropout >= 0.0f))
-      return usage_error("%s is a GAT setting, and the model is %s (add --model gat, or leave it out)",
-                         cfg.heads != def.heads ? "--heads" : cfg.out_heads != def.out_heads ? "--out-heads"
-                                                                                            : "--attn-dropout",
-                         rt_model_kind_str(cfg.model));
-    if (cfg.lr_schedule != RT_LR_STEP && (cfg.lr_step_size != def.lr_step_size || cfg.lr_gamma != def.lr_gamma))
-      return usage_error("%s sets the step schedule, and the schedule is %s (add --lr-schedule step, or leave it "
-                         "out)", cfg.lr_step_size != def.lr_step_size ? "--lr-step-size" : "--lr-gamma",
-                         rt_lr_schedule_str(cfg.lr_schedule));
-    if (seeds.n > 0 && cfg.seed != def.seed)
-      return usage_error("--seed %llu and --seeds: the run takes its seeds from --seeds (give the seed there, or "
-                         "leave --seeds out)", (unsigned long long)cfg.seed);
-    if (cfg.lr_schedule != RT_LR_COSINE && cfg.lr_epochs != def.lr_epochs)
-      return usage_error("--lr-epochs sets the cosine schedule's span, and the schedule is %s (add --lr-schedule "
-                         "cosine, or leave it out)", rt_lr_schedule_str(cfg.lr_schedule));
+    const struct {
+      int given;
+      const char *opt, *from, *applies;
+    } rules[] = {
+        {cfg.model != RT_MODEL_GAT && cfg.heads != def.heads, "--heads", from_heads, "--model gat"},
+        {cfg.model != RT_MODEL_GAT && cfg.out_heads != def.out_heads, "--out-heads", from_out_heads, "--model gat"},
+        {cfg.model != RT_MODEL_GAT && cfg.attn_dropout >= 0.0f, "--attn-dropout", from_attn, "--model gat"},
+        {cfg.lr_schedule != RT_LR_STEP && cfg.lr_step_size != def.lr_step_size, "--lr-step-size", from_step,
+         "--lr-schedule step"},
+        {cfg.lr_schedule != RT_LR_STEP && cfg.lr_gamma != def.lr_gamma, "--lr-gamma", from_gamma, "--lr-schedule step"},
+        {cfg.lr_schedule != RT_LR_COSINE && cfg.lr_epochs != def.lr_epochs, "--lr-epochs", from_lr_epochs,
+         "--lr-schedule cosine"},
+        {seeds.n > 0 && cfg.seed != def.seed, "--seed", from_seed, "a single run (without --seeds)"},
+    };
+    for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++) {
+      if (!rules[k].given) continue;
+      char now[64]; /* what this run is instead */
+      if (!strcmp(rules[k].applies, "--model gat")) snprintf(now, sizeof now, "--model %s", rt_model_kind_str(cfg.model));
+      else if (!strcmp(rules[k].opt, "--seed")) snprintf(now, sizeof now, "--seeds");
+      else snprintf(now, sizeof now, "--lr-schedule %s", rt_lr_schedule_str(cfg.lr_schedule));
+      if (!rules[k].from)
+        return usage_error("%s applies to %s, and this run is %s (leave it out%s)", rules[k].opt, rules[k].applies, now,
+                           !strcmp(rules[k].opt, "--seed") ? ", or give the seed in --seeds" : "");
+      if (cli_speaks())
+        fprintf(stderr, "capgnn: note: %s from %s applies to %s, and this run is %s: left out\n", rules[k].opt,
+                rules[k].from, rules[k].applies, now);
+    }
+    if (cfg.model != RT_MODEL_GAT) cfg.heads = def.heads, cfg.out_heads = def.out_heads, cfg.attn_dropout = def.attn_dropout;
+    if (cfg.lr_schedule != RT_LR_STEP) cfg.lr_step_size = def.lr_step_size, cfg.lr_gamma = def.lr_gamma;
+    if (cfg.lr_schedule != RT_LR_COSINE) cfg.lr_epochs = def.lr_epochs;
   }
   if (cfg.metrics_path && !cfg.metrics_path[0]) return usage_error("--metrics: empty file name");
   if (cfg.checkpoint_path && !cfg.checkpoint_path[0]) return usage_error("--checkpoint: empty file name");
@@ -1310,11 +1360,13 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (!strcmp(par.cache_policy, "none") && cache_setting_given(&par))
     return usage_error("%s sets the halo cache, which is off (--cache-policy none, the default): add "
                        "--cache-policy jaca|lru|fifo, or --cache-preset exact|fast", cache_setting_given(&par));
-  if (strcmp(par.cache_policy, "none") != 0 && cfg.reorder != GRAPH_REORDER_NONE && cfg.reorder != GRAPH_REORDER_AUTO)
+  /* (one process has no halo, and trains without the cache: a cluster's settings still run there) */
+  const int cache_used = strcmp(par.cache_policy, "none") != 0 && cli_launch_size() > 1;
+  if (cache_used && cfg.reorder != GRAPH_REORDER_NONE && cfg.reorder != GRAPH_REORDER_AUTO)
     return usage_error("--reorder %s with --cache-policy %s: the halo cache needs each rank's inner rows in global "
                        "order (use --reorder none or auto, or no halo cache)", graph_reorder_name(cfg.reorder),
                        par.cache_policy);
-  if (strcmp(par.cache_policy, "none") != 0 && cfg.layers == 1)
+  if (cache_used && cfg.layers == 1)
     return usage_error("--cache-policy %s with --layers 1: the cache holds hidden layers' halo rows, and a one-layer "
                        "model has none (leave the cache out)", par.cache_policy);
 #ifdef CAPGNN_HAVE_DIST

@@ -177,16 +177,20 @@ static int on_setting(void *user, const char *section, const char *name, const c
    * matching quotes around the whole value is not part of it (graph = "cora") */
   char *val = strdup(value);
   if (!val) return 0;
-  for (char *p = val; *p; p++)
-    if (*p == '#' && p > val && isspace((unsigned char)p[-1])) {
-      *p = '\0';
-      break;
-    }
-  trim_end(val);
-  const size_t vl = strlen(val);
-  if (vl >= 2 && (val[0] == '"' || val[0] == '\'') && val[vl - 1] == val[0]) {
-    memmove(val, val + 1, vl - 2);
-    val[vl - 2] = '\0';
+  char *close = val[0] == '"' || val[0] == '\'' ? strchr(val + 1, val[0]) : NULL;
+  const char *rest = close ? close + 1 : NULL;
+  while (rest && isspace((unsigned char)*rest)) rest++;
+  if (rest && (*rest == '\0' || (*rest == '#' && isspace((unsigned char)rest[-1])))) {
+    /* quoted: the text between the quotes, a '#' in it included */
+    *close = '\0';
+    memmove(val, val + 1, strlen(val + 1) + 1);
+  } else {
+    for (char *p = val; *p; p++)
+      if (*p == '#' && p > val && isspace((unsigned char)p[-1])) {
+        *p = '\0';
+        break;
+      }
+    trim_end(val);
   }
   const int ok = on_setting_value(c, name, val);
   free(val);

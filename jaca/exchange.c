@@ -1151,7 +1151,7 @@ static int measure_budget(struct comm *c, struct cg_backend *be, const struct ja
    * far smaller than the host's memory (a container's 64 MB /dev/shm): its free space,
    * shared by the host's emulated nodes, caps the node tier's budget */
   int64_t shm_free = -1;
-  if (st == CG_OK && o->host_mb == JACA_MB_AUTO) {
+  if (st == CG_OK && o->host_mb == JACA_MB_AUTO && L > 1) { /* (one rank: private memory, no file) */
     shm_free = comm_shm_free_bytes();
     const int nodes_here = comm_host_local_size(c) / L > 1 ? comm_host_local_size(c) / L : 1;
     /* three quarters: the gradients' segment and MPI's own transport files share it */

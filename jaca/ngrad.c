@@ -247,7 +247,8 @@ int jaca_ngrad_create(struct comm *c, struct cg_backend *be, const struct part_l
     if ((st = comm_shm_create(c, comm_local_rank(c) == 0 ? bytes : 0, &g->shm)) < 0) {
       char why[1024];
       snprintf(why, sizeof why, "%s", cg_err_msg());
-      cg_err_set(st, "the halo cache's node segment for halo gradients: %s", why);
+      cg_err_set(st, "the halo cache's node segment for halo gradients (--grad-staleness 1 or more keeps none): %s",
+                 why);
       goto fail;
     }
     const uintptr_t base = (uintptr_t)comm_shm_node(g->shm, NULL);

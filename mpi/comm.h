@@ -363,7 +363,8 @@ struct comm_shm;
 int comm_shm_create(struct comm *c, size_t bytes, struct comm_shm **out);
 /* The folder whose files back the node segments (Open MPI's osc_sm_backing_directory:
  * $OMPI_MCA_osc_sm_backing_directory, else /dev/shm), and its free bytes (-1 when it
- * cannot be read). comm_shm_create checks the host's segments against it first. */
+ * cannot be read). comm_shm_create checks the host's segments against it first (those
+ * of nodes of more than one rank: a one-rank node's window is private memory). */
 const char *comm_shm_dir(void);
 int64_t comm_shm_free_bytes(void);
 void comm_shm_destroy(struct comm_shm **s); /* accepts NULL; sets *s to NULL */

@@ -63,9 +63,11 @@ int64_t comm_shm_free_bytes(void) {
 }
 
 /* Whether the host's segments fit the backing folder: the bytes of every rank on the
- * host (emulated nodes share it), checked by its first rank. Collective over the host. */
+ * host (emulated nodes share it), checked by its first rank. A node of one rank is left
+ * out: Open MPI backs its window with private memory, not a file there. Collective over
+ * the host. */
 static int shm_check_space(struct comm *c, size_t bytes) {
-  int64_t host_bytes = (int64_t)bytes;
+  int64_t host_bytes = c->local_size > 1 ? (int64_t)bytes : 0;
   TRY(comm_host_sum_i64(c, &host_bytes));
   if (c->host_local_rank != 0 || host_bytes == 0) return CG_OK;
   const int64_t avail = comm_shm_free_bytes();

@@ -291,8 +291,9 @@ done:
   return st;
 }
 
-/* Sparse input features: the CSR of all n_tot rows (halo rows read with the inner
- * ones, never exchanged) uploaded with its transpose. */
+/* Sparse input features: the CSR of the rows the local problem holds (the inner rows,
+ * and with a local layer 0 the halo rows, read with them and never exchanged) uploaded
+ * with its transpose. */
 static int model_sparse_features(struct rt_model *m, const struct rt_local *loc) {
   struct cg_backend *be = m->be;
   const struct cg_csr *x = &loc->feat_csr;

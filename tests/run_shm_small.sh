@@ -14,7 +14,10 @@ mpiexec=$1 capgnn=$2
 dir=$(mktemp -d)
 shm="$dir/shm"
 mkdir -p "$shm"
-cleanup() { umount "$shm" 2>/dev/null; rm -rf "$dir"; }
+cleanup() { # (never rm into a mount that is still there)
+  umount "$shm" 2>/dev/null || umount -l "$shm" 2>/dev/null
+  mountpoint -q "$shm" 2>/dev/null || rm -rf "$dir"
+}
 trap cleanup EXIT
 if ! mount -t tmpfs -o size=1m tmpfs "$shm" 2>/dev/null; then
   echo "SKIP: cannot mount a tmpfs here (not root, or not allowed)"

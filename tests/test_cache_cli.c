@@ -340,7 +340,6 @@ int main(int argc, char **argv) {
   expect_usage(capgnn, "--cache-capacity 0.5", "--cache-capacity sets the halo cache");
   expect_usage(capgnn, "--cache-prefetch off", "--cache-prefetch off sets the halo cache");
   expect_usage(capgnn, "--cache-preset fast --cache-policy none", "exclude each other");
-  expect_usage(capgnn, "--cache-policy jaca --layers 1", "a one-layer model has none");
   { /* a rank-tier budget without a rank tier (staleness 0): said, the run goes on */
     char cmd[2048], log[512];
     snprintf(log, sizeof log, "%s/devmb.log", g_dir);

@@ -12,8 +12,8 @@
 #    APPROXIMATE, the summary names halo_bits and the cache's exact false. (That
 #    evaluation stays exact is checked at the exchange: mpi/tests/test_halo_quant.c.)
 # 3. Usage errors: --halo-bits 5 (exit 2, naming the widths); --halo-bits with adaptive
-#    staleness of rows or of gradients is a set-up error on every rank naming both.
-#    --print-config shows it.
+#    staleness of rows or of gradients, naming both (exit 2, before any set-up; also
+#    the 4 bits --cache-preset fast sets). --print-config shows it.
 # 4. --cache-preset fast resolves to --cache-policy jaca --staleness 3 --grad-staleness 3
 #    --halo-bits 4, each overridden by an explicit option; exact to the cache's exact
 #    defaults; another name is a usage error.
@@ -86,13 +86,18 @@ grep -q "expected 32 (exact), 16, 8 or 4" u.err || { cat u.err; fail "no message
 "$mpiexec" --allow-run-as-root --oversubscribe -n 4 -x CAPGNN_EMULATE_NODES "$capgnn" --graph synth:small --epochs 2 \
   --device cpu --threads 1 --no-part-cache --cache-policy jaca --staleness adaptive:0.1:3 --halo-bits 8 >a.out 2>a.err
 rc=$?
-[ $rc = 1 ] || { cat a.err; fail "adaptive staleness with --halo-bits exited $rc"; }
-grep -q -- "--halo-bits 8 with --staleness adaptive" a.err || { cat a.err; fail "no message naming both"; }
+[ $rc = 2 ] || { cat a.err; fail "adaptive staleness with --halo-bits exited $rc"; }
+grep -q -- "--staleness adaptive sends full-precision rows, so it cannot take --halo-bits" a.err ||
+  { cat a.err; fail "no message naming both"; }
+[ "$(grep -c "error:" a.err)" = 1 ] || { cat a.err; fail "the usage error was not said once for the job"; }
 "$mpiexec" --allow-run-as-root --oversubscribe -n 4 -x CAPGNN_EMULATE_NODES "$capgnn" --graph synth:small --epochs 2 \
   --device cpu --threads 1 --no-part-cache --cache-policy jaca --grad-staleness adaptive:0.1:3 --halo-bits 8 >ga.out 2>ga.err
 rc=$?
-[ $rc = 1 ] || { cat ga.err; fail "adaptive gradients with --halo-bits exited $rc"; }
-grep -q -- "--halo-bits 8 with --grad-staleness adaptive" ga.err || { cat ga.err; fail "no message naming both (gradients)"; }
+[ $rc = 2 ] || { cat ga.err; fail "adaptive gradients with --halo-bits exited $rc"; }
+grep -q -- "--grad-staleness adaptive sends full-precision gradients, so it cannot take --halo-bits" ga.err ||
+  { cat ga.err; fail "no message naming both (gradients)"; }
+"$capgnn" --cache-preset fast --staleness adaptive --print-config >pa.out 2>pa.err && fail "preset fast + adaptive ran"
+grep -q -- "cannot take --cache-preset fast's --halo-bits" pa.err || { cat pa.err; fail "no message naming the preset"; }
 "$capgnn" --halo-bits 4 --print-config | grep -q "^halo-bits = 4$" || fail "--print-config lacks halo-bits"
 pc() { "$capgnn" "$@" --print-config | grep -E "^(cache-policy|staleness|grad-staleness|halo-bits) = " | tr '\n' ' '; }
 got=$(pc --cache-preset fast)

@@ -475,17 +475,20 @@ static void usage_errors(void **state) {
   expect_error(2, "--lr-gamma", NULL, (const char *const[]){"--lr-gamma", "0", NULL});
   expect_error(2, "--lr-warmup", NULL, (const char *const[]){"--lr-warmup", "300", NULL});
   /* one schedule's or model's settings with another: refused, not ignored */
-  expect_error(2, "--lr-gamma sets the step schedule", NULL, (const char *const[]){"--lr-gamma", "0.5", NULL});
-  expect_error(2, "--lr-step-size sets the step schedule, and the schedule is cosine", NULL,
+  expect_error(2, "--lr-gamma applies to --lr-schedule step, and this run is --lr-schedule none", NULL, (const char *const[]){"--lr-gamma", "0.5", NULL});
+  expect_error(2, "--lr-step-size applies to --lr-schedule step, and this run is --lr-schedule cosine", NULL,
                (const char *const[]){"--lr-schedule", "cosine", "--lr-step-size", "3", NULL});
-  expect_error(2, "--lr-epochs sets the cosine schedule's span", NULL,
+  expect_error(2, "--lr-epochs applies to --lr-schedule cosine", NULL,
                (const char *const[]){"--lr-schedule", "step", "--lr-step-size", "3", "--lr-epochs", "50", NULL});
-  expect_error(2, "--heads is a GAT setting, and the model is sage", NULL,
+  expect_error(2, "--heads applies to --model gat, and this run is --model sage", NULL,
                (const char *const[]){"--model", "sage", "--heads", "4", NULL});
-  expect_error(2, "--attn-dropout is a GAT setting", NULL, (const char *const[]){"--attn-dropout", "0.2", NULL});
-  expect_error(2, "--seed 5 and --seeds", NULL, (const char *const[]){"--seed", "5", "--seeds", "1,2", NULL});
-  expect_error(2, "--reorder cluster with --cache-policy jaca", NULL,
+  expect_error(2, "--attn-dropout applies to --model gat", NULL, (const char *const[]){"--attn-dropout", "0.2", NULL});
+  expect_error(2, "--seed applies to a single run (without --seeds), and this run is --seeds", NULL, (const char *const[]){"--seed", "5", "--seeds", "1,2", NULL});
+  /* (under a launcher: one process trains without the cache, and is let run) */
+  expect_error(2, "--reorder cluster with --cache-policy jaca", "OMPI_COMM_WORLD_SIZE=2",
                (const char *const[]){"--reorder", "cluster", "--cache-policy", "jaca", NULL});
+  expect_error(2, "a one-layer model has none", "OMPI_COMM_WORLD_SIZE=2",
+               (const char *const[]){"--layers", "1", "--cache-policy", "jaca", NULL});
   expect_error(2, "full-precision rows, so it cannot take --cache-preset fast's --halo-bits", NULL,
                (const char *const[]){"--cache-preset", "fast", "--staleness", "adaptive", NULL});
   expect_error(2, "--grad-staleness adaptive sends full-precision gradients", NULL,
@@ -523,6 +526,29 @@ static void usage_errors(void **state) {
                                "early-stop-rule = window", "seeds = 1,2", "log-every = 5", "save-best = b.ckpt"};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
     if (!strstr(r.out, want[i])) fail_msg("--print-config lacks '%s':\n%s", want[i], r.out);
+  /* a GAT settings file run with --model gcn: the command line wins, the file's GAT and
+   * step-schedule settings are left out with a note (given on the command line they are
+   * refused, above) */
+  char gat_ini[300];
+  snprintf(gat_ini, sizeof gat_ini, "%s/gat.ini", tmpdir);
+  f = fopen(gat_ini, "w");
+  assert_non_null(f);
+  fprintf(f, "[model]\nmodel = gat\nheads = 4\nattn-dropout = 0.3\n[training]\nlr-schedule = step\n"
+             "lr-step-size = 5\nlr-gamma = 0.5\nseed = 7\n");
+  fclose(f);
+  run(&r, (const char *const[]){"--config", gat_ini, "--model", "gcn", "--lr-schedule", "none", "--seeds", "1,2",
+                                "--print-config", NULL});
+  if (r.exit_code != 0) fail_msg("a GAT file with --model gcn: exit %d: %s", r.exit_code, r.err);
+  assert_non_null(strstr(r.err, "--heads from "));
+  assert_non_null(strstr(r.err, "applies to --model gat, and this run is --model gcn: left out"));
+  assert_non_null(strstr(r.err, "--lr-gamma from "));
+  assert_non_null(strstr(r.err, "--seed from "));
+  assert_null(strstr(r.out, "heads = 4"));
+  assert_null(strstr(r.out, "lr-gamma"));
+  /* a value a settings file would cut at " #" is written quoted, so the file reads back */
+  run(&r, (const char *const[]){"--graph", "data/a #b.cgr", "--print-config", NULL});
+  assert_int_equal(r.exit_code, 0);
+  assert_non_null(strstr(r.out, "graph = \"data/a #b.cgr\"\n"));
 }
 
 int main(int argc, char **argv) {

@@ -115,6 +115,11 @@ static void test_resolution(void **state) {
   char *argv6[] = {"capgnn", "--config", (char *)h, NULL};
   s = resolve(3, argv6);
   assert_string_equal(s.graph, "data/a#b.cgr");
+  /* a quoted value keeps a " #" (--print-config quotes such a value), and a comment may follow */
+  const char *hq = file("hq.ini", "graph = \"/d/a #b.cgr\"   # the file\n");
+  char *argv7[] = {"capgnn", "--config", (char *)hq, NULL};
+  s = resolve(3, argv7);
+  assert_string_equal(s.graph, "/d/a #b.cgr");
   /* No config: nothing changes. */
   char *argv4[] = {"capgnn", "--layers", "5", NULL};
   s = resolve(3, argv4);

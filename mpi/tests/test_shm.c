@@ -191,9 +191,10 @@ int main(int argc, char **argv) {
    * 0 alone while its peers waited inside MPI_Win_allocate_shared) */
   {
     const int64_t avail = comm_shm_free_bytes();
-    int64_t all_avail = avail;
+    int64_t all_avail = avail, min_local = L;
     MT_OK(comm_allreduce_i64(c, &all_avail, 1, COMM_MIN));
-    if (all_avail >= 0) {
+    MT_OK(comm_allreduce_i64(c, &min_local, 1, COMM_MIN));
+    if (all_avail >= 0 && min_local > 1) { /* (a one-rank node's window is private memory: not checked) */
       const size_t too_big = lr == 0 ? (size_t)avail + ((size_t)64 << 20) : 0;
       const int st2 = comm_shm_create(c, too_big, &s);
       MT_CHECK(st2 < 0 && s == NULL, "a segment of %zu bytes with %lld free was not refused", too_big,
