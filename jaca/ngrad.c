@@ -11,6 +11,7 @@
  *   are those of the plain exchange. */
 #include <string.h>
 
+#include "core/log.h"
 #include "core/status.h"
 #include "jaca/ngrad_internal.h"
 #include "jaca/seqlock_internal.h"
@@ -244,6 +245,18 @@ int jaca_ngrad_create(struct comm *c, struct cg_backend *be, const struct part_l
   g->layer_bytes = g->stride * (size_t)node_rows;
   {
     const size_t bytes = g->layer_bytes * (size_t)(layers->nlayers - 1) + JACA_ROW_ALIGN;
+    int fits = 0;
+    if ((st = comm_shm_fits(c, comm_local_rank(c) == 0 ? bytes : 0, &fits)) < 0) goto fail;
+    if (!fits) { /* the gradients go back as without the cache: exact, more bytes */
+      if (comm_rank(c) == 0)
+        LOG_WARN("jaca", "halo gradients go back through the plain exchange, not the node tier: its segment (%zu "
+                 "bytes on a node) does not fit the free space of %s (a container's default /dev/shm is 64 MB: "
+                 "docker run --shm-size=...)", bytes, comm_shm_dir());
+      comm_halo_destroy(&g->gx);
+      ngrad_free(g);
+      *out = NULL;
+      return CG_OK;
+    }
     if ((st = comm_shm_create(c, comm_local_rank(c) == 0 ? bytes : 0, &g->shm)) < 0) {
       char why[1024];
       snprintf(why, sizeof why, "%s", cg_err_msg());

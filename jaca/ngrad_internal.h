@@ -39,7 +39,9 @@ struct jaca_ngrad;
 
 /* The plan, the segment (comm_shm_create) and the buffers for rows of up to layers->cols
  * values. Collective over the world (agreed); `pl`'s arrays are copied. timeout_s: how
- * long an owner waits for a consumer's row before it reports it stuck. */
+ * long an owner waits for a consumer's row before it reports it stuck. *out is NULL
+ * (CG_OK, on every rank, with a warning) when the segment does not fit the shared-memory
+ * folder: the caller then returns gradients through the plain exchange. */
 int jaca_ngrad_create(struct comm *c, struct cg_backend *be, const struct part_local *pl,
                       const struct jaca_layers *layers, double timeout_s, struct jaca_ngrad **out);
 /* Collective over the world, like the create. Accepts NULL. */

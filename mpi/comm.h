@@ -367,6 +367,9 @@ int comm_shm_create(struct comm *c, size_t bytes, struct comm_shm **out);
  * of nodes of more than one rank: a one-rank node's window is private memory). */
 const char *comm_shm_dir(void);
 int64_t comm_shm_free_bytes(void);
+/* *fits: whether comm_shm_create(c, bytes) would pass that check on every node (the same
+ * on every rank). Collective over the world. */
+int comm_shm_fits(struct comm *c, size_t bytes, int *fits);
 void comm_shm_destroy(struct comm_shm **s); /* accepts NULL; sets *s to NULL */
 /* The part of local rank `local_rank` in this process' mapping and its size in bytes
  * (*bytes may be NULL); NULL for a rank that is not on the node. */

@@ -79,6 +79,17 @@ static int shm_check_space(struct comm *c, size_t bytes) {
                     (long long)host_bytes, comm_shm_dir(), (long long)avail);
 }
 
+int comm_shm_fits(struct comm *c, size_t bytes, int *fits) {
+  *fits = 0;
+  const int st = shm_check_space(c, bytes);
+  if (st != CG_OK && st != CG_ERR_NOMEM) return comm_agree(c, st, "comm_shm_fits");
+  int64_t ok = st == CG_OK;
+  if (!ok) cg_err_clear(); /* not an error here: the caller chooses */
+  TRY(comm_allreduce_i64(c, &ok, 1, COMM_MIN));
+  *fits = ok != 0;
+  return CG_OK;
+}
+
 static int shm_map(struct comm_shm *s, size_t bytes) {
   struct comm *c = s->c;
   void *mine = NULL;
