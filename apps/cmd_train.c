@@ -463,11 +463,6 @@ static const char *float_str(char *buf, size_t len, float v) {
   return buf;
 }
 
-/* The resolved settings in the --config format, so that the output can be saved and
- * read back with --config (every float reads back exactly). It writes nothing, so its
- * caller checks no output; and it leaves out force and resume, which are for one run
- * (a file that held them would replace files without asking, or resume a one-off
- * checkpoint, on every run from it). */
 /* A value as a settings file reads it back (apps/config_file.c): quoted when it holds what
  * would start a comment (" #", " ;"), starts or ends with a quote or white space. */
 static const char *ini_value(const char *v, char *buf, size_t len) {
@@ -481,6 +476,11 @@ static const char *ini_value(const char *v, char *buf, size_t len) {
   return buf;
 }
 
+/* The resolved settings in the --config format, so that the output can be saved and
+ * read back with --config (every float reads back exactly). It writes nothing, so its
+ * caller checks no output; and it leaves out force and resume, which are for one run
+ * (a file that held them would replace files without asking, or resume a one-off
+ * checkpoint, on every run from it). */
 static void print_config(FILE *out, const struct rt_config *c, const struct train_par *par,
                          const struct seed_list *seeds, const char *const *files, int nfiles) {
   char f1[32], f2[32], f3[32], q[4200];
@@ -1000,7 +1000,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, NULL, "none", 1.0f,
                           MB_AUTO, MB_AUTO, CACHE_RESERVE_MB_DEFAULT, 0, 0, 0, 0, 0.0, 0, 0.0, "auto", 1, 0, NULL, 0, 0, 0, 0};
   /* where the settings that only apply to one model, schedule or kind of run came from:
-   * NULL the command line, else the settings file (inapplicable_settings) */
+   * NULL the command line, else the settings file (the check after rt_config_check below) */
   const char *from_heads = NULL, *from_out_heads = NULL, *from_attn = NULL, *from_step = NULL, *from_gamma = NULL,
              *from_lr_epochs = NULL, *from_seed = NULL;
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
