@@ -128,8 +128,11 @@ static int train_setup(struct train_run *t) {
 #ifdef CAPGNN_HAVE_DIST
   TRY(rt_cache_track_create(t->caller_ex, cfg->layers, &t->cache)); /* after the features' exchange */
 #endif
-  LOG_INFO("train", "graph %s: %lld vertices, %lld edges, %lld features, %lld classes%s; rank %d of %d owns %lld (+%lld halo)",
-           loc->name, (long long)loc->n_global, (long long)loc->m_global, (long long)loc->feat_dim,
+  /* a synthetic graph is named by its spec too: "reddit" alone reads as the real one */
+  const int synth = cfg->graph && strncmp(cfg->graph, "synth:", 6) == 0;
+  LOG_INFO("train", "graph %s%s%s%s: %lld vertices, %lld edges, %lld features, %lld classes%s; rank %d of %d owns %lld "
+           "(+%lld halo)",
+           loc->name, synth ? " (" : "", synth ? cfg->graph : "", synth ? ", synthetic)" : "", (long long)loc->n_global, (long long)loc->m_global, (long long)loc->feat_dim,
            (long long)loc->num_classes, loc->multilabel ? " (multi-label)" : "", loc->rank,
            loc->nranks, (long long)loc->n_inner, (long long)loc->n_halo);
   LOG_INFO("train", "model %s, %d layers, hidden %lld, dropout %g (input %g)%s, %s lr %g wd %g (%s), %lld parameters, device %s",
