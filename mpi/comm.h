@@ -361,8 +361,10 @@ void comm_stats_reset(struct comm *c);
  * node; destroy every segment before comm_finalize). */
 struct comm_shm;
 int comm_shm_create(struct comm *c, size_t bytes, struct comm_shm **out);
-/* The folder whose files back the node segments (Open MPI's osc_sm_backing_directory:
- * $OMPI_MCA_osc_sm_backing_directory, else /dev/shm), and its free bytes (-1 when it
+/* The folder whose files back the node segments (Open MPI's osc_sm_backing_directory,
+ * its effective value read through MPI_T once MPI is initialised, so mpirun --mca, the
+ * environment and MCA parameter files all count; else $OMPI_MCA_osc_sm_backing_directory,
+ * else /dev/shm), and its free bytes (-1 when it
  * cannot be read). comm_shm_create checks the host's segments against it first (those
  * of nodes of more than one rank: a one-rank node's window is private memory). */
 const char *comm_shm_dir(void);

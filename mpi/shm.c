@@ -50,8 +50,36 @@ void *comm_shm_node(const struct comm_shm *s, size_t *bytes) {
   return s->part[0];
 }
 
+/* Open MPI's effective osc_sm_backing_directory, read through the MPI tool interface:
+ * it may come from mpirun --mca, an OMPI_MCA_ variable or an MCA parameter file
+ * ($HOME/.openmpi/mca-params.conf, the system one). 0 when the library has no such
+ * variable (another MPI) or it cannot be read. */
+static int shm_dir_from_mpit(char *out, int cap) {
+  int provided = 0, idx = -1, count = 0, ok = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return 0;
+  MPI_T_cvar_handle h;
+  if (MPI_T_cvar_get_index("osc_sm_backing_directory", &idx) == MPI_SUCCESS &&
+      MPI_T_cvar_handle_alloc(idx, NULL, &h, &count) == MPI_SUCCESS) {
+    /* a string variable's count is its buffer size: read into one at least that big */
+    char *buf = count > 0 ? cg_calloc((size_t)count + 1, 1, "backing folder name") : NULL;
+    if (buf && MPI_T_cvar_read(h, buf) == MPI_SUCCESS && buf[0] && (int)strlen(buf) < cap) {
+      memcpy(out, buf, strlen(buf) + 1);
+      ok = 1;
+    }
+    free(buf);
+    MPI_T_cvar_handle_free(&h);
+  }
+  MPI_T_finalize();
+  return ok;
+}
+
 const char *comm_shm_dir(void) {
+  static char dir[4096];
+  if (dir[0]) return dir;
   const char *d = getenv("OMPI_MCA_osc_sm_backing_directory");
+  int initialized = 0;
+  if (MPI_Initialized(&initialized) == MPI_SUCCESS && initialized && shm_dir_from_mpit(dir, (int)sizeof dir))
+    return dir;
   return d && d[0] ? d : "/dev/shm";
 }
 

@@ -9,7 +9,8 @@
 #    with an error naming the folder and its free bytes;
 #  - with the defaults the node tier is capped to fit and the halo gradients go back
 #    through the plain exchange: it trains, says so, and equals the run on /dev/shm;
-#  - a node tier capped to fit (gradient staleness, no gradient segment) trains.
+#  - a node tier capped to fit (gradient staleness, no gradient segment) trains;
+#  - the folder set in an MCA parameter file (not in the environment) is the one checked.
 # Needs a tmpfs mount (root, a mount namespace that allows it): 77 (skipped) otherwise.
 set -u
 mpiexec=$1 capgnn=$2
@@ -65,5 +66,21 @@ if [ $rc -ne 0 ] || ! grep -q "free space in $shm" "$dir/fit.log"; then
   echo "FAIL: a node tier capped to fit the folder should train and say so (exit $rc):"; cat "$dir/fit.log"; fail=1
 else
   echo "ok: a node tier capped to the folder trains: $(grep -m1 'free space in' "$dir/fit.log")"
+fi
+# 4. the folder set in an MCA parameter file, not on the command line: the check reads
+# the library's effective value (MPI_T), not just OMPI_MCA_osc_sm_backing_directory
+mkdir -p "$dir/home/.openmpi"
+echo "osc_sm_backing_directory = $shm" >"$dir/home/.openmpi/mca-params.conf"
+HOME="$dir/home" timeout 120 "$mpiexec" -n 2 --oversubscribe --allow-run-as-root \
+  "$capgnn" --graph synth:tiny --epochs 3 --device cpu --threads 1 --no-part-cache --quiet \
+  --cache-policy jaca --hidden 2048 --layers 3 --cache-host-mb 64 >"$dir/file.log" 2>&1
+rc=$?
+if [ $rc -eq 124 ]; then
+  echo "FAIL: with the folder from an MCA parameter file the job did not end within 120 s"; fail=1
+elif [ $rc -eq 0 ] || ! grep -q "$shm has" "$dir/file.log"; then
+  echo "FAIL: expected exit 1 and an error naming $shm (set in an MCA parameter file) (exit $rc):"
+  cat "$dir/file.log"; fail=1
+else
+  echo "ok: the folder from an MCA parameter file: exit $rc, $(grep -m1 'bytes free' "$dir/file.log")"
 fi
 exit $fail
