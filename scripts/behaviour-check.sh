@@ -55,17 +55,24 @@ done
 python3 - "$out" <<'PY'
 import json, os, sys
 out = sys.argv[1]
-volatile = {"epoch_s", "compute_s", "comm_s", "comm_exposed_s", "comm_hidden_s", "compute_max_s",
-            "compute_min_s", "eval_s", "median_epoch_s", "median_comm_exposed_s",
-            "median_comm_hidden_s", "total_s", "peak_rss_bytes"}
+# a time is any field named *_s (also inside per_rank's entries and the rank_*_s lists)
+volatile = {"peak_rss_bytes"}
+def is_volatile(k):
+    return k.endswith("_s") or k in volatile
+def stable(o):  # o without its times and memory readings, at every depth
+    if isinstance(o, dict):
+        return {k: stable(v) for k, v in o.items() if not is_volatile(k)}
+    if isinstance(o, list):
+        return [stable(v) for v in o]
+    return o
 bad = 0; n = 0; new_keys = set()
 for name in sorted(os.listdir(os.path.join(out, "before"))):
     a, b = (os.path.join(out, s, name) for s in ("before", "after"))
     if name.endswith(".jsonl"):
         recs = [[json.loads(l) for l in open(p)] for p in (a, b)]
         for ra, rb in zip(*recs):  # fields only AFTER writes: listed, not compared
-            new_keys |= set(rb) - set(ra) - volatile
-        rows = [[json.dumps({k: v for k, v in r.items() if k not in volatile and k not in new_keys})
+            new_keys |= {k for k in set(rb) - set(ra) if not is_volatile(k)}
+        rows = [[json.dumps(stable({k: v for k, v in r.items() if k not in new_keys}))
                  for r in side] for side in recs]
         same = rows[0] == rows[1]
     elif name.endswith(".ckpt"):
