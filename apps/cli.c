@@ -89,6 +89,24 @@ int cli_check_value(const char *cmd, int argc, char **argv, int ind, const char 
   return cli_usage_error(cmd, "option '%s' needs a value, got the option '%s'", opt, arg);
 }
 
+int cli_part_cache_alias(const char *cmd, const char *dir) {
+  static const char *const halo_words[] = {"none", "jaca", "lru", "fifo", "exact", "fast"};
+  /* (refused even where such a folder exists: run from a capgnn checkout, ./jaca is
+   * the module's source folder) */
+  for (size_t i = 0; i < sizeof halo_words / sizeof halo_words[0]; i++) {
+    if (strcmp(dir, halo_words[i])) continue;
+    const int preset = !strcmp(dir, "exact") || !strcmp(dir, "fast");
+    if (strcmp(cmd, "train"))
+      return cli_usage_error(cmd, "--cache '%s': --cache is the partition cache folder (alias of --part-cache), "
+                             "not the halo cache (capgnn train %s %s); --part-cache %s for a folder of that name", dir,
+                             preset ? "--cache-preset" : "--cache-policy", dir, dir);
+    return cli_usage_error(cmd, "--cache '%s': --cache is the partition cache folder (alias of --part-cache), "
+                           "not the halo cache; for the halo cache write %s %s (or --part-cache %s for a "
+                           "folder of that name)", dir, preset ? "--cache-preset" : "--cache-policy", dir, dir);
+  }
+  return 0;
+}
+
 int cli_bad_option(const char *cmd, const char *name, const struct option *longopts) {
   const char *eq = strchr(name, '=');
   if (strncmp(name, "--", 2) == 0 && eq)

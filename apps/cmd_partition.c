@@ -102,7 +102,7 @@ static int check_all_ranks(const struct graph *g, const int32_t *owner, int npar
 }
 
 enum { OPT_GRAPH = 256, OPT_PARTS, OPT_METHOD, OPT_SEED, OPT_HOPS, OPT_JSON, OPT_CACHE, OPT_NO_CACHE, OPT_CHECK,
-       OPT_QUIET, OPT_FORCE, OPT_PROFILE, OPT_MODEL, OPT_LAYERS, OPT_HIDDEN, OPT_DROPOUT, OPT_HTML };
+       OPT_QUIET, OPT_FORCE, OPT_PROFILE, OPT_MODEL, OPT_LAYERS, OPT_HIDDEN, OPT_DROPOUT, OPT_HTML, OPT_CACHE_ALIAS };
 
 #ifdef CAPGNN_HAVE_RAPA
 /* The rates of the P ranks: from the profile, or measured here (CPU, this process's
@@ -207,7 +207,7 @@ int cmd_partition(int argc, char **argv) {
       {"graph", required_argument, NULL, OPT_GRAPH},   {"parts", required_argument, NULL, OPT_PARTS},
       {"method", required_argument, NULL, OPT_METHOD}, {"seed", required_argument, NULL, OPT_SEED},
       {"hops", required_argument, NULL, OPT_HOPS},     {"json", required_argument, NULL, OPT_JSON},
-      {"cache", required_argument, NULL, OPT_CACHE},   {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+      {"cache", required_argument, NULL, OPT_CACHE_ALIAS},   {"no-cache", no_argument, NULL, OPT_NO_CACHE},
       /* the names `capgnn train` uses (canonical; the short ones above are aliases) */
       {"partition", required_argument, NULL, OPT_METHOD}, {"part-seed", required_argument, NULL, OPT_SEED},
       {"part-cache", required_argument, NULL, OPT_CACHE}, {"no-part-cache", no_argument, NULL, OPT_NO_CACHE},
@@ -267,6 +267,10 @@ int cmd_partition(int argc, char **argv) {
       case OPT_SEED: rc = cli_parse_u64("partition", "--part-seed", optarg, &seed); break;
       case OPT_HOPS: rc = cli_parse_int_in("partition", "--hops", optarg, 1, 2, &hops); break;
       case OPT_JSON: json = optarg; break;
+      case OPT_CACHE_ALIAS:
+        rc = cli_part_cache_alias("partition", optarg);
+        if (rc == 0) cache = optarg;
+        break;
       case OPT_CACHE: cache = optarg; break;
       case OPT_NO_CACHE: no_cache = 1; break;
       case OPT_CHECK: check = 1; break;

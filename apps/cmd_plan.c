@@ -79,8 +79,8 @@ static void usage(FILE *out) {
           "  --layer0-halo auto|local|exchange  layer 0 over inner and halo rows (local) or over\n"
           "                                the inner rows with its transformed rows exchanged, as\n"
           "                                `capgnn train --layer0-halo` (default auto, as training)\n"
-          "  --cache none|jaca             the plan the per-rank table shows (default none); both\n"
-          "                                are always computed and summarised\n"
+          "  --cache-policy none|jaca      the plan the per-rank table shows (default none); both\n"
+          "                                are always computed and summarised (alias --cache)\n"
           "  --allreduce auto|mpi|flat|hier  the gradient all-reduce (auto: hier on several nodes\n"
           "                                of equal size, else mpi, as training)\n"
           "  --partition metis|random, --part-seed N, --part-cache DIR, --no-part-cache\n"
@@ -222,7 +222,8 @@ int cmd_plan(int argc, char **argv) {
       {"model", required_argument, NULL, OPT_MODEL},       {"layers", required_argument, NULL, OPT_LAYERS},
       {"hidden", required_argument, NULL, OPT_HIDDEN},     {"dropout", required_argument, NULL, OPT_DROPOUT},
       {"input-dropout", required_argument, NULL, OPT_IDROPOUT},
-      {"cache", required_argument, NULL, OPT_CACHE},       {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
+      {"cache-policy", required_argument, NULL, OPT_CACHE}, {"cache", required_argument, NULL, OPT_CACHE},
+      {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
       {"partition", required_argument, NULL, OPT_METHOD},  {"part-seed", required_argument, NULL, OPT_SEED},
       {"part-cache", required_argument, NULL, OPT_PCACHE}, {"no-part-cache", no_argument, NULL, OPT_NO_PCACHE},
       {"json", required_argument, NULL, OPT_JSON},         {"quiet", no_argument, NULL, OPT_QUIET},
@@ -291,7 +292,7 @@ int cmd_plan(int argc, char **argv) {
       case OPT_CACHE:
         if (!strcmp(optarg, "none")) cache = 0;
         else if (!strcmp(optarg, "jaca")) cache = 1;
-        else rc = usage_error("--cache '%s': expected none or jaca", optarg);
+        else rc = usage_error("--cache-policy '%s': expected none or jaca", optarg);
         break;
       case OPT_ALLREDUCE:
         if (strcmp(optarg, "auto") && strcmp(optarg, "mpi") && strcmp(optarg, "flat") && strcmp(optarg, "hier"))

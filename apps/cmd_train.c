@@ -390,7 +390,7 @@ enum {
   OPT_CACHE_WARMUP, OPT_CACHE_PREFETCH, OPT_CACHE_RESERVE_MB, OPT_OVERLAP, OPT_HALO_BITS, OPT_CACHE_PRESET, OPT_LAYER0_HALO, OPT_ALLREDUCE, OPT_MOMENTUM, OPT_LR_SCHEDULE,
   OPT_LR_STEP_SIZE, OPT_LR_GAMMA, OPT_LR_WARMUP, OPT_LR_EPOCHS, OPT_EARLY_STOP, OPT_EARLY_STOP_RULE, OPT_SAVE_BEST,
   OPT_LOG_EVERY, OPT_SEEDS, OPT_HEADS, OPT_OUT_HEADS, OPT_ATTN_DROPOUT, OPT_PRUNE_HALO, OPT_PRUNE_WRITE, OPT_GPU_SHARE, OPT_LOAD,
-  OPT_SPARSE_FEATURES, OPT_REORDER
+  OPT_SPARSE_FEATURES, OPT_REORDER, OPT_PART_CACHE_ALIAS
 };
 
 #define usage_error(...) cli_usage_error("train", __VA_ARGS__)
@@ -933,7 +933,7 @@ int cmd_train(int argc, char **argv) {
       {"no-part-cache", no_argument, NULL, OPT_NO_PART_CACHE},
       /* capgnn partition's names of the same options (aliases; --seed is the model's here) */
       {"method", required_argument, NULL, OPT_PARTITION},
-      {"cache", required_argument, NULL, OPT_PART_CACHE},
+      {"cache", required_argument, NULL, OPT_PART_CACHE_ALIAS},
       {"no-cache", no_argument, NULL, OPT_NO_PART_CACHE},
       {"comm", required_argument, NULL, OPT_COMM},
       {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
@@ -1159,6 +1159,10 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         else rc = usage_error("--partition '%s': expected metis, random or rapa", optarg);
         break;
       case OPT_PART_SEED: rc = cli_parse_u64("train", "--part-seed", optarg, &par.part_seed); break;
+      case OPT_PART_CACHE_ALIAS:
+        rc = cli_part_cache_alias("train", optarg);
+        if (rc == 0) par.part_cache = optarg;
+        break;
       case OPT_PART_CACHE: par.part_cache = optarg; break;
       case OPT_NO_PART_CACHE: par.no_part_cache = 1; break;
       case OPT_COMM:

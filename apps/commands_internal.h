@@ -46,6 +46,12 @@ void cli_options_done(void);
  * suggestion: config_option_suggest). */
 struct option;
 int cli_bad_option(const char *cmd, const char *name, const struct option *longopts);
+/* `--cache DIR`, the short name of --part-cache (capgnn train, partition): a value that
+ * names a halo-cache policy or preset (none, jaca, lru, fifo, exact, fast) is refused
+ * with the option meant (--cache-policy; --part-cache takes any folder name), since
+ * `capgnn plan --cache jaca` is the halo cache and a train run with it would silently be
+ * the exact one, its partitions cached in ./jaca. 0 when the value is taken. */
+int cli_part_cache_alias(const char *cmd, const char *dir);
 /* Where a command reports what it wrote: stderr when `output` is stdout itself
  * (-o /dev/stdout), so the report does not end up inside the file; else stdout. */
 FILE *cli_report_stream(const char *output);

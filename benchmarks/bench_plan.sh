@@ -89,7 +89,7 @@ for c in $configs; do
   cflags=(); [ "$cache" = none ] || cflags=(--cache-policy "$cache" --cache-host-mb 0 --cache-device-mb 0)
   tag="${gname}_p${p}_n${n}_${cache}"
   plan=("$capgnn" plan --graph "$graph" --parts "$p" --nodes "$n" --hosts 1 --profile "$profile" "${model[@]}"
-        --part-cache "$outdir/cache" --cache "$cache" --quiet)
+        --part-cache "$outdir/cache" --cache-policy "$cache" --quiet)
   for rep in $(seq 1 "$repeats"); do
     met="$outdir/metrics_${tag}_r$rep.jsonl"
     cmd=(env CAPGNN_EMULATE_NODES="$n" "$mpiexec" -n "$p" "${bind[@]}" -x CAPGNN_EMULATE_NODES "$capgnn"

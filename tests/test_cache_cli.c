@@ -33,7 +33,9 @@
  *    adaptive syntax, a bad policy, a capacity outside (0, 1] and a staleness or
  *    gradient staleness above the limit.
  *    So are MiB budgets that are neither auto nor >= 0, and a negative reserve, and a
- *    cache setting (staleness, capacity, prefetch off...) without a cache policy.
+ *    cache setting (staleness, capacity, prefetch off...) without a cache policy, and
+ *    --cache (the partition cache folder's short name) given a halo-cache word (jaca,
+ *    none, fast...); a folder name is taken.
  * 3. --print-config shows the [cache] settings (adaptive gradients as given; the MiB budgets auto by default:
  *    Algorithm 1). */
 #include <math.h>
@@ -340,6 +342,17 @@ int main(int argc, char **argv) {
   expect_usage(capgnn, "--cache-capacity 0.5", "--cache-capacity sets the halo cache");
   expect_usage(capgnn, "--cache-prefetch off", "--cache-prefetch off sets the halo cache");
   expect_usage(capgnn, "--cache-preset fast --cache-policy none", "exclude each other");
+  /* --cache is the partition cache folder's short name (`capgnn plan --cache jaca` is the
+   * halo cache): a policy or preset word is refused, naming the option meant */
+  expect_usage(capgnn, "--cache jaca", "not the halo cache; for the halo cache write --cache-policy jaca");
+  expect_usage(capgnn, "--cache=none", "--cache-policy none");
+  expect_usage(capgnn, "--cache fast", "write --cache-preset fast");
+  {
+    char cmd[2048], log[512];
+    snprintf(log, sizeof log, "%s/partcache.log", g_dir);
+    snprintf(cmd, sizeof cmd, "%s --graph synth:tiny --epochs 1 --device cpu --quiet --cache %s/pc", capgnn, g_dir);
+    CHECK(run(cmd, log) == 0, "`%s`: a folder name for --cache is taken", cmd);
+  }
   { /* a rank-tier budget without a rank tier (staleness 0): said, the run goes on */
     char cmd[2048], log[512];
     snprintf(log, sizeof log, "%s/devmb.log", g_dir);

@@ -37,7 +37,7 @@ usage "--parts 'x': expected an integer" --graph cora --parts x --link-gbps 1
 usage "more nodes than ranks" --graph cora --parts 2 --nodes 3 --link-gbps 1
 usage "needs link bandwidths" --graph cora --parts 2
 usage "declare all of --gemm-gflops" --graph cora --parts 2 --link-gbps 1 --gemm-gflops 100
-usage "--cache 'lru': expected none or jaca" --graph cora --parts 2 --link-gbps 1 --cache lru
+usage "--cache-policy 'lru': expected none or jaca" --graph cora --parts 2 --link-gbps 1 --cache lru
 usage "--allreduce hier needs as many ranks" --graph cora --parts 3 --nodes 2 --link-gbps 1 --allreduce hier
 usage "--quantum-ms: expected a number >= 0" --graph cora --parts 2 --link-gbps 1 --quantum-ms -1
 "$capgnn" plan --graph no-such-graph --parts 2 --link-gbps 1 >m.out 2>m.err
@@ -45,7 +45,7 @@ rc=$?
 [ $rc -eq 1 ] || fail "a missing graph exited $rc, not 1"
 grep -q "capgnn: error: .*no-such-graph" m.err || { cat m.err; fail "the missing graph is not named"; }
 
-"$capgnn" plan --graph cora --parts 4 --nodes 2 --hosts 1 --profile "$profile" --cache jaca --json p.json \
+"$capgnn" plan --graph cora --parts 4 --nodes 2 --hosts 1 --profile "$profile" --cache-policy jaca --json p.json \
   --layer0-halo local --quiet >p.out 2>p.err || { cat p.err; fail "plan --profile exited $?"; }
 grep -q "layer 0: local (--layer0-halo local)" p.out || { cat p.out; fail "the table does not say layer 0 is local"; }
 grep -q "with the halo cache (jaca, exact): epoch" p.out || { cat p.out; fail "no per-rank table with the cache"; }
