@@ -1,6 +1,7 @@
 /* runtime/best.c — --save-best FILE: the weights of the best epoch (the highest
- * validation accuracy of the --eval-every schedule, runtime.h's rt_train), written as
- * a checkpoint of that epoch when the run ends.
+ * validation accuracy of the --eval-every schedule and of the evaluation after the last
+ * epoch, the epoch the log and the summary name; runtime.h's rt_train), written as a
+ * checkpoint of that epoch when the run ends.
  *
  * Design notes (the why):
  * - What a PyG or DGL user does by hand (deep-copy the state dict when the validation

@@ -165,8 +165,20 @@ static int train_evaluate(struct train_run *t, int e, int on_schedule, struct rt
     }
     rt_early_stop_update(&t->es, ev->val_loss, ev->val_acc);
   }
-  struct rt_best shown = t->tr.best; /* the off-schedule last evaluation counts here only */
-  if (!on_schedule) best_consider(&shown, ev, e);
+  /* The off-schedule last evaluation (e == E, not a multiple of --eval-every) counts
+   * for the reported best and for --save-best, so that the file holds the epoch the log
+   * and the summary name; not for the tracked best a checkpoint records (a resumed run
+   * tracks what an uninterrupted longer one would, which never evaluated here). */
+  struct rt_best shown = t->tr.best;
+  if (!on_schedule) {
+    best_consider(&shown, ev, e);
+    if (shown.epoch == e) {
+      struct rt_train_track kept = t->tr;
+      kept.best = shown;
+      kept.last_val = ev->val_acc;
+      rt_best_keep_take(&t->bk, t->m, &kept, ev);
+    }
+  }
   if (shown.epoch > 0) {
     t->r.best_val_acc = shown.val_acc;
     t->r.test_acc_at_best_val = shown.test_acc;
@@ -342,7 +354,8 @@ static int train_impl(struct cg_backend *be, const struct rt_local *loc, struct 
                       struct rt_result *res) {
   int st = CG_OK;
   const int E = cfg->epochs;
-  int last = E; /* the last epoch the run reaches */
+  int last = E;          /* the last epoch the run reaches */
+  int run_diverged = 0;   /* (last < E does not say it when the last epoch diverged) */
   struct train_run t;
   memset(&t, 0, sizeof t);
   t.be = be;
@@ -386,7 +399,7 @@ static int train_impl(struct cg_backend *be, const struct rt_local *loc, struct 
     st = train_epoch(&t, e, &stop, &diverged);
     if (st < 0) {
       if (diverged) train_finish(&t, e, "diverged");
-      if (diverged) last = e;
+      if (diverged) last = e, run_diverged = 1;
       goto done;
     }
     if (stop) {
@@ -416,7 +429,7 @@ done:
   train_active = 0;
   if (t.live && st < 0) cg_progress_cancel(&t.pr);
   int best_written = 0;
-  if (t.m && (st == CG_OK || st == CG_ERR_INTERRUPTED || last < E)) { /* however the run ended */
+  if (t.m && (st == CG_OK || st == CG_ERR_INTERRUPTED || run_diverged || last < E)) { /* however the run ended */
     char msg[2048];
     snprintf(msg, sizeof msg, "%s", cg_err_msg());
     const int prev = st;

@@ -269,6 +269,54 @@ static void predict_matches_training(void **state) {
   expect_error(2, "--output FILE is required", NULL, (const char *const[]){"predict", "--checkpoint", best, NULL});
 }
 
+/* --save-best holds the epoch the summary names, also when that is the evaluation after
+ * the last epoch off the --eval-every schedule (seed 1: epochs 3, 6, 9 and the final 10,
+ * the best); and it is written when the last epoch diverges (it was not: "the run ended
+ * early" was told by last < E). */
+static void best_off_schedule_and_diverged(void **state) {
+  (void)state;
+  char met[300], best[300], lg[300];
+  snprintf(met, sizeof met, "%s/off.jsonl", tmpdir);
+  snprintf(best, sizeof best, "%s/off.ckpt", tmpdir);
+  snprintf(lg, sizeof lg, "%s/off.npy", tmpdir);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:small", "--eval-every", "3", "--epochs", "10", "--seed", "1",
+                                "--device", "cpu", "--threads", "1", "--metrics", met, "--save-best", best, NULL});
+  if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
+  cJSON *sum = record(met, "summary", NULL);
+  assert_non_null(sum);
+  const int best_epoch = cJSON_GetObjectItemCaseSensitive(sum, "best_epoch")->valueint;
+  const double want_test = cJSON_GetObjectItemCaseSensitive(sum, "test_acc_at_best_val")->valuedouble;
+  const double want_val = cJSON_GetObjectItemCaseSensitive(sum, "best_val_acc")->valuedouble;
+  cJSON_Delete(sum);
+  assert_int_equal(best_epoch, 10); /* the off-schedule final evaluation is the best */
+  run(&r, (const char *const[]){"predict", "--checkpoint", best, "--output", lg, "--device", "cpu", "--threads", "1",
+                                NULL});
+  if (r.exit_code != 0) fail_msg("predict: exit %d: %s", r.exit_code, r.err);
+  struct graph g;
+  memset(&g, 0, sizeof g);
+  assert_int_equal(graph_open("synth:small", &g), 0);
+  int64_t rows, cols;
+  float *l = read_npy(lg, &rows, &cols);
+  assert_int_equal(rows, g.n);
+  const double test = accuracy(l, cols, &g, GRAPH_SPLIT_TEST), val = accuracy(l, cols, &g, GRAPH_SPLIT_VAL);
+  printf("  off-schedule best epoch %d: summary test %.6f val %.6f; --save-best's logits test %.6f val %.6f\n",
+         best_epoch, want_test, want_val, test, val);
+  assert_true(test == want_test);
+  assert_true(val == want_val);
+  free(l);
+  graph_free(&g);
+  /* divergence at the last epoch (2 of 2): the best epoch before it is written */
+  char div[300];
+  snprintf(div, sizeof div, "%s/div.ckpt", tmpdir);
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--lr", "1e30", "--epochs", "2", "--device", "cpu",
+                                "--threads", "1", "--save-best", div, NULL});
+  assert_int_equal(r.exit_code, 1);
+  assert_non_null(strstr(r.err, "diverged"));
+  struct stat st;
+  if (stat(div, &st) != 0) fail_msg("--save-best %s was not written when the last epoch diverged: %s", div, r.err);
+}
+
 /* A checkpoint of a synth: graph records the spec as given: predict needs no --graph,
  * and its accuracies are the training run's. Another graph of the same name (the
  * default scale's synth:small) is named as such, and a file graph that is not found
@@ -563,7 +611,8 @@ int main(int argc, char **argv) {
     perror("mkdtemp");
     return 1;
   }
-  const struct CMUnitTest tests[] = {cmocka_unit_test(predict_matches_training), cmocka_unit_test(predict_gat_heads),
+  const struct CMUnitTest tests[] = {cmocka_unit_test(predict_matches_training), cmocka_unit_test(best_off_schedule_and_diverged),
+                                     cmocka_unit_test(predict_gat_heads),
                                      cmocka_unit_test(predict_synth_spec), cmocka_unit_test(resume_warnings),
                                      cmocka_unit_test(seeds_interrupted), cmocka_unit_test(seeds_and_lines),
                                      cmocka_unit_test(usage_errors)};
