@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "mpi/comm.h"
 #include "rapa/rapa.h"
+#include "runtime/runtime.h"
 
 #define MAX_LIST 1024
 
@@ -159,7 +160,9 @@ int cmd_profile(int argc, char **argv) {
     snprintf(command + u, sizeof command - u, " (%d ranks)", P);
   }
   o.command = command;
-  o.threads = nthreads ? threads[nthreads == 1 ? 0 : rank] : 0;
+  /* without --threads, what training chooses: the host's CPUs divided by its ranks (the
+   * profile's cpu-t<N> key then matches a training run's --profile auto) */
+  o.threads = nthreads ? threads[nthreads == 1 ? 0 : rank] : rt_threads_expected(0, comm_host_local_size(cm));
   o.share_pct = nshares ? shares[nshares == 1 ? 0 : rank] : 0;
   int st = !o.share_pct ? CG_OK
            : !cli_nvidia_present() ? cg_err_set(CG_ERR_UNSUPPORTED, "--gpu-share: host %s has no NVIDIA GPU (no "

@@ -838,7 +838,9 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   if (rank != 0) cg_progress_set_mode(CG_PROGRESS_OFF); /* every rank opens the graph: one progress line */
 #ifdef CAPGNN_HAVE_RAPA
   if (par->profile) {
-    int pst = rapa_train_profile(c, par->profile, cfg->device, cfg->threads, par->part_cache);
+    /* (the key's thread count is the one training will run: the setup comes later) */
+    const int threads = rt_threads_expected(cfg->threads, comm_host_local_size(c));
+    int pst = rapa_train_profile(c, par->profile, cfg->device, threads, par->part_cache);
     if (pst != CG_OK) {
       report_setup_error(c);
       comm_finalize(&c);

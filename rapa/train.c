@@ -211,9 +211,11 @@ int rapa_train_profile(struct comm *c, const char *spec, const char *device, int
     }
     if (st == CG_OK) {
       char line[4096];
-      int k = snprintf(line, sizeof line, "profile %s: relative capability of the %d rank%s (--partition rapa "
-                       "sizes the parts by the profile's rates):", from_cache ? "auto (cache)" : spec, P,
-                       P == 1 ? "" : "s");
+      int k = snprintf(line, sizeof line, "profile %s: relative capability of the %d rank%s (%s):",
+                       from_cache ? "auto (cache)" : spec, P, P == 1 ? "" : "s",
+                       from_cache ? "logged only: --partition rapa sizes the parts by a --profile FILE's rates, "
+                                    "else by rates it measures at start-up"
+                                  : "--partition rapa sizes the parts by the profile's rates");
       for (int r = 0; r < P && k > 0 && (size_t)k < sizeof line; r++)
         k += snprintf(line + k, sizeof line - (size_t)k, "%s rank %d %.4f (%s, %.1f ms per reference layer)",
                       r ? ";" : "", r, (1.0 / t[r]) / sum, cJSON_GetStringValue(cJSON_GetObjectItem(entry[r], "key")),

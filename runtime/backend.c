@@ -124,6 +124,12 @@ void rt_threads_warn_host(int64_t host_threads, int ranks_on_host, int threads, 
              requested > 0 ? "--threads per rank" : "some ranks by --threads", host, host == 1 ? "" : "s", host);
 }
 
+int rt_threads_expected(int requested, int ranks_on_host) {
+  struct rt_threads t;
+  rt_threads_plan(requested, cg_cpus_host(), cg_cpus_bound(), ranks_on_host, &t);
+  return t.threads;
+}
+
 int rt_threads_setup(int requested, int ranks_on_host, int host_rank, const char *device) {
   const int host = cg_cpus_host(), bound = cg_cpus_bound();
   struct rt_threads t;

@@ -488,6 +488,10 @@ struct rt_threads {
 };
 /* The decision alone, from the counts (no hardware): for tests and rt_threads_setup. */
 void rt_threads_plan(int requested, int host_cpus, int bound_cpus, int ranks_on_host, struct rt_threads *out);
+/* The threads per rank rt_threads_setup will choose for `requested` (0: the default)
+ * with this process's counts, without setting anything: what a device key such as a
+ * profile's cpu-t<N> must name before the setup runs. */
+int rt_threads_expected(int requested, int ranks_on_host);
 /* Decide for this process (core/cpus.h's counts), widen the binding when the plan says
  * so, make it OpenMP's default, log it (INFO on rank 0; the warnings on host-local rank
  * 0). Call before any OpenMP region runs. Returns the threads per rank (>= 1).

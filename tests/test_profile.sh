@@ -9,6 +9,7 @@
 #     a warning, and the cache file is valid again afterwards;
 #  5. capgnn train --profile FILE|auto logs the ranks' capabilities and trains as
 #     without it (same losses); a tampered or missing profile is a set-up error;
+#  5b. without --threads, profile and train key a device by the same default thread count;
 #  6. usage errors: --gpu-share with --device cpu, a --threads list that does not fit
 #     the rank count; --gpu-share without an MPS daemon (no GPU needed: the check comes
 #     before any CUDA call).
@@ -102,6 +103,17 @@ has train4.err "cannot open 'missing.json'"
 "$capgnn" "${train[@]}" --threads 3 --profile auto >train5.out 2>train5.err && bad "--profile auto without a profile of cpu-t3"
 has train5.err "no usable profile of rank 0's device (cpu-t3"
 has train5.err "the cache holds .*cpu-t1.* for this host"
+
+# 5b. without --threads, unbound: profile and training key the device by the same
+# default count, the host's CPUs divided by its ranks (the profile took OpenMP's, all
+# the CPUs: `--profile auto` then found no profile of the training's cpu-t<N>)
+t=$(( $(nproc) / 2 )); [ "$t" -ge 1 ] || t=1
+np 2 --bind-to none "$capgnn" profile --device cpu --quick >run7.out 2>run7.err || bad "run 7 exited $?"
+has run7.err "cpu-t$t"
+np 2 --bind-to none "$capgnn" --graph synth:tiny --epochs 3 --device cpu --quiet --no-part-cache --profile auto \
+  >train6.out 2>train6.err || { bad "train --profile auto without --threads exited $?"; sed 's/^/    /' train6.err; }
+has train6.err "profile auto (cache): relative capability of the 2 ranks (logged only"
+has train6.err "(cpu-t$t,"
 
 # 6. usage errors and the MPS check
 "$capgnn" profile --device cpu --gpu-share 50 >u1.out 2>u1.err; [ $? -eq 2 ] || bad "--gpu-share with --device cpu: not a usage error"
