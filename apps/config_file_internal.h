@@ -17,7 +17,8 @@
  * true/false (also yes/no, on/off, 1/0); false turns the switch off, cancelling an
  * earlier file's true. Sections only
  * group keys for the reader ([data], [model], [training], [output] by convention);
- * any section name is accepted. Comments are lines starting with '#' or ';'. Lines
+ * any section name is accepted. Comments are lines starting with '#' or ';', and a
+ * ';' or '#' after white space starts one (a value in quotes keeps it). Lines
  * have no length limit (a long metrics path), though a section name or key must fit
  * in about 90 characters: inih, which reads the file, stops at 200 bytes a line, so
  * longer values are handed to it as placeholders (apps/config_file.c).
