@@ -25,6 +25,8 @@
 
 #include "core/attn.h"
 #include "core/log.h"
+#include "core/ops.h"
+#include "core/ops_emulate.h"
 #include "core/status.h"
 #include "core/timer.h"
 #include "rapa/balance.h"
@@ -474,6 +476,56 @@ static void rates_unpack(const double *v, struct rapa_rates *r) {
   r->csr_rate = v[8]; r->csr_t_rate = v[9]; r->csr_drop_eps = v[10]; r->adam_eps = v[11];
 }
 
+/* CPU ranks alike (one host, the same threads, the same emulated speed)
+ * should measure alike: when their GEMM or SpMM rates differ by more than 1.5x the
+ * host was busy while one of them measured (seen: 0.08 against 0.51 of the capability
+ * on three identical ranks), and the split will follow the noise. Rank 0 warns. */
+static int rates_check_alike(struct comm *c, const struct cg_backend *be, const struct rapa_rates *rates) {
+  const int rank = comm_rank(c), P = comm_size(c);
+  double speed = 1.0;
+  if (cg_emulate_speed_parse(getenv("CAPGNN_EMULATE_SPEED"), rank, P, &speed) != CG_OK) {
+    cg_err_clear(); /* (refused at set-up; not this check's to report) */
+    speed = 1.0;
+  }
+  char id[300];
+  /* (GPU ranks of one host may be different models, which the backend does not name
+   * here: CPU ranks only, each unlike any other when on a GPU) */
+  if (be->kind == CG_DEVICE_CPU)
+    snprintf(id, sizeof id, "host %s, cpu, %d thread%s, speed %.6g", cg_hostname(), cg_backend_cpu_threads(be),
+             cg_backend_cpu_threads(be) == 1 ? "" : "s", speed);
+  else
+    snprintf(id, sizeof id, "rank %d, a GPU", rank);
+  char **ids = NULL;
+  TRY(comm_gather_text(c, id, 0, &ids));
+  if (rank == 0) {
+    for (int a = 0; a < P; a++) {
+      int lo_g = a, hi_g = a, lo_s = a, hi_s = a, n = 0;
+      int first = 1; /* a is the first of its kind */
+      for (int b = 0; b < a && first; b++) first = strcmp(ids[a], ids[b]) != 0;
+      if (!first) continue;
+      for (int b = a; b < P; b++) {
+        if (strcmp(ids[a], ids[b])) continue;
+        n++;
+        if (rates[b].gemm_flops < rates[lo_g].gemm_flops) lo_g = b;
+        if (rates[b].gemm_flops > rates[hi_g].gemm_flops) hi_g = b;
+        if (rates[b].spmm_rate < rates[lo_s].spmm_rate) lo_s = b;
+        if (rates[b].spmm_rate > rates[hi_s].spmm_rate) hi_s = b;
+      }
+      const double rg = rates[lo_g].gemm_flops > 0 ? rates[hi_g].gemm_flops / rates[lo_g].gemm_flops : 1.0;
+      const double rs = rates[lo_s].spmm_rate > 0 ? rates[hi_s].spmm_rate / rates[lo_s].spmm_rate : 1.0;
+      if (n > 1 && (rg > 1.5 || rs > 1.5))
+        LOG_WARN("rapa", "ranks alike (%s) measured rates %.1fx apart (%s: rank %d %.3g, "
+                 "rank %d %.3g): something else ran while one of them measured, and the split follows it; measure "
+                 "on a quiet host, or pass --profile FILE from `capgnn profile`", ids[a], rg > rs ? rg : rs,
+                 rg > rs ? "GEMM FLOP/s" : "SpMM nonzero-columns/s", rg > rs ? lo_g : lo_s,
+                 rg > rs ? rates[lo_g].gemm_flops : rates[lo_s].spmm_rate, rg > rs ? hi_g : hi_s,
+                 rg > rs ? rates[hi_g].gemm_flops : rates[hi_s].spmm_rate);
+    }
+  }
+  comm_texts_free(ids, P);
+  return CG_OK;
+}
+
 int rapa_rates_measure(struct comm *c, struct cg_backend *be, const struct graph *g, const struct rapa_shape *s,
                        struct rapa_rates *rates, struct rapa_links *links) {
   const int rank = comm_rank(c), P = comm_size(c);
@@ -497,6 +549,7 @@ int rapa_rates_measure(struct comm *c, struct cg_backend *be, const struct graph
   TRY_GOTO(comm_agree(c, st, "measuring this rank's rates"), done);
   TRY_GOTO(comm_allreduce_host(c, all, P * NRATE, COMM_SUM), done);
   for (int p = 0; p < P; p++) rates_unpack(all + (size_t)p * NRATE, &rates[p]);
+  TRY_GOTO(rates_check_alike(c, be, rates), done);
   /* links: one pair at a time, 8 bytes (latency) and 256 KiB (bandwidth). Every rank
    * joins every pair's closing all-reduce, carrying whether its ping-pong failed, so that
    * a failure ends the loop on every rank at the same pair instead of leaving the others
