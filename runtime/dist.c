@@ -396,15 +396,20 @@ done:
 /* Every rank opens the graph itself, then the set-up above; from then on this rank
  * holds its partition (plus halos) only. */
 /* The bytes of this rank's partition plus halo, for the set-up log: the features of
- * its inner and halo rows, its operator (column + value per entry, row pointers), its
+ * its inner rows (and of its halo rows with a local layer 0), its operator (column + value per entry, row pointers), its
  * labels and split, and its ids and send lists. */
-static int64_t dist_part_bytes(const struct rt_dist *d) {
+static int64_t dist_part_bytes(const struct rt_dist *d, const struct rt_config *cfg) {
   const struct rt_local *l = &d->loc;
   const struct part_local *p = &d->pl;
   int64_t ns = 0;
   for (int i = 0; i < p->npeers; i++) ns += p->send_count[i];
   const int64_t nt = l->n_inner + l->n_halo;
-  const int64_t feat = l->feat_sparse ? l->feat_csr.nnz * 8 + (l->feat_csr.nrows + 1) * 8 : nt * l->feat_dim * 4;
+  /* dense features: the halo rows' too when layer 0 is local (the model fetches them);
+   * exchanged, a rank never holds them */
+  const int l0x = rt_layer0_exchange_choose(cfg, l->feat_dim, l->num_classes, l->feat_sparse,
+                                            p->n_halo > 0 || p->nparts > 1, NULL);
+  const int64_t feat = l->feat_sparse ? l->feat_csr.nnz * 8 + (l->feat_csr.nrows + 1) * 8
+                                      : (l0x ? l->n_inner : nt) * l->feat_dim * 4;
   return feat + l->agg.rowptr[l->agg.nrows] * 8 + (l->n_inner + 1) * 8 +
          l->n_inner * (l->multilabel ? l->num_classes : 4) + l->n_inner + nt * 4 + ns * 4;
 }
@@ -533,7 +538,7 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
   TRY_GOTO(dist_local_from_rows(c, cfg, &info, rowptr, &rows, owner, f, sparse, feat_how, d), done);
   d->bytes_read = graph_cgr_bytes_read(f);
   /* what this rank read and its set-up peak, against the partition it holds */
-  const int64_t part_bytes = dist_part_bytes(d);
+  const int64_t part_bytes = dist_part_bytes(d, cfg);
   LOG_INFO("dist", "rank %d: per-rank loading read %llu bytes of %s (%lld rows of %lld); set-up peak RSS "
                   "%lld bytes%s; partition + halo %lld bytes",
                   rank, (unsigned long long)graph_cgr_bytes_read(f), info.name, (long long)rows.nrows,
@@ -653,7 +658,7 @@ static int dist_build_synth_per_rank(struct comm *c, const struct rt_config *cfg
   LOG_INFO("dist", "rank %d: per-rank generation of %s (%lld rows of %lld); set-up peak RSS %lld bytes%s; "
            "partition + halo %lld bytes", rank, cfg->graph, (long long)rows.nrows, (long long)h.n,
            (long long)cg_peak_rss_bytes(), rank == 0 ? " (includes the whole graph, generated to partition)" : "",
-           (long long)dist_part_bytes(d));
+           (long long)dist_part_bytes(d, cfg));
 done:
   graph_rows_free(&rows);
   cg_free(rowptr);
@@ -756,7 +761,7 @@ int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_
   TRY_GOTO(rt_dist_create_from_graph(c, &g, cfg, o, NULL, out), done);
   LOG_INFO("dist", "rank %d: whole-graph loading; set-up peak RSS %lld bytes (the whole graph: %lld bytes); "
            "partition + halo %lld bytes", comm_rank(c), (long long)cg_peak_rss_bytes(),
-           (long long)graph_cgr_data_bytes(&g), (long long)dist_part_bytes(*out));
+           (long long)graph_cgr_data_bytes(&g), (long long)dist_part_bytes(*out, cfg));
 done:
   graph_free(&g);
   return st;
@@ -987,7 +992,7 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   /* From here on the ranks no longer agree on each status: a rank that fails may leave
    * its peers inside a collective, so the caller must end the job (comm_abort). */
   *fatal = 1;
-  const int64_t part_bytes = dist_part_bytes(d); /* (training frees the operator's host copy) */
+  const int64_t part_bytes = dist_part_bytes(d, cfg); /* (training frees the operator's host copy) */
   st = rt_train_owned(be, &d->loc, ex, cfg, cfg->resume_path ? &resume : NULL, res);
   /* a stop on request is agreed (every rank stopped after the same epoch): clean up */
   if (st == CG_OK || st == CG_ERR_INTERRUPTED) {
