@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "apps/commands_internal.h"
@@ -363,9 +364,12 @@ int cmd_partition(int argc, char **argv) {
     char path[4096];
     /* A failed save is only a warning in part_assign_cached: say so here too rather
      * than name a file that does not exist. */
+    struct stat sb; /* (a folder in the file's place also passes access()) */
     if (part_cache_path(&g, &o, cache, path, sizeof path) == CG_OK)
       printf("partition set: %s (%s)\n", path,
-             reused ? "reused" : access(path, R_OK) == 0 ? "computed" : "computed, not saved");
+             reused ? "reused"
+             : stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && access(path, R_OK) == 0 ? "computed"
+                                                                                       : "computed, not saved");
   }
   st = part_stats_compute(&g, owner, parts, hops, &s);
   if (st != CG_OK) goto done;

@@ -375,7 +375,9 @@ void cmd_train_usage(FILE *out) {
           "settings\n"
           "  --config FILE                 read settings from an INI file (keys are the long options\n"
           "                                above, e.g. configs/reddit.ini); options given on the\n"
-          "                                command line override it; may be repeated\n"
+          "                                command line override it; may be repeated (a later\n"
+          "                                file overrides an earlier one); --SWITCH=false turns off\n"
+          "                                a switch a file turns on (e.g. --layernorm=false)\n"
           "  --print-config                print the resolved settings (as a settings file) and exit\n"
           "  -h, --help                    this help\n");
 }

@@ -1,5 +1,6 @@
 /* apps/config_file.c — `--config FILE`: INI settings (inih) turned into the long
- * options they name, placed before the command-line arguments so that those win.
+ * options they name, placed before the command-line arguments so that those win
+ * (a settings-file word that a later file or the command line overrides is left out).
  * Going through the command's own option table and parser means a file accepts
  * exactly what the command line accepts, with the same checks and messages. */
 #define _GNU_SOURCE
@@ -36,10 +37,102 @@ static int argv_push(struct argv_buf *a, const char *s) {
   return CG_OK;
 }
 
+/* The words of the expanded list, each with the option it sets (an index into the
+ * option table; -1: an operand, a short option or a word that names no long option)
+ * and its source (the index of its settings file; -1: the command line). A word
+ * another one overrides is freed and left NULL (config_file_expand skips it). */
+struct words {
+  struct argv_buf s;
+  int *opt, *src, cap;
+};
+
+static int words_push(struct words *w, const char *s, int opt, int src) {
+  if (w->s.n + 1 > w->cap) {
+    const int cap = w->cap ? 2 * w->cap : 32;
+    int *o = realloc(w->opt, (size_t)cap * sizeof *o);
+    if (o) w->opt = o;
+    int *r = o ? realloc(w->src, (size_t)cap * sizeof *r) : NULL;
+    if (r) w->src = r;
+    if (!o || !r) return cg_err_set(CG_ERR_NOMEM, "out of memory for the argument list");
+    w->cap = cap;
+  }
+  const int k = w->s.n;
+  if (argv_push(&w->s, s) != CG_OK) return CG_ERR_NOMEM;
+  w->opt[k] = opt;
+  w->src[k] = src;
+  return CG_OK;
+}
+
+static void words_free(struct words *w) {
+  for (int k = 0; k < w->s.n; k++) free(w->s.v[k]);
+  free(w->s.v);
+  free(w->opt);
+  free(w->src);
+  *w = (struct words){0};
+}
+
+/* ---- which words override which ----------------------------------------------------
+ * One setting may have several options: aliases (the same `val` and `flag` in the
+ * option table: --no-cache and --no-part-cache) and, for a switch no-X, the option X
+ * (--no-part-cache and --part-cache, which the command refuses together). A word for
+ * a setting (a value, or a switch on) overrides every earlier settings-file word for
+ * any of its options, so that a later file or the command line wins instead of
+ * clashing with it; a switch set to false only cancels earlier words for that switch
+ * (its aliases included), in the files and on the command line: no-part-cache =
+ * false does not drop a part-cache folder. */
+struct opt_table {
+  const struct option *o;
+  int n;
+  int *group; /* the setting of each option: options with equal group are one setting */
+};
+
+static int same_option(const struct opt_table *t, int a, int b) {
+  return t->o[a].val == t->o[b].val && t->o[a].flag == t->o[b].flag && t->o[a].has_arg == t->o[b].has_arg;
+}
+
+static int negates(const struct option *sw, const struct option *x) { /* switch no-X and option X */
+  return sw->has_arg == no_argument && strncmp(sw->name, "no-", 3) == 0 && strcmp(sw->name + 3, x->name) == 0;
+}
+
+static int group_root(int *g, int i) {
+  while (g[i] != i) i = g[i] = g[g[i]];
+  return i;
+}
+
+static int opt_table_init(struct opt_table *t, const struct option *opts) {
+  t->o = opts;
+  t->n = 0;
+  while (opts[t->n].name) t->n++;
+  t->group = malloc((size_t)(t->n ? t->n : 1) * sizeof *t->group);
+  if (!t->group) return cg_err_set(CG_ERR_NOMEM, "out of memory for the option table");
+  for (int i = 0; i < t->n; i++) t->group[i] = i;
+  for (int i = 0; i < t->n; i++)
+    for (int j = 0; j < i; j++)
+      if (same_option(t, i, j) || negates(&opts[i], &opts[j]) || negates(&opts[j], &opts[i]))
+        t->group[group_root(t->group, i)] = group_root(t->group, j);
+  for (int i = 0; i < t->n; i++) t->group[i] = group_root(t->group, i);
+  return CG_OK;
+}
+
+/* Frees the words [0, end) that a word for option `opt` overrides: settings-file words
+ * of the same setting (`whole`) or of the same option; with `cmdline`, command-line
+ * words of the same option too (a switch set to false). */
+static void words_override(struct words *w, const struct opt_table *t, int opt, int end, int whole, int cmdline) {
+  for (int k = 0; k < end; k++) {
+    const int o = w->opt[k];
+    if (!w->s.v[k] || o < 0 || (w->src[k] < 0 && !cmdline)) continue;
+    if (whole ? t->group[o] == t->group[opt] : same_option(t, o, opt)) {
+      free(w->s.v[k]);
+      w->s.v[k] = NULL;
+    }
+  }
+}
+
 struct parse_ctx {
   const char *path;
-  const struct option *opts;
-  struct argv_buf *out;
+  const struct opt_table *table;
+  struct words *out;
+  int src; /* the file's index */
   char err[512]; /* first problem found (inih gives its line) */
   /* values of lines too long for inih (long_line_reader), by their placeholder index */
   char **long_values;
@@ -198,6 +291,7 @@ static int on_setting(void *user, const char *section, const char *name, const c
 }
 
 static int on_setting_value(struct parse_ctx *c, const char *name, const char *value) {
+  const struct option *opts = c->table->o;
   char key[128];
   snprintf(key, sizeof key, "%s", name);
   for (char *p = key; *p; p++)
@@ -206,17 +300,18 @@ static int on_setting_value(struct parse_ctx *c, const char *name, const char *v
     if (!c->err[0]) snprintf(c->err, sizeof c->err, "'%s' cannot be set in a settings file", key);
     return 0;
   }
-  const struct option *o = NULL;
-  for (const struct option *q = c->opts; q->name; q++)
-    if (strcmp(q->name, key) == 0) o = q;
-  if (!o) {
+  int oi = -1;
+  for (int q = 0; q < c->table->n; q++)
+    if (strcmp(opts[q].name, key) == 0) oi = q;
+  if (oi < 0) {
     if (!c->err[0]) {
-      const char *best = config_option_suggest(key, c->opts);
+      const char *best = config_option_suggest(key, opts);
       snprintf(c->err, sizeof c->err, "unknown key '%s'%s%s%s (keys are the command's long options without --)",
                name, best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
     }
     return 0;
   }
+  const struct option *o = &opts[oi];
   char opt[140];
   snprintf(opt, sizeof opt, "--%s", o->name);
   if (o->has_arg == no_argument) {
@@ -226,14 +321,16 @@ static int on_setting_value(struct parse_ctx *c, const char *name, const char *v
         snprintf(c->err, sizeof c->err, "'%s = %s': expected true or false (also yes/no, on/off, 1/0)", name, value);
       return 0;
     }
-    if (on && argv_push(c->out, opt) != CG_OK) return 0;
-    return 1;
+    /* false: no word, and an earlier file's true (or this file's) is cancelled */
+    words_override(c->out, c->table, oi, c->out->s.n, on, 0);
+    return !on || words_push(c->out, opt, oi, c->src) == CG_OK;
   }
   /* one word, "--key=value": a value that starts with "--" stays a value */
   char *word = malloc(strlen(opt) + strlen(value) + 2);
   if (!word) return 0;
   sprintf(word, "%s=%s", opt, value);
-  const int ok = argv_push(c->out, word) == CG_OK;
+  words_override(c->out, c->table, oi, c->out->s.n, 1, 0);
+  const int ok = words_push(c->out, word, oi, c->src) == CG_OK;
   free(word);
   return ok;
 }
@@ -253,8 +350,8 @@ const char *config_file_origin(int index) {
   return NULL;
 }
 
-static int load_file(const char *path, const struct option *opts, struct argv_buf *out) {
-  struct parse_ctx c = {.path = path, .opts = opts, .out = out};
+static int load_file(const char *path, const struct opt_table *table, int src, struct words *out) {
+  struct parse_ctx c = {.path = path, .table = table, .out = out, .src = src};
   struct stat sb;
   if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
     return cg_err_set(CG_ERR_ARG, "--config %s: not a regular file (expected an INI settings file, "
@@ -274,42 +371,106 @@ static int load_file(const char *path, const struct option *opts, struct argv_bu
   return CG_OK;
 }
 
+/* The long option a command-line word "--NAME[=VALUE]" names, as getopt_long finds it:
+ * the whole name, or a prefix of one option only (aliases count as one); -1 if none
+ * (getopt_long then reports it). */
+static int find_option(const struct opt_table *t, const char *name, size_t len) {
+  int found = -1;
+  for (int i = 0; i < t->n; i++)
+    if (strlen(t->o[i].name) == len && strncmp(t->o[i].name, name, len) == 0) return i;
+  for (int i = 0; i < t->n; i++)
+    if (strncmp(t->o[i].name, name, len) == 0) {
+      if (found >= 0 && !same_option(t, found, i)) return -1; /* ambiguous */
+      if (found < 0) found = i;
+    }
+  return found;
+}
+
+/* The command line's words after the settings files': each option overrides the files'
+ * words for its setting; "--SWITCH=true" becomes "--SWITCH", "--SWITCH=false" cancels
+ * the switch (from the files and from earlier on the command line) and is dropped. */
+static int command_line_words(struct words *w, int first, const struct opt_table *t) {
+  for (int k = first; k < w->s.n; k++) {
+    const char *a = w->s.v[k];
+    if (strcmp(a, "--") == 0) break; /* the rest are operands */
+    if (strncmp(a, "--", 2) != 0 || a[2] == '\0') continue; /* an operand or a short option */
+    const char *eq = strchr(a + 2, '=');
+    const int oi = find_option(t, a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2));
+    if (oi < 0) continue;
+    const struct option *o = &t->o[oi];
+    if (o->has_arg == required_argument && !eq) k++; /* the next word is its value (getopt_long's rule) */
+    if (o->has_arg == no_argument && eq) {
+      int on;
+      if (parse_bool(eq + 1, &on) != 0)
+        return cg_err_set(CG_ERR_ARG, "option '%s': a switch takes true or false (also yes/no, on/off, 1/0), "
+                          "or no value for true; --%s=false turns it off", a, o->name);
+      char word[140];
+      snprintf(word, sizeof word, "--%s", o->name);
+      free(w->s.v[k]);
+      w->s.v[k] = on ? strdup(word) : NULL;
+      if (on && !w->s.v[k]) return cg_err_set(CG_ERR_NOMEM, "out of memory for the argument list");
+      if (!on) {
+        words_override(w, t, oi, k, 0, 1);
+        continue;
+      }
+    }
+    w->opt[k] = oi;
+    words_override(w, t, oi, first, 1, 0);
+  }
+  return CG_OK;
+}
+
 int config_file_expand(int argc, char **argv, const struct option *longopts, int *out_argc, char ***out_argv) {
-  struct argv_buf files = {0}, rest = {0}, all = {0};
-  int st = CG_OK;
+  struct words w = {0};
+  struct argv_buf rest = {0}, all = {0};
+  struct opt_table table;
+  const char *paths[CONFIG_MAX_ORIGINS];
+  int nfiles = 0;
   *out_argc = 0;
   *out_argv = NULL;
   norigins = 0;
+  int st = opt_table_init(&table, longopts);
   int i;
   for (i = 1; i < argc && st == CG_OK; i++) {
-    const char *a = argv[i];
+    const char *a = argv[i], *path = NULL;
     if (strcmp(a, "--") == 0) break; /* the rest are operands */
     if (strcmp(a, "--config") == 0) {
       if (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0) {
         st = cg_err_set(CG_ERR_ARG, "option '--config' needs a value (a settings file, e.g. configs/reddit.ini)");
         break;
       }
-      const int before = files.n;
-      st = load_file(argv[++i], longopts, &files);
-      if (st == CG_OK && norigins < CONFIG_MAX_ORIGINS) /* + 1: argv[0] comes first */
-        origins[norigins++] = (struct config_origin){1 + before, 1 + files.n, argv[i]};
+      path = argv[++i];
     } else if (strncmp(a, "--config=", 9) == 0) {
-      const int before = files.n;
-      st = load_file(a + 9, longopts, &files);
-      if (st == CG_OK && norigins < CONFIG_MAX_ORIGINS)
-        origins[norigins++] = (struct config_origin){1 + before, 1 + files.n, a + 9};
+      path = a + 9;
     } else {
       st = argv_push(&rest, a);
+      continue;
     }
+    if (nfiles < CONFIG_MAX_ORIGINS) paths[nfiles] = path;
+    st = load_file(path, &table, nfiles++, &w);
   }
   for (; i < argc && st == CG_OK; i++) st = argv_push(&rest, argv[i]);
+  /* the files' words, then the command line's */
+  const int first = w.s.n;
+  for (int k = 0; k < rest.n && st == CG_OK; k++) st = words_push(&w, rest.v[k], -1, -1);
+  if (st == CG_OK) st = command_line_words(&w, first, &table);
   if (st == CG_OK) st = argv_push(&all, argc > 0 ? argv[0] : "capgnn");
-  for (int k = 0; k < files.n && st == CG_OK; k++) st = argv_push(&all, files.v[k]);
-  for (int k = 0; k < rest.n && st == CG_OK; k++) st = argv_push(&all, rest.v[k]);
-  config_file_argv_free(files.n, files.v);
+  for (int k = 0, last = -1; k < w.s.n && st == CG_OK; k++) {
+    if (!w.s.v[k]) continue; /* overridden */
+    const int src = w.src[k];
+    if (src >= 0 && src < CONFIG_MAX_ORIGINS) { /* a file's words stay together, in file order */
+      if (src != last) origins[norigins++] = (struct config_origin){all.n, all.n, paths[src]};
+      origins[norigins - 1].end = all.n + 1;
+      last = src;
+    }
+    st = argv_push(&all, w.s.v[k]);
+  }
+  words_free(&w);
   config_file_argv_free(rest.n, rest.v);
+  free(table.group);
   if (st != CG_OK) {
     config_file_argv_free(all.n, all.v);
+    norigins = 0;
     return st;
   }
   *out_argc = all.n;

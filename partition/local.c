@@ -76,6 +76,16 @@ static int agg_build(const struct graph *g, const struct row_src *src, const int
     int32_t v = pl->gid[r];
     int64_t dv = graph_norm_degree(g, pl->norm, pl->self_loops, v), len = 0;
     pl->agg.row_scale[r] = graph_norm_row_scale(pl->norm, dv);
+    /* the buffers are sized by g's rows; src's (a rank's own read, a pruned graph) may
+     * only be shorter: a longer one is an inconsistency, not a write past them */
+    const int64_t have = row_end(src, v, r) - row_begin(src, v, r);
+    if (have < 0 || have + self > maxrow || pos + have + self > nnz) {
+      cg_free(row);
+      cg_csr_free(&pl->agg);
+      return cg_err_set(CG_ERR_FORMAT, "partition: row of vertex %d has %lld entries, more than its degree in the "
+                        "graph (%lld): the rows and the structure disagree", v, (long long)have,
+                        (long long)(g->rowptr[v + 1] - g->rowptr[v]));
+    }
     for (int64_t k = row_begin(src, v, r); k < row_end(src, v, r); k++) {
       int32_t u = src->ci[k];
       row[len].col = lid[u];

@@ -8,6 +8,10 @@
  *   run that dies leaves the epochs it finished readable there, a run that ends (also
  *   when stopped or diverged) renames it over the file, and a resumed run's temporary
  *   starts as a copy of the file, so that it appends.
+ * - A record that cannot be written (a full disk) ends the file, not the run: the
+ *   temporary is cut back to its complete records and renamed at the end as usual, with
+ *   a warning then and at the end; the model and its checkpoint matter more than the
+ *   rest of the log (a failed intermediate checkpoint warns the same way).
  * - Float options are written as the user wrote them (0.01, not 0.009999999776), and
  *   NaN / inf as null: they are not JSON. */
 #include <ctype.h>
@@ -21,6 +25,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/log.h"
 #include "core/status.h"
 #include "core/timer.h"
 #include "runtime/runtime_internal.h"
@@ -94,12 +99,44 @@ int rt_metrics_open(struct rt_metrics *mt, const char *path, int append) {
   if (!path) return CG_OK;
   TRY(append ? cg_outfile_open_keep(&mt->of, path, "metrics file") : cg_outfile_open(&mt->of, path, "metrics file"));
   mt->f = mt->of.fp;
+  const long at = ftell(mt->f); /* a resumed run's copy of the file: complete records */
+  mt->complete = at > 0 ? at : 0;
   return CG_OK;
+}
+
+/* A record could not be written (the disk is full): cut the temporary back to the
+ * complete records, so that the run's end still makes it the file, and write no more.
+ * The training goes on: its model and checkpoint matter more than the rest of the log
+ * (as a failed intermediate checkpoint, which warns). */
+static void metrics_broken(struct rt_metrics *mt, int err) {
+  mt->broken = 1;
+  LOG_WARN("train", "cannot write metrics file %s: %s (disk full?); it keeps the records written so far%s, and "
+           "this run writes no more of them nor its summary; training goes on", mt->path, strerror(err),
+           mt->last_epoch > 0 ? "" : " (none)");
+  if (!mt->of.tmp) { /* written in place (a pipe, a device): nothing to cut back */
+    clearerr(mt->f);
+    return;
+  }
+  fclose(mt->of.fp); /* (its unwritten buffer goes: the cut below drops any part of it) */
+  mt->of.fp = NULL;
+  if (truncate(mt->of.tmp, (off_t)mt->complete) == 0) mt->of.fp = fopen(mt->of.tmp, "ab");
+  if (!mt->of.fp) { /* cannot even keep it: the temporary stays, named */
+    LOG_WARN("train", "the metrics records written so far stay in %s", mt->of.tmp);
+    free(mt->of.tmp);
+    free(mt->of.path);
+    memset(&mt->of, 0, sizeof mt->of);
+    mt->f = NULL;
+    return;
+  }
+  mt->f = mt->of.fp;
 }
 
 int rt_metrics_close(struct rt_metrics *mt, int st) {
   if (!mt->f) return st;
   mt->f = NULL;
+  if (mt->broken && mt->last_epoch > 0)
+    LOG_WARN("train", "metrics file %s is incomplete: its records end at epoch %d, without a summary (a write "
+             "failed)", mt->path, mt->last_epoch);
   if (mt->records == 0) { /* nothing of this run: an earlier file stays */
     cg_outfile_abort(&mt->of);
     return st;
@@ -118,15 +155,28 @@ static void json_num(cJSON *o, const char *key, double v) {
   else cJSON_AddNullToObject(o, key);
 }
 
-/* One line, flushed; the object is consumed. */
-static int write_line(struct rt_metrics *mt, cJSON *o) {
+/* One line, flushed; the object is consumed. A failed write is not an error of the
+ * run (metrics_broken). */
+static int write_line(struct rt_metrics *mt, cJSON *o, int epoch) {
+  if (mt->broken) {
+    cJSON_Delete(o);
+    return CG_OK;
+  }
   char *s = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   if (!s) return cg_err_set(CG_ERR_NOMEM, "out of memory formatting a metrics record");
+  errno = 0;
   int ok = fputs(s, mt->f) >= 0 && fputc('\n', mt->f) != EOF && fflush(mt->f) == 0;
+  const int err = errno ? errno : EIO;
+  const size_t len = strlen(s) + 1;
   cJSON_free(s);
-  if (!ok) return cg_err_set(CG_ERR_IO, "cannot write metrics file %s (disk full?)", mt->path);
+  if (!ok) {
+    metrics_broken(mt, err);
+    return CG_OK;
+  }
+  mt->complete += (long)len;
   mt->records++;
+  if (epoch > 0) mt->last_epoch = epoch;
   return CG_OK;
 }
 
@@ -221,7 +271,7 @@ int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec) {
     cJSON_AddItemToObject(o, "rank_compute_s", cJSON_CreateDoubleArray(rec->rank_compute_s, rec->nranks));
     cJSON_AddItemToObject(o, "rank_comm_s", cJSON_CreateDoubleArray(rec->rank_comm_s, rec->nranks));
   }
-  return write_line(mt, o);
+  return write_line(mt, o, rec->epoch);
 }
 
 /* Float options as the user wrote them (0.01, not 0.009999999776). */
@@ -373,5 +423,5 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
     }
     cJSON_AddItemToObject(o, "cache", c);
   }
-  return write_line(mt, o);
+  return write_line(mt, o, 0);
 }

@@ -93,7 +93,8 @@ int rt_ranks_medians(const struct rt_ranks *t, int first, int last, const struct
   if (out->pred)
     for (int r = 0; r < out->nranks; r++)
       LOG_INFO("train", "rank %d: predicted compute %.2f ms + communication %.2f ms = %.2f ms; measured (median) "
-               "compute %.2f ms (%+.1f %%), communication %.2f ms (waiting for slower ranks included)", r,
+               "compute %.2f ms (the prediction %+.1f %% off it), communication %.2f ms (waiting for slower ranks "
+               "included)", r,
                pred->compute_s[r] * 1e3, pred->comm_s[r] * 1e3, (pred->compute_s[r] + pred->comm_s[r]) * 1e3,
                out->compute_s[r] * 1e3, 100.0 * (pred->compute_s[r] - out->compute_s[r]) / out->compute_s[r],
                out->comm_s[r] * 1e3);

@@ -28,6 +28,11 @@
 #endif
 
 #ifdef CAPGNN_HAVE_DIST
+static int cmp_i32(const void *a, const void *b) {
+  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
 /* METIS k-way into blocks of about one tile: the structure as a graph (columns in
  * [0, n) without the diagonal: sorted, symmetric when the input is), parts laid out in
  * order, each part's vertices in their input order. */
@@ -35,8 +40,8 @@ static int order_metis(int64_t n, const int64_t *rowptr, const int32_t *colidx, 
   int st = CG_ERR_NOMEM;
   struct graph s;
   memset(&s, 0, sizeof s);
-  int32_t *owner = NULL, *chain = NULL;
-  int64_t *start = NULL, *link = NULL;
+  int32_t *owner = NULL, *chain = NULL, *lpart = NULL;
+  int64_t *start = NULL, *lstart = NULL, *lcount = NULL, *rank_of = NULL;
   uint8_t *placed = NULL;
   snprintf(s.name, sizeof s.name, "reorder");
   s.n = n;
@@ -66,29 +71,59 @@ static int order_metis(int64_t n, const int64_t *rowptr, const int32_t *colidx, 
   /* The parts in a chain that follows the heaviest links: a community larger than a
    * part is split over several, and its parts placed side by side keep its nonzeros in
    * neighbouring tiles (METIS numbers parts in no such order). Greedy, from part 0: next
-   * the unplaced part with the most edges to the last placed one (ties: lowest id). */
+   * the unplaced part with the most edges to the last placed one (ties: lowest id; none
+   * linked: the lowest unplaced id). The links are a sparse part graph (each part's
+   * neighbour parts, sorted, with their edge counts), O(edges) memory: a parts x parts
+   * table would take 8 (n / 1024)^2 bytes, ~94 GB for a rank of 111 M rows. */
   start = cg_calloc((size_t)parts + 1, sizeof *start, "metis order: part offsets");
-  link = cg_calloc((size_t)(parts * parts), sizeof *link, "metis order: edges between parts");
+  lstart = cg_calloc((size_t)parts + 1, sizeof *lstart, "metis order: part links' offsets");
+  lpart = cg_malloc((size_t)(m > 0 ? m : 1) * sizeof *lpart, "metis order: linked parts");
+  lcount = cg_malloc((size_t)(m > 0 ? m : 1) * sizeof *lcount, "metis order: edges between parts");
+  rank_of = cg_malloc((size_t)parts * sizeof *rank_of, "metis order: part positions");
   chain = cg_malloc((size_t)parts * sizeof *chain, "metis order: part chain");
   placed = cg_calloc((size_t)parts, 1, "metis order: placed parts");
-  if (!start || !link || !chain || !placed) {
+  if (!start || !lstart || !lpart || !lcount || !rank_of || !chain || !placed) {
     st = CG_ERR_NOMEM;
     goto done;
   }
+  /* every edge's far part, grouped by the near one; then each group sorted and counted */
+  for (int64_t v = 0; v < n; v++) lstart[owner[v] + 1] += s.rowptr[v + 1] - s.rowptr[v];
+  for (int64_t p = 0; p < parts; p++) lstart[p + 1] += lstart[p];
+  for (int64_t p = 0; p <= parts; p++) start[p] = lstart[p]; /* (fill cursors) */
   for (int64_t v = 0; v < n; v++)
-    for (int64_t k = s.rowptr[v]; k < s.rowptr[v + 1]; k++) link[(int64_t)owner[v] * parts + owner[s.colidx[k]]]++;
+    for (int64_t k = s.rowptr[v]; k < s.rowptr[v + 1]; k++) lpart[start[owner[v]]++] = owner[s.colidx[k]];
+  int64_t w = 0;
+  for (int64_t p = 0; p < parts; p++) {
+    const int64_t a = lstart[p], b = lstart[p + 1];
+    qsort(lpart + a, (size_t)(b - a), sizeof *lpart, cmp_i32);
+    lstart[p] = w;
+    for (int64_t k = a; k < b; k++) {
+      if (k > a && lpart[k] == lpart[k - 1]) {
+        lcount[w - 1]++;
+        continue;
+      }
+      lpart[w] = lpart[k];
+      lcount[w++] = 1;
+    }
+  }
+  lstart[parts] = w;
   chain[0] = 0;
   placed[0] = 1;
+  int64_t lowest = 1; /* every part below it is placed */
   for (int64_t i = 1; i < parts; i++) {
     const int64_t last = chain[i - 1];
-    int64_t best = -1;
-    for (int64_t q = 0; q < parts; q++)
-      if (!placed[q] && (best < 0 || link[last * parts + q] > link[last * parts + best])) best = q;
+    int64_t best = -1, most = 0;
+    for (int64_t k = lstart[last]; k < lstart[last + 1]; k++) /* ascending ids: strict > keeps the lowest */
+      if (!placed[lpart[k]] && lcount[k] > most) best = lpart[k], most = lcount[k];
+    if (best < 0) {
+      while (placed[lowest]) lowest++;
+      best = lowest;
+    }
     chain[i] = (int32_t)best;
     placed[best] = 1;
   }
-  int64_t *rank_of = link; /* reused: the position of each part in the chain */
   for (int64_t i = 0; i < parts; i++) rank_of[chain[i]] = i;
+  memset(start, 0, (size_t)(parts + 1) * sizeof *start);
   for (int64_t v = 0; v < n; v++) start[rank_of[owner[v]] + 1]++;
   for (int64_t p = 0; p < parts; p++) start[p + 1] += start[p];
   for (int64_t v = 0; v < n; v++) order[start[rank_of[owner[v]]]++] = (int32_t)v;
@@ -97,7 +132,10 @@ done:
   graph_free(&s);
   cg_free(owner);
   cg_free(start);
-  cg_free(link);
+  cg_free(lstart);
+  cg_free(lpart);
+  cg_free(lcount);
+  cg_free(rank_of);
   cg_free(chain);
   cg_free(placed);
   return st;

@@ -259,6 +259,9 @@ struct rt_metrics {
   struct cg_outfile of;
   int records; /* written by this run */
   double halo_bytes, allreduce_bytes, inter_node_bytes; /* summed over this run's epoch records */
+  long complete;  /* bytes of the file's complete records (where a failed write is cut back to) */
+  int broken;     /* a write failed (disk full): the file keeps its complete records, no more */
+  int last_epoch; /* of the last record written */
 };
 
 /* What the halo cache did (jaca/jaca.h's struct jaca_stats, as doubles summed over the

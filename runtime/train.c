@@ -98,6 +98,7 @@ struct train_run {
   struct rt_early_stop es;  /* --early-stop (runtime/early_stop.c) */
   struct rt_best_keep bk;   /* --save-best (runtime/best.c) */
   int ckpt_written;         /* a checkpoint was written by this run */
+  int ckpt_failed;          /* the checkpoint the epoch had to write failed (every rank) */
   struct rt_local *owned;   /* rt_train_owned's: loc, whose inputs go once the model is built */
 };
 
@@ -281,8 +282,9 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   cg_watch_mark("writing the metrics record", e, -1, 0);
   TRY(rt_metrics_epoch(&t->metrics, &rec));
   cg_watch_mark("writing the checkpoint", e, -1, 0);
-  TRY(train_checkpoint(t, e, *stop));
-  return CG_OK;
+  const int cst = train_checkpoint(t, e, *stop);
+  t->ckpt_failed = cst != CG_OK;
+  return cst;
 }
 
 /* Stopped on request after epoch e: say where the state is kept. */
@@ -400,6 +402,14 @@ static int train_impl(struct cg_backend *be, const struct rt_local *loc, struct 
     if (st < 0) {
       if (diverged) train_finish(&t, e, "diverged");
       if (diverged) last = e, run_diverged = 1;
+      if (t.ckpt_failed) { /* the training itself ended well: its summary, then the error */
+        char msg[2048];
+        snprintf(msg, sizeof msg, "%s", cg_err_msg());
+        last = e;
+        if (stop) cg_progress_log_now(&t.pr);
+        train_finish(&t, e, stop ? "interrupted" : t.es.stopped && e < E ? "early_stopped" : "completed");
+        cg_err_set(st, "%s", msg);
+      }
       goto done;
     }
     if (stop) {
@@ -429,7 +439,7 @@ done:
   train_active = 0;
   if (t.live && st < 0) cg_progress_cancel(&t.pr);
   int best_written = 0;
-  if (t.m && (st == CG_OK || st == CG_ERR_INTERRUPTED || run_diverged || last < E)) { /* however the run ended */
+  if (t.m && (st == CG_OK || st == CG_ERR_INTERRUPTED || run_diverged || t.ckpt_failed || last < E)) { /* however the run ended */
     char msg[2048];
     snprintf(msg, sizeof msg, "%s", cg_err_msg());
     const int prev = st;

@@ -350,6 +350,31 @@ static void diverged_summary(void **state) {
   cJSON_Delete(o);
 }
 
+/* `capgnn partition` whose cache file cannot be saved (a folder in its place): it warns
+ * and says "computed, not saved", not "computed". */
+static void partition_not_saved(void **state) {
+  (void)state;
+  char cache[300];
+  snprintf(cache, sizeof cache, "%s/pcache", tmpdir);
+  static struct run_out r;
+  run_capgnn(&r, (const char *const[]){"partition", "--graph", "synth:tiny", "--parts", "2", "--part-cache", cache,
+                                       NULL});
+  assert_int_equal(r.exit_code, 0);
+  const char *at = strstr(r.out, "partition set: ");
+  assert_non_null(at);
+  char path[600];
+  assert_int_equal(sscanf(at, "partition set: %599s", path), 1);
+  assert_non_null(strstr(at, "(computed)"));
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(mkdir(path, 0755), 0); /* the file's place taken */
+  run_capgnn(&r, (const char *const[]){"partition", "--graph", "synth:tiny", "--parts", "2", "--part-cache", cache,
+                                       NULL});
+  assert_int_equal(r.exit_code, 0);
+  assert_non_null(strstr(r.err, "could not save the partition"));
+  assert_non_null(strstr(r.out, "(computed, not saved)"));
+  assert_int_equal(rmdir(path), 0);
+}
+
 /* `capgnn info` on a training checkpoint: its summary, exit 0; damaged: exit 1. */
 static void checkpoint_info(void **state) {
   (void)state;
@@ -444,7 +469,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(help), cmocka_unit_test(bad_options),
                                      cmocka_unit_test(option_messages),
                                      cmocka_unit_test(bad_files), cmocka_unit_test(train_metrics),
-                                     cmocka_unit_test(diverged_summary),
+                                     cmocka_unit_test(diverged_summary), cmocka_unit_test(partition_not_saved),
                                      cmocka_unit_test(checkpoint_info),
                                      cmocka_unit_test(interrupt_and_resume)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -213,10 +213,18 @@ static void test_value_is_option(void **state) {
   assert_int_equal(r.rc, 2);
   assert_non_null(strstr(r.err, "option '-o' needs a value"));
   run_free(&r);
-  /* a switch given a value; an absurd epoch count */
-  r = run(NULL, "train --graph synth:tiny --layernorm=false");
+  /* a switch given a value: train (settings files) takes true or false and says how to
+   * turn it off; a command without settings files takes none and says to leave it out;
+   * an absurd epoch count */
+  r = run(NULL, "train --graph synth:tiny --layernorm=maybe");
   assert_int_equal(r.rc, 2);
-  assert_non_null(strstr(r.err, "option '--layernorm' takes no value: it is a switch"));
+  assert_non_null(strstr(r.err, "option '--layernorm=maybe': a switch takes true or false"));
+  assert_non_null(strstr(r.err, "--layernorm=false turns it off"));
+  run_free(&r);
+  r = run(NULL, "partition --no-cache=false");
+  assert_int_equal(r.rc, 2);
+  assert_non_null(strstr(r.err, "option '--no-cache' takes no value: it is a switch (give it to turn it on, "
+                                "leave it out to keep it off)"));
   run_free(&r);
   r = run(NULL, "train --graph synth:tiny --epochs 2000000000");
   assert_int_equal(r.rc, 2);

@@ -597,6 +597,46 @@ static void usage_errors(void **state) {
   run(&r, (const char *const[]){"--graph", "data/a #b.cgr", "--print-config", NULL});
   assert_int_equal(r.exit_code, 0);
   assert_non_null(strstr(r.out, "graph = \"data/a #b.cgr\"\n"));
+  /* switches: a later file's false turns off an earlier file's true, the command line's
+   * --SWITCH=false a file's true, and the command line's --part-cache a file's
+   * no-part-cache (not "exclude each other"); a false no-part-cache keeps the folder */
+  char sw_a[300], sw_b[300], sw_pc[300];
+  snprintf(sw_a, sizeof sw_a, "%s/sw_a.ini", tmpdir);
+  snprintf(sw_b, sizeof sw_b, "%s/sw_b.ini", tmpdir);
+  snprintf(sw_pc, sizeof sw_pc, "%s/sw_pc.ini", tmpdir);
+  f = fopen(sw_a, "w");
+  assert_non_null(f);
+  fprintf(f, "[model]\nlayernorm = true\n[output]\nquiet = true\n[parallel]\nno-part-cache = true\n");
+  fclose(f);
+  f = fopen(sw_b, "w");
+  assert_non_null(f);
+  fprintf(f, "[model]\nlayernorm = false\n");
+  fclose(f);
+  f = fopen(sw_pc, "w");
+  assert_non_null(f);
+  fprintf(f, "part-cache = pc-dir\nno-part-cache = false\n");
+  fclose(f);
+  run(&r, (const char *const[]){"--config", sw_a, "--config", sw_b, "--print-config", NULL});
+  if (r.exit_code != 0) fail_msg("a.ini then b.ini: exit %d: %s", r.exit_code, r.err);
+  assert_non_null(strstr(r.out, "layernorm = false\n"));
+  assert_non_null(strstr(r.out, "quiet = true\n"));
+  assert_non_null(strstr(r.out, "no-part-cache = true\n"));
+  run(&r, (const char *const[]){"--config", sw_a, "--layernorm=false", "--quiet=off", "--part-cache", "cli-dir",
+                                "--print-config", NULL});
+  if (r.exit_code != 0) fail_msg("a.ini with the command line's switches: exit %d: %s", r.exit_code, r.err);
+  assert_non_null(strstr(r.out, "layernorm = false\n"));
+  assert_non_null(strstr(r.out, "quiet = false\n"));
+  assert_non_null(strstr(r.out, "part-cache = cli-dir\n"));
+  assert_null(strstr(r.out, "no-part-cache"));
+  run(&r, (const char *const[]){"--config", sw_b, "--layernorm=true", "--print-config", NULL});
+  assert_int_equal(r.exit_code, 0);
+  assert_non_null(strstr(r.out, "layernorm = true\n"));
+  run(&r, (const char *const[]){"--config", sw_a, "--config", sw_pc, "--print-config", NULL});
+  if (r.exit_code != 0) fail_msg("a.ini then pc.ini: exit %d: %s", r.exit_code, r.err);
+  assert_non_null(strstr(r.out, "part-cache = pc-dir\n"));
+  assert_null(strstr(r.out, "no-part-cache"));
+  /* both on the command line still exclude each other */
+  expect_error(2, "exclude each other", NULL, (const char *const[]){"--part-cache", "d", "--no-part-cache", NULL});
 }
 
 int main(int argc, char **argv) {
