@@ -66,6 +66,7 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  cli_env_warn_unknown(); /* a misspelt CAPGNN_* variable would be ignored silently */
   if (argc < 2 || argv[1][0] == '-') {
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
       if (cli_speaks()) usage(stdout); /* once under mpirun */

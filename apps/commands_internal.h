@@ -22,6 +22,10 @@ int cli_launch_rank(void);
 int cli_speaks(void); /* cli_launch_rank() == 0 */
 /* The number of processes the launcher started (its environment), 1 without one. */
 int cli_launch_size(void);
+/* On rank 0 (cli_speaks): one warning line on stderr for each CAPGNN_* variable in the
+ * environment that capgnn does not read (apps/env.c holds the list), with the closest
+ * known name when one is at most two edits away. */
+void cli_env_warn_unknown(void);
 /* Whether this host has an NVIDIA GPU driver's device node (/dev/nvidiactl): asked before
  * any CUDA call, e.g. before an MPS share must be set (--gpu-share). */
 int cli_nvidia_present(void);

@@ -342,10 +342,14 @@ int cg_emulate_speed_parse(const char *spec, int rank, int nranks, double *speed
     char *end = NULL;
     errno = 0;
     const double v = strtod(p, &end);
-    if (end == p || errno || !(v > 0.0 && v <= 1.0) || (*end != ',' && *end != '\0'))
+    if (end == p || errno || !(v > 0.0 && v <= 1.0) || (*end != ',' && *end != '\0')) {
+      /* name the value itself and its position: "value 1" read as the number 1 */
+      const size_t len = strcspn(p, ",");
       return cg_err_set(CG_ERR_ARG,
-                        "CAPGNN_EMULATE_SPEED='%s': value %d is not a speed in (0, 1] (expected one value or one "
-                        "per rank, comma-separated, e.g. 1,0.5,0.25,0.25)", spec, n + 1);
+                        "CAPGNN_EMULATE_SPEED='%s': value number %d in the list, '%.*s', is not a speed in (0, 1] "
+                        "(expected one value or one per rank, comma-separated, e.g. 1,0.5,0.25,0.25)",
+                        spec, n + 1, (int)(len < 40 ? len : 40), p);
+    }
     if (n == 0) first = v;
     if (n == rank) mine = v;
     n++;

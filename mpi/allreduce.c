@@ -73,7 +73,16 @@ int comm_allreduce_resolve(struct comm *c, enum comm_allreduce *out) {
   enum comm_allreduce a = c->allreduce_req;
   int st = CG_OK;
   if (a == COMM_ALLREDUCE_AUTO) a = c->nnodes > 1 && nodes_even(c) ? COMM_ALLREDUCE_HIER : COMM_ALLREDUCE_MPI;
-  if (a == COMM_ALLREDUCE_HIER && !nodes_even(c))
+  /* The advice fits the cause: --map-by places ranks on machines, it cannot even out
+   * emulated nodes, which split each host's ranks into CAPGNN_EMULATE_NODES blocks. */
+  if (a == COMM_ALLREDUCE_HIER && !nodes_even(c) && c->emulate_k > 1 && c->host_local_size % c->emulate_k != 0)
+    st = cg_err_set(CG_ERR_UNSUPPORTED,
+                    "the hierarchical all-reduce needs the same number of ranks on every node (this host's %d "
+                    "ranks do not split evenly into CAPGNN_EMULATE_NODES=%d emulated nodes: give a rank count "
+                    "(-np) that CAPGNN_EMULATE_NODES divides, or a CAPGNN_EMULATE_NODES that divides the ranks "
+                    "per host), or use --allreduce flat",
+                    c->host_local_size, c->emulate_k);
+  else if (a == COMM_ALLREDUCE_HIER && !nodes_even(c))
     st = cg_err_set(CG_ERR_UNSUPPORTED,
                     "the hierarchical all-reduce needs the same number of ranks on every node (this job's "
                     "nodes differ: map with --map-by ppr:G:node), or use --allreduce flat");

@@ -78,6 +78,7 @@ static int comm_layout(struct comm *c) {
                k, cg_hostname(), c->host_local_size, c->host_local_size);
     k = c->host_local_size;
   }
+  c->emulate_k = k;
   /* Contiguous blocks of host-local ranks, sizes differing by at most one. */
   int block = (int)((int64_t)c->host_local_rank * k / c->host_local_size);
   COMM_MPI_TRY(MPI_Comm_split(c->host, block, c->host_local_rank, &c->node));

@@ -22,6 +22,7 @@ struct comm {
   int rank, size;
   int node_id, nnodes, local_rank, local_size;
   int host_local_rank, host_local_size;
+  int emulate_k;  /* emulated nodes this host is split into (CAPGNN_EMULATE_NODES, clamped); 1: none */
   int *node_of;   /* node id of every world rank (comm_node_of) */
   int *node_ranks; /* world ranks of this node, by local rank (comm_node_world_rank) */
   int we_initialised; /* comm_init called MPI_Init_thread, so finalize calls MPI_Finalize */

@@ -168,8 +168,8 @@ static int random_sizes(int64_t n, const struct part_options *o, int64_t *size) 
     if (size[p] == 0)
       return cg_err_set(CG_ERR_ARG,
                         "target weight %g of part %d gives it no vertex of %lld; raise it or use "
-                        "fewer parts",
-                        (double)o->tpwgts[p], p, (long long)n);
+                        "fewer %s",
+                        (double)o->tpwgts[p], p, (long long)n, o->parts_are_ranks ? "ranks (mpirun -np)" : "parts");
   return CG_OK;
 }
 
@@ -386,9 +386,10 @@ static int assign_metis(const struct graph *g, const struct part_options *o, int
       if (count[p] == 0) {
         cg_free(count);
         st = cg_err_set(CG_ERR_METIS,
-                        "METIS left part %d of %d empty on graph '%s' (%lld vertices); use fewer "
-                        "parts or the random method",
-                        p, o->nparts, g->name, (long long)g->n);
+                        "METIS left part %d of %d empty on graph '%s' (%lld vertices); %s",
+                        p, o->nparts, g->name, (long long)g->n,
+                        o->parts_are_ranks ? "run fewer ranks (mpirun -np) or --partition random"
+                                           : "use fewer parts or the random method");
         goto done;
       }
     cg_free(count);

@@ -52,6 +52,8 @@ struct part_options {
   const float *tpwgts;   /* optional (NULL): nparts target fractions > 0 summing to 1
                             within 1e-3; METIS balances vertex weight to them, the random
                             method sizes parts by largest remainder of tpwgts[k] * n */
+  int parts_are_ranks;   /* 1: the parts are a job's ranks (training under mpirun), so an
+                            empty part's error advises fewer ranks (-np), not fewer parts */
 };
 
 /* Name of a method ("metis", "random") and its inverse (CG_ERR_ARG on an unknown name). */

@@ -232,6 +232,33 @@ static int measure_links(struct comm *c, struct link_result res[2]) {
 
 /* ---- the report ---- */
 
+/* Whether Open MPI's btl list (OMPI_MCA_btl, as `--mca btl LIST` sets it for the ranks)
+ * keeps a shared-memory transport: unset keeps the default (vader); "^a,b" excludes. */
+static int btl_keeps_shm(const char *btl) {
+  if (!btl || !btl[0]) return 1;
+  const int exclude = btl[0] == '^';
+  int named = 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", btl + exclude);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+    if (!strcmp(t, "vader") || !strcmp(t, "sm") || !strcmp(t, "smcuda")) named = 1;
+  return exclude ? !named : named;
+}
+
+/* What the link to an emulated node (another node on rank 0's host) goes over, as far as
+ * the environment tells: never the network between machines; shared memory by default,
+ * but `--mca btl tcp,self` (with the ob1 pml) makes it TCP inside the host. */
+static void emulated_link_note(char *out, size_t len) {
+  const char *pml = getenv("OMPI_MCA_pml"), *btl = getenv("OMPI_MCA_btl");
+  const int ob1 = !pml || !pml[0] || !strcmp(pml, "ob1");
+  if (ob1 && !btl_keeps_shm(btl))
+    snprintf(out, len, " (an emulated node on the same host: btl=%s leaves out shared memory, so most likely "
+             "TCP inside the host; not the network between machines)", btl);
+  else
+    snprintf(out, len, " (an emulated node on the same host: MPI's path inside one host, shared memory unless "
+             "the transport settings exclude it; not the network between machines)");
+}
+
 static void print_report(FILE *out, const struct comm_lib_info *lib, const struct rapa_rank_facts *f, int n,
                          const struct link_result *links, int measured, char (*warn)[RAPA_WARN_LEN], int nw) {
   int nodes = 0, hosts = 0;
@@ -271,9 +298,11 @@ static void print_report(FILE *out, const struct comm_lib_info *lib, const struc
         continue;
       }
       const int other_host = strcmp(f[0].host, f[links[k].peer].host) != 0;
+      char emulated[400];
+      emulated_link_note(emulated, sizeof emulated);
       fprintf(out, "  %-10s  rank %d: latency %.2f us, bandwidth %.2f GB/s%s\n", kind[k], links[k].peer,
               links[k].lat_us, links[k].gbs,
-              k == 1 && !other_host ? " (an emulated node on the same host: shared memory, not the network)"
+              k == 1 && !other_host ? emulated
               : k == 1 && links[k].lat_us > 10.0 ? " (TCP-class: expect slow halo exchanges)"
               : k == 1 ? " (RDMA-class)" : "");
     }

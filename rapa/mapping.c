@@ -92,7 +92,9 @@ static void check_cpu_gpu(const struct rapa_rank_facts *f, int n, struct sink *s
   for (int i = 0; i < n; i++)
     if (f[i].gpu_uuid[0] && f[i].gpu_numa >= 0 && f[i].cpu_numa >= 0 && f[i].cpu_numa != f[i].gpu_numa)
       warn(s, "rank %d runs on CPUs of NUMA node %d, its GPU is on node %d: host-device copies cross "
-           "sockets (mpirun --bind-to numa, or a rankfile)", i, f[i].cpu_numa, f[i].gpu_numa);
+           "sockets (the GPU is the host-local rank mod GPUs: number the ranks by NUMA node, mpirun "
+           "--map-by ppr:K:numa --bind-to numa with K = GPUs per NUMA node, or a rankfile)",
+           i, f[i].cpu_numa, f[i].gpu_numa);
 }
 
 /* Ranks of one host bound to overlapping, unequal CPU sets (ranks left unbound, each

@@ -144,6 +144,7 @@ static int dist_build(struct comm *c, const struct graph *g, const struct rt_con
     po.method = o->method;
     po.nparts = P;
     po.seed = o->part_seed;
+    po.parts_are_ranks = 1;
     int reused = 0;
     st = o->use_cache ? part_assign_cached(g, &po, o->cache_dir, owner, &reused)
                       : part_assign(g, &po, owner);
@@ -491,6 +492,7 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
     po.method = o->method;
     po.nparts = P;
     po.seed = o->part_seed;
+    po.parts_are_ranks = 1;
     /* The cache's key needs the header only (name, checksum, n: part_cache_lookup), so a
      * hit reads no structure; otherwise the structure alone, for METIS, freed before the
      * rows. */
@@ -615,6 +617,7 @@ static int dist_build_synth_per_rank(struct comm *c, const struct rt_config *cfg
     po.method = o->method;
     po.nparts = P;
     po.seed = o->part_seed;
+    po.parts_are_ranks = 1;
     int reused = 0;
     st = o->use_cache ? part_assign_cached(&g, &po, o->cache_dir, owner, &reused) : part_assign(&g, &po, owner);
     if (st == CG_OK) {

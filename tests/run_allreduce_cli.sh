@@ -36,6 +36,9 @@ run 3 hier
 rc=$?
 [ $rc -ne 0 ] || say "hier on 2 + 1 ranks was accepted"
 grep -q "same number of ranks on every node" "$dir/out_hier_3" || say "no message for uneven nodes"
+# emulated nodes: the advice is CAPGNN_EMULATE_NODES and -np, not --map-by (which cannot even them out)
+grep -q "3 ranks do not split evenly into CAPGNN_EMULATE_NODES=2" "$dir/out_hier_3" || say "no emulated-node advice"
+! grep -q "ppr:G:node" "$dir/out_hier_3" || say "--map-by advised for emulated nodes"
 ! grep -q "failed during training" "$dir/out_hier_3" || say "uneven nodes refused only at the first step"
 "$capgnn" --graph synth:tiny --allreduce ring >"$dir/bad" 2>&1
 rc=$?

@@ -23,7 +23,8 @@ rc=$?
 grep -q "capgnn doctor: 3 ranks on 2 nodes (emulated" "$dir/out1" || say "no '3 ranks on 2 nodes' line"
 grep -q "^MPI  *Open MPI\|^MPI  *MPICH\|^MPI  *[A-Za-z]" "$dir/out1" || say "no MPI line"
 grep -q "same node   rank 1: latency" "$dir/out1" || say "no same-node link line"
-grep -q "other node  rank 2: latency .*emulated node on the same host" "$dir/out1" || say "no other-node link line"
+grep -q "other node  rank 2: latency .*emulated node on the same host: MPI's path inside one host" "$dir/out1" ||
+  say "no other-node link line"
 grep -q "nodes run 1 to 2 ranks" "$dir/out1" || say "the uneven nodes were not reported"
 if [ "$cores" -lt 3 ]; then grep -q "runs 3 ranks on $cores cores" "$dir/out1" || say "oversubscription not reported"; fi
 python3 - "$dir/d.json" <<'PY' || fail=1
@@ -36,6 +37,14 @@ assert any("nodes run 1 to 2 ranks" in w for w in d["warnings"]), d["warnings"]
 assert {l["kind"] for l in d["links"]} == {"same_node", "other_node"}, d["links"]
 assert all(l["latency_us"] > 0 and l["bandwidth_gbs"] > 0 for l in d["links"]), d["links"]
 PY
+
+# 3. (new-user finding) with shared memory left out of Open MPI's btl list, the emulated
+#    node's link is not labelled shared memory
+CAPGNN_EMULATE_NODES=2 "$mpiexec" -n 2 --oversubscribe --allow-run-as-root --mca pml ob1 --mca btl tcp,self \
+  "$capgnn" doctor --device cpu >"$dir/out4" 2>"$dir/err4" || say "doctor over btl tcp,self failed"
+grep -q "other node  rank 1: latency .*btl=tcp,self leaves out shared memory, so most likely TCP" "$dir/out4" ||
+  say "btl tcp,self: the link note does not say TCP"
+grep -q "shared memory unless" "$dir/out4" && say "btl tcp,self: the link is still labelled shared memory"
 
 printf 'precious\n' > "$dir/keep.txt"
 CAPGNN_EMULATE_NODES=2 "$mpiexec" -n 2 --oversubscribe --allow-run-as-root "$capgnn" doctor --device cpu \

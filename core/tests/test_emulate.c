@@ -137,6 +137,9 @@ static void test_speed_parse(void **state) {
   assert_int_equal(cg_emulate_speed_parse("1,0.5", 0, 4, &f), CG_ERR_ARG); /* 2 values, 4 ranks */
   assert_non_null(strstr(cg_err_msg(), "4 ranks"));
   assert_int_equal(cg_emulate_speed_parse("1,0", 0, 2, &f), CG_ERR_ARG);
+  assert_non_null(strstr(cg_err_msg(), "value number 2 in the list, '0',"));
+  assert_int_equal(cg_emulate_speed_parse("0,1", 0, 2, &f), CG_ERR_ARG); /* the value named, not "value 1" */
+  assert_non_null(strstr(cg_err_msg(), "value number 1 in the list, '0',"));
   assert_int_equal(cg_emulate_speed_parse("1.5", 0, 1, &f), CG_ERR_ARG);
   assert_int_equal(cg_emulate_speed_parse("1,,1", 0, 3, &f), CG_ERR_ARG);
   assert_int_equal(cg_emulate_speed_parse("fast", 0, 1, &f), CG_ERR_ARG);

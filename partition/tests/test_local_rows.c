@@ -107,7 +107,7 @@ static void test_equal_to_whole(void **state) {
     int P;
   } cases[] = {{PART_METIS, 3}, {PART_METIS, 4}, {PART_RANDOM, 6}};
   for (size_t c = 0; c < 3; c++) {
-    struct part_options po = {cases[c].m, cases[c].P, 1, NULL, NULL};
+    struct part_options po = {.method = cases[c].m, .nparts = cases[c].P, .seed = 1};
     assert_int_equal(part_assign(&g, &po, owner), CG_OK);
     compare_all(&g, owner, cases[c].P);
     printf("  synth:small, %s, %d parts: every rank's local graph equal\n", part_method_name(cases[c].m),
@@ -131,7 +131,7 @@ static void test_from_file(void **state) {
   assert_int_equal(close(fd), 0);
   assert_int_equal(graph_save_cgr_version(path, &g, 2, 12), CG_OK);
   int32_t *owner = malloc((size_t)g.n * sizeof *owner);
-  struct part_options po = {PART_METIS, 4, 1, NULL, NULL};
+  struct part_options po = {.method = PART_METIS, .nparts = 4, .seed = 1};
   assert_int_equal(part_assign(&g, &po, owner), CG_OK);
   for (int p = 0; p < 4; p++) {
     struct graph_cgr *f = NULL;

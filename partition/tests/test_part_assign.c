@@ -198,6 +198,10 @@ static void test_metis_directed_and_edgeless(void **state) {
   } else {
     assert_int_equal(st, CG_ERR_METIS);
     assert_non_null(strstr(cg_err_msg(), "empty"));
+    assert_non_null(strstr(cg_err_msg(), "use fewer parts"));
+    struct part_options ranks = {.method = PART_METIS, .nparts = 8, .seed = 1, .parts_are_ranks = 1};
+    assert_int_equal(part_assign(&g, &ranks, owner), CG_ERR_METIS);
+    assert_non_null(strstr(cg_err_msg(), "run fewer ranks (mpirun -np)"));
   }
   /* The random method always fills every part. */
   assert_int_equal(run_assign(&g, PART_RANDOM, 8, 1, owner), CG_OK);
@@ -247,6 +251,11 @@ static void test_bad_options(void **state) {
   o.method = PART_RANDOM;
   o.tpwgts = tiny;
   assert_int_equal(part_assign(&g, &o, owner), CG_ERR_ARG);
+  assert_non_null(strstr(cg_err_msg(), "use fewer parts"));
+  o.parts_are_ranks = 1; /* training: the parts are the job's ranks, so is the advice */
+  assert_int_equal(part_assign(&g, &o, owner), CG_ERR_ARG);
+  assert_non_null(strstr(cg_err_msg(), "use fewer ranks (mpirun -np)"));
+  o.parts_are_ranks = 0;
   /* Unsorted row: METIS input is validated, not trusted. */
   int32_t t = g.colidx[0];
   g.colidx[0] = g.colidx[1];

@@ -97,6 +97,7 @@ static void cpus_far_from_gpu(void **state) {
   const int nw = check(f, 2);
   assert_int_equal(nw, 1);
   assert_non_null(strstr(warn[0], "rank 1 runs on CPUs of NUMA node 0, its GPU is on node 1"));
+  assert_non_null(strstr(warn[0], "--map-by ppr:K:numa --bind-to numa")); /* not --bind-to numa alone */
 }
 
 static void uneven_nodes(void **state) {
