@@ -162,7 +162,6 @@ static int dist_build(struct comm *c, const struct graph *g, const struct rt_con
   if (st == CG_OK) st = part_local_check(g, owner, &d->pl);
   if (st == CG_OK) st = rt_local_from_part(g, &d->pl, sparse, dist_halo_features(cfg, g, sparse, &d->pl), &d->loc);
   TRY_GOTO(comm_agree(c, st, "building the local graph"), done);
-  cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
   TRY_GOTO(dist_reorder(c, cfg, d), done);
 
 done:
@@ -456,7 +455,6 @@ static int dist_local_from_rows(struct comm *c, const struct rt_config *cfg, con
   }
   st = rt_local_from_rows(info, &d->pl, rows, halo_feat ? &hrows : NULL, hgid, split, &d->loc);
   TRY_GOTO(comm_agree(c, st, "building the local problem"), done);
-  cg_csr_free(&d->pl.agg); /* the local problem holds its own copy */
   TRY_GOTO(dist_reorder(c, cfg, d), done);
 done:
   graph_rows_free(&hrows);

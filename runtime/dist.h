@@ -135,24 +135,24 @@ struct rt_dist_options {
 };
 void rt_dist_options_defaults(struct rt_dist_options *o);
 
-/* One rank's local problem from its local graph: gid, operator (copied: `pl` stays
- * the caller's), inner rows' dense features (feat_rows = n_inner), labels and split;
+/* One rank's local problem from its local graph: gid, operator (moved out of pl:
+ * pl->agg is left empty, the rest of pl stays the caller's), inner rows' dense features (feat_rows = n_inner), labels and split;
  * n_*_global from the whole graph `g`. pl must have been built from g. With `sparse`
  * the features as CSR instead (rt_features_choose): of the inner rows alone, or with
  * `halo_feat` of the inner AND halo rows (feat_rows = n_inner + n_halo: a local layer 0,
  * whose halo feature rows are never exchanged). */
-int rt_local_from_part(const struct graph *g, const struct part_local *pl, int sparse, int halo_feat,
+int rt_local_from_part(const struct graph *g, struct part_local *pl, int sparse, int halo_feat,
                        struct rt_local *out);
 /* The same from the rank's own rows (per-rank loading): `info` the graph's header values
  * (graph_cgr_info), pl built by part_local_build_rows from `rows`, split_global the
  * train/val/test counts of the whole graph. The rows' features, labels and split move
- * into *out (rows keeps its CSR arrays). Rows read with GRAPH_ROWS_FEAT_SPARSE give
+ * into *out (rows keeps its CSR arrays), and so does pl's operator. Rows read with GRAPH_ROWS_FEAT_SPARSE give
  * sparse features: then hrows holds the halo rows' (GRAPH_ROWS_FEAT_SPARSE too) for the
  * global ids hgid (increasing, the halo gids of pl sorted), and the local problem has
  * every inner and halo row's features; or hrows is NULL, and it has the inner rows'
  * alone (feat_rows = n_inner: layer 0 exchanged, no halo feature row is ever used).
  * Dense features ignore hrows and hgid (NULL). */
-int rt_local_from_rows(const struct graph *info, const struct part_local *pl, struct graph_rows *rows,
+int rt_local_from_rows(const struct graph *info, struct part_local *pl, struct graph_rows *rows,
                        struct graph_rows *hrows, const int32_t *hgid, const int64_t split_global[3],
                        struct rt_local *out);
 

@@ -157,7 +157,7 @@ static int cmp_i32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int rt_local_from_part(const struct graph *g, const struct part_local *pl, int sparse, int halo_feat,
+int rt_local_from_part(const struct graph *g, struct part_local *pl, int sparse, int halo_feat,
                        struct rt_local *out) {
   int st = CG_OK;
   int64_t *rows = NULL;
@@ -187,7 +187,8 @@ int rt_local_from_part(const struct graph *g, const struct part_local *pl, int s
   if (!out->gid) goto fail;
   if (nt) memcpy(out->gid, pl->gid, nt * sizeof(int32_t));
 
-  TRY_GOTO(cg_csr_copy(&pl->agg, &out->agg), fail);
+  out->agg = pl->agg; /* moved: no second copy of the operator at the set-up's peak */
+  memset(&pl->agg, 0, sizeof pl->agg);
 
   st = CG_ERR_NOMEM;
   rows = cg_malloc((ni ? ni : 1) * sizeof(int64_t), "inner row list");
@@ -268,7 +269,7 @@ static int csr_local_rows(const struct graph_rows *rows, const struct graph_rows
   return st;
 }
 
-int rt_local_from_rows(const struct graph *info, const struct part_local *pl, struct graph_rows *rows,
+int rt_local_from_rows(const struct graph *info, struct part_local *pl, struct graph_rows *rows,
                        struct graph_rows *hrows, const int32_t *hgid, const int64_t split_global[3],
                        struct rt_local *out) {
   int st = CG_OK;
@@ -304,7 +305,8 @@ int rt_local_from_rows(const struct graph *info, const struct part_local *pl, st
     goto fail;
   }
   if (nt) memcpy(out->gid, pl->gid, nt * sizeof(int32_t));
-  TRY_GOTO(cg_csr_copy(&pl->agg, &out->agg), fail);
+  out->agg = pl->agg; /* moved: no second copy of the operator at the set-up's peak */
+  memset(&pl->agg, 0, sizeof pl->agg);
   if (out->feat_sparse && hrows)
     TRY_GOTO(csr_local_rows(rows, hrows, hgid, pl->gid, pl->n_inner, (int64_t)nt, &out->feat_csr), fail);
   else if (out->feat_sparse) /* the inner rows alone, as read */
