@@ -52,6 +52,9 @@ static const char *not_cgr_kind(const char *path) {
   const size_t got = fread(h, 1, sizeof h, fp);
   fclose(fp);
   if (got >= 8 && memcmp(h, "CAPGNN0", 7) == 0) return NULL;
+  if (got >= 8 && memcmp(h, "CGPART", 6) == 0)
+    return "a partition set from the partition cache (capgnn partition and train write these; `capgnn partition "
+           "--graph G --parts P` prints its statistics)";
   if (got >= 6 && memcmp(h, "\x93NUMPY", 6) == 0) return "a NumPy array (.npy)";
   if (got >= 4 && memcmp(h, "PK\x03\x04", 4) == 0) return "a zip archive (.npz?)";
   if (got >= 2 && h[0] == 0x1f && h[1] == 0x8b) return "gzip-compressed";

@@ -365,6 +365,9 @@ static void partition_not_saved(void **state) {
   char path[600];
   assert_int_equal(sscanf(at, "partition set: %599s", path), 1);
   assert_non_null(strstr(at, "(computed)"));
+  run_capgnn(&r, (const char *const[]){"info", path, NULL}); /* info names the kind */
+  assert_int_equal(r.exit_code, 1);
+  assert_non_null(strstr(r.err, "a partition set from the partition cache"));
   assert_int_equal(unlink(path), 0);
   assert_int_equal(mkdir(path, 0755), 0); /* the file's place taken */
   run_capgnn(&r, (const char *const[]){"partition", "--graph", "synth:tiny", "--parts", "2", "--part-cache", cache,
