@@ -9,18 +9,9 @@
 # Needs a tmpfs mount (root, a mount namespace that allows it): 77 (skipped) otherwise.
 set -u
 capgnn=$1
-dir=$(mktemp -d)
-full="$dir/full"
-mkdir -p "$full"
-cleanup() {
-  umount "$full" 2>/dev/null || umount -l "$full" 2>/dev/null
-  mountpoint -q "$full" 2>/dev/null || rm -rf "$dir"
-}
-trap cleanup EXIT
-if ! mount -t tmpfs -o size=12k tmpfs "$full" 2>/dev/null; then
-  echo "SKIP: cannot mount a tmpfs here (not root, or not allowed)"
-  exit 77
-fi
+. "$(dirname "$0")/small_tmpfs.sh"
+small_tmpfs 12k
+full=$mnt
 fail=0
 train=(--graph synth:tiny --device cpu --threads 1 --no-part-cache --log-every 1000)
 # 1. metrics on the full disk

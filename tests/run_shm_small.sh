@@ -14,18 +14,9 @@
 # Needs a tmpfs mount (root, a mount namespace that allows it): 77 (skipped) otherwise.
 set -u
 mpiexec=$1 capgnn=$2
-dir=$(mktemp -d)
-shm="$dir/shm"
-mkdir -p "$shm"
-cleanup() { # (never rm into a mount that is still there)
-  umount "$shm" 2>/dev/null || umount -l "$shm" 2>/dev/null
-  mountpoint -q "$shm" 2>/dev/null || rm -rf "$dir"
-}
-trap cleanup EXIT
-if ! mount -t tmpfs -o size=1m tmpfs "$shm" 2>/dev/null; then
-  echo "SKIP: cannot mount a tmpfs here (not root, or not allowed)"
-  exit 77
-fi
+. "$(dirname "$0")/small_tmpfs.sh"
+small_tmpfs 1m
+shm=$mnt
 fail=0
 run() { # run LOG FOLDER ARGS...: a 2-rank job with the segment folder FOLDER
   local log=$1 folder=$2; shift 2

@@ -269,6 +269,37 @@ static void predict_matches_training(void **state) {
   expect_error(2, "--output FILE is required", NULL, (const char *const[]){"predict", "--checkpoint", best, NULL});
 }
 
+/* `capgnn predict` (without --graph: the checkpoint names it) on the --save-best file
+ * `best` writes logits whose test and validation accuracies on graph `spec` are the
+ * summary's (metrics file `met`) at the best epoch, exactly. Returns the best epoch. */
+static int expect_predict_as_summary(const char *met, const char *best, const char *lg, const char *spec,
+                                     const char *what) {
+  static struct run_out r;
+  cJSON *sum = record(met, "summary", NULL);
+  assert_non_null(sum);
+  const int best_epoch = cJSON_GetObjectItemCaseSensitive(sum, "best_epoch")->valueint;
+  const double want_test = cJSON_GetObjectItemCaseSensitive(sum, "test_acc_at_best_val")->valuedouble;
+  const double want_val = cJSON_GetObjectItemCaseSensitive(sum, "best_val_acc")->valuedouble;
+  cJSON_Delete(sum);
+  run(&r, (const char *const[]){"predict", "--checkpoint", best, "--output", lg, "--device", "cpu", "--threads", "1",
+                                NULL});
+  if (r.exit_code != 0) fail_msg("%s: predict: exit %d: %s", what, r.exit_code, r.err);
+  struct graph g;
+  memset(&g, 0, sizeof g);
+  assert_int_equal(graph_open(spec, &g), 0);
+  int64_t rows, cols;
+  float *l = read_npy(lg, &rows, &cols);
+  assert_int_equal(rows, g.n);
+  const double test = accuracy(l, cols, &g, GRAPH_SPLIT_TEST), val = accuracy(l, cols, &g, GRAPH_SPLIT_VAL);
+  printf("  %s: best epoch %d, summary test %.6f val %.6f; --save-best's logits test %.6f val %.6f\n", what,
+         best_epoch, want_test, want_val, test, val);
+  assert_true(test == want_test);
+  assert_true(val == want_val);
+  free(l);
+  graph_free(&g);
+  return best_epoch;
+}
+
 /* --save-best holds the epoch the summary names, also when that is the evaluation after
  * the last epoch off the --eval-every schedule (seed 1: epochs 3, 6, 9 and the final 10,
  * the best); and it is written when the last epoch diverges (it was not: "the run ended
@@ -283,29 +314,8 @@ static void best_off_schedule_and_diverged(void **state) {
   run(&r, (const char *const[]){"--graph", "synth:small", "--eval-every", "3", "--epochs", "10", "--seed", "1",
                                 "--device", "cpu", "--threads", "1", "--metrics", met, "--save-best", best, NULL});
   if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
-  cJSON *sum = record(met, "summary", NULL);
-  assert_non_null(sum);
-  const int best_epoch = cJSON_GetObjectItemCaseSensitive(sum, "best_epoch")->valueint;
-  const double want_test = cJSON_GetObjectItemCaseSensitive(sum, "test_acc_at_best_val")->valuedouble;
-  const double want_val = cJSON_GetObjectItemCaseSensitive(sum, "best_val_acc")->valuedouble;
-  cJSON_Delete(sum);
-  assert_int_equal(best_epoch, 10); /* the off-schedule final evaluation is the best */
-  run(&r, (const char *const[]){"predict", "--checkpoint", best, "--output", lg, "--device", "cpu", "--threads", "1",
-                                NULL});
-  if (r.exit_code != 0) fail_msg("predict: exit %d: %s", r.exit_code, r.err);
-  struct graph g;
-  memset(&g, 0, sizeof g);
-  assert_int_equal(graph_open("synth:small", &g), 0);
-  int64_t rows, cols;
-  float *l = read_npy(lg, &rows, &cols);
-  assert_int_equal(rows, g.n);
-  const double test = accuracy(l, cols, &g, GRAPH_SPLIT_TEST), val = accuracy(l, cols, &g, GRAPH_SPLIT_VAL);
-  printf("  off-schedule best epoch %d: summary test %.6f val %.6f; --save-best's logits test %.6f val %.6f\n",
-         best_epoch, want_test, want_val, test, val);
-  assert_true(test == want_test);
-  assert_true(val == want_val);
-  free(l);
-  graph_free(&g);
+  /* the off-schedule final evaluation is the best */
+  assert_int_equal(expect_predict_as_summary(met, best, lg, "synth:small", "off-schedule"), 10);
   /* divergence at the last epoch (2 of 2): the best epoch before it is written */
   char div[300];
   snprintf(div, sizeof div, "%s/div.ckpt", tmpdir);
@@ -332,27 +342,7 @@ static void predict_synth_spec(void **state) {
   run(&r, (const char *const[]){"--graph", "synth:small:scale=0.5", "--epochs", "12", "--device", "cpu", "--threads",
                                 "1", "--metrics", met, "--save-best", best, NULL});
   if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
-  cJSON *sum = record(met, "summary", NULL);
-  assert_non_null(sum);
-  const double want_test = cJSON_GetObjectItemCaseSensitive(sum, "test_acc_at_best_val")->valuedouble;
-  const double want_val = cJSON_GetObjectItemCaseSensitive(sum, "best_val_acc")->valuedouble;
-  cJSON_Delete(sum);
-  run(&r, (const char *const[]){"predict", "--checkpoint", best, "--output", lg, "--device", "cpu", "--threads", "1",
-                                NULL});
-  if (r.exit_code != 0) fail_msg("predict without --graph: exit %d: %s", r.exit_code, r.err);
-  struct graph g;
-  memset(&g, 0, sizeof g);
-  assert_int_equal(graph_open("synth:small:scale=0.5", &g), 0);
-  int64_t rows, cols;
-  float *l = read_npy(lg, &rows, &cols);
-  assert_int_equal(rows, g.n);
-  const double test = accuracy(l, cols, &g, GRAPH_SPLIT_TEST), val = accuracy(l, cols, &g, GRAPH_SPLIT_VAL);
-  printf("  synth:small:scale=0.5 without --graph: training test %.6f val %.6f, logits test %.6f val %.6f\n",
-         want_test, want_val, test, val);
-  assert_true(test == want_test);
-  assert_true(val == want_val);
-  free(l);
-  graph_free(&g);
+  expect_predict_as_summary(met, best, lg, "synth:small:scale=0.5", "synth:small:scale=0.5 without --graph");
   run(&r, (const char *const[]){"info", best, NULL});
   assert_int_equal(r.exit_code, 0);
   if (!strstr(r.out, "(synth:small:scale=0.5)")) fail_msg("info does not show the spec:\n%s", r.out);
