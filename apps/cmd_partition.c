@@ -352,7 +352,8 @@ int cmd_partition(int argc, char **argv) {
   }
   if (rapa) {
     /* the weighted split depends on the rates: computed, never read from the cache */
-    st = rapa_partition_weighted(&g, &shape, rates, have_links ? &links : NULL, parts, seed, 0.05, owner, &split);
+    st = rapa_partition_weighted(&g, &shape, rates, have_links ? &links : NULL, parts, seed, 0.05, 0, owner,
+                                 &split);
     if (st != CG_OK) goto done;
     no_cache = 1;
   } else

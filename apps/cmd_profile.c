@@ -160,9 +160,11 @@ int cmd_profile(int argc, char **argv) {
     snprintf(command + u, sizeof command - u, " (%d ranks)", P);
   }
   o.command = command;
-  /* without --threads, what training chooses: the host's CPUs divided by its ranks (the
-   * profile's cpu-t<N> key then matches a training run's --profile auto) */
-  o.threads = nthreads ? threads[nthreads == 1 ? 0 : rank] : rt_threads_expected(0, comm_host_local_size(cm));
+  /* the threads as training sets them up (without --threads the host's CPUs divided by
+   * its ranks, a launcher's one-core binding widened to all; the profile's cpu-t<N> key
+   * then matches a training run's --profile auto, and it measures what that run gets) */
+  o.threads = rt_threads_setup(nthreads ? threads[nthreads == 1 ? 0 : rank] : 0, comm_host_local_size(cm),
+                               comm_host_local_rank(cm), o.device);
   o.share_pct = nshares ? shares[nshares == 1 ? 0 : rank] : 0;
   int st = !o.share_pct ? CG_OK
            : !cli_nvidia_present() ? cg_err_set(CG_ERR_UNSUPPORTED, "--gpu-share: host %s has no NVIDIA GPU (no "

@@ -473,6 +473,12 @@ static const char *ini_value(const char *v, char *buf, size_t len) {
                         v[0] == '\'' || v[n - 1] == '"' || v[n - 1] == '\'');
   for (size_t i = 1; i < n && !quote; i++)
     quote = (v[i] == '#' || v[i] == ';') && isspace((unsigned char)v[i - 1]);
+  for (size_t i = 1; i < n; i++)
+    if (v[i] == ';' && isspace((unsigned char)v[i - 1])) { /* (quotes keep a '#', not a ';': inih) */
+      LOG_WARN("train", "--print-config: the value '%s' holds ' ;', which a settings file cannot hold (it ends "
+               "the line): --config refuses the line as written; give that value on the command line", v);
+      break;
+    }
   if (!quote) return v;
   snprintf(buf, len, "\"%s\"", v);
   return buf;

@@ -271,6 +271,14 @@ static int on_setting(void *user, const char *section, const char *name, const c
   char *val = strdup(value);
   if (!val) return 0;
   char *close = val[0] == '"' || val[0] == '\'' ? strchr(val + 1, val[0]) : NULL;
+  if ((val[0] == '"' || val[0] == '\'') && !close) { /* inih cut it at a ' ;' inside the quotes */
+    if (!c->err[0])
+      snprintf(c->err, sizeof c->err, "'%s = %s': the quote is not closed (a ';' after white space ends the line "
+               "even inside quotes: a settings file cannot hold a value with ' ;'; give it on the command line)",
+               name, value);
+    free(val);
+    return 0;
+  }
   const char *rest = close ? close + 1 : NULL;
   while (rest && isspace((unsigned char)*rest)) rest++;
   if (rest && (*rest == '\0' || (*rest == '#' && isspace((unsigned char)rest[-1])))) {

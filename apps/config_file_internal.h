@@ -18,7 +18,8 @@
  * earlier file's true. Sections only
  * group keys for the reader ([data], [model], [training], [output] by convention);
  * any section name is accepted. Comments are lines starting with '#' or ';', and a
- * ';' or '#' after white space starts one (a value in quotes keeps it). Lines
+ * ';' or '#' after white space starts one (a value in quotes keeps a '#', not a
+ * ';', which inih cuts first: an unclosed quote is refused). Lines
  * have no length limit (a long metrics path), though a section name or key must fit
  * in about 90 characters: inih, which reads the file, stops at 200 bytes a line, so
  * longer values are handed to it as placeholders (apps/config_file.c).

@@ -79,7 +79,7 @@ static int agg_build(const struct graph *g, const struct row_src *src, const int
     /* the buffers are sized by g's rows; src's (a rank's own read, a pruned graph) may
      * only be shorter: a longer one is an inconsistency, not a write past them */
     const int64_t have = row_end(src, v, r) - row_begin(src, v, r);
-    if (have < 0 || have + self > maxrow || pos + have + self > nnz) {
+    if (have < 0 || have > g->rowptr[v + 1] - g->rowptr[v]) { /* (within its degree: within the buffers) */
       cg_free(row);
       cg_csr_free(&pl->agg);
       return cg_err_set(CG_ERR_FORMAT, "partition: row of vertex %d has %lld entries, more than its degree in the "

@@ -159,10 +159,12 @@ struct rapa_split {
 
 /* owner[] (n entries) for P ranks with rates[P] and links (may be NULL). seed: METIS'.
  * tolerance: the correction pass runs when max |lambda_i - mean| / mean > tolerance
- * (0.05 recommended; < 0: never). Deterministic for given inputs. */
+ * (0.05 recommended; < 0: never). parts_are_ranks: the parts are a training job's ranks
+ * (part_options.parts_are_ranks: an empty part advises fewer ranks). Deterministic for
+ * given inputs. */
 int rapa_partition_weighted(const struct graph *g, const struct rapa_shape *s, const struct rapa_rates *rates,
                             const struct rapa_links *links, int P, uint64_t seed, double tolerance,
-                            int32_t *owner, struct rapa_split *out);
+                            int parts_are_ranks, int32_t *owner, struct rapa_split *out);
 /* Predicted costs of every rank for a given owner array (out->cost, share; target and
  * capability as for the weighted split, corrected = 0, passes = 0). */
 int rapa_split_evaluate(const struct graph *g, const struct rapa_shape *s, const struct rapa_rates *rates,

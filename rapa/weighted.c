@@ -133,7 +133,7 @@ int rapa_split_evaluate(const struct graph *g, const struct rapa_shape *s, const
 
 int rapa_partition_weighted(const struct graph *g, const struct rapa_shape *s, const struct rapa_rates *rates,
                             const struct rapa_links *links, int P, uint64_t seed, double tolerance,
-                            int32_t *owner, struct rapa_split *out) {
+                            int parts_are_ranks, int32_t *owner, struct rapa_split *out) {
   TRY(check_args(g, s, rates, P, owner));
   memset(out, 0, sizeof *out);
   out->P = P;
@@ -154,6 +154,7 @@ int rapa_partition_weighted(const struct graph *g, const struct rapa_shape *s, c
   po.seed = seed;
   po.vwgt = vw;
   po.tpwgts = P > 1 ? tp : NULL;
+  po.parts_are_ranks = parts_are_ranks;
   TRY_GOTO(part_assign(g, &po, owner), done);
   out->passes = 1;
   TRY_GOTO(split_costs(g, s, rates, links, P, owner, vw, out), done);

@@ -160,6 +160,10 @@ int rt_checkpoint_restore(const struct rt_checkpoint *c, const char *path, struc
                           struct rt_train_track *tr, struct rt_early_stop *es, int *done) {
   TRY(rt_checkpoint_fits(c, path, cfg, 1));
   TRY(rt_checkpoint_fits_problem(c, path, loc, cfg));
+  if (c->ranks != loc->nranks) /* (the exactness contract: P ranks equal one to rounding) */
+    LOG_WARN_COMMON("train", "--resume %s: the checkpoint was made on %d rank%s, this run has %d: the continuation "
+                    "equals an uninterrupted run to rounding (sums in another order), not bit for bit", path,
+                    c->ranks, c->ranks == 1 ? "" : "s", loc->nranks);
   if (c->num_params != rt_model_num_params(m)) /* the layout counted above is the model's */
     return cg_err_set(CG_ERR_INTERNAL, "--resume %s: the checkpoint has %lld parameters, the model "
                       "built %lld", path, (long long)c->num_params, (long long)rt_model_num_params(m));

@@ -362,7 +362,7 @@ static int dist_rapa_owner(struct comm *c, struct graph *g, const struct rt_conf
   }
   if (rank == 0) {
     struct rapa_split sp;
-    st = rapa_partition_weighted(g, &shape, rates, use_links, P, o->part_seed, 0.05, owner, &sp);
+    st = rapa_partition_weighted(g, &shape, rates, use_links, P, o->part_seed, 0.05, 1, owner, &sp);
     if (st == CG_OK) {
       pred->nranks = P;
       pred->passes = sp.passes;
@@ -995,8 +995,10 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   *fatal = 1;
   const int64_t part_bytes = dist_part_bytes(d, cfg); /* (training frees the operator's host copy) */
   st = rt_train_owned(be, &d->loc, ex, cfg, cfg->resume_path ? &resume : NULL, res);
-  /* a stop on request is agreed (every rank stopped after the same epoch): clean up */
-  if (st == CG_OK || st == CG_ERR_INTERRUPTED) {
+  /* a stop on request is agreed (every rank stopped after the same epoch), and so is a
+   * final checkpoint that could not be written: clean up (an abort could end the job
+   * while rank 0 still writes the metrics' summary) */
+  if (st == CG_OK || st == CG_ERR_INTERRUPTED || (res && res->ended_together)) {
     *fatal = 0;
     /* the process's peak so far: set-up and training (the model's buffers, the exchange,
      * the operators) against what the rank holds of the graph (README, per-rank loading) */

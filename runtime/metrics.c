@@ -112,7 +112,7 @@ static void metrics_broken(struct rt_metrics *mt, int err) {
   mt->broken = 1;
   LOG_WARN("train", "cannot write metrics file %s: %s (disk full?); it keeps the records written so far%s, and "
            "this run writes no more of them nor its summary; training goes on", mt->path, strerror(err),
-           mt->last_epoch > 0 ? "" : " (none)");
+           mt->last_epoch > 0 ? "" : " (none of this run's)");
   if (!mt->of.tmp) { /* written in place (a pipe, a device): nothing to cut back */
     clearerr(mt->f);
     return;

@@ -461,6 +461,9 @@ struct rt_result {
   int64_t num_params;
   int epochs_run;               /* the last epoch reached (< epochs when stopped early) */
   int stopped_early;            /* 1: --early-stop ended the run */
+  int ended_together;           /* set also when rt_train fails: every rank failed at the same
+                                   point, agreed (a final checkpoint that could not be
+                                   written), so no collective is left pending */
 };
 void rt_result_free(struct rt_result *r); /* accepts a zeroed struct */
 

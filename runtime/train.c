@@ -472,6 +472,7 @@ done:
   cg_free(t.hidden_s);
   if (st == CG_OK && res) *res = t.r;
   else rt_result_free(&t.r);
+  if (st != CG_OK && res && t.ckpt_failed) res->ended_together = 1;
   return st;
 }
 

@@ -295,8 +295,12 @@ int main(int argc, char **argv) {
     snprintf(log, sizeof log, "%s/ckpt_p1.log", g_dir);
     snprintf(cmd, sizeof cmd, "%s %s --quiet --resume %s", capgnn, k_opts, ck[1]);
     CHECK(run(cmd, log) == 0, "`%s`: a 2-rank checkpoint does not resume in one process", cmd);
+    char *said = slurp(log); /* (--quiet keeps warnings) */
+    CHECK(said && strstr(said, "made on 2 ranks, this run has 1: the continuation equals an uninterrupted run to "
+                               "rounding"), "`%s`: no word of the other rank count:\n%s", cmd, said ? said : "");
+    free(said);
     printf("checkpoints on 2 ranks: 4 epochs + resumed 4 = 8 straight, byte-identical (%zu bytes); "
-           "resumable in one process\n", na);
+           "resumable in one process, which says it continues on another rank count\n", na);
   }
 
   /* ---- SIGTERM to ONE rank during training (as a batch system may deliver it): the

@@ -114,6 +114,13 @@ np 2 --bind-to none "$capgnn" --graph synth:tiny --epochs 3 --device cpu --quiet
   >train6.out 2>train6.err || { bad "train --profile auto without --threads exited $?"; sed 's/^/    /' train6.err; }
 has train6.err "profile auto (cache): relative capability of the 2 ranks (logged only"
 has train6.err "(cpu-t$t,"
+# one rank bound to one core (Open MPI's default binding at -np 1 or 2): the profile
+# widens the binding as training does, so its cpu-t<N> rates are N threads on N CPUs
+if [ "$(nproc)" -ge 2 ]; then
+  np 1 --bind-to core "$capgnn" profile --device cpu --quick >run8.out 2>run8.err || bad "run 8 exited $?"
+  has run8.err "binding to one CPU widened to all"
+  has run8.err "cpu-t$(nproc)"
+fi
 
 # 6. usage errors and the MPS check
 "$capgnn" profile --device cpu --gpu-share 50 >u1.out 2>u1.err; [ $? -eq 2 ] || bad "--gpu-share with --device cpu: not a usage error"

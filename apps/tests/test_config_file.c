@@ -254,6 +254,9 @@ static void test_errors(void **state) {
   expect_error("flag.ini", "[model]\nlayernorm = maybe\n", CG_ERR_ARG, ":2: 'layernorm = maybe': expected true or false");
   expect_error("syntax.ini", "[model]\nlayers 2\n", CG_ERR_ARG, ":2: syntax error");
   expect_error("nested.ini", "config = other.ini\n", CG_ERR_ARG, ":1: 'config' cannot be set in a settings file");
+  /* a ' ;' inside quotes still ends the line (inih): the unclosed quote is refused, not
+   * read as the path "runs/a */
+  expect_error("semi.ini", "[output]\nmetrics = \"runs/a ;1.jsonl\"\n", CG_ERR_ARG, "the quote is not closed");
   char *argv[] = {"capgnn", "--config", "/nonexistent/x.ini", NULL};
   int n;
   char **v;

@@ -269,7 +269,7 @@ static void weighted_on(const char *graph) {
       sum += speeds[k][p];
     }
     struct rapa_split sp;
-    assert_int_equal(rapa_partition_weighted(&g, &s, r, NULL, P, 1, -1.0, owner, &sp), CG_OK);
+    assert_int_equal(rapa_partition_weighted(&g, &s, r, NULL, P, 1, -1.0, 0, owner, &sp), CG_OK);
     assert_int_equal(sp.passes, 1);
     for (int p = 0; p < P; p++) {
       near(sp.capability[p], speeds[k][p] / sum, "capability");
@@ -280,7 +280,7 @@ static void weighted_on(const char *graph) {
     }
     /* deterministic, and rapa_split_evaluate prices the same split the same way */
     struct rapa_split ev;
-    assert_int_equal(rapa_partition_weighted(&g, &s, r, NULL, P, 1, -1.0, again, &ev), CG_OK);
+    assert_int_equal(rapa_partition_weighted(&g, &s, r, NULL, P, 1, -1.0, 0, again, &ev), CG_OK);
     assert_memory_equal(owner, again, (size_t)g.n * sizeof *owner);
     assert_int_equal(rapa_split_evaluate(&g, &s, r, NULL, P, owner, &ev), CG_OK);
     for (int p = 0; p < P; p++) near(ev.cost[p].lambda_s, sp.cost[p].lambda_s, "evaluate");
