@@ -5,10 +5,12 @@
 #     epochs 1..k in order, no partial line), no temporary is left;
 #  2. the final checkpoint does not fit: the run fails (exit 1) naming the checkpoint,
 #     but its metrics file (elsewhere) still ends with the summary of the completed run,
-#     and --save-best is written.
+#     and --save-best is written;
+#  3. (with MPIEXEC) the same on 2 ranks: every rank agrees on the failure, so the job
+#     ends cleanly with exit 1 and the summary, not through MPI_Abort.
 # Needs a tmpfs mount (root, a mount namespace that allows it): 77 (skipped) otherwise.
 set -u
-capgnn=$1
+capgnn=$1 mpiexec=${2:-}
 . "$(dirname "$0")/small_tmpfs.sh"
 small_tmpfs 12k
 full=$mnt
@@ -47,5 +49,19 @@ if [ $rc -ne 1 ] || ! grep -q "c.ckpt" "$dir/c.log" || [ "${last#\{\"summary\":t
        "best weights (exit $rc):"; cat "$dir/c.log"; echo "last record: $last"; fail=1
 else
   echo "ok: the final checkpoint on a full disk: exit 1, summary and best weights written"
+fi
+# 3. on 2 ranks
+if [ -n "$mpiexec" ]; then
+  rm -f "$full"/* "$dir/c.jsonl"
+  timeout 120 "$mpiexec" -n 2 --oversubscribe --allow-run-as-root "$capgnn" "${train[@]}" --epochs 5 --hidden 512 \
+    --checkpoint "$full/c.ckpt" --metrics "$dir/c.jsonl" >"$dir/p.log" 2>&1
+  rc=$?
+  last=$(tail -n 1 "$dir/c.jsonl" 2>/dev/null)
+  if [ $rc -ne 1 ] || grep -q "MPI_ABORT" "$dir/p.log" || [ "${last#\{\"summary\":true}" = "$last" ]; then
+    echo "FAIL: 2 ranks, a final checkpoint that does not fit: expected exit 1 without MPI_Abort and the summary" \
+         "(exit $rc):"; cat "$dir/p.log"; echo "last record: $last"; fail=1
+  else
+    echo "ok: 2 ranks, the final checkpoint on a full disk: exit 1, no abort, summary written"
+  fi
 fi
 exit $fail
