@@ -31,6 +31,8 @@ struct rt_dist {
   struct jaca_options halo_cache; /* rt_dist_options' */
   enum rt_fault fail;     /* testing only (CAPGNN_TEST_FAIL_RANK / _AT) */
   struct rt_prediction pred; /* --partition rapa's; loc.pred points here when set */
+  struct rt_job job;         /* loc.job points here */
+  int per_rank;              /* the graph was loaded (or generated) per rank */
   uint64_t bytes_read, structure_bytes; /* per-rank loading: of the file, of them the structure */
   int l0x;                /* --layer0-halo chose exchange (rt_layer0_exchange_choose): the
                              model fetches and keeps no halo feature row */
@@ -685,6 +687,7 @@ static int dist_create_per_rank(struct comm *c, const char *path, const struct r
   d->c = c;
   d->halo_cache = o->halo_cache;
   d->fail = rt_fault_from_env(comm_rank(c));
+  d->per_rank = 1;
   if (f) TRY_GOTO(dist_build_per_rank(c, f, cfg, o, d), fail);
   else TRY_GOTO(dist_build_synth_per_rank(c, cfg, o, d), fail);
   graph_cgr_close(&f);
@@ -982,6 +985,18 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   struct rt_dist_options with_be = *o; /* --partition rapa measures on the training backend */
   with_be.rapa_be = be;
   TRY_GOTO(rt_dist_create(c, cfg, &with_be, &d), done);
+  { /* how the job was set up, for the summary (resolving the all-reduce is collective) */
+    enum comm_allreduce chosen = COMM_ALLREDUCE_MPI;
+    TRY_GOTO(comm_allreduce_resolve(c, &chosen), done);
+    snprintf(d->job.partition, sizeof d->job.partition, "%s", o->rapa ? "rapa" : part_method_name(o->method));
+    d->job.part_seed = o->part_seed;
+    snprintf(d->job.load, sizeof d->job.load, "%s", d->per_rank ? "per-rank" : "whole");
+    snprintf(d->job.allreduce, sizeof d->job.allreduce, "%s", comm_allreduce_name(chosen));
+    d->job.nodes = comm_nnodes(c);
+    const char *em = getenv("CAPGNN_EMULATE_NODES");
+    d->job.emulated_nodes = em && atoi(em) > 1;
+    d->loc.job = &d->job;
+  }
   /* the checkpoint against the graph, before training: a wrong --graph is a set-up
    * error (one line), not a failure inside rt_train that aborts the job */
   st = cfg->resume_path ? rt_checkpoint_fits_problem(&resume, cfg->resume_path, rt_dist_local(d), cfg)

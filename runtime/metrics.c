@@ -341,6 +341,17 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
   if (getenv("CAPGNN_EMULATE_SPEED") && getenv("CAPGNN_EMULATE_SPEED")[0])
     cJSON_AddStringToObject(o, "emulate_speed", getenv("CAPGNN_EMULATE_SPEED"));
   add_config(o, cfg);
+  if (loc->job) { /* a partitioned job: how it was set up ("nodes" above counts vertices) */
+    cJSON *j = cJSON_AddObjectToObject(o, "job");
+    if (j) {
+      cJSON_AddStringToObject(j, "partition", loc->job->partition);
+      cJSON_AddNumberToObject(j, "part_seed", (double)loc->job->part_seed);
+      cJSON_AddStringToObject(j, "load", loc->job->load);
+      cJSON_AddStringToObject(j, "allreduce", loc->job->allreduce);
+      cJSON_AddNumberToObject(j, "nodes", loc->job->nodes); /* machines, or emulated nodes */
+      cJSON_AddBoolToObject(j, "emulated_nodes", loc->job->emulated_nodes != 0);
+    }
+  }
   /* what --layer0-halo chose (the option itself is in the configuration above) */
   cJSON_AddStringToObject(o, "layer0_halo_chosen",
                           rt_layer0_exchange_choose(cfg, loc->feat_dim, loc->num_classes, loc->feat_sparse,

@@ -273,6 +273,18 @@ struct rt_local {
   uint8_t *split;            /* n_inner entries, enum graph_split */
   int64_t n_train_global, n_val_global, n_test_global;
   const struct rt_prediction *pred; /* not owned; NULL: no resource-aware prediction */
+  const struct rt_job *job;         /* not owned; NULL: one process (no partition) */
+};
+
+/* How a partitioned job was set up (runtime/dist.c), for the metrics summary: what a
+ * run on a cluster must be told apart by. */
+struct rt_job {
+  char partition[16];  /* metis, random, rapa */
+  uint64_t part_seed;
+  char load[12];       /* whole, per-rank (what --load auto chose) */
+  char allreduce[8];   /* mpi, flat, hier (what --allreduce auto chose) */
+  int nodes;           /* machines, or emulated nodes */
+  int emulated_nodes;  /* 1: CAPGNN_EMULATE_NODES split the hosts */
 };
 
 /* The whole graph as the local problem of one process (n_halo = 0, gid = identity,

@@ -4,7 +4,8 @@
 # give the same per-epoch losses bit for bit; hier sends fewer bytes between nodes than
 # flat, both more than the halo rows alone (mpi, whose traffic is MPI's, counts only
 # those); auto is hier here; hier on uneven nodes (3 ranks as 2 nodes) is refused with
-# a message; an unknown value is a usage error.
+# a message; an unknown value is a usage error. The summary's job object says what auto
+# chose, the nodes and the partition.
 set -u
 mpiexec=$1 capgnn=$2
 dir=$(mktemp -d)
@@ -31,6 +32,13 @@ for a, b, c in zip(f, h, m):
     assert c["inter_node_bytes"] < b["inter_node_bytes"] < a["inter_node_bytes"], (a, b, c)
     assert abs(c["loss"] - a["loss"]) <= 1e-5 * abs(a["loss"]), (c["loss"], a["loss"])
 print("flat == hier:", [r["loss"] for r in f])
+# the summary's job object names what auto chose and the emulated nodes
+for a, want in (("auto", "hier"), ("flat", "flat"), ("mpi", "mpi")):
+    s = [r for r in map(json.loads, open(f"{d}/{a}_4.jsonl")) if r.get("summary")][-1]
+    j = s["job"]
+    assert j["allreduce"] == want and j["nodes"] == 2 and j["emulated_nodes"] is True, (a, j)
+    assert j["partition"] == "metis" and j["part_seed"] == 1 and j["load"] in ("whole", "per-rank"), (a, j)
+print("summary job:", j)
 PY
 run 3 hier
 rc=$?
