@@ -453,7 +453,7 @@ static int check_rows(const struct graph_cgr *f, const int32_t *rows, const stru
         if (!isfinite(o->feat[i * o->feat_dim + j]))
           return cg_err_set(CG_ERR_FORMAT, "%s: feature %lld of vertex %d is not finite; feature values "
                             "must be finite", f->path, (long long)j, rows[i]);
-    } else {
+    } else if (o->feat_csr.rowptr) { /* (none: read without features) */
       for (int64_t k = o->feat_csr.rowptr[i]; k < o->feat_csr.rowptr[i + 1]; k++)
         if (!isfinite(o->feat_csr.vals[k]))
           return cg_err_set(CG_ERR_FORMAT, "%s: feature %d of vertex %d is not finite; feature values "
@@ -480,6 +480,53 @@ static int check_rows(const struct graph_cgr *f, const int32_t *rows, const stru
   return CG_OK;
 }
 
+/* The features of rows (out->nrows of them, feat_dim set): dense in out->feat, or with
+ * to_csr as CSR in out->feat_csr. */
+static int read_rows_features(struct graph_cgr *f, const int32_t *rows, int64_t nrows, int rownorm, int to_csr,
+                              struct graph_rows *out) {
+  const int64_t fd = (int64_t)f->h.f;
+  const size_t nr = (size_t)(nrows ? nrows : 1);
+  /* sparse rows never expanded; a dense file's rows are read dense, then converted */
+  if (!(to_csr && f->h.sparse)) {
+    out->feat = cg_malloc(nr * (size_t)fd * sizeof(float), "feature rows");
+    if (!out->feat) return CG_ERR_NOMEM;
+  }
+  if (f->h.sparse) {
+    if (nrows) TRY(read_sparse_feat(f, rows, nrows, rownorm, to_csr, out));
+    if (to_csr && !nrows) TRY(cg_csr_alloc(&out->feat_csr, 0, fd, 0, 1));
+  } else {
+    struct row_spans rs = {rows, NULL, 4 * (uint64_t)fd, (unsigned char *)out->feat};
+    TRY(read_spans(f, GRAPH_SEC_FEAT_VALUES, row_span_fn, &rs, nrows));
+    if (rownorm)
+      for (int64_t i = 0; i < nrows; i++) graph_feat_row_normalise(out->feat + i * fd, fd);
+    if (to_csr) TRY(dense_rows_to_csr(out));
+  }
+  return CG_OK;
+}
+
+int graph_cgr_read_rows_feat(struct graph_cgr *f, const int32_t *rows, int64_t nrows, unsigned what,
+                             struct graph_rows *out) {
+  if (out->nrows != nrows || out->feat || out->feat_csr.rowptr)
+    return cg_err_set(CG_ERR_ARG, "graph_cgr_read_rows_feat: %lld rows read without features expected, got %lld%s",
+                      (long long)nrows, (long long)out->nrows, out->feat || out->feat_csr.rowptr ? " with features" : "");
+  for (int64_t i = 1; i < nrows; i++)
+    if (rows[i] <= rows[i - 1])
+      return cg_err_set(CG_ERR_ARG, "graph_cgr_read_rows_feat: rows not strictly increasing at %lld", (long long)i);
+  int st = read_rows_features(f, rows, nrows, (what & GRAPH_ROWS_FEAT_ROWNORM) != 0,
+                              (what & GRAPH_ROWS_FEAT_SPARSE) != 0, out);
+  if (st == CG_OK) { /* finite, as graph_cgr_read_rows checks them (the rest was checked then) */
+    struct graph_rows feats = *out;
+    feats.colidx = NULL;
+    st = check_rows(f, rows, &feats);
+  }
+  if (st != CG_OK) { /* the rows stay as they were read */
+    cg_free(out->feat);
+    out->feat = NULL;
+    cg_csr_free(&out->feat_csr);
+  }
+  return st;
+}
+
 int graph_cgr_read_rows(struct graph_cgr *f, const int64_t *rowptr, const int32_t *rows, int64_t nrows,
                         unsigned what, struct graph_rows *out) {
   const int want_adj = (what & GRAPH_ROWS_ADJ) != 0, rownorm = (what & GRAPH_ROWS_FEAT_ROWNORM) != 0;
@@ -496,14 +543,12 @@ int graph_cgr_read_rows(struct graph_cgr *f, const int64_t *rowptr, const int32_
   out->num_classes = c;
   out->multilabel = f->h.multilabel;
   const size_t nr = (size_t)(nrows ? nrows : 1);
-  /* sparse rows never expanded; a dense file's rows are read dense, then converted */
-  if (!(to_csr && f->h.sparse)) out->feat = cg_malloc(nr * (size_t)fd * sizeof(float), "feature rows");
   out->split = cg_malloc(nr, "split of the rows");
   if (f->h.multilabel)
     out->mlabels = cg_malloc(nr * (size_t)c, "multi-labels of the rows");
   else
     out->labels = cg_malloc(nr * sizeof(int32_t), "labels of the rows");
-  if ((!out->feat && !(to_csr && f->h.sparse)) || !out->split || (f->h.multilabel ? !out->mlabels : !out->labels)) {
+  if (!out->split || (f->h.multilabel ? !out->mlabels : !out->labels)) {
     st = CG_ERR_NOMEM;
     goto fail;
   }
@@ -524,16 +569,7 @@ int graph_cgr_read_rows(struct graph_cgr *f, const int64_t *rowptr, const int32_
     struct csr_spans cs = {rows, rowptr, NULL, NULL, out->rowptr, 4, (unsigned char *)out->colidx};
     TRY_GOTO(read_spans(f, GRAPH_SEC_COLIDX, csr_span_fn, &cs, nrows), fail);
   }
-  if (f->h.sparse) {
-    if (nrows) TRY_GOTO(read_sparse_feat(f, rows, nrows, rownorm, to_csr, out), fail);
-    if (to_csr && !nrows) TRY_GOTO(cg_csr_alloc(&out->feat_csr, 0, fd, 0, 1), fail);
-  } else {
-    struct row_spans rs = {rows, NULL, 4 * (uint64_t)fd, (unsigned char *)out->feat};
-    TRY_GOTO(read_spans(f, GRAPH_SEC_FEAT_VALUES, row_span_fn, &rs, nrows), fail);
-    if (rownorm)
-      for (int64_t i = 0; i < nrows; i++) graph_feat_row_normalise(out->feat + i * fd, fd);
-    if (to_csr) TRY_GOTO(dense_rows_to_csr(out), fail);
-  }
+  if (!(what & GRAPH_ROWS_NO_FEAT)) TRY_GOTO(read_rows_features(f, rows, nrows, rownorm, to_csr, out), fail);
   struct row_spans ls = {rows, NULL, f->h.multilabel ? (uint64_t)c : 4,
                          f->h.multilabel ? out->mlabels : (unsigned char *)out->labels};
   TRY_GOTO(read_spans(f, GRAPH_SEC_LABELS, row_span_fn, &ls, nrows), fail);

@@ -120,8 +120,15 @@ struct graph_rows {
 #define GRAPH_ROWS_FEAT_ROWNORM 2u
 /* Features as CSR in feat_csr, never dense (sparse input features, issue #14). */
 #define GRAPH_ROWS_FEAT_SPARSE 4u
+/* No features (feat NULL, feat_csr zeroed): graph_cgr_read_rows_feat reads them later,
+ * so that a rank's adjacency rows can be freed before its features are held. */
+#define GRAPH_ROWS_NO_FEAT 8u
 int graph_cgr_read_rows(struct graph_cgr *f, const int64_t *rowptr, const int32_t *rows, int64_t nrows,
                         unsigned what, struct graph_rows *out);
+/* The features of the same rows into `out`, read with GRAPH_ROWS_NO_FEAT (what: its
+ * GRAPH_ROWS_FEAT_* flags), checked finite as graph_cgr_read_rows checks them. */
+int graph_cgr_read_rows_feat(struct graph_cgr *f, const int32_t *rows, int64_t nrows, unsigned what,
+                             struct graph_rows *out);
 void graph_rows_free(struct graph_rows *r); /* accepts a zeroed struct; leaves it zeroed */
 
 /* Synthetic graph from a spec "synth:PRESET[:key=value[,key=value...]]".

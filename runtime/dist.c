@@ -433,6 +433,19 @@ static int dist_local_from_rows(struct comm *c, const struct rt_config *cfg, con
   enum graph_norm norm = rt_model_norm(cfg->model, &self_loops);
   int st = part_local_build_rows(info->n, rowptr, rows, owner, P, rank, norm, self_loops, &d->pl);
   TRY(comm_agree(c, st, "building the local graph"));
+  /* The rows' adjacency (global ids) served the local graph: freed before a file's
+   * feature rows are read (they were not read with it), so that the two are never held
+   * together at the set-up's peak. The inner rows are the rows read, in the same order. */
+  cg_free(rows->rowptr);
+  cg_free(rows->colidx);
+  rows->rowptr = NULL;
+  rows->colidx = NULL;
+  if (f && !rows->feat && !rows->feat_csr.rowptr) {
+    st = rows->nrows == d->pl.n_inner ? graph_cgr_read_rows_feat(f, d->pl.gid, rows->nrows, feat_how, rows)
+                                      : cg_err_set(CG_ERR_INTERNAL, "rank %d: %lld rows read, %lld inner rows", rank,
+                                                   (long long)rows->nrows, (long long)d->pl.n_inner);
+    TRY(comm_agree(c, st, "reading this rank's feature rows"));
+  }
   int64_t split[3] = {0, 0, 0};
   for (int64_t i = 0; i < rows->nrows; i++)
     if (rows->split[i] >= GRAPH_SPLIT_TRAIN && rows->split[i] <= GRAPH_SPLIT_TEST) split[rows->split[i] - 1]++;
@@ -531,7 +544,7 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
   if (st == CG_OK) {
     for (int64_t v = 0; v < info.n; v++)
       if (owner[v] == rank) mine[k++] = (int32_t)v;
-    st = graph_cgr_read_rows(f, rowptr, mine, k, GRAPH_ROWS_ADJ | feat_how, &rows);
+    st = graph_cgr_read_rows(f, rowptr, mine, k, GRAPH_ROWS_ADJ | GRAPH_ROWS_NO_FEAT | feat_how, &rows);
   }
   cg_free(mine);
   mine = NULL;

@@ -97,6 +97,15 @@ static void check_rows_of(const char *path, const struct graph *g, int pattern) 
   assert_null(r.colidx);
   if (nrows) assert_memory_equal(r.feat, dense, (size_t)(nrows * g->feat_dim) * sizeof(float));
   graph_rows_free(&r);
+  /* the adjacency first without features, the features afterwards: the same rows */
+  assert_int_equal(graph_cgr_read_rows(f, rp, rows, nrows, GRAPH_ROWS_ADJ | GRAPH_ROWS_NO_FEAT, &r), CG_OK);
+  assert_null(r.feat);
+  assert_non_null(r.colidx);
+  assert_int_equal(graph_cgr_read_rows_feat(f, rows, nrows, GRAPH_ROWS_FEAT_ROWNORM, &r), CG_OK);
+  if (nrows) assert_memory_equal(r.feat, dense, (size_t)(nrows * g->feat_dim) * sizeof(float));
+  assert_int_equal(graph_cgr_read_rows_feat(f, rows, nrows, 0, &r), CG_ERR_ARG); /* features already there */
+  cg_err_clear();
+  graph_rows_free(&r);
   graph_free(&gn);
   free(dense);
   free(rl);
