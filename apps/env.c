@@ -42,6 +42,7 @@ static const char *const read_by_code[] = {
     "CAPGNN_SPMM_TILE_VEC",
     "CAPGNN_TEST_FAIL_AT",
     "CAPGNN_TEST_FAIL_RANK",
+    "CAPGNN_TEST_RATE_SCALE",
     "CAPGNN_TEST_SEED",
     "CAPGNN_TEST_VERBOSE",
 };

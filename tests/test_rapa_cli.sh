@@ -10,7 +10,8 @@
 # 2. `mpirun -np 2 capgnn --partition rapa` with emulated speeds 1 and 0.5 and --threads
 #    1,1 trains exactly (every epoch's loss within 1e-5 of one rank's), logs the emulation
 #    and the prediction next to the measured per-rank times, and writes them (per-epoch
-#    rank_compute_s / rank_comm_s, the summary's per_rank, rapa, emulate_speed).
+#    rank_compute_s / rank_comm_s, the summary's per_rank, rapa, emulate_speed). Two
+#    identical ranks whose measured rates are far apart (a test hook scales one) warn.
 # 3. Usage errors: --threads with a value per rank for another rank count, a bad
 #    CAPGNN_EMULATE_SPEED, --gpu-share without an MPS daemon or on the CPU, --prune-halo
 #    without --partition rapa.
@@ -54,6 +55,12 @@ grep -q "EMULATION (CAPGNN_EMULATE_SPEED=1,0.5): rank 1 of 2 runs at speed 0.5" 
   fail "the emulation is not logged"
 grep -q "rank 1: predicted compute" two.err || fail "no predicted-against-measured line"
 grep -q "partition: rapa (capability-weighted METIS, exact)" two.err || fail "the partition line does not say rapa"
+# two identical ranks whose measured rates differ (rank 1's cut to 0.3 as a busy host would
+# measure them, the test hook CAPGNN_TEST_RATE_SCALE): rank 0 warns that the split follows noise
+CAPGNN_TEST_RATE_SCALE=1,0.3 mpi -n 2 -x CAPGNN_TEST_RATE_SCALE "$capgnn" --graph cora --epochs 1 --threads 1 \
+  --partition rapa --no-part-cache --quiet >alike.out 2>alike.err || { cat alike.err; fail "alike ranks exited $?"; }
+grep -q "WARN ranks alike (host .*, cpu, 1 thread, speed 1) measured rates .*x apart" alike.err ||
+  { cat alike.err; fail "no warning for identical ranks measuring rates far apart"; }
 
 python3 - p.json r.json one.jsonl two.jsonl <<'PY' || exit 1
 import json, sys
