@@ -96,13 +96,11 @@ int cli_part_cache_alias(const char *cmd, const char *dir) {
   for (size_t i = 0; i < sizeof halo_words / sizeof halo_words[0]; i++) {
     if (strcmp(dir, halo_words[i])) continue;
     const int preset = !strcmp(dir, "exact") || !strcmp(dir, "fast");
-    if (strcmp(cmd, "train"))
-      return cli_usage_error(cmd, "--cache '%s': --cache is the partition cache folder (alias of --part-cache), "
-                             "not the halo cache (capgnn train %s %s); --part-cache %s for a folder of that name", dir,
-                             preset ? "--cache-preset" : "--cache-policy", dir, dir);
+    /* (only train has the halo cache: partition names it there) */
     return cli_usage_error(cmd, "--cache '%s': --cache is the partition cache folder (alias of --part-cache), "
-                           "not the halo cache; for the halo cache write %s %s (or --part-cache %s for a "
-                           "folder of that name)", dir, preset ? "--cache-preset" : "--cache-policy", dir, dir);
+                           "not the halo cache; for the halo cache write %s%s %s (or --part-cache %s for a "
+                           "folder of that name)", dir, strcmp(cmd, "train") ? "capgnn train " : "",
+                           preset ? "--cache-preset" : "--cache-policy", dir, dir);
   }
   return 0;
 }
