@@ -409,7 +409,7 @@ static int64_t dist_part_bytes(const struct rt_dist *d, const struct rt_config *
   /* dense features: the halo rows' too when layer 0 is local (the model fetches them);
    * exchanged, a rank never holds them */
   const int l0x = rt_layer0_exchange_choose(cfg, l->feat_dim, l->num_classes, l->feat_sparse,
-                                            p->n_halo > 0 || p->nparts > 1, NULL);
+                                            rt_local_exchanges(l), NULL); /* (d->l0x: not set yet here) */
   const int64_t feat = l->feat_sparse ? l->feat_csr.nnz * 8 + (l->feat_csr.nrows + 1) * 8
                                       : (l0x ? l->n_inner : nt) * l->feat_dim * 4;
   return feat + l->agg.rowptr[l->agg.nrows] * 8 + (l->n_inner + 1) * 8 +
