@@ -12,14 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cublas_v2.h>
-#include <cusparse.h>
-
 #include "core/adam.h"
 #include "core/fatal.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "cuda/cuda_kernels_internal.h"
+#include "cuda/cuda_libs_internal.h"
 #include "cuda/spmm_tiles_internal.h"
 
 #define CUDA_IMPL_MAGIC 0x43554441u /* "CUDA" */
@@ -133,13 +131,13 @@ void cg_cuda_fatal(const char *file, int line, const char *call, const char *msg
   do {                                                                                     \
     cublasStatus_t st_ = (call);                                                           \
     if (st_ != CUBLAS_STATUS_SUCCESS)                                                      \
-      cg_cuda_fatal(__FILE__, __LINE__, #call, cublasGetStatusString(st_));                \
+      cg_cuda_fatal(__FILE__, __LINE__, #call, cuda_lib.cublasGetStatusString(st_));       \
   } while (0)
 #define CUSPARSE_FATAL_ON(call)                                                            \
   do {                                                                                     \
     cusparseStatus_t st_ = (call);                                                         \
     if (st_ != CUSPARSE_STATUS_SUCCESS)                                                    \
-      cg_cuda_fatal(__FILE__, __LINE__, #call, cusparseGetErrorString(st_));               \
+      cg_cuda_fatal(__FILE__, __LINE__, #call, cuda_lib.cusparseGetErrorString(st_));      \
   } while (0)
 
 /* Setup-time checks: record a message, clear CUDA's last-error slot (a handled
@@ -360,7 +358,7 @@ static void cu_gemm(struct cg_backend *be, int ta, int tb, int64_t m, int64_t n,
     cgk_scale_strided(im->stream, c, m, n, ldc, beta);
     return;
   }
-  CUBLAS_FATAL_ON(cublasSgemm_64(im->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+  CUBLAS_FATAL_ON(cuda_lib.cublasSgemm_64(im->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                                  ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
                                  &beta, c, ldc));
 }
@@ -410,9 +408,9 @@ static void tiles_release(struct cg_backend *be, struct cg_spmat *a) {
 static void spmat_release(struct cg_backend *be, struct cg_spmat *a) {
   if (!a) return;
   if (a->descr) {
-    cusparseStatus_t st = cusparseDestroySpMat(a->descr);
+    cusparseStatus_t st = cuda_lib.cusparseDestroySpMat(a->descr);
     if (st != CUSPARSE_STATUS_SUCCESS)
-      LOG_WARN("cuda", "cusparseDestroySpMat: %s", cusparseGetErrorString(st));
+      LOG_WARN("cuda", "cusparseDestroySpMat: %s", cuda_lib.cusparseGetErrorString(st));
   }
   csr_release(be, &a->m);
   be->free(be, a->d_rowptr32);
@@ -444,13 +442,13 @@ static int spmat_setup_cusparse(struct cg_backend *be, struct cuda_impl *im, str
   cg_free(h32);
   TRY(st);
 
-  cusparseStatus_t cs = cusparseCreateCsr(&a->descr, a->nrows, a->ncols, a->nnz, a->d_rowptr32,
+  cusparseStatus_t cs = cuda_lib.cusparseCreateCsr(&a->descr, a->nrows, a->ncols, a->nnz, a->d_rowptr32,
                                           a->m.d_colidx, a->m.d_vals, CUSPARSE_INDEX_32I,
                                           CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F);
   if (cs != CUSPARSE_STATUS_SUCCESS) {
     a->descr = NULL;
     LOG_WARN("cuda", "cusparseCreateCsr: %s; SpMM uses the hand kernels for this matrix",
-             cusparseGetErrorString(cs));
+             cuda_lib.cusparseGetErrorString(cs));
     return CG_OK;
   }
   /* The workspace size depends on the width; take the maximum over a ladder of
@@ -461,19 +459,19 @@ static int spmat_setup_cusparse(struct cg_backend *be, struct cuda_impl *im, str
     cusparseConstDnMatDescr_t bx = NULL;
     cusparseDnMatDescr_t cy = NULL;
     size_t sz = 0;
-    cs = cusparseCreateConstDnMat(&bx, a->ncols, w, w, a->m.d_vals, CUDA_R_32F, CUSPARSE_ORDER_ROW);
+    cs = cuda_lib.cusparseCreateConstDnMat(&bx, a->ncols, w, w, a->m.d_vals, CUDA_R_32F, CUSPARSE_ORDER_ROW);
     if (cs == CUSPARSE_STATUS_SUCCESS)
-      cs = cusparseCreateDnMat(&cy, a->nrows, w, w, a->m.d_vals, CUDA_R_32F, CUSPARSE_ORDER_ROW);
+      cs = cuda_lib.cusparseCreateDnMat(&cy, a->nrows, w, w, a->m.d_vals, CUDA_R_32F, CUSPARSE_ORDER_ROW);
     if (cs == CUSPARSE_STATUS_SUCCESS)
-      cs = cusparseSpMM_bufferSize(im->cusparse, CUSPARSE_OPERATION_NON_TRANSPOSE,
+      cs = cuda_lib.cusparseSpMM_bufferSize(im->cusparse, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                    CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a->descr, bx, &zero, cy,
                                    CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &sz);
-    if (bx) cusparseDestroyDnMat(bx);
-    if (cy) cusparseDestroyDnMat(cy);
+    if (bx) cuda_lib.cusparseDestroyDnMat(bx);
+    if (cy) cuda_lib.cusparseDestroyDnMat(cy);
     if (cs != CUSPARSE_STATUS_SUCCESS) {
       LOG_WARN("cuda", "cusparseSpMM_bufferSize (width %lld): %s; SpMM uses the hand kernels",
-               (long long)w, cusparseGetErrorString(cs));
-      cusparseDestroySpMat(a->descr);
+               (long long)w, cuda_lib.cusparseGetErrorString(cs));
+      cuda_lib.cusparseDestroySpMat(a->descr);
       a->descr = NULL;
       return CG_OK;
     }
@@ -757,19 +755,19 @@ static int spmm_cusparse(struct cuda_impl *im, const struct cg_spmat *a, const f
   const float one = 1.0f, zero = 0.0f;
   cusparseConstDnMatDescr_t bx = NULL;
   cusparseDnMatDescr_t cy = NULL;
-  CUSPARSE_FATAL_ON(cusparseCreateConstDnMat(&bx, a->ncols, f, ldx, x, CUDA_R_32F, CUSPARSE_ORDER_ROW));
-  CUSPARSE_FATAL_ON(cusparseCreateDnMat(&cy, a->nrows, f, ldy, y, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+  CUSPARSE_FATAL_ON(cuda_lib.cusparseCreateConstDnMat(&bx, a->ncols, f, ldx, x, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+  CUSPARSE_FATAL_ON(cuda_lib.cusparseCreateDnMat(&cy, a->nrows, f, ldy, y, CUDA_R_32F, CUSPARSE_ORDER_ROW));
   size_t need = 0;
-  CUSPARSE_FATAL_ON(cusparseSpMM_bufferSize(im->cusparse, CUSPARSE_OPERATION_NON_TRANSPOSE,
+  CUSPARSE_FATAL_ON(cuda_lib.cusparseSpMM_bufferSize(im->cusparse, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                             CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a->descr, bx,
                                             &zero, cy, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &need));
   int ok = need <= a->spmm_buf_bytes;
   if (ok)
-    CUSPARSE_FATAL_ON(cusparseSpMM(im->cusparse, CUSPARSE_OPERATION_NON_TRANSPOSE,
+    CUSPARSE_FATAL_ON(cuda_lib.cusparseSpMM(im->cusparse, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                    CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a->descr, bx, &zero, cy,
                                    CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, a->d_spmm_buf));
-  CUSPARSE_FATAL_ON(cusparseDestroyDnMat(bx));
-  CUSPARSE_FATAL_ON(cusparseDestroyDnMat(cy));
+  CUSPARSE_FATAL_ON(cuda_lib.cusparseDestroyDnMat(bx));
+  CUSPARSE_FATAL_ON(cuda_lib.cusparseDestroyDnMat(cy));
   return ok;
 }
 
@@ -1131,8 +1129,8 @@ static int cu_upchan_join(struct cg_backend *be, struct cg_upchan *ch) {
 static void impl_release(struct cuda_impl *im) {
   if (!im) return;
   if (im->stream && cudaStreamSynchronize(im->stream) != cudaSuccess) (void)cudaGetLastError();
-  if (im->cublas) cublasDestroy(im->cublas);
-  if (im->cusparse) cusparseDestroy(im->cusparse);
+  if (im->cublas) cuda_lib.cublasDestroy(im->cublas);
+  if (im->cusparse) cuda_lib.cusparseDestroy(im->cusparse);
   if (im->d_cublas_ws) cudaFree(im->d_cublas_ws);
   if (im->d_partials) cudaFree(im->d_partials);
   if (im->d_colsum) cudaFree(im->d_colsum);
@@ -1207,7 +1205,7 @@ static int spmm_settings_from_env(struct cuda_impl *im) {
     cublasStatus_t cst_ = (call);                                                          \
     if (cst_ != CUBLAS_STATUS_SUCCESS) {                                                   \
       st = cg_err_set(CG_ERR_CUDA, "CUDA backend setup: %s failed: %s", #call,             \
-                      cublasGetStatusString(cst_));                                        \
+                      cuda_lib.cublasGetStatusString(cst_));                               \
       goto fail;                                                                           \
     }                                                                                      \
   } while (0)
@@ -1216,7 +1214,7 @@ static int spmm_settings_from_env(struct cuda_impl *im) {
     cusparseStatus_t sst_ = (call);                                                        \
     if (sst_ != CUSPARSE_STATUS_SUCCESS) {                                                 \
       st = cg_err_set(CG_ERR_CUDA, "CUDA backend setup: %s failed: %s", #call,             \
-                      cusparseGetErrorString(sst_));                                       \
+                      cuda_lib.cusparseGetErrorString(sst_));                              \
       goto fail;                                                                           \
     }                                                                                      \
   } while (0)
@@ -1239,6 +1237,7 @@ int cg_backend_cuda_create(int device_ordinal, int tf32, struct cg_backend **out
   if (env && *env) TRY(cg_cuda_spmm_variant_parse(env, &variant));
   char describe[320];
   TRY(cg_cuda_device_describe(device_ordinal, describe, sizeof describe));
+  TRY(cuda_libs_load());
 
   struct cg_backend *be = cg_calloc(1, sizeof *be, "CUDA backend");
   struct cuda_impl *im = cg_calloc(1, sizeof *im, "CUDA backend state");
@@ -1283,13 +1282,13 @@ int cg_backend_cuda_create(int device_ordinal, int tf32, struct cg_backend **out
                          "column-sum scratch"), fail);
   CUDA_TRY_GOTO(cudaMallocHost(&im->h_result, 64));
 
-  CUBLAS_TRY(cublasCreate(&im->cublas));
-  CUBLAS_TRY(cublasSetStream(im->cublas, im->stream));
+  CUBLAS_TRY(cuda_lib.cublasCreate(&im->cublas));
+  CUBLAS_TRY(cuda_lib.cublasSetStream(im->cublas, im->stream));
   /* after SetStream: setting the stream resets the workspace to cuBLAS's own pool */
-  CUBLAS_TRY(cublasSetWorkspace(im->cublas, im->d_cublas_ws, CUDA_CUBLAS_WS_BYTES));
-  CUBLAS_TRY(cublasSetMathMode(im->cublas, im->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-  CUSPARSE_TRY(cusparseCreate(&im->cusparse));
-  CUSPARSE_TRY(cusparseSetStream(im->cusparse, im->stream));
+  CUBLAS_TRY(cuda_lib.cublasSetWorkspace(im->cublas, im->d_cublas_ws, CUDA_CUBLAS_WS_BYTES));
+  CUBLAS_TRY(cuda_lib.cublasSetMathMode(im->cublas, im->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  CUSPARSE_TRY(cuda_lib.cusparseCreate(&im->cusparse));
+  CUSPARSE_TRY(cuda_lib.cusparseSetStream(im->cusparse, im->stream));
 
   be->name = "cuda";
   be->kind = CG_DEVICE_CUDA;

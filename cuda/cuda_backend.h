@@ -87,6 +87,12 @@ int cg_cuda_device_describe(int device_ordinal, char *buf, size_t len);
  * the key under which device profiles are stored. Same return convention. */
 int cg_cuda_device_uuid(int device_ordinal, char *buf, size_t len);
 
+/* cuBLAS's version, "13.0.2": cuBLAS and cuSPARSE are loaded when the first backend
+ * is created, not at start-up (cuda/cuda_libs_internal.h says why); this loads them
+ * if none has been. CG_OK, or CG_ERR_CUDA saying which library did not load and
+ * where it was looked for (buf then holds ""). */
+int cg_cuda_blas_version(char *buf, size_t len);
+
 /* Create the backend (be->name "cuda") on `device_ordinal`. tf32 = 1 lets cuBLAS
  * use TF32 tensor cores in GEMM (faster, ~1e-3 relative error); 0 = exact fp32.
  * Reads CAPGNN_SPMM. Release with cg_backend_destroy(). */

@@ -44,7 +44,6 @@ int rapa_mps_share_set(int pct) {
 }
 
 #ifdef CAPGNN_HAVE_CUDA
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <hwloc.h>
 #include <hwloc/cudart.h>
@@ -174,15 +173,14 @@ int rapa_cuda_device_info(int ordinal, cJSON *o) {
   RAPA_CUDA_TRY(cudaGetDeviceProperties(&p, ordinal));
   char uuid[64];
   TRY(cg_cuda_device_uuid(ordinal, uuid, sizeof uuid));
-  int clock_khz = 0, mem_khz = 0, drv = 0, rt = 0, cb_major = 0, cb_minor = 0, cb_patch = 0;
+  int clock_khz = 0, mem_khz = 0, drv = 0, rt = 0;
   if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, ordinal) != cudaSuccess) clock_khz = 0;
   if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, ordinal) != cudaSuccess) mem_khz = 0;
   if (cudaDriverGetVersion(&drv) != cudaSuccess) drv = 0;
   if (cudaRuntimeGetVersion(&rt) != cudaSuccess) rt = 0;
   (void)cudaGetLastError();
-  cublasGetProperty(MAJOR_VERSION, &cb_major);
-  cublasGetProperty(MINOR_VERSION, &cb_minor);
-  cublasGetProperty(PATCH_LEVEL, &cb_patch);
+  char cublas[32];
+  TRY(cg_cuda_blas_version(cublas, sizeof cublas));
   char buf[256];
   cJSON_AddStringToObject(o, "name", p.name);
   cJSON_AddStringToObject(o, "uuid", uuid);
@@ -201,8 +199,7 @@ int rapa_cuda_device_info(int ordinal, cJSON *o) {
   cJSON_AddStringToObject(o, "driver_cuda_version", buf);
   snprintf(buf, sizeof buf, "%d.%d", rt / 1000, (rt % 1000) / 10);
   cJSON_AddStringToObject(o, "runtime_version", buf);
-  snprintf(buf, sizeof buf, "%d.%d.%d", cb_major, cb_minor, cb_patch);
-  cJSON_AddStringToObject(o, "cublas_version", buf);
+  cJSON_AddStringToObject(o, "cublas_version", cublas);
   return CG_OK;
 }
 
