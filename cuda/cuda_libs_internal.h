@@ -15,6 +15,9 @@
 #define CAPGNN_CUDA_LIBS_INTERNAL_H
 
 #include <cublas_v2.h>
+#ifndef DISABLE_CUSPARSE_DEPRECATED
+#define DISABLE_CUSPARSE_DEPRECATED /* the legacy types; we use only the generic API */
+#endif
 #include <cusparse.h>
 
 /* Every function the project calls, by library. A new call needs its name here. */
