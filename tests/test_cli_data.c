@@ -312,6 +312,52 @@ static void test_convert(void **state) {
   run_free(&r);
 }
 
+/* A user's own small graph in folder d (edge list, features, labels): a path
+ * 0-1-2-3-4-5 numbered out of order, so that rcm renames its vertices. */
+static void own_files(char *d, size_t len, const char *sub) {
+  char p[4300];
+  snprintf(d, len, "%s/%s", tmpdir, sub);
+  assert_int_equal(mkdir(d, 0755), 0);
+  const char *edges = "0 5\n5 2\n2 4\n4 1\n1 3\n";
+  snprintf(p, sizeof p, "%s/edges.txt", d);
+  assert_int_equal(gt_write(p, edges, strlen(edges)), 0);
+  const float x[6 * 2] = {1, 0, 0, 1, 1, 1, 0, 0, 2, 0, 0, 2};
+  const int64_t y[6] = {0, 1, 1, 0, 1, 0};
+  snprintf(p, sizeof p, "%s/X.npy", d);
+  assert_int_equal(it_write_npy(p, "<f4", "(6, 2)", x, sizeof x), 0);
+  snprintf(p, sizeof p, "%s/Y.npy", d);
+  assert_int_equal(it_write_npy(p, "<i8", "(6,)", y, sizeof y), 0);
+}
+
+/* The report of a conversion with --reorder gives the checksum of the file it wrote
+ * (the one `capgnn info` shows), not the checksum before reordering. */
+static void test_convert_reorder_checksum(void **state) {
+  (void)state;
+  char d[4200], plain[32] = "", reord[32] = "", info[32] = "";
+  own_files(d, sizeof d, "own_reorder");
+  const char *c;
+  struct run r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels "
+                     "'%s/Y.npy' --output '%s/plain.cgr' --quiet", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(c = strstr(r.out, "checksum 0x"));
+  snprintf(plain, sizeof plain, "%.10s", c + 9);
+  run_free(&r);
+  r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels '%s/Y.npy' "
+          "--output '%s/rcm.cgr' --reorder rcm --quiet", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(c = strstr(r.out, "  file:"));
+  assert_non_null(c = strstr(c, "checksum 0x"));
+  snprintf(reord, sizeof reord, "%.10s", c + 9);
+  run_free(&r);
+  r = run(NULL, "info '%s/rcm.cgr'", d);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(c = strstr(r.out, "graph checksum 0x"));
+  snprintf(info, sizeof info, "%.10s", c + 15);
+  run_free(&r);
+  assert_string_not_equal(plain, info); /* rcm did rename the vertices */
+  assert_string_equal(reord, info);
+}
+
 static void test_missing_dataset(void **state) {
   (void)state;
   char env[4300];
@@ -791,6 +837,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_cgr_versions),
       cmocka_unit_test(test_value_is_option),
       cmocka_unit_test(test_convert),
+      cmocka_unit_test(test_convert_reorder_checksum),
       cmocka_unit_test(test_missing_dataset),
       cmocka_unit_test(test_config),
       cmocka_unit_test(test_config_long_lines),
