@@ -358,6 +358,34 @@ static void test_convert_reorder_checksum(void **state) {
   assert_string_equal(reord, info);
 }
 
+/* A NumPy edge array (PyG's edge_index saved with numpy.save) given as the edge list is
+ * named as such, and its bytes are not printed to the terminal. */
+static void test_convert_binary_edges(void **state) {
+  (void)state;
+  char d[4200], p[4300];
+  own_files(d, sizeof d, "own_binary");
+  const int64_t e[5 * 2] = {0, 5, 5, 2, 2, 4, 4, 1, 1, 3};
+  snprintf(p, sizeof p, "%s/edges.npy", d);
+  assert_int_equal(it_write_npy(p, "<i8", "(5, 2)", e, sizeof e), 0);
+  struct run r = run(NULL, "convert --from edgelist --input '%s/edges.npy' --features '%s/X.npy' --labels "
+                     "'%s/Y.npy' --output '%s/o.cgr'", d, d, d, d);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "edges.npy: line 1: binary data, not a text edge list (a NumPy .npy array"));
+  assert_non_null(strstr(r.err, "numpy.savetxt"));
+  assert_null(strstr(r.err, "NUMPY")); /* the file's bytes are not printed */
+  run_free(&r);
+  /* another binary file (a zip archive's header) */
+  snprintf(p, sizeof p, "%s/edges.zip", d);
+  assert_int_equal(gt_write(p, "PK\x03\x04\x14\x00\n", 7), 0);
+  r = run(NULL, "convert --from edgelist --input '%s/edges.zip' --features '%s/X.npy' --labels '%s/Y.npy' "
+          "--output '%s/o.cgr'", d, d, d, d);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "edges.zip: line 1: binary data, not a text edge list"));
+  run_free(&r);
+  snprintf(p, sizeof p, "%s/o.cgr", d);
+  assert_false(gt_exists(p));
+}
+
 static void test_missing_dataset(void **state) {
   (void)state;
   char env[4300];
@@ -838,6 +866,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_value_is_option),
       cmocka_unit_test(test_convert),
       cmocka_unit_test(test_convert_reorder_checksum),
+      cmocka_unit_test(test_convert_binary_edges),
       cmocka_unit_test(test_missing_dataset),
       cmocka_unit_test(test_config),
       cmocka_unit_test(test_config_long_lines),
