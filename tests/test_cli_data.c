@@ -386,6 +386,24 @@ static void test_convert_binary_edges(void **state) {
   assert_false(gt_exists(p));
 }
 
+/* Features of shape (n, 0) are refused by convert, with the way to a graph without
+ * features, instead of being written into a file that capgnn train then refuses. */
+static void test_convert_no_feature_columns(void **state) {
+  (void)state;
+  char d[4200], p[4300];
+  own_files(d, sizeof d, "own_nofeat");
+  snprintf(p, sizeof p, "%s/X0.npy", d);
+  assert_int_equal(it_write_npy(p, "<f4", "(6, 0)", "", 0), 0);
+  struct run r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X0.npy' --labels "
+                     "'%s/Y.npy' --output '%s/o.cgr'", d, d, d, d);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "X0.npy: shape (6, 0): no features per vertex"));
+  assert_non_null(strstr(r.err, "--features identity"));
+  run_free(&r);
+  snprintf(p, sizeof p, "%s/o.cgr", d);
+  assert_false(gt_exists(p));
+}
+
 static void test_missing_dataset(void **state) {
   (void)state;
   char env[4300];
@@ -867,6 +885,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_convert),
       cmocka_unit_test(test_convert_reorder_checksum),
       cmocka_unit_test(test_convert_binary_edges),
+      cmocka_unit_test(test_convert_no_feature_columns),
       cmocka_unit_test(test_missing_dataset),
       cmocka_unit_test(test_config),
       cmocka_unit_test(test_config_long_lines),
