@@ -180,6 +180,22 @@ int import_edgelist(const struct import_opts *o, struct graph *g, struct import_
     TRY(import_random_split(g, o->seed));
     stats->random_split = 1;
     stats->seed = o->seed;
+    /* as for a --split file without a train vertex: capgnn train could not use the file */
+    int64_t train = 0, labelled = 0;
+    for (int64_t u = 0; u < n; u++) {
+      train += g->split[u] == GRAPH_SPLIT_TRAIN;
+      if (g->multilabel) {
+        int any = 0;
+        for (int64_t k = 0; k < g->num_classes && !any; k++) any = g->mlabels[u * g->num_classes + k] != 0;
+        labelled += any;
+      } else {
+        labelled += g->labels[u] >= 0;
+      }
+    }
+    if (train == 0)
+      return cg_err_set(CG_ERR_FORMAT, "%s: %lld of %lld vertices labelled, so the random 60/20/20 split (no "
+                        "--split) has no train vertex; label more vertices (-1 = unlabelled) or give --split S.npy",
+                        o->labels, (long long)labelled, (long long)n);
   }
   return CG_OK;
 }

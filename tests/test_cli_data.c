@@ -404,6 +404,39 @@ static void test_convert_no_feature_columns(void **state) {
   assert_false(gt_exists(p));
 }
 
+/* Without --split, labels that leave the random 60/20/20 split without a train vertex
+ * (none labelled, or one: 60 % of one is none) are refused by convert, as a --split
+ * file without one is, instead of being written into a file capgnn train refuses. */
+static void test_convert_random_split_no_train(void **state) {
+  (void)state;
+  char d[4200], p[4300];
+  own_files(d, sizeof d, "own_unlabelled");
+  const int64_t none[6] = {-1, -1, -1, -1, -1, -1}, one[6] = {-1, -1, 1, -1, -1, -1},
+                two[6] = {-1, -1, 1, -1, 0, -1};
+  snprintf(p, sizeof p, "%s/Y0.npy", d);
+  assert_int_equal(it_write_npy(p, "<i8", "(6,)", none, sizeof none), 0);
+  snprintf(p, sizeof p, "%s/Y1.npy", d);
+  assert_int_equal(it_write_npy(p, "<i8", "(6,)", one, sizeof one), 0);
+  snprintf(p, sizeof p, "%s/Y2.npy", d);
+  assert_int_equal(it_write_npy(p, "<i8", "(6,)", two, sizeof two), 0);
+  for (int k = 0; k < 2; k++) {
+    struct run r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels "
+                       "'%s/Y%d.npy' --output '%s/o.cgr'", d, d, d, k, d);
+    assert_int_equal(r.rc, 1);
+    assert_non_null(strstr(r.err, k ? "Y1.npy: 1 of 6 vertices labelled" : "Y0.npy: 0 of 6 vertices labelled"));
+    assert_non_null(strstr(r.err, "has no train vertex"));
+    run_free(&r);
+    snprintf(p, sizeof p, "%s/o.cgr", d);
+    assert_false(gt_exists(p));
+  }
+  /* two labelled vertices: one train (floor(0.6 x 2)), one test */
+  struct run r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels "
+                     "'%s/Y2.npy' --output '%s/o.cgr' --quiet", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "split:    train 1, val 0, test 1, in no split 4"));
+  run_free(&r);
+}
+
 static void test_missing_dataset(void **state) {
   (void)state;
   char env[4300];
@@ -886,6 +919,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_convert_reorder_checksum),
       cmocka_unit_test(test_convert_binary_edges),
       cmocka_unit_test(test_convert_no_feature_columns),
+      cmocka_unit_test(test_convert_random_split_no_train),
       cmocka_unit_test(test_missing_dataset),
       cmocka_unit_test(test_config),
       cmocka_unit_test(test_config_long_lines),
