@@ -437,6 +437,34 @@ static void test_convert_random_split_no_train(void **state) {
   run_free(&r);
 }
 
+/* Labels whose ids leave classes without a vertex (ids from 1, ids with gaps) are
+ * noted with the way to number them 0..K-1; not when --classes fixes the count, nor
+ * when every class has a vertex. */
+static void test_convert_empty_classes_note(void **state) {
+  (void)state;
+  char d[4200], p[4300];
+  own_files(d, sizeof d, "own_classes");
+  const int64_t gaps[6] = {1, 3, 3, -1, 1, 3}; /* classes 0 and 2 empty of 4 */
+  snprintf(p, sizeof p, "%s/Ygaps.npy", d);
+  assert_int_equal(it_write_npy(p, "<i8", "(6,)", gaps, sizeof gaps), 0);
+  struct run r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels "
+                     "'%s/Ygaps.npy' --output '%s/o.cgr' --quiet", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "note:     2 of the 4 classes (largest label + 1) have no vertex"));
+  assert_non_null(strstr(r.out, "numpy.unique(Y[Y >= 0], return_inverse=True)[1]"));
+  run_free(&r);
+  r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels '%s/Ygaps.npy' "
+          "--classes 5 --output '%s/o.cgr' --quiet --force", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_null(strstr(r.out, "have no vertex"));
+  run_free(&r);
+  r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels '%s/Y.npy' "
+          "--output '%s/o.cgr' --quiet --force", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_null(strstr(r.out, "note:"));
+  run_free(&r);
+}
+
 static void test_missing_dataset(void **state) {
   (void)state;
   char env[4300];
@@ -920,6 +948,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_convert_binary_edges),
       cmocka_unit_test(test_convert_no_feature_columns),
       cmocka_unit_test(test_convert_random_split_no_train),
+      cmocka_unit_test(test_convert_empty_classes_note),
       cmocka_unit_test(test_missing_dataset),
       cmocka_unit_test(test_config),
       cmocka_unit_test(test_config_long_lines),
