@@ -92,6 +92,24 @@ static void note_empty_classes(const struct graph *g, int64_t want_classes, stru
                 (long long)(c - used), (long long)c);
 }
 
+/* A multi-label matrix in which every labelled vertex has exactly one class is most
+ * likely one-hot single-label data (an n x C array of 0/1 is taken as multi-label):
+ * noted, with the numpy line that gives class ids, since the two train differently. */
+static void note_one_hot(const struct graph *g, struct import_stats *stats) {
+  const int64_t n = g->n, c = g->num_classes;
+  if (!g->multilabel || c < 2) return;
+  int64_t labelled = 0;
+  for (int64_t u = 0; u < n; u++) {
+    int64_t k = 0;
+    for (int64_t j = 0; j < c; j++) k += g->mlabels[u * c + j] != 0;
+    if (k > 1) return;
+    labelled += k;
+  }
+  if (labelled > 0)
+    import_note(stats, "every labelled vertex has exactly one class: taken as multi-label (a sigmoid per class, "
+                "micro-F1); for one-hot single labels give numpy.where(Y.any(1), Y.argmax(1), -1)");
+}
+
 int import_graph(const char *from, const struct import_opts *o, struct graph *out,
                  struct import_stats *stats) {
   memset(out, 0, sizeof *out);
@@ -132,6 +150,7 @@ int import_graph(const char *from, const struct import_opts *o, struct graph *ou
     stats->split_count[out->split[u] & 3]++;
   }
   note_empty_classes(out, o->num_classes, stats);
+  note_one_hot(out, stats);
   /* Every FORMAT.md rule, on the graph as it will be written. */
   TRY_GOTO(graph_check(out, out->name), fail);
   graph_checksum_update(out);

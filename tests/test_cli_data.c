@@ -465,6 +465,36 @@ static void test_convert_empty_classes_note(void **state) {
   run_free(&r);
 }
 
+/* An n x C array of 0/1 with exactly one class per labelled row (one-hot labels) is
+ * taken as multi-label, as documented, and noted with the line that gives class ids;
+ * a row with two classes makes it multi-label without the note. */
+static void test_convert_one_hot_note(void **state) {
+  (void)state;
+  char d[4200], p[4300];
+  own_files(d, sizeof d, "own_onehot");
+  const uint8_t hot[6 * 3] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+  uint8_t two[6 * 3];
+  memcpy(two, hot, sizeof two);
+  two[1] = 1;
+  snprintf(p, sizeof p, "%s/Yhot.npy", d);
+  assert_int_equal(it_write_npy(p, "|u1", "(6, 3)", hot, sizeof hot), 0);
+  snprintf(p, sizeof p, "%s/Ytwo.npy", d);
+  assert_int_equal(it_write_npy(p, "|u1", "(6, 3)", two, sizeof two), 0);
+  struct run r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels "
+                     "'%s/Yhot.npy' --output '%s/o.cgr' --quiet", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "labels:   3 classes, multi-label; 1 vertices unlabelled"));
+  assert_non_null(strstr(r.out, "note:     every labelled vertex has exactly one class"));
+  assert_non_null(strstr(r.out, "numpy.where(Y.any(1), Y.argmax(1), -1)"));
+  run_free(&r);
+  r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels '%s/Ytwo.npy' "
+          "--output '%s/o.cgr' --quiet --force", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "multi-label"));
+  assert_null(strstr(r.out, "exactly one class"));
+  run_free(&r);
+}
+
 static void test_missing_dataset(void **state) {
   (void)state;
   char env[4300];
@@ -949,6 +979,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_convert_no_feature_columns),
       cmocka_unit_test(test_convert_random_split_no_train),
       cmocka_unit_test(test_convert_empty_classes_note),
+      cmocka_unit_test(test_convert_one_hot_note),
       cmocka_unit_test(test_missing_dataset),
       cmocka_unit_test(test_config),
       cmocka_unit_test(test_config_long_lines),
