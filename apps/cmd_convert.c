@@ -108,9 +108,10 @@ static int check_output(const char *output, const struct import_opts *o, int for
 /* --from cgr, and --reorder after an import: read the graph whole (graph_open: a
  * .cgr, a name, a synth: spec), lay it out in the order `method` gives, write it. The
  * order is computed on the graph's own structure (rt_reorder_order); the written graph
- * is the same graph with renamed vertices, so its checksum differs. */
+ * is the same graph with renamed vertices, so its checksum differs: it is stored in
+ * *checksum (when not NULL) for the import's report. */
 static int convert_cgr(const char *input, const char *output, enum graph_reorder method, unsigned version,
-                       unsigned shift, int force, int quiet) {
+                       unsigned shift, int force, int quiet, uint32_t *checksum) {
   const double t0 = cg_time_now();
   char gpath[4200];
   const struct cg_outfile_input in[1] = {{"--input", graph_path(input, gpath, sizeof gpath)}};
@@ -154,6 +155,7 @@ static int convert_cgr(const char *input, const char *output, enum graph_reorder
     if (version == 2 && !shift) shift = in_shift;
   }
   if (st == CG_OK) st = graph_save_cgr_version(output, &g, version, shift);
+  if (st == CG_OK && checksum) *checksum = g.checksum;
   if (st == CG_OK && !quiet) {
     FILE *rep = cli_report_stream(output);
     fprintf(rep, "%s -> %s in %.1f s: %lld vertices, order %s%s, checksum 0x%08x\n", input, output,
@@ -273,7 +275,7 @@ int cmd_convert(int argc, char **argv) {
     if (o.name || o.num_classes || o.feat_storage != IMPORT_FEAT_AUTO)
       return usage_error("--from cgr copies the graph as it is: --name, --classes and --feat-storage are for the "
                          "importers");
-    return convert_cgr(o.input, output, reorder, o.cgr_version, o.block_shift, force, quiet);
+    return convert_cgr(o.input, output, reorder, o.cgr_version, o.block_shift, force, quiet, NULL);
   }
   struct import_stats s;
   double t0 = cg_time_now();
@@ -283,8 +285,9 @@ int cmd_convert(int argc, char **argv) {
      * usage error like the ones found here */
     return cg_err_status() == CG_ERR_ARG ? CAPGNN_EXIT_USAGE : CAPGNN_EXIT_FAILURE;
   }
-  if (reorder != GRAPH_REORDER_NONE) { /* the written file, reordered in place */
-    const int rr = convert_cgr(output, output, reorder, o.cgr_version, o.block_shift, 1, quiet);
+  if (reorder != GRAPH_REORDER_NONE) { /* the written file, reordered in place; the report
+                                         * below gives the checksum of the file as written */
+    const int rr = convert_cgr(output, output, reorder, o.cgr_version, o.block_shift, 1, quiet, &s.checksum);
     if (rr != CAPGNN_EXIT_OK) return rr;
   }
   /* No read-back: it would double the peak memory; `capgnn info` re-checks a file. */

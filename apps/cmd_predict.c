@@ -131,8 +131,9 @@ int cmd_predict(int argc, char **argv) {
   struct rt_predict_result r;
   if (rt_predict(&o, &r) != CG_OK) return cli_runtime_error();
   if (!quiet) {
-    LOG_INFO("predict", "checkpoint %s (epoch %d): train acc %.4f, val acc %.4f, test acc %.4f", o.checkpoint, r.epoch,
-             r.ev.train_acc, r.ev.val_acc, r.ev.test_acc);
+    const char *acc = r.multilabel ? "f1" : "acc"; /* the name training's lines give it */
+    LOG_INFO("predict", "checkpoint %s (epoch %d): train %s %.4f, val %s %.4f, test %s %.4f", o.checkpoint, r.epoch,
+             acc, r.ev.train_acc, acc, r.ev.val_acc, acc, r.ev.test_acc);
     const char *labels[2] = {"logits", "embeddings"};
     const char *paths[2] = {o.logits_path, o.embeddings_path};
     cg_progress_files("predict", labels, paths, 2);

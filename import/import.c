@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <libgen.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,48 @@ static int source_index(const char *from) {
   return -1;
 }
 
+static int cmp_i32(const void *a, const void *b) {
+  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Classes no labelled vertex has, when the class count came from the labels (no
+ * --classes): ids used as given, so gaps in them (ids 1..C, ids from a hash) become
+ * output columns no vertex trains. Notes it with the numpy call that packs the ids. */
+static void note_empty_classes(const struct graph *g, int64_t want_classes, struct import_stats *stats) {
+  const int64_t n = g->n, c = g->num_classes;
+  if (want_classes > 0 || g->multilabel || c < 2) return;
+  int32_t *l = malloc((size_t)n * sizeof *l);
+  if (!l) return; /* only a note */
+  memcpy(l, g->labels, (size_t)n * sizeof *l);
+  qsort(l, (size_t)n, sizeof *l, cmp_i32);
+  int64_t used = 0;
+  for (int64_t u = 0; u < n; u++) used += l[u] >= 0 && (u == 0 || l[u] != l[u - 1]);
+  free(l);
+  if (used < c)
+    import_note(stats, "%lld of the %lld classes (largest label + 1) have no vertex; class ids are used as given: "
+                "to number them 0..K-1, Y[Y >= 0] = numpy.unique(Y[Y >= 0], return_inverse=True)[1]",
+                (long long)(c - used), (long long)c);
+}
+
+/* A multi-label matrix in which every labelled vertex has exactly one class is most
+ * likely one-hot single-label data (an n x C array of 0/1 is taken as multi-label):
+ * noted, with the numpy line that gives class ids, since the two train differently. */
+static void note_one_hot(const struct graph *g, struct import_stats *stats) {
+  const int64_t n = g->n, c = g->num_classes;
+  if (!g->multilabel || c < 2) return;
+  int64_t labelled = 0;
+  for (int64_t u = 0; u < n; u++) {
+    int64_t k = 0;
+    for (int64_t j = 0; j < c; j++) k += g->mlabels[u * c + j] != 0;
+    if (k > 1) return;
+    labelled += k;
+  }
+  if (labelled > 0)
+    import_note(stats, "every labelled vertex has exactly one class: taken as multi-label (a sigmoid per class, "
+                "micro-F1); for one-hot single labels give numpy.where(Y.any(1), Y.argmax(1), -1)");
+}
+
 int import_graph(const char *from, const struct import_opts *o, struct graph *out,
                  struct import_stats *stats) {
   memset(out, 0, sizeof *out);
@@ -106,6 +149,8 @@ int import_graph(const char *from, const struct import_opts *o, struct graph *ou
     stats->unlabelled += !labelled;
     stats->split_count[out->split[u] & 3]++;
   }
+  note_empty_classes(out, o->num_classes, stats);
+  note_one_hot(out, stats);
   /* Every FORMAT.md rule, on the graph as it will be written. */
   TRY_GOTO(graph_check(out, out->name), fail);
   graph_checksum_update(out);

@@ -12,6 +12,14 @@
 
 static int is_sep(char c) { return c == ' ' || c == '\t' || c == ','; }
 
+/* A line with a control character (other than a tab or a stray CR): a binary file given
+ * as the edge list (a .npy edge_index, whose header has them, a .npz, ...). */
+static int is_binary(const char *line) {
+  for (const unsigned char *c = (const unsigned char *)line; *c; c++)
+    if ((*c < 0x20 && *c != '\t' && *c != '\r') || *c == 0x7f) return 1;
+  return 0;
+}
+
 static int read_edge_file(const char *path, int64_t n, struct import_edges *e, struct import_stats *stats) {
   struct import_text t;
   TRY(import_text_open(&t, path));
@@ -34,6 +42,16 @@ static int read_edge_file(const char *path, int64_t n, struct import_edges *e, s
       ok = import_parse_i64(&p, &v) == 0 && (*p == '\0' || is_sep(*p));
     }
     if (!ok) {
+      if (is_binary(line)) { /* its bytes would reach the terminal raw */
+        st = cg_err_set(CG_ERR_FORMAT, "%s: line %lld: binary data, not a text edge list (%s)", t.name,
+                        (long long)t.line,
+                        strncmp(line, "\x93NUMPY", 6) == 0
+                            ? "a NumPy .npy array: write the edges as text, one \"u v\" per line, e.g. "
+                              "numpy.savetxt(PATH, edges, fmt='%d') for an (E, 2) array (edges.T for PyG's (2, E) "
+                              "edge_index)"
+                            : "--input is a text file of \"u v\" lines, plain or gzip-compressed");
+        break;
+      }
       st = cg_err_set(CG_ERR_FORMAT, "%s: line %lld: expected two vertex ids \"u v\", found \"%.60s\"%s", t.name,
                       (long long)t.line, line,
                       isalpha((unsigned char)*p) ? " (a header or comment line must start with '#' or '%')" : "");
@@ -162,6 +180,22 @@ int import_edgelist(const struct import_opts *o, struct graph *g, struct import_
     TRY(import_random_split(g, o->seed));
     stats->random_split = 1;
     stats->seed = o->seed;
+    /* as for a --split file without a train vertex: capgnn train could not use the file */
+    int64_t train = 0, labelled = 0;
+    for (int64_t u = 0; u < n; u++) {
+      train += g->split[u] == GRAPH_SPLIT_TRAIN;
+      if (g->multilabel) {
+        int any = 0;
+        for (int64_t k = 0; k < g->num_classes && !any; k++) any = g->mlabels[u * g->num_classes + k] != 0;
+        labelled += any;
+      } else {
+        labelled += g->labels[u] >= 0;
+      }
+    }
+    if (train == 0)
+      return cg_err_set(CG_ERR_FORMAT, "%s: %lld of %lld vertices labelled, so the random 60/20/20 split (no "
+                        "--split) has no train vertex; label more vertices (-1 = unlabelled) or give --split S.npy",
+                        o->labels, (long long)labelled, (long long)n);
   }
   return CG_OK;
 }

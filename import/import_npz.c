@@ -137,6 +137,11 @@ int import_npy_features(struct import_npy *a, struct graph *g, struct import_sta
   TRY(import_npy_expect_shape(a, 2, (int64_t[]){g->n > 0 ? g->n : -1, -1},
                               g->n > 0 ? "(one row of features per vertex)" : "(vertices x features)"));
   const int64_t n = a->shape[0], f = a->shape[1];
+  /* capgnn train refuses such a graph; say so here, before the user has waited for it */
+  if (f == 0)
+    return cg_err_set(CG_ERR_FORMAT, "%s: shape (%lld, 0): no features per vertex, and a GNN needs input "
+                      "features (for a graph without features: --from edgelist --features identity, X = I)",
+                      a->name, (long long)n);
   if (f >= ((int64_t)1 << 31))
     return cg_err_set(CG_ERR_FORMAT, "%s: %lld features per vertex, expected fewer than 2^31", a->name,
                       (long long)f);

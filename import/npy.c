@@ -326,6 +326,11 @@ static int npy_start(struct import_npy *a, int64_t avail) {
     return cg_err_set(CG_ERR_FORMAT, "%s: not a .npy array: only %lld bytes, too short for the header",
                       a->name, (long long)avail);
   TRY(src_read_exact(a, pre, 10, ".npy header"));
+  if (memcmp(pre, "PK\x03\x04", 4) == 0) /* a user's features as numpy.savez or scipy.sparse.save_npz */
+    return cg_err_set(CG_ERR_FORMAT,
+                      "%s: not a .npy array but a .npz (zip) archive, as numpy.savez or scipy.sparse.save_npz "
+                      "write; write the array with numpy.save (a scipy sparse matrix: numpy.save(path, X.toarray()))",
+                      a->name);
   if (memcmp(pre, NPY_MAGIC, 6) != 0)
     return cg_err_set(CG_ERR_FORMAT,
                       "%s: not a .npy array: bad magic (expected \\x93NUMPY; write it with numpy.save)",
@@ -455,9 +460,14 @@ int import_npy_expect_shape(const struct import_npy *a, int ndim, const int64_t 
 
 int import_npy_expect_integer(const struct import_npy *a, const char *what) {
   if (a->kind == IMPORT_NPY_INT || a->kind == IMPORT_NPY_UINT || a->kind == IMPORT_NPY_BOOL) return CG_OK;
+  /* the two a user's labels most often are: floats (a torch or pandas column), names */
+  const char *hint = a->kind == IMPORT_NPY_FLOAT ? "; float ids: Y.astype(numpy.int64), -1 for unlabelled"
+                     : a->kind == IMPORT_NPY_BYTES || a->kind == IMPORT_NPY_UNICODE
+                         ? "; names: numpy.unique(Y, return_inverse=True)[1] numbers them 0..K-1"
+                         : "";
   return cg_err_set(CG_ERR_FORMAT, "%s: wrong dtype '%s' for %s: expected an integer array (int32, int64, "
-                    "uint8, ...)",
-                    a->name, a->descr, what);
+                    "uint8, ...)%s",
+                    a->name, a->descr, what, hint);
 }
 
 int import_npy_expect_numeric(const struct import_npy *a, const char *what) {

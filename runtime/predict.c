@@ -207,6 +207,7 @@ int rt_predict(const struct rt_predict_options *o, struct rt_predict_result *res
     res->hidden = o->embeddings_path ? H : 0;
     res->epoch = c.epoch;
     res->ev = ev;
+    res->multilabel = loc.multilabel;
   }
 done:
   cg_free(logits);

@@ -661,6 +661,7 @@ struct rt_predict_result {
   int64_t n, classes, hidden;   /* rows written; columns of the logits and embeddings */
   int epoch;                    /* the checkpoint's */
   struct rt_eval ev;            /* accuracies of the predictions (train/val/test) */
+  int multilabel;               /* the graph's: ev holds micro-F1, as training reports it */
 };
 /* Rows are in the graph's own vertex order (row v is vertex v, however a run
  * partitioned or renumbered it). The outputs follow core/outfile.h's rule: never the

@@ -312,6 +312,189 @@ static void test_convert(void **state) {
   run_free(&r);
 }
 
+/* A user's own small graph in folder d (edge list, features, labels): a path
+ * 0-1-2-3-4-5 numbered out of order, so that rcm renames its vertices. */
+static void own_files(char *d, size_t len, const char *sub) {
+  char p[4300];
+  snprintf(d, len, "%s/%s", tmpdir, sub);
+  assert_int_equal(mkdir(d, 0755), 0);
+  const char *edges = "0 5\n5 2\n2 4\n4 1\n1 3\n";
+  snprintf(p, sizeof p, "%s/edges.txt", d);
+  assert_int_equal(gt_write(p, edges, strlen(edges)), 0);
+  const float x[6 * 2] = {1, 0, 0, 1, 1, 1, 0, 0, 2, 0, 0, 2};
+  const int64_t y[6] = {0, 1, 1, 0, 1, 0};
+  snprintf(p, sizeof p, "%s/X.npy", d);
+  assert_int_equal(it_write_npy(p, "<f4", "(6, 2)", x, sizeof x), 0);
+  snprintf(p, sizeof p, "%s/Y.npy", d);
+  assert_int_equal(it_write_npy(p, "<i8", "(6,)", y, sizeof y), 0);
+}
+
+/* The report of a conversion with --reorder gives the checksum of the file it wrote
+ * (the one `capgnn info` shows), not the checksum before reordering. */
+static void test_convert_reorder_checksum(void **state) {
+  (void)state;
+  char d[4200], plain[32] = "", reord[32] = "", info[32] = "";
+  own_files(d, sizeof d, "own_reorder");
+  const char *c;
+  struct run r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels "
+                     "'%s/Y.npy' --output '%s/plain.cgr' --quiet", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(c = strstr(r.out, "checksum 0x"));
+  snprintf(plain, sizeof plain, "%.10s", c + 9);
+  run_free(&r);
+  r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels '%s/Y.npy' "
+          "--output '%s/rcm.cgr' --reorder rcm --quiet", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(c = strstr(r.out, "  file:"));
+  assert_non_null(c = strstr(c, "checksum 0x"));
+  snprintf(reord, sizeof reord, "%.10s", c + 9);
+  run_free(&r);
+  r = run(NULL, "info '%s/rcm.cgr'", d);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(c = strstr(r.out, "graph checksum 0x"));
+  snprintf(info, sizeof info, "%.10s", c + 15);
+  run_free(&r);
+  assert_string_not_equal(plain, info); /* rcm did rename the vertices */
+  assert_string_equal(reord, info);
+}
+
+/* A NumPy edge array (PyG's edge_index saved with numpy.save) given as the edge list is
+ * named as such, and its bytes are not printed to the terminal. */
+static void test_convert_binary_edges(void **state) {
+  (void)state;
+  char d[4200], p[4300];
+  own_files(d, sizeof d, "own_binary");
+  const int64_t e[5 * 2] = {0, 5, 5, 2, 2, 4, 4, 1, 1, 3};
+  snprintf(p, sizeof p, "%s/edges.npy", d);
+  assert_int_equal(it_write_npy(p, "<i8", "(5, 2)", e, sizeof e), 0);
+  struct run r = run(NULL, "convert --from edgelist --input '%s/edges.npy' --features '%s/X.npy' --labels "
+                     "'%s/Y.npy' --output '%s/o.cgr'", d, d, d, d);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "edges.npy: line 1: binary data, not a text edge list (a NumPy .npy array"));
+  assert_non_null(strstr(r.err, "numpy.savetxt"));
+  assert_null(strstr(r.err, "NUMPY")); /* the file's bytes are not printed */
+  run_free(&r);
+  /* another binary file (a zip archive's header) */
+  snprintf(p, sizeof p, "%s/edges.zip", d);
+  assert_int_equal(gt_write(p, "PK\x03\x04\x14\x00\n", 7), 0);
+  r = run(NULL, "convert --from edgelist --input '%s/edges.zip' --features '%s/X.npy' --labels '%s/Y.npy' "
+          "--output '%s/o.cgr'", d, d, d, d);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "edges.zip: line 1: binary data, not a text edge list"));
+  run_free(&r);
+  snprintf(p, sizeof p, "%s/o.cgr", d);
+  assert_false(gt_exists(p));
+}
+
+/* Features of shape (n, 0) are refused by convert, with the way to a graph without
+ * features, instead of being written into a file that capgnn train then refuses. */
+static void test_convert_no_feature_columns(void **state) {
+  (void)state;
+  char d[4200], p[4300];
+  own_files(d, sizeof d, "own_nofeat");
+  snprintf(p, sizeof p, "%s/X0.npy", d);
+  assert_int_equal(it_write_npy(p, "<f4", "(6, 0)", "", 0), 0);
+  struct run r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X0.npy' --labels "
+                     "'%s/Y.npy' --output '%s/o.cgr'", d, d, d, d);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "X0.npy: shape (6, 0): no features per vertex"));
+  assert_non_null(strstr(r.err, "--features identity"));
+  run_free(&r);
+  snprintf(p, sizeof p, "%s/o.cgr", d);
+  assert_false(gt_exists(p));
+}
+
+/* Without --split, labels that leave the random 60/20/20 split without a train vertex
+ * (none labelled, or one: 60 % of one is none) are refused by convert, as a --split
+ * file without one is, instead of being written into a file capgnn train refuses. */
+static void test_convert_random_split_no_train(void **state) {
+  (void)state;
+  char d[4200], p[4300];
+  own_files(d, sizeof d, "own_unlabelled");
+  const int64_t none[6] = {-1, -1, -1, -1, -1, -1}, one[6] = {-1, -1, 1, -1, -1, -1},
+                two[6] = {-1, -1, 1, -1, 0, -1};
+  snprintf(p, sizeof p, "%s/Y0.npy", d);
+  assert_int_equal(it_write_npy(p, "<i8", "(6,)", none, sizeof none), 0);
+  snprintf(p, sizeof p, "%s/Y1.npy", d);
+  assert_int_equal(it_write_npy(p, "<i8", "(6,)", one, sizeof one), 0);
+  snprintf(p, sizeof p, "%s/Y2.npy", d);
+  assert_int_equal(it_write_npy(p, "<i8", "(6,)", two, sizeof two), 0);
+  for (int k = 0; k < 2; k++) {
+    struct run r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels "
+                       "'%s/Y%d.npy' --output '%s/o.cgr'", d, d, d, k, d);
+    assert_int_equal(r.rc, 1);
+    assert_non_null(strstr(r.err, k ? "Y1.npy: 1 of 6 vertices labelled" : "Y0.npy: 0 of 6 vertices labelled"));
+    assert_non_null(strstr(r.err, "has no train vertex"));
+    run_free(&r);
+    snprintf(p, sizeof p, "%s/o.cgr", d);
+    assert_false(gt_exists(p));
+  }
+  /* two labelled vertices: one train (floor(0.6 x 2)), one test */
+  struct run r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels "
+                     "'%s/Y2.npy' --output '%s/o.cgr' --quiet", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "split:    train 1, val 0, test 1, in no split 4"));
+  run_free(&r);
+}
+
+/* Labels whose ids leave classes without a vertex (ids from 1, ids with gaps) are
+ * noted with the way to number them 0..K-1; not when --classes fixes the count, nor
+ * when every class has a vertex. */
+static void test_convert_empty_classes_note(void **state) {
+  (void)state;
+  char d[4200], p[4300];
+  own_files(d, sizeof d, "own_classes");
+  const int64_t gaps[6] = {1, 3, 3, -1, 1, 3}; /* classes 0 and 2 empty of 4 */
+  snprintf(p, sizeof p, "%s/Ygaps.npy", d);
+  assert_int_equal(it_write_npy(p, "<i8", "(6,)", gaps, sizeof gaps), 0);
+  struct run r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels "
+                     "'%s/Ygaps.npy' --output '%s/o.cgr' --quiet", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "note:     2 of the 4 classes (largest label + 1) have no vertex"));
+  assert_non_null(strstr(r.out, "numpy.unique(Y[Y >= 0], return_inverse=True)[1]"));
+  run_free(&r);
+  r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels '%s/Ygaps.npy' "
+          "--classes 5 --output '%s/o.cgr' --quiet --force", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_null(strstr(r.out, "have no vertex"));
+  run_free(&r);
+  r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels '%s/Y.npy' "
+          "--output '%s/o.cgr' --quiet --force", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_null(strstr(r.out, "note:"));
+  run_free(&r);
+}
+
+/* An n x C array of 0/1 with exactly one class per labelled row (one-hot labels) is
+ * taken as multi-label, as documented, and noted with the line that gives class ids;
+ * a row with two classes makes it multi-label without the note. */
+static void test_convert_one_hot_note(void **state) {
+  (void)state;
+  char d[4200], p[4300];
+  own_files(d, sizeof d, "own_onehot");
+  const uint8_t hot[6 * 3] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+  uint8_t two[6 * 3];
+  memcpy(two, hot, sizeof two);
+  two[1] = 1;
+  snprintf(p, sizeof p, "%s/Yhot.npy", d);
+  assert_int_equal(it_write_npy(p, "|u1", "(6, 3)", hot, sizeof hot), 0);
+  snprintf(p, sizeof p, "%s/Ytwo.npy", d);
+  assert_int_equal(it_write_npy(p, "|u1", "(6, 3)", two, sizeof two), 0);
+  struct run r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels "
+                     "'%s/Yhot.npy' --output '%s/o.cgr' --quiet", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "labels:   3 classes, multi-label; 1 vertices unlabelled"));
+  assert_non_null(strstr(r.out, "note:     every labelled vertex has exactly one class"));
+  assert_non_null(strstr(r.out, "numpy.where(Y.any(1), Y.argmax(1), -1)"));
+  run_free(&r);
+  r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels '%s/Ytwo.npy' "
+          "--output '%s/o.cgr' --quiet --force", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "multi-label"));
+  assert_null(strstr(r.out, "exactly one class"));
+  run_free(&r);
+}
+
 static void test_missing_dataset(void **state) {
   (void)state;
   char env[4300];
@@ -791,6 +974,12 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_cgr_versions),
       cmocka_unit_test(test_value_is_option),
       cmocka_unit_test(test_convert),
+      cmocka_unit_test(test_convert_reorder_checksum),
+      cmocka_unit_test(test_convert_binary_edges),
+      cmocka_unit_test(test_convert_no_feature_columns),
+      cmocka_unit_test(test_convert_random_split_no_train),
+      cmocka_unit_test(test_convert_empty_classes_note),
+      cmocka_unit_test(test_convert_one_hot_note),
       cmocka_unit_test(test_missing_dataset),
       cmocka_unit_test(test_config),
       cmocka_unit_test(test_config_long_lines),

@@ -254,6 +254,29 @@ static void predict_matches_training(void **state) {
   expect_error(2, "--output FILE is required", NULL, (const char *const[]){"predict", "--checkpoint", best, NULL});
 }
 
+/* On a multi-label graph predict names its figures as training does (micro-F1: "f1",
+ * not "acc"), and its validation figure is the summary's best_val_acc. */
+static void predict_multilabel_f1(void **state) {
+  (void)state;
+  char met[300], best[300], lg[300], want[64];
+  snprintf(met, sizeof met, "%s/ml.jsonl", tmpdir);
+  snprintf(best, sizeof best, "%s/ml.ckpt", tmpdir);
+  snprintf(lg, sizeof lg, "%s/ml.npy", tmpdir);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:tiny:multilabel=1", "--epochs", "4", "--device", "cpu", "--threads",
+                                "1", "--metrics", met, "--save-best", best, NULL});
+  if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
+  assert_non_null(strstr(r.err, "best val f1 "));
+  cJSON *sum = record(met, "summary", NULL);
+  assert_non_null(sum);
+  snprintf(want, sizeof want, "val f1 %.4f,", cJSON_GetObjectItemCaseSensitive(sum, "best_val_acc")->valuedouble);
+  cJSON_Delete(sum);
+  run(&r, (const char *const[]){"predict", "--checkpoint", best, "--output", lg, "--device", "cpu", "--threads", "1",
+                                NULL});
+  if (r.exit_code != 0) fail_msg("predict: exit %d: %s", r.exit_code, r.err);
+  if (!strstr(r.err, want) || strstr(r.err, " acc ")) fail_msg("predict: no '%s' (or an 'acc') in:\n%s", want, r.err);
+}
+
 /* `capgnn predict` (without --graph: the checkpoint names it) on the --save-best file
  * `best` writes logits whose test and validation accuracies on graph `spec` are the
  * summary's (metrics file `met`) at the best epoch, exactly. Returns the best epoch. */
@@ -628,7 +651,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(predict_matches_training), cmocka_unit_test(best_off_schedule_and_diverged),
-                                     cmocka_unit_test(predict_gat_heads),
+                                     cmocka_unit_test(predict_gat_heads), cmocka_unit_test(predict_multilabel_f1),
                                      cmocka_unit_test(predict_synth_spec), cmocka_unit_test(resume_warnings),
                                      cmocka_unit_test(seeds_interrupted), cmocka_unit_test(seeds_and_lines),
                                      cmocka_unit_test(usage_errors)};

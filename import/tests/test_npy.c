@@ -141,6 +141,7 @@ static void test_dtypes(void **state) {
       assert_int_equal(import_npy_read(&a, IMPORT_NPY_TO_I64, x, 4), CG_ERR_FORMAT);
       assert_non_null(strstr(cg_err_msg(), "wrong dtype '<f8'"));
       assert_int_equal(import_npy_expect_integer(&a, "labels"), CG_ERR_FORMAT);
+      assert_non_null(strstr(cg_err_msg(), "; float ids: Y.astype(numpy.int64), -1 for unlabelled"));
       import_npy_close(&a);
       continue;
     }
@@ -205,8 +206,21 @@ static void test_values_checked(void **state) {
 static void test_bad_headers(void **state) {
   (void)state;
   const float v[4] = {1, 2, 3, 4};
-  assert_int_equal(gt_write(p_("magic.npy"), "PK\x03\x04 not an npy file", 20), 0);
+  assert_int_equal(gt_write(p_("magic.npy"), "GIF89a not an npy file", 22), 0);
   open_fails("magic.npy", CG_ERR_FORMAT, "bad magic");
+  /* a .npz given for a .npy (numpy.savez, scipy.sparse.save_npz): named, with the fix */
+  assert_int_equal(gt_write(p_("zip.npy"), "PK\x03\x04 not an npy file", 20), 0);
+  open_fails("zip.npy", CG_ERR_FORMAT, "not a .npy array but a .npz (zip) archive");
+  open_fails("zip.npy", CG_ERR_FORMAT, "numpy.save(path, X.toarray())");
+  /* class names as labels: the line that numbers them */
+  const uint32_t names[2 * 3] = {'c', 'a', 't', 'd', 'o', 'g'};
+  write_raw("names.npy", 1, "{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }", names, sizeof names);
+  struct import_npy a;
+  assert_int_equal(import_npy_open(&a, p_("names.npy")), CG_OK);
+  assert_int_equal(import_npy_expect_integer(&a, "labels"), CG_ERR_FORMAT);
+  assert_non_null(strstr(cg_err_msg(), "wrong dtype '<U3' for labels"));
+  assert_non_null(strstr(cg_err_msg(), "; names: numpy.unique(Y, return_inverse=True)[1] numbers them 0..K-1"));
+  import_npy_close(&a);
   assert_int_equal(gt_write(p_("short.npy"), "\x93NUMPY", 6), 0);
   open_fails("short.npy", CG_ERR_FORMAT, "too short");
   write_raw("fortran.npy", 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", v, 16);
