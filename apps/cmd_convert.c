@@ -58,6 +58,9 @@ static void cmd_convert_usage(FILE *out) {
           "                        with its vertices in that locality order (capgnn train\n"
           "                        --reorder does the same at load; see README, \"Locality\n"
           "                        reordering\"); row v of the file is then another vertex\n"
+          "  --order-out FILE      with --reorder: write the map back to the input's ids, as\n"
+          "                        text: after a '#' line, line v holds the input id of vertex\n"
+          "                        v of the output (numpy.loadtxt(FILE, dtype=int) reads it)\n"
           "  --quiet               no progress and no INFO lines (warnings and errors stay)\n"
           "  -h, --help            this help\n"
           "\n"
@@ -105,13 +108,38 @@ static int check_output(const char *output, const struct import_opts *o, int for
   return cg_outfile_probe(output, "graph");
 }
 
+/* The --order-out file: text, so that any tool reads it; the '#' line is its signature
+ * (an existing order file is replaced without --force, anything else needs it). */
+#define ORDER_HEADER "# capgnn vertex order"
+static const struct cg_outfile_kind *order_kind(void) {
+  static const char *const sig[] = {ORDER_HEADER, NULL};
+  static const struct cg_outfile_kind kind = {"vertex order file", sig, 0, NULL};
+  return &kind;
+}
+
+/* order[v] = the input id of vertex v of `output` (NULL: the identity, nothing moved). */
+static int write_order(const char *path, const char *input, const char *output, const int32_t *order,
+                       int64_t n, enum graph_reorder chosen) {
+  struct cg_outfile f;
+  TRY(cg_outfile_open(&f, path, "vertex order"));
+  fprintf(f.fp, ORDER_HEADER ": line v after this one holds the id in %s of vertex v of %s (order %s)\n",
+          input, output, graph_reorder_name(chosen));
+  for (int64_t v = 0; v < n; v++) fprintf(f.fp, "%d\n", order ? order[v] : (int)v);
+  if (ferror(f.fp)) {
+    cg_outfile_abort(&f);
+    return cg_err_set(CG_ERR_IO, "--order-out %s: write failed", path);
+  }
+  return cg_outfile_commit(&f);
+}
+
 /* --from cgr, and --reorder after an import: read the graph whole (graph_open: a
  * .cgr, a name, a synth: spec), lay it out in the order `method` gives, write it. The
  * order is computed on the graph's own structure (rt_reorder_order); the written graph
  * is the same graph with renamed vertices, so its checksum differs: it is stored in
  * *checksum (when not NULL) for the import's report. */
 static int convert_cgr(const char *input, const char *output, enum graph_reorder method, unsigned version,
-                       unsigned shift, int force, int quiet, uint32_t *checksum) {
+                       unsigned shift, int force, int quiet, const char *order_out, const char *order_input,
+                       uint32_t *checksum) {
   const double t0 = cg_time_now();
   char gpath[4200];
   const struct cg_outfile_input in[1] = {{"--input", graph_path(input, gpath, sizeof gpath)}};
@@ -155,6 +183,9 @@ static int convert_cgr(const char *input, const char *output, enum graph_reorder
     if (version == 2 && !shift) shift = in_shift;
   }
   if (st == CG_OK) st = graph_save_cgr_version(output, &g, version, shift);
+  /* (after the graph: a failed conversion leaves no map of a file that was not written) */
+  if (st == CG_OK && order_out)
+    st = write_order(order_out, order_input, output, chosen != GRAPH_REORDER_NONE ? order : NULL, g.n, chosen);
   if (st == CG_OK && checksum) *checksum = g.checksum;
   if (st == CG_OK && !quiet) {
     FILE *rep = cli_report_stream(output);
@@ -171,7 +202,8 @@ static int convert_cgr(const char *input, const char *output, enum graph_reorder
 
 enum {
   OPT_FROM = 256, OPT_INPUT, OPT_OUTPUT, OPT_FEATURES, OPT_LABELS, OPT_SPLIT, OPT_SEED, OPT_CLASSES,
-  OPT_OGB_SPLIT, OPT_NAME, OPT_FEAT_STORAGE, OPT_QUIET, OPT_FORCE, OPT_CGR_VERSION, OPT_BLOCK_SHIFT, OPT_REORDER
+  OPT_OGB_SPLIT, OPT_NAME, OPT_FEAT_STORAGE, OPT_QUIET, OPT_FORCE, OPT_CGR_VERSION, OPT_BLOCK_SHIFT, OPT_REORDER,
+  OPT_ORDER_OUT
 };
 
 int cmd_convert(int argc, char **argv) {
@@ -186,12 +218,14 @@ int cmd_convert(int argc, char **argv) {
       {"cgr-version", required_argument, NULL, OPT_CGR_VERSION},
       {"block-shift", required_argument, NULL, OPT_BLOCK_SHIFT},
       {"reorder", required_argument, NULL, OPT_REORDER},
+      {"order-out", required_argument, NULL, OPT_ORDER_OUT},
       {"help", no_argument, NULL, 'h'},                    {NULL, 0, NULL, 0}};
   struct import_opts o;
   memset(&o, 0, sizeof o);
   o.seed = 1;
   const char *from = NULL, *output = NULL;
   int quiet = 0, force = 0, c, rc = 0;
+  const char *order_out = NULL;
   enum graph_reorder reorder = GRAPH_REORDER_NONE;
   uint64_t classes = 0;
   opterr = 0;
@@ -236,6 +270,7 @@ int cmd_convert(int argc, char **argv) {
         o.block_shift = (unsigned)v;
         break;
       }
+      case OPT_ORDER_OUT: order_out = optarg; break;
       case OPT_REORDER:
         if (graph_reorder_parse(optarg, &reorder) != CG_OK) {
           cg_err_clear();
@@ -269,13 +304,24 @@ int cmd_convert(int argc, char **argv) {
     cg_progress_set_mode(CG_PROGRESS_OFF);
     if (!getenv("CAPGNN_LOG_LEVEL")) cg_log_set_level(CG_LOG_WARN);
   }
+  if (order_out && reorder == GRAPH_REORDER_NONE)
+    return usage_error("--order-out writes the map of --reorder: give --reorder rcm, cluster, metis or auto");
   if (check_output(output, &o, force) != CG_OK) return cli_runtime_error();
+  if (order_out) {
+    if (cg_outfile_same(order_out, output))
+      return usage_error("--order-out and --output name the same file (%s): use two files", output);
+    const struct cg_outfile_input ins[] = {{"--input", o.input}, {"--output", output}};
+    if (cg_outfile_check(order_out, "--order-out", order_kind(), ins, 2, force, 0) != CG_OK ||
+        cg_outfile_probe(order_out, "vertex order") != CG_OK)
+      return cli_runtime_error();
+  }
 
   if (is_cgr) {
     if (o.name || o.num_classes || o.feat_storage != IMPORT_FEAT_AUTO)
       return usage_error("--from cgr copies the graph as it is: --name, --classes and --feat-storage are for the "
                          "importers");
-    return convert_cgr(o.input, output, reorder, o.cgr_version, o.block_shift, force, quiet, NULL);
+    return convert_cgr(o.input, output, reorder, o.cgr_version, o.block_shift, force, quiet, order_out, o.input,
+                       NULL);
   }
   struct import_stats s;
   double t0 = cg_time_now();
@@ -287,7 +333,8 @@ int cmd_convert(int argc, char **argv) {
   }
   if (reorder != GRAPH_REORDER_NONE) { /* the written file, reordered in place; the report
                                          * below gives the checksum of the file as written */
-    const int rr = convert_cgr(output, output, reorder, o.cgr_version, o.block_shift, 1, quiet, &s.checksum);
+    const int rr = convert_cgr(output, output, reorder, o.cgr_version, o.block_shift, 1, quiet, order_out,
+                               o.input, &s.checksum);
     if (rr != CAPGNN_EXIT_OK) return rr;
   }
   /* No read-back: it would double the peak memory; `capgnn info` re-checks a file. */

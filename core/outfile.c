@@ -274,3 +274,36 @@ int cg_outfile_check(const char *path, const char *opt, const struct cg_outfile_
   return cg_err_set(CG_ERR_IO, "%s %s: the file exists and is not a %s (%s); refusing to replace it "
                     "(choose another path, or pass --force to replace it)", opt, path, kind->what, head);
 }
+
+/* The folder of `path` resolved (links, "..") joined with its last name; NULL when the
+ * folder does not exist. Caller frees. */
+static char *resolved_name(const char *path) {
+  char *copy1 = strdup(path), *copy2 = strdup(path);
+  char *out = NULL;
+  if (copy1 && copy2) {
+    char *dir = realpath(dirname(copy1), NULL);
+    const char *base = basename(copy2);
+    if (dir) {
+      const size_t len = strlen(dir) + strlen(base) + 2;
+      out = malloc(len);
+      if (out) snprintf(out, len, "%s/%s", dir, base);
+      free(dir);
+    }
+  }
+  free(copy1);
+  free(copy2);
+  return out;
+}
+
+int cg_outfile_same(const char *a, const char *b) {
+  if (!a || !b) return 0;
+  struct stat sa, sb;
+  const int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+  if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (ea != eb) return 0;
+  char *ra = resolved_name(a), *rb = resolved_name(b);
+  const int same = ra && rb ? strcmp(ra, rb) == 0 : strcmp(a, b) == 0;
+  free(ra);
+  free(rb);
+  return same;
+}

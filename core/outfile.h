@@ -82,6 +82,10 @@ void cg_outfile_abort(struct cg_outfile *o);
  * not opened (opening a FIFO blocks until a reader comes; the real write will wait
  * for it then): CG_OK. */
 int cg_outfile_probe(const char *path, const char *what);
+/* 1 when paths a and b name the same file, for two outputs (or an output and an input)
+ * of one run: the same inode when both exist; else the same folder (links resolved)
+ * and the same name. 0 when either is NULL. */
+int cg_outfile_same(const char *a, const char *b);
 
 /* What `path` is, for messages about an input or output of the wrong kind: "a regular
  * file", "a folder", "a named pipe (FIFO)", "a character device", "a block device",

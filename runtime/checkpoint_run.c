@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "core/log.h"
+#include "core/outfile.h"
 #include "core/status.h"
 #include "runtime/runtime_internal.h"
 
@@ -249,15 +250,6 @@ int rt_checkpoint_save(struct rt_model *m, const struct cg_backend *be, const st
 
 /* ---- the run's files ----------------------------------------------------------------- */
 
-/* Whether a and b name the same file: the same inode when both exist, else the same
- * string. */
-static int same_file(const char *a, const char *b) {
-  if (!a || !b) return 0;
-  struct stat sa, sb;
-  if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-  return strcmp(a, b) == 0;
-}
-
 int rt_checkpoint_check_paths(const struct rt_config *cfg) {
   struct {
     const char *opt, *path;
@@ -273,7 +265,7 @@ int rt_checkpoint_check_paths(const struct rt_config *cfg) {
       /* resuming a run into its own checkpoint is the usual case; a best-weights file may
        * be the one resumed from too (it is replaced only by a better epoch) */
       if ((i == 0 && j == 1) || (i == 1 && j == 4)) continue;
-      if (f[i].path && f[j].path && same_file(f[i].path, f[j].path) && strcmp(f[i].path, "/dev/null") != 0)
+      if (f[i].path && f[j].path && cg_outfile_same(f[i].path, f[j].path) && strcmp(f[i].path, "/dev/null") != 0)
         return cg_err_set(CG_ERR_ARG, "%s and %s name the same file (%s): use two files", f[i].opt, f[j].opt,
                           f[i].path);
     }

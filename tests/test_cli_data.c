@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "core/status.h"
 #include "graph_test_util.h"
 #include "import_test_util.h"
 
@@ -356,6 +357,91 @@ static void test_convert_reorder_checksum(void **state) {
   run_free(&r);
   assert_string_not_equal(plain, info); /* rcm did rename the vertices */
   assert_string_equal(reord, info);
+}
+
+/* convert --reorder --order-out: line v of the map is the input id of vertex v of the
+ * written file, checked row by row (features, label, every edge); the map needs
+ * --reorder, is never the graph it maps, and follows the output rules (an order file
+ * is replaced, another file only with --force). */
+static void test_convert_order_out(void **state) {
+  (void)state;
+  char d[4200], p[4300];
+  own_files(d, sizeof d, "own_order");
+  struct run r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels "
+                     "'%s/Y.npy' --feat-storage dense --output '%s/plain.cgr' --quiet", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels '%s/Y.npy' "
+          "--feat-storage dense --output '%s/rcm.cgr' --reorder rcm --order-out '%s/rcm.order' --quiet",
+          d, d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  snprintf(p, sizeof p, "%s/rcm.order", d);
+  char *text = slurp(p);
+  assert_non_null(text);
+  assert_memory_equal(text, "# capgnn vertex order: ", 23);
+  int32_t order[6];
+  int seen[6] = {0};
+  const char *c = strchr(text, '\n') + 1;
+  for (int v = 0; v < 6; v++) {
+    char *end = NULL;
+    const long id = strtol(c, &end, 10);
+    assert_true(end != c && *end == '\n' && id >= 0 && id < 6 && !seen[id]);
+    seen[id] = 1;
+    order[v] = (int32_t)id;
+    c = end + 1;
+  }
+  assert_int_equal(*c, '\0');
+  free(text);
+  struct graph a, b;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  snprintf(p, sizeof p, "%s/plain.cgr", d);
+  assert_int_equal(graph_load_cgr(p, &a), CG_OK);
+  snprintf(p, sizeof p, "%s/rcm.cgr", d);
+  assert_int_equal(graph_load_cgr(p, &b), CG_OK);
+  int moved = 0;
+  for (int v = 0; v < 6; v++) {
+    const int u = order[v];
+    moved |= u != v;
+    assert_memory_equal(b.feat_values + 2 * v, a.feat_values + 2 * u, 2 * sizeof(float));
+    assert_int_equal(b.labels[v], a.labels[u]);
+    assert_int_equal(b.rowptr[v + 1] - b.rowptr[v], a.rowptr[u + 1] - a.rowptr[u]);
+    for (int64_t k = b.rowptr[v]; k < b.rowptr[v + 1]; k++) {
+      int found = 0;
+      for (int64_t j = a.rowptr[u]; j < a.rowptr[u + 1]; j++) found |= a.colidx[j] == order[b.colidx[k]];
+      assert_true(found);
+    }
+  }
+  assert_true(moved); /* rcm renumbered this path graph */
+  graph_free(&a);
+  graph_free(&b);
+  /* from a .cgr too, and an order file is replaced without --force */
+  r = run(NULL, "convert --from cgr --input '%s/plain.cgr' --output '%s/rcm2.cgr' --reorder rcm "
+          "--order-out '%s/rcm.order' --quiet", d, d, d);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  /* refusals: without --reorder; the output graph itself; another kind of file */
+  r = run(NULL, "convert --from cgr --input '%s/plain.cgr' --output '%s/x.cgr' --order-out '%s/x.order'", d, d, d);
+  assert_int_equal(r.rc, 2);
+  assert_non_null(strstr(r.err, "--order-out writes the map of --reorder"));
+  run_free(&r);
+  r = run(NULL, "convert --from cgr --input '%s/plain.cgr' --output '%s/x.cgr' --reorder rcm --order-out "
+          "'%s/./x.cgr'", d, d, d);
+  assert_int_equal(r.rc, 2);
+  assert_non_null(strstr(r.err, "--order-out and --output name the same file"));
+  run_free(&r);
+  snprintf(p, sizeof p, "%s/notes.txt", d);
+  assert_int_equal(gt_write(p, "my notes\n", 9), 0);
+  r = run(NULL, "convert --from cgr --input '%s/plain.cgr' --output '%s/y.cgr' --reorder rcm --order-out "
+          "'%s/notes.txt'", d, d, d);
+  assert_int_not_equal(r.rc, 0);
+  run_free(&r);
+  text = slurp(p);
+  assert_string_equal(text, "my notes\n");
+  free(text);
+  snprintf(p, sizeof p, "%s/y.cgr", d);
+  assert_int_not_equal(access(p, F_OK), 0); /* refused before any work */
 }
 
 /* A NumPy edge array (PyG's edge_index saved with numpy.save) given as the edge list is
@@ -975,6 +1061,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_value_is_option),
       cmocka_unit_test(test_convert),
       cmocka_unit_test(test_convert_reorder_checksum),
+      cmocka_unit_test(test_convert_order_out),
       cmocka_unit_test(test_convert_binary_edges),
       cmocka_unit_test(test_convert_no_feature_columns),
       cmocka_unit_test(test_convert_random_split_no_train),

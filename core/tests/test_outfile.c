@@ -88,6 +88,28 @@ static void test_new_and_replace(void **state) {
   assert_int_equal(remove(in_dir("a.txt")), 0);
 }
 
+/* cg_outfile_same: one file under two names, existing or not yet. */
+static void test_same(void **state) {
+  (void)state;
+  assert_false(cg_outfile_same(NULL, in_dir("x")));
+  /* neither exists: the same folder and name, however written */
+  assert_true(cg_outfile_same(in_dir("x"), in_dir("./x")));
+  assert_false(cg_outfile_same(in_dir("x"), in_dir("y")));
+  assert_false(cg_outfile_same("/nonexistent-capgnn/x", "/nonexistent-capgnn/y"));
+  assert_true(cg_outfile_same("/nonexistent-capgnn/x", "/nonexistent-capgnn/x"));
+  /* both exist: a link and a hard link are the file itself */
+  assert_int_equal(write_text(in_dir("x"), "one"), CG_OK);
+  assert_int_equal(symlink(in_dir("x"), in_dir("sym")), 0);
+  assert_int_equal(link(in_dir("x"), in_dir("hard")), 0);
+  assert_true(cg_outfile_same(in_dir("sym"), in_dir("x")));
+  assert_true(cg_outfile_same(in_dir("hard"), in_dir("./x")));
+  /* one exists, the other not */
+  assert_false(cg_outfile_same(in_dir("x"), in_dir("y")));
+  assert_int_equal(remove(in_dir("sym")), 0);
+  assert_int_equal(remove(in_dir("hard")), 0);
+  assert_int_equal(remove(in_dir("x")), 0);
+}
+
 static void test_links_and_devices(void **state) {
   (void)state;
   struct stat st;
@@ -294,6 +316,7 @@ static void test_read_only(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_new_and_replace),
+      cmocka_unit_test(test_same),
       cmocka_unit_test(test_links_and_devices),
       cmocka_unit_test(test_probe),
       cmocka_unit_test(test_rule),
