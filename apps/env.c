@@ -22,6 +22,7 @@ static const char *const read_by_code[] = {
     "CAPGNN_CACHE",
     "CAPGNN_CPU_KERNELS",
     "CAPGNN_CPU_SPMM",
+    "CAPGNN_CPU_SPMM_GROUP",
     "CAPGNN_CPU_SPMM_PANEL",
     "CAPGNN_CPU_SPMM_TILE",
     "CAPGNN_DATA",

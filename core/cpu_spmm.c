@@ -15,6 +15,7 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/log.h"
 #include "core/status.h"
@@ -33,7 +34,9 @@
 #define SPMM_COLS 64          /* output columns per register block (8 AVX2 vectors) */
 #define SPMM_PANEL 16         /* columns per narrow pass of the far part (a cache line a row) */
 #define SPMM_PANEL_WIDE 32    /* columns per pass of the far part (default; two lines a row) */
-#define CPU_FAR_GROUP_TILES 8 /* far rows pushed per group: 8 row blocks (1 MB buffer) */
+#define CPU_FAR_GROUP_TILES 8 /* far rows per group when the L2's size is not known */
+#define CPU_FAR_GROUP_MAX 65536 /* f_dst is uint16 */
+#define SPMM_FAR_AHEAD 32       /* far nonzeros prefetched ahead (push_group_avx2_nv) */
 
 struct cg_spmat {
   int64_t nrows, ncols, nnz;
@@ -141,7 +144,7 @@ int64_t cpu_spmat_tiles(const struct cg_spmat *a, int64_t *tile_nnz) {
 
 enum spmm_layout { LAYOUT_AUTO, LAYOUT_CSR, LAYOUT_TILED };
 
-static int layout_from_env(enum spmm_layout *lay, int64_t *tb, int *pw) {
+static int layout_from_env(enum spmm_layout *lay, int64_t *tb, int *pw, int64_t *group) {
   const char *s = getenv("CAPGNN_CPU_SPMM");
   *lay = LAYOUT_AUTO;
   if (s && *s) {
@@ -166,6 +169,16 @@ static int layout_from_env(enum spmm_layout *lay, int64_t *tb, int *pw) {
     if (strcmp(s, "16") == 0) *pw = SPMM_PANEL;
     else if (strcmp(s, "32") == 0) *pw = SPMM_PANEL_WIDE;
     else return cg_err_set(CG_ERR_ARG, "CAPGNN_CPU_SPMM_PANEL=%s: expected 16 or 32", s);
+  }
+  *group = 0; /* (0: far_group_rows decides) */
+  s = getenv("CAPGNN_CPU_SPMM_GROUP");
+  if (s && *s) {
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (*end || v < 1 || v > CPU_FAR_GROUP_MAX)
+      return cg_err_set(CG_ERR_ARG, "CAPGNN_CPU_SPMM_GROUP=%s: expected an integer in 1..%d (rows "
+                        "per group of the SpMM's far part)", s, CPU_FAR_GROUP_MAX);
+    *group = v;
   }
   return CG_OK;
 }
@@ -326,6 +339,29 @@ done:
   return st;
 }
 
+/* Rows per far group. The group buffer (gr x 32 floats a thread) is read and written at
+ * random, once per far nonzero and pass, while the panel of X streams by; each group
+ * streams the whole panel, so fewer, taller groups read less of X. Measured best: a
+ * buffer of twice the L2, 1 MB on the Zen 3 VM (512 KB L2; 512 KB lost there), 2 MB on a
+ * Zen 4 VM (1 MB L2: with the prefetch of push_group_avx2_nv, the far part of a 256-wide
+ * product over synth:reddit took 14 % less than with 1 MB and no prefetch, three
+ * alternating runs, the same bits). Counted in row blocks of the
+ * default size, so a test's small tiles still make several groups; and at least four
+ * groups a thread where the rows allow, or threads would wait. The rows a group spans
+ * do not change any sum (a row's far nonzeros are added in column order in one group). */
+static int64_t far_group_rows(const struct cg_spmat *a, int64_t forced) {
+  if (forced > 0) return forced;
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  int64_t blocks = l2 > 0 ? 2 * (int64_t)l2 / (CPU_TILE_DEFAULT * SPMM_PANEL_WIDE * (int64_t)sizeof(float))
+                          : CPU_FAR_GROUP_TILES;
+  blocks = blocks < 1 ? 1 : blocks > 64 ? 64 : blocks;
+  int64_t gr = min64(a->tb * blocks, CPU_FAR_GROUP_MAX);
+  const int64_t quarter = (a->nrows + 4 * a->nparts - 1) / (4 * a->nparts);
+  const int64_t share = (quarter + a->tb - 1) / a->tb * a->tb;
+  if (gr > share) gr = share > a->tb ? share : a->tb;
+  return min64(gr, CPU_FAR_GROUP_MAX);
+}
+
 /* Turns the far CSR of a tiled matrix into source-sorted groups (and frees it).
  * Why: the far nonzeros are the scattered ones (inter-community edges); gathered row
  * by row they read a random 1 KB row of X each from DRAM. Pushed by source, a group of
@@ -335,15 +371,15 @@ done:
  *
  * Why 32 columns a pass (pw), not 16. Each pass reads the index arrays of every far
  * nonzero again (6 bytes) and does one read-modify-write of its output row per nonzero:
- * 32 columns halve both. The group buffer doubles to 1 MB a thread (8192 rows x 128 B),
- * more than the L2, and still pays: on the 2-core EPYC VM (loaded, alternating runs, the
+ * 32 columns halve both. The group buffer doubled to 1 MB a thread (8192 rows x 128 B),
+ * more than that VM's L2, and still paid: on the 2-core EPYC VM (loaded, alternating runs, the
  * same bits), a 256-wide product over synth:reddit went from 2.64-2.75 s to 2.13-2.40 s,
  * at scale 0.25 from 0.62-0.71 s to 0.47-0.55 s; keeping 512 KB by halving the groups
  * instead lost at full size (3.38 s: each group streams the whole panel of X).
- * CAPGNN_CPU_SPMM_PANEL=16 restores narrow passes (the result is the same bits). */
-static int build_push(struct cg_spmat *a, int pw) {
-  /* f_dst is uint16: a group has at most 65536 rows whatever the tile size */
-  const int64_t n = a->nrows, far = a->rowptr[n], gr = min64(a->tb * CPU_FAR_GROUP_TILES, 65536);
+ * CAPGNN_CPU_SPMM_PANEL=16 restores narrow passes (the result is the same bits). The
+ * group height is far_group_rows' (CAPGNN_CPU_SPMM_GROUP=ROWS forces one). */
+static int build_push(struct cg_spmat *a, int pw, int64_t group) {
+  const int64_t n = a->nrows, far = a->rowptr[n], gr = far_group_rows(a, group);
   a->gr = gr;
   a->pw = pw;
   a->ngroups = (n + gr - 1) / gr;
@@ -422,7 +458,8 @@ int cpu_spmat_build(const struct cg_csr *host, int nthreads, struct cg_spmat **o
   enum spmm_layout lay;
   int64_t tb = CPU_TILE_DEFAULT;
   int pw = SPMM_PANEL_WIDE;
-  TRY(layout_from_env(&lay, &tb, &pw));
+  int64_t group = 0;
+  TRY(layout_from_env(&lay, &tb, &pw, &group));
   struct cg_spmat *a = cg_calloc(1, sizeof *a, "CPU sparse matrix");
   if (!a) return CG_ERR_NOMEM;
   a->nrows = host->nrows;
@@ -476,7 +513,7 @@ int cpu_spmat_build(const struct cg_csr *host, int nthreads, struct cg_spmat **o
       if (a->ncols) memcpy(a->cs, host->col_scale, (size_t)a->ncols * sizeof(float));
     }
     TRY_GOTO(build_tiles(a, host, ntiles, near, host->vals && !factored), fail);
-    TRY_GOTO(build_push(a, pw), fail);
+    TRY_GOTO(build_push(a, pw, group), fail);
     spmat_partition(a, host->rowptr, tb);
     LOG_DEBUG("core",
               "SpMM %lld x %lld: tiled (%lld), %lld dense tiles hold %.1f %% of %lld nonzeros%s",
@@ -670,9 +707,23 @@ static inline __attribute__((always_inline)) SPMM_AVX2 void push_group_avx2_nv(
     #pragma GCC unroll 4
     for (int j = 0; j < NV; j++) _mm256_storeu_ps(yg + (r * NV + j) * 8, zero);
   }
-  for (int64_t e = a->grp_edge[g]; e < a->grp_edge[g + 1]; e++) {
+  /* The rows 32 nonzeros ahead are prefetched: the panel row streams from memory and
+   * the group row is read at random (together 14 % off the far part, with the taller
+   * groups of far_group_rows, on the Zen 4 VM). */
+  const int64_t e1 = a->grp_edge[g + 1];
+  for (int64_t e = a->grp_edge[g]; e < e1; e++) {
     const float *xs = xp + (int64_t)a->f_src[e] * NV * 8;
     float *yd = yg + (int64_t)a->f_dst[e] * NV * 8;
+    if (e + SPMM_FAR_AHEAD < e1) {
+      const char *xa = (const char *)(xp + (int64_t)a->f_src[e + SPMM_FAR_AHEAD] * NV * 8);
+      const char *ya = (const char *)(yg + (int64_t)a->f_dst[e + SPMM_FAR_AHEAD] * NV * 8);
+      _mm_prefetch(xa, _MM_HINT_T0);
+      _mm_prefetch(ya, _MM_HINT_T0);
+      if (NV * 32 > 64) {
+        _mm_prefetch(xa + 64, _MM_HINT_T0);
+        _mm_prefetch(ya + 64, _MM_HINT_T0);
+      }
+    }
     if (a->f_val) {
       const __m256 v = _mm256_broadcast_ss(a->f_val + e);
       #pragma GCC unroll 4

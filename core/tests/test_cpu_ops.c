@@ -435,7 +435,8 @@ static void test_spmm_tiled(void **state) {
 }
 
 /* The far part's passes (core/cpu_spmm.c, build_push): 32 columns (default) and 16
- * (CAPGNN_CPU_SPMM_PANEL=16) give the same bits at every width class (a wide pass, a
+ * (CAPGNN_CPU_SPMM_PANEL=16), and groups of any height (CAPGNN_CPU_SPMM_GROUP), give
+ * the same bits at every width class (a wide pass, a
  * narrow last pass of <= 16 columns, partial passes), without values, with values and
  * with factored values, both kernels; both agree with the naive product. A matrix of each
  * kind on one backend (shared scratch, built narrow then wide), products interleaved.
@@ -449,22 +450,38 @@ static void test_spmm_panels(void **state) {
     struct cg_csr h;
     make_clustered_csr(&h, 300, 260, 16, vals, 900 + (uint64_t)vals);
     for (int b = 0; b < 2; b++) {
-      struct cg_spmat *a[2] = {NULL, NULL};
+      struct cg_spmat *a[4] = {NULL, NULL, NULL, NULL};
       set_layout("tiled", "16");
       setenv("CAPGNN_CPU_SPMM_PANEL", "16", 1);
       assert_int_equal(bes[b]->spmat_create(bes[b], &h, &a[0]), CG_OK);
       setenv("CAPGNN_CPU_SPMM_PANEL", "32", 1);
       assert_int_equal(bes[b]->spmat_create(bes[b], &h, &a[1]), CG_OK);
       unsetenv("CAPGNN_CPU_SPMM_PANEL");
+      /* far groups of 16 rows (19 groups) and of every row (1 group) */
+      setenv("CAPGNN_CPU_SPMM_GROUP", "16", 1);
+      assert_int_equal(bes[b]->spmat_create(bes[b], &h, &a[2]), CG_OK);
+      setenv("CAPGNN_CPU_SPMM_GROUP", "300", 1);
+      assert_int_equal(bes[b]->spmat_create(bes[b], &h, &a[3]), CG_OK);
+      unsetenv("CAPGNN_CPU_SPMM_GROUP");
       assert_true(cpu_spmat_tiles(a[0], NULL) > 0);
       for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
         const int64_t f = widths[wi];
         struct tu_rng rng = {(uint64_t)(f + 31 * vals)};
         float *x = fbuf(h.ncols * f), *y16 = fbuf(h.nrows * f), *y32 = fbuf(h.nrows * f);
+        float *yg = fbuf(h.nrows * f);
         double *ref = dbuf(h.nrows * f);
         frand(&rng, x, h.ncols * f, -1, 1);
         bes[b]->spmm(bes[b], a[0], x, f, y16, f, f);
         bes[b]->spmm(bes[b], a[1], x, f, y32, f, f);
+        for (int gi = 2; gi < 4; gi++) {
+          bes[b]->spmm(bes[b], a[gi], x, f, yg, f, f);
+          if (memcmp(yg, y32, (size_t)(h.nrows * f) * sizeof(float)) != 0) {
+            printf("  f=%lld vals=%d: far groups of %s rows differ from the default\n", (long long)f, vals,
+                   gi == 2 ? "16" : "300");
+            ok = 0;
+          }
+        }
+        cg_free(yg);
         spmm_naive(&h, x, f, f, ref);
         char what[96];
         snprintf(what, sizeof what, "spmm 32-column passes, %s, f=%lld vals=%d",
@@ -479,8 +496,7 @@ static void test_spmm_panels(void **state) {
         cg_free(y32);
         cg_free(ref);
       }
-      bes[b]->spmat_destroy(bes[b], a[0]);
-      bes[b]->spmat_destroy(bes[b], a[1]);
+      for (int i = 0; i < 4; i++) bes[b]->spmat_destroy(bes[b], a[i]);
     }
     if (vals == 2) {
       struct cg_spmat *a = NULL;
@@ -490,6 +506,12 @@ static void test_spmm_panels(void **state) {
       assert_non_null(strstr(cg_err_msg(), "CAPGNN_CPU_SPMM_PANEL=64"));
       cg_err_clear();
       unsetenv("CAPGNN_CPU_SPMM_PANEL");
+      setenv("CAPGNN_CPU_SPMM_GROUP", "65537", 1);
+      assert_int_equal(be2->spmat_create(be2, &h, &a), CG_ERR_ARG);
+      assert_null(a);
+      assert_non_null(strstr(cg_err_msg(), "CAPGNN_CPU_SPMM_GROUP=65537"));
+      cg_err_clear();
+      unsetenv("CAPGNN_CPU_SPMM_GROUP");
     }
     cg_csr_free(&h);
   }
