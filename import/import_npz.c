@@ -207,6 +207,12 @@ int import_npy_labels(struct import_npy *a, struct graph *g, int64_t want_classe
 
 int import_npy_split(struct import_npy *a, struct graph *g) {
   const int64_t n = g->n;
+  if (a->kind == IMPORT_NPY_BOOL) /* True would read as 1 = train for every masked vertex */
+    return cg_err_set(CG_ERR_FORMAT,
+                      "%s: a boolean array (a train/val/test mask?), not a split: the split holds 0 (none), 1 "
+                      "(train), 2 (val) or 3 (test) per vertex; from three masks: np.save('S.npy', (1 * "
+                      "train_mask + 2 * val_mask + 3 * test_mask).astype(np.uint8))",
+                      a->name);
   TRY(import_npy_expect_integer(a, "the split"));
   TRY(import_npy_expect_shape(a, 1, (int64_t[]){n}, "(one split value per vertex)"));
   g->split = cg_malloc((size_t)n, "split");

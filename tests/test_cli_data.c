@@ -444,6 +444,25 @@ static void test_convert_order_out(void **state) {
   assert_int_not_equal(access(p, F_OK), 0); /* refused before any work */
 }
 
+/* A boolean mask given as --split (PyG's train_mask saved with numpy.save) is refused
+ * with the line that makes a split, not read as "every True vertex is train". */
+static void test_convert_mask_as_split(void **state) {
+  (void)state;
+  char d[4200], p[4300];
+  own_files(d, sizeof d, "own_mask");
+  const uint8_t mask[6] = {1, 1, 1, 0, 0, 0};
+  snprintf(p, sizeof p, "%s/train_mask.npy", d);
+  assert_int_equal(it_write_npy(p, "|b1", "(6,)", mask, sizeof mask), 0);
+  struct run r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels "
+                     "'%s/Y.npy' --split '%s/train_mask.npy' --output '%s/o.cgr'", d, d, d, d, d);
+  assert_int_not_equal(r.rc, 0);
+  assert_non_null(strstr(r.err, "a boolean array (a train/val/test mask?), not a split"));
+  assert_non_null(strstr(r.err, "1 * train_mask + 2 * val_mask + 3 * test_mask"));
+  run_free(&r);
+  snprintf(p, sizeof p, "%s/o.cgr", d);
+  assert_int_not_equal(access(p, F_OK), 0);
+}
+
 /* A NumPy edge array (PyG's edge_index saved with numpy.save) given as the edge list is
  * named as such, and its bytes are not printed to the terminal. */
 static void test_convert_binary_edges(void **state) {
@@ -1062,6 +1081,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_convert),
       cmocka_unit_test(test_convert_reorder_checksum),
       cmocka_unit_test(test_convert_order_out),
+      cmocka_unit_test(test_convert_mask_as_split),
       cmocka_unit_test(test_convert_binary_edges),
       cmocka_unit_test(test_convert_no_feature_columns),
       cmocka_unit_test(test_convert_random_split_no_train),
