@@ -901,9 +901,9 @@ static void jx_free(struct jaca_exchange *j) {
   j->upch = NULL;
   cg_free(j->read_want);
   cg_free(j->read_meta);
-  for (int l = 1; j->d_src && l < j->layers.nlayers; l++) {
-    if (be) be->free(be, j->d_src[l]);
-    cg_free(j->src_epoch[l]);
+  for (int l = 1; l < j->layers.nlayers; l++) { /* (either table may be missing: jx_alloc failed) */
+    if (be && j->d_src) be->free(be, j->d_src[l]);
+    if (j->src_epoch) cg_free(j->src_epoch[l]);
   }
   cg_free(j->d_src);
   cg_free(j->src_epoch);
@@ -1141,8 +1141,11 @@ static int measure_budget(struct comm *c, struct cg_backend *be, const struct ja
   TRY(comm_agree(c, st, "jaca: measuring free memory for the cache's capacity"));
   const int L = comm_local_size(c);
   int64_t *all = cg_malloc(sizeof(int64_t) * (size_t)L, "jaca: free memory of the node's ranks");
-  st = all ? CG_OK : CG_ERR_NOMEM;
-  TRY(comm_agree(c, st, "jaca: measuring free memory"));
+  st = comm_agree(c, all ? CG_OK : CG_ERR_NOMEM, "jaca: measuring free memory");
+  if (st < 0) { /* (another rank's failure: this rank's array is freed too) */
+    cg_free(all);
+    return st;
+  }
   st = comm_node_allgather_i64(c, (int64_t)host_free, all);
   int64_t node_free = (int64_t)host_free;
   for (int r = 0; st == CG_OK && r < L; r++)
