@@ -754,7 +754,8 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
       if (jaca_word_wait(done_word(j, l, r), g, timeout, &seen) < 0)
         return cg_err_set(CG_ERR_INTERNAL,
                           "jaca: local rank %d did not finish its node tier writes of layer %d, generation %u within "
-                          "%.0f s (it is at %u): it is gone or stuck",
+                          "%g s (it is at %u): it is gone, stuck or slower than that (see its log; "
+                          "CAPGNN_JACA_TIMEOUT=SECONDS waits longer)",
                           r, l, g, timeout, seen);
     }
   }
@@ -784,9 +785,11 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
   if (bad >= 0) {
     const int64_t r = p->read_row[bad];
     return cg_err_set(CG_ERR_INTERNAL,
-                      "jaca: node row %lld (vertex %d, layer %d) did not reach generation %u within %.0f s "
-                      "(it holds generation %u): the rank that writes it is gone or stuck",
-                      (long long)r, p->admitted_gid[r], l,
+                      "jaca: node row %lld (vertex %d, layer %d, owned by rank %d) did not reach generation %u "
+                      "within %g s (it holds generation %u): the rank that writes it (its owner, or the rank of "
+                      "this node that receives it) is gone, stuck or slower than that (see its log; "
+                      "CAPGNN_JACA_TIMEOUT=SECONDS waits longer)",
+                      (long long)r, p->admitted_gid[r], l, p->halo_owner[p->read_halo[bad]],
                       j->vh ? 1u : jaca_last_refresh(g, p->read_phase[bad], S), timeout, j->read_meta[bad].gen);
   }
   for (int64_t k = 0; k < p->n_read; k++) {
