@@ -754,7 +754,8 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
       if (jaca_word_wait(done_word(j, l, r), g, timeout, &seen) < 0)
         return cg_err_set(CG_ERR_INTERNAL,
                           "jaca: local rank %d did not finish its node tier writes of layer %d, generation %u within "
-                          "%.0f s (it is at %u): it is gone or stuck",
+                          "%g s (it is at %u): it is gone, stuck or slower than that (see its log; "
+                          "CAPGNN_JACA_TIMEOUT=SECONDS waits longer)",
                           r, l, g, timeout, seen);
     }
   }
@@ -784,9 +785,11 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
   if (bad >= 0) {
     const int64_t r = p->read_row[bad];
     return cg_err_set(CG_ERR_INTERNAL,
-                      "jaca: node row %lld (vertex %d, layer %d) did not reach generation %u within %.0f s "
-                      "(it holds generation %u): the rank that writes it is gone or stuck",
-                      (long long)r, p->admitted_gid[r], l,
+                      "jaca: node row %lld (vertex %d, layer %d, owned by rank %d) did not reach generation %u "
+                      "within %g s (it holds generation %u): the rank that writes it (its owner, or the rank of "
+                      "this node that receives it) is gone, stuck or slower than that (see its log; "
+                      "CAPGNN_JACA_TIMEOUT=SECONDS waits longer)",
+                      (long long)r, p->admitted_gid[r], l, p->halo_owner[p->read_halo[bad]],
                       j->vh ? 1u : jaca_last_refresh(g, p->read_phase[bad], S), timeout, j->read_meta[bad].gen);
   }
   for (int64_t k = 0; k < p->n_read; k++) {
@@ -901,9 +904,9 @@ static void jx_free(struct jaca_exchange *j) {
   j->upch = NULL;
   cg_free(j->read_want);
   cg_free(j->read_meta);
-  for (int l = 1; j->d_src && l < j->layers.nlayers; l++) {
-    if (be) be->free(be, j->d_src[l]);
-    cg_free(j->src_epoch[l]);
+  for (int l = 1; l < j->layers.nlayers; l++) { /* (either table may be missing: jx_alloc failed) */
+    if (be && j->d_src) be->free(be, j->d_src[l]);
+    if (j->src_epoch) cg_free(j->src_epoch[l]);
   }
   cg_free(j->d_src);
   cg_free(j->src_epoch);
@@ -1141,8 +1144,11 @@ static int measure_budget(struct comm *c, struct cg_backend *be, const struct ja
   TRY(comm_agree(c, st, "jaca: measuring free memory for the cache's capacity"));
   const int L = comm_local_size(c);
   int64_t *all = cg_malloc(sizeof(int64_t) * (size_t)L, "jaca: free memory of the node's ranks");
-  st = all ? CG_OK : CG_ERR_NOMEM;
-  TRY(comm_agree(c, st, "jaca: measuring free memory"));
+  st = comm_agree(c, all ? CG_OK : CG_ERR_NOMEM, "jaca: measuring free memory");
+  if (st < 0) { /* (another rank's failure: this rank's array is freed too) */
+    cg_free(all);
+    return st;
+  }
   st = comm_node_allgather_i64(c, (int64_t)host_free, all);
   int64_t node_free = (int64_t)host_free;
   for (int r = 0; st == CG_OK && r < L; r++)

@@ -336,7 +336,8 @@ int jaca_ngrad_end(struct jaca_ngrad *g, int layer, uint32_t epoch, float *dx, i
       if (t < 0)
         return cg_err_set(CG_ERR_INTERNAL,
                           "jaca: the gradient of vertex %d from rank %d (layer %d) did not reach generation %u within "
-                          "%.0f s (it holds %u): that rank is gone or stuck",
+                          "%g s (it holds %u): that rank is gone, stuck or slower than that (see its log; "
+                          "CAPGNN_JACA_TIMEOUT=SECONDS waits longer)",
                           want, g->peer[k], layer, gen, g->timeout_s, m.gen);
       if (m.gen != gen || m.gid != (uint32_t)want || m.epoch != epoch)
         return cg_err_set(CG_ERR_INTERNAL,

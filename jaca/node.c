@@ -596,8 +596,11 @@ fail_agree:
     /* counts per rank: what this rank asks each owner for (rc, reused), and what each
      * consumer asks of this rank (gets) */
     int64_t *gets = cg_calloc((size_t)P, sizeof(int64_t), "jaca: requests per consumer");
-    st = gets ? CG_OK : CG_ERR_NOMEM;
-    TRY_GOTO(comm_agree(c, st, "jaca: requests"), fail);
+    st = comm_agree(c, gets ? CG_OK : CG_ERR_NOMEM, "jaca: requests");
+    if (st < 0) { /* (another rank's failure: this rank's array is freed too) */
+      cg_free(gets);
+      goto fail;
+    }
     st = comm_alltoall_i64(c, rc, gets);
     int64_t nsend = 0;
     for (int q = 0; st == CG_OK && q < P; q++) nsend += gets[q];
@@ -617,8 +620,11 @@ fail_agree:
   {
     /* the node's hit rates over one refresh window (local rank 0 of each node) */
     int64_t *slots = cg_malloc(sizeof(int64_t) * 2 * (size_t)L, "jaca: rank tiers of the node");
-    st = slots ? CG_OK : CG_ERR_NOMEM;
-    TRY_GOTO(comm_agree(c, st, "jaca: the node's hit rates"), fail);
+    st = comm_agree(c, slots ? CG_OK : CG_ERR_NOMEM, "jaca: the node's hit rates");
+    if (st < 0) { /* (another rank's failure: this rank's array is freed too) */
+      cg_free(slots);
+      goto fail;
+    }
     st = comm_node_allgather_i64(c, rank_slots, slots);
     if (st == CG_OK) st = comm_node_allgather_i64(c, p->n_rank_cached, slots + L);
     if (st == CG_OK && lr == 0) {

@@ -331,20 +331,33 @@ static int counts_to_int(const int64_t *cnt, int n, int *icnt, int *idsp, const 
   return CG_OK;
 }
 
+/* Every rank of the node learns whether all of them are ready to enter a node
+ * collective (status >= 0 on each), as comm_agree does over the world: a rank that failed
+ * before the collective and left alone would leave the others waiting inside it. */
+static int node_agree(struct comm *c, int status, const char *what) {
+  struct {
+    int status, rank;
+  } mine = {status < 0 ? status : 0, c->local_rank}, worst;
+  COMM_MPI_TRY(MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MINLOC, c->node));
+  if (worst.status >= 0) return CG_OK;
+  if (status < 0) return status; /* keep this rank's own message */
+  return cg_err_set(worst.status, "local rank %d of this node failed during %s (%s; see that rank's log)", worst.rank,
+                    what, cg_status_str(worst.status));
+}
+
 int comm_node_allgatherv_i64(struct comm *c, const int64_t *mine, int64_t n, int64_t *all) {
   int st = CG_OK;
   const int L = c->local_size;
   int64_t *cnt = cg_malloc(sizeof(int64_t) * (size_t)L, "node gather counts");
   int *icnt = cg_malloc(sizeof(int) * (size_t)L, "node gather counts");
   int *idsp = cg_malloc(sizeof(int) * (size_t)L, "node gather displacements");
-  if (!cnt || !icnt || !idsp) {
-    st = CG_ERR_NOMEM;
-    goto done;
-  }
+  if (!cnt || !icnt || !idsp) st = CG_ERR_NOMEM;
+  /* the node's ranks enter the gathers together or not at all (node_agree) */
+  TRY_GOTO(node_agree(c, st, "comm_node_allgatherv_i64"), done);
   TRY_GOTO(comm_node_allgather_i64(c, n, cnt), done);
-  TRY_GOTO(counts_to_int(cnt, L, icnt, idsp, "comm_node_allgatherv_i64"), done);
-  COMM_MPI_TRY_GOTO(MPI_Allgatherv(mine, (int)n, MPI_INT64_T, all, icnt, idsp, MPI_INT64_T, c->node),
-                    done);
+  st = counts_to_int(cnt, L, icnt, idsp, "comm_node_allgatherv_i64"); /* the same counts on every rank */
+  if (st == CG_OK)
+    COMM_MPI_TRY_GOTO(MPI_Allgatherv(mine, (int)n, MPI_INT64_T, all, icnt, idsp, MPI_INT64_T, c->node), done);
 done:
   cg_free(cnt);
   cg_free(icnt);
@@ -362,10 +375,13 @@ int comm_alltoallv_i64(struct comm *c, const int64_t *send, const int64_t *scoun
   int st = CG_OK;
   const int P = c->size;
   int *sc = cg_malloc(sizeof(int) * (size_t)P * 4, "all-to-all counts");
-  if (!sc) return CG_ERR_NOMEM;
-  int *sd = sc + P, *rc = sc + 2 * P, *rd = sc + 3 * P;
-  TRY_GOTO(counts_to_int(scount, P, sc, sd, "comm_alltoallv_i64"), done);
-  TRY_GOTO(counts_to_int(rcount, P, rc, rd, "comm_alltoallv_i64"), done);
+  if (!sc) st = CG_ERR_NOMEM;
+  int *sd = sc ? sc + P : NULL, *rc = sc ? sc + 2 * P : NULL, *rd = sc ? sc + 3 * P : NULL;
+  if (st == CG_OK) st = counts_to_int(scount, P, sc, sd, "comm_alltoallv_i64");
+  if (st == CG_OK) st = counts_to_int(rcount, P, rc, rd, "comm_alltoallv_i64");
+  /* every rank enters the collective or none: one that failed here alone (its counts
+   * too large, no memory) would leave the others waiting inside it */
+  TRY_GOTO(comm_agree(c, st, "comm_alltoallv_i64"), done);
   COMM_MPI_TRY_GOTO(MPI_Alltoallv(send, sc, sd, MPI_INT64_T, recv, rc, rd, MPI_INT64_T, c->world),
                     done);
 done:

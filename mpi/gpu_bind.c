@@ -38,7 +38,13 @@ int comm_gpu_count_same(struct comm *c, const char *mine, int *count, int *maxc)
   snprintf(me, sizeof me, "%s", mine);
   *count = 0;
   char *all = cg_malloc((size_t)c->host_local_size * COMM_UUID_LEN, "GPU UUIDs of the host");
-  if (!all) return CG_ERR_NOMEM; /* a few bytes per rank: not worth a collective-safe path */
+  /* every rank enters the collectives below or none (a rank leaving alone would leave
+   * the others waiting inside them) */
+  st = comm_agree(c, all ? CG_OK : CG_ERR_NOMEM, "gathering the host's GPU UUIDs");
+  if (st < 0) {
+    cg_free(all);
+    return st;
+  }
   COMM_MPI_TRY_GOTO(
       MPI_Allgather(me, COMM_UUID_LEN, MPI_CHAR, all, COMM_UUID_LEN, MPI_CHAR, c->host), done);
   if (me[0])

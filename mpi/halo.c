@@ -191,10 +191,9 @@ static int halo_plan_check_global(struct comm *c, const struct comm_halo_plan *p
   int st = CG_OK;
   int64_t *sends = cg_calloc((size_t)c->size, sizeof(int64_t), "halo count check");
   int64_t *gets = cg_calloc((size_t)c->size, sizeof(int64_t), "halo count check");
-  if (!sends || !gets) {
-    st = CG_ERR_NOMEM;
-    goto done;
-  }
+  /* every rank enters the all-to-all or none: one leaving alone would leave the others
+   * waiting inside it */
+  TRY_GOTO(comm_agree(c, sends && gets ? CG_OK : CG_ERR_NOMEM, "comm_halo_create (plan consistency)"), done);
   for (int i = 0; i < p->npeers; i++) sends[p->peer[i]] = p->send_count[i];
   COMM_MPI_TRY_GOTO(MPI_Alltoall(sends, 1, MPI_INT64_T, gets, 1, MPI_INT64_T, c->world), done);
   int i = 0;
@@ -310,8 +309,9 @@ int comm_halo_create(struct comm *c, struct cg_backend *be, const struct comm_ha
    * integer cast to a pointer, which GCC's access checks reject. reorder = 0:
    * ranks keep their world numbers. */
   int *ones = cg_malloc(sizeof(int) * (size_t)(h->nnb > 0 ? h->nnb : 1), "halo graph weights");
-  if (!ones) {
-    st = CG_ERR_NOMEM;
+  st = comm_agree(c, ones ? CG_OK : CG_ERR_NOMEM, "comm_halo_create (graph weights)"); /* (the graph is collective) */
+  if (st < 0) {
+    cg_free(ones);
     goto fail;
   }
   for (int i = 0; i < h->nnb; i++) ones[i] = 1;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/status.h"
 #include "jaca/jaca.h"
 #include "runtime/runtime_internal.h"
@@ -20,6 +21,7 @@
 
 struct rt_cache_track {
   int nlayers;
+  struct jaca_options opt; /* the cache's options (rt_cache_track_resumed) */
   struct jaca_stats prev[RT_CACHE_MAX_LAYERS];
   struct rt_cache_record totals;
 };
@@ -130,6 +132,7 @@ int rt_cache_track_create(struct cg_exchange *ex, int nlayers, struct rt_cache_t
   t->totals.nlayers = nlayers;
   struct jaca_options o;
   TRY(jaca_exchange_options(ex, &o));
+  t->opt = o;
   snprintf(t->totals.policy, sizeof t->totals.policy, "%s", jaca_policy_name(o.policy));
   t->totals.capacity = o.capacity;
   t->totals.host_mb = (double)o.host_mb;
@@ -179,6 +182,19 @@ int rt_cache_track_epoch(struct rt_cache_track *t, struct cg_exchange *ex, struc
   }
   row_add(&t->totals.total, &out->total);
   return CG_OK;
+}
+
+void rt_cache_track_resumed(const struct rt_cache_track *t, const char *path, int epoch) {
+  if (!t || epoch <= t->opt.warmup) return; /* the checkpoint's run never used the tiers */
+  const struct jaca_options *o = &t->opt;
+  const int rows = o->adaptive ? o->adapt_eps > 0.0 : o->staleness > 0;
+  const int grads = o->grad_adaptive ? o->grad_adapt_eps > 0.0 : o->grad_staleness > 0;
+  if (!rows && !grads) return; /* exact: every row and gradient is sent every step anyway */
+  LOG_WARN_COMMON("train", "--resume %s: the halo cache's kept %s (%s) are not in the checkpoint: this run sends "
+                  "every one afresh at its first step, so it continues like an uninterrupted run, not bit for bit "
+                  "(--staleness 0 --grad-staleness 0 resume exactly)",
+                  path, rows && grads ? "rows and gradients" : rows ? "rows" : "gradients",
+                  rows && grads ? "--staleness, --grad-staleness" : rows ? "--staleness" : "--grad-staleness");
 }
 
 const struct rt_cache_record *rt_cache_track_totals(const struct rt_cache_track *t) {

@@ -304,6 +304,11 @@ struct rt_cache_track;
 int rt_cache_track_create(struct cg_exchange *ex, int nlayers, struct rt_cache_track **out);
 int rt_cache_track_epoch(struct rt_cache_track *t, struct cg_exchange *ex, struct rt_cache_record *out);
 const struct rt_cache_record *rt_cache_track_totals(const struct rt_cache_track *t);
+/* After restoring a checkpoint of epoch `epoch` (past the cache's warm-up): warns (every
+ * rank alike) when the cache keeps rows or gradients between steps (--staleness,
+ * --grad-staleness, adaptive with EPS > 0). Those are not in the checkpoint, so the run
+ * continues like an uninterrupted one, not bit for bit. Accepts NULL (no cache). */
+void rt_cache_track_resumed(const struct rt_cache_track *t, const char *path, int epoch);
 void rt_cache_track_destroy(struct rt_cache_track **t); /* accepts NULL */
 
 /* ---- every rank's times (ranks.c) --------------------------------------------- */

@@ -379,8 +379,12 @@ static int train_impl(struct cg_backend *be, const struct rt_local *loc, struct 
     t.ex = t.watched;
   }
   TRY_GOTO(train_setup(&t), done);
-  if (resume)
+  if (resume) {
     TRY_GOTO(rt_checkpoint_restore(resume, cfg->resume_path, t.m, loc, cfg, &t.r, &t.tr, &t.es, &t.e_done), done);
+#ifdef CAPGNN_HAVE_DIST
+    rt_cache_track_resumed(t.cache, cfg->resume_path, t.e_done);
+#endif
+  }
 
   t.live = !cfg->quiet && cg_progress_effective_mode() == CG_PROGRESS_TTY;
   /* one place for the run's lines (core/progress.h): on a terminal one live line;

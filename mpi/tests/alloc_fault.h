@@ -14,6 +14,11 @@
 /* The next posix_memalign on this thread fails with ENOMEM (cg_malloc then returns
  * NULL with CG_ERR_NOMEM); later ones succeed. */
 void af_fail_next(void);
+/* The n-th posix_memalign on this thread from now (n >= 1) fails with ENOMEM; the
+ * others succeed. af_fail_pending: 1 while that failure has not happened yet (the code
+ * made fewer than n allocations). */
+void af_fail_at(int n);
+int af_fail_pending(void);
 
 /* Start counting the blocks allocated on this thread that are not freed again. */
 void af_track_begin(void);
