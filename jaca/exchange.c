@@ -976,6 +976,17 @@ int jaca_exchange_stats(const struct cg_exchange *ex, int layer, struct jaca_sta
   return CG_OK;
 }
 
+int jaca_exchange_restart_max(struct cg_exchange *ex) {
+  if (!ex || ex->destroy != jx_destroy)
+    return cg_err_set(CG_ERR_ARG, "jaca_exchange_restart_max: not a caching exchange");
+  struct jaca_exchange *j = (struct jaca_exchange *)ex;
+  for (int l = 0; l < j->layers.nlayers; l++) {
+    j->stats[l].age_max = 0;
+    j->stats[l].grad_age_max = 0;
+  }
+  return CG_OK;
+}
+
 int jaca_exchange_window(const struct cg_exchange *ex, struct jaca_window *out) {
   memset(out, 0, sizeof *out);
   if (!ex || ex->destroy != jx_destroy)

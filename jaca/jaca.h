@@ -271,6 +271,11 @@ struct jaca_stats {
 /* CG_ERR_ARG when ex is not a caching exchange from jaca_exchange_create or layer is
  * out of range. */
 int jaca_exchange_stats(const struct cg_exchange *ex, int layer, struct jaca_stats *out);
+/* Sets every layer's age_max and grad_age_max to 0: the next jaca_exchange_stats then
+ * gives the oldest row and gradient used since this call (the other counters keep
+ * counting). The runtime calls it after each epoch's record, so that a record's maxima
+ * are the epoch's. CG_ERR_ARG when ex is not a caching exchange. */
+int jaca_exchange_restart_max(struct cg_exchange *ex);
 /* How far the tiers are from the best any cache of their size could do, over one
  * refresh window (S + 1 training steps; the cache's values live that long). The trace
  * is a node's halo reads of the window (each rank's halo rows in order, by local rank),

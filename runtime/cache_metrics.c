@@ -27,7 +27,8 @@ struct rt_cache_track {
 };
 
 static void row_from_stats(const struct jaca_stats *a, const struct jaca_stats *b, double *v) {
-  /* b - a, in struct rt_cache_row's order; age_max is b's (the maximum so far) */
+  /* b - a, in struct rt_cache_row's order; the maxima are b's (the epoch's: the track
+   * restarts them after each record, jaca_exchange_restart_max) */
   v[0] = (double)(b->lookups - a->lookups);
   v[1] = (double)(b->rank_hits - a->rank_hits);
   v[2] = (double)(b->node_hits - a->node_hits);
@@ -181,7 +182,7 @@ int rt_cache_track_epoch(struct rt_cache_track *t, struct cg_exchange *ex, struc
     row_add(&t->totals.layer[l], &out->layer[l]);
   }
   row_add(&t->totals.total, &out->total);
-  return CG_OK;
+  return jaca_exchange_restart_max(ex);
 }
 
 void rt_cache_track_resumed(const struct rt_cache_track *t, const char *path, int epoch) {
