@@ -412,6 +412,32 @@ static void resume_warnings(void **state) {
 }
 
 
+/* A resumed run whose best epoch is one of the run it resumed holds no weights of it:
+ * when its --save-best file does not exist, it says that nothing was written (it used to
+ * say "the file keeps what that run wrote there" of a file that was never written, e.g.
+ * FILE where the interrupted run of --seeds wrote FILE.seedN). lr 1e-20 keeps the
+ * weights, so no epoch of the resumed run beats the best (ties go to the earlier). */
+static void resume_best_missing(void **state) {
+  (void)state;
+  char ck[300], best[300];
+  snprintf(ck, sizeof ck, "%s/rb.ckpt", tmpdir);
+  snprintf(best, sizeof best, "%s/rb-best.ckpt", tmpdir);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--device", "cpu", "--threads", "1",
+                                "--checkpoint", ck, NULL});
+  if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "5", "--lr", "1e-20", "--device", "cpu",
+                                "--threads", "1", "--resume", ck, "--save-best", best, NULL});
+  if (r.exit_code != 0) fail_msg("resume: exit %d: %s", r.exit_code, r.err);
+  printf("%s", r.err);
+  struct stat st;
+  assert_int_not_equal(stat(best, &st), 0);
+  if (strstr(r.err, "the file keeps what that run wrote there"))
+    fail_msg("claims a file that does not exist keeps the best weights:\n%s", r.err);
+  if (!strstr(r.err, "nothing written: no epoch of this run beat the best of the run it resumed"))
+    fail_msg("no word that --save-best wrote nothing:\n%s", r.err);
+}
+
 /* Ctrl-C during run 1 of --seeds 5,6,7: the message gives the command that continues
  * that run (its seed included) and says that seeds 6 and 7 did not run; following it
  * resumes with no warning of another seed. */
@@ -653,6 +679,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(predict_matches_training), cmocka_unit_test(best_off_schedule_and_diverged),
                                      cmocka_unit_test(predict_gat_heads), cmocka_unit_test(predict_multilabel_f1),
                                      cmocka_unit_test(predict_synth_spec), cmocka_unit_test(resume_warnings),
+                                     cmocka_unit_test(resume_best_missing),
                                      cmocka_unit_test(seeds_interrupted), cmocka_unit_test(seeds_and_lines),
                                      cmocka_unit_test(usage_errors)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
