@@ -295,10 +295,13 @@ static int train_interrupted(const struct rt_config *cfg, int e) {
   rt_config_defaults(&def);
   char seed[48] = "";
   if (cfg->seed != def.seed) snprintf(seed, sizeof seed, " --seed %llu", (unsigned long long)cfg->seed);
+  /* and its --save-best file (FILE.seedN in a run of --seeds): a resume that finds no
+   * better epoch keeps the best weights only there */
+  const char *sb = cfg->save_best_path ? cfg->save_best_path : "";
   if (cfg->checkpoint_path)
     return cg_err_set(CG_ERR_INTERRUPTED, "interrupted after epoch %d of %d; checkpoint %s holds it: "
-                      "continue with --resume %s%s", e, cfg->epochs, cfg->checkpoint_path, cfg->checkpoint_path,
-                      seed);
+                      "continue with --resume %s%s%s%s", e, cfg->epochs, cfg->checkpoint_path, cfg->checkpoint_path,
+                      seed, *sb ? " --save-best " : "", sb);
   return cg_err_set(CG_ERR_INTERRUPTED, "interrupted after epoch %d of %d; no checkpoint (pass "
                     "--checkpoint FILE to keep the state when stopped)", e, cfg->epochs);
 }

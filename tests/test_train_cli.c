@@ -439,17 +439,19 @@ static void resume_best_missing(void **state) {
 }
 
 /* Ctrl-C during run 1 of --seeds 5,6,7: the message gives the command that continues
- * that run (its seed included) and says that seeds 6 and 7 did not run; following it
+ * that run (its seed and its --save-best FILE.seedN included) and says that seeds 6 and 7 did not run; following it
  * resumes with no warning of another seed. */
 static void seeds_interrupted(void **state) {
   (void)state;
-  char ck[300], met[300], err_path[300], ck5[320];
+  char ck[300], met[300], err_path[300], ck5[320], best[300], best5[320];
   snprintf(ck, sizeof ck, "%s/ms.ckpt", tmpdir);
   snprintf(ck5, sizeof ck5, "%s.seed5", ck);
+  snprintf(best, sizeof best, "%s/ms-best.ckpt", tmpdir);
+  snprintf(best5, sizeof best5, "%s.seed5", best);
   snprintf(met, sizeof met, "%s/ms.jsonl", tmpdir);
   snprintf(err_path, sizeof err_path, "%s/ms.err", tmpdir);
   const char *const args[] = {capgnn_path, "--graph", "synth:tiny", "--epochs", "10000000", "--threads", "1", "--quiet",
-          "--seeds", "5,6,7", "--checkpoint", ck, "--metrics", met, NULL};
+          "--seeds", "5,6,7", "--checkpoint", ck, "--metrics", met, "--save-best", best, NULL};
   pid_t pid = cli_spawn(capgnn_path, args, err_path);
   assert_true(pid >= 0);
   for (int i = 0; i < 600 && !cli_metrics_started(met); i++) usleep(50 * 1000);
@@ -462,8 +464,8 @@ static void seeds_interrupted(void **state) {
   static char err[8192];
   slurp(err_path, err, sizeof err);
   printf("%s", err);
-  char want[400];
-  snprintf(want, sizeof want, "continue with --resume %s --seed 5\n", ck5);
+  char want[800];
+  snprintf(want, sizeof want, "continue with --resume %s --seed 5 --save-best %s\n", ck5, best5);
   if (!strstr(err, want)) fail_msg("expected '%s' in:\n%s", want, err);
   if (!strstr(err, "run 1 of 3 (seed 5) stopped: resume it as above, without --seeds; seeds 6,7 did not run "
                    "(then run them with --seeds 6,7)"))
@@ -473,8 +475,10 @@ static void seeds_interrupted(void **state) {
   char epochs[32];
   snprintf(epochs, sizeof epochs, "%d", atoi(at + strlen("interrupted after epoch ")) + 2);
   static struct run_out r;
-  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", epochs, "--threads", "1", "--resume", ck5, "--seed", "5", "--checkpoint", ck5, NULL});
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", epochs, "--threads", "1", "--resume", ck5, "--seed", "5", "--checkpoint", ck5,
+                                "--save-best", best5, NULL});
   if (r.exit_code != 0) fail_msg("resume as told: exit %d: %s", r.exit_code, r.err);
+  if (strstr(r.err, "nothing written")) fail_msg("the resume as told loses the best weights:\n%s", r.err);
   if (strstr(r.err, "in the checkpoint's")) fail_msg("the resume as told warns:\n%s", r.err);
 }
 
