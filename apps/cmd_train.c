@@ -1012,7 +1012,8 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   /* where the settings that only apply to one model, schedule or kind of run came from:
    * NULL the command line, else the settings file (the check after rt_config_check below) */
   const char *from_heads = NULL, *from_out_heads = NULL, *from_attn = NULL, *from_step = NULL, *from_gamma = NULL,
-             *from_lr_epochs = NULL, *from_seed = NULL;
+             *from_lr_epochs = NULL, *from_seed = NULL, *from_seeds = NULL;
+  int seed_on_cli = 0; /* --seed given on the command line (its last word wins) */
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -1024,7 +1025,8 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       else if (c == OPT_LR_STEP_SIZE) from_step = from;
       else if (c == OPT_LR_GAMMA) from_gamma = from;
       else if (c == OPT_LR_EPOCHS) from_lr_epochs = from;
-      else if (c == OPT_SEED) from_seed = from;
+      else if (c == OPT_SEED) from_seed = from, seed_on_cli = from == NULL;
+      else if (c == OPT_SEEDS) from_seeds = from;
     }
     switch (c) {
       case 'h':
@@ -1288,6 +1290,15 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (rt_config_check(&cfg) != CG_OK) {
     if (cli_speaks()) fprintf(stderr, "capgnn: error: %s (see capgnn train --help)\n", cg_err_msg());
     return CAPGNN_EXIT_USAGE;
+  }
+  /* --seed N on the command line with a settings file's `seeds = ...`: the command line
+   * wins over every file, so this is one run of seed N (a rerun of one seed of a sweep's
+   * file, or the resume of its FILE.seedN, which --seeds refuses) */
+  if (seeds.n > 0 && from_seeds && seed_on_cli) {
+    if (cli_speaks())
+      fprintf(stderr, "capgnn: note: --seeds from %s left out: the command line's --seed %llu makes this one "
+              "run\n", from_seeds, (unsigned long long)cfg.seed);
+    seeds.n = 0;
   }
   { /* settings of one model, schedule or kind of run given with another: refused when the
      * command line gave them (not ignored); from a settings file they are left out with a

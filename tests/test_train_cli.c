@@ -438,6 +438,40 @@ static void resume_best_missing(void **state) {
     fail_msg("no word that --save-best wrote nothing:\n%s", r.err);
 }
 
+/* A settings file of a sweep (`seeds = 1,2`) with --seed N on the command line: the
+ * command line wins, so it is one run of seed N, with a note; so one seed is rerun, or
+ * its FILE.seedN resumed, without editing the file (it used to be refused: "--seed
+ * applies to a single run" and "--seeds and --resume exclude each other", the latter
+ * after following its own advice "resume FILE.seedN with --seed N"). */
+static void seeds_file_seed_cli(void **state) {
+  (void)state;
+  char ini[300], ck[300], ck2[320];
+  snprintf(ini, sizeof ini, "%s/sweep.ini", tmpdir);
+  snprintf(ck, sizeof ck, "%s/sweep.ckpt", tmpdir);
+  snprintf(ck2, sizeof ck2, "%s.seed2", ck);
+  FILE *f = fopen(ini, "w");
+  assert_non_null(f);
+  fprintf(f, "[data]\ngraph = synth:tiny\n[training]\nseeds = 1,2\nepochs = 3\n[execution]\ndevice = cpu\n"
+             "threads = 1\n");
+  fclose(f);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--config", ini, "--seed", "2", "--print-config", NULL});
+  if (r.exit_code != 0) fail_msg("--seed 2 with a file's seeds: exit %d: %s", r.exit_code, r.err);
+  assert_non_null(strstr(r.err, "--seeds from "));
+  assert_non_null(strstr(r.err, "left out: the command line's --seed 2 makes this one run"));
+  assert_non_null(strstr(r.out, "\nseed = 2\n"));
+  assert_null(strstr(r.out, "seeds ="));
+  run(&r, (const char *const[]){"--config", ini, "--checkpoint", ck, NULL});
+  if (r.exit_code != 0) fail_msg("the sweep: exit %d: %s", r.exit_code, r.err);
+  run(&r, (const char *const[]){"--config", ini, "--epochs", "5", "--resume", ck2, "--seed", "2", NULL});
+  if (r.exit_code != 0) fail_msg("resume of one seed's file: exit %d: %s", r.exit_code, r.err);
+  assert_non_null(strstr(r.err, "resuming from"));
+  if (strstr(r.err, "in the checkpoint's")) fail_msg("the resume of seed 2 warns:\n%s", r.err);
+  /* both on the command line still exclude each other */
+  expect_error(2, "--seed applies to a single run", NULL, (const char *const[]){"--config", ini, "--seeds", "1,2",
+                                                                                 "--seed", "5", NULL});
+}
+
 /* Ctrl-C during run 1 of --seeds 5,6,7: the message gives the command that continues
  * that run (its seed and its --save-best FILE.seedN included) and says that seeds 6 and 7 did not run; following it
  * resumes with no warning of another seed. */
@@ -684,6 +718,7 @@ int main(int argc, char **argv) {
                                      cmocka_unit_test(predict_gat_heads), cmocka_unit_test(predict_multilabel_f1),
                                      cmocka_unit_test(predict_synth_spec), cmocka_unit_test(resume_warnings),
                                      cmocka_unit_test(resume_best_missing),
+                                     cmocka_unit_test(seeds_file_seed_cli),
                                      cmocka_unit_test(seeds_interrupted), cmocka_unit_test(seeds_and_lines),
                                      cmocka_unit_test(usage_errors)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
