@@ -64,6 +64,10 @@ static void rt_train_log_extras(const struct rt_config *cfg) {
   if (cfg->lr_warmup > 0)
     snprintf(sched + strlen(sched), sizeof sched - strlen(sched), "%swarm-up %d epochs", sched[0] ? ", " : "lr ",
              cfg->lr_warmup);
+  if (cfg->model == RT_MODEL_GAT) /* what the model line's "hidden" is per head of */
+    LOG_INFO("train", "gat: hidden layers %d heads x %lld (concatenated), output layer %d head%s (averaged), "
+             "attention dropout %g", cfg->heads, (long long)cfg->hidden, cfg->out_heads, cfg->out_heads == 1 ? "" : "s",
+             (double)rt_config_attn_dropout(cfg));
   if (cfg->optimizer == RT_OPT_SGD)
     LOG_INFO("train", "sgd momentum %g", (double)cfg->momentum);
   if (sched[0]) LOG_INFO("train", "%s", sched);

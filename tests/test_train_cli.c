@@ -174,7 +174,16 @@ static void predict_gat_heads(void **state) {
                                 "--hidden", "4", "--attn-dropout", "0.3", "--epochs", "15", "--seed", "3", "--device",
                                 "cpu", "--threads", "1", "--metrics", met, "--save-best", best, NULL});
   if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
+  /* the log and `capgnn info` name the heads and the attention dropout ("hidden 4" alone
+   * hides that the layer is 2 x 4 wide) */
+  if (!strstr(r.err, "gat: hidden layers 2 heads x 4 (concatenated), output layer 2 heads (averaged), attention "
+                     "dropout 0.3"))
+    fail_msg("the log does not name the heads:\n%s", r.err);
   expect_predict_as_summary(met, best, lg, "synth:small", "GAT 2 heads, 2 output heads");
+  run(&r, (const char *const[]){"info", best, NULL});
+  assert_int_equal(r.exit_code, 0);
+  if (!strstr(r.out, "gat: hidden layers 2 heads x 4, output layer 2 heads, attention dropout 0.3\n"))
+    fail_msg("capgnn info does not name the heads:\n%s", r.out);
 }
 
 static void predict_matches_training(void **state) {
