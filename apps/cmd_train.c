@@ -675,7 +675,11 @@ static int parse_seeds(const char *arg, struct seed_list *out) {
   while (1) {
     char word[32];
     const char *comma = strchr(p, ',');
-    const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    /* "1, 2, 3" (as Python prints a list, as a settings file may say it): blanks around
+     * a seed are dropped */
+    while (len > 0 && (*p == ' ' || *p == '\t')) p++, len--;
+    while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
     if (len == 0 || len >= sizeof word)
       return usage_error("--seeds '%s': expected seeds separated by commas, e.g. 1,2,3", arg);
     if (out->n == MAX_SEEDS) return usage_error("--seeds '%s': at most %d seeds", arg, MAX_SEEDS);

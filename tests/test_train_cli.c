@@ -476,6 +476,11 @@ static void seeds_file_seed_cli(void **state) {
   if (r.exit_code != 0) fail_msg("resume of one seed's file: exit %d: %s", r.exit_code, r.err);
   assert_non_null(strstr(r.err, "resuming from"));
   if (strstr(r.err, "in the checkpoint's")) fail_msg("the resume of seed 2 warns:\n%s", r.err);
+  /* "1, 2, 3" as Python prints a list: blanks around the seeds are dropped */
+  run(&r, (const char *const[]){"--config", ini, "--seeds", " 4, 5 ,6", "--print-config", NULL});
+  if (r.exit_code != 0) fail_msg("--seeds ' 4, 5 ,6': exit %d: %s", r.exit_code, r.err);
+  assert_non_null(strstr(r.out, "\nseeds = 4,5,6\n"));
+  expect_error(2, "expected seeds separated by commas", NULL, (const char *const[]){"--seeds", "4, ,6", NULL});
   /* both on the command line still exclude each other */
   expect_error(2, "--seed applies to a single run", NULL, (const char *const[]){"--config", ini, "--seeds", "1,2",
                                                                                  "--seed", "5", NULL});
