@@ -388,6 +388,11 @@ static int train_impl(struct cg_backend *be, const struct rt_local *loc, struct 
   TRY_GOTO(train_setup(&t), done);
   if (resume)
     TRY_GOTO(rt_checkpoint_restore(resume, cfg->resume_path, t.m, loc, cfg, &t.r, &t.tr, &t.es, &t.e_done), done);
+  if (resume && t.metrics.file_epoch > t.e_done) /* rank 0's: the others write no metrics */
+    LOG_WARN("train", "--metrics %s already holds epochs up to %d, past epoch %d of --resume %s: this run "
+             "appends epochs %d-%d after them, so the file repeats epochs %d-%d (give --metrics another file "
+             "to keep the two apart)", cfg->metrics_path, t.metrics.file_epoch, t.e_done, cfg->resume_path,
+             t.e_done + 1, E, t.e_done + 1, t.metrics.file_epoch < E ? t.metrics.file_epoch : E);
 
   t.live = !cfg->quiet && cg_progress_effective_mode() == CG_PROGRESS_TTY;
   /* one place for the run's lines (core/progress.h): on a terminal one live line;

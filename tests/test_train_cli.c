@@ -486,6 +486,37 @@ static void seeds_file_seed_cli(void **state) {
                                                                                  "--seed", "5", NULL});
 }
 
+/* A resumed run appends to its --metrics file: when the file already holds epochs past
+ * the checkpoint's (a run resumed from an earlier checkpoint, or from --save-best's,
+ * with the file of the run that went on), the appended epochs repeat them; it says so
+ * (it used to say nothing, and the file held two records of epochs 4-6). Appending to
+ * the file of the run that wrote the checkpoint says nothing. */
+static void resume_metrics_repeat(void **state) {
+  (void)state;
+  char ck[300], met[300], met2[300];
+  snprintf(ck, sizeof ck, "%s/rm3.ckpt", tmpdir);
+  snprintf(met, sizeof met, "%s/rm6.jsonl", tmpdir);
+  snprintf(met2, sizeof met2, "%s/rm3.jsonl", tmpdir);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--device", "cpu", "--threads", "1",
+                                "--checkpoint", ck, "--metrics", met2, NULL});
+  if (r.exit_code != 0) fail_msg("3 epochs: exit %d: %s", r.exit_code, r.err);
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "6", "--device", "cpu", "--threads", "1",
+                                "--metrics", met, NULL});
+  if (r.exit_code != 0) fail_msg("6 epochs: exit %d: %s", r.exit_code, r.err);
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "8", "--device", "cpu", "--threads", "1",
+                                "--resume", ck, "--metrics", met, NULL});
+  if (r.exit_code != 0) fail_msg("resume into the 6 epochs' file: exit %d: %s", r.exit_code, r.err);
+  printf("%s", r.err);
+  if (!strstr(r.err, "already holds epochs up to 6, past epoch 3 of --resume ") ||
+      !strstr(r.err, "this run appends epochs 4-8 after them, so the file repeats epochs 4-6"))
+    fail_msg("no word that the metrics file now repeats epochs 4-6:\n%s", r.err);
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "5", "--device", "cpu", "--threads", "1",
+                                "--resume", ck, "--metrics", met2, NULL});
+  if (r.exit_code != 0) fail_msg("resume into its own file: exit %d: %s", r.exit_code, r.err);
+  if (strstr(r.err, "already holds")) fail_msg("warns of its own run's file:\n%s", r.err);
+}
+
 /* Ctrl-C during run 1 of --seeds 5,6,7: the message gives the command that continues
  * that run (its seed and its --save-best FILE.seedN included) and says that seeds 6 and 7 did not run; following it
  * resumes with no warning of another seed. */
@@ -732,6 +763,7 @@ int main(int argc, char **argv) {
                                      cmocka_unit_test(predict_gat_heads), cmocka_unit_test(predict_multilabel_f1),
                                      cmocka_unit_test(predict_synth_spec), cmocka_unit_test(resume_warnings),
                                      cmocka_unit_test(resume_best_missing),
+                                     cmocka_unit_test(resume_metrics_repeat),
                                      cmocka_unit_test(seeds_file_seed_cli),
                                      cmocka_unit_test(seeds_interrupted), cmocka_unit_test(seeds_and_lines),
                                      cmocka_unit_test(usage_errors)};
