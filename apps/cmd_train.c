@@ -738,6 +738,23 @@ static void seeds_interrupted(const struct seed_list *seeds, int i, int checkpoi
             (unsigned long long)seeds->v[i], how);
 }
 
+/* Run i of --seeds failed (rank 0, after its error): the runs stop there, with no
+ * aggregate; say which seeds did not run, so that the sweep is not taken as done. */
+static void seeds_failed(const struct seed_list *seeds, int i) {
+  if (seeds->n == 0) return;
+  char rest[MAX_SEEDS * 22] = "";
+  size_t k = 0;
+  for (int j = i + 1; j < seeds->n && k < sizeof rest; j++)
+    k += (size_t)snprintf(rest + k, sizeof rest - k, "%s%llu", j > i + 1 ? "," : "", (unsigned long long)seeds->v[j]);
+  if (i + 1 < seeds->n)
+    fprintf(stderr, "capgnn: --seeds: run %d of %d (seed %llu) failed, as above: no mean +- std; seed%s %s did "
+            "not run (then run %s with --seeds %s)\n", i + 1, seeds->n, (unsigned long long)seeds->v[i],
+            i + 2 < seeds->n ? "s" : "", rest, i + 2 < seeds->n ? "them" : "it", rest);
+  else
+    fprintf(stderr, "capgnn: --seeds: the last run, %d of %d (seed %llu), failed, as above: no mean +- std\n",
+            i + 1, seeds->n, (unsigned long long)seeds->v[i]);
+}
+
 /* After the runs of --seeds (rank 0): mean +- std on stdout, the aggregate record. */
 static int seeds_report(const struct rt_config *cfg, const struct seed_list *seeds, const struct rt_result *res) {
   struct rt_seeds_summary sum;
@@ -879,6 +896,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
         comm_abort(c, CAPGNN_EXIT_FAILURE);
       }
       report_setup_error(c);
+      if (rank == 0) seeds_failed(seeds, i);
       rc = CAPGNN_EXIT_FAILURE;
     }
   }
@@ -899,6 +917,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
       rc = CAPGNN_EXIT_INTERRUPTED;
     } else if (st != CG_OK) {
       fprintf(stderr, "capgnn: error: %s\n", err_text());
+      seeds_failed(seeds, i);
       rc = CAPGNN_EXIT_FAILURE;
     }
   }

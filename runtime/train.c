@@ -484,7 +484,9 @@ done:
   cg_free(t.hidden_s);
   if (st == CG_OK && res) *res = t.r;
   else rt_result_free(&t.r);
-  if (st != CG_OK && res && t.ckpt_failed) res->ended_together = 1;
+  /* a divergence too: the loss is global, so every rank diverged after the same epoch
+   * and took the same way here (the job need not be aborted) */
+  if (st != CG_OK && res && (t.ckpt_failed || run_diverged)) res->ended_together = 1;
   return st;
 }
 
