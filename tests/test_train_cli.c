@@ -652,6 +652,10 @@ static void usage_errors(void **state) {
                                      NULL});
   expect_error(2, "--early-stop", NULL, (const char *const[]){"--early-stop", "-1", NULL});
   expect_error(2, "expected patience, window or gat", NULL, (const char *const[]){"--early-stop-rule", "mean", NULL});
+  /* a rule without --early-stop N stops nothing: refused, not ignored (from a settings
+   * file, run with --early-stop 0: left out with a note, below) */
+  expect_error(2, "--early-stop-rule applies to --early-stop N, and this run is without early stopping", NULL,
+               (const char *const[]){"--early-stop-rule", "gat", NULL});
   expect_error(2, "did you mean '--early-stop'", NULL, (const char *const[]){"--early-stp", "3", NULL});
   expect_error(2, "--seeds", NULL, (const char *const[]){"--seeds", "1,,2", NULL});
   expect_error(2, "given twice", NULL, (const char *const[]){"--seeds", "1,2,1", NULL});
@@ -701,6 +705,11 @@ static void usage_errors(void **state) {
   assert_non_null(strstr(r.err, "--seed from "));
   assert_null(strstr(r.out, "heads = 4"));
   assert_null(strstr(r.out, "lr-gamma"));
+  /* configs/cora.ini's early stopping turned off on the command line: its rule goes too */
+  run(&r, (const char *const[]){"--config", ini, "--early-stop", "0", "--print-config", NULL});
+  if (r.exit_code != 0) fail_msg("--early-stop 0 with a file's rule: exit %d: %s", r.exit_code, r.err);
+  assert_non_null(strstr(r.err, "--early-stop-rule from "));
+  assert_null(strstr(r.out, "early-stop-rule"));
   /* a value a settings file would cut at " #" is written quoted, so the file reads back */
   run(&r, (const char *const[]){"--graph", "data/a #b.cgr", "--print-config", NULL});
   assert_int_equal(r.exit_code, 0);
