@@ -179,6 +179,8 @@ static int info_checkpoint(const char *path) {
   }
   char in[32] = "as dropout";
   if (c.input_dropout >= 0.0f) snprintf(in, sizeof in, "%g", (double)c.input_dropout);
+  char att[32] = "as dropout";
+  if (c.attn_dropout >= 0.0f) snprintf(att, sizeof att, "%g", (double)c.attn_dropout);
   printf("file:       %s (training checkpoint)\n", path);
   printf("graph:      %s%s%s%s, %lld vertices, %lld features, %lld classes, checksum 0x%08x, feat-norm %s\n",
          c.graph, c.graph_spec[0] ? " (" : "", c.graph_spec, c.graph_spec[0] ? ")" : "", (long long)c.nodes, (long long)c.features, (long long)c.classes, c.graph_checksum,
@@ -186,6 +188,9 @@ static int info_checkpoint(const char *path) {
   printf("model:      %s, %d layers, hidden %lld%s, dropout %g (input %s), %lld parameters\n",
          rt_model_kind_str(c.model), c.layers, (long long)c.hidden, c.layernorm ? ", layernorm" : "",
          (double)c.dropout, in, (long long)c.num_params);
+  if (c.model == RT_MODEL_GAT)
+    printf("            gat: hidden layers %d heads x %lld, output layer %d head%s, attention dropout %s\n", c.heads,
+           (long long)c.hidden, c.out_heads, c.out_heads == 1 ? "" : "s", att);
   printf("optimizer:  %s, lr %g, weight decay %g (%s), seed %llu, eval every %d\n",
          rt_optimizer_str(c.optimizer), (double)c.lr, (double)c.weight_decay, rt_wd_scope_str(c.wd_scope),
          (unsigned long long)c.seed, c.eval_every);

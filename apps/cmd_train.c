@@ -677,7 +677,11 @@ static int parse_seeds(const char *arg, struct seed_list *out) {
   while (1) {
     char word[32];
     const char *comma = strchr(p, ',');
-    const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    /* "1, 2, 3" (as Python prints a list, as a settings file may say it): blanks around
+     * a seed are dropped */
+    while (len > 0 && (*p == ' ' || *p == '\t')) p++, len--;
+    while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
     if (len == 0 || len >= sizeof word)
       return usage_error("--seeds '%s': expected seeds separated by commas, e.g. 1,2,3", arg);
     if (out->n == MAX_SEEDS) return usage_error("--seeds '%s': at most %d seeds", arg, MAX_SEEDS);
@@ -734,6 +738,23 @@ static void seeds_interrupted(const struct seed_list *seeds, int i, int checkpoi
   else
     fprintf(stderr, "capgnn: --seeds: the last run, %d of %d (seed %llu), stopped: %s\n", i + 1, seeds->n,
             (unsigned long long)seeds->v[i], how);
+}
+
+/* Run i of --seeds failed (rank 0, after its error): the runs stop there, with no
+ * aggregate; say which seeds did not run, so that the sweep is not taken as done. */
+static void seeds_failed(const struct seed_list *seeds, int i) {
+  if (seeds->n == 0) return;
+  char rest[MAX_SEEDS * 22] = "";
+  size_t k = 0;
+  for (int j = i + 1; j < seeds->n && k < sizeof rest; j++)
+    k += (size_t)snprintf(rest + k, sizeof rest - k, "%s%llu", j > i + 1 ? "," : "", (unsigned long long)seeds->v[j]);
+  if (i + 1 < seeds->n)
+    fprintf(stderr, "capgnn: --seeds: run %d of %d (seed %llu) failed, as above: no mean +- std; seed%s %s did "
+            "not run (then run %s with --seeds %s)\n", i + 1, seeds->n, (unsigned long long)seeds->v[i],
+            i + 2 < seeds->n ? "s" : "", rest, i + 2 < seeds->n ? "them" : "it", rest);
+  else
+    fprintf(stderr, "capgnn: --seeds: the last run, %d of %d (seed %llu), failed, as above: no mean +- std\n",
+            i + 1, seeds->n, (unsigned long long)seeds->v[i]);
 }
 
 /* After the runs of --seeds (rank 0): mean +- std on stdout, the aggregate record. */
@@ -877,6 +898,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
         comm_abort(c, CAPGNN_EXIT_FAILURE);
       }
       report_setup_error(c);
+      if (rank == 0) seeds_failed(seeds, i);
       rc = CAPGNN_EXIT_FAILURE;
     }
   }
@@ -897,6 +919,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
       rc = CAPGNN_EXIT_INTERRUPTED;
     } else if (st != CG_OK) {
       fprintf(stderr, "capgnn: error: %s\n", err_text());
+      seeds_failed(seeds, i);
       rc = CAPGNN_EXIT_FAILURE;
     }
   }
@@ -1014,7 +1037,8 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   /* where the settings that only apply to one model, schedule or kind of run came from:
    * NULL the command line, else the settings file (the check after rt_config_check below) */
   const char *from_heads = NULL, *from_out_heads = NULL, *from_attn = NULL, *from_step = NULL, *from_gamma = NULL,
-             *from_lr_epochs = NULL, *from_seed = NULL;
+             *from_lr_epochs = NULL, *from_seed = NULL, *from_seeds = NULL, *from_es_rule = NULL;
+  int seed_on_cli = 0; /* --seed given on the command line (its last word wins) */
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -1026,7 +1050,9 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       else if (c == OPT_LR_STEP_SIZE) from_step = from;
       else if (c == OPT_LR_GAMMA) from_gamma = from;
       else if (c == OPT_LR_EPOCHS) from_lr_epochs = from;
-      else if (c == OPT_SEED) from_seed = from;
+      else if (c == OPT_SEED) from_seed = from, seed_on_cli = from == NULL;
+      else if (c == OPT_SEEDS) from_seeds = from;
+      else if (c == OPT_EARLY_STOP_RULE) from_es_rule = from;
     }
     switch (c) {
       case 'h':
@@ -1291,6 +1317,15 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     if (cli_speaks()) fprintf(stderr, "capgnn: error: %s (see capgnn train --help)\n", cg_err_msg());
     return CAPGNN_EXIT_USAGE;
   }
+  /* --seed N on the command line with a settings file's `seeds = ...`: the command line
+   * wins over every file, so this is one run of seed N (a rerun of one seed of a sweep's
+   * file, or the resume of its FILE.seedN, which --seeds refuses) */
+  if (seeds.n > 0 && from_seeds && seed_on_cli) {
+    if (cli_speaks())
+      fprintf(stderr, "capgnn: note: --seeds from %s left out: the command line's --seed %llu makes this one "
+              "run\n", from_seeds, (unsigned long long)cfg.seed);
+    seeds.n = 0;
+  }
   { /* settings of one model, schedule or kind of run given with another: refused when the
      * command line gave them (not ignored); from a settings file they are left out with a
      * note, since the command line wins over every file (a GAT file run with --model gcn).
@@ -1310,12 +1345,15 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         {cfg.lr_schedule != RT_LR_COSINE && cfg.lr_epochs != def.lr_epochs, "--lr-epochs", from_lr_epochs,
          "--lr-schedule cosine"},
         {seeds.n > 0 && cfg.seed != def.seed, "--seed", from_seed, "a single run (without --seeds)"},
+        {cfg.early_stop == 0 && cfg.early_stop_rule != def.early_stop_rule, "--early-stop-rule", from_es_rule,
+         "--early-stop N"},
     };
     for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++) {
       if (!rules[k].given) continue;
       char now[64]; /* what this run is instead */
       if (!strcmp(rules[k].applies, "--model gat")) snprintf(now, sizeof now, "--model %s", rt_model_kind_str(cfg.model));
       else if (!strcmp(rules[k].opt, "--seed")) snprintf(now, sizeof now, "--seeds");
+      else if (!strcmp(rules[k].opt, "--early-stop-rule")) snprintf(now, sizeof now, "without early stopping");
       else snprintf(now, sizeof now, "--lr-schedule %s", rt_lr_schedule_str(cfg.lr_schedule));
       if (!rules[k].from)
         return usage_error("%s applies to %s, and this run is %s (leave it out%s)", rules[k].opt, rules[k].applies, now,
@@ -1327,6 +1365,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     if (cfg.model != RT_MODEL_GAT) cfg.heads = def.heads, cfg.out_heads = def.out_heads, cfg.attn_dropout = def.attn_dropout;
     if (cfg.lr_schedule != RT_LR_STEP) cfg.lr_step_size = def.lr_step_size, cfg.lr_gamma = def.lr_gamma;
     if (cfg.lr_schedule != RT_LR_COSINE) cfg.lr_epochs = def.lr_epochs;
+    if (cfg.early_stop == 0) cfg.early_stop_rule = def.early_stop_rule;
   }
   if (cfg.metrics_path && !cfg.metrics_path[0]) return usage_error("--metrics: empty file name");
   if (cfg.checkpoint_path && !cfg.checkpoint_path[0]) return usage_error("--checkpoint: empty file name");

@@ -14,6 +14,7 @@
  *   interrupted, diverged: the best epoch before the divergence is still good), not at
  *   every improvement: a best that changes often would rewrite the file as often. */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/log.h"
 #include "core/status.h"
@@ -52,9 +53,15 @@ int rt_best_keep_save(struct rt_best_keep *k, struct rt_model *m, const struct c
   *written = 0;
   if (!cfg->save_best_path) return CG_OK;
   if (k->epoch == 0) { /* the same answer on every rank: the evaluations are global */
-    if (cfg->resume_path)
+    struct stat st;
+    if (cfg->resume_path && stat(cfg->save_best_path, &st) == 0)
       LOG_INFO("train", "--save-best %s: no epoch of this run beat the best of the run it resumed (epoch %d); "
                "the file keeps what that run wrote there", cfg->save_best_path, r->best_epoch);
+    else if (cfg->resume_path) /* saying "the file keeps" of a file that is not there misleads */
+      LOG_WARN("train", "--save-best %s: nothing written: no epoch of this run beat the best of the run it "
+               "resumed (epoch %d), whose weights only that run held, and %s does not exist (that run's "
+               "--save-best file holds them, FILE.seedN for a run of --seeds)", cfg->save_best_path,
+               r->best_epoch, cfg->save_best_path);
     else
       LOG_WARN("train", "--save-best %s: no scheduled evaluation with validation vertices, so no best epoch; "
                "nothing written", cfg->save_best_path);

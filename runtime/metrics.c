@@ -93,10 +93,39 @@ int rt_metrics_probe(const char *path) {
   return cg_err_set(CG_ERR_IO, "cannot create metrics file %s (--metrics): %s", path, reason);
 }
 
+/* The highest epoch of the epoch records ('{"epoch":E,') of an existing metrics file, 0
+ * when it has none or cannot be read: what a resumed run appends after. */
+static int metrics_file_epoch(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  static const char key[] = "{\"epoch\":";
+  char head[32];
+  int max = 0, at_line = 1, c;
+  while ((c = fgetc(f)) != EOF) {
+    if (c == '\n') {
+      at_line = 1;
+      continue;
+    }
+    if (!at_line) continue;
+    at_line = 0;
+    head[0] = (char)c; /* the start of a line: enough of it for the key and the epoch */
+    size_t n = 1;
+    while (n < sizeof head - 1 && (c = fgetc(f)) != EOF && c != '\n') head[n++] = (char)c;
+    head[n] = '\0';
+    if (c == '\n') at_line = 1;
+    if (strncmp(head, key, sizeof key - 1) != 0) continue;
+    const long e = strtol(head + sizeof key - 1, NULL, 10);
+    if (e > max && e <= RT_MAX_EPOCHS) max = (int)e;
+  }
+  fclose(f);
+  return max;
+}
+
 int rt_metrics_open(struct rt_metrics *mt, const char *path, int append) {
   memset(mt, 0, sizeof *mt);
   mt->path = path;
   if (!path) return CG_OK;
+  if (append) mt->file_epoch = metrics_file_epoch(path);
   TRY(append ? cg_outfile_open_keep(&mt->of, path, "metrics file") : cg_outfile_open(&mt->of, path, "metrics file"));
   mt->f = mt->of.fp;
   const long at = ftell(mt->f); /* a resumed run's copy of the file: complete records */

@@ -262,6 +262,7 @@ struct rt_metrics {
   long complete;  /* bytes of the file's complete records (where a failed write is cut back to) */
   int broken;     /* a write failed (disk full): the file keeps its complete records, no more */
   int last_epoch; /* of the last record written */
+  int file_epoch; /* appending: the highest epoch of the file's records before this run (0: none) */
 };
 
 /* What the halo cache did (jaca/jaca.h's struct jaca_stats, as doubles summed over the

@@ -64,6 +64,10 @@ static void rt_train_log_extras(const struct rt_config *cfg) {
   if (cfg->lr_warmup > 0)
     snprintf(sched + strlen(sched), sizeof sched - strlen(sched), "%swarm-up %d epochs", sched[0] ? ", " : "lr ",
              cfg->lr_warmup);
+  if (cfg->model == RT_MODEL_GAT) /* what the model line's "hidden" is per head of */
+    LOG_INFO("train", "gat: hidden layers %d heads x %lld (concatenated), output layer %d head%s (averaged), "
+             "attention dropout %g", cfg->heads, (long long)cfg->hidden, cfg->out_heads, cfg->out_heads == 1 ? "" : "s",
+             (double)rt_config_attn_dropout(cfg));
   if (cfg->optimizer == RT_OPT_SGD)
     LOG_INFO("train", "sgd momentum %g", (double)cfg->momentum);
   if (sched[0]) LOG_INFO("train", "%s", sched);
@@ -295,10 +299,13 @@ static int train_interrupted(const struct rt_config *cfg, int e) {
   rt_config_defaults(&def);
   char seed[48] = "";
   if (cfg->seed != def.seed) snprintf(seed, sizeof seed, " --seed %llu", (unsigned long long)cfg->seed);
+  /* and its --save-best file (FILE.seedN in a run of --seeds): a resume that finds no
+   * better epoch keeps the best weights only there */
+  const char *sb = cfg->save_best_path ? cfg->save_best_path : "";
   if (cfg->checkpoint_path)
     return cg_err_set(CG_ERR_INTERRUPTED, "interrupted after epoch %d of %d; checkpoint %s holds it: "
-                      "continue with --resume %s%s", e, cfg->epochs, cfg->checkpoint_path, cfg->checkpoint_path,
-                      seed);
+                      "continue with --resume %s%s%s%s", e, cfg->epochs, cfg->checkpoint_path, cfg->checkpoint_path,
+                      seed, *sb ? " --save-best " : "", sb);
   return cg_err_set(CG_ERR_INTERRUPTED, "interrupted after epoch %d of %d; no checkpoint (pass "
                     "--checkpoint FILE to keep the state when stopped)", e, cfg->epochs);
 }
@@ -385,6 +392,11 @@ static int train_impl(struct cg_backend *be, const struct rt_local *loc, struct 
     rt_cache_track_resumed(t.cache, cfg->resume_path, t.e_done);
 #endif
   }
+  if (resume && t.metrics.file_epoch > t.e_done) /* rank 0's: the others write no metrics */
+    LOG_WARN("train", "--metrics %s already holds epochs up to %d, past epoch %d of --resume %s: this run "
+             "appends epochs %d-%d after them, so the file repeats epochs %d-%d (give --metrics another file "
+             "to keep the two apart)", cfg->metrics_path, t.metrics.file_epoch, t.e_done, cfg->resume_path,
+             t.e_done + 1, E, t.e_done + 1, t.metrics.file_epoch < E ? t.metrics.file_epoch : E);
 
   t.live = !cfg->quiet && cg_progress_effective_mode() == CG_PROGRESS_TTY;
   /* one place for the run's lines (core/progress.h): on a terminal one live line;
@@ -476,7 +488,9 @@ done:
   cg_free(t.hidden_s);
   if (st == CG_OK && res) *res = t.r;
   else rt_result_free(&t.r);
-  if (st != CG_OK && res && t.ckpt_failed) res->ended_together = 1;
+  /* a divergence too: the loss is global, so every rank diverged after the same epoch
+   * and took the same way here (the job need not be aborted) */
+  if (st != CG_OK && res && (t.ckpt_failed || run_diverged)) res->ended_together = 1;
   return st;
 }
 

@@ -416,6 +416,32 @@ int main(int argc, char **argv) {
     free(out);
   }
 
+  /* ---- a divergence on 2 ranks: the loss is global, so both ranks diverge after the
+   * same epoch and end together: one error line, no MPI_Abort (it used to abort the job,
+   * each rank printing the error, with Open MPI's abort banner), the summary written,
+   * and the seeds of --seeds that did not run named ---- */
+  {
+    char met[600];
+    snprintf(met, sizeof met, "%s/diverged.jsonl", g_dir);
+    snprintf(log, sizeof log, "%s/diverged.log", g_dir);
+    snprintf(cmd, sizeof cmd, "%s -n 2 %s %s --graph synth:tiny --optimizer sgd --lr 1e6 --epochs 30 --seeds 1,2 "
+             "--device cpu --threads 1 --no-part-cache --quiet --metrics %s", mpiexec, mpi, capgnn, met);
+    int rc = run(cmd, log);
+    char *out = slurp(log);
+    int lines = 0;
+    for (const char *p = out; p && (p = strstr(p, "capgnn: error: training diverged")) != NULL; p++) lines++;
+    CHECK(rc == 1, "`%s` exited %d (expected 1):\n%s", cmd, rc, out ? out : "");
+    CHECK(lines == 1, "a divergence on 2 ranks: %d error lines (expected 1):\n%s", lines, out ? out : "");
+    CHECK(out && !strstr(out, "MPI_ABORT") && !strstr(out, "aborting the whole job"),
+          "a divergence on 2 ranks aborted the job:\n%s", out ? out : "");
+    CHECK(out && strstr(out, "run 1 of 2 (seed 1) failed, as above: no mean +- std; seed 2 did not run"),
+          "no word of the seed that did not run:\n%s", out ? out : "");
+    char *mtxt = slurp(met);
+    CHECK(mtxt && strstr(mtxt, "\"outcome\":\"diverged\""), "no summary saying diverged in %s", met);
+    free(mtxt);
+    free(out);
+  }
+
   /* ---- usage errors (found before MPI starts, the same on every rank): one line for the
    * job, from rank 0, not one per rank (issue #18, item 7) ---- */
   {

@@ -174,7 +174,16 @@ static void predict_gat_heads(void **state) {
                                 "--hidden", "4", "--attn-dropout", "0.3", "--epochs", "15", "--seed", "3", "--device",
                                 "cpu", "--threads", "1", "--metrics", met, "--save-best", best, NULL});
   if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
+  /* the log and `capgnn info` name the heads and the attention dropout ("hidden 4" alone
+   * hides that the layer is 2 x 4 wide) */
+  if (!strstr(r.err, "gat: hidden layers 2 heads x 4 (concatenated), output layer 2 heads (averaged), attention "
+                     "dropout 0.3"))
+    fail_msg("the log does not name the heads:\n%s", r.err);
   expect_predict_as_summary(met, best, lg, "synth:small", "GAT 2 heads, 2 output heads");
+  run(&r, (const char *const[]){"info", best, NULL});
+  assert_int_equal(r.exit_code, 0);
+  if (!strstr(r.out, "gat: hidden layers 2 heads x 4, output layer 2 heads, attention dropout 0.3\n"))
+    fail_msg("capgnn info does not name the heads:\n%s", r.out);
 }
 
 static void predict_matches_training(void **state) {
@@ -412,18 +421,116 @@ static void resume_warnings(void **state) {
 }
 
 
+/* A resumed run whose best epoch is one of the run it resumed holds no weights of it:
+ * when its --save-best file does not exist, it says that nothing was written (it used to
+ * say "the file keeps what that run wrote there" of a file that was never written, e.g.
+ * FILE where the interrupted run of --seeds wrote FILE.seedN). lr 1e-20 keeps the
+ * weights, so no epoch of the resumed run beats the best (ties go to the earlier). */
+static void resume_best_missing(void **state) {
+  (void)state;
+  char ck[300], best[300];
+  snprintf(ck, sizeof ck, "%s/rb.ckpt", tmpdir);
+  snprintf(best, sizeof best, "%s/rb-best.ckpt", tmpdir);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--device", "cpu", "--threads", "1",
+                                "--checkpoint", ck, NULL});
+  if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "5", "--lr", "1e-20", "--device", "cpu",
+                                "--threads", "1", "--resume", ck, "--save-best", best, NULL});
+  if (r.exit_code != 0) fail_msg("resume: exit %d: %s", r.exit_code, r.err);
+  printf("%s", r.err);
+  struct stat st;
+  assert_int_not_equal(stat(best, &st), 0);
+  if (strstr(r.err, "the file keeps what that run wrote there"))
+    fail_msg("claims a file that does not exist keeps the best weights:\n%s", r.err);
+  if (!strstr(r.err, "nothing written: no epoch of this run beat the best of the run it resumed"))
+    fail_msg("no word that --save-best wrote nothing:\n%s", r.err);
+}
+
+/* A settings file of a sweep (`seeds = 1,2`) with --seed N on the command line: the
+ * command line wins, so it is one run of seed N, with a note; so one seed is rerun, or
+ * its FILE.seedN resumed, without editing the file (it used to be refused: "--seed
+ * applies to a single run" and "--seeds and --resume exclude each other", the latter
+ * after following its own advice "resume FILE.seedN with --seed N"). */
+static void seeds_file_seed_cli(void **state) {
+  (void)state;
+  char ini[300], ck[300], ck2[320];
+  snprintf(ini, sizeof ini, "%s/sweep.ini", tmpdir);
+  snprintf(ck, sizeof ck, "%s/sweep.ckpt", tmpdir);
+  snprintf(ck2, sizeof ck2, "%s.seed2", ck);
+  FILE *f = fopen(ini, "w");
+  assert_non_null(f);
+  fprintf(f, "[data]\ngraph = synth:tiny\n[training]\nseeds = 1,2\nepochs = 3\n[execution]\ndevice = cpu\n"
+             "threads = 1\n");
+  fclose(f);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--config", ini, "--seed", "2", "--print-config", NULL});
+  if (r.exit_code != 0) fail_msg("--seed 2 with a file's seeds: exit %d: %s", r.exit_code, r.err);
+  assert_non_null(strstr(r.err, "--seeds from "));
+  assert_non_null(strstr(r.err, "left out: the command line's --seed 2 makes this one run"));
+  assert_non_null(strstr(r.out, "\nseed = 2\n"));
+  assert_null(strstr(r.out, "seeds ="));
+  run(&r, (const char *const[]){"--config", ini, "--checkpoint", ck, NULL});
+  if (r.exit_code != 0) fail_msg("the sweep: exit %d: %s", r.exit_code, r.err);
+  run(&r, (const char *const[]){"--config", ini, "--epochs", "5", "--resume", ck2, "--seed", "2", NULL});
+  if (r.exit_code != 0) fail_msg("resume of one seed's file: exit %d: %s", r.exit_code, r.err);
+  assert_non_null(strstr(r.err, "resuming from"));
+  if (strstr(r.err, "in the checkpoint's")) fail_msg("the resume of seed 2 warns:\n%s", r.err);
+  /* "1, 2, 3" as Python prints a list: blanks around the seeds are dropped */
+  run(&r, (const char *const[]){"--config", ini, "--seeds", " 4, 5 ,6", "--print-config", NULL});
+  if (r.exit_code != 0) fail_msg("--seeds ' 4, 5 ,6': exit %d: %s", r.exit_code, r.err);
+  assert_non_null(strstr(r.out, "\nseeds = 4,5,6\n"));
+  expect_error(2, "expected seeds separated by commas", NULL, (const char *const[]){"--seeds", "4, ,6", NULL});
+  /* both on the command line still exclude each other */
+  expect_error(2, "--seed applies to a single run", NULL, (const char *const[]){"--config", ini, "--seeds", "1,2",
+                                                                                 "--seed", "5", NULL});
+}
+
+/* A resumed run appends to its --metrics file: when the file already holds epochs past
+ * the checkpoint's (a run resumed from an earlier checkpoint, or from --save-best's,
+ * with the file of the run that went on), the appended epochs repeat them; it says so
+ * (it used to say nothing, and the file held two records of epochs 4-6). Appending to
+ * the file of the run that wrote the checkpoint says nothing. */
+static void resume_metrics_repeat(void **state) {
+  (void)state;
+  char ck[300], met[300], met2[300];
+  snprintf(ck, sizeof ck, "%s/rm3.ckpt", tmpdir);
+  snprintf(met, sizeof met, "%s/rm6.jsonl", tmpdir);
+  snprintf(met2, sizeof met2, "%s/rm3.jsonl", tmpdir);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--device", "cpu", "--threads", "1",
+                                "--checkpoint", ck, "--metrics", met2, NULL});
+  if (r.exit_code != 0) fail_msg("3 epochs: exit %d: %s", r.exit_code, r.err);
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "6", "--device", "cpu", "--threads", "1",
+                                "--metrics", met, NULL});
+  if (r.exit_code != 0) fail_msg("6 epochs: exit %d: %s", r.exit_code, r.err);
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "8", "--device", "cpu", "--threads", "1",
+                                "--resume", ck, "--metrics", met, NULL});
+  if (r.exit_code != 0) fail_msg("resume into the 6 epochs' file: exit %d: %s", r.exit_code, r.err);
+  printf("%s", r.err);
+  if (!strstr(r.err, "already holds epochs up to 6, past epoch 3 of --resume ") ||
+      !strstr(r.err, "this run appends epochs 4-8 after them, so the file repeats epochs 4-6"))
+    fail_msg("no word that the metrics file now repeats epochs 4-6:\n%s", r.err);
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "5", "--device", "cpu", "--threads", "1",
+                                "--resume", ck, "--metrics", met2, NULL});
+  if (r.exit_code != 0) fail_msg("resume into its own file: exit %d: %s", r.exit_code, r.err);
+  if (strstr(r.err, "already holds")) fail_msg("warns of its own run's file:\n%s", r.err);
+}
+
 /* Ctrl-C during run 1 of --seeds 5,6,7: the message gives the command that continues
- * that run (its seed included) and says that seeds 6 and 7 did not run; following it
+ * that run (its seed and its --save-best FILE.seedN included) and says that seeds 6 and 7 did not run; following it
  * resumes with no warning of another seed. */
 static void seeds_interrupted(void **state) {
   (void)state;
-  char ck[300], met[300], err_path[300], ck5[320];
+  char ck[300], met[300], err_path[300], ck5[320], best[300], best5[320];
   snprintf(ck, sizeof ck, "%s/ms.ckpt", tmpdir);
   snprintf(ck5, sizeof ck5, "%s.seed5", ck);
+  snprintf(best, sizeof best, "%s/ms-best.ckpt", tmpdir);
+  snprintf(best5, sizeof best5, "%s.seed5", best);
   snprintf(met, sizeof met, "%s/ms.jsonl", tmpdir);
   snprintf(err_path, sizeof err_path, "%s/ms.err", tmpdir);
   const char *const args[] = {capgnn_path, "--graph", "synth:tiny", "--epochs", "10000000", "--threads", "1", "--quiet",
-          "--seeds", "5,6,7", "--checkpoint", ck, "--metrics", met, NULL};
+          "--seeds", "5,6,7", "--checkpoint", ck, "--metrics", met, "--save-best", best, NULL};
   pid_t pid = cli_spawn(capgnn_path, args, err_path);
   assert_true(pid >= 0);
   for (int i = 0; i < 600 && !cli_metrics_started(met); i++) usleep(50 * 1000);
@@ -436,8 +543,8 @@ static void seeds_interrupted(void **state) {
   static char err[8192];
   slurp(err_path, err, sizeof err);
   printf("%s", err);
-  char want[400];
-  snprintf(want, sizeof want, "continue with --resume %s --seed 5\n", ck5);
+  char want[800];
+  snprintf(want, sizeof want, "continue with --resume %s --seed 5 --save-best %s\n", ck5, best5);
   if (!strstr(err, want)) fail_msg("expected '%s' in:\n%s", want, err);
   if (!strstr(err, "run 1 of 3 (seed 5) stopped: resume it as above, without --seeds; seeds 6,7 did not run "
                    "(then run them with --seeds 6,7)"))
@@ -447,8 +554,10 @@ static void seeds_interrupted(void **state) {
   char epochs[32];
   snprintf(epochs, sizeof epochs, "%d", atoi(at + strlen("interrupted after epoch ")) + 2);
   static struct run_out r;
-  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", epochs, "--threads", "1", "--resume", ck5, "--seed", "5", "--checkpoint", ck5, NULL});
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", epochs, "--threads", "1", "--resume", ck5, "--seed", "5", "--checkpoint", ck5,
+                                "--save-best", best5, NULL});
   if (r.exit_code != 0) fail_msg("resume as told: exit %d: %s", r.exit_code, r.err);
+  if (strstr(r.err, "nothing written")) fail_msg("the resume as told loses the best weights:\n%s", r.err);
   if (strstr(r.err, "in the checkpoint's")) fail_msg("the resume as told warns:\n%s", r.err);
 }
 
@@ -543,6 +652,10 @@ static void usage_errors(void **state) {
                                      NULL});
   expect_error(2, "--early-stop", NULL, (const char *const[]){"--early-stop", "-1", NULL});
   expect_error(2, "expected patience, window or gat", NULL, (const char *const[]){"--early-stop-rule", "mean", NULL});
+  /* a rule without --early-stop N stops nothing: refused, not ignored (from a settings
+   * file, run with --early-stop 0: left out with a note, below) */
+  expect_error(2, "--early-stop-rule applies to --early-stop N, and this run is without early stopping", NULL,
+               (const char *const[]){"--early-stop-rule", "gat", NULL});
   expect_error(2, "did you mean '--early-stop'", NULL, (const char *const[]){"--early-stp", "3", NULL});
   expect_error(2, "--seeds", NULL, (const char *const[]){"--seeds", "1,,2", NULL});
   expect_error(2, "given twice", NULL, (const char *const[]){"--seeds", "1,2,1", NULL});
@@ -592,6 +705,11 @@ static void usage_errors(void **state) {
   assert_non_null(strstr(r.err, "--seed from "));
   assert_null(strstr(r.out, "heads = 4"));
   assert_null(strstr(r.out, "lr-gamma"));
+  /* configs/cora.ini's early stopping turned off on the command line: its rule goes too */
+  run(&r, (const char *const[]){"--config", ini, "--early-stop", "0", "--print-config", NULL});
+  if (r.exit_code != 0) fail_msg("--early-stop 0 with a file's rule: exit %d: %s", r.exit_code, r.err);
+  assert_non_null(strstr(r.err, "--early-stop-rule from "));
+  assert_null(strstr(r.out, "early-stop-rule"));
   /* a value a settings file would cut at " #" is written quoted, so the file reads back */
   run(&r, (const char *const[]){"--graph", "data/a #b.cgr", "--print-config", NULL});
   assert_int_equal(r.exit_code, 0);
@@ -653,6 +771,9 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(predict_matches_training), cmocka_unit_test(best_off_schedule_and_diverged),
                                      cmocka_unit_test(predict_gat_heads), cmocka_unit_test(predict_multilabel_f1),
                                      cmocka_unit_test(predict_synth_spec), cmocka_unit_test(resume_warnings),
+                                     cmocka_unit_test(resume_best_missing),
+                                     cmocka_unit_test(resume_metrics_repeat),
+                                     cmocka_unit_test(seeds_file_seed_cli),
                                      cmocka_unit_test(seeds_interrupted), cmocka_unit_test(seeds_and_lines),
                                      cmocka_unit_test(usage_errors)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
