@@ -265,6 +265,17 @@ static cJSON *cache_object(const struct rt_cache_record *c) {
   return o;
 }
 
+/* The seed as a number, or as a string past 2^53 (a JSON number would round it). */
+static void json_seed(cJSON *o, uint64_t seed) {
+  if (seed <= (1ull << 53)) {
+    cJSON_AddNumberToObject(o, "seed", (double)seed);
+  } else {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)seed);
+    cJSON_AddStringToObject(o, "seed", buf);
+  }
+}
+
 int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec) {
   if (!mt->f) return CG_OK;
   cJSON *o = cJSON_CreateObject();
@@ -295,6 +306,7 @@ int rt_metrics_epoch(struct rt_metrics *mt, const struct rt_epoch_record *rec) {
   /* beside it, the best any cache of the same slots could do (a set-up figure) */
   json_num(o, "cache_oracle_hit_rate", rec->cache_lookups > 0 && rec->cache ? rec->cache->oracle_hit_rate : NAN);
   json_num(o, "eval_s", rec->eval_s);
+  json_seed(o, rec->seed); /* which run of a --seeds sweep the record is of */
   if (rec->cache) cJSON_AddItemToObject(o, "cache", cache_object(rec->cache));
   if (rec->nranks > 1 && rec->rank_compute_s && rec->rank_comm_s) {
     cJSON_AddItemToObject(o, "rank_compute_s", cJSON_CreateDoubleArray(rec->rank_compute_s, rec->nranks));
@@ -337,13 +349,7 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
   cJSON_AddStringToObject(o, "lr_schedule", rt_lr_schedule_str(cfg->lr_schedule));
   cJSON_AddNumberToObject(o, "early_stop", cfg->early_stop);
   if (cfg->early_stop > 0) cJSON_AddStringToObject(o, "early_stop_rule", rt_early_stop_rule_str(cfg->early_stop_rule));
-  if (cfg->seed <= (1ull << 53)) {
-    cJSON_AddNumberToObject(o, "seed", (double)cfg->seed);
-  } else {
-    char buf[32];
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)cfg->seed);
-    cJSON_AddStringToObject(o, "seed", buf);
-  }
+  json_seed(o, cfg->seed);
 }
 
 int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const struct cg_backend *be,

@@ -557,7 +557,7 @@ struct rt_checkpoint; /* "checkpoints" below */
  *     epochs without evaluation; micro-F1 for multi-label graphs), epoch_s, compute_s,
  *     comm_s, comm_exposed_s, comm_hidden_s, halo_bytes, allreduce_bytes,
  *     inter_node_bytes, compute_max_s, compute_min_s, cache_hit_rate, cache_oracle_hit_rate,
- *     eval_s.
+ *     eval_s, seed (the run's: tells a --seeds sweep's runs apart).
  *   last line: {"summary": true, graph, nodes, edges, features, features_sparse (layer 0
  *     multiplied them as CSR), classes, multilabel,
  *     device, threads,

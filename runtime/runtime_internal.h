@@ -344,6 +344,7 @@ struct rt_epoch_record {
   double compute_max_s, compute_min_s;
   int64_t cache_hits, cache_lookups;
   double eval_s;                     /* NaN without evaluation */
+  uint64_t seed;                     /* the run's --seed */
   const struct rt_cache_record *cache; /* the halo cache's epoch, NULL without one */
   int nranks;                        /* > 1: the per-rank times below */
   const double *rank_compute_s, *rank_comm_s;

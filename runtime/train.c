@@ -281,7 +281,8 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
       .comm_s = ss.comm_s, .comm_exposed_s = ss.comm_exposed_s, .comm_hidden_s = ss.comm_hidden_s,
       .halo_bytes = sums[0], .allreduce_bytes = sums[1], .inter_node_bytes = sums[5],
       .compute_max_s = ext[0], .compute_min_s = -ext[1], .cache_hits = (int64_t)sums[3],
-      .cache_lookups = (int64_t)sums[4], .eval_s = eval_s, .cache = t->cache ? &t->cache_epoch : NULL,
+      .cache_lookups = (int64_t)sums[4], .eval_s = eval_s, .seed = t->cfg->seed,
+      .cache = t->cache ? &t->cache_epoch : NULL,
       .nranks = t->loc->nranks, .rank_compute_s = rank_compute, .rank_comm_s = rank_comm};
   cg_watch_mark("writing the metrics record", e, -1, 0);
   TRY(rt_metrics_epoch(&t->metrics, &rec));

@@ -614,6 +614,24 @@ static void seeds_and_lines(void **state) {
   printf("  --seeds 4,9: test acc %.4f, %.4f: mean %.4f std %.4f\n", x, y, mean, sd);
   cJSON_Delete(s);
   cJSON_Delete(a);
+  { /* every epoch record names its run's seed: 7 of seed 4, then 7 of seed 9 */
+    static char buf[1 << 20];
+    slurp(met, buf, sizeof buf);
+    int n = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+      cJSON *o = cJSON_Parse(line);
+      assert_non_null(o);
+      if (cJSON_GetObjectItemCaseSensitive(o, "epoch") && !cJSON_GetObjectItemCaseSensitive(o, "summary")) {
+        const cJSON *seed = cJSON_GetObjectItemCaseSensitive(o, "seed");
+        assert_true(cJSON_IsNumber(seed));
+        assert_int_equal(seed->valueint, n < 7 ? 4 : 9);
+        n++;
+      }
+      cJSON_Delete(o);
+    }
+    assert_int_equal(n, 14);
+  }
   /* --quiet: no progress lines at all */
   run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--device", "cpu", "--threads", "1",
                                 "--quiet", NULL});
