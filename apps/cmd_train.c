@@ -1037,7 +1037,8 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   /* where the settings that only apply to one model, schedule or kind of run came from:
    * NULL the command line, else the settings file (the check after rt_config_check below) */
   const char *from_heads = NULL, *from_out_heads = NULL, *from_attn = NULL, *from_step = NULL, *from_gamma = NULL,
-             *from_lr_epochs = NULL, *from_seed = NULL, *from_seeds = NULL, *from_es_rule = NULL;
+             *from_lr_epochs = NULL, *from_seed = NULL, *from_seeds = NULL, *from_es_rule = NULL,
+             *from_hidden = NULL, *from_layernorm = NULL;
   int seed_on_cli = 0; /* --seed given on the command line (its last word wins) */
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
@@ -1053,6 +1054,8 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       else if (c == OPT_SEED) from_seed = from, seed_on_cli = from == NULL;
       else if (c == OPT_SEEDS) from_seeds = from;
       else if (c == OPT_EARLY_STOP_RULE) from_es_rule = from;
+      else if (c == OPT_HIDDEN) from_hidden = from;
+      else if (c == OPT_LAYERNORM) from_layernorm = from;
     }
     switch (c) {
       case 'h':
@@ -1347,6 +1350,9 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         {seeds.n > 0 && cfg.seed != def.seed, "--seed", from_seed, "a single run (without --seeds)"},
         {cfg.early_stop == 0 && cfg.early_stop_rule != def.early_stop_rule, "--early-stop-rule", from_es_rule,
          "--early-stop N"},
+        /* one layer has no hidden layer: no width, nothing to normalise */
+        {cfg.layers == 1 && cfg.hidden != def.hidden, "--hidden", from_hidden, "--layers 2 or more"},
+        {cfg.layers == 1 && cfg.layernorm, "--layernorm", from_layernorm, "--layers 2 or more"},
     };
     for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++) {
       if (!rules[k].given) continue;
@@ -1354,6 +1360,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       if (!strcmp(rules[k].applies, "--model gat")) snprintf(now, sizeof now, "--model %s", rt_model_kind_str(cfg.model));
       else if (!strcmp(rules[k].opt, "--seed")) snprintf(now, sizeof now, "--seeds");
       else if (!strcmp(rules[k].opt, "--early-stop-rule")) snprintf(now, sizeof now, "without early stopping");
+      else if (!strcmp(rules[k].applies, "--layers 2 or more")) snprintf(now, sizeof now, "--layers 1");
       else snprintf(now, sizeof now, "--lr-schedule %s", rt_lr_schedule_str(cfg.lr_schedule));
       if (!rules[k].from)
         return usage_error("%s applies to %s, and this run is %s (leave it out%s)", rules[k].opt, rules[k].applies, now,
@@ -1366,6 +1373,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     if (cfg.lr_schedule != RT_LR_STEP) cfg.lr_step_size = def.lr_step_size, cfg.lr_gamma = def.lr_gamma;
     if (cfg.lr_schedule != RT_LR_COSINE) cfg.lr_epochs = def.lr_epochs;
     if (cfg.early_stop == 0) cfg.early_stop_rule = def.early_stop_rule;
+    if (cfg.layers == 1) cfg.hidden = def.hidden, cfg.layernorm = 0;
   }
   if (cfg.metrics_path && !cfg.metrics_path[0]) return usage_error("--metrics: empty file name");
   if (cfg.checkpoint_path && !cfg.checkpoint_path[0]) return usage_error("--checkpoint: empty file name");

@@ -140,8 +140,11 @@ static int train_setup(struct train_run *t) {
            loc->name, synth ? " (" : "", synth ? cfg->graph : "", synth ? ", synthetic)" : "", (long long)loc->n_global, (long long)loc->m_global, (long long)loc->feat_dim,
            (long long)loc->num_classes, loc->multilabel ? " (multi-label)" : "", loc->rank,
            loc->nranks, (long long)loc->n_inner, (long long)loc->n_halo);
-  LOG_INFO("train", "model %s, %d layers, hidden %lld, dropout %g (input %g)%s, %s lr %g wd %g (%s), %lld parameters, device %s",
-           rt_model_kind_str(cfg->model), cfg->layers, (long long)cfg->hidden, (double)cfg->dropout,
+  char shape[64]; /* (one layer has no hidden width) */
+  if (cfg->layers == 1) snprintf(shape, sizeof shape, "1 layer (no hidden layer)");
+  else snprintf(shape, sizeof shape, "%d layers, hidden %lld", cfg->layers, (long long)cfg->hidden);
+  LOG_INFO("train", "model %s, %s, dropout %g (input %g)%s, %s lr %g wd %g (%s), %lld parameters, device %s",
+           rt_model_kind_str(cfg->model), shape, (double)cfg->dropout,
            (double)rt_config_layer_dropout(cfg, 0),
            cfg->layernorm ? ", layernorm" : "", rt_optimizer_str(cfg->optimizer), (double)cfg->lr,
            (double)cfg->weight_decay, rt_wd_scope_str(cfg->wd_scope), (long long)t->r.num_params,

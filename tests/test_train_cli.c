@@ -674,6 +674,11 @@ static void usage_errors(void **state) {
    * file, run with --early-stop 0: left out with a note, below) */
   expect_error(2, "--early-stop-rule applies to --early-stop N, and this run is without early stopping", NULL,
                (const char *const[]){"--early-stop-rule", "gat", NULL});
+  /* one layer has no hidden layer: its width and LayerNorm are refused, not shown and ignored */
+  expect_error(2, "--hidden applies to --layers 2 or more, and this run is --layers 1", NULL,
+               (const char *const[]){"--layers", "1", "--hidden", "64", NULL});
+  expect_error(2, "--layernorm applies to --layers 2 or more, and this run is --layers 1", NULL,
+               (const char *const[]){"--layers", "1", "--layernorm", NULL});
   expect_error(2, "did you mean '--early-stop'", NULL, (const char *const[]){"--early-stp", "3", NULL});
   expect_error(2, "--seeds", NULL, (const char *const[]){"--seeds", "1,,2", NULL});
   expect_error(2, "given twice", NULL, (const char *const[]){"--seeds", "1,2,1", NULL});
