@@ -86,26 +86,32 @@ static void cmd_convert_usage(FILE *out) {
  * never one of the source files, an existing file only with --force. A folder --input
  * (dgl-reddit, ogb, saint) holds the source files: an existing file inside it that is
  * not a graph may be one of them, so --force does not replace it either. */
-static int check_output(const char *output, const struct import_opts *o, int force) {
-  const struct cg_outfile_input inputs[] = {{"--input", o->input},
+static int check_output(const char *output, const char *opt, const struct cg_outfile_kind *kind, const char *what,
+                        const struct import_opts *o, int is_cgr, const char *other, int force) {
+  /* (--from cgr: the input as graph_open finds it, "data/g" for data/g.cgr, as
+   * convert_cgr checks it) */
+  char gpath[4200];
+  const char *src = is_cgr && graph_path(o->input, gpath, sizeof gpath) ? gpath : o->input;
+  const struct cg_outfile_input inputs[] = {{"--input", src},
                                             {"--features", o->features && strcmp(o->features, "identity") != 0
                                                                ? o->features : NULL},
                                             {"--labels", o->labels},
-                                            {"--split", o->split}};
-  TRY(cg_outfile_check(output, "--output", graph_outfile_kind(), inputs, 4, force, 0));
+                                            {"--split", o->split},
+                                            {"--output", other}};
+  TRY(cg_outfile_check(output, opt, kind, inputs, 5, force, 0));
   struct stat in, out;
   if (stat(o->input, &in) == 0 && S_ISDIR(in.st_mode) && stat(output, &out) == 0 && S_ISREG(out.st_mode) &&
-      !cg_outfile_is_kind(output, graph_outfile_kind())) {
+      !cg_outfile_is_kind(output, kind)) {
     char *folder = realpath(o->input, NULL), *file = realpath(output, NULL);
     const size_t k = folder ? strlen(folder) : 0;
     const int inside = folder && file && strncmp(file, folder, k) == 0 && file[k] == '/';
     free(folder);
     free(file);
     if (inside)
-      return cg_err_set(CG_ERR_ARG, "--output %s: an existing file inside the --input folder %s may be one "
-                        "of its source files: choose a new file name (or a path outside it)", output, o->input);
+      return cg_err_set(CG_ERR_ARG, "%s %s: an existing file inside the --input folder %s may be one "
+                        "of its source files: choose a new file name (or a path outside it)", opt, output, o->input);
   }
-  return cg_outfile_probe(output, "graph");
+  return cg_outfile_probe(output, what);
 }
 
 /* The --order-out file: text, so that any tool reads it; the '#' line is its signature
@@ -306,13 +312,13 @@ int cmd_convert(int argc, char **argv) {
   }
   if (order_out && reorder == GRAPH_REORDER_NONE)
     return usage_error("--order-out writes the map of --reorder: give --reorder rcm, cluster, metis or auto");
-  if (check_output(output, &o, force) != CG_OK) return cli_runtime_error();
+  if (check_output(output, "--output", graph_outfile_kind(), "graph", &o, is_cgr, NULL, force) != CG_OK)
+    return cli_runtime_error();
   if (order_out) {
     if (cg_outfile_same(order_out, output))
       return usage_error("--order-out and --output name the same file (%s): use two files", output);
-    const struct cg_outfile_input ins[] = {{"--input", o.input}, {"--output", output}};
-    if (cg_outfile_check(order_out, "--order-out", order_kind(), ins, 2, force, 0) != CG_OK ||
-        cg_outfile_probe(order_out, "vertex order") != CG_OK)
+    /* never a source file either, --force or not: the map is written after they were read */
+    if (check_output(order_out, "--order-out", order_kind(), "vertex order", &o, is_cgr, output, force) != CG_OK)
       return cli_runtime_error();
   }
 

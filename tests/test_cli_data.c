@@ -442,6 +442,34 @@ static void test_convert_order_out(void **state) {
   free(text);
   snprintf(p, sizeof p, "%s/y.cgr", d);
   assert_int_not_equal(access(p, F_OK), 0); /* refused before any work */
+  /* never a source file, even with --force: the labels of an import, and the --input
+   * graph named without its .cgr (the map is written after they were read) */
+  snprintf(p, sizeof p, "%s/Y.npy", d);
+  text = slurp(p);
+  assert_non_null(text);
+  r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels '%s/Y.npy' "
+          "--feat-storage dense --output '%s/z.cgr' --reorder rcm --order-out '%s/Y.npy' --force --quiet",
+          d, d, d, d, d);
+  assert_int_not_equal(r.rc, 0);
+  assert_non_null(strstr(r.err, "is the --labels"));
+  run_free(&r);
+  char *after = slurp(p);
+  assert_non_null(after);
+  assert_memory_equal(after, text, 10); /* still the .npy ("\x93NUMPY...") */
+  free(after);
+  free(text);
+  snprintf(p, sizeof p, "%s/plain.cgr", d);
+  struct stat before, now;
+  assert_int_equal(stat(p, &before), 0);
+  r = run(NULL, "convert --from cgr --input '%s/plain' --output '%s/w.cgr' --reorder rcm --order-out "
+          "'%s/plain.cgr' --force --quiet", d, d, d);
+  assert_int_not_equal(r.rc, 0);
+  assert_non_null(strstr(r.err, "is the --input"));
+  run_free(&r);
+  assert_int_equal(stat(p, &now), 0);
+  assert_int_equal(now.st_size, before.st_size);
+  assert_int_equal(graph_load_cgr(p, &a), CG_OK); /* still the graph */
+  graph_free(&a);
 }
 
 /* A boolean mask given as --split (PyG's train_mask saved with numpy.save) is refused
