@@ -68,9 +68,9 @@ static void load(void) {
   const int nb = (int)(sizeof blas_names / sizeof *blas_names);
   const int ns = (int)(sizeof sparse_names / sizeof *sparse_names);
   /* (a half-loaded table is cleared: a caller sees all of it or none) */
-  void *blas = open_lib(CAPGNN_CUBLAS_SONAME, CAPGNN_CUBLAS_DIR);
+  void *blas = open_lib(CAPGNN_CUBLAS_SONAME, CAPGNN_CUBLAS_DIR), *sparse = NULL;
   if (!blas || !find_all(blas, CAPGNN_CUBLAS_SONAME, blas_slots, blas_names, nb)) goto fail;
-  void *sparse = open_lib(CAPGNN_CUSPARSE_SONAME, CAPGNN_CUSPARSE_DIR);
+  sparse = open_lib(CAPGNN_CUSPARSE_SONAME, CAPGNN_CUSPARSE_DIR);
   if (!sparse || !find_all(sparse, CAPGNN_CUSPARSE_SONAME, sparse_slots, sparse_names, ns))
     goto fail;
   /* (the handles stay open for the life of the process, as linked libraries do) */
@@ -79,6 +79,9 @@ static void load(void) {
 fail:
   for (int i = 0; i < nb; i++) *blas_slots[i] = NULL;
   for (int i = 0; i < ns; i++) *sparse_slots[i] = NULL;
+  /* (closed: a run that goes on without a GPU does not keep their ~250 MB) */
+  if (sparse) dlclose(sparse);
+  if (blas) dlclose(blas);
   load_status = CG_ERR_CUDA;
 }
 
