@@ -331,18 +331,24 @@ static int counts_to_int(const int64_t *cnt, int n, int *icnt, int *idsp, const 
   return CG_OK;
 }
 
-/* Every rank of the node learns whether all of them are ready to enter a node
- * collective (status >= 0 on each), as comm_agree does over the world: a rank that failed
- * before the collective and left alone would leave the others waiting inside it. */
-static int node_agree(struct comm *c, int status, const char *what) {
+/* Every rank of `mc` learns whether all of them are ready to enter a collective
+ * (status >= 0 on each): a rank that failed before it and left alone would leave the
+ * others waiting inside. MINLOC: the most negative status, and the lowest rank (`me`,
+ * named "WHOSE N SUFFIX" in the message) that has it. */
+static int agree_in(MPI_Comm mc, int me, int status, const char *whose, const char *suffix, const char *what) {
   struct {
     int status, rank;
-  } mine = {status < 0 ? status : 0, c->local_rank}, worst;
-  COMM_MPI_TRY(MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MINLOC, c->node));
+  } mine = {status < 0 ? status : 0, me}, worst;
+  COMM_MPI_TRY(MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MINLOC, mc));
   if (worst.status >= 0) return CG_OK;
   if (status < 0) return status; /* keep this rank's own message */
-  return cg_err_set(worst.status, "local rank %d of this node failed during %s (%s; see that rank's log)", worst.rank,
+  return cg_err_set(worst.status, "%s %d%s failed during %s (%s; see that rank's log)", whose, worst.rank, suffix,
                     what, cg_status_str(worst.status));
+}
+
+/* comm_agree over the ranks of this node (for node collectives). */
+static int node_agree(struct comm *c, int status, const char *what) {
+  return agree_in(c->node, c->local_rank, status, "local rank", " of this node", what);
 }
 
 int comm_node_allgatherv_i64(struct comm *c, const int64_t *mine, int64_t n, int64_t *all) {
@@ -390,15 +396,7 @@ done:
 }
 
 int comm_agree(struct comm *c, int status, const char *what) {
-  /* MINLOC: the most negative status, and the lowest rank that has it. */
-  struct {
-    int status, rank;
-  } mine = {status < 0 ? status : 0, c->rank}, worst;
-  COMM_MPI_TRY(MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MINLOC, c->world));
-  if (worst.status >= 0) return CG_OK;
-  if (status < 0) return status; /* keep this rank's own message */
-  return cg_err_set(worst.status, "rank %d failed during %s (%s; see that rank's log)", worst.rank,
-                    what ? what : "setup", cg_status_str(worst.status));
+  return agree_in(c->world, c->rank, status, "rank", "", what ? what : "setup");
 }
 
 /* ---- memory shared by the ranks of a host ---------------------------------------- */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "alloc_fault.h"
+#include "mpi_test.h"
 #include "core/ops.h"
 #include "core/status.h"
 #include "graph/graph.h"
@@ -21,26 +22,7 @@
 #include "mpi/comm.h"
 #include "partition/partition.h"
 
-static struct comm *g_comm;
-
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "[rank %d] FAIL %s:%d: %s: ", comm_rank(g_comm), __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fprintf(stderr, "\n");                                                                       \
-      comm_abort(g_comm, 1);                                                                       \
-    }                                                                                              \
-  } while (0)
-#define OK(expr)                                                                                        \
-  do {                                                                                                  \
-    int ok_st_ = (expr);                                                                                \
-    if (ok_st_ < 0) {                                                                                   \
-      fprintf(stderr, "[rank %d] FAIL %s:%d: %s: %s\n", comm_rank(g_comm), __FILE__, __LINE__, #expr,   \
-              cg_err_msg());                                                                            \
-      comm_abort(g_comm, 1);                                                                            \
-    }                                                                                                   \
-  } while (0)
+struct comm *mt_comm;
 
 /* One sweep: returns the number of failing creates checked. */
 static int sweep(struct cg_backend *be, const struct part_local *pl, const struct jaca_options *o, int victim,
@@ -50,8 +32,8 @@ static int sweep(struct cg_backend *be, const struct part_local *pl, const struc
   for (int n = 1;; n++) {
     struct cg_exchange *ex = NULL;
     af_track_begin();
-    if (comm_rank(g_comm) == victim) af_fail_at(n);
-    const int st = jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, o, &ex);
+    if (comm_rank(mt_comm) == victim) af_fail_at(n);
+    const int st = jaca_exchange_create(mt_comm, be, pl, &pl->agg, 64, &layers, o, &ex);
     const int pending = af_fail_pending();
     af_fail_at(0);
     char msg[512];
@@ -60,37 +42,37 @@ static int sweep(struct cg_backend *be, const struct part_local *pl, const struc
     if (st == CG_OK) cg_exchange_destroy(&ex);
     const int left = af_track_end();
     int64_t v[3] = {st == CG_OK, pending, -(int64_t)(st == CG_OK)};
-    OK(comm_allreduce_i64(g_comm, v, 3, COMM_MAX));
-    CHECK(left == 0, "%s: allocation %d of rank %d failing: the create returned %d and left %d block(s) allocated",
+    MT_OK(comm_allreduce_i64(mt_comm, v, 3, COMM_MAX));
+    MT_CHECK(left == 0, "%s: allocation %d of rank %d failing: the create returned %d and left %d block(s) allocated",
           name, n, victim, st, left);
     if (v[1]) { /* the victim made fewer than n allocations: nothing failed */
-      CHECK(st == CG_OK, "%s: no allocation failed, yet the create returned %d (%s)", name, st, msg);
+      MT_CHECK(st == CG_OK, "%s: no allocation failed, yet the create returned %d (%s)", name, st, msg);
       return checked;
     }
     /* a failed allocation the create can do without (a fallback) may let it succeed */
-    CHECK((st == CG_ERR_NOMEM && ex == NULL) || st == CG_OK, "%s: allocation %d of rank %d failing: the create "
+    MT_CHECK((st == CG_ERR_NOMEM && ex == NULL) || st == CG_OK, "%s: allocation %d of rank %d failing: the create "
           "returned %d (%s)", name, n, victim, st, msg);
-    CHECK(v[0] == -v[2], "%s: allocation %d of rank %d failing: the create succeeded on some ranks only", name, n,
+    MT_CHECK(v[0] == -v[2], "%s: allocation %d of rank %d failing: the create succeeded on some ranks only", name, n,
           victim);
     checked++;
   }
 }
 
 int main(int argc, char **argv) {
-  if (comm_init(&argc, &argv, &g_comm) != CG_OK) {
+  if (comm_init(&argc, &argv, &mt_comm) != CG_OK) {
     fprintf(stderr, "comm_init: %s\n", cg_err_msg());
     return 1;
   }
-  const int P = comm_size(g_comm), me = comm_rank(g_comm);
+  const int P = comm_size(mt_comm), me = comm_rank(mt_comm);
   struct cg_backend *cpu = NULL;
-  OK(cg_backend_cpu_create(1, &cpu));
+  MT_OK(cg_backend_cpu_create(1, &cpu));
   struct graph g;
-  OK(graph_synth("synth:tiny", &g));
+  MT_OK(graph_synth("synth:tiny", &g));
   int32_t *owner = malloc(sizeof(int32_t) * (size_t)g.n);
-  CHECK(owner != NULL, "out of memory");
+  MT_CHECK(owner != NULL, "out of memory");
   for (int64_t v = 0; v < g.n; v++) owner[v] = (int32_t)(v % P);
   struct part_local pl;
-  OK(part_local_build(&g, owner, P, me, GRAPH_NORM_GCN, 1, &pl));
+  MT_OK(part_local_build(&g, owner, P, me, GRAPH_NORM_GCN, 1, &pl));
 
   struct jaca_options o[3];
   const char *names[3] = {"exact", "stale rows and gradients", "adaptive rows and gradients"};
@@ -103,8 +85,8 @@ int main(int argc, char **argv) {
   o[1].capacity = 0.5;
   o[1].staleness = 2;
   o[1].grad_staleness = 2;
-  OK(jaca_staleness_parse("adaptive:0.1:3", &o[2]));
-  OK(jaca_grad_staleness_parse("adaptive:0.1:3", &o[2]));
+  MT_OK(jaca_staleness_parse("adaptive:0.1:3", &o[2]));
+  MT_OK(jaca_grad_staleness_parse("adaptive:0.1:3", &o[2]));
   o[2].capacity = 0.5;
 
   for (int k = 0; k < 3; k++)
@@ -117,6 +99,6 @@ int main(int argc, char **argv) {
   graph_free(&g);
   cg_backend_destroy(&cpu);
   if (me == 0) printf("test_jaca_create_fault: all checks passed\n");
-  comm_finalize(&g_comm);
+  comm_finalize(&mt_comm);
   return 0;
 }
