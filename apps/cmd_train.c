@@ -1040,6 +1040,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
              *from_lr_epochs = NULL, *from_seed = NULL, *from_seeds = NULL, *from_es_rule = NULL,
              *from_hidden = NULL, *from_layernorm = NULL;
   int seed_on_cli = 0; /* --seed given on the command line (its last word wins) */
+  int es_rule_given = 0; /* --early-stop-rule given at all (its default, patience, too) */
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("train", argc, argv, optind, optarg)) != 0) break;
@@ -1053,7 +1054,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       else if (c == OPT_LR_EPOCHS) from_lr_epochs = from;
       else if (c == OPT_SEED) from_seed = from, seed_on_cli = from == NULL;
       else if (c == OPT_SEEDS) from_seeds = from;
-      else if (c == OPT_EARLY_STOP_RULE) from_es_rule = from;
+      else if (c == OPT_EARLY_STOP_RULE) from_es_rule = from, es_rule_given = 1;
       else if (c == OPT_HIDDEN) from_hidden = from;
       else if (c == OPT_LAYERNORM) from_layernorm = from;
     }
@@ -1348,7 +1349,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
         {cfg.lr_schedule != RT_LR_COSINE && cfg.lr_epochs != def.lr_epochs, "--lr-epochs", from_lr_epochs,
          "--lr-schedule cosine"},
         {seeds.n > 0 && cfg.seed != def.seed, "--seed", from_seed, "a single run (without --seeds)"},
-        {cfg.early_stop == 0 && cfg.early_stop_rule != def.early_stop_rule, "--early-stop-rule", from_es_rule,
+        {cfg.early_stop == 0 && es_rule_given, "--early-stop-rule", from_es_rule,
          "--early-stop N"},
         /* one layer has no hidden layer: no width, nothing to normalise */
         {cfg.layers == 1 && cfg.hidden != def.hidden, "--hidden", from_hidden, "--layers 2 or more"},

@@ -674,6 +674,9 @@ static void usage_errors(void **state) {
    * file, run with --early-stop 0: left out with a note, below) */
   expect_error(2, "--early-stop-rule applies to --early-stop N, and this run is without early stopping", NULL,
                (const char *const[]){"--early-stop-rule", "gat", NULL});
+  /* the default rule named explicitly is no different: it still has nothing to stop */
+  expect_error(2, "--early-stop-rule applies to --early-stop N, and this run is without early stopping", NULL,
+               (const char *const[]){"--early-stop-rule", "patience", NULL});
   /* one layer has no hidden layer: its width and LayerNorm are refused, not shown and ignored */
   expect_error(2, "--hidden applies to --layers 2 or more, and this run is --layers 1", NULL,
                (const char *const[]){"--layers", "1", "--hidden", "64", NULL});
