@@ -74,6 +74,13 @@ static void rt_train_log_extras(const struct rt_config *cfg) {
   if (cfg->early_stop > 0)
     LOG_INFO("train", "early stopping: %d evaluations, rule %s", cfg->early_stop,
              rt_early_stop_rule_str(cfg->early_stop_rule));
+  if (cfg->early_stop > 0 && cfg->eval_every > 1) { /* its patience counts evaluations, not epochs */
+    const int evals = (cfg->epochs + cfg->eval_every - 1) / cfg->eval_every;
+    if (evals <= cfg->early_stop)
+      LOG_WARN_COMMON("train", "--early-stop %d counts evaluations, and --epochs %d with --eval-every %d makes %d: "
+                      "early stopping cannot end this run (evaluate more often, or give it fewer evaluations)",
+                      cfg->early_stop, cfg->epochs, cfg->eval_every, evals);
+  }
 }
 
 /* One training run between rt_train's set-up and its end. */

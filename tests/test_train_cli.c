@@ -674,6 +674,19 @@ static void usage_errors(void **state) {
    * file, run with --early-stop 0: left out with a note, below) */
   expect_error(2, "--early-stop-rule applies to --early-stop N, and this run is without early stopping", NULL,
                (const char *const[]){"--early-stop-rule", "gat", NULL});
+  { /* early stopping that can never act (its patience counts evaluations): warned */
+    static struct run_out w;
+    run(&w, (const char *const[]){"--graph", "synth:tiny", "--epochs", "6", "--eval-every", "4", "--early-stop", "2",
+                                  "--device", "cpu", "--threads", "1", "--quiet", NULL});
+    assert_int_equal(w.exit_code, 0);
+    if (!strstr(w.err, "--early-stop 2 counts evaluations, and --epochs 6 with --eval-every 4 makes 2: early "
+                       "stopping cannot end this run"))
+      fail_msg("no warning that early stopping cannot act:\n%s", w.err);
+    run(&w, (const char *const[]){"--graph", "synth:tiny", "--epochs", "12", "--eval-every", "4", "--early-stop", "2",
+                                  "--device", "cpu", "--threads", "1", "--quiet", NULL});
+    assert_int_equal(w.exit_code, 0);
+    assert_null(strstr(w.err, "counts evaluations"));
+  }
   /* the default rule named explicitly is no different: it still has nothing to stop */
   expect_error(2, "--early-stop-rule applies to --early-stop N, and this run is without early stopping", NULL,
                (const char *const[]){"--early-stop-rule", "patience", NULL});
