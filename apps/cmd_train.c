@@ -717,6 +717,14 @@ static void seed_config(const struct rt_config *cfg, const struct seed_list *see
   out->metrics_append = i > 0;
 }
 
+/* The seeds after run i, "a,b,c" (what did not run), into rest. */
+static void seeds_after(const struct seed_list *seeds, int i, char *rest, size_t cap) {
+  size_t k = 0;
+  rest[0] = '\0';
+  for (int j = i + 1; j < seeds->n && k < cap; j++)
+    k += (size_t)snprintf(rest + k, cap - k, "%s%llu", j > i + 1 ? "," : "", (unsigned long long)seeds->v[j]);
+}
+
 /* Run i of --seeds was interrupted (rank 0, after the line that says how to resume it):
  * a resume continues one run, so say that it goes without --seeds and which seeds did
  * not run. */
@@ -727,10 +735,8 @@ static void seeds_interrupted(const struct seed_list *seeds, int i, int checkpoi
   snprintf(again, sizeof again, "run it again with --seed %llu (no --checkpoint: nothing to resume)",
            (unsigned long long)seeds->v[i]);
   const char *how = checkpointed ? "resume it as above, without --seeds" : again;
-  char rest[MAX_SEEDS * 22] = "";
-  size_t k = 0;
-  for (int j = i + 1; j < seeds->n && k < sizeof rest; j++)
-    k += (size_t)snprintf(rest + k, sizeof rest - k, "%s%llu", j > i + 1 ? "," : "", (unsigned long long)seeds->v[j]);
+  char rest[MAX_SEEDS * 22];
+  seeds_after(seeds, i, rest, sizeof rest);
   if (i + 1 < seeds->n)
     fprintf(stderr, "capgnn: --seeds: run %d of %d (seed %llu) stopped: %s; seed%s %s did not run (then run "
             "%s with --seeds %s)\n", i + 1, seeds->n, (unsigned long long)seeds->v[i], how,
@@ -744,10 +750,8 @@ static void seeds_interrupted(const struct seed_list *seeds, int i, int checkpoi
  * aggregate; say which seeds did not run, so that the sweep is not taken as done. */
 static void seeds_failed(const struct seed_list *seeds, int i) {
   if (seeds->n == 0) return;
-  char rest[MAX_SEEDS * 22] = "";
-  size_t k = 0;
-  for (int j = i + 1; j < seeds->n && k < sizeof rest; j++)
-    k += (size_t)snprintf(rest + k, sizeof rest - k, "%s%llu", j > i + 1 ? "," : "", (unsigned long long)seeds->v[j]);
+  char rest[MAX_SEEDS * 22];
+  seeds_after(seeds, i, rest, sizeof rest);
   if (i + 1 < seeds->n)
     fprintf(stderr, "capgnn: --seeds: run %d of %d (seed %llu) failed, as above: no mean +- std; seed%s %s did "
             "not run (then run %s with --seeds %s)\n", i + 1, seeds->n, (unsigned long long)seeds->v[i],

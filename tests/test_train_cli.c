@@ -91,24 +91,37 @@ static void expect_error(int code, const char *want, const char *env, const char
   if (!strstr(r.err, want)) fail_msg("expected '%s' in: %s", want, r.err);
 }
 
-/* The last object of a JSON Lines file with key `key` true. */
-static cJSON *record(const char *path, const char *key, int *nrecords) {
+/* Every record of a JSON Lines file, as a cJSON array (caller deletes). */
+static cJSON *records(const char *path) {
   static char buf[1 << 20];
   slurp(path, buf, sizeof buf);
-  cJSON *found = NULL;
-  int n = 0;
+  cJSON *all = cJSON_CreateArray();
+  assert_non_null(all);
   char *save = NULL;
   for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
     cJSON *o = cJSON_Parse(line);
     assert_non_null(o);
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key))) {
-      n++;
-      cJSON_Delete(found);
-      found = o;
-    } else {
-      cJSON_Delete(o);
-    }
+    cJSON_AddItemToArray(all, o);
   }
+  return all;
+}
+
+/* The last object of a JSON Lines file with key `key` true. */
+static cJSON *record(const char *path, const char *key, int *nrecords) {
+  cJSON *all = records(path), *found = NULL;
+  int n = 0, i = 0;
+  const cJSON *o;
+  cJSON_ArrayForEach(o, all) {
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key))) n++, found = (cJSON *)o;
+  }
+  if (found) { /* detach the last match from the array */
+    cJSON_ArrayForEach(o, all) {
+      if (o == found) break;
+      i++;
+    }
+    found = cJSON_DetachItemFromArray(all, i);
+  }
+  cJSON_Delete(all);
   if (nrecords) *nrecords = n;
   return found;
 }
@@ -615,21 +628,17 @@ static void seeds_and_lines(void **state) {
   cJSON_Delete(s);
   cJSON_Delete(a);
   { /* every epoch record names its run's seed: 7 of seed 4, then 7 of seed 9 */
-    static char buf[1 << 20];
-    slurp(met, buf, sizeof buf);
+    cJSON *all = records(met);
     int n = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-      cJSON *o = cJSON_Parse(line);
-      assert_non_null(o);
-      if (cJSON_GetObjectItemCaseSensitive(o, "epoch") && !cJSON_GetObjectItemCaseSensitive(o, "summary")) {
-        const cJSON *seed = cJSON_GetObjectItemCaseSensitive(o, "seed");
-        assert_true(cJSON_IsNumber(seed));
-        assert_int_equal(seed->valueint, n < 7 ? 4 : 9);
-        n++;
-      }
-      cJSON_Delete(o);
+    const cJSON *o;
+    cJSON_ArrayForEach(o, all) {
+      if (!cJSON_GetObjectItemCaseSensitive(o, "epoch") || cJSON_GetObjectItemCaseSensitive(o, "summary")) continue;
+      const cJSON *seed = cJSON_GetObjectItemCaseSensitive(o, "seed");
+      assert_true(cJSON_IsNumber(seed));
+      assert_int_equal(seed->valueint, n < 7 ? 4 : 9);
+      n++;
     }
+    cJSON_Delete(all);
     assert_int_equal(n, 14);
   }
   /* --quiet: no progress lines at all */
