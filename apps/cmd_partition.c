@@ -138,12 +138,18 @@ static int partition_rates(const struct graph *g, const struct rapa_shape *s, in
   for (int p = 0; p < P; p++) {
     double f = 1.0;
     TRY(cg_emulate_speed_parse(env, p, P, &f));
+    /* every compute rate the cost model prices (a rank at speed f takes 1/f as long for
+     * each op): the sparse-feature ops' too, else a slow rank's layer 0 is priced at the
+     * full speed and its capability overstated (cora at 1,0.25: 0.29 instead of 0.20) */
     rates[p] = here;
     rates[p].gemm_flops *= f;
     rates[p].spmm_rate *= f;
     rates[p].mem_bps *= f;
     rates[p].rng_eps *= f;
     rates[p].adam_eps *= f;
+    rates[p].csr_rate *= f;
+    rates[p].csr_t_rate *= f;
+    rates[p].csr_drop_eps *= f;
     rates[p].op_s /= f;
   }
   snprintf(what, what_len, "measured here (cpu, 1 thread)%s%s%s", env && env[0] ? ", EMULATED speeds " : "",

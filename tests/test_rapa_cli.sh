@@ -33,6 +33,16 @@ grep -q "predicted epoch per rank" p.out || fail "no prediction printed"
 "$capgnn" partition --graph cora --parts 2 --partition rapa --profile "$profile" --json r.json --html r.html \
   >r.out 2>r.err ||
   { cat r.err; fail "partition --partition rapa exited $?"; }
+# without a profile, rates measured here and scaled by CAPGNN_EMULATE_SPEED: every rate the
+# cost model prices scales with the speed (cora's sparse-feature ops too), so the
+# capabilities are the speeds' shares exactly (were 0.71 / 0.29 for 1, 0.25)
+CAPGNN_EMULATE_SPEED=1,0.25 "$capgnn" partition --graph cora --parts 2 --partition rapa --quiet --json em.json \
+  >em.out 2>em.err || { cat em.err; fail "partition --partition rapa with emulated speeds exited $?"; }
+python3 - em.json <<'PY' || fail "capabilities are not the emulated speeds' shares"
+import json, sys
+cap = [q["capability"] for q in json.load(open(sys.argv[1]))["rapa"]["partitions"]]
+assert abs(cap[0] - 0.8) <= 1e-9 and abs(cap[1] - 0.2) <= 1e-9, cap
+PY
 "$capgnn" partition --graph cora --parts 3 --profile "$profile" >x.out 2>x.err && fail "a 2-rank profile for 3 parts"
 grep -q "has 2 ranks" x.err || { cat x.err; fail "no message about the profile's ranks"; }
 "$capgnn" partition --graph cora --parts 2 --html x.html >x.out 2>x.err; [ $? = 2 ] || fail "--html without --profile"
