@@ -71,6 +71,18 @@ CAPGNN_TEST_RATE_SCALE=1,0.3 mpi -n 2 -x CAPGNN_TEST_RATE_SCALE "$capgnn" --grap
   --partition rapa --no-part-cache --quiet >alike.out 2>alike.err || { cat alike.err; fail "alike ranks exited $?"; }
 grep -q "WARN ranks alike (host .*, cpu, 1 thread, speed 1) measured rates .*x apart" alike.err ||
   { cat alike.err; fail "no warning for identical ranks measuring rates far apart"; }
+# ... the same under the emulating backend (CAPGNN_EMULATE_SPEED), whose thread count is
+# its CPU backend's: named as such (not "0 threads"), and ranks of --threads 2,1 are not
+# alike (their rates may differ without a warning)
+CAPGNN_EMULATE_SPEED=1 CAPGNN_TEST_RATE_SCALE=1,0.3 mpi -n 2 -x CAPGNN_EMULATE_SPEED -x CAPGNN_TEST_RATE_SCALE \
+  "$capgnn" --graph cora --epochs 1 --threads 1 --partition rapa --no-part-cache --quiet >alike_e.out 2>alike_e.err ||
+  { cat alike_e.err; fail "alike emulated ranks exited $?"; }
+grep -q "WARN ranks alike (host .*, cpu, 1 thread, speed 1) measured rates .*x apart" alike_e.err ||
+  { cat alike_e.err; fail "no warning (or not 1 thread) for identical emulated ranks measuring rates far apart"; }
+CAPGNN_EMULATE_SPEED=1 CAPGNN_TEST_RATE_SCALE=1,0.3 mpi -n 2 -x CAPGNN_EMULATE_SPEED -x CAPGNN_TEST_RATE_SCALE \
+  "$capgnn" --graph cora --epochs 1 --threads 2,1 --partition rapa --no-part-cache --quiet >unlike.out 2>unlike.err ||
+  { cat unlike.err; fail "emulated ranks of 2 and 1 threads exited $?"; }
+grep -q "ranks alike" unlike.err && { cat unlike.err; fail "ranks of 2 and 1 threads taken for alike"; }
 
 python3 - p.json r.json one.jsonl two.jsonl <<'PY' || exit 1
 import json, sys
