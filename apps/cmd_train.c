@@ -1398,10 +1398,20 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (cfg.norm_graph && par.prune_eps > 0)
     return usage_error("--norm-degrees and --prune-halo exclude each other (--prune-norm original keeps the "
                        "original graph's degrees for the pruned graph)");
-  if (par.prune_write && !print && /* --print-config writes nothing: no output to check */
-      cg_outfile_check(par.prune_write, "--prune-write", graph_outfile_kind(), NULL, 0, cfg.force, 0) != CG_OK) {
-    if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
-    return CAPGNN_EXIT_FAILURE;
+  if (par.prune_write && !print) { /* --print-config writes nothing: no output to check */
+    /* core/outfile.h's rule 1: never one of the run's inputs, whatever --force says (with
+     * --force a pruned copy of the graph replaced the very graph the run was reading) */
+    char gpath[4200];
+    struct cg_outfile_input in[36];
+    int n = 0;
+    in[n++] = (struct cg_outfile_input){"--graph", graph_path(cfg.graph, gpath, sizeof gpath)};
+    for (int i = 0; files && i < nfiles && n < 32; i++) in[n++] = (struct cg_outfile_input){"--config", files[i]};
+    in[n++] = (struct cg_outfile_input){"--resume", cfg.resume_path};
+    in[n++] = (struct cg_outfile_input){"--profile", par.profile && strcmp(par.profile, "auto") ? par.profile : NULL};
+    if (cg_outfile_check(par.prune_write, "--prune-write", graph_outfile_kind(), in, n, cfg.force, 0) != CG_OK) {
+      if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
+      return CAPGNN_EXIT_FAILURE;
+    }
   }
   if (par.cache_preset) { /* what the command line (or a settings file) gave wins */
     const int fast = !strcmp(par.cache_preset, "fast");

@@ -262,6 +262,16 @@ def feat(path):  # FEAT_VALUES: section 4 of the header's table (FORMAT.md)
 a, w = feat(sys.argv[1]), feat(sys.argv[2])
 assert a == w, f"{len(a)} and {len(w)} bytes, equal: {a == w}"
 PY
+# --prune-write never replaces one of the run's inputs, --force or not (core/outfile.h, rule 1)
+cp "$data/cora.cgr" in.cgr && chmod u+w in.cgr && cp "$profile" in_profile.json || fail "copying the inputs"
+for target in in.cgr in_profile.json; do
+  "$capgnn" --graph "$out/in.cgr" --partition rapa --profile in_profile.json --prune-halo 0.1 --prune-write "$target" \
+    --force --epochs 1 >g13.out 2>g13.err
+  [ $? -eq 1 ] || { cat g13.err; fail "--prune-write $target (an input) with --force: exit status not 1"; }
+  grep -q "prune-write $target is the --.* of this run" g13.err || { cat g13.err; fail "no message on --prune-write $target"; }
+done
+cmp -s in.cgr "$data/cora.cgr" || fail "--prune-write --force replaced the run's graph"
+cmp -s in_profile.json "$profile" || fail "--prune-write --force replaced the run's profile"
 "$capgnn" --graph cora --partition rapa --prune-halo 0.1 --prune-write one.cgr --epochs 1 >g12.out 2>g12.err
 [ $? -eq 1 ] || fail "--prune-write on one rank: exit status not 1"
 grep -q "one rank has no halo to prune" g12.err || { cat g12.err; fail "no message on --prune-write on one rank"; }
