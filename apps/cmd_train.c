@@ -1408,7 +1408,10 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     for (int i = 0; files && i < nfiles && n < 32; i++) in[n++] = (struct cg_outfile_input){"--config", files[i]};
     in[n++] = (struct cg_outfile_input){"--resume", cfg.resume_path};
     in[n++] = (struct cg_outfile_input){"--profile", par.profile && strcmp(par.profile, "auto") ? par.profile : NULL};
-    if (cg_outfile_check(par.prune_write, "--prune-write", graph_outfile_kind(), in, n, cfg.force, 0) != CG_OK) {
+    /* ... and a path that cannot be written fails now, not after the rates are measured,
+     * METIS has run and the halo is pruned (as --metrics does) */
+    if (cg_outfile_check(par.prune_write, "--prune-write", graph_outfile_kind(), in, n, cfg.force, 0) != CG_OK ||
+        cg_outfile_probe(par.prune_write, "pruned graph") != CG_OK) {
       if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
       return CAPGNN_EXIT_FAILURE;
     }

@@ -270,6 +270,10 @@ for target in in.cgr in_profile.json; do
   [ $? -eq 1 ] || { cat g13.err; fail "--prune-write $target (an input) with --force: exit status not 1"; }
   grep -q "prune-write $target is the --.* of this run" g13.err || { cat g13.err; fail "no message on --prune-write $target"; }
 done
+# ... and a path that cannot be written fails at once, before the set-up (not after pruning)
+"$capgnn" --graph cora --partition rapa --prune-halo 0.1 --prune-write nodir/x.cgr --epochs 1 >g14.out 2>g14.err
+[ $? -eq 1 ] || { cat g14.err; fail "--prune-write into a missing folder: exit status not 1"; }
+grep -q "the folder 'nodir' does not exist" g14.err || { cat g14.err; fail "no message on --prune-write nodir/x.cgr"; }
 cmp -s in.cgr "$data/cora.cgr" || fail "--prune-write --force replaced the run's graph"
 cmp -s in_profile.json "$profile" || fail "--prune-write --force replaced the run's profile"
 "$capgnn" --graph cora --partition rapa --prune-halo 0.1 --prune-write one.cgr --epochs 1 >g12.out 2>g12.err
