@@ -47,6 +47,22 @@ PY
 grep -q "has 2 ranks" x.err || { cat x.err; fail "no message about the profile's ranks"; }
 "$capgnn" partition --graph cora --parts 2 --html x.html >x.out 2>x.err; [ $? = 2 ] || fail "--html without --profile"
 grep -q "needs --profile" x.err || { cat x.err; fail "no message about --html needing --profile"; }
+# --html follows the output rule: never the graph or the profile (whatever the path
+# says), another existing file only with --force; an earlier report is replaced
+cp "$data/cora.cgr" hg.cgr && chmod u+w hg.cgr && cp "$profile" hp.json && echo "my notes" >notes.txt ||
+  fail "copying the inputs"
+for target in hg.cgr ./hp.json notes.txt; do
+  "$capgnn" partition --graph "$out/hg.cgr" --parts 2 --profile hp.json --html "$target" --no-part-cache --quiet \
+    >h.out 2>h.err
+  [ $? -eq 1 ] || { cat h.err; fail "--html $target: exit status not 1"; }
+  grep -q "capgnn: error: --html $target" h.err || { cat h.err; fail "no message on --html $target"; }
+done
+cmp -s hg.cgr "$data/cora.cgr" && cmp -s hp.json "$profile" && grep -q "my notes" notes.txt ||
+  fail "--html replaced an input or another file"
+for k in 1 2; do
+  "$capgnn" partition --graph cora --parts 2 --profile "$profile" --html rr.html --no-part-cache --quiet >h.out 2>h.err ||
+    { cat h.err; fail "--html rr.html (run $k): an earlier report was not replaced"; }
+done
 # the profile's report with the chosen split, in a headless browser (skipped without Chromium)
 python3 "$(dirname "$0")/../rapa/tests/check_report.py" r.html "$profile" --partition r.json >rep.out 2>&1
 rc=$?
