@@ -230,6 +230,21 @@ apart = max(abs(a - b) / abs(b) for a, b in zip(two, own))
 assert apart > 1e-4, ("the original degrees changed nothing", two, own)
 print(f"--prune-norm original: 2 ranks = one rank with --norm-degrees to {worst:.1e}; its own degrees {apart:.1e} apart")
 PY
+# --seeds: every run measures, partitions and prunes anew (rates at start-up may prune
+# differently each time), so each writes its own FILE.seedN, the graph it trained; one
+# rank on run 1's file equals run 1
+mpi -n 2 "$capgnn" --graph cora --epochs 3 --threads 1 --profile p33.json --partition rapa --prune-halo 0.001 \
+  --prune-write sd.cgr --no-part-cache --seeds 1,2 --metrics sd2.jsonl >sd2.out 2>sd2.err ||
+  { cat sd2.err; fail "--prune-write with --seeds on 2 ranks failed"; }
+[ -s sd.cgr.seed1 ] && [ -s sd.cgr.seed2 ] && [ ! -e sd.cgr ] || { ls -l sd.cgr*; fail "no FILE.seedN per run"; }
+"$capgnn" --graph sd.cgr.seed1 --seed 1 --epochs 3 --threads 1 --quiet --metrics sd1.jsonl 2>sd1.err ||
+  { cat sd1.err; fail "one rank on sd.cgr.seed1 failed"; }
+python3 - sd2.jsonl sd1.jsonl <<'PY' || fail "one rank on run 1's pruned graph is not run 1"
+import json, sys
+two = [x["loss"] for x in map(json.loads, open(sys.argv[1])) if "loss" in x and not x.get("summary")][:3]
+one = [x["loss"] for x in map(json.loads, open(sys.argv[2])) if "loss" in x and not x.get("summary")]
+assert len(two) == len(one) == 3 and max(abs(a - b) / abs(b) for a, b in zip(two, one)) <= 1e-5, (two, one)
+PY
 # the checkpoint records the degrees: predict normalises as training did (its accuracies
 # are the training run's last evaluation)
 "$capgnn" predict --checkpoint pn1.ckpt --graph pruned.cgr --output pn1.npy >pr.out 2>pr.err ||
