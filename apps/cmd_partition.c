@@ -46,7 +46,7 @@ static void cmd_partition_usage(FILE *out) {
           "  --json FILE                   also write the statistics as JSON (an earlier statistics\n"
           "                                file is replaced; any other existing file only with\n"
           "                                --force; never the graph)\n"
-          "  --force                       replace an existing --json file of another kind\n"
+          "  --force                       replace an existing --json or --html file of another kind\n"
           "  --part-cache DIR              partition cache folder (default $CAPGNN_CACHE, else\n"
           "                                .capgnn-cache); alias --cache\n"
           "  --no-part-cache               neither read nor write the cache; alias --no-cache\n"
@@ -59,7 +59,9 @@ static void cmd_partition_usage(FILE *out) {
           "  --html FILE                   with --profile: write the profile's report (as `capgnn\n"
           "                                profile --html`) with a \"Chosen split\" section: per\n"
           "                                rank capability, target and received share, predicted\n"
-          "                                compute, communication and memory\n"
+          "                                compute, communication and memory (an earlier report is\n"
+          "                                replaced; any other existing file only with --force;\n"
+          "                                never the graph or the profile)\n"
           "  --model gcn|sage, --layers N, --hidden N, --dropout P\n"
           "                                the model the prediction prices (default gcn, 2, 16, 0.5)\n"
           "  --check                       build every rank's local graph and exchange plans and\n"
@@ -138,12 +140,18 @@ static int partition_rates(const struct graph *g, const struct rapa_shape *s, in
   for (int p = 0; p < P; p++) {
     double f = 1.0;
     TRY(cg_emulate_speed_parse(env, p, P, &f));
+    /* every compute rate the cost model prices (a rank at speed f takes 1/f as long for
+     * each op): the sparse-feature ops' too, else a slow rank's layer 0 is priced at the
+     * full speed and its capability overstated (cora at 1,0.25: 0.29 instead of 0.20) */
     rates[p] = here;
     rates[p].gemm_flops *= f;
     rates[p].spmm_rate *= f;
     rates[p].mem_bps *= f;
     rates[p].rng_eps *= f;
     rates[p].adam_eps *= f;
+    rates[p].csr_rate *= f;
+    rates[p].csr_t_rate *= f;
+    rates[p].csr_drop_eps *= f;
     rates[p].op_s /= f;
   }
   snprintf(what, what_len, "measured here (cpu, 1 thread)%s%s%s", env && env[0] ? ", EMULATED speeds " : "",
@@ -299,7 +307,13 @@ int cmd_partition(int argc, char **argv) {
     if (!profile) return usage_error("--html needs --profile: the report is that profile's, with the chosen split");
     if (json && !strcmp(json, html)) return usage_error("--json and --html name the same file '%s'", json);
     if (!strcmp(html, profile)) return usage_error("--html would overwrite the profile '%s'", profile);
-    if (cg_outfile_probe(html, "HTML report") != CG_OK) return runtime_error();
+    /* the output rule (core/outfile.h) as for --json: never the graph or the profile (the
+     * same file, whatever the path says), an existing file other than a report only with
+     * --force */
+    const struct cg_outfile_input hin[] = {{"--graph", inputs[0].path}, {"--profile", profile}};
+    if (cg_outfile_check(html, "--html", rapa_report_outfile_kind(), hin, 2, force, 0) != CG_OK ||
+        cg_outfile_probe(html, "HTML report") != CG_OK)
+      return runtime_error();
   }
 
   struct graph g;

@@ -40,6 +40,9 @@ static void usage(FILE *out) {
           "  --refresh                measure even when the cache holds a profile\n"
           "  --json FILE              write the whole profile (docs/profile.md)\n"
           "  --html FILE              write the report (self-contained HTML, inline SVG charts)\n"
+          "                           (--json, --html: an earlier profile or report is replaced,\n"
+          "                           any other existing file only with --force)\n"
+          "  --force                  replace an existing --json or --html file of another kind\n"
           "  --cache DIR              cache folder (default $CAPGNN_CACHE, else .capgnn-cache)\n"
           "  --spmm-graph SPEC        SpMM operator (default synth:reddit:scale=0.1, --quick 0.02)\n"
           "  --rows N                 rows of the model-shape GEMMs (default 32768, --quick 4096)\n"
@@ -73,7 +76,7 @@ static int parse_list(const char *opt, const char *s, int lo, int hi, int *v, in
 }
 
 enum { OPT_DEVICE = 256, OPT_THREADS, OPT_SHARE, OPT_QUICK, OPT_REFRESH, OPT_JSON, OPT_HTML, OPT_CACHE, OPT_SPMM,
-       OPT_ROWS, OPT_HIDDEN };
+       OPT_ROWS, OPT_HIDDEN, OPT_FORCE };
 
 int cmd_profile(int argc, char **argv) {
   static const struct option longopts[] = {
@@ -82,13 +85,14 @@ int cmd_profile(int argc, char **argv) {
       {"refresh", no_argument, NULL, OPT_REFRESH},      {"json", required_argument, NULL, OPT_JSON},
       {"html", required_argument, NULL, OPT_HTML},      {"cache", required_argument, NULL, OPT_CACHE},
       {"spmm-graph", required_argument, NULL, OPT_SPMM}, {"rows", required_argument, NULL, OPT_ROWS},
-      {"hidden", required_argument, NULL, OPT_HIDDEN},  {"help", no_argument, NULL, 'h'},
+      {"hidden", required_argument, NULL, OPT_HIDDEN},  {"force", no_argument, NULL, OPT_FORCE},
+      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   struct rapa_run_opts o;
   rapa_run_opts_default(&o);
   o.device = "auto";
   static int threads[MAX_LIST], shares[MAX_LIST];
-  int nthreads = 0, nshares = 0, rc = 0, c;
+  int nthreads = 0, nshares = 0, rc = 0, c, force = 0;
   const char *json = NULL, *html = NULL;
   int64_t rows = 0, hidden = 256;
   optind = 1;
@@ -109,6 +113,7 @@ int cmd_profile(int argc, char **argv) {
       case OPT_REFRESH: o.refresh = 1; break;
       case OPT_JSON: json = optarg; break;
       case OPT_HTML: html = optarg; break;
+      case OPT_FORCE: force = 1; break;
       case OPT_CACHE: o.cache_dir = optarg; break;
       case OPT_SPMM: o.spmm_graph = optarg; break;
       case OPT_ROWS:
@@ -133,6 +138,13 @@ int cmd_profile(int argc, char **argv) {
   if (json && html && !strcmp(json, html)) return usage_error("--json and --html name the same file '%s'", json);
   o.rows = rows;
   o.hidden = hidden;
+  /* the output rule (core/outfile.h): an existing file of another kind only with --force
+   * (both were replaced whatever they held) */
+  static const char *const profile_sig[] = {"{\n\t\"schema\":\t\"capgnn-profile\"", NULL};
+  static const struct cg_outfile_kind profile_kind = {"capgnn profile", profile_sig, 0, NULL};
+  if (json && cg_outfile_check(json, "--json", &profile_kind, NULL, 0, force, 0) != CG_OK) return cli_runtime_error();
+  if (html && cg_outfile_check(html, "--html", rapa_report_outfile_kind(), NULL, 0, force, 0) != CG_OK)
+    return cli_runtime_error();
   if (json && cg_outfile_probe(json, "profile") != CG_OK) return cli_runtime_error();
   if (html && cg_outfile_probe(html, "HTML report") != CG_OK) return cli_runtime_error();
 

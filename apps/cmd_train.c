@@ -221,7 +221,8 @@ void cmd_train_usage(FILE *out) {
           "  --seed N                      seed of weights and dropout masks (default 1)\n"
           "  --seeds N,N,...               train once per seed, then print mean +- std of the\n"
           "                                runs; --metrics gets every run and an aggregate record;\n"
-          "                                --checkpoint/--save-best FILE become FILE.seedN per run\n"
+          "                                --checkpoint/--save-best/--prune-write FILE become\n"
+          "                                FILE.seedN per run\n"
           "  --early-stop N                stop when the validation loss has not improved for N\n"
           "                                evaluations (default 0: off)\n"
           "  --early-stop-rule patience|window|gat  patience: no new lowest validation loss in\n"
@@ -284,7 +285,8 @@ void cmd_train_usage(FILE *out) {
           "                                vertices of ranks whose predicted epoch is above the mean\n"
           "                                (lowest influence first; their edges go both ways) until\n"
           "                                std < EPS x mean; trains the pruned graph (default 0: off)\n"
-          "  --prune-write FILE            write the pruned graph as a .cgr (one rank trains the same)\n"
+          "  --prune-write FILE            write the pruned graph as a .cgr (one rank trains the same;\n"
+          "                                --seeds: FILE.seedN, each run's own)\n"
           "  --prune-norm pruned|original  normalise the pruned graph by its own degrees (default:\n"
           "                                a pruned row is renormalised over what remains) or by\n"
           "                                the original graph's (its remaining weights unchanged)\n"
@@ -888,6 +890,9 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
     seed_config(cfg, seeds, i, &one, ck, best, sizeof ck);
     if (seeds->n > 0) LOG_INFO("train", "run %d of %d: --seed %llu", i + 1, runs, (unsigned long long)one.seed);
     int fatal = 0;
+    /* each run measures the rates and prunes anew, so each has its own pruned graph */
+    char pw[4200];
+    o.prune_write = seeds->n > 0 ? seed_path(pw, sizeof pw, par->prune_write, one.seed) : par->prune_write;
     const int st = rt_run_dist(c, &one, &o, path, &res[i], &fatal);
     if (st == CG_ERR_INTERRUPTED) { /* every rank stopped after the same epoch */
       if (rank == 0) {
@@ -1398,10 +1403,28 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (cfg.norm_graph && par.prune_eps > 0)
     return usage_error("--norm-degrees and --prune-halo exclude each other (--prune-norm original keeps the "
                        "original graph's degrees for the pruned graph)");
-  if (par.prune_write && !print && /* --print-config writes nothing: no output to check */
-      cg_outfile_check(par.prune_write, "--prune-write", graph_outfile_kind(), NULL, 0, cfg.force, 0) != CG_OK) {
-    if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
-    return CAPGNN_EXIT_FAILURE;
+  if (par.prune_write && !print) { /* --print-config writes nothing: no output to check */
+    /* core/outfile.h's rule 1: never one of the run's inputs, whatever --force says (with
+     * --force a pruned copy of the graph replaced the very graph the run was reading) */
+    char gpath[4200];
+    struct cg_outfile_input in[36];
+    int n = 0;
+    in[n++] = (struct cg_outfile_input){"--graph", graph_path(cfg.graph, gpath, sizeof gpath)};
+    for (int i = 0; files && i < nfiles && n < 32; i++) in[n++] = (struct cg_outfile_input){"--config", files[i]};
+    in[n++] = (struct cg_outfile_input){"--resume", cfg.resume_path};
+    in[n++] = (struct cg_outfile_input){"--profile", par.profile && strcmp(par.profile, "auto") ? par.profile : NULL};
+    /* ... and a path that cannot be written fails now, not after the rates are measured,
+     * METIS has run and the halo is pruned (as --metrics does) */
+    /* (--seeds: every run's FILE.seedN, as it will be written) */
+    for (int i = 0; i < (seeds.n > 0 ? seeds.n : 1); i++) {
+      char pw[4200];
+      const char *target = seeds.n > 0 ? seed_path(pw, sizeof pw, par.prune_write, seeds.v[i]) : par.prune_write;
+      if (cg_outfile_check(target, "--prune-write", graph_outfile_kind(), in, n, cfg.force, 0) != CG_OK ||
+          cg_outfile_probe(target, "pruned graph") != CG_OK) {
+        if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
+        return CAPGNN_EXIT_FAILURE;
+      }
+    }
   }
   if (par.cache_preset) { /* what the command line (or a settings file) gave wins */
     const int fast = !strcmp(par.cache_preset, "fast");

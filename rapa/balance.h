@@ -16,11 +16,13 @@
  *    optimizer) + ops x op_s, and with sparse
  *    features layer 0's CSR products and dropout at their own rates (csr_rate, csr_t_rate,
  *    csr_drop_eps). T_comm,i sums, over the hidden layers'
- *    halo exchanges (forward rows and backward gradients, at the width the model
- *    exchanges), per peer q: latency(i,q) + bytes / bandwidth(i,q) (both directions),
- *    plus the staging copies (bytes / h2d_bps and / d2h_bps when rows go through the
- *    host), plus the gradient all-reduce (ring: 2 (P-1)/P x parameter bytes over the
- *    slowest link, 2 (P-1) latencies). Memory_i: the model's buffers as
+ *    halo exchanges (and layer 0's when it is exchanged: rapa_shape.layer0_exchange;
+ *    forward rows and backward gradients, at the width the model exchanges), per peer
+ *    q: latency(i,q) + bytes / bandwidth(i,q) (both directions), plus the staging
+ *    copies (bytes / h2d_bps and / d2h_bps when rows go through the host), plus the
+ *    gradient all-reduce (ring: 2 (P-1)/P x parameter bytes over the slowest link,
+ *    2 (P-1) of the largest latency) and the loss's reduction (2 (P-1) latencies more).
+ *    Memory_i: the model's buffers as
  *    runtime/model_build.c allocates them for the rank's rows (features, activations,
  *    scratch, operator and its transpose, parameters and Adam state) against its free
  *    memory.

@@ -506,10 +506,13 @@ static int rates_check_alike(struct comm *c, const struct cg_backend *be, const 
   }
   char id[300];
   /* (GPU ranks of one host may be different models, which the backend does not name
-   * here: CPU ranks only, each unlike any other when on a GPU) */
+   * here: CPU ranks only, each unlike any other when on a GPU). The threads are the CPU
+   * backend's under the emulating wrapper (which has none of its own: "0 threads", and
+   * ranks of --threads 2,1 taken for alike and warned about their different rates) */
+  const int threads = cg_backend_cpu_threads(cg_backend_emulate_inner_const(be));
   if (be->kind == CG_DEVICE_CPU)
-    snprintf(id, sizeof id, "host %s, cpu, %d thread%s, speed %.6g", cg_hostname(), cg_backend_cpu_threads(be),
-             cg_backend_cpu_threads(be) == 1 ? "" : "s", speed);
+    snprintf(id, sizeof id, "host %s, cpu, %d thread%s, speed %.6g", cg_hostname(), threads, threads == 1 ? "" : "s",
+             speed);
   else
     snprintf(id, sizeof id, "rank %d, a GPU", rank);
   char **ids = NULL;

@@ -174,6 +174,10 @@ void rapa_report_text(const struct rapa_profile *p, FILE *out);
  * "rapa" object (apps/cmd_partition.c). split_label says which split (method, model,
  * rates). */
 struct rapa_split;
+/* The output kind of these reports (core/outfile.h, for cg_outfile_check): an earlier
+ * report is replaced, any other existing file only with --force. */
+struct cg_outfile_kind;
+const struct cg_outfile_kind *rapa_report_outfile_kind(void);
 int rapa_report_html(const struct rapa_profile *p, const struct rapa_split *split, const char *split_label,
                      const char *path);
 

@@ -453,6 +453,19 @@ static void section_split(struct svg *s, const struct rapa_split *sp, const char
   svg_printf(s, "</div>\n");
 }
 
+/* The report's first bytes: what tells an earlier report from any other file
+ * (rapa_report_outfile_kind). */
+#define REPORT_HEAD                                                                                      \
+  "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"                                     \
+  "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">" \
+  "<title>capgnn profile</title>"
+
+const struct cg_outfile_kind *rapa_report_outfile_kind(void) {
+  static const char *const sig[] = {REPORT_HEAD, NULL};
+  static const struct cg_outfile_kind kind = {"capgnn HTML report", sig, 0, NULL};
+  return &kind;
+}
+
 int rapa_report_html(const struct rapa_profile *p, const struct rapa_split *split, const char *split_label,
                      const char *path) {
   const cJSON *root = p->root, *ranks = get(root, "ranks"), *links = get(root, "links"), *cap = get(root, "capability");
@@ -461,9 +474,7 @@ int rapa_report_html(const struct rapa_profile *p, const struct rapa_split *spli
   struct paths ps = {0};
   svg_init(&s);
   char b[256];
-  svg_printf(&s, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                 "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-                 "<title>capgnn profile</title><style>%s</style></head><body>\n", css);
+  svg_printf(&s, REPORT_HEAD "<style>%s</style></head><body>\n", css);
   svg_printf(&s, "<h1>capgnn device profile</h1><p class=\"meta\">%d rank%s on %d node%s%s &middot; created ", n,
              n == 1 ? "" : "s", (int)rapa_json_num(root, "mpi.nodes"), rapa_json_num(root, "mpi.nodes") == 1 ? "" : "s",
              cJSON_IsTrue(get(root, "quick")) ? " &middot; <b>--quick</b>" : "");

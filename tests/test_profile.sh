@@ -3,7 +3,8 @@
 #  1. mpiexec -n 2 capgnn profile --device cpu --quick --json --html: exit 0, the text
 #     table, the JSON valid against docs/profile.schema.json (the cache files against
 #     its device definition);
-#  2. a second run reuses the cached device profiles and links and says so;
+#  2. a second run reuses the cached device profiles and links and says so; --json and
+#     --html replace an earlier profile and report, another file only with --force;
 #  3. --refresh measures again;
 #  4. a corrupt (truncated) cache file and one of another version are re-measured with
 #     a warning, and the cache file is valid again afterwards;
@@ -58,6 +59,20 @@ hasnt run2.err "measuring"
 validate p2.json
 # a full run does not take the quick profile
 # (not run here: it takes minutes; rapa_cache_read's need_full covers it, see profile.c)
+
+# 2b. the output rule: --json and --html replace an earlier profile and report (run 2 wrote
+# p2.json over nothing; here p.json and r.html are replaced), any other existing file
+# only with --force (both were replaced whatever they held)
+echo "my notes" >notes.txt
+np 2 "$capgnn" profile --device cpu --quick --json p.json --html r.html >run2b.out 2>run2b.err ||
+  bad "replacing an earlier profile and report exited $?"
+for opt in --json --html; do
+  np 2 "$capgnn" profile --device cpu --quick $opt notes.txt >run2c.out 2>run2c.err && bad "$opt replaced another file"
+  has run2c.err "capgnn: error: $opt notes.txt: the file exists and is not a capgnn"
+  has notes.txt "my notes"
+done
+np 2 "$capgnn" profile --device cpu --quick --json notes.txt --force >run2d.out 2>run2d.err || bad "--force exited $?"
+validate notes.txt
 
 # 3. --refresh measures again
 np 2 "$capgnn" profile --device cpu --quick --refresh >run3.out 2>run3.err || bad "run 3 exited $?"

@@ -33,10 +33,36 @@ grep -q "predicted epoch per rank" p.out || fail "no prediction printed"
 "$capgnn" partition --graph cora --parts 2 --partition rapa --profile "$profile" --json r.json --html r.html \
   >r.out 2>r.err ||
   { cat r.err; fail "partition --partition rapa exited $?"; }
+# without a profile, rates measured here and scaled by CAPGNN_EMULATE_SPEED: every rate the
+# cost model prices scales with the speed (cora's sparse-feature ops too), so the
+# capabilities are the speeds' shares exactly (were 0.71 / 0.29 for 1, 0.25)
+CAPGNN_EMULATE_SPEED=1,0.25 "$capgnn" partition --graph cora --parts 2 --partition rapa --quiet --json em.json \
+  >em.out 2>em.err || { cat em.err; fail "partition --partition rapa with emulated speeds exited $?"; }
+python3 - em.json <<'PY' || fail "capabilities are not the emulated speeds' shares"
+import json, sys
+cap = [q["capability"] for q in json.load(open(sys.argv[1]))["rapa"]["partitions"]]
+assert abs(cap[0] - 0.8) <= 1e-9 and abs(cap[1] - 0.2) <= 1e-9, cap
+PY
 "$capgnn" partition --graph cora --parts 3 --profile "$profile" >x.out 2>x.err && fail "a 2-rank profile for 3 parts"
 grep -q "has 2 ranks" x.err || { cat x.err; fail "no message about the profile's ranks"; }
 "$capgnn" partition --graph cora --parts 2 --html x.html >x.out 2>x.err; [ $? = 2 ] || fail "--html without --profile"
 grep -q "needs --profile" x.err || { cat x.err; fail "no message about --html needing --profile"; }
+# --html follows the output rule: never the graph or the profile (whatever the path
+# says), another existing file only with --force; an earlier report is replaced
+cp "$data/cora.cgr" hg.cgr && chmod u+w hg.cgr && cp "$profile" hp.json && echo "my notes" >notes.txt ||
+  fail "copying the inputs"
+for target in hg.cgr ./hp.json notes.txt; do
+  "$capgnn" partition --graph "$out/hg.cgr" --parts 2 --profile hp.json --html "$target" --no-part-cache --quiet \
+    >h.out 2>h.err
+  [ $? -eq 1 ] || { cat h.err; fail "--html $target: exit status not 1"; }
+  grep -q "capgnn: error: --html $target" h.err || { cat h.err; fail "no message on --html $target"; }
+done
+cmp -s hg.cgr "$data/cora.cgr" && cmp -s hp.json "$profile" && grep -q "my notes" notes.txt ||
+  fail "--html replaced an input or another file"
+for k in 1 2; do
+  "$capgnn" partition --graph cora --parts 2 --profile "$profile" --html rr.html --no-part-cache --quiet >h.out 2>h.err ||
+    { cat h.err; fail "--html rr.html (run $k): an earlier report was not replaced"; }
+done
 # the profile's report with the chosen split, in a headless browser (skipped without Chromium)
 python3 "$(dirname "$0")/../rapa/tests/check_report.py" r.html "$profile" --partition r.json >rep.out 2>&1
 rc=$?
@@ -61,6 +87,18 @@ CAPGNN_TEST_RATE_SCALE=1,0.3 mpi -n 2 -x CAPGNN_TEST_RATE_SCALE "$capgnn" --grap
   --partition rapa --no-part-cache --quiet >alike.out 2>alike.err || { cat alike.err; fail "alike ranks exited $?"; }
 grep -q "WARN ranks alike (host .*, cpu, 1 thread, speed 1) measured rates .*x apart" alike.err ||
   { cat alike.err; fail "no warning for identical ranks measuring rates far apart"; }
+# ... the same under the emulating backend (CAPGNN_EMULATE_SPEED), whose thread count is
+# its CPU backend's: named as such (not "0 threads"), and ranks of --threads 2,1 are not
+# alike (their rates may differ without a warning)
+CAPGNN_EMULATE_SPEED=1 CAPGNN_TEST_RATE_SCALE=1,0.3 mpi -n 2 -x CAPGNN_EMULATE_SPEED -x CAPGNN_TEST_RATE_SCALE \
+  "$capgnn" --graph cora --epochs 1 --threads 1 --partition rapa --no-part-cache --quiet >alike_e.out 2>alike_e.err ||
+  { cat alike_e.err; fail "alike emulated ranks exited $?"; }
+grep -q "WARN ranks alike (host .*, cpu, 1 thread, speed 1) measured rates .*x apart" alike_e.err ||
+  { cat alike_e.err; fail "no warning (or not 1 thread) for identical emulated ranks measuring rates far apart"; }
+CAPGNN_EMULATE_SPEED=1 CAPGNN_TEST_RATE_SCALE=1,0.3 mpi -n 2 -x CAPGNN_EMULATE_SPEED -x CAPGNN_TEST_RATE_SCALE \
+  "$capgnn" --graph cora --epochs 1 --threads 2,1 --partition rapa --no-part-cache --quiet >unlike.out 2>unlike.err ||
+  { cat unlike.err; fail "emulated ranks of 2 and 1 threads exited $?"; }
+grep -q "ranks alike" unlike.err && { cat unlike.err; fail "ranks of 2 and 1 threads taken for alike"; }
 
 python3 - p.json r.json one.jsonl two.jsonl <<'PY' || exit 1
 import json, sys
@@ -192,6 +230,21 @@ apart = max(abs(a - b) / abs(b) for a, b in zip(two, own))
 assert apart > 1e-4, ("the original degrees changed nothing", two, own)
 print(f"--prune-norm original: 2 ranks = one rank with --norm-degrees to {worst:.1e}; its own degrees {apart:.1e} apart")
 PY
+# --seeds: every run measures, partitions and prunes anew (rates at start-up may prune
+# differently each time), so each writes its own FILE.seedN, the graph it trained; one
+# rank on run 1's file equals run 1
+mpi -n 2 "$capgnn" --graph cora --epochs 3 --threads 1 --profile p33.json --partition rapa --prune-halo 0.001 \
+  --prune-write sd.cgr --no-part-cache --seeds 1,2 --metrics sd2.jsonl >sd2.out 2>sd2.err ||
+  { cat sd2.err; fail "--prune-write with --seeds on 2 ranks failed"; }
+[ -s sd.cgr.seed1 ] && [ -s sd.cgr.seed2 ] && [ ! -e sd.cgr ] || { ls -l sd.cgr*; fail "no FILE.seedN per run"; }
+"$capgnn" --graph sd.cgr.seed1 --seed 1 --epochs 3 --threads 1 --quiet --metrics sd1.jsonl 2>sd1.err ||
+  { cat sd1.err; fail "one rank on sd.cgr.seed1 failed"; }
+python3 - sd2.jsonl sd1.jsonl <<'PY' || fail "one rank on run 1's pruned graph is not run 1"
+import json, sys
+two = [x["loss"] for x in map(json.loads, open(sys.argv[1])) if "loss" in x and not x.get("summary")][:3]
+one = [x["loss"] for x in map(json.loads, open(sys.argv[2])) if "loss" in x and not x.get("summary")]
+assert len(two) == len(one) == 3 and max(abs(a - b) / abs(b) for a, b in zip(two, one)) <= 1e-5, (two, one)
+PY
 # the checkpoint records the degrees: predict normalises as training did (its accuracies
 # are the training run's last evaluation)
 "$capgnn" predict --checkpoint pn1.ckpt --graph pruned.cgr --output pn1.npy >pr.out 2>pr.err ||
@@ -240,6 +293,20 @@ def feat(path):  # FEAT_VALUES: section 4 of the header's table (FORMAT.md)
 a, w = feat(sys.argv[1]), feat(sys.argv[2])
 assert a == w, f"{len(a)} and {len(w)} bytes, equal: {a == w}"
 PY
+# --prune-write never replaces one of the run's inputs, --force or not (core/outfile.h, rule 1)
+cp "$data/cora.cgr" in.cgr && chmod u+w in.cgr && cp "$profile" in_profile.json || fail "copying the inputs"
+for target in in.cgr in_profile.json; do
+  "$capgnn" --graph "$out/in.cgr" --partition rapa --profile in_profile.json --prune-halo 0.1 --prune-write "$target" \
+    --force --epochs 1 >g13.out 2>g13.err
+  [ $? -eq 1 ] || { cat g13.err; fail "--prune-write $target (an input) with --force: exit status not 1"; }
+  grep -q "prune-write $target is the --.* of this run" g13.err || { cat g13.err; fail "no message on --prune-write $target"; }
+done
+# ... and a path that cannot be written fails at once, before the set-up (not after pruning)
+"$capgnn" --graph cora --partition rapa --prune-halo 0.1 --prune-write nodir/x.cgr --epochs 1 >g14.out 2>g14.err
+[ $? -eq 1 ] || { cat g14.err; fail "--prune-write into a missing folder: exit status not 1"; }
+grep -q "the folder 'nodir' does not exist" g14.err || { cat g14.err; fail "no message on --prune-write nodir/x.cgr"; }
+cmp -s in.cgr "$data/cora.cgr" || fail "--prune-write --force replaced the run's graph"
+cmp -s in_profile.json "$profile" || fail "--prune-write --force replaced the run's profile"
 "$capgnn" --graph cora --partition rapa --prune-halo 0.1 --prune-write one.cgr --epochs 1 >g12.out 2>g12.err
 [ $? -eq 1 ] || fail "--prune-write on one rank: exit status not 1"
 grep -q "one rank has no halo to prune" g12.err || { cat g12.err; fail "no message on --prune-write on one rank"; }
