@@ -20,6 +20,7 @@ extern char **environ;
 /* BEGIN getenv names (sorted; tests/run_env_names.sh checks this list against the sources) */
 static const char *const read_by_code[] = {
     "CAPGNN_CACHE",
+    "CAPGNN_CPU_GEMM",
     "CAPGNN_CPU_KERNELS",
     "CAPGNN_CPU_SPMM",
     "CAPGNN_CPU_SPMM_GROUP",

@@ -231,6 +231,7 @@ int main(int argc, char **argv) {
          (long long)n, (long long)m, sparse ? "sparse (layer 0: csr_mm, csr_mm_t, csr_dropout)" : "dense");
   printf("  device           %s (host CPU: %s, %d threads requested)\n", rt_backend_describe(be), cpu,
          cfg.threads);
+  if (be->kind == CG_DEVICE_CPU) printf("  GEMM             %s\n", cg_backend_cpu_blas_info(be));
   printf("  load + setup     %.2f s + %.2f s\n", t_load, t_setup);
   printf("  epoch (median of %d, after %d warm-up)   %.4f s   [min %.4f, max %.4f]\n", epochs,
          warmup, med, t[0], t[epochs - 1]);
@@ -267,6 +268,7 @@ int main(int argc, char **argv) {
     cJSON_AddNumberToObject(o, "setup_s", t_setup);
     cJSON_AddStringToObject(o, "device", rt_backend_describe(be));
     cJSON_AddStringToObject(o, "host_cpu", cpu);
+    if (be->kind == CG_DEVICE_CPU) cJSON_AddStringToObject(o, "gemm", cg_backend_cpu_blas_info(be));
     cJSON_AddNumberToObject(o, "threads", cfg.threads);
     cJSON_AddNumberToObject(o, "epochs_timed", epochs);
     cJSON_AddNumberToObject(o, "median_epoch_s", med);

@@ -17,8 +17,10 @@
  * baseline ISA. Dropout has an AVX2 variant too (eight
  * Philox streams per vector; the mask is bit-identical to core/philox.h).
  * CAPGNN_CPU_KERNELS=generic forces the portable variants (the tests cover both). */
+#include <dlfcn.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,7 @@
 #include "core/log.h"
 #include "core/cpu_attn_internal.h"
 #include "core/cpu_spmm_internal.h"
+#include "core/ops_emulate.h"
 #include "core/fatal.h"
 #include "core/ops.h"
 #include "core/philox.h"
@@ -51,8 +54,11 @@
 
 /* Like a CUDA stream, a backend object is driven by one host thread at a time;
  * the reduction scratch relies on it. */
+enum cpu_gemm_lib { CPU_GEMM_OPENBLAS, CPU_GEMM_ONEDNN };
+
 struct cpu_impl {
   int threads;
+  enum cpu_gemm_lib gemm; /* whose sgemm (cpu_choose_gemm) */
   int avx2;    /* 1: use the AVX2+FMA kernels */
   double *red; /* 2 x RED_MAX_BLOCKS x RED_MAX_COLS block partials */
   struct cpu_spmm_ws ws; /* the tiled products' scratch, shared by every matrix (cpu_spmm_internal.h) */
@@ -165,6 +171,72 @@ int cg_host_mem_info(size_t *free_bytes, size_t *total_bytes) {
 /* dense                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* oneDNN's row-major sgemm, loaded at run time from Debian's libdnnl2 when present (no
+ * build dependency; the prototype is oneDNN 2.x's dnnl_sgemm, 64-bit sizes). Why: on the
+ * Zen 4 VM (2026-11-28, benchmarks/bench_blas.c, README "the BLAS libraries Debian
+ * packages") it was the fastest Debian BLAS package on nearly every GEMM shape of a
+ * training epoch: the GEMMs of a GCN epoch on full synth:reddit took 10-22 % less time
+ * than with OpenBLAS at 2 threads (two runs) and 13 % less at 1 thread; on the Zen 3 VM
+ * of 2026-11-27 (AVX2 only) 10 % less at 2 threads, 3 % more at 1. Only a build with the
+ * OpenMP runtime is used: its threads then follow omp_set_num_threads. */
+typedef int (*dnnl_sgemm_fn)(char, char, int64_t, int64_t, int64_t, float, const float *, int64_t,
+                             const float *, int64_t, float, float *, int64_t);
+struct dnnl_version_s {
+  int major, minor, patch;
+  const char *hash;
+  unsigned cpu_runtime, gpu_runtime;
+};
+#define CPU_ONEDNN_SONAME "libdnnl.so.2"
+#define CPU_ONEDNN_RUNTIME_OMP 2u
+static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
+static dnnl_sgemm_fn dnnl_sgemm_p;
+static char dnnl_what[400]; /* its version, or why it is not used */
+
+static void dnnl_load(void) {
+#ifdef __SANITIZE_ADDRESS__
+  /* (not in a sanitizer build: uninstrumented, and with it loaded LeakSanitizer's exit
+   * scan crashed in test_emulate; these builds test capgnn's code, OpenBLAS serves) */
+  snprintf(dnnl_what, sizeof dnnl_what, "not loaded in a sanitizer build");
+  return;
+#endif
+  void *h = dlopen(CPU_ONEDNN_SONAME, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(dnnl_what, sizeof dnnl_what, "%s; Debian: apt-get install libdnnl2", dlerror());
+    return;
+  }
+  const struct dnnl_version_s *(*ver)(void) = (const struct dnnl_version_s *(*)(void))dlsym(h, "dnnl_version");
+  dnnl_sgemm_fn fn = (dnnl_sgemm_fn)dlsym(h, "dnnl_sgemm");
+  const struct dnnl_version_s *v = ver ? ver() : NULL;
+  if (!fn || !v || v->major != 2)
+    snprintf(dnnl_what, sizeof dnnl_what, "%s: %s", CPU_ONEDNN_SONAME,
+             !fn || !v ? "no dnnl_sgemm or dnnl_version" : "not oneDNN 2.x");
+  else if (v->cpu_runtime != CPU_ONEDNN_RUNTIME_OMP)
+    snprintf(dnnl_what, sizeof dnnl_what, "%s: oneDNN %d.%d.%d without the OpenMP runtime", CPU_ONEDNN_SONAME,
+             v->major, v->minor, v->patch);
+  else {
+    snprintf(dnnl_what, sizeof dnnl_what, "oneDNN %d.%d.%d (dnnl_sgemm, OpenMP)", v->major, v->minor, v->patch);
+    dnnl_sgemm_p = fn;
+    return; /* (the library stays loaded for the life of the process) */
+  }
+  dlclose(h);
+}
+
+/* The GEMM library: CAPGNN_CPU_GEMM=openblas|onednn, or auto (default): oneDNN when it
+ * loads, else OpenBLAS. */
+static int cpu_choose_gemm(enum cpu_gemm_lib *lib) {
+  const char *e = getenv("CAPGNN_CPU_GEMM");
+  *lib = CPU_GEMM_OPENBLAS;
+  if (e && *e && strcmp(e, "auto") != 0 && strcmp(e, "openblas") != 0 && strcmp(e, "onednn") != 0)
+    return cg_err_set(CG_ERR_ARG, "CAPGNN_CPU_GEMM=%s: expected auto, openblas or onednn", e);
+  if (e && !strcmp(e, "openblas")) return CG_OK;
+  const int want = e && !strcmp(e, "onednn");
+  pthread_once(&dnnl_once, dnnl_load);
+  if (dnnl_sgemm_p) *lib = CPU_GEMM_ONEDNN;
+  else if (want)
+    return cg_err_set(CG_ERR_UNSUPPORTED, "CAPGNN_CPU_GEMM=onednn: oneDNN cannot be used (%s)", dnnl_what);
+  return CG_OK;
+}
+
 static void cpu_gemm(struct cg_backend *be, int ta, int tb, int64_t m, int64_t n, int64_t k,
                      float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                      float beta, float *c, int64_t ldc) {
@@ -181,13 +253,23 @@ static void cpu_gemm(struct cg_backend *be, int ta, int tb, int64_t m, int64_t n
               (long long)lda, ta, (long long)m, (long long)k);
   CPU_REQUIRE(ldb >= (tb ? k : n), "gemm: ldb=%lld too small (tb=%d n=%lld k=%lld)",
               (long long)ldb, tb, (long long)n, (long long)k);
+  const int nt = cpu_nt(be);
+  if (((const struct cpu_impl *)be->impl)->gemm == CPU_GEMM_ONEDNN) {
+    /* its threads are the calling thread's OpenMP team size: set for this call only */
+    const int prev = omp_get_max_threads();
+    if (prev != nt) omp_set_num_threads(nt);
+    const int st = dnnl_sgemm_p(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (prev != nt) omp_set_num_threads(prev);
+    CPU_REQUIRE(st == 0, "gemm: dnnl_sgemm failed (status %d) for m=%lld n=%lld k=%lld", st, (long long)m,
+                (long long)n, (long long)k);
+    return;
+  }
   /* OpenBLAS takes 32-bit sizes. */
   CPU_REQUIRE(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX && lda <= INT32_MAX &&
                   ldb <= INT32_MAX && ldc <= INT32_MAX,
               "gemm: sizes exceed the 32-bit BLAS interface");
   /* The OpenBLAS thread count is process-wide; another backend object may have
    * changed it since this one was created. */
-  const int nt = cpu_nt(be);
   if (openblas_get_num_threads() != nt) openblas_set_num_threads(nt);
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
@@ -706,7 +788,12 @@ int cg_backend_cpu_threads(const struct cg_backend *be) {
   return ((const struct cpu_impl *)be->impl)->threads;
 }
 
-const char *cg_backend_cpu_blas_info(void) { return openblas_get_config(); }
+const char *cg_backend_cpu_blas_info(const struct cg_backend *be) {
+  const struct cg_backend *cpu = be ? cg_backend_emulate_inner_const(be) : NULL;
+  if (cpu && cpu->destroy == cpu_destroy && ((const struct cpu_impl *)cpu->impl)->gemm == CPU_GEMM_ONEDNN)
+    return dnnl_what;
+  return openblas_get_config();
+}
 
 int cg_backend_cpu_create(int threads, struct cg_backend **out) {
   *out = NULL;
@@ -725,6 +812,13 @@ int cg_backend_cpu_create(int threads, struct cg_backend **out) {
   if (im->threads < 1) im->threads = 1;
   im->avx2 = cpu_detect_avx2();
   openblas_set_num_threads(im->threads);
+  const int gemm_st = cpu_choose_gemm(&im->gemm);
+  if (gemm_st != CG_OK) {
+    cg_free(be);
+    cg_free(im);
+    cg_free(red);
+    return gemm_st;
+  }
 
   be->name = "cpu";
   be->kind = CG_DEVICE_CPU;
@@ -759,8 +853,8 @@ int cg_backend_cpu_create(int threads, struct cg_backend **out) {
   be->gather_rows = cpu_gather_rows;
   be->scatter_add_rows = cpu_scatter_add_rows;
   cpu_attn_install(be);
-  LOG_DEBUG("core", "CPU backend: %d threads, %s SpMM kernel", im->threads,
-            im->avx2 ? "AVX2+FMA" : "generic");
+  LOG_DEBUG("core", "CPU backend: %d threads, %s SpMM kernel, GEMM %s", im->threads,
+            im->avx2 ? "AVX2+FMA" : "generic", im->gemm == CPU_GEMM_ONEDNN ? dnnl_what : "OpenBLAS");
   *out = be;
   return CG_OK;
 }

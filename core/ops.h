@@ -262,7 +262,10 @@ struct cg_backend {
 };
 
 /* The CPU backend (always available). threads <= 0 means OpenMP's default.
- * GEMM goes to OpenBLAS; its thread count is set to the same value. */
+ * GEMM goes to oneDNN's sgemm when Debian's libdnnl2 (oneDNN 2.x, OpenMP) loads, else to
+ * OpenBLAS (its thread count set to the same value);
+ * CAPGNN_CPU_GEMM=openblas|onednn forces one (an unknown name, or onednn when it does not
+ * load: CG_ERR_ARG / CG_ERR_UNSUPPORTED). */
 int cg_backend_cpu_create(int threads, struct cg_backend **out);
 /* The host's available and total memory in bytes (/proc/meminfo's MemAvailable and
  * MemTotal; either pointer may be NULL): what the CPU backend's mem_info reports, for
@@ -270,9 +273,10 @@ int cg_backend_cpu_create(int threads, struct cg_backend **out);
 int cg_host_mem_info(size_t *free_bytes, size_t *total_bytes);
 /* Threads of a CPU backend (the resolved count: never 0), 0 for any other backend. */
 int cg_backend_cpu_threads(const struct cg_backend *be);
-/* The BLAS library behind the CPU backend's GEMM, as it describes itself (OpenBLAS's
- * openblas_get_config(): version, target, threading). */
-const char *cg_backend_cpu_blas_info(void);
+/* The library behind a CPU backend's GEMM (be may be an emulating wrapper of one), as it
+ * describes itself: OpenBLAS's openblas_get_config() (version, target, threading), or
+ * oneDNN's version when the backend uses oneDNN's sgemm (cg_backend_cpu_create). */
+const char *cg_backend_cpu_blas_info(const struct cg_backend *be);
 /* Calls be->destroy and sets *be to NULL; accepts NULL. */
 void cg_backend_destroy(struct cg_backend **be);
 

@@ -6,6 +6,7 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libopenmpi-dev openmpi-bin libmetis-dev libopenblas-dev libhwloc-dev zlib1g-dev
       libcjson-dev libinih-dev libcmocka-dev libzip-dev
+      libdnnl2                         # oneDNN: the CPU GEMM when present (loaded at run time; else OpenBLAS)
       procps                           # pgrep, in the multi-rank interrupt test
       python3-numpy python3-scipy    # python3 only writes test fixtures; capgnn never needs it
       python3-jsonschema             # tests: profiles against docs/profile.schema.json

@@ -129,8 +129,9 @@ static void gemm_naive(int ta, int tb, int64_t m, int64_t n, int64_t k, double a
     }
 }
 
-static void test_gemm(void **state) {
-  (void)state;
+/* One backend's GEMM against the naive product: every transpose, alpha, beta (0 with NaN
+ * in C), padded strides. */
+static int gemm_check(struct cg_backend *be, const char *tag) {
   struct tu_rng rng = {11};
   const int64_t m = 37, n = 29, k = 53;
   const float alphas[] = {1.0f, 0.7f}, betas[] = {0.0f, -1.3f, 1.0f};
@@ -153,12 +154,12 @@ static void test_gemm(void **state) {
               for (int64_t j = 0; j < n; j++) c[i * ldc + j] = NAN;
           memcpy(c0, c, (size_t)(m * ldc) * sizeof(float));
           gemm_naive(ta, tb, m, n, k, alphas[ai], a, lda, b, ldb, betas[bi], c0, ldc, ref);
-          be2->gemm(be2, ta, tb, m, n, k, alphas[ai], a, lda, b, ldb, betas[bi], c, ldc);
+          be->gemm(be, ta, tb, m, n, k, alphas[ai], a, lda, b, ldb, betas[bi], c, ldc);
           float *got = fbuf(m * n);
           for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) got[i * n + j] = c[i * ldc + j];
-          char what[96];
-          snprintf(what, sizeof what, "gemm ta=%d tb=%d alpha=%g beta=%g", ta, tb,
+          char what[128];
+          snprintf(what, sizeof what, "gemm %s ta=%d tb=%d alpha=%g beta=%g", tag, ta, tb,
                    (double)alphas[ai], (double)betas[bi]);
           ok &= tu_close(what, got, ref, m * n, 1e-5, 1e-5);
           /* the padding columns of C are untouched */
@@ -172,6 +173,42 @@ static void test_gemm(void **state) {
           cg_free(ref);
           cg_free(got);
         }
+  return ok;
+}
+
+/* CAPGNN_CPU_GEMM: OpenBLAS, and oneDNN where Debian's libdnnl2 loads (else the forced
+ * choice is refused with a message), each against the naive product; the default
+ * backends (oneDNN when it loads) too; unknown names refused. */
+static void test_gemm(void **state) {
+  (void)state;
+  int ok = gemm_check(be2, "default/2t") & gemm_check(be1, "default/1t");
+  struct cg_backend *b = NULL;
+  setenv("CAPGNN_CPU_GEMM", "bogus", 1);
+  assert_int_equal(cg_backend_cpu_create(2, &b), CG_ERR_ARG);
+  assert_null(b);
+  assert_non_null(strstr(cg_err_msg(), "CAPGNN_CPU_GEMM=bogus: expected auto, openblas or onednn"));
+  cg_err_clear();
+  setenv("CAPGNN_CPU_GEMM", "openblas", 1);
+  assert_int_equal(cg_backend_cpu_create(2, &b), CG_OK);
+  ok &= gemm_check(b, "openblas/2t");
+  assert_null(strstr(cg_backend_cpu_blas_info(b), "oneDNN"));
+  cg_backend_destroy(&b);
+  setenv("CAPGNN_CPU_GEMM", "onednn", 1);
+  const int st = cg_backend_cpu_create(1, &b);
+  unsetenv("CAPGNN_CPU_GEMM");
+  if (st == CG_OK) {
+    ok &= gemm_check(b, "onednn/1t");
+    assert_non_null(strstr(cg_backend_cpu_blas_info(b), "oneDNN 2."));
+    cg_backend_destroy(&b);
+    assert_non_null(strstr(cg_backend_cpu_blas_info(be2), "oneDNN 2.")); /* auto */
+    assert_non_null(strstr(cg_backend_cpu_blas_info(be1), "oneDNN 2."));
+  } else {
+    assert_int_equal(st, CG_ERR_UNSUPPORTED);
+    assert_non_null(strstr(cg_err_msg(), "CAPGNN_CPU_GEMM=onednn: oneDNN cannot be used"));
+    printf("  %s: oneDNN not compared\n", cg_err_msg());
+    cg_err_clear();
+    assert_null(strstr(cg_backend_cpu_blas_info(be2), "oneDNN"));
+  }
   assert_true(ok);
 
   /* k == 0: C = beta C */
