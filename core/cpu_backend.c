@@ -9,7 +9,8 @@
  * its input into blocks whose number depends only on the problem size, then
  * combines the block partials in block order. The results are therefore the same
  * for any thread count, not only for a fixed one (tested for SpMM, the reductions,
- * dropout and Adam). GEMM is OpenBLAS's and only promised for a fixed count.
+ * dropout and Adam). GEMM is oneDNN's or OpenBLAS's (cpu_choose_gemm) and only promised for a
+ * fixed count.
  *
  * SpMM is the hot op of the CPU backend and lives in cpu_spmm.c (CSR or tiled
  * layout, see cpu_spmm_internal.h). Its AVX2+FMA kernels are chosen at run time when the
