@@ -622,6 +622,122 @@ static void report_setup_error(struct comm *c) {
 }
 #endif
 
+/* The settings every rank of a job must share: what print_config writes, less its
+ * comments and section lines and the keys a rank may set for itself, plus --resume and
+ * the version. Why: each rank parses its own command line and settings files (an
+ * MPMD line `mpirun -np 1 capgnn A : -np 1 capgnn B`, a settings file that differs
+ * between machines, another capgnn installed on one node), and ranks that build other
+ * models or train other epochs corrupt memory (a halo row wider than the receiver's
+ * buffer), hang until the stall watchdog, or silently train other weights on each rank.
+ * Left out: the graph (its checksum is compared when it is opened: another path to the
+ * same file is fine), where a rank runs (device, threads, tf32), what rank 0 alone uses
+ * (metrics, part-cache, profile, prune-write), per-rank memory bounds and the watchdog's
+ * and the log's settings. */
+static const char *const per_rank_keys[] = {"graph",          "device",        "threads",       "tf32",
+                                            "stall-timeout",  "metrics",       "quiet",         "log-every",
+                                            "part-cache",     "no-part-cache", "profile",       "prune-write",
+                                            "cache-host-mb",  "cache-device-mb", "cache-reserve-mb", NULL};
+
+static int per_rank_key(const char *line, size_t len) {
+  for (int i = 0; per_rank_keys[i]; i++) {
+    const size_t k = strlen(per_rank_keys[i]);
+    if (len > k + 2 && !strncmp(line, per_rank_keys[i], k) && !strncmp(line + k, " = ", 3)) return 1;
+  }
+  return 0;
+}
+
+/* NULL when out of memory. Release with free(). */
+static char *shared_settings(const struct rt_config *cfg, const struct train_par *par, const struct seed_list *seeds) {
+  char *all = NULL, *out = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&all, &len);
+  if (!f) return NULL;
+  print_config(f, cfg, par, seeds, NULL, 0);
+  fprintf(f, "resume = %s\ncapgnn-version = %s\n", cfg->resume_path ? cfg->resume_path : "(none)", CAPGNN_VERSION);
+  if (fclose(f) != 0 || !all) {
+    free(all);
+    return NULL;
+  }
+  out = malloc(len + 1);
+  if (!out) {
+    free(all);
+    return NULL;
+  }
+  size_t n = 0;
+  for (const char *p = all; *p;) {
+    const char *end = strchr(p, '\n');
+    const size_t l = end ? (size_t)(end - p) : strlen(p);
+    if (l > 0 && p[0] != '#' && p[0] != '[' && !per_rank_key(p, l)) {
+      memcpy(out + n, p, l);
+      n += l;
+      out[n++] = '\n';
+    }
+    p += l + (end ? 1 : 0);
+  }
+  out[n] = '\0';
+  free(all);
+  return out;
+}
+
+/* The first line in which b differs from a, copied into la / lb ("(nothing)" past an end). */
+static void first_difference(const char *a, const char *b, char *la, char *lb, size_t len) {
+  while (*a || *b) {
+    const size_t na = *a ? strcspn(a, "\n") : 0, nb = *b ? strcspn(b, "\n") : 0;
+    if (na != nb || strncmp(a, b, na) != 0) {
+      if (*a) snprintf(la, len, "'%.*s'", (int)na, a);
+      else snprintf(la, len, "(nothing)");
+      if (*b) snprintf(lb, len, "'%.*s'", (int)nb, b);
+      else snprintf(lb, len, "(nothing)");
+      return;
+    }
+    a += na + (a[na] ? 1 : 0);
+    b += nb + (b[nb] ? 1 : 0);
+  }
+  snprintf(la, len, "(the same)");
+  snprintf(lb, len, "(the same)");
+}
+
+/* Collective: CG_OK when every rank has rank 0's shared settings; otherwise rank 0 prints
+ * one error naming the first rank that differs and the first setting, and every rank
+ * returns CG_ERR_ARG. */
+static int check_same_settings(struct comm *c, const struct rt_config *cfg, const struct train_par *par,
+                               const struct seed_list *seeds) {
+  const int rank = comm_rank(c), size = comm_size(c);
+  if (size == 1) return CG_OK;
+  char *mine = shared_settings(cfg, par, seeds);
+  int st = mine ? CG_OK : cg_err_set(CG_ERR_NOMEM, "cannot hold this rank's settings to compare them");
+  int64_t *hashes = NULL;
+  if (st == CG_OK) {
+    hashes = cg_calloc((size_t)size, sizeof *hashes, "the settings' hash of every rank");
+    if (!hashes) st = CG_ERR_NOMEM;
+  }
+  if (comm_agree(c, st, "comparing the ranks' settings") != CG_OK) goto done;
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const char *p = mine; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  if ((st = comm_allgather_i64(c, (int64_t)(h >> 1), hashes)) != CG_OK) goto done;
+  int differ = 0;
+  for (int r = 1; r < size; r++) differ += hashes[r] != hashes[0];
+  if (differ == 0) goto done;
+  char **texts = NULL;
+  if ((st = comm_gather_text(c, mine, 0, &texts)) != CG_OK) goto done;
+  if (rank == 0) {
+    int first = 1;
+    while (first < size && hashes[first] == hashes[0]) first++;
+    char l0[320], lr[320];
+    first_difference(texts[0], texts[first], l0, lr, sizeof l0);
+    fprintf(stderr, "capgnn: error: the ranks were not given the same settings: rank %d has %s where rank 0 has %s "
+            "(%d of %d ranks differ from rank 0): every rank must train the same model in the same way, so give "
+            "every rank the same options and settings files (per-rank values: --threads N,N,...; the graph, "
+            "--device, --metrics and the part cache may differ)\n", first, lr, l0, differ, size);
+  }
+  comm_texts_free(texts, size);
+  st = cg_err_set(CG_ERR_ARG, "the ranks were not given the same settings");
+done:
+  free(mine);
+  cg_free(hashes);
+  return st;
+}
+
 /* SIGINT / SIGTERM (Ctrl-C, a batch system's time limit) during training stop it
  * after the current epoch, with a checkpoint when --checkpoint is given; outside the
  * training loop, and at a second signal, the default action (termination) applies. */
@@ -837,6 +953,11 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
               size == 1 ? "" : "s");
     comm_finalize(&c);
     return CAPGNN_EXIT_USAGE;
+  }
+  if (check_same_settings(c, cfg, par, seeds) != CG_OK) {
+    if (cg_err_status() != CG_ERR_ARG) report_setup_error(c); /* the comparison itself failed */
+    comm_finalize(&c);
+    return cg_err_status() == CG_ERR_ARG ? CAPGNN_EXIT_USAGE : CAPGNN_EXIT_FAILURE;
   }
 #ifdef CAPGNN_HAVE_RAPA
   if (par->gpu_share) { /* before any CUDA context: the backend, the GPU binding */

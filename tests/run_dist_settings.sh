@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# tests/run_dist_settings.sh MPIEXEC CAPGNN
+# Ranks given different settings (an MPMD line `mpiexec -n 1 capgnn A : -n 1 capgnn B`, a
+# settings file that differs between machines) must be refused at start, every rank with
+# exit code 2 and rank 0's one line naming the first rank and setting that differ. Before,
+# --hidden 32 on one rank overflowed the other's halo buffer (a heap overflow inside Open
+# MPI, then "double free or corruption"), --epochs 7 against 5 hung until the stall
+# watchdog, and --lr 0.05 against 0.01 trained other weights on each rank, silently.
+# What a rank may set for itself (--threads, --quiet, --device, --metrics, the graph's
+# path) still runs.
+set -u
+mpiexec=$1 capgnn=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+fail=0
+common=(--graph synth:small --epochs 5 --device cpu --threads 1 --no-part-cache)
+
+# run NAME EXPECTED_RC EXPECTED_TEXT -- RANK0_ARGS... -- RANK1_ARGS...
+run() {
+  local name=$1 want_rc=$2 want_text=$3
+  shift 3
+  [ "$1" = -- ] && shift
+  local a0=() a1=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do a0+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  a1=("$@")
+  local start rc elapsed_ms
+  start=$(date +%s%N)
+  timeout -k 5 60 "$mpiexec" --oversubscribe --allow-run-as-root -n 1 "$capgnn" "${common[@]}" "${a0[@]}" \
+    : -n 1 "$capgnn" "${common[@]}" "${a1[@]}" >"$name.out" 2>&1
+  rc=$?
+  elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  echo "== $name: exit code $rc after ${elapsed_ms} ms"
+  if [ "$rc" -ne "$want_rc" ]; then
+    cat "$name.out"; echo "FAIL: $name: exit code $rc, expected $want_rc"; fail=1
+  fi
+  if [ "$elapsed_ms" -ge 30000 ]; then echo "FAIL: $name took ${elapsed_ms} ms (limit 30000)"; fail=1; fi
+  if [ -n "$want_text" ] && ! grep -qF -- "$want_text" "$name.out"; then
+    cat "$name.out"; echo "FAIL: $name: the output does not contain: $want_text"; fail=1
+  fi
+  if grep -qE 'double free|AddressSanitizer|Signal: |MPI_ERR_TRUNCATE' "$name.out"; then
+    cat "$name.out"; echo "FAIL: $name crashed"; fail=1
+  fi
+  if [ "$want_rc" -ne 0 ] && [ "$(grep -c 'were not given the same settings' "$name.out")" -ne 1 ]; then
+    echo "FAIL: $name: the error must be printed once (by rank 0)"; fail=1
+  fi
+}
+
+run hidden 2 "rank 1 has 'hidden = 32' where rank 0 has 'hidden = 16' (1 of 2 ranks differ from rank 0)" \
+  -- -- --hidden 32
+run epochs 2 "rank 1 has 'epochs = 7' where rank 0 has 'epochs = 5'" -- -- --epochs 7
+printf '[training]\nlr = 0.01\n' >a.ini
+printf '[training]\nlr = 0.05\n' >b.ini
+run lr_config 2 "rank 1 has 'lr = 0.05' where rank 0 has 'lr = 0.01'" -- --config a.ini -- --config b.ini
+run checkpoint 2 "rank 1 has 'checkpoint-every = 2'" -- --checkpoint c.ckpt -- --checkpoint c.ckpt --checkpoint-every 2
+# what a rank may set for itself
+run per_rank 0 "" -- --metrics m.jsonl -- --quiet --threads 2 --log-every 3 --stall-timeout 60
+if [ ! -s m.jsonl ] || ! tail -1 m.jsonl | grep -q '"outcome":"completed"'; then
+  echo "FAIL: per_rank: rank 0's metrics file is missing or incomplete"; fail=1
+fi
+[ "$fail" -eq 0 ] && echo "ok: ranks with different settings are refused at start; per-rank settings run"
+exit $fail
