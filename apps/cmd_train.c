@@ -679,62 +679,17 @@ static char *shared_settings(const struct rt_config *cfg, const struct train_par
   return out;
 }
 
-/* The first line in which b differs from a, copied into la / lb ("(nothing)" past an end). */
-static void first_difference(const char *a, const char *b, char *la, char *lb, size_t len) {
-  while (*a || *b) {
-    const size_t na = *a ? strcspn(a, "\n") : 0, nb = *b ? strcspn(b, "\n") : 0;
-    if (na != nb || strncmp(a, b, na) != 0) {
-      if (*a) snprintf(la, len, "'%.*s'", (int)na, a);
-      else snprintf(la, len, "(nothing)");
-      if (*b) snprintf(lb, len, "'%.*s'", (int)nb, b);
-      else snprintf(lb, len, "(nothing)");
-      return;
-    }
-    a += na + (a[na] ? 1 : 0);
-    b += nb + (b[nb] ? 1 : 0);
-  }
-  snprintf(la, len, "(the same)");
-  snprintf(lb, len, "(the same)");
-}
-
 /* Collective: CG_OK when every rank has rank 0's shared settings; otherwise rank 0 prints
- * one error naming the first rank that differs and the first setting, and every rank
- * returns CG_ERR_ARG. */
+ * one error naming the first rank and setting that differ (cli_ranks_agree), and every
+ * rank returns CG_ERR_ARG. */
 static int check_same_settings(struct comm *c, const struct rt_config *cfg, const struct train_par *par,
                                const struct seed_list *seeds) {
-  const int rank = comm_rank(c), size = comm_size(c);
-  if (size == 1) return CG_OK;
+  if (comm_size(c) == 1) return CG_OK;
   char *mine = shared_settings(cfg, par, seeds);
-  int st = mine ? CG_OK : cg_err_set(CG_ERR_NOMEM, "cannot hold this rank's settings to compare them");
-  int64_t *hashes = NULL;
-  if (st == CG_OK) {
-    hashes = cg_calloc((size_t)size, sizeof *hashes, "the settings' hash of every rank");
-    if (!hashes) st = CG_ERR_NOMEM;
-  }
-  if (comm_agree(c, st, "comparing the ranks' settings") != CG_OK) goto done;
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (const char *p = mine; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  if ((st = comm_allgather_i64(c, (int64_t)(h >> 1), hashes)) != CG_OK) goto done;
-  int differ = 0;
-  for (int r = 1; r < size; r++) differ += hashes[r] != hashes[0];
-  if (differ == 0) goto done;
-  char **texts = NULL;
-  if ((st = comm_gather_text(c, mine, 0, &texts)) != CG_OK) goto done;
-  if (rank == 0) {
-    int first = 1;
-    while (first < size && hashes[first] == hashes[0]) first++;
-    char l0[320], lr[320];
-    first_difference(texts[0], texts[first], l0, lr, sizeof l0);
-    fprintf(stderr, "capgnn: error: the ranks were not given the same settings: rank %d has %s where rank 0 has %s "
-            "(%d of %d ranks differ from rank 0): every rank must train the same model in the same way, so give "
-            "every rank the same options and settings files (per-rank values: --threads N,N,...; the graph, "
-            "--device, --metrics and the part cache may differ)\n", first, lr, l0, differ, size);
-  }
-  comm_texts_free(texts, size);
-  st = cg_err_set(CG_ERR_ARG, "the ranks were not given the same settings");
-done:
+  const int st = cli_ranks_agree(c, mine, "every rank must train the same model in the same way, so give every "
+                                 "rank the same options and settings files (per-rank values: --threads N,N,...; "
+                                 "the graph, --device, --metrics and the part cache may differ)");
   free(mine);
-  cg_free(hashes);
   return st;
 }
 

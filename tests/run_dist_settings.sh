@@ -7,7 +7,7 @@
 # MPI, then "double free or corruption"), --epochs 7 against 5 hung until the stall
 # watchdog, and --lr 0.05 against 0.01 trained other weights on each rank, silently.
 # What a rank may set for itself (--threads, --quiet, --device, --metrics, the graph's
-# path) still runs.
+# path) still runs. `capgnn profile` compares what shapes its measurements the same way.
 set -u
 mpiexec=$1 capgnn=$2
 dir=$(mktemp -d)
@@ -58,6 +58,19 @@ run checkpoint 2 "rank 1 has 'checkpoint-every = 2'" -- --checkpoint c.ckpt -- -
 run per_rank 0 "" -- --metrics m.jsonl -- --quiet --threads 2 --log-every 3 --stall-timeout 60
 if [ ! -s m.jsonl ] || ! tail -1 m.jsonl | grep -q '"outcome":"completed"'; then
   echo "FAIL: per_rank: rank 0's metrics file is missing or incomplete"; fail=1
+fi
+# capgnn profile: --quick on one rank only made the two ranks' link ping-pong overrun
+# its buffers (a segfault in rapa_link_pair after the device measurements)
+start=$(date +%s%N)
+CAPGNN_CACHE=$dir/cache timeout -k 5 60 "$mpiexec" --oversubscribe --allow-run-as-root -x CAPGNN_CACHE \
+  -n 1 "$capgnn" profile --device cpu --threads 1 --quick : -n 1 "$capgnn" profile --device cpu --threads 1 \
+  >profile.out 2>&1
+rc=$?
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+echo "== profile: exit code $rc after ${elapsed_ms} ms"
+if [ "$rc" -ne 2 ] || ! grep -qF "rank 1 has 'quick = 0' where rank 0 has 'quick = 1'" profile.out ||
+   [ "$elapsed_ms" -ge 30000 ]; then
+  cat profile.out; echo "FAIL: profile: ranks with different --quick must be refused at start (exit code 2)"; fail=1
 fi
 [ "$fail" -eq 0 ] && echo "ok: ranks with different settings are refused at start; per-rank settings run"
 exit $fail
