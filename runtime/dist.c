@@ -898,6 +898,52 @@ static int dist_backend_open(struct comm *c, const struct rt_config *cfg, struct
 /* Rank 0 checks the run's files (it alone writes them); the others take its answer,
  * message included, so that the job reports the one error a single process would
  * (rank 0's, not "rank 0 failed during ..." from every other rank). */
+/* Every rank reads the checkpoint it resumes from at the same path; on machines that do
+ * not share that folder each reads its own copy, and a stale copy (an earlier checkpoint
+ * left on one machine) made the ranks start from different epochs and weights: ranks
+ * that train different epoch counts wait for each other until the stall watchdog ends
+ * the job. The ranks compare what they read (epoch, steps, parameters, optimizer moments)
+ * and refuse, all alike, naming the first rank whose copy differs. */
+static int dist_check_resume_same(struct comm *c, const struct rt_config *cfg, const struct rt_checkpoint *ck) {
+  if (!cfg->resume_path || comm_size(c) == 1) return CG_OK;
+  const int size = comm_size(c);
+  uint64_t h = 1469598103934665603ull; /* FNV-1a over what the run continues from */
+  const int64_t head[3] = {ck->epoch, ck->steps, ck->num_params};
+  const float *arrays[3] = {ck->params, ck->adam_m, ck->adam_v};
+  const unsigned char *b = (const unsigned char *)head;
+  for (size_t i = 0; i < sizeof head; i++) h = (h ^ b[i]) * 1099511628211ull;
+  for (int a = 0; a < 3; a++) {
+    if (!arrays[a]) continue;
+    b = (const unsigned char *)arrays[a];
+    for (size_t i = 0; i < (size_t)ck->num_params * sizeof(float); i++) h = (h ^ b[i]) * 1099511628211ull;
+  }
+  int64_t *hashes = cg_calloc((size_t)size, sizeof *hashes, "checkpoint hash of every rank");
+  int64_t *epochs = cg_calloc((size_t)size, sizeof *epochs, "checkpoint epoch of every rank");
+  int st = hashes && epochs ? CG_OK : CG_ERR_NOMEM;
+  if ((st = comm_agree(c, st, "comparing the checkpoints the ranks read")) == CG_OK &&
+      (st = comm_allgather_i64(c, (int64_t)(h >> 1), hashes)) == CG_OK &&
+      (st = comm_allgather_i64(c, ck->epoch, epochs)) == CG_OK) {
+    int first = 0, differ = 0;
+    for (int r = size - 1; r > 0; r--)
+      if (hashes[r] != hashes[0]) differ++, first = r;
+    if (differ > 0) {
+      char at[96];
+      if (epochs[first] != epochs[0])
+        snprintf(at, sizeof at, "epoch %lld, where rank 0's is at epoch %lld", (long long)epochs[first],
+                 (long long)epochs[0]);
+      else
+        snprintf(at, sizeof at, "epoch %lld as rank 0's, with other weights", (long long)epochs[0]);
+      st = cg_err_set(CG_ERR_ARG, "--resume %s: the ranks read different checkpoints (%d of %d differ from rank "
+                      "0's; rank %d's is at %s): every rank reads the file at that path, so it must be the same "
+                      "file on every machine (a shared folder, or rank 0's file copied to the others)",
+                      cfg->resume_path, differ, size, first, at);
+    }
+  }
+  cg_free(hashes);
+  cg_free(epochs);
+  return st;
+}
+
 static int dist_check_files(struct comm *c, const struct rt_config *cfg) {
   struct {
     int status;
@@ -985,6 +1031,7 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   /* every rank reads the checkpoint it resumes from: usually all fail alike (one line) */
   st = rt_checkpoint_read_resume(cfg, &resume);
   TRY_GOTO(comm_agree(c, st, "reading the checkpoint to resume from"), done);
+  TRY_GOTO(dist_check_resume_same(c, cfg, &resume), done);
   TRY_GOTO(dist_backend_open(c, cfg, &be), done);
   if (getenv("CAPGNN_PROFILE_OPS") && getenv("CAPGNN_PROFILE_OPS")[0] == '1') {
     /* a diagnostic: every op timed alone (core/ops_profile.h), totals per rank at the end */

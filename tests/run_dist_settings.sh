@@ -7,7 +7,8 @@
 # MPI, then "double free or corruption"), --epochs 7 against 5 hung until the stall
 # watchdog, and --lr 0.05 against 0.01 trained other weights on each rank, silently.
 # What a rank may set for itself (--threads, --quiet, --device, --metrics, the graph's
-# path) still runs. `capgnn profile` compares what shapes its measurements the same way.
+# path) still runs. `capgnn profile` compares what shapes its measurements the same way, and
+# `--resume` what the ranks read from the checkpoint.
 set -u
 mpiexec=$1 capgnn=$2
 dir=$(mktemp -d)
@@ -59,6 +60,34 @@ run per_rank 0 "" -- --metrics m.jsonl -- --quiet --threads 2 --log-every 3 --st
 if [ ! -s m.jsonl ] || ! tail -1 m.jsonl | grep -q '"outcome":"completed"'; then
   echo "FAIL: per_rank: rank 0's metrics file is missing or incomplete"; fail=1
 fi
+# --resume on machines that do not share the checkpoint's folder: each rank reads its own
+# copy, and a stale one made the ranks start from different epochs (rank 0 trained on and
+# wrote a checkpoint of mixed steps while rank 1 waited until the stall watchdog). Two
+# working directories stand for two machines.
+mkdir -p w0 w1
+mpirun_q() { timeout -k 5 60 "$mpiexec" --oversubscribe --allow-run-as-root "$@" >>resume.out 2>&1; }
+mpirun_q -n 2 -wdir "$dir/w0" "$capgnn" "${common[@]}" --epochs 2 --checkpoint c.ckpt
+cp w0/c.ckpt w1/c.ckpt
+mpirun_q -n 2 -wdir "$dir/w0" "$capgnn" "${common[@]}" --epochs 4 --checkpoint c.ckpt --resume c.ckpt
+: >resume.out
+start=$(date +%s%N)
+mpirun_q -n 1 -wdir "$dir/w0" "$capgnn" "${common[@]}" --epochs 6 --checkpoint c.ckpt --resume c.ckpt \
+  : -n 1 -wdir "$dir/w1" "$capgnn" "${common[@]}" --epochs 6 --checkpoint c.ckpt --resume c.ckpt
+rc=$?
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+echo "== resume_stale: exit code $rc after ${elapsed_ms} ms"
+if [ "$rc" -ne 1 ] || [ "$elapsed_ms" -ge 30000 ] ||
+   ! grep -qF "the ranks read different checkpoints (1 of 2 differ from rank 0's; rank 1's is at epoch 2, where rank 0's is at epoch 4)" resume.out; then
+  cat resume.out; echo "FAIL: resume_stale: ranks that read different checkpoints must be refused at start"; fail=1
+fi
+cp w0/c.ckpt w1/c.ckpt # the same file on both: resumes
+: >resume.out
+mpirun_q -n 1 -wdir "$dir/w0" "$capgnn" "${common[@]}" --epochs 6 --checkpoint c.ckpt --resume c.ckpt \
+  : -n 1 -wdir "$dir/w1" "$capgnn" "${common[@]}" --epochs 6 --checkpoint c.ckpt --resume c.ckpt
+rc=$?
+echo "== resume_same: exit code $rc"
+if [ "$rc" -ne 0 ]; then cat resume.out; echo "FAIL: resume_same: exit code $rc"; fail=1; fi
+
 # capgnn profile: --quick on one rank only made the two ranks' link ping-pong overrun
 # its buffers (a segfault in rapa_link_pair after the device measurements)
 start=$(date +%s%N)
