@@ -469,6 +469,7 @@ static const char *float_str(char *buf, size_t len, float v) {
 
 /* A value as a settings file reads it back (apps/config_file.c): quoted when it holds what
  * would start a comment (" #", " ;"), starts or ends with a quote or white space. */
+static int ini_value_quiet; /* set while the ranks' settings are compared: no --print-config warning */
 static const char *ini_value(const char *v, char *buf, size_t len) {
   const size_t n = strlen(v);
   int quote = n > 0 && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]) || v[0] == '"' ||
@@ -476,7 +477,7 @@ static const char *ini_value(const char *v, char *buf, size_t len) {
   for (size_t i = 1; i < n && !quote; i++)
     quote = (v[i] == '#' || v[i] == ';') && isspace((unsigned char)v[i - 1]);
   for (size_t i = 1; i < n; i++)
-    if (v[i] == ';' && isspace((unsigned char)v[i - 1])) { /* (quotes keep a '#', not a ';': inih) */
+    if (v[i] == ';' && isspace((unsigned char)v[i - 1]) && !ini_value_quiet) { /* (quotes keep '#', not ';') */
       LOG_WARN("train", "--print-config: the value '%s' holds ' ;', which a settings file cannot hold (it ends "
                "the line): --config refuses the line as written; give that value on the command line", v);
       break;
@@ -652,7 +653,9 @@ static char *shared_settings(const struct rt_config *cfg, const struct train_par
   size_t len = 0;
   FILE *f = open_memstream(&all, &len);
   if (!f) return NULL;
+  ini_value_quiet = 1;
   print_config(f, cfg, par, seeds, NULL, 0);
+  ini_value_quiet = 0;
   fprintf(f, "resume = %s\ncapgnn-version = %s\n", cfg->resume_path ? cfg->resume_path : "(none)", CAPGNN_VERSION);
   if (fclose(f) != 0 || !all) {
     free(all);
