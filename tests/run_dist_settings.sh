@@ -57,6 +57,11 @@ run lr_config 2 "rank 1 has 'lr = 0.05' where rank 0 has 'lr = 0.01'" -- --confi
 run checkpoint 2 "rank 1 has 'checkpoint-every = 2'" -- --checkpoint c.ckpt -- --checkpoint c.ckpt --checkpoint-every 2
 # what a rank may set for itself
 run per_rank 0 "" -- --metrics m.jsonl -- --quiet --threads 2 --log-every 3 --stall-timeout 60
+# a value holding ' ;' (which --print-config warns about) says nothing while compared
+run semicolon 0 "" -- --metrics "s ;x.jsonl" -- --metrics "s ;x.jsonl"
+if grep -q -- '--print-config' semicolon.out; then
+  cat semicolon.out; echo "FAIL: semicolon: the comparison printed --print-config's warning"; fail=1
+fi
 if [ ! -s m.jsonl ] || ! tail -1 m.jsonl | grep -q '"outcome":"completed"'; then
   echo "FAIL: per_rank: rank 0's metrics file is missing or incomplete"; fail=1
 fi
