@@ -69,17 +69,36 @@ int rt_load_parse(const char *name, enum rt_load *out) {
 /* ---- set-up ---------------------------------------------------------------------- */
 
 /* Same graph on every rank: a rank that opened another file (or another version of
- * it) would partition a different graph and train garbage. */
+ * it) would partition a different graph and train garbage. The message names the first
+ * rank whose graph differs from rank 0's and both graphs, so that the machine with the
+ * other copy can be found among many. */
 static int check_same_graph(struct comm *c, const struct graph *g) {
   int64_t v[6] = {(int64_t)g->checksum, -(int64_t)g->checksum, g->n, -g->n, g->m, -g->m};
   TRY(comm_allreduce_i64(c, v, 6, COMM_MAX));
-  if (v[0] != -v[1] || v[2] != -v[3] || v[4] != -v[5])
-    return cg_err_set(CG_ERR_ARG,
-                      "the ranks opened different graphs (checksums %08llx..%08llx, %lld..%lld "
-                      "vertices): every rank must read the same file or synthetic spec",
-                      (unsigned long long)-v[1], (unsigned long long)v[0], (long long)-v[3],
-                      (long long)v[2]);
-  return CG_OK;
+  if (v[0] == -v[1] && v[2] == -v[3] && v[4] == -v[5]) return CG_OK;
+  const int size = comm_size(c);
+  int64_t *sums = cg_calloc((size_t)size, sizeof *sums, "graph checksum of every rank");
+  int64_t *ns = cg_calloc((size_t)size, sizeof *ns, "graph size of every rank");
+  int64_t *ms = cg_calloc((size_t)size, sizeof *ms, "graph edges of every rank");
+  int st = sums && ns && ms ? CG_OK : CG_ERR_NOMEM;
+  if ((st = comm_agree(c, st, "comparing the ranks' graphs")) == CG_OK &&
+      (st = comm_allgather_i64(c, (int64_t)g->checksum, sums)) == CG_OK &&
+      (st = comm_allgather_i64(c, g->n, ns)) == CG_OK && (st = comm_allgather_i64(c, g->m, ms)) == CG_OK) {
+    int first = 1, differ = 0;
+    for (int r = size - 1; r > 0; r--)
+      if (sums[r] != sums[0] || ns[r] != ns[0] || ms[r] != ms[0]) differ++, first = r;
+    st = cg_err_set(CG_ERR_ARG,
+                    "the ranks opened different graphs: rank %d's has checksum %08llx and %lld vertices, rank 0's "
+                    "%08llx and %lld (%d of %d ranks differ from rank 0; all: checksums %08llx..%08llx, %lld..%lld "
+                    "vertices): every rank must read the same file or synthetic spec",
+                    first, (unsigned long long)sums[first], (long long)ns[first], (unsigned long long)sums[0],
+                    (long long)ns[0], differ, size, (unsigned long long)-v[1], (unsigned long long)v[0],
+                    (long long)-v[3], (long long)v[2]);
+  }
+  cg_free(sums);
+  cg_free(ns);
+  cg_free(ms);
+  return st;
 }
 
 /* Whether a rank's local problem holds its halo rows' sparse features: only when layer
