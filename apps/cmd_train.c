@@ -877,6 +877,10 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   struct rt_config one;
 #ifdef CAPGNN_HAVE_DIST
   struct comm *c = NULL;
+  if (comm_emulate_nodes_check() != CG_OK) { /* the same on every rank: said once, as a bad option */
+    if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
+    return CAPGNN_EXIT_USAGE;
+  }
   if (comm_init(NULL, NULL, &c) != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", err_text());
     comm_abort(NULL, CAPGNN_EXIT_FAILURE);

@@ -71,6 +71,19 @@ fi
 if [ ! -s m.jsonl ] || ! tail -1 m.jsonl | grep -q '"outcome":"completed"'; then
   echo "FAIL: per_rank: rank 0's metrics file is missing or incomplete"; fail=1
 fi
+# a bad CAPGNN_EMULATE_NODES is the same on every rank: one line and exit status 2, as a
+# bad option (it was printed by every rank from inside comm_init, then MPI_Abort)
+for sub in "" doctor; do
+  CAPGNN_EMULATE_NODES=abc timeout -k 5 60 "$mpiexec" --oversubscribe --allow-run-as-root -x CAPGNN_EMULATE_NODES \
+    -n 2 "$capgnn" $sub $([ -z "$sub" ] && echo "${common[@]}") >emulate.out 2>&1
+  rc=$?
+  echo "== emulate_bad ${sub:-train}: exit code $rc"
+  if [ "$rc" -ne 2 ] || [ "$(grep -c "CAPGNN_EMULATE_NODES='abc' is not valid" emulate.out)" -ne 1 ] ||
+     grep -q MPI_ABORT emulate.out; then
+    cat emulate.out; echo "FAIL: emulate_bad ${sub:-train}: expected one line and exit code 2"; fail=1
+  fi
+done
+
 # --resume on machines that do not share the checkpoint's folder: each rank reads its own
 # copy, and a stale one made the ranks start from different epochs (rank 0 trained on and
 # wrote a checkpoint of mixed steps while rank 1 waited until the stall watchdog). Two
