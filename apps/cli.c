@@ -15,6 +15,9 @@
 #include "apps/commands_internal.h"
 #include "apps/config_file_internal.h"
 #include "core/status.h"
+#ifdef CAPGNN_HAVE_DIST
+#include "mpi/comm.h"
+#endif
 
 /* The argument word being parsed (cli_check_value), -1 outside the option loop. */
 static int cli_word = -1;
@@ -220,3 +223,52 @@ int cli_parse_float(const char *cmd, const char *opt, const char *s, float *out)
   *out = (float)v;
   return 0;
 }
+
+#ifdef CAPGNN_HAVE_DIST
+/* The first line in which b differs from a, quoted into la / lb ("(nothing)" past an end). */
+static void first_difference(const char *a, const char *b, char *la, char *lb, size_t len) {
+  while (*a || *b) {
+    const size_t na = strcspn(a, "\n"), nb = strcspn(b, "\n");
+    if (na != nb || strncmp(a, b, na) != 0 || !*a != !*b) {
+      if (*a) snprintf(la, len, "'%.*s'", (int)na, a);
+      else snprintf(la, len, "(nothing)");
+      if (*b) snprintf(lb, len, "'%.*s'", (int)nb, b);
+      else snprintf(lb, len, "(nothing)");
+      return;
+    }
+    a += na + (a[na] ? 1 : 0);
+    b += nb + (b[nb] ? 1 : 0);
+  }
+  snprintf(la, len, "(the same)");
+  snprintf(lb, len, "(the same)");
+}
+
+int cli_ranks_agree(struct comm *c, const char *text, const char *hint) {
+  const int rank = comm_rank(c), size = comm_size(c);
+  if (size == 1) return CG_OK;
+  int st = text ? CG_OK : cg_err_set(CG_ERR_NOMEM, "cannot hold this rank's settings to compare them");
+  int64_t *hashes = cg_calloc((size_t)size, sizeof *hashes, "the settings' hash of every rank");
+  if (!hashes && st == CG_OK) st = CG_ERR_NOMEM;
+  if ((st = comm_agree(c, st, "comparing the ranks' settings")) != CG_OK) goto done;
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const char *p = text; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  if ((st = comm_allgather_i64(c, (int64_t)(h >> 1), hashes)) != CG_OK) goto done;
+  int differ = 0, first = 0;
+  for (int r = size - 1; r > 0; r--)
+    if (hashes[r] != hashes[0]) differ++, first = r;
+  if (differ == 0) goto done;
+  char **texts = NULL;
+  if ((st = comm_gather_text(c, text, 0, &texts)) != CG_OK) goto done;
+  if (rank == 0) {
+    char l0[320], lr[320];
+    first_difference(texts[0], texts[first], l0, lr, sizeof l0);
+    fprintf(stderr, "capgnn: error: the ranks were not given the same settings: rank %d has %s where rank 0 has %s "
+            "(%d of %d ranks differ from rank 0): %s\n", first, lr, l0, differ, size, hint);
+  }
+  comm_texts_free(texts, size);
+  st = cg_err_set(CG_ERR_ARG, "the ranks were not given the same settings");
+done:
+  cg_free(hashes);
+  return st;
+}
+#endif

@@ -79,6 +79,10 @@ int cmd_doctor(int argc, char **argv) {
       return cli_runtime_error();
   }
   struct comm *cm = NULL;
+  if (comm_emulate_nodes_check() != CG_OK) { /* the same on every rank: said once, as a bad option */
+    if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
+    return CAPGNN_EXIT_USAGE;
+  }
   if (comm_init(NULL, NULL, &cm) != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
     comm_abort(NULL, CAPGNN_EXIT_FAILURE);

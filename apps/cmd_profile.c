@@ -154,6 +154,10 @@ int cmd_profile(int argc, char **argv) {
     k += snprintf(command + k, sizeof command - (size_t)k, " %s", argv[i]);
 
   struct comm *cm = NULL;
+  if (comm_emulate_nodes_check() != CG_OK) { /* the same on every rank: said once, as a bad option */
+    if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
+    return CAPGNN_EXIT_USAGE;
+  }
   if (comm_init(NULL, NULL, &cm) != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
     comm_abort(NULL, CAPGNN_EXIT_FAILURE);
@@ -166,6 +170,21 @@ int cmd_profile(int argc, char **argv) {
                   nthreads > 1 && nthreads != P ? nthreads : nshares, P, P == 1 ? "" : "s");
     comm_finalize(&cm);
     return CAPGNN_EXIT_USAGE;
+  }
+  { /* what shapes the measurements and the links' message sizes: the same on every rank
+     * (--quick on one rank only made the link ping-pong of the two ranks overrun its
+     * buffers); --device, --threads, --gpu-share, --cache and the outputs may differ */
+    char same[1400];
+    snprintf(same, sizeof same, "quick = %d\nrefresh = %d\nspmm-graph = %s\nrows = %lld\nhidden = %lld\n"
+             "capgnn-version = %s\n", o.quick, o.refresh, o.spmm_graph ? o.spmm_graph : "(default)",
+             (long long)rows, (long long)hidden, CAPGNN_VERSION);
+    if (cli_ranks_agree(cm, same, "give every rank the same --quick, --refresh, --spmm-graph, --rows and --hidden "
+                        "(per-rank values: --threads N,N,..., --gpu-share P,P,...)") != CG_OK) {
+      const int usage = cg_err_status() == CG_ERR_ARG;
+      if (!usage && rank == 0) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
+      comm_finalize(&cm);
+      return usage ? CAPGNN_EXIT_USAGE : CAPGNN_EXIT_FAILURE;
+    }
   }
   if (P > 1) {
     size_t u = strlen(command);

@@ -471,6 +471,7 @@ static const char *float_str(char *buf, size_t len, float v) {
 
 /* A value as a settings file reads it back (apps/config_file.c): quoted when it holds what
  * would start a comment (" #", " ;"), starts or ends with a quote or white space. */
+static int ini_value_quiet; /* set while the ranks' settings are compared: no --print-config warning */
 static const char *ini_value(const char *v, char *buf, size_t len) {
   const size_t n = strlen(v);
   int quote = n > 0 && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]) || v[0] == '"' ||
@@ -478,7 +479,7 @@ static const char *ini_value(const char *v, char *buf, size_t len) {
   for (size_t i = 1; i < n && !quote; i++)
     quote = (v[i] == '#' || v[i] == ';') && isspace((unsigned char)v[i - 1]);
   for (size_t i = 1; i < n; i++)
-    if (v[i] == ';' && isspace((unsigned char)v[i - 1])) { /* (quotes keep a '#', not a ';': inih) */
+    if (v[i] == ';' && isspace((unsigned char)v[i - 1]) && !ini_value_quiet) { /* (quotes keep '#', not ';') */
       LOG_WARN("train", "--print-config: the value '%s' holds ' ;', which a settings file cannot hold (it ends "
                "the line): --config refuses the line as written; give that value on the command line", v);
       break;
@@ -623,6 +624,79 @@ static void report_setup_error(struct comm *c) {
   else fprintf(stderr, "capgnn: error: rank %d: %s\n", rank, saved);
 }
 #endif
+
+/* The settings every rank of a job must share: what print_config writes, less its
+ * comments and section lines and the keys a rank may set for itself, plus --resume and
+ * the version. Why: each rank parses its own command line and settings files (an
+ * MPMD line `mpirun -np 1 capgnn A : -np 1 capgnn B`, a settings file that differs
+ * between machines, another capgnn installed on one node), and ranks that build other
+ * models or train other epochs corrupt memory (a halo row wider than the receiver's
+ * buffer), hang until the stall watchdog, or silently train other weights on each rank.
+ * Left out: the graph (its checksum is compared when it is opened: another path to the
+ * same file is fine), where a rank runs (device, threads, tf32), what rank 0 alone uses
+ * (metrics, part-cache, profile, prune-write), per-rank memory bounds and the watchdog's
+ * and the log's settings. */
+static const char *const per_rank_keys[] = {"graph",          "device",        "threads",       "tf32",
+                                            "stall-timeout",  "metrics",       "quiet",         "log-every",
+                                            "part-cache",     "no-part-cache", "profile",       "prune-write",
+                                            "cache-host-mb",  "cache-device-mb", "cache-reserve-mb", NULL};
+
+static int per_rank_key(const char *line, size_t len) {
+  for (int i = 0; per_rank_keys[i]; i++) {
+    const size_t k = strlen(per_rank_keys[i]);
+    if (len > k + 2 && !strncmp(line, per_rank_keys[i], k) && !strncmp(line + k, " = ", 3)) return 1;
+  }
+  return 0;
+}
+
+/* NULL when out of memory. Release with free(). */
+static char *shared_settings(const struct rt_config *cfg, const struct train_par *par, const struct seed_list *seeds) {
+  char *all = NULL, *out = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&all, &len);
+  if (!f) return NULL;
+  ini_value_quiet = 1;
+  print_config(f, cfg, par, seeds, NULL, 0);
+  ini_value_quiet = 0;
+  fprintf(f, "resume = %s\ncapgnn-version = %s\n", cfg->resume_path ? cfg->resume_path : "(none)", CAPGNN_VERSION);
+  if (fclose(f) != 0 || !all) {
+    free(all);
+    return NULL;
+  }
+  out = malloc(len + 1);
+  if (!out) {
+    free(all);
+    return NULL;
+  }
+  size_t n = 0;
+  for (const char *p = all; *p;) {
+    const char *end = strchr(p, '\n');
+    const size_t l = end ? (size_t)(end - p) : strlen(p);
+    if (l > 0 && p[0] != '#' && p[0] != '[' && !per_rank_key(p, l)) {
+      memcpy(out + n, p, l);
+      n += l;
+      out[n++] = '\n';
+    }
+    p += l + (end ? 1 : 0);
+  }
+  out[n] = '\0';
+  free(all);
+  return out;
+}
+
+/* Collective: CG_OK when every rank has rank 0's shared settings; otherwise rank 0 prints
+ * one error naming the first rank and setting that differ (cli_ranks_agree), and every
+ * rank returns CG_ERR_ARG. */
+static int check_same_settings(struct comm *c, const struct rt_config *cfg, const struct train_par *par,
+                               const struct seed_list *seeds) {
+  if (comm_size(c) == 1) return CG_OK;
+  char *mine = shared_settings(cfg, par, seeds);
+  const int st = cli_ranks_agree(c, mine, "every rank must train the same model in the same way, so give every "
+                                 "rank the same options and settings files (per-rank values: --threads N,N,...; "
+                                 "the graph, --device, --metrics and the part cache may differ)");
+  free(mine);
+  return st;
+}
 
 /* SIGINT / SIGTERM (Ctrl-C, a batch system's time limit) during training stop it
  * after the current epoch, with a checkpoint when --checkpoint is given; outside the
@@ -805,6 +879,10 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   struct rt_config one;
 #ifdef CAPGNN_HAVE_DIST
   struct comm *c = NULL;
+  if (comm_emulate_nodes_check() != CG_OK) { /* the same on every rank: said once, as a bad option */
+    if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
+    return CAPGNN_EXIT_USAGE;
+  }
   if (comm_init(NULL, NULL, &c) != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", err_text());
     comm_abort(NULL, CAPGNN_EXIT_FAILURE);
@@ -839,6 +917,11 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
               size == 1 ? "" : "s");
     comm_finalize(&c);
     return CAPGNN_EXIT_USAGE;
+  }
+  if (check_same_settings(c, cfg, par, seeds) != CG_OK) {
+    if (cg_err_status() != CG_ERR_ARG) report_setup_error(c); /* the comparison itself failed */
+    comm_finalize(&c);
+    return cg_err_status() == CG_ERR_ARG ? CAPGNN_EXIT_USAGE : CAPGNN_EXIT_FAILURE;
   }
 #ifdef CAPGNN_HAVE_RAPA
   if (par->gpu_share) { /* before any CUDA context: the backend, the GPU binding */

@@ -100,4 +100,18 @@ int cmd_doctor(int argc, char **argv);
 /* apps/cmd_plan.c (with rapa/ too): the scale model, predicted epochs of P ranks on N nodes. */
 int cmd_plan(int argc, char **argv);
 
+#ifdef CAPGNN_HAVE_DIST
+struct comm;
+/* Collective over the job: whether every rank holds rank 0's `text` (the settings the
+ * ranks must share, one "key = value" a line; NULL: this rank could not build it). Each
+ * rank parses its own command line and settings files (an MPMD line `mpirun -np 1 capgnn
+ * A : -np 1 capgnn B`, a settings file that differs between machines), and ranks that
+ * differ corrupt memory, hang or compute other things on each rank. CG_OK when they
+ * agree; otherwise rank 0 prints one line, "capgnn: error: the ranks were not given the
+ * same settings: rank R has 'LINE' where rank 0 has 'LINE' (N of P ranks differ from rank
+ * 0): HINT", and every rank returns CG_ERR_ARG (another status when the comparison itself
+ * failed: reported by the caller). */
+int cli_ranks_agree(struct comm *c, const char *text, const char *hint);
+#endif
+
 #endif

@@ -69,6 +69,11 @@ struct comm_halo; /* one halo exchange plan, its communicator and buffers */
  * Ownership: *out belongs to the caller; release with comm_finalize. Call once
  * per process (MPI cannot be initialised twice). */
 int comm_init(int *argc, char ***argv, struct comm **out);
+/* CAPGNN_EMULATE_NODES as comm_init reads it, checked before MPI starts: CG_ERR_ARG with
+ * the message comm_init would fail with, CG_OK when unset or valid. Lets a command refuse
+ * a bad value like a bad option (one line from rank 0, exit status 2) rather than from
+ * inside comm_init on every rank, then MPI_Abort. */
+int comm_emulate_nodes_check(void);
 
 /* Restore the fatal handler that was installed when comm_init ran (core/fatal.h),
  * free the communicators and call MPI_Finalize if comm_init initialised MPI.

@@ -69,17 +69,36 @@ int rt_load_parse(const char *name, enum rt_load *out) {
 /* ---- set-up ---------------------------------------------------------------------- */
 
 /* Same graph on every rank: a rank that opened another file (or another version of
- * it) would partition a different graph and train garbage. */
+ * it) would partition a different graph and train garbage. The message names the first
+ * rank whose graph differs from rank 0's and both graphs, so that the machine with the
+ * other copy can be found among many. */
 static int check_same_graph(struct comm *c, const struct graph *g) {
   int64_t v[6] = {(int64_t)g->checksum, -(int64_t)g->checksum, g->n, -g->n, g->m, -g->m};
   TRY(comm_allreduce_i64(c, v, 6, COMM_MAX));
-  if (v[0] != -v[1] || v[2] != -v[3] || v[4] != -v[5])
-    return cg_err_set(CG_ERR_ARG,
-                      "the ranks opened different graphs (checksums %08llx..%08llx, %lld..%lld "
-                      "vertices): every rank must read the same file or synthetic spec",
-                      (unsigned long long)-v[1], (unsigned long long)v[0], (long long)-v[3],
-                      (long long)v[2]);
-  return CG_OK;
+  if (v[0] == -v[1] && v[2] == -v[3] && v[4] == -v[5]) return CG_OK;
+  const int size = comm_size(c);
+  int64_t *sums = cg_calloc((size_t)size, sizeof *sums, "graph checksum of every rank");
+  int64_t *ns = cg_calloc((size_t)size, sizeof *ns, "graph size of every rank");
+  int64_t *ms = cg_calloc((size_t)size, sizeof *ms, "graph edges of every rank");
+  int st = sums && ns && ms ? CG_OK : CG_ERR_NOMEM;
+  if ((st = comm_agree(c, st, "comparing the ranks' graphs")) == CG_OK &&
+      (st = comm_allgather_i64(c, (int64_t)g->checksum, sums)) == CG_OK &&
+      (st = comm_allgather_i64(c, g->n, ns)) == CG_OK && (st = comm_allgather_i64(c, g->m, ms)) == CG_OK) {
+    int first = 1, differ = 0;
+    for (int r = size - 1; r > 0; r--)
+      if (sums[r] != sums[0] || ns[r] != ns[0] || ms[r] != ms[0]) differ++, first = r;
+    st = cg_err_set(CG_ERR_ARG,
+                    "the ranks opened different graphs: rank %d's has checksum %08llx and %lld vertices, rank 0's "
+                    "%08llx and %lld (%d of %d ranks differ from rank 0; all: checksums %08llx..%08llx, %lld..%lld "
+                    "vertices): every rank must read the same file or synthetic spec",
+                    first, (unsigned long long)sums[first], (long long)ns[first], (unsigned long long)sums[0],
+                    (long long)ns[0], differ, size, (unsigned long long)-v[1], (unsigned long long)v[0],
+                    (long long)-v[3], (long long)v[2]);
+  }
+  cg_free(sums);
+  cg_free(ns);
+  cg_free(ms);
+  return st;
 }
 
 /* Whether a rank's local problem holds its halo rows' sparse features: only when layer
@@ -898,6 +917,52 @@ static int dist_backend_open(struct comm *c, const struct rt_config *cfg, struct
 /* Rank 0 checks the run's files (it alone writes them); the others take its answer,
  * message included, so that the job reports the one error a single process would
  * (rank 0's, not "rank 0 failed during ..." from every other rank). */
+/* Every rank reads the checkpoint it resumes from at the same path; on machines that do
+ * not share that folder each reads its own copy, and a stale copy (an earlier checkpoint
+ * left on one machine) made the ranks start from different epochs and weights: ranks
+ * that train different epoch counts wait for each other until the stall watchdog ends
+ * the job. The ranks compare what they read (epoch, steps, parameters, optimizer moments)
+ * and refuse, all alike, naming the first rank whose copy differs. */
+static int dist_check_resume_same(struct comm *c, const struct rt_config *cfg, const struct rt_checkpoint *ck) {
+  if (!cfg->resume_path || comm_size(c) == 1) return CG_OK;
+  const int size = comm_size(c);
+  uint64_t h = 1469598103934665603ull; /* FNV-1a over what the run continues from */
+  const int64_t head[3] = {ck->epoch, ck->steps, ck->num_params};
+  const float *arrays[3] = {ck->params, ck->adam_m, ck->adam_v};
+  const unsigned char *b = (const unsigned char *)head;
+  for (size_t i = 0; i < sizeof head; i++) h = (h ^ b[i]) * 1099511628211ull;
+  for (int a = 0; a < 3; a++) {
+    if (!arrays[a]) continue;
+    b = (const unsigned char *)arrays[a];
+    for (size_t i = 0; i < (size_t)ck->num_params * sizeof(float); i++) h = (h ^ b[i]) * 1099511628211ull;
+  }
+  int64_t *hashes = cg_calloc((size_t)size, sizeof *hashes, "checkpoint hash of every rank");
+  int64_t *epochs = cg_calloc((size_t)size, sizeof *epochs, "checkpoint epoch of every rank");
+  int st = hashes && epochs ? CG_OK : CG_ERR_NOMEM;
+  if ((st = comm_agree(c, st, "comparing the checkpoints the ranks read")) == CG_OK &&
+      (st = comm_allgather_i64(c, (int64_t)(h >> 1), hashes)) == CG_OK &&
+      (st = comm_allgather_i64(c, ck->epoch, epochs)) == CG_OK) {
+    int first = 0, differ = 0;
+    for (int r = size - 1; r > 0; r--)
+      if (hashes[r] != hashes[0]) differ++, first = r;
+    if (differ > 0) {
+      char at[96];
+      if (epochs[first] != epochs[0])
+        snprintf(at, sizeof at, "epoch %lld, where rank 0's is at epoch %lld", (long long)epochs[first],
+                 (long long)epochs[0]);
+      else
+        snprintf(at, sizeof at, "epoch %lld as rank 0's, with other weights", (long long)epochs[0]);
+      st = cg_err_set(CG_ERR_ARG, "--resume %s: the ranks read different checkpoints (%d of %d differ from rank "
+                      "0's; rank %d's is at %s): every rank reads the file at that path, so it must be the same "
+                      "file on every machine (a shared folder, or rank 0's file copied to the others)",
+                      cfg->resume_path, differ, size, first, at);
+    }
+  }
+  cg_free(hashes);
+  cg_free(epochs);
+  return st;
+}
+
 static int dist_check_files(struct comm *c, const struct rt_config *cfg) {
   struct {
     int status;
@@ -985,6 +1050,7 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   /* every rank reads the checkpoint it resumes from: usually all fail alike (one line) */
   st = rt_checkpoint_read_resume(cfg, &resume);
   TRY_GOTO(comm_agree(c, st, "reading the checkpoint to resume from"), done);
+  TRY_GOTO(dist_check_resume_same(c, cfg, &resume), done);
   TRY_GOTO(dist_backend_open(c, cfg, &be), done);
   if (getenv("CAPGNN_PROFILE_OPS") && getenv("CAPGNN_PROFILE_OPS")[0] == '1') {
     /* a diagnostic: every op timed alone (core/ops_profile.h), totals per rank at the end */

@@ -15,6 +15,8 @@
  * - Float options are written as the user wrote them (0.01, not 0.009999999776), and
  *   NaN / inf as null: they are not JSON. */
 #include <ctype.h>
+#include <dirent.h>
+#include <libgen.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -121,10 +123,54 @@ static int metrics_file_epoch(const char *path) {
   return max;
 }
 
+/* Temporaries of earlier runs beside the file (PATH.tmp.XXXXXX holding capgnn records): a
+ * run that was killed outright (kill -9, a rank of its job lost, the stall watchdog) left
+ * its records there, not in PATH. A resumed run appends to PATH and would not say that
+ * the epochs before its checkpoint are elsewhere: say it, naming them. */
+static void metrics_warn_leftovers(const char *path) {
+  char *copy = strdup(path), *copy2 = strdup(path);
+  if (!copy || !copy2) goto done;
+  const char *folder = dirname(copy), *base = basename(copy2);
+  const size_t nb = strlen(base);
+  DIR *d = opendir(folder);
+  if (!d) goto done;
+  int named = 0, more = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    const char *n = e->d_name;
+    if (strncmp(n, base, nb) != 0 || strncmp(n + nb, ".tmp.", 5) != 0 || strlen(n + nb + 5) != 6) continue;
+    char full[4200], head[256];
+    snprintf(full, sizeof full, "%s/%s", folder, n);
+    FILE *f = fopen(full, "rb");
+    if (!f) continue;
+    const size_t got = fread(head, 1, sizeof head, f);
+    fclose(f);
+    if (got == 0 || !metrics_match(head, got)) continue; /* empty, or not capgnn's */
+    if (named == 3) {
+      more++;
+      continue;
+    }
+    named++;
+    const int last = metrics_file_epoch(full);
+    char upto[64] = "";
+    if (last > 0) snprintf(upto, sizeof upto, " up to epoch %d", last);
+    LOG_WARN("train", "--metrics %s: %s holds the records%s of an earlier run that did not finish the file (killed "
+             "outright: kill -9, a lost rank of its job, the stall watchdog; or a run that still writes it); this "
+             "run does not read it: to keep those records, move it over %s before a --resume (which appends to "
+             "it), or delete it", path, strchr(path, '/') ? full : n, upto, path);
+  }
+  closedir(d);
+  if (more > 0) LOG_WARN("train", "--metrics %s: and %d more such temporaries beside it", path, more);
+done:
+  free(copy);
+  free(copy2);
+}
+
 int rt_metrics_open(struct rt_metrics *mt, const char *path, int append) {
   memset(mt, 0, sizeof *mt);
   mt->path = path;
   if (!path) return CG_OK;
+  metrics_warn_leftovers(path);
   if (append) mt->file_epoch = metrics_file_epoch(path);
   TRY(append ? cg_outfile_open_keep(&mt->of, path, "metrics file") : cg_outfile_open(&mt->of, path, "metrics file"));
   mt->f = mt->of.fp;

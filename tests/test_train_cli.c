@@ -530,6 +530,51 @@ static void resume_metrics_repeat(void **state) {
   if (strstr(r.err, "already holds")) fail_msg("warns of its own run's file:\n%s", r.err);
 }
 
+/* A run killed outright (kill -9, a lost rank of its job) leaves its records in the
+ * metrics file's temporary (MET.tmp.XXXXXX), not in MET: the run that resumes its
+ * checkpoint into MET names that temporary and the epochs it holds; a temporary that is
+ * not capgnn's and a run without one say nothing. */
+static void resume_metrics_leftover(void **state) {
+  (void)state;
+  char ck[300], met[300], done_met[300], left[320], other[320];
+  snprintf(ck, sizeof ck, "%s/lo.ckpt", tmpdir);
+  snprintf(met, sizeof met, "%s/lo.jsonl", tmpdir);
+  snprintf(done_met, sizeof done_met, "%s/lo3.jsonl", tmpdir);
+  snprintf(left, sizeof left, "%s.tmp.Ab12Cd", met);
+  snprintf(other, sizeof other, "%s.tmp.Zz99Yy", met);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--device", "cpu", "--threads", "1",
+                                "--checkpoint", ck, "--metrics", done_met, NULL});
+  if (r.exit_code != 0) fail_msg("3 epochs: exit %d: %s", r.exit_code, r.err);
+  static char text[1 << 16];
+  slurp(done_met, text, sizeof text);
+  char *summary = strstr(text, "{\"summary\"");
+  if (summary) *summary = '\0'; /* what a killed run leaves: its epoch records */
+  FILE *f = fopen(left, "wb");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+  f = fopen(other, "wb");
+  assert_non_null(f);
+  fputs("{\"epoch\": 1, \"loss\": 0.5}\n", f); /* someone else's log */
+  fclose(f);
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "5", "--device", "cpu", "--threads", "1",
+                                "--resume", ck, "--checkpoint", ck, "--metrics", met, NULL});
+  if (r.exit_code != 0) fail_msg("resume: exit %d: %s", r.exit_code, r.err);
+  printf("%s", r.err);
+  char want[800];
+  snprintf(want, sizeof want, "--metrics %s: %s holds the records up to epoch 3 of an earlier run that did not "
+           "finish the file", met, left);
+  if (!strstr(r.err, want)) fail_msg("expected '%s' in:\n%s", want, r.err);
+  if (strstr(r.err, "Zz99Yy")) fail_msg("warns of a temporary that is not capgnn's:\n%s", r.err);
+  remove(left);
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "6", "--device", "cpu", "--threads", "1",
+                                "--resume", ck, "--checkpoint", ck, "--metrics", met, NULL});
+  if (r.exit_code != 0) fail_msg("resume again: exit %d: %s", r.exit_code, r.err);
+  if (strstr(r.err, "did not finish the file")) fail_msg("warns without a leftover:\n%s", r.err);
+  remove(other);
+}
+
 /* Ctrl-C during run 1 of --seeds 5,6,7: the message gives the command that continues
  * that run (its seed and its --save-best FILE.seedN included) and says that seeds 6 and 7 did not run; following it
  * resumes with no warning of another seed. */
@@ -821,6 +866,7 @@ int main(int argc, char **argv) {
                                      cmocka_unit_test(predict_synth_spec), cmocka_unit_test(resume_warnings),
                                      cmocka_unit_test(resume_best_missing),
                                      cmocka_unit_test(resume_metrics_repeat),
+                                     cmocka_unit_test(resume_metrics_leftover),
                                      cmocka_unit_test(seeds_file_seed_cli),
                                      cmocka_unit_test(seeds_interrupted), cmocka_unit_test(seeds_and_lines),
                                      cmocka_unit_test(usage_errors)};

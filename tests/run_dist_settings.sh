@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# tests/run_dist_settings.sh MPIEXEC CAPGNN
+# Ranks given different settings (an MPMD line `mpiexec -n 1 capgnn A : -n 1 capgnn B`, a
+# settings file that differs between machines) must be refused at start, every rank with
+# exit code 2 and rank 0's one line naming the first rank and setting that differ. Before,
+# --hidden 32 on one rank overflowed the other's halo buffer (a heap overflow inside Open
+# MPI, then "double free or corruption"), --epochs 7 against 5 hung until the stall
+# watchdog, and --lr 0.05 against 0.01 trained other weights on each rank, silently.
+# What a rank may set for itself (--threads, --quiet, --device, --metrics, the graph's
+# path) still runs. `capgnn profile` compares what shapes its measurements the same way, and
+# `--resume` what the ranks read from the checkpoint.
+set -u
+mpiexec=$1 capgnn=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+fail=0
+common=(--graph synth:small --epochs 5 --device cpu --threads 1 --no-part-cache)
+
+# run NAME EXPECTED_RC EXPECTED_TEXT -- RANK0_ARGS... -- RANK1_ARGS...
+run() {
+  local name=$1 want_rc=$2 want_text=$3
+  shift 3
+  [ "$1" = -- ] && shift
+  local a0=() a1=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do a0+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  a1=("$@")
+  local start rc elapsed_ms
+  start=$(date +%s%N)
+  timeout -k 5 60 "$mpiexec" --oversubscribe --allow-run-as-root -n 1 "$capgnn" "${common[@]}" "${a0[@]}" \
+    : -n 1 "$capgnn" "${common[@]}" "${a1[@]}" >"$name.out" 2>&1
+  rc=$?
+  elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  echo "== $name: exit code $rc after ${elapsed_ms} ms"
+  if [ "$rc" -ne "$want_rc" ]; then
+    cat "$name.out"; echo "FAIL: $name: exit code $rc, expected $want_rc"; fail=1
+  fi
+  if [ "$elapsed_ms" -ge 30000 ]; then echo "FAIL: $name took ${elapsed_ms} ms (limit 30000)"; fail=1; fi
+  if [ -n "$want_text" ] && ! grep -qF -- "$want_text" "$name.out"; then
+    cat "$name.out"; echo "FAIL: $name: the output does not contain: $want_text"; fail=1
+  fi
+  if grep -qE 'double free|AddressSanitizer|Signal: |MPI_ERR_TRUNCATE' "$name.out"; then
+    cat "$name.out"; echo "FAIL: $name crashed"; fail=1
+  fi
+  if [ "$want_rc" -eq 2 ] && [ "$(grep -c 'were not given the same settings' "$name.out")" -ne 1 ]; then
+    echo "FAIL: $name: the error must be printed once (by rank 0)"; fail=1
+  fi
+}
+
+run hidden 2 "rank 1 has 'hidden = 32' where rank 0 has 'hidden = 16' (1 of 2 ranks differ from rank 0)" \
+  -- -- --hidden 32
+run epochs 2 "rank 1 has 'epochs = 7' where rank 0 has 'epochs = 5'" -- -- --epochs 7
+printf '[training]\nlr = 0.01\n' >a.ini
+printf '[training]\nlr = 0.05\n' >b.ini
+run lr_config 2 "rank 1 has 'lr = 0.05' where rank 0 has 'lr = 0.01'" -- --config a.ini -- --config b.ini
+run checkpoint 2 "rank 1 has 'checkpoint-every = 2'" -- --checkpoint c.ckpt -- --checkpoint c.ckpt --checkpoint-every 2
+# another graph on one rank: the graph line is not compared as text (another path to the
+# same file is fine) but by checksum once opened; the error names the rank
+run graph 1 "the ranks opened different graphs: rank 1's has checksum" -- -- --graph synth:tiny
+if [ "$(grep -c 'opened different graphs' graph.out)" -ne 1 ]; then
+  cat graph.out; echo "FAIL: graph: the error must be printed once"; fail=1
+fi
+# what a rank may set for itself
+run per_rank 0 "" -- --metrics m.jsonl -- --quiet --threads 2 --log-every 3 --stall-timeout 60
+# a value holding ' ;' (which --print-config warns about) says nothing while compared
+run semicolon 0 "" -- --metrics "s ;x.jsonl" -- --metrics "s ;x.jsonl"
+if grep -q -- '--print-config' semicolon.out; then
+  cat semicolon.out; echo "FAIL: semicolon: the comparison printed --print-config's warning"; fail=1
+fi
+if [ ! -s m.jsonl ] || ! tail -1 m.jsonl | grep -q '"outcome":"completed"'; then
+  echo "FAIL: per_rank: rank 0's metrics file is missing or incomplete"; fail=1
+fi
+# a bad CAPGNN_EMULATE_NODES is the same on every rank: one line and exit status 2, as a
+# bad option (it was printed by every rank from inside comm_init, then MPI_Abort)
+for sub in "" doctor; do
+  CAPGNN_EMULATE_NODES=abc timeout -k 5 60 "$mpiexec" --oversubscribe --allow-run-as-root -x CAPGNN_EMULATE_NODES \
+    -n 2 "$capgnn" $sub $([ -z "$sub" ] && echo "${common[@]}") >emulate.out 2>&1
+  rc=$?
+  echo "== emulate_bad ${sub:-train}: exit code $rc"
+  if [ "$rc" -ne 2 ] || [ "$(grep -c "CAPGNN_EMULATE_NODES='abc' is not valid" emulate.out)" -ne 1 ] ||
+     grep -q MPI_ABORT emulate.out; then
+    cat emulate.out; echo "FAIL: emulate_bad ${sub:-train}: expected one line and exit code 2"; fail=1
+  fi
+done
+
+# --resume on machines that do not share the checkpoint's folder: each rank reads its own
+# copy, and a stale one made the ranks start from different epochs (rank 0 trained on and
+# wrote a checkpoint of mixed steps while rank 1 waited until the stall watchdog). Two
+# working directories stand for two machines.
+mkdir -p w0 w1
+mpirun_q() { timeout -k 5 60 "$mpiexec" --oversubscribe --allow-run-as-root "$@" >>resume.out 2>&1; }
+mpirun_q -n 2 -wdir "$dir/w0" "$capgnn" "${common[@]}" --epochs 2 --checkpoint c.ckpt
+cp w0/c.ckpt w1/c.ckpt
+mpirun_q -n 2 -wdir "$dir/w0" "$capgnn" "${common[@]}" --epochs 4 --checkpoint c.ckpt --resume c.ckpt
+: >resume.out
+start=$(date +%s%N)
+mpirun_q -n 1 -wdir "$dir/w0" "$capgnn" "${common[@]}" --epochs 6 --checkpoint c.ckpt --resume c.ckpt \
+  : -n 1 -wdir "$dir/w1" "$capgnn" "${common[@]}" --epochs 6 --checkpoint c.ckpt --resume c.ckpt
+rc=$?
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+echo "== resume_stale: exit code $rc after ${elapsed_ms} ms"
+if [ "$rc" -ne 1 ] || [ "$elapsed_ms" -ge 30000 ] ||
+   ! grep -qF "the ranks read different checkpoints (1 of 2 differ from rank 0's; rank 1's is at epoch 2, where rank 0's is at epoch 4)" resume.out; then
+  cat resume.out; echo "FAIL: resume_stale: ranks that read different checkpoints must be refused at start"; fail=1
+fi
+cp w0/c.ckpt w1/c.ckpt # the same file on both: resumes
+: >resume.out
+mpirun_q -n 1 -wdir "$dir/w0" "$capgnn" "${common[@]}" --epochs 6 --checkpoint c.ckpt --resume c.ckpt \
+  : -n 1 -wdir "$dir/w1" "$capgnn" "${common[@]}" --epochs 6 --checkpoint c.ckpt --resume c.ckpt
+rc=$?
+echo "== resume_same: exit code $rc"
+if [ "$rc" -ne 0 ]; then cat resume.out; echo "FAIL: resume_same: exit code $rc"; fail=1; fi
+
+# capgnn profile: --quick on one rank only made the two ranks' link ping-pong overrun
+# its buffers (a segfault in rapa_link_pair after the device measurements)
+start=$(date +%s%N)
+CAPGNN_CACHE=$dir/cache timeout -k 5 60 "$mpiexec" --oversubscribe --allow-run-as-root -x CAPGNN_CACHE \
+  -n 1 "$capgnn" profile --device cpu --threads 1 --quick : -n 1 "$capgnn" profile --device cpu --threads 1 \
+  >profile.out 2>&1
+rc=$?
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+echo "== profile: exit code $rc after ${elapsed_ms} ms"
+if [ "$rc" -ne 2 ] || ! grep -qF "rank 1 has 'quick = 0' where rank 0 has 'quick = 1'" profile.out ||
+   [ "$elapsed_ms" -ge 30000 ]; then
+  cat profile.out; echo "FAIL: profile: ranks with different --quick must be refused at start (exit code 2)"; fail=1
+fi
+[ "$fail" -eq 0 ] && echo "ok: ranks with different settings are refused at start; per-rank settings run"
+exit $fail
