@@ -225,22 +225,73 @@ int cli_parse_float(const char *cmd, const char *opt, const char *s, float *out)
 }
 
 #ifdef CAPGNN_HAVE_DIST
-/* The first line in which b differs from a, quoted into la / lb ("(nothing)" past an end). */
+/* The length of a "key = value" line's key (the whole line when it has no " = "). */
+static size_t line_key(const char *line, size_t n) {
+  for (size_t i = 0; i + 2 < n; i++)
+    if (line[i] == ' ' && line[i + 1] == '=' && line[i + 2] == ' ') return i;
+  return n;
+}
+
+/* The line of text t whose key is k (kn bytes), *ln its length; NULL when none is. */
+static const char *find_key(const char *t, const char *k, size_t kn, size_t *ln) {
+  while (*t) {
+    const size_t n = strcspn(t, "\n");
+    if (line_key(t, n) == kn && !strncmp(t, k, kn)) {
+      *ln = n;
+      return t;
+    }
+    t += n + (t[n] ? 1 : 0);
+  }
+  return NULL;
+}
+
+static void quote_line(char *out, size_t len, const char *line, size_t n) {
+  if (line) snprintf(out, len, "'%.*s'", (int)n, line);
+  else snprintf(out, len, "(nothing)");
+}
+
+/* The first setting (by key, so that a line given on one rank only does not shift the
+ * comparison onto unrelated lines) whose line differs between a and b, quoted into la /
+ * lb ("(nothing)": the key is absent there). */
 static void first_difference(const char *a, const char *b, char *la, char *lb, size_t len) {
-  while (*a || *b) {
-    const size_t na = strcspn(a, "\n"), nb = strcspn(b, "\n");
-    if (na != nb || strncmp(a, b, na) != 0 || !*a != !*b) {
-      if (*a) snprintf(la, len, "'%.*s'", (int)na, a);
-      else snprintf(la, len, "(nothing)");
-      if (*b) snprintf(lb, len, "'%.*s'", (int)nb, b);
-      else snprintf(lb, len, "(nothing)");
+  for (const char *p = a; *p;) {
+    const size_t n = strcspn(p, "\n");
+    size_t m = 0;
+    const char *q = find_key(b, p, line_key(p, n), &m);
+    if (!q || m != n || strncmp(p, q, n) != 0) {
+      quote_line(la, len, p, n);
+      quote_line(lb, len, q, m);
       return;
     }
-    a += na + (a[na] ? 1 : 0);
-    b += nb + (b[nb] ? 1 : 0);
+    p += n + (p[n] ? 1 : 0);
+  }
+  for (const char *q = b; *q;) {
+    const size_t m = strcspn(q, "\n");
+    size_t n = 0;
+    if (!find_key(a, q, line_key(q, m), &n)) {
+      quote_line(la, len, NULL, 0);
+      quote_line(lb, len, q, m);
+      return;
+    }
+    q += m + (q[m] ? 1 : 0);
   }
   snprintf(la, len, "(the same)");
   snprintf(lb, len, "(the same)");
+}
+
+int cli_first_rank_with(struct comm *c, int flag) {
+  const int size = comm_size(c);
+  int64_t *all = cg_calloc((size_t)size, sizeof *all, "every rank's check");
+  const int st = comm_agree(c, all ? CG_OK : CG_ERR_NOMEM, "checking the ranks' options");
+  if (st == CG_OK && comm_allgather_i64(c, flag ? 1 : 0, all) == CG_OK) {
+    int first = -1;
+    for (int r = size - 1; r >= 0; r--)
+      if (all[r]) first = r;
+    cg_free(all);
+    return first;
+  }
+  cg_free(all);
+  return -2;
 }
 
 int cli_ranks_agree(struct comm *c, const char *text, const char *hint) {

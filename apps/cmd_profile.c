@@ -163,13 +163,21 @@ int cmd_profile(int argc, char **argv) {
     comm_abort(NULL, CAPGNN_EXIT_FAILURE);
   }
   const int rank = comm_rank(cm), P = comm_size(cm);
-  if ((nthreads > 1 && nthreads != P) || (nshares > 1 && nshares != P)) {
-    if (rank == 0)
-      usage_error("%s has %d values but the job has %d rank%s: give one value for all ranks or one per rank",
-                  nthreads > 1 && nthreads != P ? "--threads" : "--gpu-share",
-                  nthreads > 1 && nthreads != P ? nthreads : nshares, P, P == 1 ? "" : "s");
+  /* (agreed before anyone leaves: ranks may be given different lists, cli_first_rank_with) */
+  const int bad = cli_first_rank_with(cm, (nthreads > 1 && nthreads != P) || (nshares > 1 && nshares != P));
+  if (bad != -1) {
+    if (bad == -2 && rank == 0) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
+    else if (rank == bad) {
+      char on[32] = "";
+      if (rank) snprintf(on, sizeof on, "on rank %d, ", rank);
+      /* (not usage_error: that speaks on rank 0 only) */
+      fprintf(stderr, "capgnn: error: %s%s has %d values but the job has %d rank%s: give one value for all ranks "
+              "or one per rank (see capgnn profile --help)\n", on,
+              nthreads > 1 && nthreads != P ? "--threads" : "--gpu-share",
+              nthreads > 1 && nthreads != P ? nthreads : nshares, P, P == 1 ? "" : "s");
+    }
     comm_finalize(&cm);
-    return CAPGNN_EXIT_USAGE;
+    return bad == -2 ? CAPGNN_EXIT_FAILURE : CAPGNN_EXIT_USAGE;
   }
   { /* what shapes the measurements and the links' message sizes: the same on every rank
      * (--quick on one rank only made the link ping-pong of the two ranks overrun its

@@ -639,12 +639,18 @@ static void report_setup_error(struct comm *c) {
 static const char *const per_rank_keys[] = {"graph",          "device",        "threads",       "tf32",
                                             "stall-timeout",  "metrics",       "quiet",         "log-every",
                                             "part-cache",     "no-part-cache", "profile",       "prune-write",
-                                            "cache-host-mb",  "cache-device-mb", "cache-reserve-mb", NULL};
+                                            "cache-host-mb",  "cache-device-mb", "cache-reserve-mb", "gpu-share",
+                                            /* compared resolved (shared_settings): given or not */
+                                            "input-dropout",  "attn-dropout",  NULL};
+/* Paths that may be spelt differently, or be each machine's own, for the same run: only
+ * whether they are given is compared (the checkpoint a run resumes from is compared by
+ * its contents, runtime/dist.c; checkpoint and save-best files are rank 0's). */
+static const char *const path_keys[] = {"checkpoint", "save-best", "norm-degrees", NULL};
 
-static int per_rank_key(const char *line, size_t len) {
-  for (int i = 0; per_rank_keys[i]; i++) {
-    const size_t k = strlen(per_rank_keys[i]);
-    if (len > k + 2 && !strncmp(line, per_rank_keys[i], k) && !strncmp(line + k, " = ", 3)) return 1;
+static int key_in(const char *const *keys, const char *line, size_t len) {
+  for (int i = 0; keys[i]; i++) {
+    const size_t k = strlen(keys[i]);
+    if (len > k + 2 && !strncmp(line, keys[i], k) && !strncmp(line + k, " = ", 3)) return (int)k;
   }
   return 0;
 }
@@ -658,12 +664,18 @@ static char *shared_settings(const struct rt_config *cfg, const struct train_par
   ini_value_quiet = 1;
   print_config(f, cfg, par, seeds, NULL, 0);
   ini_value_quiet = 0;
-  fprintf(f, "resume = %s\ncapgnn-version = %s\n", cfg->resume_path ? cfg->resume_path : "(none)", CAPGNN_VERSION);
+  /* the dropouts as they resolve: an explicit --input-dropout equal to --dropout is the
+   * same run as none, though print_config writes one as a value and the other as a comment */
+  fprintf(f, "input-dropout (resolved) = %.9g\n", (double)rt_config_layer_dropout(cfg, 0));
+  if (cfg->model == RT_MODEL_GAT)
+    fprintf(f, "attn-dropout (resolved) = %.9g\n",
+            (double)(cfg->attn_dropout >= 0.0f ? cfg->attn_dropout : cfg->dropout));
+  fprintf(f, "resume = %s\ncapgnn-version = %s\n", cfg->resume_path ? "(given)" : "(none)", CAPGNN_VERSION);
   if (fclose(f) != 0 || !all) {
     free(all);
     return NULL;
   }
-  out = malloc(len + 1);
+  out = malloc(len + 64); /* (a path replaced by "(given)" may grow its line by up to 6 bytes) */
   if (!out) {
     free(all);
     return NULL;
@@ -672,9 +684,16 @@ static char *shared_settings(const struct rt_config *cfg, const struct train_par
   for (const char *p = all; *p;) {
     const char *end = strchr(p, '\n');
     const size_t l = end ? (size_t)(end - p) : strlen(p);
-    if (l > 0 && p[0] != '#' && p[0] != '[' && !per_rank_key(p, l)) {
-      memcpy(out + n, p, l);
-      n += l;
+    int k = 0;
+    if (l > 0 && p[0] != '#' && p[0] != '[' && !key_in(per_rank_keys, p, l)) {
+      if ((k = key_in(path_keys, p, l)) > 0) { /* "KEY = (given)" */
+        memcpy(out + n, p, (size_t)k);
+        memcpy(out + n + k, " = (given)", 10);
+        n += (size_t)k + 10;
+      } else {
+        memcpy(out + n, p, l);
+        n += l;
+      }
       out[n++] = '\n';
     }
     p += l + (end ? 1 : 0);
@@ -692,8 +711,9 @@ static int check_same_settings(struct comm *c, const struct rt_config *cfg, cons
   if (comm_size(c) == 1) return CG_OK;
   char *mine = shared_settings(cfg, par, seeds);
   const int st = cli_ranks_agree(c, mine, "every rank must train the same model in the same way, so give every "
-                                 "rank the same options and settings files (per-rank values: --threads N,N,...; "
-                                 "the graph, --device, --metrics and the part cache may differ)");
+                                 "rank the same options and settings files (per-rank values: --threads N,N,..., "
+                                 "--gpu-share P,P,...; the graph, --device, --metrics, the part cache and the "
+                                 "paths of --checkpoint, --save-best, --resume and --norm-degrees may differ)");
   free(mine);
   return st;
 }
@@ -910,13 +930,21 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
     return CAPGNN_EXIT_USAGE;
   }
   const int rank = comm_rank(c), size = comm_size(c);
-  if (par->nthreads > 1 && par->nthreads != size) {
-    if (rank == 0)
-      fprintf(stderr, "capgnn: error: --threads %s has %d values but the job has %d rank%s: give one count for "
-              "all ranks or one per rank (see capgnn train --help)\n", par->threads_list, par->nthreads, size,
-              size == 1 ? "" : "s");
+  /* (agreed before anyone leaves: ranks may be given different lists, and one that left
+   * alone made the others wait in the settings comparison below for ever) */
+  const int bad_threads = cli_first_rank_with(c, par->nthreads > 1 && par->nthreads != size);
+  if (bad_threads != -1) {
+    if (bad_threads == -2 && rank == 0) fprintf(stderr, "capgnn: error: %s\n", err_text());
+    else if (rank == bad_threads) {
+      char rank_str[24];
+      snprintf(rank_str, sizeof rank_str, "%d, ", rank);
+      fprintf(stderr, "capgnn: error: %s%s--threads %s has %d values but the job has %d rank%s: give one count for "
+              "all ranks or one per rank (see capgnn train --help)\n", rank ? "on rank " : "", rank ? rank_str : "",
+              par->threads_list,
+              par->nthreads, size, size == 1 ? "" : "s");
+    }
     comm_finalize(&c);
-    return CAPGNN_EXIT_USAGE;
+    return bad_threads == -2 ? CAPGNN_EXIT_FAILURE : CAPGNN_EXIT_USAGE;
   }
   if (check_same_settings(c, cfg, par, seeds) != CG_OK) {
     if (cg_err_status() != CG_ERR_ARG) report_setup_error(c); /* the comparison itself failed */

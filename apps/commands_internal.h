@@ -112,6 +112,12 @@ struct comm;
  * 0): HINT", and every rank returns CG_ERR_ARG (another status when the comparison itself
  * failed: reported by the caller). */
 int cli_ranks_agree(struct comm *c, const char *text, const char *hint);
+/* Collective: the lowest rank whose `flag` is set, -1 when none is (-2 when the exchange
+ * failed: cg_err_msg says why). For a check each rank makes of its own options (a
+ * --threads list as long as the job): every rank must learn of a failure on any rank
+ * before it leaves, or the others wait in the next collective; the lowest failing rank
+ * speaks, once. */
+int cli_first_rank_with(struct comm *c, int flag);
 #endif
 
 #endif

@@ -7,7 +7,7 @@
 # MPI, then "double free or corruption"), --epochs 7 against 5 hung until the stall
 # watchdog, and --lr 0.05 against 0.01 trained other weights on each rank, silently.
 # What a rank may set for itself (--threads, --quiet, --device, --metrics, the graph's
-# path) still runs. `capgnn profile` compares what shapes its measurements the same way, and
+# path, the paths of --checkpoint, --save-best, --resume, --norm-degrees) still runs. `capgnn profile` compares what shapes its measurements the same way, and
 # `--resume` what the ranks read from the checkpoint.
 set -u
 mpiexec=$1 capgnn=$2
@@ -63,6 +63,28 @@ if [ "$(grep -c 'opened different graphs' graph.out)" -ne 1 ]; then
 fi
 # what a rank may set for itself
 run per_rank 0 "" -- --metrics m.jsonl -- --quiet --threads 2 --log-every 3 --stall-timeout 60
+# paths spelt differently (or each machine's own) for the same files: only whether they are
+# given is compared; an explicit default is the default (--input-dropout as --dropout)
+run paths 0 "" -- --checkpoint p.ckpt --save-best b.ckpt --norm-degrees synth:small \
+  -- --checkpoint "$dir/p.ckpt" --save-best ./b.ckpt --norm-degrees "synth:small" --input-dropout 0.5
+run resume_paths 0 "" -- --epochs 7 --resume p.ckpt -- --epochs 7 --resume "$dir/p.ckpt"
+run checkpoint_one 2 "rank 1 has (nothing) where rank 0 has 'checkpoint = (given)'" -- --checkpoint q.ckpt --
+# a line on one rank only is reported as such, not against the next unrelated line
+run attn 2 "rank 1 has 'attn-dropout (resolved) = 0.300000012' where rank 0 has 'attn-dropout (resolved) = 0.5'" \
+  -- --model gat --hidden 4 -- --model gat --hidden 4 --attn-dropout 0.3
+# a --threads list of the wrong length on one rank only: refused by that rank, promptly
+# (the rank left alone and rank 0 waited in the comparison for ever)
+: >threads.out
+start=$(date +%s%N)
+timeout -k 5 60 "$mpiexec" --oversubscribe --allow-run-as-root -n 1 "$capgnn" "${common[@]}" \
+  : -n 1 "$capgnn" "${common[@]}" --threads 1,1,1 >threads.out 2>&1
+rc=$?
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+echo "== threads_one: exit code $rc after ${elapsed_ms} ms"
+if [ "$rc" -ne 2 ] || [ "$elapsed_ms" -ge 30000 ] ||
+   [ "$(grep -c "on rank 1, --threads 1,1,1 has 3 values but the job has 2 ranks" threads.out)" -ne 1 ]; then
+  cat threads.out; echo "FAIL: threads_one: expected one line from rank 1 and exit code 2"; fail=1
+fi
 # a value holding ' ;' (which --print-config warns about) says nothing while compared
 run semicolon 0 "" -- --metrics "s ;x.jsonl" -- --metrics "s ;x.jsonl"
 if grep -q -- '--print-config' semicolon.out; then
@@ -124,6 +146,18 @@ echo "== profile: exit code $rc after ${elapsed_ms} ms"
 if [ "$rc" -ne 2 ] || ! grep -qF "rank 1 has 'quick = 0' where rank 0 has 'quick = 1'" profile.out ||
    [ "$elapsed_ms" -ge 30000 ]; then
   cat profile.out; echo "FAIL: profile: ranks with different --quick must be refused at start (exit code 2)"; fail=1
+fi
+# the same for capgnn profile's --threads list
+start=$(date +%s%N)
+CAPGNN_CACHE=$dir/cache timeout -k 5 60 "$mpiexec" --oversubscribe --allow-run-as-root -x CAPGNN_CACHE \
+  -n 1 "$capgnn" profile --device cpu --threads 1 --quick : -n 1 "$capgnn" profile --device cpu --threads 1,1,1 \
+  --quick >profile_threads.out 2>&1
+rc=$?
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+echo "== profile_threads: exit code $rc after ${elapsed_ms} ms"
+if [ "$rc" -ne 2 ] || [ "$elapsed_ms" -ge 30000 ] ||
+   [ "$(grep -c "on rank 1, --threads has 3 values but the job has 2 ranks" profile_threads.out)" -ne 1 ]; then
+  cat profile_threads.out; echo "FAIL: profile_threads: expected one line from rank 1 and exit code 2"; fail=1
 fi
 [ "$fail" -eq 0 ] && echo "ok: ranks with different settings are refused at start; per-rank settings run"
 exit $fail
