@@ -789,6 +789,12 @@ int cg_backend_cpu_threads(const struct cg_backend *be) {
   return ((const struct cpu_impl *)be->impl)->threads;
 }
 
+const char *cg_backend_cpu_gemm_name(const struct cg_backend *be) {
+  const struct cg_backend *cpu = be ? cg_backend_emulate_inner_const(be) : NULL;
+  if (!cpu || cpu->destroy != cpu_destroy) return NULL;
+  return ((const struct cpu_impl *)cpu->impl)->gemm == CPU_GEMM_ONEDNN ? "onednn" : "openblas";
+}
+
 const char *cg_backend_cpu_blas_info(const struct cg_backend *be) {
   const struct cg_backend *cpu = be ? cg_backend_emulate_inner_const(be) : NULL;
   if (cpu && cpu->destroy == cpu_destroy && ((const struct cpu_impl *)cpu->impl)->gemm == CPU_GEMM_ONEDNN)

@@ -277,6 +277,10 @@ int cg_backend_cpu_threads(const struct cg_backend *be);
  * describes itself: OpenBLAS's openblas_get_config() (version, target, threading), or
  * oneDNN's version when the backend uses oneDNN's sgemm (cg_backend_cpu_create). */
 const char *cg_backend_cpu_blas_info(const struct cg_backend *be);
+/* The short name of a CPU backend's GEMM library, "onednn" or "openblas" (be may be an
+ * emulating wrapper of one); NULL for any other backend. Checkpoints record it: another
+ * library rounds differently, so a resume under another one is not bit for bit. */
+const char *cg_backend_cpu_gemm_name(const struct cg_backend *be);
 /* Calls be->destroy and sets *be to NULL; accepts NULL. */
 void cg_backend_destroy(struct cg_backend **be);
 

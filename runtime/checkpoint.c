@@ -121,6 +121,7 @@ static char *header_json(const struct rt_checkpoint *c) {
   cJSON_AddNumberToObject(o, "eval_every", c->eval_every);
   cJSON_AddStringToObject(o, "device", c->device);
   cJSON_AddNumberToObject(o, "threads", c->threads);
+  if (c->gemm[0]) cJSON_AddStringToObject(o, "gemm", c->gemm); /* (optional: older files lack it) */
   cJSON_AddNumberToObject(o, "ranks", c->ranks);
   cJSON_AddNumberToObject(o, "epoch", c->epoch);
   cJSON_AddNumberToObject(o, "steps", (double)c->steps);
@@ -406,6 +407,12 @@ static int parse_header(const char *json, size_t len, const char *path, struct r
   }
   snprintf(c->device, sizeof c->device, "%s", v->valuestring);
   INT("threads", 0, 4096, c->threads, int);
+  v = cJSON_GetObjectItemCaseSensitive(h, "gemm");
+  if (v && !cJSON_IsString(v)) {
+    st = cg_err_set(CG_ERR_FORMAT, "checkpoint %s: header field 'gemm' should be a string", path);
+    goto done;
+  }
+  snprintf(c->gemm, sizeof c->gemm, "%s", v ? v->valuestring : "");
   INT("ranks", 1, 1 << 24, c->ranks, int);
   INT("epoch", 1, RT_MAX_EPOCHS, c->epoch, int);
   INT("steps", 0, c->epoch, c->steps, int64_t); /* one optimizer step an epoch */

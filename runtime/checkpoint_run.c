@@ -157,9 +157,14 @@ int rt_checkpoint_fits_problem(const struct rt_checkpoint *c, const char *path,
 /* ---- restoring and saving --------------------------------------------------------- */
 
 int rt_checkpoint_restore(const struct rt_checkpoint *c, const char *path, struct rt_model *m,
-                          const struct rt_local *loc, const struct rt_config *cfg, struct rt_result *r,
-                          struct rt_train_track *tr, struct rt_early_stop *es, int *done) {
+                          const struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
+                          struct rt_result *r, struct rt_train_track *tr, struct rt_early_stop *es, int *done) {
   TRY(rt_checkpoint_fits(c, path, cfg, 1));
+  const char *gemm = cg_backend_cpu_gemm_name(be);
+  if (gemm && c->gemm[0] && strcmp(gemm, c->gemm) != 0)
+    LOG_WARN_COMMON("train", "--resume %s: the checkpoint was made with the %s GEMM, this run uses %s (another "
+                    "machine's libraries, or CAPGNN_CPU_GEMM): results differ from an uninterrupted run by rounding "
+                    "(CAPGNN_CPU_GEMM=%s resumes bit for bit)", path, c->gemm, gemm, c->gemm);
   TRY(rt_checkpoint_fits_problem(c, path, loc, cfg));
   if (c->ranks != loc->nranks) /* (the exactness contract: P ranks equal one to rounding) */
     LOG_WARN_COMMON("train", "--resume %s: the checkpoint was made on %d rank%s, this run has %d: the continuation "
@@ -212,6 +217,8 @@ int rt_checkpoint_save_state(const char *path, const struct rt_model *m, const s
         .lr_epochs = cfg->lr_epochs > 0 ? cfg->lr_epochs : cfg->epochs, .early_stop = cfg->early_stop,
         .early_stop_rule = cfg->early_stop_rule, .es_best_loss = INFINITY, .es_best_acc = -1.0};
     if (es) rt_early_stop_to_checkpoint(es, &c); /* borrowed */
+    const char *gemm = cg_backend_cpu_gemm_name(be);
+    snprintf(c.gemm, sizeof c.gemm, "%s", gemm ? gemm : "");
     snprintf(c.graph, sizeof c.graph, "%s", loc->name);
     /* a synth: spec is regenerated bit for bit from its text (the checksum guards it):
      * predict needs no --graph then. Not recorded when too long to keep whole. */

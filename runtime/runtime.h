@@ -705,6 +705,8 @@ struct rt_checkpoint {
   /* where it ran (a resume elsewhere is equal up to rounding only) */
   char device[16];           /* be->name: "cpu", "cuda" */
   int threads;               /* rt_config threads (CPU backend) */
+  char gemm[16];             /* the CPU backend's GEMM library (cg_backend_cpu_gemm_name); "":
+                                another backend, or a checkpoint from before it was recorded */
   int ranks;
   /* where it stands */
   int epoch;                 /* epochs completed */

@@ -411,8 +411,8 @@ int rt_checkpoint_fits_problem(const struct rt_checkpoint *c, const char *path,
  * the difference). Fills the model state, the losses so far (r->loss), the result's
  * bookkeeping and *tr; *done gets the checkpoint's epoch. */
 int rt_checkpoint_restore(const struct rt_checkpoint *c, const char *path, struct rt_model *m,
-                          const struct rt_local *loc, const struct rt_config *cfg, struct rt_result *r,
-                          struct rt_train_track *tr, struct rt_early_stop *es, int *done);
+                          const struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
+                          struct rt_result *r, struct rt_train_track *tr, struct rt_early_stop *es, int *done);
 /* Write the state after `epoch` epochs to cfg->checkpoint_path. Every rank holds the
  * same parameters: rank 0 writes, and all ranks learn (through ex, when given)
  * whether it worked, so that a failed write stops every rank or none. */

@@ -398,7 +398,7 @@ static int train_impl(struct cg_backend *be, const struct rt_local *loc, struct 
   }
   TRY_GOTO(train_setup(&t), done);
   if (resume) {
-    TRY_GOTO(rt_checkpoint_restore(resume, cfg->resume_path, t.m, loc, cfg, &t.r, &t.tr, &t.es, &t.e_done), done);
+    TRY_GOTO(rt_checkpoint_restore(resume, cfg->resume_path, t.m, t.be, loc, cfg, &t.r, &t.tr, &t.es, &t.e_done), done);
 #ifdef CAPGNN_HAVE_DIST
     rt_cache_track_resumed(t.cache, cfg->resume_path, t.e_done);
 #endif
