@@ -116,7 +116,17 @@ static int device_profile(struct comm *c, struct cg_backend *be, const struct ra
   char why[128] = "--refresh";
   if (!o->refresh && rapa_cache_read(path, "capgnn-device-profile", !o->quick, dev, why, sizeof why) == 1) {
     const cJSON *k = cJSON_GetObjectItem(*dev, "key");
-    if (cJSON_IsString(k) && !strcmp(k->valuestring, key)) {
+    /* (the key names the device and its threads, not the GEMM library: an entry measured
+     * with another one, e.g. OpenBLAS's before oneDNN was installed, is another device's) */
+    const char *blas = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(*dev, "device"), "blas"));
+    const char *blas_now = be->kind == CG_DEVICE_CUDA ? "cuBLAS" : cg_backend_cpu_blas_info(be);
+    if (cJSON_IsString(k) && !strcmp(k->valuestring, key) && (!blas || strcmp(blas, blas_now) != 0)) {
+      LOG_INFO("profile", "profile cache '%s' was measured with %s, this run's GEMM is %s: re-measuring", path,
+               blas ? blas : "an unnamed GEMM library", blas_now);
+      snprintf(why, sizeof why, "cache file of another GEMM library");
+      cJSON_Delete(*dev);
+      *dev = NULL;
+    } else if (cJSON_IsString(k) && !strcmp(k->valuestring, key)) {
       *reused = 1;
       snprintf(note, note_len, "reused %s (measured %s)", path,
                cJSON_GetStringValue(cJSON_GetObjectItem(*dev, "measured")));

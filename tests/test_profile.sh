@@ -93,6 +93,14 @@ np 1 "$capgnn" profile --device cpu --quick --threads 1 >run5.out 2>run5.err || 
 has run5.err "has version 0; this capgnn writes version 1: re-measuring"
 has run5.err "measuring cpu-t1 (cache file of another version)"
 validate "$dev" device
+# measured with another GEMM library (e.g. OpenBLAS before oneDNN was installed): the key
+# names the device and threads only, so the entry is re-measured, then reused
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['device']['blas']='OtherBLAS 1.0'; json.dump(d, open(sys.argv[1],'w'))" "$dev"
+np 1 "$capgnn" profile --device cpu --quick --threads 1 >run5b.out 2>run5b.err || bad "run 5b exited $?"
+has run5b.err "was measured with OtherBLAS 1.0, this run's GEMM is .*: re-measuring"
+has run5b.err "measuring cpu-t1 (cache file of another GEMM library)"
+np 1 "$capgnn" profile --device cpu --quick --threads 1 >run5c.out 2>run5c.err || bad "run 5c exited $?"
+has run5c.err "reused"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['summary']['layer_s']*=2; json.dump(d, open(sys.argv[1],'w'))" "$dev"
 np 1 "$capgnn" profile --device cpu --quick --threads 1 >run6.out 2>run6.err || bad "run 6 exited $?"
 has run6.err "does not validate (.*summary.layer_s .*): re-measuring"
