@@ -123,10 +123,21 @@ static int metrics_file_epoch(const char *path) {
   return max;
 }
 
+/* Whether file a was modified after file b (nanoseconds; b missing: yes). */
+static int newer_than(const char *a, const char *b) {
+  struct stat sa, sb;
+  if (stat(a, &sa) != 0) return 0;
+  if (stat(b, &sb) != 0) return 1;
+  if (sa.st_mtim.tv_sec != sb.st_mtim.tv_sec) return sa.st_mtim.tv_sec > sb.st_mtim.tv_sec;
+  return sa.st_mtim.tv_nsec > sb.st_mtim.tv_nsec;
+}
+
 /* Temporaries of earlier runs beside the file (PATH.tmp.XXXXXX holding capgnn records): a
  * run that was killed outright (kill -9, a rank of its job lost, the stall watchdog) left
  * its records there, not in PATH. A resumed run appends to PATH and would not say that
- * the epochs before its checkpoint are elsewhere: say it, naming them. */
+ * the epochs before its checkpoint are elsewhere: say it, naming them. Only for a
+ * temporary newer than PATH: once a later run has written PATH, the temporary's records
+ * are older than PATH's, and moving it over PATH would lose the newer ones. */
 static void metrics_warn_leftovers(const char *path) {
   char *copy = strdup(path), *copy2 = strdup(path);
   if (!copy || !copy2) goto done;
@@ -141,6 +152,7 @@ static void metrics_warn_leftovers(const char *path) {
     if (strncmp(n, base, nb) != 0 || strncmp(n + nb, ".tmp.", 5) != 0 || strlen(n + nb + 5) != 6) continue;
     char full[4200], head[256];
     snprintf(full, sizeof full, "%s/%s", folder, n);
+    if (!newer_than(full, path)) continue;
     FILE *f = fopen(full, "rb");
     if (!f) continue;
     const size_t got = fread(head, 1, sizeof head, f);
@@ -155,9 +167,9 @@ static void metrics_warn_leftovers(const char *path) {
     char upto[64] = "";
     if (last > 0) snprintf(upto, sizeof upto, " up to epoch %d", last);
     LOG_WARN("train", "--metrics %s: %s holds the records%s of an earlier run that did not finish the file (killed "
-             "outright: kill -9, a lost rank of its job, the stall watchdog; or a run that still writes it); this "
-             "run does not read it: to keep those records, move it over %s before a --resume (which appends to "
-             "it), or delete it", path, strchr(path, '/') ? full : n, upto, path);
+             "outright: kill -9, a lost rank of its job, the stall watchdog; or a run that still writes it), newer "
+             "than %s; this run does not read it: to keep those records, move it over %s before a --resume (which "
+             "appends to it), or delete it", path, strchr(path, '/') ? full : n, upto, path, path);
   }
   closedir(d);
   if (more > 0) LOG_WARN("train", "--metrics %s: and %d more such temporaries beside it", path, more);

@@ -594,11 +594,13 @@ static void resume_metrics_leftover(void **state) {
            "finish the file", met, left);
   if (!strstr(r.err, want)) fail_msg("expected '%s' in:\n%s", want, r.err);
   if (strstr(r.err, "Zz99Yy")) fail_msg("warns of a temporary that is not capgnn's:\n%s", r.err);
-  remove(left);
+  /* the temporary is still there, but older than the file the resumed run wrote: moving it
+   * over that file would lose newer records, so no more warning (it repeated on every run) */
   run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "6", "--device", "cpu", "--threads", "1",
                                 "--resume", ck, "--checkpoint", ck, "--metrics", met, NULL});
   if (r.exit_code != 0) fail_msg("resume again: exit %d: %s", r.exit_code, r.err);
-  if (strstr(r.err, "did not finish the file")) fail_msg("warns without a leftover:\n%s", r.err);
+  if (strstr(r.err, "did not finish the file")) fail_msg("warns of a temporary older than the file:\n%s", r.err);
+  remove(left);
   remove(other);
 }
 
