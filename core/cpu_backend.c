@@ -193,8 +193,16 @@ static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
 static dnnl_sgemm_fn dnnl_sgemm_p;
 static char dnnl_what[400]; /* its version, or why it is not used */
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CPU_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(leak_sanitizer)
+#define CPU_SANITIZED 1
+#endif
+#endif
+
 static void dnnl_load(void) {
-#ifdef __SANITIZE_ADDRESS__
+#ifdef CPU_SANITIZED
   /* (not in a sanitizer build: uninstrumented, and with it loaded LeakSanitizer's exit
    * scan crashed in test_emulate; these builds test capgnn's code, OpenBLAS serves) */
   snprintf(dnnl_what, sizeof dnnl_what, "not loaded in a sanitizer build");
