@@ -797,17 +797,20 @@ int cg_backend_cpu_threads(const struct cg_backend *be) {
   return ((const struct cpu_impl *)be->impl)->threads;
 }
 
-const char *cg_backend_cpu_gemm_name(const struct cg_backend *be) {
+/* The CPU backend behind be (itself, or an emulating wrapper's), NULL for any other. */
+static const struct cpu_impl *cpu_impl_of(const struct cg_backend *be) {
   const struct cg_backend *cpu = be ? cg_backend_emulate_inner_const(be) : NULL;
-  if (!cpu || cpu->destroy != cpu_destroy) return NULL;
-  return ((const struct cpu_impl *)cpu->impl)->gemm == CPU_GEMM_ONEDNN ? "onednn" : "openblas";
+  return cpu && cpu->destroy == cpu_destroy ? cpu->impl : NULL;
+}
+
+const char *cg_backend_cpu_gemm_name(const struct cg_backend *be) {
+  const struct cpu_impl *im = cpu_impl_of(be);
+  return !im ? NULL : im->gemm == CPU_GEMM_ONEDNN ? "onednn" : "openblas";
 }
 
 const char *cg_backend_cpu_blas_info(const struct cg_backend *be) {
-  const struct cg_backend *cpu = be ? cg_backend_emulate_inner_const(be) : NULL;
-  if (cpu && cpu->destroy == cpu_destroy && ((const struct cpu_impl *)cpu->impl)->gemm == CPU_GEMM_ONEDNN)
-    return dnnl_what;
-  return openblas_get_config();
+  const struct cpu_impl *im = cpu_impl_of(be);
+  return im && im->gemm == CPU_GEMM_ONEDNN ? dnnl_what : openblas_get_config();
 }
 
 int cg_backend_cpu_create(int threads, struct cg_backend **out) {

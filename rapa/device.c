@@ -196,6 +196,10 @@ static int measure_copies(struct cg_backend *be, const struct rapa_run_opts *o, 
   return CG_OK;
 }
 
+const char *rapa_blas_name(const struct cg_backend *be) {
+  return be->kind == CG_DEVICE_CUDA ? "cuBLAS" : cg_backend_cpu_blas_info(be);
+}
+
 int rapa_device_measure(struct cg_backend *be, const struct rapa_run_opts *o, const char *key,
                         cJSON **out) {
   int st = CG_OK;
@@ -233,7 +237,7 @@ int rapa_device_measure(struct cg_backend *be, const struct rapa_run_opts *o, co
     cJSON_AddBoolToObject(dv, "tf32", 0);
   }
   cJSON_AddNumberToObject(dv, "share_pct", o->share_pct);
-  cJSON_AddStringToObject(dv, "blas", be->kind == CG_DEVICE_CUDA ? "cuBLAS" : cg_backend_cpu_blas_info(be));
+  cJSON_AddStringToObject(dv, "blas", rapa_blas_name(be));
   cJSON_AddItemToObject(d, "context", rapa_context_json());
   sum = cJSON_CreateObject();
   const double t0 = cg_time_now();

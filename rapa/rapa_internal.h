@@ -112,6 +112,8 @@ int rapa_mkdirs(const char *dir);
 
 /* Measure this rank's device on `be` into a device entry (without rank/host/node).
  * key: the device key. */
+/* The GEMM library a device entry names ("blas"): cuBLAS, or the CPU backend's. */
+const char *rapa_blas_name(const struct cg_backend *be);
 int rapa_device_measure(struct cg_backend *be, const struct rapa_run_opts *o, const char *key,
                         cJSON **out);
 

@@ -119,7 +119,7 @@ static int device_profile(struct comm *c, struct cg_backend *be, const struct ra
     /* (the key names the device and its threads, not the GEMM library: an entry measured
      * with another one, e.g. OpenBLAS's before oneDNN was installed, is another device's) */
     const char *blas = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(*dev, "device"), "blas"));
-    const char *blas_now = be->kind == CG_DEVICE_CUDA ? "cuBLAS" : cg_backend_cpu_blas_info(be);
+    const char *blas_now = rapa_blas_name(be);
     if (cJSON_IsString(k) && !strcmp(k->valuestring, key) && (!blas || strcmp(blas, blas_now) != 0)) {
       LOG_INFO("profile", "profile cache '%s' was measured with %s, this run's GEMM is %s: re-measuring", path,
                blas ? blas : "an unnamed GEMM library", blas_now);
