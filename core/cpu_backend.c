@@ -230,13 +230,19 @@ static void dnnl_load(void) {
   dlclose(h);
 }
 
+int cg_cpu_gemm_check(void) {
+  const char *e = getenv("CAPGNN_CPU_GEMM");
+  if (e && *e && strcmp(e, "auto") != 0 && strcmp(e, "openblas") != 0 && strcmp(e, "onednn") != 0)
+    return cg_err_set(CG_ERR_ARG, "CAPGNN_CPU_GEMM=%s: expected auto, openblas or onednn", e);
+  return CG_OK;
+}
+
 /* The GEMM library: CAPGNN_CPU_GEMM=openblas|onednn, or auto (default): oneDNN when it
  * loads, else OpenBLAS. */
 static int cpu_choose_gemm(enum cpu_gemm_lib *lib) {
   const char *e = getenv("CAPGNN_CPU_GEMM");
   *lib = CPU_GEMM_OPENBLAS;
-  if (e && *e && strcmp(e, "auto") != 0 && strcmp(e, "openblas") != 0 && strcmp(e, "onednn") != 0)
-    return cg_err_set(CG_ERR_ARG, "CAPGNN_CPU_GEMM=%s: expected auto, openblas or onednn", e);
+  TRY(cg_cpu_gemm_check());
   if (e && !strcmp(e, "openblas")) return CG_OK;
   const int want = e && !strcmp(e, "onednn");
   pthread_once(&dnnl_once, dnnl_load);

@@ -753,6 +753,13 @@ static void usage_errors(void **state) {
                                      NULL});
   expect_error(2, "--early-stop", NULL, (const char *const[]){"--early-stop", "-1", NULL});
   expect_error(2, "expected patience, window or gat", NULL, (const char *const[]){"--early-stop-rule", "mean", NULL});
+  /* a bad CAPGNN_CPU_GEMM is refused at start, before the graph opens (it was named only
+   * once the graph had loaded and the backend was made: here, a graph that is not there) */
+  expect_error(2, "CAPGNN_CPU_GEMM=foo: expected auto, openblas or onednn", "CAPGNN_CPU_GEMM=foo",
+               (const char *const[]){"--graph", "/nonexistent/none.cgr", "--epochs", "1", NULL});
+  expect_error(2, "CAPGNN_CPU_GEMM=foo: expected auto, openblas or onednn", "CAPGNN_CPU_GEMM=foo",
+               (const char *const[]){"predict", "--checkpoint", "/nonexistent/none.ckpt", "--graph",
+                                     "/nonexistent/none.cgr", "-o", "/nonexistent/out.npy", NULL});
   /* a rule without --early-stop N stops nothing: refused, not ignored (from a settings
    * file, run with --early-stop 0: left out with a note, below) */
   expect_error(2, "--early-stop-rule applies to --early-stop N, and this run is without early stopping", NULL,
