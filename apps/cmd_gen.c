@@ -130,9 +130,10 @@ int cmd_gen(int argc, char **argv) {
   cg_progress_amount(nv, sizeof nv, (double)g.n, "");
   cg_progress_amount(ne, sizeof ne, (double)g.m, "");
   fprintf(cli_report_stream(output),
-          "wrote %s: %s (generated in %.1f s): %s vertices, %s directed entries, %lld features, %lld "
-          "classes%s; %s, checksum 0x%08x\n",
-         output, spec, t_gen, nv, ne, (long long)g.feat_dim, (long long)g.num_classes,
+          "wrote %s: %s (generated in %.1f s): %s vertices, %s directed entries, %lld feature%s, %lld "
+          "class%s%s; %s, checksum 0x%08x\n",
+         output, spec, t_gen, nv, ne, (long long)g.feat_dim, g.feat_dim == 1 ? "" : "s", (long long)g.num_classes,
+         g.num_classes == 1 ? "" : "es",
          g.multilabel ? " (multi-label)" : "", size, g.checksum);
   graph_free(&g);
   return CAPGNN_EXIT_OK;

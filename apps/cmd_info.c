@@ -125,10 +125,12 @@ static void print_info(const struct graph *g) {
   }
   free(per_class);
   if (g->multilabel)
-    printf("labels:     %lld classes, multi-label, %.2f labels per labelled vertex; %s vertices without a label\n",
-           (long long)nc, n - unl > 0 ? (double)assigned / (double)(n - unl) : 0.0, num(a, sizeof a, unl));
+    printf("labels:     %lld class%s, multi-label, %.2f labels per labelled vertex; %s %s without a label\n",
+           (long long)nc, nc == 1 ? "" : "es", n - unl > 0 ? (double)assigned / (double)(n - unl) : 0.0, num(a, sizeof a, unl),
+           unl == 1 ? "vertex" : "vertices");
   else
-    printf("labels:     %lld classes, single-label; %s vertices unlabelled\n", (long long)nc, num(a, sizeof a, unl));
+    printf("labels:     %lld class%s, single-label; %s %s unlabelled\n", (long long)nc, nc == 1 ? "" : "es",
+           num(a, sizeof a, unl), unl == 1 ? "vertex" : "vertices");
   printf("            vertices per class: min %s, max %s\n", num(a, sizeof a, cmin == INT64_MAX ? 0 : cmin),
          num(b, sizeof b, cmax));
 
@@ -182,11 +184,12 @@ static int info_checkpoint(const char *path) {
   char att[32] = "as dropout";
   if (c.attn_dropout >= 0.0f) snprintf(att, sizeof att, "%g", (double)c.attn_dropout);
   printf("file:       %s (training checkpoint)\n", path);
-  printf("graph:      %s%s%s%s, %lld vertices, %lld features, %lld classes, checksum 0x%08x, feat-norm %s\n",
-         c.graph, c.graph_spec[0] ? " (" : "", c.graph_spec, c.graph_spec[0] ? ")" : "", (long long)c.nodes, (long long)c.features, (long long)c.classes, c.graph_checksum,
-         c.feat_norm_row ? "row" : "none");
-  printf("model:      %s, %d layers, hidden %lld%s, dropout %g (input %s), %lld parameters\n",
-         rt_model_kind_str(c.model), c.layers, (long long)c.hidden, c.layernorm ? ", layernorm" : "",
+  printf("graph:      %s%s%s%s, %lld vertices, %lld feature%s, %lld class%s, checksum 0x%08x, feat-norm %s\n",
+         c.graph, c.graph_spec[0] ? " (" : "", c.graph_spec, c.graph_spec[0] ? ")" : "", (long long)c.nodes,
+         (long long)c.features, c.features == 1 ? "" : "s", (long long)c.classes, c.classes == 1 ? "" : "es",
+         c.graph_checksum, c.feat_norm_row ? "row" : "none");
+  printf("model:      %s, %d layer%s, hidden %lld%s, dropout %g (input %s), %lld parameters\n",
+         rt_model_kind_str(c.model), c.layers, c.layers == 1 ? "" : "s", (long long)c.hidden, c.layernorm ? ", layernorm" : "",
          (double)c.dropout, in, (long long)c.num_params);
   if (c.model == RT_MODEL_GAT)
     printf("            gat: hidden layers %d heads x %lld, output layer %d head%s, attention dropout %s\n", c.heads,

@@ -224,8 +224,9 @@ void import_stats_print(FILE *out, const struct import_stats *s, const char *ind
     fprintf(out, "%sfeatures: %lld per vertex from %s%s, stored dense (%s values, %s nonzero)\n", ind,
             (long long)s->feat_dim, s->feat_dtype, s->feat_converted ? " (converted to float32)" : "",
             num(a, sizeof a, s->feat_nnz), num(b, sizeof b, s->nonzero_feats));
-  fprintf(out, "%slabels:   %lld classes, %s; %s vertices unlabelled\n", ind, (long long)s->num_classes,
-          s->multilabel ? "multi-label" : "single-label", num(a, sizeof a, s->unlabelled));
+  fprintf(out, "%slabels:   %lld class%s, %s; %s %s unlabelled\n", ind, (long long)s->num_classes,
+          s->num_classes == 1 ? "" : "es", s->multilabel ? "multi-label" : "single-label",
+          num(a, sizeof a, s->unlabelled), s->unlabelled == 1 ? "vertex" : "vertices");
   fprintf(out, "%ssplit:    train %s, val %s, test %s, in no split %s", ind, num(a, sizeof a, s->split_count[1]),
           num(b, sizeof b, s->split_count[2]), num(c, sizeof c, s->split_count[3]),
           num(d, sizeof d, s->split_count[0]));

@@ -142,10 +142,11 @@ static int train_setup(struct train_run *t) {
 #endif
   /* a synthetic graph is named by its spec too: "reddit" alone reads as the real one */
   const int synth = cfg->graph && strncmp(cfg->graph, "synth:", 6) == 0;
-  LOG_INFO("train", "graph %s%s%s%s: %lld vertices, %lld edges, %lld features, %lld classes%s; rank %d of %d owns %lld "
-           "(+%lld halo)",
-           loc->name, synth ? " (" : "", synth ? cfg->graph : "", synth ? ", synthetic)" : "", (long long)loc->n_global, (long long)loc->m_global, (long long)loc->feat_dim,
-           (long long)loc->num_classes, loc->multilabel ? " (multi-label)" : "", loc->rank,
+  LOG_INFO("train", "graph %s%s%s%s: %lld vertices, %lld edges, %lld feature%s, %lld class%s%s; rank %d of %d owns "
+           "%lld (+%lld halo)",
+           loc->name, synth ? " (" : "", synth ? cfg->graph : "", synth ? ", synthetic)" : "", (long long)loc->n_global,
+           (long long)loc->m_global, (long long)loc->feat_dim, loc->feat_dim == 1 ? "" : "s",
+           (long long)loc->num_classes, loc->num_classes == 1 ? "" : "es", loc->multilabel ? " (multi-label)" : "", loc->rank,
            loc->nranks, (long long)loc->n_inner, (long long)loc->n_halo);
   char shape[64]; /* (one layer has no hidden width) */
   if (cfg->layers == 1) snprintf(shape, sizeof shape, "1 layer (no hidden layer)");

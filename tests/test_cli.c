@@ -404,6 +404,26 @@ static void checkpoint_info(void **state) {
   free(r);
 }
 
+/* Counts of one say it in the singular: "1 class", "1 feature", not "1 classes". */
+static void singular_counts(void **state) {
+  (void)state;
+  char path[300];
+  snprintf(path, sizeof path, "%s/one.cgr", tmpdir);
+  struct run_out *r = malloc(sizeof *r);
+  assert_non_null(r);
+  run_capgnn(r, (const char *const[]){"gen", "synth:tiny:classes=1,feats=1", "-o", path, "--quiet", NULL});
+  assert_int_equal(r->exit_code, 0);
+  if (!strstr(r->out, ", 1 feature, 1 class;")) fail_msg("gen: %s", r->out);
+  run_capgnn(r, (const char *const[]){"info", path, NULL});
+  assert_int_equal(r->exit_code, 0);
+  if (!strstr(r->out, "labels:     1 class, single-label; 0 vertices unlabelled")) fail_msg("info: %s", r->out);
+  run_capgnn(r, (const char *const[]){"--graph", path, "--epochs", "1", "--threads", "1", NULL});
+  assert_int_equal(r->exit_code, 0);
+  if (!strstr(r->err, ", 1 feature, 1 class;")) fail_msg("train: %s", r->err);
+  assert_int_equal(unlink(path), 0);
+  free(r);
+}
+
 /* Ctrl-C during training: the run stops after the current epoch, writes its
  * checkpoint, says so and exits 130; resumed to 3 more epochs it equals the run that
  * went straight there, byte for byte. (The signal is sent once the metrics file has
@@ -473,7 +493,7 @@ int main(int argc, char **argv) {
                                      cmocka_unit_test(option_messages),
                                      cmocka_unit_test(bad_files), cmocka_unit_test(train_metrics),
                                      cmocka_unit_test(diverged_summary), cmocka_unit_test(partition_not_saved),
-                                     cmocka_unit_test(checkpoint_info),
+                                     cmocka_unit_test(checkpoint_info), cmocka_unit_test(singular_counts),
                                      cmocka_unit_test(interrupt_and_resume)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];

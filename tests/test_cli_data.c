@@ -616,7 +616,7 @@ static void test_convert_one_hot_note(void **state) {
   struct run r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels "
                      "'%s/Yhot.npy' --output '%s/o.cgr' --quiet", d, d, d, d);
   assert_int_equal(r.rc, 0);
-  assert_non_null(strstr(r.out, "labels:   3 classes, multi-label; 1 vertices unlabelled"));
+  assert_non_null(strstr(r.out, "labels:   3 classes, multi-label; 1 vertex unlabelled"));
   assert_non_null(strstr(r.out, "note:     every labelled vertex has exactly one class"));
   assert_non_null(strstr(r.out, "numpy.where(Y.any(1), Y.argmax(1), -1)"));
   run_free(&r);
