@@ -200,8 +200,11 @@ static int info_checkpoint(const char *path) {
   if (c.optimizer == RT_OPT_SGD) printf("            momentum %g\n", (double)c.momentum);
   if (c.lr_schedule == RT_LR_STEP)
     printf("schedule:   step, x %g every %d epochs, warm-up %d\n", (double)c.lr_gamma, c.lr_step_size, c.lr_warmup);
-  else if (c.lr_schedule == RT_LR_COSINE || c.lr_warmup > 0)
+  else if (c.lr_schedule == RT_LR_COSINE)
     printf("schedule:   %s over %d epochs, warm-up %d\n", rt_lr_schedule_str(c.lr_schedule), c.lr_epochs, c.lr_warmup);
+  else if (c.lr_warmup > 0) /* (no schedule spans epochs: "none over N epochs" said nothing) */
+    printf("schedule:   warm-up %d epoch%s up to lr %g, then constant\n", c.lr_warmup, c.lr_warmup == 1 ? "" : "s",
+           (double)c.lr);
   if (c.early_stop > 0)
     printf("early stop: %d evaluations, rule %s%s\n", c.early_stop, rt_early_stop_rule_str(c.early_stop_rule),
            c.stopped_early ? "; the run stopped here by it" : "");

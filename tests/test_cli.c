@@ -393,6 +393,16 @@ static void checkpoint_info(void **state) {
   assert_non_null(strstr(r->out, "training checkpoint"));
   assert_non_null(strstr(r->out, "progress:   epoch 3 (3 optimizer steps)"));
   assert_non_null(strstr(r->out, "checksum:   OK"));
+  assert_null(strstr(r->out, "schedule:")); /* none, and no warm-up */
+  run_capgnn(r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--threads", "1", "--lr-warmup", "2",
+                                      "--quiet", "--checkpoint", ck, "--force", NULL});
+  assert_int_equal(r->exit_code, 0);
+  run_capgnn(r, (const char *const[]){"info", ck, NULL});
+  assert_int_equal(r->exit_code, 0);
+  if (!strstr(r->out, "schedule:   warm-up 2 epochs up to lr 0.01, then constant\n")) fail_msg("info: %s", r->out);
+  run_capgnn(r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--threads", "1", "--quiet",
+                                      "--checkpoint", ck, "--force", NULL});
+  assert_int_equal(r->exit_code, 0);
   FILE *f = fopen(ck, "r+b");
   assert_non_null(f);
   fseek(f, 100, SEEK_SET);
