@@ -179,10 +179,11 @@ static int build_classes(struct comm *c, const struct part_local *pl, struct jac
     struct jaca_fwd_plan *f = &p->cls[k];
     int np = 0;
     int64_t nsend = 0, nrecv = 0;
-    for (int q = 0, roff = 0; q < P; q++) {
+    int64_t off = 0; /* in rreq: an int64_t, as the offsets below */
+    for (int q = 0; q < P; q++) {
       int64_t sq = 0;
-      for (int64_t j = roff; j < roff + gets[q]; j++) sq += rreq[j] % NC == k;
-      roff += (int)gets[q];
+      for (int64_t j = off; j < off + gets[q]; j++) sq += rreq[j] % NC == k;
+      off += gets[q];
       if (sq > 0 || sc[(int64_t)q * NC + k] > 0) np++;
       nsend += sq;
       nrecv += sc[(int64_t)q * NC + k];
