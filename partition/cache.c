@@ -254,7 +254,8 @@ int part_cache_store(const struct graph *g, const struct part_options *o, const 
   int st = part_cache_path(g, o, cache_dir, path, plen);
   if (st == CG_OK && cache_write(dir, path, g, o, owner) < 0) {
     /* The owners are valid; only reuse is lost. */
-    LOG_WARN("part", "could not save the partition (%s); it will be recomputed next time", cg_err_msg());
+    LOG_WARN("part", "could not save the partition (%s); it will be recomputed next time (--part-cache DIR or "
+             "CAPGNN_CACHE puts the cache elsewhere)", cg_err_msg());
     cg_err_clear();
   } else if (st == CG_OK) {
     LOG_DEBUG("part", "saved partition '%s'", path);

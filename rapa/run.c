@@ -177,7 +177,11 @@ int rapa_profile_run(struct comm *c, const struct rapa_run_opts *oin, struct rap
   safe_name(cg_hostname(), host, sizeof host);
   st = device_key(be, &o, key, sizeof key);
   snprintf(dir, sizeof dir, "%s/profile", rapa_cache_dir(o.cache_dir));
-  if (st == CG_OK) st = rapa_mkdirs(dir);
+  if (st == CG_OK && (st = rapa_mkdirs(dir)) != CG_OK) { /* (the default is relative: the current folder's) */
+    char why[1200];
+    snprintf(why, sizeof why, "%s", cg_err_msg());
+    st = cg_err_set(st, "%s (the profile cache's folder; --cache DIR or CAPGNN_CACHE puts it elsewhere)", why);
+  }
   snprintf(path, sizeof path, "%s/%s-%s.json", dir, host, key);
   TRY_GOTO(comm_agree(c, st, "preparing the profile cache"), done);
 

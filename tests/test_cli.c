@@ -374,6 +374,7 @@ static void partition_not_saved(void **state) {
                                        NULL});
   assert_int_equal(r.exit_code, 0);
   assert_non_null(strstr(r.err, "could not save the partition"));
+  assert_non_null(strstr(r.err, "(--part-cache DIR or CAPGNN_CACHE puts the cache elsewhere)"));
   assert_non_null(strstr(r.out, "(computed, not saved)"));
   assert_int_equal(rmdir(path), 0);
 }

@@ -151,6 +151,12 @@ has u1.err "--gpu-share applies to GPU ranks"
 np 2 "$capgnn" profile --device cpu --threads 2,1,1 >u2.out 2>u2.err; [ $? -ne 0 ] || bad "3 thread counts for 2 ranks accepted"
 has u2.err "--threads has 3 values but the job has 2 ranks"
 "$capgnn" profile --threads 2,x >u3.out 2>u3.err; [ $? -eq 2 ] || bad "--threads 2,x: not a usage error"
+# a cache folder that cannot be made (the default one, in a read-only current folder):
+# said before measuring, with the way to put it elsewhere
+echo x >afile
+CAPGNN_CACHE=afile/cache "$capgnn" profile --device cpu --quick >u5.out 2>u5.err; [ $? -eq 1 ] || bad "an uncreatable cache folder: exit status not 1"
+has u5.err "cannot create folder 'afile/cache': .*--cache DIR or CAPGNN_CACHE puts it elsewhere"
+hasnt u5.err "measuring"
 CUDA_MPS_PIPE_DIRECTORY=$out/no-mps "$capgnn" profile --device cuda --gpu-share 50 >u4.out 2>u4.err
 [ $? -eq 1 ] || bad "--gpu-share without an MPS daemon: exit status not 1"
 if [ -e /dev/nvidiactl ]; then # a GPU host: the daemon's absence is named
