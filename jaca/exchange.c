@@ -398,8 +398,10 @@ static int bwd_create(struct comm *c, const struct part_local *pl, struct jaca_e
       if (st == CG_OK && ns > 0) memcpy(j->g_sidx, sidx, sizeof(int32_t) * (size_t)ns);
       TRY_GOTO(comm_agree(c, st, "jaca: the adaptive gradient plan"), done);
       TRY_GOTO(comm_vhalo_create(c, &fp, j->layers.cols, &j->gvh), done);
+      comm_vhalo_count_as(j->gvh, CG_HALO_BACKWARD); /* gradients, if sent by "forward" calls */
     } else {
       TRY_GOTO(comm_halo_create(c, be, &fp, j->layers.cols, &j->bwd[cl]), done);
+      comm_halo_count_as(j->bwd[cl], CG_HALO_BACKWARD);
     }
   }
   const int L = j->layers.nlayers;

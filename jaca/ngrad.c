@@ -232,6 +232,7 @@ int jaca_ngrad_create(struct comm *c, struct cg_backend *be, const struct part_l
       fp.n_inner = g->n_halo;
       fp.n_halo = nr;
       st = comm_halo_create(c, be, &fp, layers->cols, &g->gx); /* collective, agreed */
+      if (st == CG_OK) comm_halo_count_as(g->gx, CG_HALO_BACKWARD); /* gradients, by "forward" calls */
     }
     cg_free(peer);
     cg_free(soff);

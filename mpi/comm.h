@@ -314,7 +314,8 @@ int comm_host_shared(struct comm *c, size_t bytes, void **base);
 struct comm_stats {
   /* Bytes SENT by this rank (float32 payload, 4 bytes per value). Halo forward:
    * rows this rank owns that peers hold as halo, times cols; halo backward: this
-   * rank's halo rows times cols (the gradients go back to their owners).
+   * rank's halo rows times cols (the gradients go back to their owners; jaca/'s
+   * gradient returns too, over their own plans: comm_halo_count_as).
    * All-reduce: the size of the buffer (the payload this rank contributes; the
    * wire traffic depends on MPI's algorithm). */
   int64_t halo_fwd_bytes, halo_bwd_bytes, allreduce_bytes;
@@ -541,6 +542,11 @@ int comm_halo_set_quant(struct comm_halo *h, int bits);
  * alike in every run, a resumed one included; begins under one key are told apart by
  * their order. Local. */
 void comm_halo_set_quant_key(struct comm_halo *h, uint64_t key);
+/* The comm_stats counters h's exchanges go to, from now on: CG_HALO_BACKWARD counts
+ * every call as backward whatever direction it names. For an object over a plan from
+ * consumers to owners that carries gradients with CG_HALO_FORWARD calls (jaca/'s
+ * gradient returns): its bytes are gradients. Default: the call's direction. Local. */
+void comm_halo_count_as(struct comm_halo *h, enum cg_halo_dir dir);
 /* Bytes of one row of `cols` values on the wire at `bits` (32: cols x 4). */
 int64_t comm_halo_row_bytes(int64_t cols, int bits);
 
@@ -586,8 +592,12 @@ int comm_vhalo_progress(struct comm_vhalo *h);
 int comm_vhalo_end(struct comm_vhalo *h, float *recv, unsigned char *got, int64_t cols, int64_t *nrecv);
 int64_t comm_vhalo_send_rows(const struct comm_vhalo *h);
 int64_t comm_vhalo_recv_rows(const struct comm_vhalo *h);
-/* Bytes sent since create (positions, where sent, and rows; counted in comm_stats' halo forward and
- * intra/inter-node bytes too), and the part of them to other nodes; 0 for NULL. */
+/* Which comm_stats counters the exchanges go to (comm_halo_count_as): forward by
+ * default, CG_HALO_BACKWARD for an object that returns gradients to their owners. */
+void comm_vhalo_count_as(struct comm_vhalo *h, enum cg_halo_dir dir);
+/* Bytes sent since create (positions, where sent, and rows; counted in comm_stats' halo
+ * forward or backward bytes, comm_vhalo_count_as, and intra/inter-node bytes too), and
+ * the part of them to other nodes; 0 for NULL. */
 int64_t comm_vhalo_bytes_sent(const struct comm_vhalo *h);
 int64_t comm_vhalo_inter_bytes_sent(const struct comm_vhalo *h);
 

@@ -81,6 +81,7 @@ struct comm_halo {
   /* exchange in flight: 1 request (neighbourhood collective) or up to 2 per neighbour */
   int in_flight;
   enum cg_halo_dir flight_dir;
+  int count_bwd; /* comm_halo_count_as(BACKWARD): comm_stats' backward counters, whatever the call's direction */
   MPI_Request *reqs;
   int nreq;
   const float *flight_x, *flight_recv;
@@ -545,6 +546,8 @@ static uint64_t halo_quant_stream(const struct comm_halo *h) {
   return (h->qkey * 0x9e3779b97f4a7c15ull) ^ (h->qcalls << 20) ^ (uint64_t)h->c->rank;
 }
 
+void comm_halo_count_as(struct comm_halo *h, enum cg_halo_dir dir) { h->count_bwd = dir == CG_HALO_BACKWARD; }
+
 void comm_halo_set_quant_key(struct comm_halo *h, uint64_t key) {
   h->qkey = key;
   h->qcalls = 0;
@@ -650,7 +653,7 @@ int comm_halo_begin_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, fl
   h->flight_cols = cols;
   const int64_t bytes = rt.srows * (int64_t)row_bytes;
   h->bytes_sent += bytes; /* this object's own count: comm_stats is the whole comm's */
-  halo_count(h->c, dir, bytes, 1, cg_time_now() - t0);
+  halo_count(h->c, h->count_bwd ? CG_HALO_BACKWARD : dir, bytes, 1, cg_time_now() - t0);
   for (int k = 0; k < h->nnb; k++) { /* where they went: this node or another */
     const int64_t b = (int64_t)rt.scnt[k] * (int64_t)row_bytes;
     if (comm_node_of(h->c, h->nb[k]) == h->c->node_id) {
@@ -697,7 +700,7 @@ int comm_halo_end_into(struct comm_halo *h, enum cg_halo_dir dir, float *x, floa
       if (h->send_cnt[k] > 0)
         be->scatter_add_rows(be, h->d_rows + (int64_t)h->send_dsp[k] * cols, cols,
                              h->d_idx + h->send_dsp[k], h->send_cnt[k], x);
-  halo_count(h->c, dir, 0, 0, cg_time_now() - t0);
+  halo_count(h->c, h->count_bwd ? CG_HALO_BACKWARD : dir, 0, 0, cg_time_now() - t0);
   TRY(st);
   return CG_OK;
 }
@@ -715,7 +718,7 @@ int comm_halo_progress(struct comm_halo *h) {
     int rc = MPI_Testall(h->nreq, h->reqs, &done, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) st = comm_mpi_error(rc, "MPI_Testall (halo exchange)", __FILE__, __LINE__);
   }
-  halo_count(h->c, h->flight_dir, 0, 0, cg_time_now() - t0);
+  halo_count(h->c, h->count_bwd ? CG_HALO_BACKWARD : h->flight_dir, 0, 0, cg_time_now() - t0);
   TRY(st);
   return done ? 1 : 0;
 }

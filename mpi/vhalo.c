@@ -43,6 +43,7 @@ struct comm_vhalo {
   int in_flight, completed; /* completed: progress saw every request done (statuses in stat) */
   int64_t flight_cols;
   int64_t bytes_sent, inter_bytes;
+  int count_bwd; /* comm_vhalo_count_as(BACKWARD): comm_stats' backward counters */
 };
 
 static size_t vrow_bytes(int64_t cols) { return sizeof(int32_t) + (size_t)cols * sizeof(float); }
@@ -148,6 +149,8 @@ fail:
   return st;
 }
 
+void comm_vhalo_count_as(struct comm_vhalo *h, enum cg_halo_dir dir) { h->count_bwd = dir == CG_HALO_BACKWARD; }
+
 int comm_vhalo_begin(struct comm_vhalo *h, const float *rows, const unsigned char *sel, int64_t cols) {
   const double t0 = cg_time_now();
   if (h->in_flight) return cg_err_set(CG_ERR_ARG, "comm_vhalo_begin: an exchange is still in flight");
@@ -193,9 +196,15 @@ int comm_vhalo_begin(struct comm_vhalo *h, const float *rows, const unsigned cha
     }
   }
   h->bytes_sent += sent;
-  h->c->stats.halo_fwd_bytes += sent;
-  h->c->stats.halo_fwd_calls++;
-  h->c->stats.halo_fwd_s += cg_time_now() - t0;
+  if (h->count_bwd) {
+    h->c->stats.halo_bwd_bytes += sent;
+    h->c->stats.halo_bwd_calls++;
+    h->c->stats.halo_bwd_s += cg_time_now() - t0;
+  } else {
+    h->c->stats.halo_fwd_bytes += sent;
+    h->c->stats.halo_fwd_calls++;
+    h->c->stats.halo_fwd_s += cg_time_now() - t0;
+  }
   h->in_flight = 1;
   h->completed = 0;
   h->flight_cols = cols;
@@ -254,7 +263,7 @@ int comm_vhalo_end(struct comm_vhalo *h, float *recv, unsigned char *got, int64_
     total += n;
   }
   if (nrecv) *nrecv = total;
-  h->c->stats.halo_fwd_s += cg_time_now() - t0;
+  *(h->count_bwd ? &h->c->stats.halo_bwd_s : &h->c->stats.halo_fwd_s) += cg_time_now() - t0;
   return CG_OK;
 }
 

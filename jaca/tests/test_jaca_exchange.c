@@ -277,6 +277,7 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
   CHECK(E + 1 < EPOCH_CODES, "too many epochs for the encoding");
   struct cg_exchange_counters c0, c1;
   ex->counters(ex, &c0);
+  comm_stats_reset(g_comm);
   struct expect x1 = {0}; /* layer 1's */
   int64_t worst_age = 0, per_gen_inter[EPOCH_CODES] = {0}, per_gen_hits[EPOCH_CODES] = {0},
           per_gen_lookups[EPOCH_CODES] = {0};
@@ -405,6 +406,12 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
         "bytes %lld",
         (long long)(c1.halo_bytes - c0.halo_bytes), (long long)sent_c1, E, (long long)plain_fwd, COLS,
         (long long)st.grad_bytes);
+  { /* comm_stats: the gradients (the node tier's own exchange to other nodes) in the backward counters */
+    struct comm_stats cs;
+    comm_stats_get(g_comm, &cs);
+    CHECK(cs.halo_bwd_bytes == st.grad_bytes, "comm_stats: backward %lld bytes; the cache sent %lld gradient bytes",
+          (long long)cs.halo_bwd_bytes, (long long)st.grad_bytes);
+  }
   if (capacity >= 1.0 && staleness == 0 && g_reserve_mb < 0) {
     const int64_t model = model_inter_rows(&s);
     CHECK(p->cls[0].send_rows_inter + p->cls[1].send_rows_inter == model &&
@@ -461,6 +468,18 @@ static float genc(int64_t q, int64_t g, uint32_t e, int64_t j) {
   return (float)((g * 7 + q * 3 + (int64_t)e * 11 + j) % 100003);
 }
 
+/* What this rank sent since comm_stats_reset, backward exchanges only: gradients, in
+ * comm_stats' backward counters (jaca's gradient objects run "forward" calls over plans
+ * from consumers to owners, and were counted as forward). */
+static void grad_stats_check(int64_t grad_bytes, const char *what) {
+  struct comm_stats cs;
+  comm_stats_get(g_comm, &cs);
+  CHECK(cs.halo_fwd_bytes == 0 && cs.halo_fwd_calls == 0 && cs.halo_bwd_bytes == grad_bytes,
+        "%s: comm_stats forward %lld bytes in %lld calls, backward %lld bytes; the cache sent %lld gradient bytes",
+        what, (long long)cs.halo_fwd_bytes, (long long)cs.halo_fwd_calls, (long long)cs.halo_bwd_bytes,
+        (long long)grad_bytes);
+}
+
 static void grad_case(const char *spec, int G, struct cg_backend *be) {
   const int me = comm_rank(g_comm), P = comm_size(g_comm);
   struct setup s;
@@ -480,6 +499,7 @@ static void grad_case(const char *spec, int G, struct cg_backend *be) {
   OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
   const uint32_t E = (uint32_t)(2 * (G + 1) + 1);
   int64_t worst = 0, bytes = 0, exact = 0;
+  comm_stats_reset(g_comm);
   for (uint32_t e = 1; e <= E; e++) {
     for (int64_t i = 0; i < rows; i++)
       for (int64_t j = 0; j < COLS; j++)
@@ -512,6 +532,7 @@ static void grad_case(const char *spec, int G, struct cg_backend *be) {
   OK(jaca_exchange_stats(ex, 1, &st));
   CHECK(st.grad_age_max == worst && worst <= G, "the oldest gradient: %lld epochs (the values: %lld)",
         (long long)st.grad_age_max, (long long)worst);
+  grad_stats_check(st.grad_bytes, "grad staleness");
   int64_t v[2] = {st.grad_bytes, st.grad_bytes_exact};
   OK(comm_allreduce_i64(g_comm, v, 2, COMM_SUM));
   bytes = v[0];
@@ -590,6 +611,7 @@ static void grad_adapt_case(const char *spec, int random_owners, int S, int G, s
   OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
   const uint32_t E = (uint32_t)(3 * (G + 1) + 2);
   int64_t worst = 0, want_sent = 0, want_skipped = 0, by_event = 0, by_age = 0;
+  comm_stats_reset(g_comm);
   for (uint32_t e = 1; e <= E; e++) {
     for (int64_t i = 0; i < rows; i++)
       for (int64_t j = 0; j < COLS; j++)
@@ -637,6 +659,7 @@ static void grad_adapt_case(const char *spec, int random_owners, int S, int G, s
             st.grad_bytes == want_sent * COLS * (int64_t)sizeof(float) + st.grad_index_bytes,
         "gradient bytes %lld: %lld gradients and %lld bytes of positions", (long long)st.grad_bytes,
         (long long)want_sent, (long long)st.grad_index_bytes);
+  grad_stats_check(st.grad_bytes, "adaptive gradients");
   int64_t v[7] = {by_event, by_age, want_skipped, worst == G, st.grad_bytes, st.grad_bytes_exact, want_sent};
   OK(comm_allreduce_i64(g_comm, v, 7, COMM_SUM));
   if (P > 1)

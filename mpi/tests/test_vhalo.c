@@ -8,7 +8,8 @@
  * encodes (sender, receiver, position, round, column). The receiver checks its got flags
  * against the same hash, every received row value by value, that rows not received were
  * not written, and that the bytes sent are the model's (rows, plus 4-byte positions
- * beside partial blocks). One round is completed through comm_vhalo_progress. A plan
+ * beside partial blocks), in comm_stats' forward counters, and after comm_vhalo_count_as
+ * (gradients) in the backward ones. One round is completed through comm_vhalo_progress. A plan
  * whose counts disagree with a peer's must fail on every rank. */
 #include <stdlib.h>
 #include <string.h>
@@ -74,9 +75,14 @@ int main(int argc, char **argv) {
   float *recv = malloc(sizeof(float) * (size_t)((nr > 0 ? nr : 1) * MAXC));
   unsigned char *sel = malloc((size_t)(ns > 0 ? ns : 1)), *got = malloc((size_t)(nr > 0 ? nr : 1));
   MT_CHECK(rows && recv && sel && got, "out of memory");
-  int64_t want_bytes = 0, partial = 0, whole = 0, empty = 0;
+  int64_t want_bytes = 0, partial = 0, whole = 0, empty = 0, fwd_bytes = 0;
+  comm_stats_reset(c);
   for (int k = 0; k < 12; k++) {
     const int64_t cols = k % 2 ? 3 : MAXC;
+    if (k == 8) { /* from here the rows stand for gradients going back to their owners */
+      fwd_bytes = want_bytes;
+      comm_vhalo_count_as(h, CG_HALO_BACKWARD);
+    }
     for (int b = 0; b < np; b++) {
       int64_t n = 0;
       for (int64_t i = 0; i < sc[b]; i++) {
@@ -117,6 +123,13 @@ int main(int argc, char **argv) {
   }
   MT_CHECK(comm_vhalo_bytes_sent(h) == want_bytes, "%lld bytes sent, expected %lld",
            (long long)comm_vhalo_bytes_sent(h), (long long)want_bytes);
+  struct comm_stats s;
+  comm_stats_get(c, &s);
+  MT_CHECK(s.halo_fwd_bytes == fwd_bytes && s.halo_bwd_bytes == want_bytes - fwd_bytes && s.halo_fwd_calls == 8 &&
+               s.halo_bwd_calls == 4 && s.halo_intra_bytes + s.halo_inter_bytes == want_bytes,
+           "comm_stats: forward %lld bytes in %lld calls, backward %lld in %lld (expected %lld in 8, %lld in 4)",
+           (long long)s.halo_fwd_bytes, (long long)s.halo_fwd_calls, (long long)s.halo_bwd_bytes,
+           (long long)s.halo_bwd_calls, (long long)fwd_bytes, (long long)(want_bytes - fwd_bytes));
   int64_t kinds[3] = {partial, whole, empty};
   MT_OK(comm_allreduce_i64(c, kinds, 3, COMM_SUM));
   if (P > 1) MT_CHECK(kinds[0] > 0 && kinds[1] > 0 && kinds[2] > 0, "rounds lack a kind of block");
