@@ -424,7 +424,7 @@ int cmd_plan(int argc, char **argv) {
   }
   po.quantum_s = quantum_ms * 1e-3;
 
-  TRY_GOTO(cg_cpu_gemm_check(), done); /* now, not once the graph has loaded and the rates are measured */
+  TRY_GOTO(cg_cpu_settings_check(), done); /* now, not once the graph has loaded and the rates are measured */
   TRY_GOTO(graph_open(graph_name, &g), done);
   if (g.feat_dim < 1 || g.num_classes < 1) {
     st = cg_err_set(CG_ERR_ARG, "graph '%s' has no features or classes: there is no model to price", g.name);

@@ -123,7 +123,7 @@ int cmd_predict(int argc, char **argv) {
   if (cli_launch_size() > 1)
     return usage_error("predict runs as one process, not under mpirun with %d ranks (run it without mpirun, or "
                        "mpirun -np 1): the whole graph's predictions fit one process", cli_launch_size());
-  if (cg_cpu_gemm_check() != CG_OK) { /* now, not once the graph has loaded and the backend is made */
+  if (cg_cpu_settings_check() != CG_OK) { /* now, not once the graph has loaded and the backend is made */
     fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
     return CAPGNN_EXIT_USAGE;
   }

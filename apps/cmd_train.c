@@ -1584,7 +1584,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     if (cli_speaks()) print_config(stdout, &cfg, &par, &seeds, files, nfiles);
     return CAPGNN_EXIT_OK;
   }
-  if (cg_cpu_gemm_check() != CG_OK) { /* now, not once the graph has loaded and the backend is made */
+  if (cg_cpu_settings_check() != CG_OK) { /* now, not once the graph has loaded and the backend is made */
     if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
     return CAPGNN_EXIT_USAGE;
   }

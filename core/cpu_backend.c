@@ -230,11 +230,26 @@ static void dnnl_load(void) {
   dlclose(h);
 }
 
-int cg_cpu_gemm_check(void) {
+static int cpu_gemm_env_check(void) {
   const char *e = getenv("CAPGNN_CPU_GEMM");
   if (e && *e && strcmp(e, "auto") != 0 && strcmp(e, "openblas") != 0 && strcmp(e, "onednn") != 0)
     return cg_err_set(CG_ERR_ARG, "CAPGNN_CPU_GEMM=%s: expected auto, openblas or onednn", e);
   return CG_OK;
+}
+
+/* CAPGNN_CPU_KERNELS=generic forces the portable kernels, auto (default) picks AVX2 when
+ * the CPU has it; anything else is refused rather than read as auto. */
+static int cpu_kernels_env_check(void) {
+  const char *e = getenv("CAPGNN_CPU_KERNELS");
+  if (e && *e && strcmp(e, "auto") != 0 && strcmp(e, "generic") != 0)
+    return cg_err_set(CG_ERR_ARG, "CAPGNN_CPU_KERNELS=%s: expected auto or generic", e);
+  return CG_OK;
+}
+
+int cg_cpu_settings_check(void) {
+  TRY(cpu_gemm_env_check());
+  TRY(cpu_kernels_env_check());
+  return cpu_spmm_env_check();
 }
 
 /* The GEMM library: CAPGNN_CPU_GEMM=openblas|onednn, or auto (default): oneDNN when it
@@ -242,7 +257,7 @@ int cg_cpu_gemm_check(void) {
 static int cpu_choose_gemm(enum cpu_gemm_lib *lib) {
   const char *e = getenv("CAPGNN_CPU_GEMM");
   *lib = CPU_GEMM_OPENBLAS;
-  TRY(cg_cpu_gemm_check());
+  TRY(cpu_gemm_env_check());
   if (e && !strcmp(e, "openblas")) return CG_OK;
   const int want = e && !strcmp(e, "onednn");
   pthread_once(&dnnl_once, dnnl_load);
@@ -836,12 +851,13 @@ int cg_backend_cpu_create(int threads, struct cg_backend **out) {
   if (im->threads < 1) im->threads = 1;
   im->avx2 = cpu_detect_avx2();
   openblas_set_num_threads(im->threads);
-  const int gemm_st = cpu_choose_gemm(&im->gemm);
-  if (gemm_st != CG_OK) {
+  int st = cpu_kernels_env_check();
+  if (st == CG_OK) st = cpu_choose_gemm(&im->gemm);
+  if (st != CG_OK) {
     cg_free(be);
     cg_free(im);
     cg_free(red);
-    return gemm_st;
+    return st;
   }
 
   be->name = "cpu";

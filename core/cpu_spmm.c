@@ -183,6 +183,13 @@ static int layout_from_env(enum spmm_layout *lay, int64_t *tb, int *pw, int64_t 
   return CG_OK;
 }
 
+int cpu_spmm_env_check(void) {
+  enum spmm_layout lay;
+  int64_t tb, group;
+  int pw;
+  return layout_from_env(&lay, &tb, &pw, &group);
+}
+
 /* Rows split into nparts ranges of about equal nnz + rows; bounds are multiples of
  * `unit` (1, or the tile size so that no row block is shared). Deterministic. */
 static void spmat_partition(struct cg_spmat *a, const int64_t *rowptr_all, int64_t unit) {

@@ -53,6 +53,8 @@ void cpu_spmm_ws_free(struct cpu_spmm_ws *ws);
 int cpu_spmm_ws_fits(const struct cpu_spmm_ws *ws, const struct cg_spmat *a);
 
 /* Checks `host` and builds the backend copy for `nthreads` threads. */
+/* The CAPGNN_CPU_SPMM* settings as cpu_spmat_build reads them: CG_ERR_ARG when one is bad. */
+int cpu_spmm_env_check(void);
 int cpu_spmat_build(const struct cg_csr *host, int nthreads, struct cg_spmat **out);
 void cpu_spmat_free(struct cg_spmat *a); /* accepts NULL */
 /* Dense tiles of the matrix (0: CSR layout) and the nonzeros they hold. */

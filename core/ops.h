@@ -267,10 +267,12 @@ struct cg_backend {
  * CAPGNN_CPU_GEMM=openblas|onednn forces one (an unknown name, or onednn when it does not
  * load: CG_ERR_ARG / CG_ERR_UNSUPPORTED). */
 int cg_backend_cpu_create(int threads, struct cg_backend **out);
-/* CAPGNN_CPU_GEMM's name as cg_backend_cpu_create checks it (not whether oneDNN loads):
- * CG_ERR_ARG with the message it would fail with, CG_OK when unset or valid. Lets a
- * command refuse a bad value at start, before it loads the graph. */
-int cg_cpu_gemm_check(void);
+/* The CPU backend's settings (CAPGNN_CPU_GEMM, CAPGNN_CPU_KERNELS, CAPGNN_CPU_SPMM and
+ * CAPGNN_CPU_SPMM_TILE / _PANEL / _GROUP) checked as cg_backend_cpu_create and the sparse
+ * matrices' build check them (not whether oneDNN loads): CG_ERR_ARG with the message they
+ * would fail with, CG_OK when unset or valid. Lets a command refuse a bad value at start,
+ * before it loads the graph. */
+int cg_cpu_settings_check(void);
 /* The host's available and total memory in bytes (/proc/meminfo's MemAvailable and
  * MemTotal; either pointer may be NULL): what the CPU backend's mem_info reports, for
  * host memory next to a device backend. CG_ERR_IO / CG_ERR_FORMAT without them. */

@@ -753,8 +753,15 @@ static void usage_errors(void **state) {
                                      NULL});
   expect_error(2, "--early-stop", NULL, (const char *const[]){"--early-stop", "-1", NULL});
   expect_error(2, "expected patience, window or gat", NULL, (const char *const[]){"--early-stop-rule", "mean", NULL});
-  /* a bad CAPGNN_CPU_GEMM is refused at start, before the graph opens (it was named only
-   * once the graph had loaded and the backend was made: here, a graph that is not there) */
+  /* a bad CAPGNN_CPU_GEMM (or other CPU backend setting) is refused at start, before the
+   * graph opens (it was named only once the graph had loaded and the backend was made, and
+   * an unknown CAPGNN_CPU_KERNELS was read as auto: here, a graph that is not there) */
+  expect_error(2, "CAPGNN_CPU_KERNELS=foo: expected auto or generic", "CAPGNN_CPU_KERNELS=foo",
+               (const char *const[]){"--graph", "/nonexistent/none.cgr", "--epochs", "1", NULL});
+  expect_error(2, "CAPGNN_CPU_SPMM=foo: expected auto, csr or tiled", "CAPGNN_CPU_SPMM=foo",
+               (const char *const[]){"--graph", "/nonexistent/none.cgr", "--epochs", "1", NULL});
+  expect_error(2, "CAPGNN_CPU_SPMM_PANEL=64: expected 16 or 32", "CAPGNN_CPU_SPMM_PANEL=64",
+               (const char *const[]){"--graph", "/nonexistent/none.cgr", "--epochs", "1", NULL});
   expect_error(2, "CAPGNN_CPU_GEMM=foo: expected auto, openblas or onednn", "CAPGNN_CPU_GEMM=foo",
                (const char *const[]){"--graph", "/nonexistent/none.cgr", "--epochs", "1", NULL});
   expect_error(2, "CAPGNN_CPU_GEMM=foo: expected auto, openblas or onednn", "CAPGNN_CPU_GEMM=foo",

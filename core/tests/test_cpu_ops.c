@@ -179,6 +179,23 @@ static int gemm_check(struct cg_backend *be, const char *tag) {
 /* CAPGNN_CPU_GEMM: OpenBLAS, and oneDNN where Debian's libdnnl2 loads (else the forced
  * choice is refused with a message), each against the naive product; the default
  * backends (oneDNN when it loads) too; unknown names refused. */
+/* An unknown CAPGNN_CPU_KERNELS is refused (it was read as auto), and
+ * cg_cpu_settings_check says so as the backend's creation does. */
+static void test_kernels_setting(void **state) {
+  (void)state;
+  struct cg_backend *b = NULL;
+  setenv("CAPGNN_CPU_KERNELS", "avx9", 1);
+  assert_int_equal(cg_backend_cpu_create(1, &b), CG_ERR_ARG);
+  assert_null(b);
+  assert_non_null(strstr(cg_err_msg(), "CAPGNN_CPU_KERNELS=avx9"));
+  assert_int_equal(cg_cpu_settings_check(), CG_ERR_ARG);
+  setenv("CAPGNN_CPU_KERNELS", "auto", 1);
+  assert_int_equal(cg_cpu_settings_check(), CG_OK);
+  assert_int_equal(cg_backend_cpu_create(1, &b), CG_OK);
+  cg_backend_destroy(&b);
+  unsetenv("CAPGNN_CPU_KERNELS");
+}
+
 static void test_gemm(void **state) {
   (void)state;
   int ok = gemm_check(be2, "default/2t") & gemm_check(be1, "default/1t");
@@ -1380,6 +1397,7 @@ static void test_adam(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_backend_basics),
+      cmocka_unit_test(test_kernels_setting),
       cmocka_unit_test(test_gemm),
       cmocka_unit_test(test_spmm),
       cmocka_unit_test(test_spmm_edge_cases),
