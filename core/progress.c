@@ -61,8 +61,19 @@ size_t cg_progress_amount(char *buf, size_t len, double amount, const char *unit
                               amount, suffix[s]),
                      len);
   }
-  size_t k = group_digits(buf, len, (long long)llround(amount));
-  if (unit && *unit && k + 1 < len) k += clamp_len(snprintf(buf + k, len - k, " %s", unit), len - k);
+  const long long n = llround(amount);
+  size_t k = group_digits(buf, len, n);
+  if (unit && *unit && k + 1 < len) {
+    /* one of a plural unit in the singular: "1 epoch", not "1 epochs" (the units passed
+     * are plurals in -s: epochs, edges, entries -> entry) */
+    const size_t u = strlen(unit);
+    if (n == 1 && u > 3 && strcmp(unit + u - 3, "ies") == 0)
+      k += clamp_len(snprintf(buf + k, len - k, " %.*sy", (int)(u - 3), unit), len - k);
+    else if (n == 1 && u > 1 && unit[u - 1] == 's')
+      k += clamp_len(snprintf(buf + k, len - k, " %.*s", (int)(u - 1), unit), len - k);
+    else
+      k += clamp_len(snprintf(buf + k, len - k, " %s", unit), len - k);
+  }
   return k;
 }
 

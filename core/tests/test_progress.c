@@ -23,7 +23,9 @@ static void test_amounts(void **state) {
     const char *unit, *want;
   } c[] = {{512, "B", "512 B"},          {1234, "B", "1.23 kB"},       {694e6, "B", "694 MB"},
            {1.5e9, "B", "1.50 GB"},      {25.5e6, "B", "25.5 MB"},     {1234567, "edges", "1,234,567 edges"},
-           {999, "rows", "999 rows"},    {1000, "", "1,000"},          {0, "B", "0 B"}};
+           {999, "rows", "999 rows"},    {1000, "", "1,000"},          {0, "B", "0 B"},
+           {1, "epochs", "1 epoch"},     {1, "entries", "1 entry"},    {0, "epochs", "0 epochs"},
+           {1, "B", "1 B"},              {1, "", "1"}};
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
     cg_progress_amount(b, sizeof b, c[i].v, c[i].unit);
     assert_string_equal(b, c[i].want);
