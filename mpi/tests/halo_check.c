@@ -190,6 +190,7 @@ static uint64_t workout(const struct hc_case *k, struct cg_backend *be, const st
   struct cg_exchange_counters ec0 = {0}, ec = {0};
   if (t->ex) t->ex->counters(t->ex, &ec0);
   const int64_t own0 = t->h ? comm_halo_bytes_sent(t->h) : 0;
+  const int64_t own_inter0 = t->h ? comm_halo_inter_bytes_sent(t->h) : 0;
   MT_OK(t_begin(t, CG_HALO_FORWARD, dm[0], cols));
   MT_OK(comm_barrier(c));
   MT_OK(t_end(t, CG_HALO_FORWARD, dm[0], cols));
@@ -210,7 +211,21 @@ static uint64_t workout(const struct hc_case *k, struct cg_backend *be, const st
            (long long)recv_rows, (long long)cols);
   MT_CHECK(s.halo_fwd_calls == 1 && s.halo_bwd_calls == 1, "%s: calls %lld / %lld", tag,
            (long long)s.halo_fwd_calls, (long long)s.halo_bwd_calls);
+  /* where they went: each peer's rows (forward sent, backward returned) to a rank of this
+   * node or of another (all intra on one node; CAPGNN_EMULATE_NODES splits it) */
+  int64_t inter_rows = 0;
+  for (int i = 0; i < l->npeers; i++)
+    if (comm_node_of(c, l->peer[i]) != comm_node_of(c, comm_rank(c)))
+      inter_rows += l->send_count[i] + l->recv_count[i];
+  const int64_t inter_want = inter_rows * cols * 4, all_want = (send_rows + recv_rows) * cols * 4;
+  MT_CHECK(s.halo_inter_bytes == inter_want && s.halo_intra_bytes == all_want - inter_want,
+           "%s: halo bytes intra %lld / inter %lld, expected %lld / %lld", tag,
+           (long long)s.halo_intra_bytes, (long long)s.halo_inter_bytes, (long long)(all_want - inter_want),
+           (long long)inter_want);
   if (t->h) { /* the object's own count: the same bytes */
+    const int64_t own_inter = comm_halo_inter_bytes_sent(t->h) - own_inter0;
+    MT_CHECK(own_inter == inter_want, "%s: comm_halo_inter_bytes_sent grew by %lld, expected %lld", tag,
+             (long long)own_inter, (long long)inter_want);
     int64_t own = comm_halo_bytes_sent(t->h) - own0;
     MT_CHECK(own == (send_rows + recv_rows) * cols * 4,
              "%s: comm_halo_bytes_sent grew by %lld, expected %lld", tag, (long long)own,
