@@ -733,6 +733,75 @@ static void grad_exact_case(const char *spec, struct cg_backend *be) {
   setup_free(&s);
 }
 
+/* The age checks of end are the last guard of the staleness bound (jaca/exchange.c: "a
+ * broken schedule is an error, not a stale value"). The schedule counts generations,
+ * the bound is in epochs, so a caller that skips an epoch breaks it: at staleness 2,
+ * epochs 1, 2 and then 4 (generation 3) leave the phase-0 rows of epoch 1, 3 epochs old,
+ * one more than the bound. end must refuse them on every rank that holds one: directly
+ * kept rows with the direct check's message, else rows read from the node tier with the
+ * node check's; a rank without a phase-0 row ends normally. v[0] / v[1] count the ranks
+ * with a direct / node-tier phase-0 row (so that the caller can require both kinds). */
+static void stale_guard_case(const char *spec, double capacity, struct cg_backend *be, int64_t v[2]) {
+  const int me = comm_rank(g_comm), S = 2;
+  struct setup s;
+  setup_make(&s, spec, 1);
+  const struct part_local *pl = s.pl;
+  struct jaca_options o;
+  jaca_options_defaults(&o);
+  o.policy = JACA_POLICY_JACA;
+  o.capacity = capacity;
+  o.staleness = S;
+  o.prefetch = 0; /* end reads the node rows itself (no copy left pending by the error) */
+  o.host_mb = o.device_mb = 0;
+  const struct jaca_layers layers = {NLAYERS, COLS};
+  struct cg_exchange *ex = NULL;
+  OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
+  const struct jaca_node_plan *p = jaca_exchange_plan(ex);
+  CHECK(p != NULL && p->nclasses == S + 2, "not a caching exchange of staleness %d", S);
+  int direct0 = 0, node0 = 0;
+  for (int64_t k = 0; k < p->cls[0].recv_rows; k++) direct0 |= p->cls[0].recv_dest[k] >= 0;
+  for (int64_t k = 0; k < p->n_read; k++) node0 |= p->read_phase[k] == 0;
+  const int64_t rows = pl->n_inner + pl->n_halo;
+  float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
+  CHECK(h != NULL, "out of memory");
+  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
+  for (uint32_t e = 1; e <= 2; e++) {
+    CHECK(forward_check(&s, be, ex, d, h, 1, e, 0, p, NULL) == 0, "stale guard: epoch %u: wrong halo values", e);
+    OK(comm_barrier(g_comm)); /* (a training step's all-reduce: no writer a generation ahead of a reader) */
+  }
+  const uint32_t jump = 4;
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < COLS; j++) h[i * COLS + j] = i < pl->n_inner ? enc(me, pl->gid[i], jump, 1, j) : -1.0f;
+  if (rows > 0) OK(be->upload(be, d, h, (size_t)(rows * COLS) * sizeof(float)));
+  const struct cg_halo_tag tag = {1, jump};
+  OK(ex->halo_begin(ex, CG_HALO_FORWARD, tag, d, COLS));
+  const int rc = ex->halo_end(ex, CG_HALO_FORWARD, tag, d, COLS);
+  const char *msg = rc < 0 ? cg_err_msg() : "(none)";
+  if (direct0)
+    CHECK(rc == CG_ERR_INTERNAL && strstr(msg, "epochs old (staleness 2)"),
+          "%s capacity %g: a directly kept row 3 epochs old at staleness 2: end returned %d (%s)", spec, capacity,
+          rc, msg);
+  else if (node0)
+    CHECK(rc == CG_ERR_INTERNAL && strstr(msg, "at most 2 epochs before epoch 4"),
+          "%s capacity %g: a node-tier row 3 epochs old at staleness 2: end returned %d (%s)", spec, capacity, rc,
+          msg);
+  else
+    CHECK(rc == CG_OK, "%s capacity %g: no phase-0 row, yet end returned %d (%s)", spec, capacity, rc, msg);
+  cg_err_clear();
+  int64_t t[2] = {direct0, node0};
+  OK(comm_allreduce_i64(g_comm, t, 2, COMM_SUM));
+  v[0] += t[0];
+  v[1] += t[1];
+  if (me == 0)
+    printf("ok: %-13s capacity %g, an epoch skipped at staleness 2: refused on the %lld ranks with a kept row and "
+           "the %lld with a node-tier row of phase 0\n", spec, capacity, (long long)t[0], (long long)t[1]);
+  OK(comm_barrier(g_comm));
+  be->free(be, d);
+  free(h);
+  cg_exchange_destroy(&ex);
+  setup_free(&s);
+}
+
 int main(int argc, char **argv) {
   if (comm_init(&argc, &argv, &g_comm) != CG_OK) {
     fprintf(stderr, "comm_init: %s\n", cg_err_msg());
@@ -754,6 +823,15 @@ int main(int argc, char **argv) {
   run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 3, cpu);
   run_case("synth:small", 0, JACA_POLICY_LRU, 0.5, 2, cpu);
   run_case("synth:tiny", 0, JACA_POLICY_FIFO, 0.1, 5, cpu);
+  /* ... and a schedule that would hand out an older row is refused, both kinds of row */
+  {
+    int64_t kinds[2] = {0, 0};
+    stale_guard_case("synth:small", 0.1, cpu, kinds);
+    stale_guard_case("synth:small", 1.0, cpu, kinds);
+    CHECK(comm_size(g_comm) == 1 || (kinds[0] > 0 && kinds[1] > 0),
+          "the stale guard cases met %lld directly kept and %lld node-tier phase-0 rows: both kinds must be tried",
+          (long long)kinds[0], (long long)kinds[1]);
+  }
   fake_device_side_uploads(dev, 1);
   run_case("synth:tiny", 0, JACA_POLICY_JACA, 1.0, 0, dev);
   run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 0, dev);
