@@ -452,6 +452,15 @@ static void cpu_relu_bwd(struct cg_backend *be, const float *y, float *dy, int64
   for (int64_t i = 0; i < n; i++) dy[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
+static void cpu_dropout_relu_bwd(struct cg_backend *be, const float *hd, float *dy, int64_t n,
+                                 float scale) {
+  const int nt = cpu_nt(be);
+  /* select, then scale (0 * scale is +0 for a finite scale > 0): a product inside the
+   * select would be a branch, as GCC does not speculate a floating-point operation */
+#pragma omp parallel for simd num_threads(nt) schedule(static) if (n >= CPU_PAR_MIN)
+  for (int64_t i = 0; i < n; i++) dy[i] = (hd[i] > 0.0f ? dy[i] : 0.0f) * scale;
+}
+
 /* One row, one Philox call per 4 columns: lane l of call q
  * is column 4q + l, the same numbers as cg_dropout_uniform column by column. */
 static void dropout_row_scalar(const float *ir, float *orow, int64_t cols, uint32_t g, float p,
@@ -893,6 +902,7 @@ int cg_backend_cpu_create(int threads, struct cg_backend **out) {
   be->relu_fwd = cpu_relu_fwd;
   be->relu_bwd = cpu_relu_bwd;
   be->dropout = cpu_dropout;
+  be->dropout_relu_bwd = cpu_dropout_relu_bwd;
   be->layernorm_fwd = cpu_layernorm_fwd;
   be->layernorm_bwd = cpu_layernorm_bwd;
   be->xent = cpu_xent;

@@ -146,6 +146,12 @@ struct cg_backend {
    * out may equal in. Applying it to a gradient with the same key is the backward. */
   void (*dropout)(struct cg_backend *be, const float *in, float *out, int64_t rows, int64_t cols,
                   const int32_t *gid, float p, struct cg_dropout_key key);
+  /* The backward of hd = dropout(relu(x)) from the dropout's output: dy = hd > 0 ? dy * scale
+   * : 0, in place, scale = 1 / (1 - p) as the dropout computes it (0 <= p < 1). hd > 0 exactly where the
+   * ReLU output was > 0 and kept (scale >= 1, no flush to zero), so this is bit for bit the
+   * dropout applied to dy with the same key followed by relu_bwd, without drawing the mask
+   * again and in one pass. */
+  void (*dropout_relu_bwd)(struct cg_backend *be, const float *hd, float *dy, int64_t n, float scale);
   /* y = (x - mean) * rstd * gamma + beta per row; saves mean[rows], rstd[rows]. */
   void (*layernorm_fwd)(struct cg_backend *be, const float *x, int64_t rows, int64_t cols,
                         const float *gamma, const float *beta, float eps, float *y, float *mean,

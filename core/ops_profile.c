@@ -132,6 +132,10 @@ static void w_relu_fwd(struct cg_backend *be, const float *x, float *y, int64_t 
 static void w_relu_bwd(struct cg_backend *be, const float *y, float *dy, int64_t n) {
   FWD(CG_PROF_ELEMWISE, p_->in->relu_bwd(p_->in, y, dy, n));
 }
+static void w_dropout_relu_bwd(struct cg_backend *be, const float *hd, float *dy, int64_t n,
+                               float scale) {
+  FWD(CG_PROF_ELEMWISE, p_->in->dropout_relu_bwd(p_->in, hd, dy, n, scale));
+}
 static void w_dropout(struct cg_backend *be, const float *in, float *out, int64_t r, int64_t c,
                       const int32_t *gid, float pr, struct cg_dropout_key key) {
   FWD(CG_PROF_DROPOUT, p_->in->dropout(p_->in, in, out, r, c, gid, pr, key));
@@ -253,6 +257,7 @@ int cg_backend_profile_wrap(struct cg_backend *inner, struct cg_backend **out) {
   b->spmat_create = w_spmat_create; b->spmat_destroy = w_spmat_destroy; b->spmm = w_spmm;
   b->bias_add = w_bias_add; b->bias_grad = w_bias_grad; b->relu_fwd = w_relu_fwd;
   b->relu_bwd = w_relu_bwd; b->dropout = w_dropout; b->layernorm_fwd = w_ln_fwd;
+  b->dropout_relu_bwd = w_dropout_relu_bwd;
   b->layernorm_bwd = w_ln_bwd; b->xent = w_xent; b->bce = w_bce; b->eval_counts = w_eval;
   b->adam = w_adam; b->sgd = w_sgd; b->gather_rows = w_gather; b->scatter_add_rows = w_scatter;
   b->edge_scores = w_scores; b->edge_scores_bwd = w_scores_bwd; b->edge_softmax = w_softmax;

@@ -853,6 +853,11 @@ static void cu_relu_bwd(struct cg_backend *be, const float *y, float *dy, int64_
   cgk_relu_bwd(IMPL(be)->stream, y, dy, n);
 }
 
+static void cu_dropout_relu_bwd(struct cg_backend *be, const float *hd, float *dy, int64_t n,
+                                float scale) {
+  cgk_dropout_relu_bwd(IMPL(be)->stream, hd, dy, n, scale);
+}
+
 static void cu_dropout(struct cg_backend *be, const float *in, float *out, int64_t rows,
                        int64_t cols, const int32_t *gid, float p, struct cg_dropout_key key) {
   cgk_dropout(IMPL(be)->stream, in, out, rows, cols, gid, p, key.seed, key.epoch, key.layer);
@@ -1320,6 +1325,7 @@ int cg_backend_cuda_create(int device_ordinal, int tf32, struct cg_backend **out
   be->relu_fwd = cu_relu_fwd;
   be->relu_bwd = cu_relu_bwd;
   be->dropout = cu_dropout;
+  be->dropout_relu_bwd = cu_dropout_relu_bwd;
   be->layernorm_fwd = cu_layernorm_fwd;
   be->layernorm_bwd = cu_layernorm_bwd;
   be->xent = cu_xent;

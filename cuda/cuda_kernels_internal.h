@@ -48,6 +48,7 @@ void cgk_scale_strided(cudaStream_t s, float *y, int64_t rows, int64_t cols, int
 void cgk_bias_add(cudaStream_t s, float *y, const float *bias, int64_t rows, int64_t cols);
 void cgk_relu_fwd(cudaStream_t s, const float *x, float *y, int64_t n);
 void cgk_relu_bwd(cudaStream_t s, const float *y, float *dy, int64_t n);
+void cgk_dropout_relu_bwd(cudaStream_t s, const float *hd, float *dy, int64_t n, float scale);
 void cgk_dropout(cudaStream_t s, const float *in, float *out, int64_t rows, int64_t cols,
                  const int32_t *gid, float p, uint64_t seed, uint32_t epoch, uint32_t layer);
 /* One Adam/AdamW step: core/adam.h's cg_adam_update on every element, with the

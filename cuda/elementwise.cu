@@ -87,6 +87,12 @@ __global__ void relu_bwd_kernel(const float *__restrict__ y, float *__restrict__
     if (!(y[i] > 0.0f)) dy[i] = 0.0f;
 }
 
+/* The backward of hd = dropout(relu(x)) from the dropout's output (core/ops.h). */
+__global__ void dropout_relu_bwd_kernel(const float *__restrict__ hd, float *__restrict__ dy, int64_t n,
+                                        float scale) {
+  for (int64_t i = gtid(); i < n; i += gstride()) dy[i] = hd[i] > 0.0f ? dy[i] * scale : 0.0f;
+}
+
 /* One thread per (row, group of 4 columns): one Philox call gives the 4 uniforms. */
 /* One thread per group of 4 columns of a row (one Philox call). VEC4: cols % 4 == 0
  * and both pointers 16-byte aligned, so the group is one float4 load and store.
@@ -259,6 +265,12 @@ void cgk_relu_bwd(cudaStream_t s, const float *y, float *dy, int64_t n) {
   if (n <= 0) return;
   relu_bwd_kernel<<<grid_for(n), kThreads, 0, s>>>(y, dy, n);
   CG_CUDA_LAUNCH_CHECK("relu_bwd_kernel");
+}
+
+void cgk_dropout_relu_bwd(cudaStream_t s, const float *hd, float *dy, int64_t n, float scale) {
+  if (n <= 0) return;
+  dropout_relu_bwd_kernel<<<grid_for(n), kThreads, 0, s>>>(hd, dy, n, scale);
+  CG_CUDA_LAUNCH_CHECK("dropout_relu_bwd_kernel");
 }
 
 void cgk_dropout(cudaStream_t s, const float *in, float *out, int64_t rows, int64_t cols,

@@ -203,9 +203,8 @@ static void step_work(const struct rapa_shape *s, int64_t n_in, int64_t n_halo, 
       w->ops++;
       if (l > 0) { w->gemm += 2.0 * ni * fin * fout; w->ops++; }
     }
-    if (l > 0) {
-      if (p > 0.0) { w->rng += ni * fin; w->mem += 8.0 * ni * fin; w->ops++; }
-      w->mem += 12.0 * ni * fin; /* relu_bwd */
+    if (l > 0) { /* relu_bwd, or with dropout dropout_relu_bwd: one pass, no mask drawn */
+      w->mem += 12.0 * ni * fin;
       w->ops++;
     }
     /* ---- buffers (runtime/model_build.c) ---- */

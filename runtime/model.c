@@ -9,7 +9,8 @@
  *   in    [n_tot x fin]   layer input. Layer 0: the features (halo rows fetched once
  *                         at setup — they never change; with layer 0 exchanged,
  *                         [n_in x fin]: no halo row at all). Layer l > 0: inner rows are
- *                         the previous layer's ReLU output (kept for relu_bwd).
+ *                         the previous layer's ReLU output (read by relu_bwd without
+ *                         dropout; with dropout the backward reads in_d).
  *   in_d  [n_tot x fin]   dropout(in) (absent when the layer's dropout is 0: Hd = in;
  *                         layer 0 exchanged: n_in rows, as in)
  *   agg   [n_in x fin]    Â·Hd            (aggregate-first layers; layer 0 without
@@ -432,11 +433,14 @@ static int backward(struct rt_model *m, struct rt_step_stats *st) {
       if (sage) sage_self_grad(m, L, hd, dz);
     }
     if (l == 0) break; /* no gradient w.r.t. the input features */
-    /* Inner rows of dhd now hold the full gradient w.r.t. Hd; undo dropout with the
-     * same mask (keyed by global id), then the previous layer's ReLU and LayerNorm. */
+    /* Inner rows of dhd now hold the full gradient w.r.t. Hd; undo dropout and the previous
+     * layer's ReLU, then its LayerNorm. With dropout both at once from Hd itself (Hd > 0
+     * exactly where the ReLU output was > 0 and kept: the same bits as the mask drawn
+     * again, core/ops.h), so the backward draws no random numbers. */
     if (m->last_fwd_train && L->p_drop > 0.0f)
-      be->dropout(be, dhd, dhd, n_in, fin, m->d_gid, L->p_drop, drop_key(m, m->last_fwd_epoch, l));
-    be->relu_bwd(be, L->in, dhd, n_in * fin);
+      be->dropout_relu_bwd(be, L->in_d, dhd, n_in * fin, 1.0f / (1.0f - L->p_drop));
+    else
+      be->relu_bwd(be, L->in, dhd, n_in * fin);
     struct rt_layer *P = &m->layers[l - 1];
     if (P->ln_y) {
       float *dzp = q; /* q is free again: dT / dA are consumed */

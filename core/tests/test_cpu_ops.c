@@ -918,6 +918,52 @@ static void test_dropout(void **state) {
     }
 }
 
+/* The backward of hd = dropout(relu(x)) read from hd equals the mask drawn again plus
+ * relu_bwd bit for bit: ReLU inputs of both signs, zeros of both signs, subnormal and huge
+ * positives (hd overflows to inf), gradients with NaN and inf, several p. */
+static void test_dropout_relu_bwd(void **state) {
+  (void)state;
+  struct cg_backend *bes[] = {be2, beg, be1};
+  const int64_t rows = 700, cols = 103, n = rows * cols;
+  const float ps[] = {0.5f, 0.3f, 0.1f};
+  struct tu_rng rng = {77};
+  float *x = fbuf(n), *y = fbuf(n), *hd = fbuf(n), *dy = fbuf(n), *want = fbuf(n), *got = fbuf(n);
+  int32_t *gid = malloc((size_t)rows * sizeof *gid);
+  assert_non_null(gid);
+  for (int64_t r = 0; r < rows; r++) gid[r] = (int32_t)(13 * r + 5);
+  frand(&rng, x, n, -1, 1);
+  frand(&rng, dy, n, -2, 2);
+  for (int64_t i = 0; i < n; i += 7) x[i] = 0.0f;
+  for (int64_t i = 3; i < n; i += 11) x[i] = -0.0f;
+  for (int64_t i = 5; i < n; i += 13) x[i] = 1e-40f; /* subnormal: x * scale stays > 0 */
+  for (int64_t i = 9; i < n; i += 17) x[i] = 3e38f;  /* x * scale overflows to inf */
+  for (int64_t i = 2; i < n; i += 19) dy[i] = NAN;
+  for (int64_t i = 4; i < n; i += 23) dy[i] = -INFINITY;
+  int ok = 1;
+  for (int b = 0; b < 3; b++)
+    for (int k = 0; k < 3; k++) {
+      const struct cg_dropout_key key = {0xfeedfacecafebeefull + (uint64_t)k, 2, 1};
+      bes[b]->relu_fwd(bes[b], x, y, n);
+      bes[b]->dropout(bes[b], y, hd, rows, cols, gid, ps[k], key);
+      memcpy(want, dy, (size_t)n * sizeof(float));
+      bes[b]->dropout(bes[b], want, want, rows, cols, gid, ps[k], key);
+      bes[b]->relu_bwd(bes[b], y, want, n);
+      memcpy(got, dy, (size_t)n * sizeof(float));
+      bes[b]->dropout_relu_bwd(bes[b], hd, got, n, 1.0f / (1.0f - ps[k]));
+      const int same = memcmp(want, got, (size_t)n * sizeof(float)) == 0;
+      if (!same) printf("  dropout_relu_bwd differs: backend %d, p %.2f\n", b, (double)ps[k]);
+      ok &= same;
+    }
+  assert_true(ok);
+  cg_free(x);
+  cg_free(y);
+  cg_free(hd);
+  cg_free(dy);
+  cg_free(want);
+  cg_free(got);
+  free(gid);
+}
+
 /* ---------------------------------------------------------------- LayerNorm */
 
 static void ln_fwd_d(const double *x, const double *gamma, const double *beta, int64_t rows,
@@ -1421,6 +1467,7 @@ int main(void) {
       cmocka_unit_test(test_thread_count_independence),
       cmocka_unit_test(test_bias_relu),
       cmocka_unit_test(test_dropout),
+      cmocka_unit_test(test_dropout_relu_bwd),
       cmocka_unit_test(test_layernorm),
       cmocka_unit_test(test_xent),
       cmocka_unit_test(test_bce),

@@ -792,6 +792,17 @@ static void test_relu(void **state) {
   cpu->relu_bwd(cpu, Y.c, D.c, n);
   gpu->relu_bwd(gpu, Y.g, D.g, n);
   cmp2_exact("relu_bwd", &D, (size_t)n * 4);
+  /* the backward of dropout(relu(x)) read from the dropout's output, hd = Y scaled and
+   * zeroed at every third element as a dropout would leave it */
+  float *hd = frand(n, -1, 1);
+  for (int64_t i = 0; i < n; i++) hd[i] = x[i] > 0.0f && i % 3 ? x[i] * 2.0f : 0.0f;
+  struct both H = up2(hd, (size_t)n * 4), E = up2(dy, (size_t)n * 4);
+  cpu->dropout_relu_bwd(cpu, H.c, E.c, n, 2.0f);
+  gpu->dropout_relu_bwd(gpu, H.g, E.g, n, 2.0f);
+  cmp2_exact("dropout_relu_bwd", &E, (size_t)n * 4);
+  free2(&H);
+  free2(&E);
+  free(hd);
   cpu->relu_fwd(cpu, X.c, X.c, n); /* in place */
   gpu->relu_fwd(gpu, X.g, X.g, n);
   cmp2_exact("relu_fwd in place", &X, (size_t)n * 4);

@@ -84,10 +84,11 @@ static void test_cost_hand_cached(void **state) {
 /* GCN 2 layers, 8 -> 4 -> 2, dropout 0.5 everywhere (both layers transform first); 10
  * inner, 5 halo rows, 30 nonzeros, one rank. By hand: layer 0 dropout of 15 x 8 (120
  * elements, 960 bytes), GEMM 2*15*8*4 forward and backward, SpMM 30*4 both ways, bias,
- * ReLU, bias-grad 320+320+160 bytes, 8 ops; layer 1 dropout 10 x 4 forward and backward
- * (80 elements, 640 bytes), GEMMs 160 x 3, SpMM 30*2 both ways, 160+80+480 bytes, 10 ops;
- * loss 240 bytes; Adam 46 parameters (28 x 46 = 1288 bytes). Totals: 2400 FLOPs, 360
- * nonzero-columns, 3360 bytes + Adam's 1288, 200 dropout elements, 27 ops -> 3.9648e-5 s. */
+ * ReLU, bias-grad 320+320+160 bytes, 8 ops; layer 1 dropout 10 x 4 forward (40 elements,
+ * 320 bytes; the backward reads the mask from the dropout's output: no draw), GEMMs 160 x
+ * 3, SpMM 30*2 both ways, 160+80+480 bytes, 9 ops; loss 240 bytes; Adam 46 parameters (28
+ * x 46 = 1288 bytes). Totals: 2400 FLOPs, 360 nonzero-columns, 3040 bytes + Adam's 1288,
+ * 160 dropout elements, 26 ops -> 3.7928e-5 s. */
 static void test_cost_hand_dropout(void **state) {
   (void)state;
   struct rapa_shape s = {2, 8, 4, 2, 0, 0.5f, 0.5f, 0, 0};
@@ -97,10 +98,10 @@ static void test_cost_hand_dropout(void **state) {
   assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, NULL, 0, 1, &c), CG_OK);
   near(c.gemm_flops, 2400, "gemm");
   near(c.spmm_nnzcols, 360, "spmm");
-  near(c.mem_bytes, 3360, "mem");
+  near(c.mem_bytes, 3040, "mem");
   near(c.adam_params, 46, "adam");
-  near(c.ops, 27, "ops");
-  near(c.comp_s, 3.9648e-5, "comp");
+  near(c.ops, 26, "ops");
+  near(c.comp_s, 3.7928e-5, "comp");
   struct rapa_rates bad = unit_rates;
   bad.gemm_flops = 0;
   assert_int_equal(rapa_cost_rank(&s, &load, &bad, NULL, 0, 1, &c), CG_ERR_ARG);
@@ -109,7 +110,7 @@ static void test_cost_hand_dropout(void **state) {
 
 /* The optimizer at its own measured rate: the dropout test's shape and rank (46
  * parameters), adam_eps 1e6 parameters/s. Without it Adam costs 28 x 46 bytes at 1e9 B/s
- * = 1.288e-6 s; with it 46 / 1e6 = 4.6e-5 s: 3.9648e-5 - 1.288e-6 + 4.6e-5 = 8.436e-5 s.
+ * = 1.288e-6 s; with it 46 / 1e6 = 4.6e-5 s: 3.7928e-5 - 1.288e-6 + 4.6e-5 = 8.264e-5 s.
  * Everything else (the work, the elementwise bytes) unchanged. */
 static void test_cost_hand_adam(void **state) {
   (void)state;
@@ -121,8 +122,8 @@ static void test_cost_hand_adam(void **state) {
   struct rapa_cost c;
   assert_int_equal(rapa_cost_rank(&s, &load, &r, NULL, 0, 1, &c), CG_OK);
   near(c.adam_params, 46, "adam");
-  near(c.mem_bytes, 3360, "mem");
-  near(c.comp_s, 8.436e-5, "comp at the Adam rate");
+  near(c.mem_bytes, 3040, "mem");
+  near(c.comp_s, 8.264e-5, "comp at the Adam rate");
 }
 
 /* The same shape and rank with sparse features, 25 % of the entries stored (30 of the
@@ -130,13 +131,13 @@ static void test_cost_hand_adam(void **state) {
  * its dropout over the 30 stored entries, X·W and Xᵀ·dT 30 x 4 stored-entry-columns
  * each (csr, csr_t), besides the aggregations' 30 x 4 each way (240 nonzero-columns), no
  * GEMM; bias, ReLU, bias-grad 800 bytes, 8 ops as before. Layer 1, loss and Adam
- * unchanged (480 FLOPs, 120 nonzero-columns, 1600 bytes + Adam's 1288, 80 dropout elements,
- * 19 ops). Totals: 480 FLOPs, 360 nonzero-columns, 2400 bytes + 1288, 80 dropout elements, 27 ops, and
+ * unchanged (480 FLOPs, 120 nonzero-columns, 1280 bytes + Adam's 1288, 40 dropout elements,
+ * 18 ops). Totals: 480 FLOPs, 360 nonzero-columns, 2080 bytes + 1288, 40 dropout elements, 26 ops, and
  * 120 + 120 CSR stored-entry-columns and 30 dropped entries.
  * Without CSR rates (unit_rates: the fallbacks, SpMM rate 1e8 and a draw plus 8 bytes per
- * entry): 4.8e-7 + 3.6e-6 + 3.688e-6 + 8e-7 + 2.7e-5 + 2.4e-6 + 3e-7 + 2.4e-7 = 3.8508e-5
+ * entry): 4.8e-7 + 3.6e-6 + 3.368e-6 + 4e-7 + 2.6e-5 + 2.4e-6 + 3e-7 + 2.4e-7 = 3.6788e-5
  * s, the price before the CSR rates existed. With them (csr_rate 1e7, csr_t_rate 5e6,
- * csr_drop_eps 1e6): 3.8508e-5 - 2.94e-6 + 1.2e-5 + 2.4e-5 + 3e-5 = 1.01568e-4 s.
+ * csr_drop_eps 1e6): 3.6788e-5 - 2.94e-6 + 1.2e-5 + 2.4e-5 + 3e-5 = 9.9848e-5 s.
  * Memory: the entries, their transpose and offsets 2 (8 x 30 + 8 x 15) = 720 bytes and
  * the dropout's values 120, against the dense 480 + 480: 120 bytes less. */
 static void test_cost_hand_sparse(void **state) {
@@ -153,16 +154,16 @@ static void test_cost_hand_sparse(void **state) {
   near(c.csr_nnzcols, 120, "csr");
   near(c.csr_t_nnzcols, 120, "csr_t");
   near(c.csr_drop, 30, "csr dropout");
-  near(c.mem_bytes, 2400, "mem");
-  near(c.ops, 27, "ops");
-  near(c.comp_s, 3.8508e-5, "comp");
+  near(c.mem_bytes, 2080, "mem");
+  near(c.ops, 26, "ops");
+  near(c.comp_s, 3.6788e-5, "comp");
   near(c.memory_bytes, dense.memory_bytes - 120, "memory");
   struct rapa_rates csr = unit_rates;
   csr.csr_rate = 1e7;
   csr.csr_t_rate = 5e6;
   csr.csr_drop_eps = 1e6;
   assert_int_equal(rapa_cost_rank(&s, &load, &csr, NULL, 0, 1, &c), CG_OK);
-  near(c.comp_s, 1.01568e-4, "comp at the CSR rates");
+  near(c.comp_s, 9.9848e-5, "comp at the CSR rates");
   /* the dense model ignores them */
   s.feat_density = 0;
   assert_int_equal(rapa_cost_rank(&s, &load, &csr, NULL, 0, 1, &c), CG_OK);
@@ -172,8 +173,8 @@ static void test_cost_hand_sparse(void **state) {
 /* The same shape and rank with layer 0 exchanged (--layer0-halo exchange), 2 ranks: 5
  * halo rows in from rank 1, 6 out. Layer 0 then runs over the 10 inner rows only: its
  * dropout 10 x 8 (80 elements, 640 bytes), its GEMMs 2*10*8*4 forward and backward
- * (1280 FLOPs instead of 1920). Totals: 1760 FLOPs, 360 nonzero-columns, 3040 bytes + Adam's 1288, 160
- * dropout elements, 27 ops -> 3.8288e-5 s. Memory: its input and dropout 10 x 8 instead
+ * (1280 FLOPs instead of 1920). Totals: 1760 FLOPs, 360 nonzero-columns, 2720 bytes + Adam's 1288, 120
+ * dropout elements, 26 ops -> 3.6568e-5 s. Memory: its input and dropout 10 x 8 instead
  * of 15 x 8 (320 bytes less). Exchange: layer 1's 2-wide rows, 4 x 2 x 11 = 88 bytes
  * each way, and now layer 0's 4-wide ones, 176 each way: 528 halo bytes (176 local),
  * 2 (1e-5 + 176 / 1e6) s more. */
@@ -196,9 +197,9 @@ static void test_cost_hand_layer0_exchange(void **state) {
   assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, &links, 0, 2, &xc), CG_OK);
   near(xc.gemm_flops, 1760, "gemm");
   near(xc.spmm_nnzcols, 360, "spmm");
-  near(xc.mem_bytes, 3040, "mem");
-  near(xc.ops, 27, "ops");
-  near(xc.comp_s, 3.8288e-5, "comp");
+  near(xc.mem_bytes, 2720, "mem");
+  near(xc.ops, 26, "ops");
+  near(xc.comp_s, 3.6568e-5, "comp");
   near(xc.memory_bytes, lc.memory_bytes - 320, "memory");
   near(xc.halo_bytes, 528, "halo bytes");
   near(xc.comm_s, lc.comm_s + 2 * (1e-5 + 176 / 1e6), "comm");
