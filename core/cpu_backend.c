@@ -832,15 +832,25 @@ static int cpu_detect_avx2(void) {
 #endif
 }
 
-int cg_backend_cpu_threads(const struct cg_backend *be) {
-  if (!be || be->kind != CG_DEVICE_CPU || !be->destroy || be->destroy != cpu_destroy) return 0;
-  return ((const struct cpu_impl *)be->impl)->threads;
+struct cg_backend *cg_backend_base(struct cg_backend *be) {
+  while (be && be->wraps) be = be->wraps;
+  return be;
 }
 
-/* The CPU backend behind be (itself, or an emulating wrapper's), NULL for any other. */
+const struct cg_backend *cg_backend_base_const(const struct cg_backend *be) {
+  while (be && be->wraps) be = be->wraps;
+  return be;
+}
+
+/* The CPU backend behind be (itself, or its wrappers'), NULL for any other. */
 static const struct cpu_impl *cpu_impl_of(const struct cg_backend *be) {
-  const struct cg_backend *cpu = be ? cg_backend_emulate_inner_const(be) : NULL;
+  const struct cg_backend *cpu = cg_backend_base_const(be);
   return cpu && cpu->destroy == cpu_destroy ? cpu->impl : NULL;
+}
+
+int cg_backend_cpu_threads(const struct cg_backend *be) {
+  const struct cpu_impl *im = cpu_impl_of(be);
+  return im ? im->threads : 0;
 }
 
 const char *cg_backend_cpu_gemm_name(const struct cg_backend *be) {

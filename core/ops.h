@@ -76,6 +76,8 @@ struct cg_backend {
   const char *name;             /* "cpu", "cuda" */
   enum cg_device_kind kind;
   void *impl;                   /* backend-private state */
+  struct cg_backend *wraps;     /* a wrapper's inner backend (ops_emulate.h, ops_profile.h); NULL
+                                   for a backend that runs its ops itself */
 
   void (*destroy)(struct cg_backend *be);
 
@@ -283,14 +285,19 @@ int cg_cpu_settings_check(void);
  * MemTotal; either pointer may be NULL): what the CPU backend's mem_info reports, for
  * host memory next to a device backend. CG_ERR_IO / CG_ERR_FORMAT without them. */
 int cg_host_mem_info(size_t *free_bytes, size_t *total_bytes);
-/* Threads of a CPU backend (the resolved count: never 0), 0 for any other backend. */
+/* The backend that runs the ops: be itself, or the one inside its wrappers (an emulating
+ * wrapper, a profiling one, or both: CAPGNN_EMULATE_SPEED with CAPGNN_PROFILE_OPS). */
+struct cg_backend *cg_backend_base(struct cg_backend *be);
+const struct cg_backend *cg_backend_base_const(const struct cg_backend *be);
+/* Threads of a CPU backend (the resolved count: never 0; be may be a wrapper of one), 0
+ * for any other backend. */
 int cg_backend_cpu_threads(const struct cg_backend *be);
-/* The library behind a CPU backend's GEMM (be may be an emulating wrapper of one), as it
+/* The library behind a CPU backend's GEMM (be may be a wrapper of one), as it
  * describes itself: OpenBLAS's openblas_get_config() (version, target, threading), or
  * oneDNN's version when the backend uses oneDNN's sgemm (cg_backend_cpu_create). */
 const char *cg_backend_cpu_blas_info(const struct cg_backend *be);
-/* The short name of a CPU backend's GEMM library, "onednn" or "openblas" (be may be an
- * emulating wrapper of one); NULL for any other backend. Checkpoints record it: another
+/* The short name of a CPU backend's GEMM library, "onednn" or "openblas" (be may be a
+ * wrapper of one); NULL for any other backend. Checkpoints record it: another
  * library rounds differently, so a resume under another one is not bit for bit. */
 const char *cg_backend_cpu_gemm_name(const struct cg_backend *be);
 /* Calls be->destroy and sets *be to NULL; accepts NULL. */

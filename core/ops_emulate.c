@@ -295,6 +295,7 @@ int cg_backend_emulate_wrap(struct cg_backend *inner, double speed, struct cg_ba
   b->name = inner->name;
   b->kind = inner->kind;
   b->impl = p;
+  b->wraps = inner;
   b->destroy = w_destroy;
   b->alloc = w_alloc; b->free = w_free; b->upload = w_upload; b->download = w_download;
   b->copy = w_copy; b->sync = w_sync; b->mem_info = w_mem_info;
@@ -320,20 +321,29 @@ int cg_backend_emulate_wrap(struct cg_backend *inner, double speed, struct cg_ba
   return CG_OK;
 }
 
-static int is_emu(const struct cg_backend *be) { return be && be->destroy == w_destroy; }
+/* The emulating wrapper in be's chain of wrappers (be itself, or under a profiling
+ * wrapper: CAPGNN_PROFILE_OPS wraps the emulated backend), NULL when there is none. */
+static const struct emu *emu_of(const struct cg_backend *be) {
+  for (; be; be = be->wraps)
+    if (be->destroy == w_destroy) return be->impl;
+  return NULL;
+}
 
-struct cg_backend *cg_backend_emulate_inner(struct cg_backend *be) { return is_emu(be) ? E(be)->in : be; }
+struct cg_backend *cg_backend_emulate_inner(struct cg_backend *be) { return cg_backend_base(be); }
 const struct cg_backend *cg_backend_emulate_inner_const(const struct cg_backend *be) {
-  return is_emu(be) ? ((const struct emu *)be->impl)->in : be;
+  return cg_backend_base_const(be);
 }
 double cg_backend_emulate_speed(const struct cg_backend *be) {
-  return is_emu(be) ? ((const struct emu *)be->impl)->speed : 1.0;
+  const struct emu *e = emu_of(be);
+  return e ? e->speed : 1.0;
 }
 int cg_backend_emulate_cpu_clock(const struct cg_backend *be) {
-  return is_emu(be) ? ((const struct emu *)be->impl)->cpu_clock : 0;
+  const struct emu *e = emu_of(be);
+  return e ? e->cpu_clock : 0;
 }
 void cg_emulate_get(const struct cg_backend *be, struct cg_emulate_counters *c) {
-  if (is_emu(be)) *c = ((const struct emu *)be->impl)->c;
+  const struct emu *e = emu_of(be);
+  if (e) *c = e->c;
   else memset(c, 0, sizeof *c);
 }
 

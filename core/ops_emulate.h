@@ -34,10 +34,12 @@ extern "C" {
 
 /* speed in (0, 1]; CG_ERR_ARG otherwise. On success *out owns inner. */
 int cg_backend_emulate_wrap(struct cg_backend *inner, double speed, struct cg_backend **out);
-/* The backend an emulating wrapper forwards to; `be` itself for any other backend. */
+/* The backend under be's wrappers (cg_backend_base): what an emulating wrapper forwards to,
+ * through a profiling wrapper around it too; `be` itself for a backend that is no wrapper. */
 struct cg_backend *cg_backend_emulate_inner(struct cg_backend *be);
 const struct cg_backend *cg_backend_emulate_inner_const(const struct cg_backend *be);
-/* The speed of an emulating wrapper, 1 for any other backend. */
+/* The speed of an emulating wrapper (be, or under be's profiling wrapper), 1 for any other
+ * backend. */
 double cg_backend_emulate_speed(const struct cg_backend *be);
 /* 1 when an emulating wrapper follows the CPU-time rule (the CPU backend with one thread),
  * 0 when it follows the wall-time rule or `be` does not emulate. */

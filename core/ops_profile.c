@@ -250,6 +250,7 @@ int cg_backend_profile_wrap(struct cg_backend *inner, struct cg_backend **out) {
   b->name = inner->name;
   b->kind = inner->kind;
   b->impl = p;
+  b->wraps = inner;
   b->destroy = w_destroy;
   b->alloc = w_alloc; b->free = w_free; b->upload = w_upload; b->download = w_download;
   b->copy = w_copy; b->sync = w_sync; b->mem_info = w_mem_info;

@@ -47,6 +47,10 @@ static void test_results_identical(void **state) {
   assert_int_equal(cg_backend_emulate_cpu_clock(emu), 1); /* one CPU thread: the CPU-time rule */
   assert_int_equal(cg_backend_emulate_cpu_clock(plain), 0);
   assert_string_equal(emu->name, "cpu");
+  assert_ptr_equal(cg_backend_base(emu), inner);
+  assert_ptr_equal(cg_backend_base(plain), plain);
+  assert_int_equal(cg_backend_cpu_threads(emu), 1); /* the CPU backend's, through the wrapper */
+  assert_non_null(cg_backend_cpu_gemm_name(emu));
   static float a[M * K], b[K * N], c1[M * N], c2[M * N], d1[M * N], d2[M * N];
   fill(a, M * K, 1);
   fill(b, K * N, 2);
@@ -261,12 +265,34 @@ static void test_every_op_wrapped(void **state) {
   cg_backend_destroy(&emu); /* destroys inner too */
 }
 
+/* CAPGNN_PROFILE_OPS wraps the emulated backend: what the runtime asks of its backend (the
+ * CPU backend's threads and GEMM library, for checkpoints and the partitioner's rank
+ * identities; the emulated speed and its rule) is answered through both wrappers. */
+static void test_wrapped_twice(void **state) {
+  (void)state;
+  struct cg_backend *inner = NULL, *emu = NULL, *prof = NULL;
+  assert_int_equal(cg_backend_cpu_create(1, &inner), CG_OK);
+  assert_int_equal(cg_backend_emulate_wrap(inner, 0.25, &emu), CG_OK);
+  assert_int_equal(cg_backend_profile_wrap(emu, &prof), CG_OK);
+  assert_ptr_equal(cg_backend_base(prof), inner);
+  assert_ptr_equal(cg_backend_base_const(prof), inner);
+  assert_ptr_equal(cg_backend_emulate_inner(prof), inner);
+  assert_true(cg_backend_emulate_speed(prof) == 0.25);
+  assert_int_equal(cg_backend_emulate_cpu_clock(prof), 1);
+  assert_int_equal(cg_backend_cpu_threads(prof), 1);
+  assert_non_null(cg_backend_cpu_gemm_name(prof));
+  assert_string_equal(cg_backend_cpu_gemm_name(prof), cg_backend_cpu_gemm_name(inner));
+  cg_backend_destroy(&prof); /* does not destroy emu */
+  cg_backend_destroy(&emu);  /* destroys inner too */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_op_wrapped),
       cmocka_unit_test(test_results_identical),
       cmocka_unit_test(test_debt_paid_at_sync),
       cmocka_unit_test(test_speed_parse),
+      cmocka_unit_test(test_wrapped_twice),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
