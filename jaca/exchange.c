@@ -18,9 +18,14 @@
  *   MPI first, then the reads, and every row a reader waits for is written by a rank
  *   that is past its own transfer (or did not need one).
  * - A reader takes exactly generation g: no rank can write generation g+1 of a layer
- *   before every rank has read generation g, because the step's gradient all-reduce
- *   lies between (every rank finishes its forward pass first). A newer row would mean
- *   a broken schedule, and is reported as such rather than used.
+ *   before every rank has read generation g, because the step's all-reduces lie between
+ *   (every rank finishes its forward pass first; jaca.h makes it the caller's rule). A
+ *   newer row would mean a broken schedule, and is reported as such rather than used.
+ *   The rule is checked where it can be without a wait: each rank marks in the segment
+ *   the last generation of each layer it has read (a read word), and begin refuses to
+ *   write g+1 while a rank of its node is below g, before it writes or posts anything
+ *   (else a rank that broke the rule would be caught only when its early write happens
+ *   to race a reader, with a message about the row instead of the rule).
  * - Every row read is checked against its global id, generation and epoch (the seqlock
  *   payload carries them), so a misplaced or stale row is an error, never a value.
  * - Evaluation (epoch 0) and the set-up exchange of the features (layer 0) go through
@@ -132,6 +137,7 @@ struct jaca_exchange {
   int32_t *d_aidx;                /* backend: class 0's send list (device backends) */
   float *d_arows;                 /* backend: a_send x cols (device backends) */
   size_t done_off;                /* segment: per layer and local rank, a done word */
+  size_t read_off;                /* segment: per layer and local rank, a read word */
   /* the exchange in flight */
   int in_flight, delegated, layer;
   enum cg_halo_dir flight_dir;
@@ -156,6 +162,13 @@ static int cached(const struct jaca_exchange *j, enum cg_halo_dir dir, struct cg
 
 static int refreshed(const struct jaca_exchange *j, uint32_t g, int cls) {
   return jaca_last_refresh(g, cls, j->plan.staleness) == g;
+}
+
+/* Local rank lr's read word of layer l: the last generation it has finished reading from
+ * the node tier. A writer of generation g checks that every rank of the node is at g - 1
+ * (jaca.h: the collective between two forward exchanges of a layer). One line each. */
+static char *read_word(const struct jaca_exchange *j, int layer, int lr) {
+  return j->seg + j->read_off + ((size_t)(layer - 1) * (size_t)j->plan.local_size + (size_t)lr) * JACA_ROW_ALIGN;
 }
 
 /* ---- adaptive staleness ---- */
@@ -588,7 +601,20 @@ static int jx_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg
   const struct jaca_node_plan *p = &j->plan;
   struct cg_backend *be = j->be;
   const int l = tag.layer;
-  const uint32_t g = ++j->gen[l];
+  const uint32_t g = j->gen[l] + 1;
+  /* generation g overwrites rows of g - 1: a rank of the node still reading those would
+   * take a row of the wrong generation (end refuses it) or wait past its own (a check,
+   * not a wait: the caller's collective orders them; jaca.h) */
+  for (int r = 0; r < p->local_size && g > 1; r++) {
+    const uint32_t seen = jaca_word_read(read_word(j, l, r));
+    if (seen < g - 1)
+      return cg_err_set(CG_ERR_ARG,
+                        "jaca: forward exchange %u of layer %d (epoch %u) began while local rank %d of this node "
+                        "had not finished reading exchange %u (it is at %u): two training forward exchanges of "
+                        "a layer need a collective of every rank between them (jaca/jaca.h)",
+                        g, l, tag.epoch, r, g - 1, seen);
+  }
+  j->gen[l] = g;
   struct jaca_stats *s = &j->stats[l];
   for (int c = 0; c < p->nclasses; c++) {
     if (!refreshed(j, g, c)) continue;
@@ -809,6 +835,7 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
     s->age_sum += age;
     if (age > s->age_max) s->age_max = age;
   }
+  jaca_word_publish(read_word(j, l, p->local_rank), g); /* the node tier's rows of g are read */
   if (!on_host(j) && p->n_read > 0) {
     /* every read row once: on the channel (the rows the thread has not enqueued, then
      * the stream waits for all of them), or all here */
@@ -1304,9 +1331,12 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
   j->done_off = j->layer_bytes * (size_t)(layers->nlayers - 1);
   {
     /* one node-wide segment, given by local rank 0; aligned here (MPI gives 8 bytes);
-     * adaptive: a done word per layer and local rank after the rows */
-    const size_t done = o->adaptive ? (size_t)(layers->nlayers - 1) * (size_t)comm_local_size(c) * JACA_ROW_ALIGN : 0;
-    const size_t bytes = j->layer_bytes * (size_t)(layers->nlayers - 1) + done + JACA_ROW_ALIGN;
+     * adaptive: a done word per layer and local rank after the rows; then a read word
+     * per layer and local rank */
+    const size_t words = (size_t)(layers->nlayers - 1) * (size_t)comm_local_size(c) * JACA_ROW_ALIGN;
+    const size_t done = o->adaptive ? words : 0;
+    j->read_off = j->done_off + done;
+    const size_t bytes = j->layer_bytes * (size_t)(layers->nlayers - 1) + done + words + JACA_ROW_ALIGN;
     st = comm_shm_create(c, comm_local_rank(c) == 0 ? bytes : 0, &j->shm);
     if (st < 0) {
       char why[1024];

@@ -215,7 +215,17 @@ struct jaca_layers {
  * aggregation operator (pl->agg, n_inner x (n_inner + n_halo) with global-degree
  * weights). Collective over the world (every rank fails together, comm_agree); `c` and
  * `be` must outlive the exchange. Release with cg_exchange_destroy (collective).
- * o->policy NONE gives the plain exchange itself. */
+ * o->policy NONE gives the plain exchange itself.
+ *
+ * Calling it: every rank makes the same exchanges in the same order. Between two
+ * training forward exchanges of one layer (tag epoch > 0, after the warm-up) every rank
+ * must pass a collective that it enters only after ending the first one (in training:
+ * the step's loss and gradient all-reduces, runtime/model.c), for the second writes the
+ * node tier's rows of that layer again while the first's may still be read. A begin
+ * that would write them while a rank of its node has not ended the exchange before
+ * returns CG_ERR_ARG naming this rule, before it writes or sends anything. (A begin
+ * without the collective that finds the others done is not refused: nothing is
+ * overwritten then.) */
 int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct part_local *pl,
                          const struct cg_csr *agg, int64_t max_cols, const struct jaca_layers *layers,
                          const struct jaca_options *o, struct cg_exchange **out);

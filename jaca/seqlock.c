@@ -109,6 +109,10 @@ void jaca_word_publish(void *word, uint32_t value) {
   atomic_store_explicit((word_t *)word, value, memory_order_release);
 }
 
+uint32_t jaca_word_read(const void *word) {
+  return atomic_load_explicit((word_t *)word, memory_order_acquire);
+}
+
 int jaca_word_wait(const void *word, uint32_t min_value, double timeout_s, uint32_t *seen) {
   double t0 = -1.0;
   long nap_ns = 1000;

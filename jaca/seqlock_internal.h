@@ -65,6 +65,8 @@ int64_t jaca_row_read_wait(const void *row, float *dst, int64_t cols, uint32_t m
  * *seen gets the last value read. */
 void jaca_word_publish(void *word, uint32_t value);
 int jaca_word_wait(const void *word, uint32_t min_value, double timeout_s, uint32_t *seen);
+/* The word's value now (acquire), without waiting. */
+uint32_t jaca_word_read(const void *word);
 
 /* The sequence number alone (tests: a row is stable when it is even). */
 uint32_t jaca_row_seq(const void *row);

@@ -137,9 +137,8 @@ static int64_t model_inter_rows(const struct setup *s) {
  * refreshed the row's class (jaca_last_refresh; here generation = epoch, one cached
  * exchange per layer and epoch). Independently of the schedule, no row may be older
  * than the staleness bound: *worst_age gets the oldest row's age, read from its value. */
-static int64_t forward_check(const struct setup *s, struct cg_backend *be, struct cg_exchange *ex, float *d,
-                             float *h, int layer, uint32_t epoch, int lie, const struct jaca_node_plan *plan,
-                             int64_t *worst_age) {
+static void fill_rows(const struct setup *s, struct cg_backend *be, float *d, float *h, int layer, uint32_t epoch,
+                      int lie) {
   const struct part_local *pl = s->pl;
   const int me = comm_rank(g_comm);
   const int64_t rows = pl->n_inner + pl->n_halo;
@@ -147,10 +146,28 @@ static int64_t forward_check(const struct setup *s, struct cg_backend *be, struc
     for (int64_t j = 0; j < COLS; j++)
       h[i * COLS + j] = i < pl->n_inner ? enc(me, pl->gid[i], epoch + (lie && me == 0), layer, j) : -1.0f;
   if (rows > 0) OK(be->upload(be, d, h, (size_t)(rows * COLS) * sizeof(float)));
+}
+
+static int64_t halo_verify(const struct setup *s, struct cg_backend *be, float *d, float *h, int layer,
+                           uint32_t epoch, int lie, const struct jaca_node_plan *plan, int64_t *worst_age);
+
+static int64_t forward_check(const struct setup *s, struct cg_backend *be, struct cg_exchange *ex, float *d,
+                             float *h, int layer, uint32_t epoch, int lie, const struct jaca_node_plan *plan,
+                             int64_t *worst_age) {
+  fill_rows(s, be, d, h, layer, epoch, lie);
   const struct cg_halo_tag tag = {layer, epoch};
   OK(ex->halo_begin(ex, CG_HALO_FORWARD, tag, d, COLS));
   OK(comm_barrier(g_comm)); /* other traffic while the exchange is pending */
   OK(ex->halo_end(ex, CG_HALO_FORWARD, tag, d, COLS));
+  return halo_verify(s, be, d, h, layer, epoch, lie, plan, worst_age);
+}
+
+/* The halo rows of d after a forward exchange of (layer, epoch), as forward_check says. */
+static int64_t halo_verify(const struct setup *s, struct cg_backend *be, float *d, float *h, int layer,
+                           uint32_t epoch, int lie, const struct jaca_node_plan *plan, int64_t *worst_age) {
+  const struct part_local *pl = s->pl;
+  const int me = comm_rank(g_comm);
+  const int64_t rows = pl->n_inner + pl->n_halo;
   if (rows > 0) OK(be->download(be, h, d, (size_t)(rows * COLS) * sizeof(float)));
   int64_t bad = 0;
   for (int64_t i = pl->n_inner; i < rows; i++) {
@@ -802,6 +819,63 @@ static void stale_guard_case(const char *spec, double capacity, struct cg_backen
   setup_free(&s);
 }
 
+/* jaca.h's contract: two training forward exchanges of a layer need a collective of
+ * every rank between them, for the next one overwrites the node tier's rows of the one
+ * before. Broken here on one node: local rank 0 ends exchange 1 and begins exchange 2
+ * while the others have not ended exchange 1 yet. The begin must refuse (naming the
+ * contract) before it writes anything, and the others must still read exchange 1's rows
+ * (a row of exchange 2 there would be the hazard the contract prevents). */
+static void early_writer_case(const char *spec, double capacity, int staleness, struct cg_backend *be) {
+  if (comm_nnodes(g_comm) != 1 || comm_local_size(g_comm) < 2) return; /* others' rows would wait for them */
+  const int me = comm_rank(g_comm), early = comm_local_rank(g_comm) == 0;
+  struct setup s;
+  setup_make(&s, spec, 1);
+  const struct part_local *pl = s.pl;
+  struct jaca_options o;
+  jaca_options_defaults(&o);
+  o.policy = JACA_POLICY_JACA;
+  o.capacity = capacity;
+  o.staleness = staleness;
+  o.host_mb = o.device_mb = 0;
+  const struct jaca_layers layers = {NLAYERS, COLS};
+  struct cg_exchange *ex = NULL;
+  OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
+  const struct jaca_node_plan *p = jaca_exchange_plan(ex);
+  const int64_t rows = pl->n_inner + pl->n_halo;
+  float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
+  CHECK(h != NULL, "out of memory");
+  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
+  const struct cg_halo_tag t1 = {1, 1}, t2 = {1, 2};
+  fill_rows(&s, be, d, h, 1, 1, 0);
+  OK(ex->halo_begin(ex, CG_HALO_FORWARD, t1, d, COLS));
+  if (early) {
+    OK(ex->halo_end(ex, CG_HALO_FORWARD, t1, d, COLS));
+    CHECK(halo_verify(&s, be, d, h, 1, 1, 0, p, NULL) == 0, "early writer: exchange 1: wrong halo values");
+    fill_rows(&s, be, d, h, 1, 2, 0);
+    const int rc = ex->halo_begin(ex, CG_HALO_FORWARD, t2, d, COLS);
+    const char *msg = rc < 0 ? cg_err_msg() : "(none)";
+    CHECK(rc == CG_ERR_ARG && strstr(msg, "had not finished reading exchange 1") &&
+              strstr(msg, "need a collective of every rank between them"),
+          "%s capacity %g staleness %d: exchange 2 began before the node's other ranks ended exchange 1: "
+          "begin returned %d (%s)", spec, capacity, staleness, rc, msg);
+    cg_err_clear();
+  }
+  OK(comm_barrier(g_comm)); /* the early rank's refused begin comes first */
+  if (!early) {
+    OK(ex->halo_end(ex, CG_HALO_FORWARD, t1, d, COLS));
+    CHECK(halo_verify(&s, be, d, h, 1, 1, 0, p, NULL) == 0,
+          "early writer: exchange 1 read after a refused exchange 2: wrong halo values");
+  }
+  if (me == 0)
+    printf("ok: %-13s capacity %g staleness %d, a forward exchange begun before the node's ranks read the one "
+           "before: refused, their rows intact\n", spec, capacity, staleness);
+  OK(comm_barrier(g_comm));
+  be->free(be, d);
+  free(h);
+  cg_exchange_destroy(&ex);
+  setup_free(&s);
+}
+
 int main(int argc, char **argv) {
   if (comm_init(&argc, &argv, &g_comm) != CG_OK) {
     fprintf(stderr, "comm_init: %s\n", cg_err_msg());
@@ -832,6 +906,9 @@ int main(int argc, char **argv) {
           "the stale guard cases met %lld directly kept and %lld node-tier phase-0 rows: both kinds must be tried",
           (long long)kinds[0], (long long)kinds[1]);
   }
+  /* ... and so is a forward exchange begun before the node's ranks read the one before */
+  early_writer_case("synth:small", 1.0, 0, cpu);
+  early_writer_case("synth:small", 0.1, 2, cpu);
   fake_device_side_uploads(dev, 1);
   run_case("synth:tiny", 0, JACA_POLICY_JACA, 1.0, 0, dev);
   run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 0, dev);
