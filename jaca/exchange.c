@@ -62,11 +62,6 @@
 #include "jaca/prefetch_internal.h"
 #include "jaca/seqlock_internal.h"
 
-/* How long a reader waits for a row's writer before it reports the writer gone or stuck
- * (a rank that died ends the job through MPI before that; this catches a broken
- * schedule). CAPGNN_JACA_TIMEOUT=seconds overrides it (a rank computing a huge layer). */
-#define JACA_READ_TIMEOUT_S 600.0
-
 struct jaca_exchange {
   struct cg_exchange ex; /* first: the seam's table */
   struct comm *c;
@@ -114,7 +109,7 @@ struct jaca_exchange {
   struct jaca_ngrad *ng;          /* exact gradients through the node tier (G = 0) */
   int64_t plain_send_rows;        /* what the plain exchange sends forward per exchange */
   int64_t plain_send_rows_inter;  /* ... to ranks of other nodes */
-  double timeout_s;               /* JACA_READ_TIMEOUT_S or CAPGNN_JACA_TIMEOUT */
+  double timeout_s;               /* CAPGNN_JACA_TIMEOUT, opt.read_timeout_s or JACA_READ_TIMEOUT_S */
   /* prefetch (--cache-prefetch on): the thread, and the job of the exchange in flight */
   struct jaca_prefetch *pf;
   uint32_t *read_want;            /* n_read: the generation each node row must hold */
@@ -781,10 +776,10 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
       uint32_t seen = 0;
       if (jaca_word_wait(done_word(j, l, r), g, timeout, &seen) < 0)
         return cg_err_set(CG_ERR_INTERNAL,
-                          "jaca: local rank %d did not finish its node tier writes of layer %d, generation %u within "
-                          "%g s (it is at %u): it is gone, stuck or slower than that (see its log; "
-                          "CAPGNN_JACA_TIMEOUT=SECONDS waits longer)",
-                          r, l, g, timeout, seen);
+                          "jaca: local rank %d did not finish its node tier writes of layer %d, epoch %u "
+                          "(generation %u) within %g s (it is at %u): it is gone, stuck or slower than that (see "
+                          "its log; CAPGNN_JACA_TIMEOUT=SECONDS waits longer)",
+                          r, l, tag.epoch, g, timeout, seen);
     }
   }
   struct jaca_prefetch_result pr;
@@ -814,11 +809,12 @@ static int jx_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_h
     const int64_t r = p->read_row[bad];
     return cg_err_set(CG_ERR_INTERNAL,
                       "jaca: node row %lld (vertex %d, layer %d, owned by rank %d) did not reach generation %u "
-                      "within %g s (it holds generation %u): the rank that writes it (its owner, or the rank of "
-                      "this node that receives it) is gone, stuck or slower than that (see its log; "
-                      "CAPGNN_JACA_TIMEOUT=SECONDS waits longer)",
+                      "(epoch %u's exchange) within %g s (it holds generation %u): the rank that writes it (its "
+                      "owner, or the rank of this node that receives it) is gone, stuck or slower than that (see "
+                      "its log; CAPGNN_JACA_TIMEOUT=SECONDS waits longer)",
                       (long long)r, p->admitted_gid[r], l, p->halo_owner[p->read_halo[bad]],
-                      j->vh ? 1u : jaca_last_refresh(g, p->read_phase[bad], S), timeout, j->read_meta[bad].gen);
+                      j->vh ? 1u : jaca_last_refresh(g, p->read_phase[bad], S), tag.epoch, timeout,
+                      j->read_meta[bad].gen);
   }
   for (int64_t k = 0; k < p->n_read; k++) {
     const struct jaca_row_meta m = j->read_meta[k];
@@ -1285,7 +1281,10 @@ int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct par
   if (j) {
     j->c = c;
     j->be = be;
-    j->timeout_s = JACA_READ_TIMEOUT_S;
+    /* how long a reader waits for a row's writer before it reports the writer gone or
+     * stuck (a rank that died ends the job through MPI before that; this catches a rank
+     * stopped or a broken schedule); the environment wins (a rank computing a huge layer) */
+    j->timeout_s = o->read_timeout_s > 0.0 ? o->read_timeout_s : JACA_READ_TIMEOUT_S;
     const char *tv = getenv("CAPGNN_JACA_TIMEOUT");
     if (tv && atof(tv) > 0.0) j->timeout_s = atof(tv);
     j->opt = *o;

@@ -161,7 +161,16 @@ struct jaca_options {
    * 0: every gradient every step (exact, bit for bit the exchange at grad_staleness 0). */
   int grad_adaptive;
   double grad_adapt_eps;
+  /* How long a rank waits for a row (or gradient) that another rank of its node writes
+   * into the node tier before it fails, naming the row, its writer, the layer and epoch:
+   * > 0 seconds; 0 (the default) = JACA_READ_TIMEOUT_S. The environment variable
+   * CAPGNN_JACA_TIMEOUT=SECONDS, when set, overrides it. */
+  double read_timeout_s;
 };
+
+/* The readers' timeout without read_timeout_s or CAPGNN_JACA_TIMEOUT (a writer gone or
+ * stuck, or a broken schedule, ends in an error rather than a wait without end). */
+#define JACA_READ_TIMEOUT_S 600.0
 
 /* The defaults of --staleness adaptive without EPS or S. */
 #define JACA_ADAPT_EPS_DEFAULT 0.01
@@ -176,7 +185,8 @@ int jaca_staleness_parse(const char *s, struct jaca_options *o);
 int jaca_grad_staleness_parse(const char *s, struct jaca_options *o);
 
 /* policy NONE, capacity 1, MiB budgets JACA_MB_AUTO with 1024 MiB reserved, staleness 0,
- * grad_staleness 0, warmup 0, adaptive off (rows and gradients), prefetch on. */
+ * grad_staleness 0, warmup 0, adaptive off (rows and gradients), prefetch on, readers'
+ * timeout 0 (JACA_READ_TIMEOUT_S). */
 void jaca_options_defaults(struct jaca_options *o);
 /* Range checks; CG_ERR_ARG naming the option and its range. */
 int jaca_options_check(const struct jaca_options *o);

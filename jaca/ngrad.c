@@ -336,10 +336,10 @@ int jaca_ngrad_end(struct jaca_ngrad *g, int layer, uint32_t epoch, float *dx, i
       const int64_t t = jaca_row_read_wait(grow(g, layer, g->rd_base[k] + j), dst + j * cols, cols, gen, g->timeout_s, &m);
       if (t < 0)
         return cg_err_set(CG_ERR_INTERNAL,
-                          "jaca: the gradient of vertex %d from rank %d (layer %d) did not reach generation %u within "
-                          "%g s (it holds %u): that rank is gone, stuck or slower than that (see its log; "
+                          "jaca: the gradient of vertex %d from rank %d (layer %d, epoch %u) did not reach generation "
+                          "%u within %g s (it holds %u): that rank is gone, stuck or slower than that (see its log; "
                           "CAPGNN_JACA_TIMEOUT=SECONDS waits longer)",
-                          want, g->peer[k], layer, gen, g->timeout_s, m.gen);
+                          want, g->peer[k], layer, epoch, gen, g->timeout_s, m.gen);
       if (m.gen != gen || m.gid != (uint32_t)want || m.epoch != epoch)
         return cg_err_set(CG_ERR_INTERNAL,
                           "jaca: a gradient row from rank %d (layer %d) holds vertex %u, generation %u, epoch %u; "

@@ -110,6 +110,9 @@ int jaca_options_check(const struct jaca_options *o) {
   if (o->prefetch != 0 && o->prefetch != 1)
     return cg_err_set(CG_ERR_ARG, "--cache-prefetch %d: expected on (1) or off (0)", o->prefetch);
   if (o->warmup < 0) return cg_err_set(CG_ERR_ARG, "--cache-warmup %d: expected >= 0", o->warmup);
+  if (!(o->read_timeout_s >= 0.0 && o->read_timeout_s <= 1e7))
+    return cg_err_set(CG_ERR_ARG, "the cache readers' timeout %g s: expected seconds in [0, 1e7] (0 = %g s)",
+                      o->read_timeout_s, JACA_READ_TIMEOUT_S);
   if (o->adaptive != 0 && o->adaptive != 1)
     return cg_err_set(CG_ERR_ARG, "adaptive staleness flag %d: expected 0 or 1", o->adaptive);
   if (o->adaptive && !(o->adapt_eps >= 0.0 && isfinite(o->adapt_eps)))

@@ -875,7 +875,12 @@ int rt_dist_bind(struct rt_dist *d, struct cg_backend *be, const struct rt_confi
     /* hidden layers exchange at most rt_config_halo_cols values per row (runtime/model.c,
      * runtime/model_gat.c) */
     const struct jaca_layers layers = {cfg->layers, halo_cols};
-    TRY(jaca_exchange_create(d->c, be, pl, &d->loc.agg, d->max_cols, &layers, &d->halo_cache, &d->ex));
+    /* a node-tier row never written leaves its readers waiting: the stall watchdog would
+     * end the job after --stall-timeout, naming only the exchange; the cache's own
+     * timeout, a little shorter, names the row, its writer and the generation */
+    struct jaca_options o = d->halo_cache;
+    if (o.read_timeout_s == 0.0 && cfg->stall_timeout_s > 0.0) o.read_timeout_s = 0.9 * cfg->stall_timeout_s;
+    TRY(jaca_exchange_create(d->c, be, pl, &d->loc.agg, d->max_cols, &layers, &o, &d->ex));
   }
   /* testing only: the rank CAPGNN_TEST_FAIL_RANK names fails inside training */
   st = rt_fault_exchange_wrap(&d->ex, comm_rank(d->c), d->fail);

@@ -11,6 +11,9 @@
  * - The fault is raised at begin, before the wrapped exchange starts, so that the
  *   failing rank never leaves a half-started exchange behind; its peers are then
  *   left waiting in theirs, which is what the fault tests want to see ended.
+ * - The "skip" fault leaves one forward exchange out on one rank and lets the rank go
+ *   on, as a schedule broken by a bug would: its peers wait for its rows, and how they
+ *   end (the halo cache's read timeout, the stall watchdog) is what its test checks.
  * - The messages are those tests/run_dist_fault.sh looks for. */
 #include <errno.h>
 #include <signal.h>
@@ -32,6 +35,7 @@ enum rt_fault rt_fault_from_env(int rank) {
   if (!at || !at[0] || strcmp(at, "setup") == 0) return RT_FAULT_SETUP;
   if (strcmp(at, "train") == 0) return RT_FAULT_TRAIN;
   if (strcmp(at, "kill") == 0) return RT_FAULT_KILL;
+  if (strcmp(at, "skip") == 0) return RT_FAULT_SKIP;
   return RT_FAULT_SETUP;
 }
 
@@ -41,6 +45,7 @@ struct fault_exchange {
   enum rt_fault mode;
   int rank;
   int64_t halo_calls; /* training exchanges begun (tag epoch > 0) */
+  int skipped, skipping; /* SKIP: done once; the exchange left out is "in flight" */
 };
 
 static struct fault_exchange *impl(struct cg_exchange *ex) { return (struct fault_exchange *)ex; }
@@ -54,6 +59,15 @@ static const char *halo_call(enum cg_halo_dir dir) {
 static int fault_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag,
                             float *x, int64_t cols) {
   struct fault_exchange *f = impl(ex);
+  if (f->mode == RT_FAULT_SKIP) {
+    if (!f->skipped && dir == CG_HALO_FORWARD && tag.epoch > 0 && tag.layer >= 1) {
+      fprintf(stderr, "rank %d: leaving out the forward exchange of layer %d, epoch %u (CAPGNN_TEST_FAIL_AT=skip)\n",
+              f->rank, tag.layer, tag.epoch);
+      f->skipped = f->skipping = 1;
+      return CG_OK;
+    }
+    return f->inner->halo_begin(f->inner, dir, tag, x, cols);
+  }
   if (tag.epoch > 0 && ++f->halo_calls >= 2) {
     if (f->mode == RT_FAULT_KILL) {
       fprintf(stderr, "rank %d: killing myself in %s (CAPGNN_TEST_FAIL_AT=kill)\n", f->rank, halo_call(dir));
@@ -69,10 +83,15 @@ static int fault_halo_begin(struct cg_exchange *ex, enum cg_halo_dir dir, struct
 static int fault_halo_end(struct cg_exchange *ex, enum cg_halo_dir dir, struct cg_halo_tag tag,
                           float *x, int64_t cols) {
   struct fault_exchange *f = impl(ex);
+  if (f->skipping) {
+    f->skipping = 0;
+    return CG_OK;
+  }
   return f->inner->halo_end(f->inner, dir, tag, x, cols);
 }
 
 static int fault_halo_progress(struct cg_exchange *ex) {
+  if (impl(ex)->skipping) return 1;
   return cg_exchange_halo_progress(impl(ex)->inner);
 }
 
@@ -98,7 +117,7 @@ static void fault_destroy(struct cg_exchange *ex) {
 }
 
 int rt_fault_exchange_wrap(struct cg_exchange **ex, int rank, enum rt_fault mode) {
-  if (mode != RT_FAULT_TRAIN && mode != RT_FAULT_KILL) return CG_OK;
+  if (mode != RT_FAULT_TRAIN && mode != RT_FAULT_KILL && mode != RT_FAULT_SKIP) return CG_OK;
   struct fault_exchange *f = cg_calloc(1, sizeof *f, "fault-injecting exchange");
   if (!f) return CG_ERR_NOMEM;
   f->inner = *ex;

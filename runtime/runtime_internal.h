@@ -494,11 +494,12 @@ int rt_watch_exchange_wrap(struct cg_exchange *inner, struct cg_exchange **out);
 
 /* What CAPGNN_TEST_FAIL_RANK / CAPGNN_TEST_FAIL_AT ask of rank `rank` (runtime/dist.h):
  * SETUP: rt_dist_create fails as if the graph could not be opened; TRAIN / KILL: the
- * 3rd halo exchange returns an error / SIGKILLs the rank. */
-enum rt_fault { RT_FAULT_NONE = 0, RT_FAULT_SETUP, RT_FAULT_TRAIN, RT_FAULT_KILL };
+ * 3rd halo exchange returns an error / SIGKILLs the rank; SKIP: the first training
+ * forward exchange of a hidden layer is left out (begin and end return at once). */
+enum rt_fault { RT_FAULT_NONE = 0, RT_FAULT_SETUP, RT_FAULT_TRAIN, RT_FAULT_KILL, RT_FAULT_SKIP };
 enum rt_fault rt_fault_from_env(int rank);
-/* For TRAIN and KILL: replace *ex by an exchange that forwards to it (and owns it)
- * until the 3rd halo exchange, where it fails as `mode` says. Other modes: nothing. */
+/* For TRAIN, KILL and SKIP: replace *ex by an exchange that forwards to it (and owns
+ * it) except where it fails as `mode` says. Other modes: nothing. */
 int rt_fault_exchange_wrap(struct cg_exchange **ex, int rank, enum rt_fault mode);
 
 /* model_build.c: append a parameter tensor (rows x cols, at the end of the flat buffer)

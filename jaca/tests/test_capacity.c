@@ -58,6 +58,11 @@ int main(void) {
   o.host_mb = 0;
   o.reserve_mb = -1;
   CHECK(jaca_options_check(&o) < 0, "reserve_mb -1 accepted");
+  o.reserve_mb = 0;
+  o.read_timeout_s = -1.0;
+  CHECK(jaca_options_check(&o) < 0, "a readers' timeout of -1 s accepted");
+  o.read_timeout_s = 0.5;
+  CHECK(jaca_options_check(&o) == 0, "a readers' timeout of 0.5 s refused");
   if (fails) {
     fprintf(stderr, "%d checks failed\n", fails);
     return 1;

@@ -37,6 +37,7 @@
 #include "core/log.h"
 #include "core/ops.h"
 #include "core/status.h"
+#include "core/timer.h"
 #include "fake_device.h"
 #include "graph/graph.h"
 #include "jaca/exchange_internal.h"
@@ -876,6 +877,66 @@ static void early_writer_case(const char *spec, double capacity, int staleness, 
   setup_free(&s);
 }
 
+/* A node-tier row that is never written: on one node, rank 0 leaves out exchange 1 of
+ * layer 1 (a schedule broken on one rank). Its readers must fail within the readers'
+ * timeout (jaca_options.read_timeout_s, 0.5 s here; CAPGNN_JACA_TIMEOUT unset for the
+ * case) with an error naming the row's owner, the layer, the epoch and the generation
+ * waited for; a rank that reads no row of rank 0 ends normally. */
+static void stuck_reader_case(const char *spec, struct cg_backend *be) {
+  if (comm_nnodes(g_comm) != 1 || comm_size(g_comm) < 2) return; /* MPI transfers would wait instead */
+  const int me = comm_rank(g_comm);
+  char *env = getenv("CAPGNN_JACA_TIMEOUT") ? strdup(getenv("CAPGNN_JACA_TIMEOUT")) : NULL;
+  unsetenv("CAPGNN_JACA_TIMEOUT");
+  struct setup s;
+  setup_make(&s, spec, 1);
+  const struct part_local *pl = s.pl;
+  struct jaca_options o;
+  jaca_options_defaults(&o);
+  o.policy = JACA_POLICY_JACA;
+  o.prefetch = 0; /* end reads the node rows itself (no copy left pending by the error) */
+  o.host_mb = o.device_mb = 0;
+  o.read_timeout_s = 0.5;
+  const struct jaca_layers layers = {NLAYERS, COLS};
+  struct cg_exchange *ex = NULL;
+  OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
+  if (env) setenv("CAPGNN_JACA_TIMEOUT", env, 1);
+  free(env);
+  const struct jaca_node_plan *p = jaca_exchange_plan(ex);
+  CHECK(p->n_direct == 0, "the whole node halo in the tier, yet %lld direct rows", (long long)p->n_direct);
+  int reads0 = 0;
+  for (int64_t k = 0; k < p->n_read; k++) reads0 |= p->halo_owner[p->read_halo[k]] == 0;
+  const int64_t rows = pl->n_inner + pl->n_halo;
+  float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
+  CHECK(h != NULL, "out of memory");
+  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
+  if (me != 0) {
+    fill_rows(&s, be, d, h, 1, 1, 0);
+    const struct cg_halo_tag t1 = {1, 1};
+    const double t0 = cg_time_now();
+    OK(ex->halo_begin(ex, CG_HALO_FORWARD, t1, d, COLS));
+    const int rc = ex->halo_end(ex, CG_HALO_FORWARD, t1, d, COLS);
+    const double dt = cg_time_now() - t0;
+    const char *msg = rc < 0 ? cg_err_msg() : "(none)";
+    if (reads0)
+      CHECK(rc == CG_ERR_INTERNAL && strstr(msg, "layer 1, owned by rank 0) did not reach generation 1 (epoch 1's "
+                                                 "exchange) within 0.5 s (it holds generation 0)") && dt < 10.0,
+            "a node row rank 0 never writes: end returned %d after %.1f s (%s)", rc, dt, msg);
+    else
+      CHECK(rc == CG_OK, "no row of rank 0 to read, yet end returned %d (%s)", rc, msg);
+    cg_err_clear();
+  }
+  int64_t n = reads0 && me != 0;
+  OK(comm_allreduce_i64(g_comm, &n, 1, COMM_SUM));
+  CHECK(n > 0, "no rank reads a row of rank 0: the case tests nothing");
+  if (me == 0)
+    printf("ok: %-13s a node row never written: %lld readers failed within the 0.5 s timeout, naming it\n", spec,
+           (long long)n);
+  be->free(be, d);
+  free(h);
+  cg_exchange_destroy(&ex);
+  setup_free(&s);
+}
+
 int main(int argc, char **argv) {
   if (comm_init(&argc, &argv, &g_comm) != CG_OK) {
     fprintf(stderr, "comm_init: %s\n", cg_err_msg());
@@ -909,6 +970,8 @@ int main(int argc, char **argv) {
   /* ... and so is a forward exchange begun before the node's ranks read the one before */
   early_writer_case("synth:small", 1.0, 0, cpu);
   early_writer_case("synth:small", 0.1, 2, cpu);
+  /* ... and a row never written is reported within the readers' timeout */
+  stuck_reader_case("synth:small", cpu);
   fake_device_side_uploads(dev, 1);
   run_case("synth:tiny", 0, JACA_POLICY_JACA, 1.0, 0, dev);
   run_case("synth:small", 1, JACA_POLICY_JACA, 0.1, 0, dev);
