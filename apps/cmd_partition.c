@@ -295,6 +295,13 @@ int cmd_partition(int argc, char **argv) {
   if (parts == 0) return usage_error("--parts is required");
   if (no_cache && cache) return usage_error("--part-cache and --no-part-cache exclude each other");
   if (quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
+#ifdef CAPGNN_HAVE_RAPA
+  if (rapa && !profile) { /* the speeds scale the rates measured here: a bad list is refused before the graph loads */
+    double f = 1.0;
+    if (cg_emulate_speed_parse(getenv("CAPGNN_EMULATE_SPEED"), 0, parts, &f) != CG_OK)
+      return usage_error("%s", cg_err_msg());
+  }
+#endif
   /* the output rule (core/outfile.h), and an unwritable --json fails now, not after the
    * partitioning */
   char gpath[4200];

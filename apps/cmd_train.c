@@ -19,6 +19,7 @@
 #include "apps/commands_internal.h"
 #include "apps/config_file_internal.h"
 #include "core/log.h"
+#include "core/ops_emulate.h"
 #include "core/outfile.h"
 #include "core/status.h"
 #include "core/progress.h"
@@ -1584,7 +1585,9 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     if (cli_speaks()) print_config(stdout, &cfg, &par, &seeds, files, nfiles);
     return CAPGNN_EXIT_OK;
   }
-  if (cg_cpu_settings_check() != CG_OK) { /* now, not once the graph has loaded and the backend is made */
+  int nspeeds = 0; /* (the syntax now; the count once the ranks are known) */
+  if (cg_cpu_settings_check() != CG_OK || cg_emulate_speed_check(getenv("CAPGNN_EMULATE_SPEED"), &nspeeds) != CG_OK) {
+    /* now, not once the graph has loaded and the backend is made */
     if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
     return CAPGNN_EXIT_USAGE;
   }

@@ -347,11 +347,10 @@ void cg_emulate_get(const struct cg_backend *be, struct cg_emulate_counters *c) 
   else memset(c, 0, sizeof *c);
 }
 
-int cg_emulate_speed_parse(const char *spec, int rank, int nranks, double *speed) {
-  *speed = 1.0;
-  if (!spec || !spec[0]) return CG_OK;
+/* Reads the list: its number of values, the first and rank `rank`'s (rank < 0: none). */
+static int speed_list_scan(const char *spec, int rank, int *nvalues, double *first, double *mine) {
   int n = 0;
-  double mine = NAN, first = NAN;
+  *first = *mine = NAN;
   const char *p = spec;
   for (;;) {
     char *end = NULL;
@@ -365,12 +364,29 @@ int cg_emulate_speed_parse(const char *spec, int rank, int nranks, double *speed
                         "(expected one value or one per rank, comma-separated, e.g. 1,0.5,0.25,0.25)",
                         spec, n + 1, (int)(len < 40 ? len : 40), p);
     }
-    if (n == 0) first = v;
-    if (n == rank) mine = v;
+    if (n == 0) *first = v;
+    if (n == rank) *mine = v;
     n++;
     if (*end == '\0') break;
     p = end + 1;
   }
+  *nvalues = n;
+  return CG_OK;
+}
+
+int cg_emulate_speed_check(const char *spec, int *nvalues) {
+  double first, mine;
+  *nvalues = 0;
+  if (!spec || !spec[0]) return CG_OK;
+  return speed_list_scan(spec, -1, nvalues, &first, &mine);
+}
+
+int cg_emulate_speed_parse(const char *spec, int rank, int nranks, double *speed) {
+  *speed = 1.0;
+  if (!spec || !spec[0]) return CG_OK;
+  int n = 0;
+  double mine, first;
+  TRY(speed_list_scan(spec, rank, &n, &first, &mine));
   if (n != 1 && n != nranks)
     return cg_err_set(CG_ERR_ARG, "CAPGNN_EMULATE_SPEED='%s' has %d values but the job has %d rank%s: give one "
                       "value for all ranks or one per rank", spec, n, nranks, nranks == 1 ? "" : "s");

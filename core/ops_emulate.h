@@ -58,6 +58,12 @@ void cg_emulate_get(const struct cg_backend *be, struct cg_emulate_counters *c);
  * NULL or empty: 1, no emulation). A list must have 1 or nranks values, each a number
  * in (0, 1]; CG_ERR_ARG naming the variable and the bad value otherwise. */
 int cg_emulate_speed_parse(const char *spec, int rank, int nranks, double *speed);
+/* The syntax of CAPGNN_EMULATE_SPEED alone (`spec`; NULL or empty: CG_OK, *nvalues 0):
+ * each comma-separated value a number in (0, 1], with the message cg_emulate_speed_parse
+ * fails with otherwise; *nvalues, the number of values. For a command to refuse a bad
+ * list at start, before it loads anything or knows its ranks (the count is checked by
+ * cg_emulate_speed_parse, where the number of ranks is known). */
+int cg_emulate_speed_check(const char *spec, int *nvalues);
 
 #ifdef __cplusplus
 }

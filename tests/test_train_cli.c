@@ -767,6 +767,12 @@ static void usage_errors(void **state) {
   expect_error(2, "CAPGNN_CPU_GEMM=foo: expected auto, openblas or onednn", "CAPGNN_CPU_GEMM=foo",
                (const char *const[]){"predict", "--checkpoint", "/nonexistent/none.ckpt", "--graph",
                                      "/nonexistent/none.cgr", "-o", "/nonexistent/out.npy", NULL});
+  /* a bad CAPGNN_EMULATE_SPEED is refused at start too (it was named only once the graph
+   * had loaded and the backend was made); the number of values waits for the ranks */
+  expect_error(2, "CAPGNN_EMULATE_SPEED='foo': value number 1 in the list, 'foo', is not a speed",
+               "CAPGNN_EMULATE_SPEED=foo", (const char *const[]){"--graph", "/nonexistent/none.cgr", "--epochs", "1", NULL});
+  expect_error(2, "CAPGNN_EMULATE_SPEED='1,': value number 2 in the list, '', is not a speed",
+               "CAPGNN_EMULATE_SPEED=1,", (const char *const[]){"--graph", "/nonexistent/none.cgr", "--epochs", "1", NULL});
   /* a rule without --early-stop N stops nothing: refused, not ignored (from a settings
    * file, run with --early-stop 0: left out with a note, below) */
   expect_error(2, "--early-stop-rule applies to --early-stop N, and this run is without early stopping", NULL,

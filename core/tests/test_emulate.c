@@ -148,6 +148,16 @@ static void test_speed_parse(void **state) {
   assert_int_equal(cg_emulate_speed_parse("1,,1", 0, 3, &f), CG_ERR_ARG);
   assert_int_equal(cg_emulate_speed_parse("fast", 0, 1, &f), CG_ERR_ARG);
   assert_non_null(strstr(cg_err_msg(), "CAPGNN_EMULATE_SPEED"));
+  /* the syntax alone, for a command to check at start: any count, the same messages */
+  int n = -1;
+  assert_int_equal(cg_emulate_speed_check(NULL, &n), CG_OK);
+  assert_int_equal(n, 0);
+  assert_int_equal(cg_emulate_speed_check("1,0.5,0.25", &n), CG_OK);
+  assert_int_equal(n, 3);
+  assert_int_equal(cg_emulate_speed_check("1,", &n), CG_ERR_ARG);
+  assert_non_null(strstr(cg_err_msg(), "value number 2 in the list, '',"));
+  assert_int_equal(cg_emulate_speed_check("0.5,2", &n), CG_ERR_ARG);
+  assert_non_null(strstr(cg_err_msg(), "value number 2 in the list, '2',"));
   struct cg_backend *inner = NULL, *emu = NULL;
   assert_int_equal(cg_backend_cpu_create(1, &inner), CG_OK);
   assert_int_equal(cg_backend_emulate_wrap(inner, 0.0, &emu), CG_ERR_ARG);
