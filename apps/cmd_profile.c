@@ -154,11 +154,17 @@ int cmd_profile(int argc, char **argv) {
     k += snprintf(command + k, sizeof command - (size_t)k, " %s", argv[i]);
 
   struct comm *cm = NULL;
-  if (comm_emulate_nodes_check() != CG_OK) { /* the same on every rank: said once, as a bad option */
-    if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
+  /* rank 0's said once, as a bad option; another rank's is named by comm_init, which
+   * compares them all */
+  if (cli_speaks() && comm_emulate_nodes_check() != CG_OK) {
+    fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
     return CAPGNN_EXIT_USAGE;
   }
   if (comm_init(NULL, NULL, &cm) != CG_OK) {
+    if (cg_err_status() == CG_ERR_ARG) { /* refused by every rank together (MPI ended): said once */
+      if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
+      return CAPGNN_EXIT_USAGE;
+    }
     fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
     comm_abort(NULL, CAPGNN_EXIT_FAILURE);
   }

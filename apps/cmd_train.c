@@ -672,6 +672,10 @@ static char *shared_settings(const struct rt_config *cfg, const struct train_par
     fprintf(f, "attn-dropout (resolved) = %.9g\n",
             (double)(cfg->attn_dropout >= 0.0f ? cfg->attn_dropout : cfg->dropout));
   fprintf(f, "resume = %s\ncapgnn-version = %s\n", cfg->resume_path ? "(given)" : "(none)", CAPGNN_VERSION);
+  /* each rank reads its own environment: a list on rank 0 only slowed nobody and the
+   * summary (rank 0's) still named it; a speed on rank 1 only was missing from it */
+  const char *speed = getenv("CAPGNN_EMULATE_SPEED");
+  fprintf(f, "CAPGNN_EMULATE_SPEED = %s\n", speed && speed[0] ? speed : "(unset)");
   if (fclose(f) != 0 || !all) {
     free(all);
     return NULL;
@@ -712,7 +716,7 @@ static int check_same_settings(struct comm *c, const struct rt_config *cfg, cons
   if (comm_size(c) == 1) return CG_OK;
   char *mine = shared_settings(cfg, par, seeds);
   const int st = cli_ranks_agree(c, mine, "every rank must train the same model in the same way, so give every "
-                                 "rank the same options and settings files (per-rank values: --threads N,N,..., "
+                                 "rank the same options, settings files and CAPGNN_EMULATE_SPEED (per-rank values: --threads N,N,..., "
                                  "--gpu-share P,P,...; the graph, --device, --metrics, the part cache and the "
                                  "paths of --checkpoint, --save-best, --resume and --norm-degrees may differ)");
   free(mine);
@@ -900,11 +904,17 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   struct rt_config one;
 #ifdef CAPGNN_HAVE_DIST
   struct comm *c = NULL;
-  if (comm_emulate_nodes_check() != CG_OK) { /* the same on every rank: said once, as a bad option */
-    if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
+  /* rank 0's said once, as a bad option; another rank's is named by comm_init, which
+   * compares them all */
+  if (cli_speaks() && comm_emulate_nodes_check() != CG_OK) {
+    fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
     return CAPGNN_EXIT_USAGE;
   }
   if (comm_init(NULL, NULL, &c) != CG_OK) {
+    if (cg_err_status() == CG_ERR_ARG) { /* refused by every rank together (MPI ended): said once */
+      if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", err_text());
+      return CAPGNN_EXIT_USAGE;
+    }
     fprintf(stderr, "capgnn: error: %s\n", err_text());
     comm_abort(NULL, CAPGNN_EXIT_FAILURE);
   }

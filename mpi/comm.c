@@ -61,20 +61,83 @@ static void comm_free_comms(struct comm *c) {
   if (c->world != MPI_COMM_NULL) MPI_Comm_free(&c->world);
 }
 
+/* A rank's CAPGNN_EMULATE_NODES as emulate_nodes_agree gathers it (-1: invalid), in words. */
+static const char *emulate_nodes_text(int k, char *buf, size_t len) {
+  if (k == -1) snprintf(buf, len, "a value that is not a positive integer");
+  else if (k == 1) snprintf(buf, len, "1 (or unset)");
+  else snprintf(buf, len, "%d", k);
+  return buf;
+}
+
+/* CAPGNN_EMULATE_NODES the same on every rank, or CG_ERR_ARG on every rank (*agreed
+ * set): each rank splits its own host by its own value, so a value set on some ranks
+ * only gives a layout that none of them asked for (rank 0 alone with 2 of 4 ranks: one
+ * node, logged as emulated), and a value invalid on some ranks only left those ranks
+ * before MPI started, without a word from rank 0. */
+static int emulate_nodes_agree(struct comm *c, int *k, int *agreed) {
+  int st = emulate_nodes_from_env(k);
+  int mine = st == CG_OK ? *k : -1, *all = NULL;
+  if (st != CG_OK) {
+    cg_err_clear();
+    *k = 1;
+  }
+  if (c->size == 1) {
+    *agreed = st != CG_OK;
+    return st == CG_OK ? CG_OK : emulate_nodes_from_env(k);
+  }
+  all = cg_malloc(sizeof(int) * (size_t)c->size, "every rank's CAPGNN_EMULATE_NODES");
+  int ok = all != NULL;
+  COMM_MPI_TRY_GOTO(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, c->world), done);
+  if (!ok) {
+    *agreed = 1;
+    st = cg_err_set(CG_ERR_NOMEM, "out of memory for every rank's CAPGNN_EMULATE_NODES");
+    goto done;
+  }
+  COMM_MPI_TRY_GOTO(MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, c->world), done);
+  *agreed = 1; /* (not before: a rank whose collective failed may not be where the others are) */
+  int ndiff = 0;
+  for (int r = 1; r < c->size; r++) ndiff += all[r] != all[0];
+  if (ndiff == 0) { /* the same everywhere: valid, or this rank's own message */
+    st = mine == -1 ? emulate_nodes_from_env(k) : CG_OK;
+    goto done;
+  }
+  char list[600];
+  size_t len = 0;
+  int named = 0;
+  for (int r = 1; r < c->size && named < 8; r++) {
+    if (all[r] == all[0]) continue;
+    char v[48];
+    const int w = snprintf(list + len, sizeof list - len, "%srank %d reads %s", named ? ", " : "", r,
+                           emulate_nodes_text(all[r], v, sizeof v));
+    if (w > 0 && (size_t)w < sizeof list - len) len += (size_t)w;
+    named++;
+  }
+  char first[48];
+  st = cg_err_set(CG_ERR_ARG,
+                  "CAPGNN_EMULATE_NODES differs across the ranks: rank 0 reads %s, but %s%s (%d of %d ranks "
+                  "differ from rank 0): set it the same on every rank (mpirun -x CAPGNN_EMULATE_NODES passes "
+                  "it to all)",
+                  emulate_nodes_text(all[0], first, sizeof first), list, ndiff > named ? ", ..." : "", ndiff,
+                  c->size);
+done:
+  cg_free(all);
+  return st;
+}
+
 /* Node ids: the lowest world rank of each node, numbered in increasing order. */
-static int comm_layout(struct comm *c) {
+static int comm_layout(struct comm *c, int *agreed) {
   int st = CG_OK;
   int *leaders = NULL;
   unsigned char *seen = NULL;
   int k = 1;
 
+  TRY(emulate_nodes_agree(c, &k, agreed));
   COMM_MPI_TRY(
       MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &c->host));
   COMM_MPI_TRY(MPI_Comm_set_errhandler(c->host, MPI_ERRORS_RETURN));
   COMM_MPI_TRY(MPI_Comm_rank(c->host, &c->host_local_rank));
   COMM_MPI_TRY(MPI_Comm_size(c->host, &c->host_local_size));
 
-  TRY(emulate_nodes_from_env(&k));
   if (k > c->host_local_size) {
     if (c->host_local_rank == 0)
       LOG_WARN("mpi",
@@ -141,7 +204,7 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
     return cg_err_set(CG_ERR_MPI,
                       "comm_init called after MPI_Finalize: MPI can start only once "
                       "per process");
-  int we_init = 0;
+  int we_init = 0, agreed = 0;
   if (!initialised) {
     int provided = 0;
     int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
@@ -176,7 +239,7 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
   COMM_MPI_TRY_GOTO(MPI_Comm_rank(c->world, &c->rank), fail);
   COMM_MPI_TRY_GOTO(MPI_Comm_size(c->world, &c->size), fail);
   cg_log_set_rank(c->rank);
-  TRY_GOTO(comm_layout(c), fail);
+  TRY_GOTO(comm_layout(c, &agreed), fail);
 
   /* One rank is the common case and says nothing new: keep it out of the way (DEBUG). */
   if (cg_log_enabled(c->size > 1 ? CG_LOG_INFO : CG_LOG_DEBUG, "mpi"))
@@ -196,6 +259,9 @@ fail:
   cg_err_trail(__FILE__, __LINE__, "comm_init");
   comm_free_comms(c);
   cg_free(c);
+  /* a setting every rank refused together: no rank waits for another, MPI ends cleanly
+   * and the command exits as on a bad option (no MPI_Abort) */
+  if (agreed && we_init) MPI_Finalize();
   return st;
 }
 

@@ -58,14 +58,19 @@ struct comm_halo; /* one halo exchange plan, its communicator and buffers */
  * contiguous host-local ranks (host-local rank r of L goes to block r*k/L; k is
  * clamped to L with a warning), so that multi-node code paths run on one
  * machine. Nodes are numbered 0..nnodes-1 in the order of their lowest world
- * rank; local ranks within a node follow world rank order.
+ * rank; local ranks within a node follow world rank order. Every rank must read the
+ * same CAPGNN_EMULATE_NODES (unset = 1): else every rank fails with CG_ERR_ARG and one
+ * message naming the ranks that differ from rank 0.
  *
  * Also sets the log rank (cg_log_set_rank) and MPI_ERRORS_RETURN on every
  * communicator this module creates, and on success installs core/fatal.h's handler
  * that ends the whole job (comm_abort with CG_FATAL_EXIT_CODE), whoever initialised
  * MPI; the handler installed before is kept and comm_finalize restores it. On
  * failure *out is NULL, the fatal handler is left as it was and MPI may be
- * initialised: report the error and call comm_abort(NULL, code).
+ * initialised: report the error and call comm_abort(NULL, code). CG_ERR_ARG (a bad
+ * CAPGNN_EMULATE_NODES) is returned by every rank together, and comm_init has then
+ * finalised MPI if it initialised it: rank 0 may report it and every rank exit, with
+ * no comm_abort.
  * Ownership: *out belongs to the caller; release with comm_finalize. Call once
  * per process (MPI cannot be initialised twice). */
 int comm_init(int *argc, char ***argv, struct comm **out);

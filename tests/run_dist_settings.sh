@@ -105,6 +105,43 @@ for sub in "" doctor; do
     cat emulate.out; echo "FAIL: emulate_bad ${sub:-train}: expected one line and exit code 2"; fail=1
   fi
 done
+# CAPGNN_EMULATE_NODES set on some ranks only: each rank split its host by its own value
+# (rank 0 alone with 2: one node, logged as emulated; rank 1 alone: two nodes, reported as
+# real), and a value invalid on rank 1 only ended rank 1 before MPI started without a word.
+# Now every rank refuses it together: rank 0's one line naming the ranks, exit status 2.
+for spec in "0 2 rank 0 reads 2, but rank 1 reads 1 (or unset)" "1 2 rank 0 reads 1 (or unset), but rank 1 reads 2" \
+            "1 abc rank 0 reads 1 (or unset), but rank 1 reads a value that is not a positive integer"; do
+  read -r on value want <<<"$spec"
+  for sub in "" doctor; do
+    e0=() e1=()
+    if [ "$on" = 0 ]; then e0=(env CAPGNN_EMULATE_NODES="$value"); else e1=(env CAPGNN_EMULATE_NODES="$value"); fi
+    args=()
+    [ -z "$sub" ] && args=("${common[@]}")
+    timeout -k 5 60 "$mpiexec" --oversubscribe --allow-run-as-root -n 1 "${e0[@]}" "$capgnn" $sub "${args[@]}" \
+      : -n 1 "${e1[@]}" "$capgnn" $sub "${args[@]}" >emulate_one.out 2>&1
+    rc=$?
+    echo "== emulate_one rank $on=$value ${sub:-train}: exit code $rc"
+    if [ "$rc" -ne 2 ] || [ "$(grep -cF "CAPGNN_EMULATE_NODES differs across the ranks: $want" emulate_one.out)" -ne 1 ] ||
+       grep -q MPI_ABORT emulate_one.out; then
+      cat emulate_one.out; echo "FAIL: emulate_one rank $on=$value ${sub:-train}: expected one line, exit code 2"; fail=1
+    fi
+  done
+done
+# CAPGNN_EMULATE_SPEED is read by each rank: a list on rank 0 only slowed no rank while the
+# summary (rank 0's) named it; a speed on rank 1 only was missing from the summary
+for on in 0 1; do
+  e0=() e1=()
+  if [ "$on" = 0 ]; then e0=(env CAPGNN_EMULATE_SPEED=1,0.5); else e1=(env CAPGNN_EMULATE_SPEED=1,0.5); fi
+  timeout -k 5 60 "$mpiexec" --oversubscribe --allow-run-as-root -n 1 "${e0[@]}" "$capgnn" "${common[@]}" \
+    : -n 1 "${e1[@]}" "$capgnn" "${common[@]}" >speed_one.out 2>&1
+  rc=$?
+  echo "== speed_one rank $on: exit code $rc"
+  if [ "$on" = 0 ]; then want="rank 1 has 'CAPGNN_EMULATE_SPEED = (unset)' where rank 0 has 'CAPGNN_EMULATE_SPEED = 1,0.5'"
+  else want="rank 1 has 'CAPGNN_EMULATE_SPEED = 1,0.5' where rank 0 has 'CAPGNN_EMULATE_SPEED = (unset)'"; fi
+  if [ "$rc" -ne 2 ] || [ "$(grep -cF "$want" speed_one.out)" -ne 1 ]; then
+    cat speed_one.out; echo "FAIL: speed_one rank $on: expected one line, exit code 2"; fail=1
+  fi
+done
 
 # --resume on machines that do not share the checkpoint's folder: each rank reads its own
 # copy, and a stale one made the ranks start from different epochs (rank 0 trained on and

@@ -5,7 +5,9 @@
  * to emulated node r*k/P, and local ranks count up within a node. Each rank
  * checks its own values against that formula, then all ranks check the gathered
  * layout is consistent. With the argument --expect-init-error, comm_init must
- * fail with CG_ERR_ARG (an invalid CAPGNN_EMULATE_NODES).
+ * fail with CG_ERR_ARG (an invalid CAPGNN_EMULATE_NODES) and end the MPI it started;
+ * with --expect-mismatch (the program starts MPI and sets CAPGNN_EMULATE_NODES=2 on
+ * its last rank only), fail with CG_ERR_ARG on every rank, naming that rank.
  *
  * Also core/fatal.h's handler: the program installs its own before comm_init;
  * comm_init replaces it with comm's (MPI_Abort) on success only, and comm_finalize
@@ -58,8 +60,36 @@ int main(int argc, char **argv) {
       fprintf(stderr, "FAIL: a failed comm_init replaced the program's fatal handler\n");
       comm_abort(NULL, 1);
     }
+    /* refused by every rank together: comm_init ended the MPI it started */
+    int finalised = 0;
+    MPI_Finalized(&finalised);
+    if (!finalised) {
+      fprintf(stderr, "FAIL: comm_init refused an agreed setting and left MPI running\n");
+      comm_abort(NULL, 1);
+    }
     printf("ok: comm_init refused it: %s\n", cg_err_msg());
-    MPI_Finalize(); /* comm_init leaves MPI initialised when it fails */
+    return 0;
+  }
+  if (argc > 1 && !strcmp(argv[1], "--expect-mismatch")) {
+    /* CAPGNN_EMULATE_NODES=2 on the last rank only: refused by every rank with the same
+     * message naming it (each rank split its host by its own value, silently) */
+    MPI_Init(&argc, &argv);
+    int r = 0, P = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    if (r == P - 1) setenv("CAPGNN_EMULATE_NODES", "2", 1);
+    else unsetenv("CAPGNN_EMULATE_NODES");
+    struct comm *c = NULL;
+    char want[200];
+    snprintf(want, sizeof want, "rank 0 reads 1 (or unset), but rank %d reads 2 (1 of %d ranks differ", P - 1, P);
+    const int st = comm_init(&argc, &argv, &c);
+    if (st != CG_ERR_ARG || c != NULL || !strstr(cg_err_msg(), want)) {
+      fprintf(stderr, "FAIL: rank %d: comm_init returned %d (%s), expected CG_ERR_ARG with '%s'\n", r, st,
+              cg_err_msg(), want);
+      comm_abort(NULL, 1);
+    }
+    if (r == 0) printf("ok: comm_init refused it on every rank: %s\n", cg_err_msg());
+    MPI_Finalize(); /* (the program started MPI: comm_init leaves it running) */
     return 0;
   }
 
