@@ -131,7 +131,7 @@ int cmd_predict(int argc, char **argv) {
     cg_progress_set_mode(CG_PROGRESS_OFF);
     cg_log_set_level(CG_LOG_WARN);
   }
-  o.threads = rt_threads_setup(o.threads, 1, 0, o.device);
+  o.threads = rt_threads_setup("predict", o.threads, 1, 0, o.device);
   struct rt_predict_result r;
   if (rt_predict(&o, &r) != CG_OK) return cli_runtime_error();
   if (!quiet) {

@@ -208,7 +208,7 @@ int cmd_profile(int argc, char **argv) {
   /* the threads as training sets them up (without --threads the host's CPUs divided by
    * its ranks, a launcher's one-core binding widened to all; the profile's cpu-t<N> key
    * then matches a training run's --profile auto, and it measures what that run gets) */
-  o.threads = rt_threads_setup(nthreads ? threads[nthreads == 1 ? 0 : rank] : 0, comm_host_local_size(cm),
+  o.threads = rt_threads_setup("profile", nthreads ? threads[nthreads == 1 ? 0 : rank] : 0, comm_host_local_size(cm),
                                comm_host_local_rank(cm), o.device);
   o.share_pct = nshares ? shares[nshares == 1 ? 0 : rank] : 0;
   int st = !o.share_pct ? CG_OK

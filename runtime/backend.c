@@ -104,21 +104,21 @@ void rt_threads_plan(int requested, int host_cpus, int bound_cpus, int ranks_on_
   out->oversubscribed = (int64_t)ranks_on_host * out->threads > host_cpus;
 }
 
-void rt_threads_warn_host(int64_t host_threads, int ranks_on_host, int threads, int requested, int host_rank,
-                          const char *device) {
+void rt_threads_warn_host(const char *subsys, int64_t host_threads, int ranks_on_host, int threads, int requested,
+                          int host_rank, const char *device) {
   const int host = cg_cpus_host();
   if ((device && strcmp(device, "cuda") == 0) || host_threads <= host || host_rank != 0) return;
   const int fit = host / ranks_on_host > 1 ? host / ranks_on_host : 1;
   if (host_threads == ranks_on_host) /* one thread each: the ranks alone are too many */
-    LOG_WARN("train", "%d ranks on host %s, which has %d CPU%s: the ranks share CPUs and each epoch waits "
+    LOG_WARN(subsys, "%d ranks on host %s, which has %d CPU%s: the ranks share CPUs and each epoch waits "
              "for the slowest (fewer ranks per host run faster)", ranks_on_host, cg_hostname(), host,
              host == 1 ? "" : "s");
   else if (host_threads == (int64_t)ranks_on_host * threads)
-    LOG_WARN("train", "%d rank%s x %d threads on host %s, which has %d CPU%s: oversubscribed, the threads "
+    LOG_WARN(subsys, "%d rank%s x %d threads on host %s, which has %d CPU%s: oversubscribed, the threads "
              "share CPUs (pass --threads %d or leave --threads out)", ranks_on_host, ranks_on_host == 1 ? "" : "s",
              threads, cg_hostname(), host, host == 1 ? "" : "s", fit);
   else /* a per-rank list (--threads 2,1): name the total */
-    LOG_WARN("train", "the %d ranks on host %s run %lld threads in all (%s), and the host has %d CPU%s: "
+    LOG_WARN(subsys, "the %d ranks on host %s run %lld threads in all (%s), and the host has %d CPU%s: "
              "oversubscribed, the threads share CPUs (give its ranks at most %d threads in all, or leave "
              "--threads out)", ranks_on_host, cg_hostname(), (long long)host_threads,
              requested > 0 ? "--threads per rank" : "some ranks by --threads", host, host == 1 ? "" : "s", host);
@@ -130,26 +130,26 @@ int rt_threads_expected(int requested, int ranks_on_host) {
   return t.threads;
 }
 
-int rt_threads_setup(int requested, int ranks_on_host, int host_rank, const char *device) {
+int rt_threads_setup(const char *subsys, int requested, int ranks_on_host, int host_rank, const char *device) {
   const int host = cg_cpus_host(), bound = cg_cpus_bound();
   struct rt_threads t;
   rt_threads_plan(requested, host, bound, ranks_on_host, &t);
   if (t.widen && cg_cpus_unbind() != CG_OK) { /* keep the binding: threads share its CPU */
-    LOG_DEBUG("train", "%s", cg_err_msg());
+    LOG_DEBUG(subsys, "%s", cg_err_msg());
     cg_err_clear();
     t.threads = 1;
   }
   cg_cpus_set_default_threads(t.threads);
   const int gpu = device && strcmp(device, "cuda") == 0;
-  LOG_INFO("train", "CPU threads: %d %s (%s; %d CPU%s and %d rank%s on host %s%s)", t.threads,
+  LOG_INFO(subsys, "CPU threads: %d %s (%s; %d CPU%s and %d rank%s on host %s%s)", t.threads,
            ranks_on_host > 1 && requested > 0 ? "on this rank" : "per rank",
            requested > 0 ? "--threads" : "the host's CPUs divided by its ranks", host, host == 1 ? "" : "s",
            ranks_on_host, ranks_on_host == 1 ? "" : "s", cg_hostname(),
            t.widen ? "; the launcher's binding to one CPU widened to all" : "");
   if (!gpu && t.squeezed)
-    LOG_WARN("train", "--threads %d, but the launcher bound this rank to %d CPU%s: the threads share %s "
+    LOG_WARN(subsys, "--threads %d, but the launcher bound this rank to %d CPU%s: the threads share %s "
              "(give them room: mpirun --bind-to none, or --map-by slot:PE=%d)", t.threads, bound,
              bound == 1 ? "" : "s", bound == 1 ? "it" : "them", t.threads);
-  if (ranks_on_host == 1) rt_threads_warn_host(t.threads, 1, t.threads, requested, host_rank, device);
+  if (ranks_on_host == 1) rt_threads_warn_host(subsys, t.threads, 1, t.threads, requested, host_rank, device);
   return t.threads;
 }

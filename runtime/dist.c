@@ -996,7 +996,7 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   const int requested_threads = cfg->threads;
   if (st == CG_OK) {
     resolved = *cfg;
-    resolved.threads = rt_threads_setup(cfg->threads, comm_host_local_size(c), comm_host_local_rank(c),
+    resolved.threads = rt_threads_setup("train", cfg->threads, comm_host_local_size(c), comm_host_local_rank(c),
                                         cfg->device);
     cfg = &resolved;
   }
@@ -1006,7 +1006,7 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
     if (sum_st < 0) {
       if (st == CG_OK) st = sum_st;
     } else if (st == CG_OK) {
-      rt_threads_warn_host(host_threads, comm_host_local_size(c), resolved.threads, requested_threads,
+      rt_threads_warn_host("train", host_threads, comm_host_local_size(c), resolved.threads, requested_threads,
                            comm_host_local_rank(c), cfg->device);
     }
   }

@@ -121,6 +121,6 @@ done:
 int rt_run(const struct rt_config *cfg, struct rt_result *res) {
   TRY(rt_config_check(cfg));
   struct rt_config c = *cfg; /* the thread count used, for the backend, summary and checkpoints */
-  c.threads = rt_threads_setup(cfg->threads, 1, 0, cfg->device);
+  c.threads = rt_threads_setup("train", cfg->threads, 1, 0, cfg->device);
   return rt_run_checked(&c, res);
 }

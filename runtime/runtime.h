@@ -513,11 +513,12 @@ int rt_threads_expected(int requested, int ranks_on_host);
  * With several ranks on the host, their counts may differ (--threads 2,1): the
  * oversubscription warning is then the caller's, after summing the counts over the
  * host (rt_threads_warn_host). */
-int rt_threads_setup(int requested, int ranks_on_host, int host_rank, const char *device);
+int rt_threads_setup(const char *subsys, int requested, int ranks_on_host, int host_rank, const char *device);
 /* Warn (on host-local rank 0, not for CUDA) when the host's ranks run more threads in
- * all (host_threads) than the host has CPUs; threads and requested are this rank's. */
-void rt_threads_warn_host(int64_t host_threads, int ranks_on_host, int threads, int requested, int host_rank,
-                          const char *device);
+ * all (host_threads) than the host has CPUs; threads and requested are this rank's.
+ * `subsys`: the log's subsystem, the command's ("train", "predict", "profile"). */
+void rt_threads_warn_host(const char *subsys, int64_t host_threads, int ranks_on_host, int threads, int requested,
+                          int host_rank, const char *device);
 
 /* One line naming the backend's device for logs and metrics ("cpu", or the GPU's
  * model, memory and UUID for CUDA). */

@@ -44,6 +44,8 @@ has run1.out "# MM (GEMM, fp32): GFLOP/s"
 has run1.out "# Links"
 has run1.err "measuring cpu-t"
 has run1.err "links: measuring 1 pair"
+has run1.err "profile\] CPU threads:" # its lines under its own subsystem (the threads line said "train")
+hasnt run1.err " train\]"
 validate p.json
 for f in cache/profile/*-cpu-t*.json; do validate "$f" device; done
 [ "$(field p.json 'd["ranks"][0]["reused"] or d["ranks"][1]["reused"]')" = False ] || bad "run 1 says reused"

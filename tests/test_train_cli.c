@@ -225,6 +225,9 @@ static void predict_matches_training(void **state) {
                                 "--embeddings", emb, "--device", "cpu", "--threads", "1", NULL});
   if (r.exit_code != 0) fail_msg("predict: exit %d: %s", r.exit_code, r.err);
   assert_non_null(strstr(r.err, "predict wrote: logits"));
+  /* its lines under its own subsystem (the threads line said "train") */
+  assert_non_null(strstr(r.err, " predict] CPU threads: 1"));
+  if (strstr(r.err, " train]")) fail_msg("predict logged under the train subsystem: %s", r.err);
   struct graph g;
   memset(&g, 0, sizeof g);
   assert_int_equal(graph_open("synth:small", &g), 0);

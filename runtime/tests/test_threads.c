@@ -63,11 +63,11 @@ static void test_widen(void **state) {
   assert_int_equal(cg_cpus_bound(), 1);
   assert_int_equal(cg_cpus_host(), host); /* the binding does not hide the host's CPUs */
   assert_int_equal(cg_cpus_bound(), 1);   /* ... and asking does not change it */
-  assert_int_equal(rt_threads_setup(0, 1, 0, "cpu"), host);
+  assert_int_equal(rt_threads_setup("train", 0, 1, 0, "cpu"), host);
   assert_int_equal(cg_cpus_bound(), host);
   /* an explicit count is left where the binding puts it */
   assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
-  assert_int_equal(rt_threads_setup(2, 1, 0, "cpu"), 2);
+  assert_int_equal(rt_threads_setup("train", 2, 1, 0, "cpu"), 2);
   assert_int_equal(cg_cpus_bound(), 1);
 }
 
