@@ -71,6 +71,20 @@ static void rt_train_log_extras(const struct rt_config *cfg) {
   if (cfg->optimizer == RT_OPT_SGD)
     LOG_INFO("train", "sgd momentum %g", (double)cfg->momentum);
   if (sched[0]) LOG_INFO("train", "%s", sched);
+  /* a schedule longer than the run (--lr-epochs > --epochs) is allowed, for a --resume
+   * that continues it, but then the run ends above the schedule's last rate: said once */
+  const int span = cfg->lr_epochs > 0 ? cfg->lr_epochs : cfg->epochs;
+  if (span > cfg->epochs) {
+    const double last = (double)rt_lr_at(cfg, cfg->epochs);
+    if (cfg->lr_warmup >= cfg->epochs)
+      LOG_INFO("train", "note: the warm-up (%d epochs) is longer than this run (--epochs %d): the learning rate "
+               "ends at %g of --lr %g, and the schedule after it does not start (a --resume with more --epochs "
+               "continues it)", cfg->lr_warmup, cfg->epochs, last, (double)cfg->lr);
+    else
+      LOG_INFO("train", "note: the schedule spans %d epochs (--lr-epochs) and this run %d (--epochs): the learning "
+               "rate ends at %g of --lr %g (a --resume with more --epochs continues it)", span, cfg->epochs, last,
+               (double)cfg->lr);
+  }
   if (cfg->early_stop > 0)
     LOG_INFO("train", "early stopping: %d evaluations, rule %s", cfg->early_stop,
              rt_early_stop_rule_str(cfg->early_stop_rule));

@@ -780,6 +780,26 @@ static void usage_errors(void **state) {
    * file, run with --early-stop 0: left out with a note, below) */
   expect_error(2, "--early-stop-rule applies to --early-stop N, and this run is without early stopping", NULL,
                (const char *const[]){"--early-stop-rule", "gat", NULL});
+  { /* a schedule longer than the run (kept for a --resume): allowed, and its end said once
+     * (it ended below --lr silently) */
+    static struct run_out w;
+    run(&w, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--lr-warmup", "4", "--lr-schedule",
+                                  "cosine", "--lr-epochs", "6", "--device", "cpu", "--threads", "1", "--quiet", NULL});
+    assert_int_equal(w.exit_code, 0);
+    if (count(w.err, "note: the warm-up (4 epochs) is longer than this run (--epochs 3): the learning rate ends at "
+                     "0.0075 of --lr 0.01") != 1)
+      fail_msg("no note on the warm-up longer than the run: %s", w.err);
+    run(&w, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--lr-schedule", "cosine", "--lr-epochs",
+                                  "5", "--device", "cpu", "--threads", "1", "--quiet", NULL});
+    assert_int_equal(w.exit_code, 0);
+    if (count(w.err, "note: the schedule spans 5 epochs (--lr-epochs) and this run 3 (--epochs): the learning rate "
+                     "ends at 0.00654508 of --lr 0.01") != 1)
+      fail_msg("no note on the schedule longer than the run: %s", w.err);
+    run(&w, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--lr-warmup", "1", "--lr-schedule",
+                                  "cosine", "--device", "cpu", "--threads", "1", "--quiet", NULL});
+    assert_int_equal(w.exit_code, 0);
+    if (strstr(w.err, "note: the")) fail_msg("a note on a schedule that fits the run: %s", w.err);
+  }
   { /* early stopping that can never act (its patience counts evaluations): warned */
     static struct run_out w;
     run(&w, (const char *const[]){"--graph", "synth:tiny", "--epochs", "6", "--eval-every", "4", "--early-stop", "2",
