@@ -70,7 +70,7 @@ static const char *emulate_nodes_text(int k, char *buf, size_t len) {
 }
 
 /* CAPGNN_EMULATE_NODES the same on every rank, or CG_ERR_ARG on every rank (*agreed
- * set): each rank splits its own host by its own value, so a value set on some ranks
+ * set; clear on success): each rank splits its own host by its own value, so a value set on some ranks
  * only gives a layout that none of them asked for (rank 0 alone with 2 of 4 ranks: one
  * node, logged as emulated), and a value invalid on some ranks only left those ranks
  * before MPI started, without a word from rank 0. */
@@ -121,6 +121,10 @@ static int emulate_nodes_agree(struct comm *c, int *k, int *agreed) {
                   c->size);
 done:
   cg_free(all);
+  /* *agreed names a failure of every rank: on success it must stay clear, or a later
+   * failure of this rank alone (comm_layout's splits and gathers) would finalise MPI
+   * while its peers wait in a collective for it (a hang instead of comm_abort) */
+  if (st == CG_OK) *agreed = 0;
   return st;
 }
 

@@ -7,7 +7,12 @@
  * layout is consistent. With the argument --expect-init-error, comm_init must
  * fail with CG_ERR_ARG (an invalid CAPGNN_EMULATE_NODES) and end the MPI it started;
  * with --expect-mismatch (the program starts MPI and sets CAPGNN_EMULATE_NODES=2 on
- * its last rank only), fail with CG_ERR_ARG on every rank, naming that rank.
+ * its last rank only), fail with CG_ERR_ARG on every rank, naming that rank; with
+ * --expect-split-error (MPI_Comm_split_type fails, after the CAPGNN_EMULATE_NODES
+ * agreement: this program's own definition, through PMPI), fail with CG_ERR_MPI and
+ * leave MPI running, as for any failure that is not every rank's refusal of the
+ * setting: a rank that finalised MPI there would hang when its peers still wait in a
+ * collective (the caller calls comm_abort).
  *
  * Also core/fatal.h's handler: the program installs its own before comm_init;
  * comm_init replaces it with comm's (MPI_Abort) on success only, and comm_finalize
@@ -24,6 +29,14 @@
 #include "mpi_test.h"
 
 struct comm *mt_comm;
+
+/* --expect-split-error: comm_init's MPI_Comm_split_type fails (this definition takes
+ * the place of the library's; PMPI_Comm_split_type is the real one). */
+static int fail_split;
+int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm *out) {
+  if (fail_split) return MPI_ERR_OTHER;
+  return PMPI_Comm_split_type(comm, type, key, info, out);
+}
 
 /* The program's own fatal handler: counts its calls and jumps back. */
 static struct {
@@ -68,6 +81,22 @@ int main(int argc, char **argv) {
       comm_abort(NULL, 1);
     }
     printf("ok: comm_init refused it: %s\n", cg_err_msg());
+    return 0;
+  }
+  if (argc > 1 && !strcmp(argv[1], "--expect-split-error")) {
+    fail_split = 1;
+    struct comm *c = NULL;
+    const int st = comm_init(&argc, &argv, &c);
+    int finalised = 0;
+    MPI_Finalized(&finalised);
+    if (st != CG_ERR_MPI || c != NULL || finalised) {
+      fprintf(stderr, "FAIL: comm_init returned %d (%s), MPI %s; expected CG_ERR_MPI with MPI still running\n", st,
+              cg_err_msg(), finalised ? "finalised" : "running");
+      if (!finalised) comm_abort(NULL, 1);
+      return 1;
+    }
+    printf("ok: comm_init failed (%s) and left MPI running\n", cg_err_msg());
+    MPI_Finalize(); /* every rank failed at the same point: none waits for another */
     return 0;
   }
   if (argc > 1 && !strcmp(argv[1], "--expect-mismatch")) {
