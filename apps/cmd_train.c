@@ -1596,7 +1596,11 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     return CAPGNN_EXIT_OK;
   }
   int nspeeds = 0; /* (the syntax now; the count once the ranks are known) */
-  if (cg_cpu_settings_check() != CG_OK || cg_emulate_speed_check(getenv("CAPGNN_EMULATE_SPEED"), &nspeeds) != CG_OK) {
+  /* CAPGNN_EMULATE_SPEED on rank 0 only: another rank's bad value, refused here, would end
+   * that rank before MPI starts without a word (rank 0 speaks); past here the ranks'
+   * settings comparison names it (check_same_settings), or rank 0 refused the same value */
+  if (cg_cpu_settings_check() != CG_OK ||
+      (cli_speaks() && cg_emulate_speed_check(getenv("CAPGNN_EMULATE_SPEED"), &nspeeds) != CG_OK)) {
     /* now, not once the graph has loaded and the backend is made */
     if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
     return CAPGNN_EXIT_USAGE;

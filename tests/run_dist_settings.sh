@@ -142,6 +142,17 @@ for on in 0 1; do
     cat speed_one.out; echo "FAIL: speed_one rank $on: expected one line, exit code 2"; fail=1
   fi
 done
+# A value that is not a speed, on rank 1 only: the start-up check of its syntax ended
+# rank 1 before MPI started, without a word (rank 0 speaks); now the settings comparison
+# names it
+timeout -k 5 60 "$mpiexec" --oversubscribe --allow-run-as-root -n 1 "$capgnn" "${common[@]}" \
+  : -n 1 env CAPGNN_EMULATE_SPEED=abc "$capgnn" "${common[@]}" >speed_bad1.out 2>&1
+rc=$?
+echo "== speed_bad1: exit code $rc"
+if [ "$rc" -ne 2 ] ||
+   [ "$(grep -cF "rank 1 has 'CAPGNN_EMULATE_SPEED = abc' where rank 0 has 'CAPGNN_EMULATE_SPEED = (unset)'" speed_bad1.out)" -ne 1 ]; then
+  cat speed_bad1.out; echo "FAIL: speed_bad1: expected one line naming rank 1's value, exit code 2"; fail=1
+fi
 
 # --resume on machines that do not share the checkpoint's folder: each rank reads its own
 # copy, and a stale one made the ranks start from different epochs (rank 0 trained on and
