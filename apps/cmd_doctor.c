@@ -79,9 +79,11 @@ int cmd_doctor(int argc, char **argv) {
       return cli_runtime_error();
   }
   struct comm *cm = NULL;
-  /* rank 0's said once, as a bad option; another rank's is named by comm_init, which
-   * compares them all */
-  if (cli_speaks() && comm_emulate_nodes_check() != CG_OK) {
+  /* one process: said now, as a bad option. Several: comm_init compares them all and
+   * every rank refuses together, rank 0 speaking (a rank that left here alone, before
+   * MPI, would leave the others waiting in MPI's start-up under a launcher that does
+   * not end a job when one process exits, e.g. srun without --kill-on-bad-exit) */
+  if (cli_launch_size() == 1 && comm_emulate_nodes_check() != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
     return CAPGNN_EXIT_USAGE;
   }

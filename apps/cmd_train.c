@@ -904,9 +904,11 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   struct rt_config one;
 #ifdef CAPGNN_HAVE_DIST
   struct comm *c = NULL;
-  /* rank 0's said once, as a bad option; another rank's is named by comm_init, which
-   * compares them all */
-  if (cli_speaks() && comm_emulate_nodes_check() != CG_OK) {
+  /* one process: said now, as a bad option. Several: comm_init compares them all and
+   * every rank refuses together, rank 0 speaking (a rank that left here alone, before
+   * MPI, would leave the others waiting in MPI's start-up under a launcher that does
+   * not end a job when one process exits, e.g. srun without --kill-on-bad-exit) */
+  if (cli_launch_size() == 1 && comm_emulate_nodes_check() != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
     return CAPGNN_EXIT_USAGE;
   }
@@ -961,6 +963,15 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
     if (cg_err_status() != CG_ERR_ARG) report_setup_error(c); /* the comparison itself failed */
     comm_finalize(&c);
     return cg_err_status() == CG_ERR_ARG ? CAPGNN_EXIT_USAGE : CAPGNN_EXIT_FAILURE;
+  }
+  { /* the same CAPGNN_EMULATE_SPEED on every rank now (compared above): refused by all
+     * together, before the graph loads (one process: checked at start) */
+    int nspeeds = 0;
+    if (cg_emulate_speed_check(getenv("CAPGNN_EMULATE_SPEED"), &nspeeds) != CG_OK) {
+      if (rank == 0) fprintf(stderr, "capgnn: error: %s\n", err_text());
+      comm_finalize(&c);
+      return CAPGNN_EXIT_USAGE;
+    }
   }
 #ifdef CAPGNN_HAVE_RAPA
   if (par->gpu_share) { /* before any CUDA context: the backend, the GPU binding */
@@ -1596,11 +1607,12 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     return CAPGNN_EXIT_OK;
   }
   int nspeeds = 0; /* (the syntax now; the count once the ranks are known) */
-  /* CAPGNN_EMULATE_SPEED on rank 0 only: another rank's bad value, refused here, would end
-   * that rank before MPI starts without a word (rank 0 speaks); past here the ranks'
-   * settings comparison names it (check_same_settings), or rank 0 refused the same value */
+  /* CAPGNN_EMULATE_SPEED here for one process only: with several, a rank refusing it here
+   * would leave before MPI starts, unheard (rank 0 speaks) or leaving the others waiting
+   * in MPI's start-up; run_training refuses it on every rank together once the ranks'
+   * settings comparison has named a rank whose value differs */
   if (cg_cpu_settings_check() != CG_OK ||
-      (cli_speaks() && cg_emulate_speed_check(getenv("CAPGNN_EMULATE_SPEED"), &nspeeds) != CG_OK)) {
+      (cli_launch_size() == 1 && cg_emulate_speed_check(getenv("CAPGNN_EMULATE_SPEED"), &nspeeds) != CG_OK)) {
     /* now, not once the graph has loaded and the backend is made */
     if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
     return CAPGNN_EXIT_USAGE;

@@ -142,6 +142,20 @@ for on in 0 1; do
     cat speed_one.out; echo "FAIL: speed_one rank $on: expected one line, exit code 2"; fail=1
   fi
 done
+# The same bad value on every rank, under a launcher that does not end the job when one
+# process exits (Open MPI: orte_abort_on_non_zero_status 0; srun without
+# --kill-on-bad-exit): rank 0 refused it before MPI started and left, and rank 1 waited in
+# MPI's start-up for ever. Now every rank refuses it together (Open MPI 4's setting; other
+# launchers ignore the variable, and the case then runs as above).
+for e in CAPGNN_EMULATE_NODES=abc CAPGNN_EMULATE_SPEED=abc; do
+  OMPI_MCA_orte_abort_on_non_zero_status=0 timeout -k 5 30 "$mpiexec" --oversubscribe --allow-run-as-root -n 2 \
+    env "$e" "$capgnn" "${common[@]}" >bad_all.out 2>&1
+  rc=$?
+  echo "== bad_all $e: exit code $rc"
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] || [ "$(grep -c "capgnn: error: ${e%%=*}='abc'" bad_all.out)" -ne 1 ]; then
+    cat bad_all.out; echo "FAIL: bad_all $e: expected one line, and no wait without end"; fail=1
+  fi
+done
 # A value that is not a speed, on rank 1 only: the start-up check of its syntax ended
 # rank 1 before MPI started, without a word (rank 0 speaks); now the settings comparison
 # names it
