@@ -333,6 +333,9 @@ struct cg_backend *cg_backend_emulate_inner(struct cg_backend *be) { return cg_b
 const struct cg_backend *cg_backend_emulate_inner_const(const struct cg_backend *be) {
   return cg_backend_base_const(be);
 }
+struct cg_backend *cg_backend_emulate_strip(struct cg_backend *be) {
+  return emu_of(be) ? cg_backend_base(be) : be;
+}
 double cg_backend_emulate_speed(const struct cg_backend *be) {
   const struct emu *e = emu_of(be);
   return e ? e->speed : 1.0;

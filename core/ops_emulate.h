@@ -38,6 +38,11 @@ int cg_backend_emulate_wrap(struct cg_backend *inner, double speed, struct cg_ba
  * through a profiling wrapper around it too; `be` itself for a backend that is no wrapper. */
 struct cg_backend *cg_backend_emulate_inner(struct cg_backend *be);
 const struct cg_backend *cg_backend_emulate_inner_const(const struct cg_backend *be);
+/* be without its emulation: be itself when no emulating wrapper is in its chain (a
+ * profiling wrapper alone stays, so that what runs on the result is still profiled), else
+ * the backend under all of its wrappers (cg_backend_base). For what must not run at the
+ * emulated speed, e.g. the halo exchange's row moves (runtime/dist.c). */
+struct cg_backend *cg_backend_emulate_strip(struct cg_backend *be);
 /* The speed of an emulating wrapper (be, or under be's profiling wrapper), 1 for any other
  * backend. */
 double cg_backend_emulate_speed(const struct cg_backend *be);

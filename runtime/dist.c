@@ -1087,8 +1087,9 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
                         : CG_OK;
   TRY_GOTO(comm_agree(c, st, "checking the checkpoint against the graph"), done);
   /* the exchange moves rows on the device itself (an emulated slow device computes
-   * slowly; its links are the links) */
-  TRY_GOTO(rt_dist_bind(d, cg_backend_emulate_inner(be), cfg, &ex), done);
+   * slowly; its links are the links); under CAPGNN_PROFILE_OPS alone its ops (halo_rows,
+   * memory) are profiled with the rest */
+  TRY_GOTO(rt_dist_bind(d, cg_backend_emulate_strip(be), cfg, &ex), done);
   /* From here on the ranks no longer agree on each status: a rank that fails may leave
    * its peers inside a collective, so the caller must end the job (comm_abort). */
   *fatal = 1;

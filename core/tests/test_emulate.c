@@ -292,6 +292,15 @@ static void test_wrapped_twice(void **state) {
   assert_int_equal(cg_backend_cpu_threads(prof), 1);
   assert_non_null(cg_backend_cpu_gemm_name(prof));
   assert_string_equal(cg_backend_cpu_gemm_name(prof), cg_backend_cpu_gemm_name(inner));
+  /* without its emulation: the CPU backend under both wrappers, or under the emulating one;
+   * a profiling wrapper alone, or no wrapper, stays (runtime/dist.c's exchange) */
+  assert_ptr_equal(cg_backend_emulate_strip(prof), inner);
+  assert_ptr_equal(cg_backend_emulate_strip(emu), inner);
+  assert_ptr_equal(cg_backend_emulate_strip(inner), inner);
+  struct cg_backend *prof_only = NULL;
+  assert_int_equal(cg_backend_profile_wrap(inner, &prof_only), CG_OK);
+  assert_ptr_equal(cg_backend_emulate_strip(prof_only), prof_only);
+  cg_backend_destroy(&prof_only); /* does not destroy inner */
   cg_backend_destroy(&prof); /* does not destroy emu */
   cg_backend_destroy(&emu);  /* destroys inner too */
 }
