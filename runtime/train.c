@@ -76,10 +76,11 @@ static void rt_train_log_extras(const struct rt_config *cfg) {
   const int span = cfg->lr_epochs > 0 ? cfg->lr_epochs : cfg->epochs;
   if (span > cfg->epochs) {
     const double last = (double)rt_lr_at(cfg, cfg->epochs);
-    if (cfg->lr_warmup >= cfg->epochs)
-      LOG_INFO("train", "note: the warm-up (%d epochs) is longer than this run (--epochs %d): the learning rate "
+    if (cfg->lr_warmup >= cfg->epochs) /* (as long: the warm-up ends with the run, at --lr) */
+      LOG_INFO("train", "note: the warm-up (%d epochs) is %s this run (--epochs %d): the learning rate "
                "ends at %g of --lr %g, and the schedule after it does not start (a --resume with more --epochs "
-               "continues it)", cfg->lr_warmup, cfg->epochs, last, (double)cfg->lr);
+               "continues it)", cfg->lr_warmup, cfg->lr_warmup > cfg->epochs ? "longer than" : "as long as",
+               cfg->epochs, last, (double)cfg->lr);
     else
       LOG_INFO("train", "note: the schedule spans %d epochs (--lr-epochs) and this run %d (--epochs): the learning "
                "rate ends at %g of --lr %g (a --resume with more --epochs continues it)", span, cfg->epochs, last,

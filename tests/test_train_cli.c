@@ -789,6 +789,12 @@ static void usage_errors(void **state) {
     if (count(w.err, "note: the warm-up (4 epochs) is longer than this run (--epochs 3): the learning rate ends at "
                      "0.0075 of --lr 0.01") != 1)
       fail_msg("no note on the warm-up longer than the run: %s", w.err);
+    run(&w, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--lr-warmup", "3", "--lr-schedule",
+                                  "cosine", "--lr-epochs", "6", "--device", "cpu", "--threads", "1", "--quiet", NULL});
+    assert_int_equal(w.exit_code, 0);
+    if (count(w.err, "note: the warm-up (3 epochs) is as long as this run (--epochs 3): the learning rate ends at "
+                     "0.01 of --lr 0.01") != 1) /* (it said 'longer than') */
+      fail_msg("no note on the warm-up as long as the run: %s", w.err);
     run(&w, (const char *const[]){"--graph", "synth:tiny", "--epochs", "3", "--lr-schedule", "cosine", "--lr-epochs",
                                   "5", "--device", "cpu", "--threads", "1", "--quiet", NULL});
     assert_int_equal(w.exit_code, 0);
