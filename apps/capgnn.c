@@ -11,6 +11,9 @@
 
 #include "apps/commands_internal.h"
 #include "apps/config_file_internal.h"
+#ifdef CAPGNN_HAVE_DIST
+#include "mpi/comm.h"
+#endif
 
 struct capgnn_command {
   const char *name;
@@ -65,8 +68,7 @@ static void usage(FILE *out) {
   cmd_train_usage(out);
 }
 
-int main(int argc, char **argv) {
-  cli_env_warn_unknown(); /* a misspelt CAPGNN_* variable would be ignored silently */
+static int dispatch(int argc, char **argv) {
   if (argc < 2 || argv[1][0] == '-') {
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
       if (cli_speaks()) usage(stdout); /* once under mpirun */
@@ -120,4 +122,17 @@ int main(int argc, char **argv) {
   for (int i = 0; i < ncommands; i++) fprintf(stderr, " %s", commands[i].name);
   fprintf(stderr, " version help; see capgnn --help)\n");
   return CAPGNN_EXIT_USAGE;
+}
+
+int main(int argc, char **argv) {
+  cli_env_warn_unknown(); /* a misspelt CAPGNN_* variable would be ignored silently */
+  const int rc = dispatch(argc, argv);
+#ifdef CAPGNN_HAVE_DIST
+  /* One of several processes that stopped before MPI (a usage error found while parsing,
+   * said by rank 0 alone): it waits for the others there, else mpirun ended the job as
+   * soon as a silent rank left, at times before rank 0 had said why. (Nothing once the
+   * command finalised MPI itself.) */
+  if (cli_launch_size() > 1) return comm_leave(rc);
+#endif
+  return rc;
 }

@@ -88,9 +88,9 @@ int cmd_doctor(int argc, char **argv) {
     return CAPGNN_EXIT_USAGE;
   }
   if (comm_init(NULL, NULL, &cm) != CG_OK) {
-    if (cg_err_status() == CG_ERR_ARG) { /* refused by every rank together (MPI ended): said once */
+    if (cg_err_status() == CG_ERR_ARG) { /* refused by every rank together: said once, before any rank leaves */
       if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
-      return CAPGNN_EXIT_USAGE;
+      return comm_leave(CAPGNN_EXIT_USAGE);
     }
     fprintf(stderr, "capgnn: error: %s\n", cg_err_msg());
     comm_abort(NULL, CAPGNN_EXIT_FAILURE);

@@ -913,9 +913,9 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
     return CAPGNN_EXIT_USAGE;
   }
   if (comm_init(NULL, NULL, &c) != CG_OK) {
-    if (cg_err_status() == CG_ERR_ARG) { /* refused by every rank together (MPI ended): said once */
+    if (cg_err_status() == CG_ERR_ARG) { /* refused by every rank together: said once, before any rank leaves */
       if (cli_speaks()) fprintf(stderr, "capgnn: error: %s\n", err_text());
-      return CAPGNN_EXIT_USAGE;
+      return comm_leave(CAPGNN_EXIT_USAGE);
     }
     fprintf(stderr, "capgnn: error: %s\n", err_text());
     comm_abort(NULL, CAPGNN_EXIT_FAILURE);

@@ -69,12 +69,12 @@ static const char *emulate_nodes_text(int k, char *buf, size_t len) {
   return buf;
 }
 
-/* CAPGNN_EMULATE_NODES the same on every rank, or CG_ERR_ARG on every rank (*agreed
- * set; clear on success): each rank splits its own host by its own value, so a value set on some ranks
- * only gives a layout that none of them asked for (rank 0 alone with 2 of 4 ranks: one
- * node, logged as emulated), and a value invalid on some ranks only left those ranks
- * before MPI started, without a word from rank 0. */
-static int emulate_nodes_agree(struct comm *c, int *k, int *agreed) {
+/* CAPGNN_EMULATE_NODES the same on every rank, or CG_ERR_ARG on every rank: each rank
+ * splits its own host by its own value, so a value set on some ranks only gives a layout
+ * that none of them asked for (rank 0 alone with 2 of 4 ranks: one node, logged as
+ * emulated), and a value invalid on some ranks only left those ranks before MPI started,
+ * without a word from rank 0. */
+static int emulate_nodes_agree(struct comm *c, int *k) {
   int st = emulate_nodes_from_env(k);
   int mine = st == CG_OK ? *k : -1, *all = NULL;
   if (st != CG_OK) {
@@ -82,19 +82,16 @@ static int emulate_nodes_agree(struct comm *c, int *k, int *agreed) {
     *k = 1;
   }
   if (c->size == 1) {
-    *agreed = st != CG_OK;
     return st == CG_OK ? CG_OK : emulate_nodes_from_env(k);
   }
   all = cg_malloc(sizeof(int) * (size_t)c->size, "every rank's CAPGNN_EMULATE_NODES");
   int ok = all != NULL;
   COMM_MPI_TRY_GOTO(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, c->world), done);
   if (!ok) {
-    *agreed = 1;
     st = cg_err_set(CG_ERR_NOMEM, "out of memory for every rank's CAPGNN_EMULATE_NODES");
     goto done;
   }
   COMM_MPI_TRY_GOTO(MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, c->world), done);
-  *agreed = 1; /* (not before: a rank whose collective failed may not be where the others are) */
   int ndiff = 0;
   for (int r = 1; r < c->size; r++) ndiff += all[r] != all[0];
   if (ndiff == 0) { /* the same everywhere: valid, or this rank's own message */
@@ -121,21 +118,17 @@ static int emulate_nodes_agree(struct comm *c, int *k, int *agreed) {
                   c->size);
 done:
   cg_free(all);
-  /* *agreed names a failure of every rank: on success it must stay clear, or a later
-   * failure of this rank alone (comm_layout's splits and gathers) would finalise MPI
-   * while its peers wait in a collective for it (a hang instead of comm_abort) */
-  if (st == CG_OK) *agreed = 0;
   return st;
 }
 
 /* Node ids: the lowest world rank of each node, numbered in increasing order. */
-static int comm_layout(struct comm *c, int *agreed) {
+static int comm_layout(struct comm *c) {
   int st = CG_OK;
   int *leaders = NULL;
   unsigned char *seen = NULL;
   int k = 1;
 
-  TRY(emulate_nodes_agree(c, &k, agreed));
+  TRY(emulate_nodes_agree(c, &k));
   COMM_MPI_TRY(
       MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &c->host));
   COMM_MPI_TRY(MPI_Comm_set_errhandler(c->host, MPI_ERRORS_RETURN));
@@ -198,6 +191,43 @@ static void comm_fatal_handler(int code, void *ctx) {
   comm_abort(NULL, code);
 }
 
+/* comm_init's first collective, and comm_leave's for a process that never started MPI:
+ * each rank says whether it is leaving (the exit status it leaves with, or -1 when it
+ * goes on), so that a rank that stopped before MPI (a command line or setting it
+ * refused) ends the others with a message instead of leaving them in a collective for
+ * ever. Gives v[0] = the world size minus the lowest leaving rank (0: none leaves) and
+ * v[1] = the largest status the leaving ranks leave with. */
+static int leavers_agree(int leaving_status, int v[2]) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  v[0] = leaving_status >= 0 ? size - rank : 0;
+  v[1] = leaving_status;
+  COMM_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  return CG_OK;
+}
+
+int comm_leave(int code) {
+  int initialised = 0, finalised = 0;
+  fflush(stdout); /* (a rank's last lines reach mpirun before any rank can leave) */
+  fflush(stderr);
+  MPI_Initialized(&initialised);
+  MPI_Finalized(&finalised);
+  if (finalised) return code;
+  if (!initialised) {
+    int provided = 0;
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return code;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int v[2];
+    if (leavers_agree(code, v) != CG_OK) cg_err_clear(); /* (leaving anyway) */
+  }
+  /* every rank has said what it had to before any rank can leave: mpirun ends the whole
+   * job as soon as one process exits non-zero, and the others with it, mid-sentence */
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Finalize();
+  return code;
+}
+
 int comm_init(int *argc, char ***argv, struct comm **out) {
   int st = CG_OK;
   *out = NULL;
@@ -208,7 +238,7 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
     return cg_err_set(CG_ERR_MPI,
                       "comm_init called after MPI_Finalize: MPI can start only once "
                       "per process");
-  int we_init = 0, agreed = 0;
+  int we_init = 0;
   if (!initialised) {
     int provided = 0;
     int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
@@ -224,6 +254,20 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
                "MPI provides thread level %d < MPI_THREAD_FUNNELED; only the main thread "
                "calls MPI, which should still work",
                provided);
+  }
+
+  int left[2];
+  TRY(leavers_agree(-1, left));
+  if (left[0] > 0) {
+    int size = 1, rank = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    /* (on every rank that went on: MPI left running for comm_leave, as below) */
+    return cg_err_set(CG_ERR_ARG,
+                      "rank %d of %d stopped before it started MPI (exit status %d), where rank %d went on: "
+                      "every rank must be given the same command line, settings files and CAPGNN_* "
+                      "environment (run rank %d's command alone to see why it stopped)",
+                      size - left[0], size, left[1], rank, size - left[0]);
   }
 
   struct comm *c = cg_calloc(1, sizeof *c, "communicator state");
@@ -243,7 +287,7 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
   COMM_MPI_TRY_GOTO(MPI_Comm_rank(c->world, &c->rank), fail);
   COMM_MPI_TRY_GOTO(MPI_Comm_size(c->world, &c->size), fail);
   cg_log_set_rank(c->rank);
-  TRY_GOTO(comm_layout(c, &agreed), fail);
+  TRY_GOTO(comm_layout(c), fail);
 
   /* One rank is the common case and says nothing new: keep it out of the way (DEBUG). */
   if (cg_log_enabled(c->size > 1 ? CG_LOG_INFO : CG_LOG_DEBUG, "mpi"))
@@ -263,9 +307,8 @@ fail:
   cg_err_trail(__FILE__, __LINE__, "comm_init");
   comm_free_comms(c);
   cg_free(c);
-  /* a setting every rank refused together: no rank waits for another, MPI ends cleanly
-   * and the command exits as on a bad option (no MPI_Abort) */
-  if (agreed && we_init) MPI_Finalize();
+  /* (a setting every rank refused together, CG_ERR_ARG: MPI stays up until the caller
+   * has said so and calls comm_leave, so that no rank leaves while rank 0 still speaks) */
   return st;
 }
 

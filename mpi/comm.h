@@ -67,13 +67,26 @@ struct comm_halo; /* one halo exchange plan, its communicator and buffers */
  * that ends the whole job (comm_abort with CG_FATAL_EXIT_CODE), whoever initialised
  * MPI; the handler installed before is kept and comm_finalize restores it. On
  * failure *out is NULL, the fatal handler is left as it was and MPI may be
- * initialised: report the error and call comm_abort(NULL, code). CG_ERR_ARG (a bad
- * CAPGNN_EMULATE_NODES) is returned by every rank together, and comm_init has then
- * finalised MPI if it initialised it: rank 0 may report it and every rank exit, with
- * no comm_abort.
+ * initialised: report the error and call comm_abort(NULL, code). CG_ERR_ARG is
+ * returned by every rank together (a bad CAPGNN_EMULATE_NODES, or a rank that stopped
+ * before it started MPI and called comm_leave: the message names it) with MPI still
+ * running: rank 0 may report it, then every rank calls comm_leave and exits, with no
+ * comm_abort.
  * Ownership: *out belongs to the caller; release with comm_finalize. Call once
  * per process (MPI cannot be initialised twice). */
 int comm_init(int *argc, char ***argv, struct comm **out);
+/* The way out of a process that leaves without a struct comm, returning `code`: after
+ * comm_init's CG_ERR_ARG (MPI running), or in a process that a launcher started as one
+ * of several (mpirun -n P, P > 1) and that stops before it started MPI (a usage error
+ * found while parsing, said by rank 0 alone; --help). Flushes stdout and stderr; starts
+ * MPI if it is not started and joins comm_init's first collective as a rank that left
+ * (comm_init then fails on the ranks that went on, naming it); then a barrier over the
+ * world and MPI_Finalize, whoever started MPI. No rank leaves before every rank has said
+ * what it had to: mpirun ends the whole job as soon as one process exits non-zero, which
+ * killed rank 0 before it printed the error that every rank had found. Nothing when MPI
+ * is finalised. Collective over MPI_COMM_WORLD with comm_init or comm_leave on the
+ * other ranks. */
+int comm_leave(int code);
 /* CAPGNN_EMULATE_NODES as comm_init reads it, checked before MPI starts: CG_ERR_ARG with
  * the message comm_init would fail with, CG_OK when unset or valid. Lets a command refuse
  * a bad value like a bad option (one line from rank 0, exit status 2) rather than from

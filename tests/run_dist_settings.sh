@@ -168,6 +168,30 @@ if [ "$rc" -ne 2 ] ||
   cat speed_bad1.out; echo "FAIL: speed_bad1: expected one line naming rank 1's value, exit code 2"; fail=1
 fi
 
+# A usage error found while parsing is the same on every rank and said by rank 0 alone:
+# rank 1 exited 2 at once and mpirun ended the job, killing rank 0 before it had said it
+# when rank 0 was slower (here: started 3 s late), so the job ended with no message.
+# Now every rank waits for the others in MPI before it leaves: one line, exit code 2.
+bad=(--cache-policy jaca --grad-staleness adaptive:0.1:3 --halo-bits 8)
+timeout -k 5 60 "$mpiexec" --oversubscribe --allow-run-as-root -n 1 sh -c 'sleep 3; exec "$@"' sh "$capgnn" \
+  "${common[@]}" "${bad[@]}" : -n 1 "$capgnn" "${common[@]}" "${bad[@]}" >usage_late.out 2>&1
+rc=$?
+echo "== usage_late: exit code $rc"
+if [ "$rc" -ne 2 ] || [ "$(grep -c "grad-staleness adaptive sends full-precision gradients" usage_late.out)" -ne 1 ] ||
+   [ "$(grep -c "error:" usage_late.out)" -ne 1 ]; then
+  cat usage_late.out; echo "FAIL: usage_late: expected rank 0's one line and exit code 2"; fail=1
+fi
+# ... and refused on rank 1 only (its settings differ): rank 0, gone on into MPI, was
+# killed there without a word; now it names the rank that stopped
+timeout -k 5 60 "$mpiexec" --oversubscribe --allow-run-as-root -n 1 "$capgnn" "${common[@]}" \
+  : -n 1 "$capgnn" "${common[@]}" "${bad[@]}" >usage_one.out 2>&1
+rc=$?
+echo "== usage_one: exit code $rc"
+if [ "$rc" -ne 2 ] || [ "$(grep -c "error:" usage_one.out)" -ne 1 ] ||
+   ! grep -qF "rank 1 of 2 stopped before it started MPI (exit status 2), where rank 0 went on" usage_one.out; then
+  cat usage_one.out; echo "FAIL: usage_one: expected one line naming rank 1 and exit code 2"; fail=1
+fi
+
 # --resume on machines that do not share the checkpoint's folder: each rank reads its own
 # copy, and a stale one made the ranks start from different epochs (rank 0 trained on and
 # wrote a checkpoint of mixed steps while rank 1 waited until the stall watchdog). Two

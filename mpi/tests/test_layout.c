@@ -5,14 +5,17 @@
  * to emulated node r*k/P, and local ranks count up within a node. Each rank
  * checks its own values against that formula, then all ranks check the gathered
  * layout is consistent. With the argument --expect-init-error, comm_init must
- * fail with CG_ERR_ARG (an invalid CAPGNN_EMULATE_NODES) and end the MPI it started;
- * with --expect-mismatch (the program starts MPI and sets CAPGNN_EMULATE_NODES=2 on
- * its last rank only), fail with CG_ERR_ARG on every rank, naming that rank; with
- * --expect-split-error (MPI_Comm_split_type fails, after the CAPGNN_EMULATE_NODES
- * agreement: this program's own definition, through PMPI), fail with CG_ERR_MPI and
- * leave MPI running, as for any failure that is not every rank's refusal of the
- * setting: a rank that finalised MPI there would hang when its peers still wait in a
- * collective (the caller calls comm_abort).
+ * fail with CG_ERR_ARG (an invalid CAPGNN_EMULATE_NODES) and leave MPI running until
+ * comm_leave ends it; with --expect-mismatch (the program starts MPI and sets
+ * CAPGNN_EMULATE_NODES=2 on its last rank only), fail with CG_ERR_ARG on every rank,
+ * naming that rank; with --expect-leaver (the last rank, from its launcher's
+ * environment, stops before MPI and calls comm_leave(2)), fail with CG_ERR_ARG on the
+ * other ranks, naming it, instead of waiting for it for ever; with --expect-split-error
+ * (MPI_Comm_split_type fails, after the CAPGNN_EMULATE_NODES agreement: this program's
+ * own definition, through PMPI), fail with CG_ERR_MPI and leave MPI running, as for any
+ * failure that is not every rank's refusal of the setting: a rank that finalised MPI
+ * there would hang when its peers still wait in a collective (the caller calls
+ * comm_abort).
  *
  * Also core/fatal.h's handler: the program installs its own before comm_init;
  * comm_init replaces it with comm's (MPI_Abort) on success only, and comm_finalize
@@ -73,14 +76,21 @@ int main(int argc, char **argv) {
       fprintf(stderr, "FAIL: a failed comm_init replaced the program's fatal handler\n");
       comm_abort(NULL, 1);
     }
-    /* refused by every rank together: comm_init ended the MPI it started */
-    int finalised = 0;
+    /* refused by every rank together: MPI left running for comm_leave, which ends it */
+    int initialised = 0, finalised = 0;
+    MPI_Initialized(&initialised);
     MPI_Finalized(&finalised);
-    if (!finalised) {
-      fprintf(stderr, "FAIL: comm_init refused an agreed setting and left MPI running\n");
+    if (!initialised || finalised) {
+      fprintf(stderr, "FAIL: comm_init refused an agreed setting and ended MPI before comm_leave\n");
       comm_abort(NULL, 1);
     }
     printf("ok: comm_init refused it: %s\n", cg_err_msg());
+    if (comm_leave(0) != 0) return 1;
+    MPI_Finalized(&finalised);
+    if (!finalised) {
+      fprintf(stderr, "FAIL: comm_leave left MPI running\n");
+      return 1;
+    }
     return 0;
   }
   if (argc > 1 && !strcmp(argv[1], "--expect-split-error")) {
@@ -98,6 +108,26 @@ int main(int argc, char **argv) {
     printf("ok: comm_init failed (%s) and left MPI running\n", cg_err_msg());
     MPI_Finalize(); /* every rank failed at the same point: none waits for another */
     return 0;
+  }
+  if (argc > 1 && !strcmp(argv[1], "--expect-leaver")) {
+    const char *rs = getenv("OMPI_COMM_WORLD_RANK"), *ps = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!rs || !ps) {
+      fprintf(stderr, "FAIL: --expect-leaver runs under Open MPI's mpirun\n");
+      return 1;
+    }
+    const int r = atoi(rs), P = atoi(ps);
+    if (r == P - 1) return comm_leave(2) == 2 ? 0 : 1; /* (the test's own status: 0) */
+    struct comm *c = NULL;
+    char want[120];
+    snprintf(want, sizeof want, "rank %d of %d stopped before it started MPI (exit status 2)", P - 1, P);
+    const int st = comm_init(&argc, &argv, &c);
+    if (st != CG_ERR_ARG || c != NULL || !strstr(cg_err_msg(), want)) {
+      fprintf(stderr, "FAIL: rank %d: comm_init returned %d (%s), expected CG_ERR_ARG with '%s'\n", r, st,
+              cg_err_msg(), want);
+      comm_abort(NULL, 1);
+    }
+    if (r == 0) printf("ok: comm_init refused it: %s\n", cg_err_msg());
+    return comm_leave(0);
   }
   if (argc > 1 && !strcmp(argv[1], "--expect-mismatch")) {
     /* CAPGNN_EMULATE_NODES=2 on the last rank only: refused by every rank with the same
@@ -118,7 +148,7 @@ int main(int argc, char **argv) {
       comm_abort(NULL, 1);
     }
     if (r == 0) printf("ok: comm_init refused it on every rank: %s\n", cg_err_msg());
-    MPI_Finalize(); /* (the program started MPI: comm_init leaves it running) */
+    return comm_leave(0); /* (the barrier and MPI_Finalize, whoever started MPI) */
     return 0;
   }
 
