@@ -235,7 +235,10 @@ struct jaca_layers {
  * that would write them while a rank of its node has not ended the exchange before
  * returns CG_ERR_ARG naming this rule, before it writes or sends anything. (A begin
  * without the collective that finds the others done is not refused: nothing is
- * overwritten then.) */
+ * overwritten then.) The same holds for two training backward exchanges of one layer
+ * through the node tier (--grad-staleness 0): the second writes the gradient blocks
+ * their owners read in the first, and a begin that would write a block whose owner has
+ * not ended the exchange before returns CG_ERR_ARG naming the rule. */
 int jaca_exchange_create(struct comm *c, struct cg_backend *be, const struct part_local *pl,
                          const struct cg_csr *agg, int64_t max_cols, const struct jaca_layers *layers,
                          const struct jaca_options *o, struct cg_exchange **out);

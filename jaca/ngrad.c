@@ -27,6 +27,7 @@ struct jaca_ngrad {
   int32_t *peer;
   int64_t *send_off, *send_cnt, *recv_off, *recv_cnt;
   int *intra;          /* per peer: on this node */
+  int *plr;            /* per peer: its local rank on this node, -1 on another */
   int64_t *wr_base;    /* per intra peer: node row of this rank's block for that owner */
   int64_t *rd_base;    /* per intra peer: node row of that consumer's block for this rank */
   int64_t *in_off;     /* per peer: its block's row in d_in ([inter | intra], packed) */
@@ -40,7 +41,8 @@ struct jaca_ngrad {
   struct comm_shm *shm;
   char *seg;
   size_t stride, layer_bytes;
-  uint32_t *gen; /* per layer: backward generations */
+  size_t read_off; /* segment: per layer and local rank, a read word (after the rows) */
+  uint32_t *gen;   /* per layer: backward generations */
 };
 
 static int on_host(const struct jaca_ngrad *g) { return g->be->kind == CG_DEVICE_CPU; }
@@ -48,6 +50,15 @@ static size_t nz(int64_t n) { return (size_t)(n > 0 ? n : 1); }
 
 static char *grow(const struct jaca_ngrad *g, int layer, int64_t r) {
   return g->seg + (size_t)(layer - 1) * g->layer_bytes + (size_t)r * g->stride;
+}
+
+/* Local rank lr's read word of layer l: the last generation whose gradients it has
+ * finished reading from the segment. A consumer that writes generation g for an owner
+ * checks that the owner is at g - 1 (jaca.h: the collective between two exchanges of a
+ * layer), as the forward tier's writers do. One line each. */
+static char *read_word(const struct jaca_ngrad *g, int layer, int lr) {
+  return g->seg + g->read_off +
+         ((size_t)(layer - 1) * (size_t)comm_local_size(g->c) + (size_t)lr) * JACA_ROW_ALIGN;
 }
 
 static void ngrad_free(struct jaca_ngrad *g) {
@@ -62,6 +73,7 @@ static void ngrad_free(struct jaca_ngrad *g) {
   cg_free(g->recv_off);
   cg_free(g->recv_cnt);
   cg_free(g->intra);
+  cg_free(g->plr);
   cg_free(g->wr_base);
   cg_free(g->rd_base);
   cg_free(g->in_off);
@@ -129,7 +141,7 @@ static int layout(struct jaca_ngrad *g, int64_t *node_rows) {
   int64_t *all = cg_malloc(sizeof(int64_t) * (size_t)L * (size_t)L, "jaca: gradient blocks of the node");
   int st = mine && all ? CG_OK : CG_ERR_NOMEM;
   /* local rank of each intra peer */
-  int *plr = cg_malloc(sizeof(int) * nz(g->npeers), "jaca: local ranks of the peers");
+  int *plr = g->plr = cg_malloc(sizeof(int) * nz(g->npeers), "jaca: local ranks of the peers");
   if (!plr) st = CG_ERR_NOMEM;
   for (int k = 0; st == CG_OK && k < g->npeers; k++) {
     plr[k] = -1;
@@ -163,7 +175,6 @@ static int layout(struct jaca_ngrad *g, int64_t *node_rows) {
   }
   cg_free(mine);
   cg_free(all);
-  cg_free(plr);
   return st;
 }
 
@@ -245,7 +256,10 @@ int jaca_ngrad_create(struct comm *c, struct cg_backend *be, const struct part_l
   g->stride = jaca_row_stride(layers->cols);
   g->layer_bytes = g->stride * (size_t)node_rows;
   {
-    const size_t bytes = g->layer_bytes * (size_t)(layers->nlayers - 1) + JACA_ROW_ALIGN;
+    /* the rows, then a read word per layer and local rank */
+    g->read_off = g->layer_bytes * (size_t)(layers->nlayers - 1);
+    const size_t words = (size_t)(layers->nlayers - 1) * (size_t)comm_local_size(c) * JACA_ROW_ALIGN;
+    const size_t bytes = g->read_off + words + JACA_ROW_ALIGN;
     int fits = 0;
     if ((st = comm_shm_fits(c, comm_local_rank(c) == 0 ? bytes : 0, &fits)) < 0) goto fail;
     if (!fits) { /* the gradients go back as without the cache: exact, more bytes */
@@ -298,7 +312,22 @@ fail:
 int jaca_ngrad_begin(struct jaca_ngrad *g, int layer, uint32_t epoch, float *dx, int64_t cols, int64_t *bytes_mpi,
                      int64_t *bytes_shm) {
   struct cg_backend *be = g->be;
-  const uint32_t gen = ++g->gen[layer];
+  const uint32_t gen = g->gen[layer] + 1;
+  /* generation gen overwrites the blocks of gen - 1: an owner still reading them would
+   * take a row of the wrong generation (end refuses it) or wait past its own (a check,
+   * not a wait: the caller's collective orders them; jaca.h) */
+  for (int k = 0; k < g->npeers && gen > 1; k++) {
+    if (!g->intra[k] || g->recv_cnt[k] == 0) continue;
+    const uint32_t seen = jaca_word_read(read_word(g, layer, g->plr[k]));
+    if (seen < gen - 1)
+      return cg_err_set(CG_ERR_ARG,
+                        "jaca: backward exchange %u of layer %d (epoch %u) began while local rank %d of this node "
+                        "(rank %d) had not finished reading the gradients of exchange %u (it is at %u): two "
+                        "training backward exchanges of a layer need a collective of every rank between them "
+                        "(jaca/jaca.h)",
+                        gen, layer, epoch, g->plr[k], g->peer[k], gen - 1, seen);
+  }
+  g->gen[layer] = gen;
   const int64_t before = comm_halo_bytes_sent(g->gx);
   /* rounding key of coded gradients (--halo-bits): epoch, layer and this path (kind 3) */
   comm_halo_set_quant_key(g->gx, ((uint64_t)epoch << 32) ^ ((uint64_t)(uint32_t)layer << 16) ^ (3ull << 12));
@@ -348,6 +377,7 @@ int jaca_ngrad_end(struct jaca_ngrad *g, int layer, uint32_t epoch, float *dx, i
       *torn += t;
     }
   }
+  jaca_word_publish(read_word(g, layer, comm_local_rank(g->c)), gen); /* this rank's blocks of gen are read */
   if (!on_host(g) && g->n_in_intra > 0)
     TRY(be->upload(be, g->d_in + g->n_in_inter * cols, g->h_in, (size_t)(g->n_in_intra * cols) * sizeof(float)));
   /* ascending peer order, each block in send order: the plain exchange's sums */

@@ -18,7 +18,10 @@
  * is the owner's send order to that consumer (part_local's plan). Each layer has its own
  * rows, so a consumer's next layer never overwrites rows an owner still reads; the same
  * layer is written again only after the step's gradient all-reduce, which every owner
- * enters after its reads.
+ * enters after its reads (jaca.h's rule; checked without a wait: after its reads an owner
+ * marks the generation in its read word of the layer, after the rows, and a consumer's
+ * begin refuses to write for an owner that is not at the generation before, CG_ERR_ARG,
+ * before it writes or sends anything).
  *
  * Deadlock freedom, as in the forward tier: a consumer writes its rows in begin, before
  * it waits for any MPI transfer; an owner reads the segment in end, after its own MPI

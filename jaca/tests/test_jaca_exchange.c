@@ -195,14 +195,29 @@ static int64_t halo_verify(const struct setup *s, struct cg_backend *be, float *
 
 /* Backward through the cache (the plain path): each owner ends with its own value plus
  * its holders' halo values, integers, so the sum is exact in any order. */
-static void backward_check(const struct setup *s, struct cg_backend *be, struct cg_exchange *ex, float *d, float *h) {
+static void grad_fill(const struct setup *s, struct cg_backend *be, float *d, float *h) {
   const struct part_local *pl = s->pl;
-  const int me = comm_rank(g_comm), P = comm_size(g_comm);
+  const int me = comm_rank(g_comm);
   const int64_t rows = pl->n_inner + pl->n_halo;
   for (int64_t i = 0; i < rows; i++)
     for (int64_t j = 0; j < COLS; j++) h[i * COLS + j] = (float)((pl->gid[i] * 7 + me * 3 + j) % 1000);
   if (rows > 0) OK(be->upload(be, d, h, (size_t)(rows * COLS) * sizeof(float)));
+}
+
+static void grad_verify(const struct setup *s, struct cg_backend *be, float *d, float *h);
+
+static void backward_check(const struct setup *s, struct cg_backend *be, struct cg_exchange *ex, float *d, float *h) {
+  grad_fill(s, be, d, h);
   OK(cg_exchange_halo(ex, CG_HALO_BACKWARD, (struct cg_halo_tag){2, 3}, d, COLS));
+  grad_verify(s, be, d, h);
+}
+
+/* The inner rows of d after a backward exchange of grad_fill's values, as backward_check
+ * says. */
+static void grad_verify(const struct setup *s, struct cg_backend *be, float *d, float *h) {
+  const struct part_local *pl = s->pl;
+  const int me = comm_rank(g_comm), P = comm_size(g_comm);
+  const int64_t rows = pl->n_inner + pl->n_halo;
   if (rows > 0) OK(be->download(be, h, d, (size_t)(rows * COLS) * sizeof(float)));
   for (int64_t i = 0; i < pl->n_inner; i++) {
     const int64_t g = pl->gid[i];
@@ -877,6 +892,64 @@ static void early_writer_case(const char *spec, double capacity, int staleness, 
   setup_free(&s);
 }
 
+/* The same contract for the node tier's halo gradients (--grad-staleness 0): the next
+ * backward exchange of a layer overwrites the gradient blocks its owners read in the one
+ * before. Broken here on one node: local rank 0 ends backward exchange 1 and begins
+ * exchange 2 while the owners it writes for have not ended exchange 1. The begin must
+ * refuse (naming the contract) before it writes anything, and the owners must still add
+ * exchange 1's gradients. */
+static void early_grad_writer_case(const char *spec, struct cg_backend *be) {
+  if (comm_nnodes(g_comm) != 1 || comm_local_size(g_comm) < 2) return; /* others' rows would wait for them */
+  const int me = comm_rank(g_comm), early = comm_local_rank(g_comm) == 0;
+  struct setup s;
+  setup_make(&s, spec, 1);
+  const struct part_local *pl = s.pl;
+  /* the early rank writes gradients for an owner (one node: every peer): else nothing to refuse */
+  int64_t writes = 0;
+  for (int k = 0; early && k < pl->npeers; k++) writes += pl->peer[k] != me ? pl->recv_count[k] : 0;
+  OK(comm_allreduce_i64(g_comm, &writes, 1, COMM_SUM));
+  CHECK(writes > 0, "%s: local rank 0 holds no halo row: the case tests nothing", spec);
+  struct jaca_options o;
+  jaca_options_defaults(&o);
+  o.policy = JACA_POLICY_JACA;
+  o.host_mb = o.device_mb = 0;
+  const struct jaca_layers layers = {NLAYERS, COLS};
+  struct cg_exchange *ex = NULL;
+  OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
+  const int64_t rows = pl->n_inner + pl->n_halo;
+  float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
+  CHECK(h != NULL, "out of memory");
+  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
+  const struct cg_halo_tag t1 = {1, 1}, t2 = {1, 2};
+  grad_fill(&s, be, d, h);
+  OK(ex->halo_begin(ex, CG_HALO_BACKWARD, t1, d, COLS));
+  if (early) {
+    OK(ex->halo_end(ex, CG_HALO_BACKWARD, t1, d, COLS));
+    grad_verify(&s, be, d, h);
+    grad_fill(&s, be, d, h);
+    const int rc = ex->halo_begin(ex, CG_HALO_BACKWARD, t2, d, COLS);
+    const char *msg = rc < 0 ? cg_err_msg() : "(none)";
+    CHECK(rc == CG_ERR_ARG && strstr(msg, "had not finished reading the gradients of exchange 1") &&
+              strstr(msg, "need a collective of every rank between them"),
+          "%s: backward exchange 2 began before the node's owners ended exchange 1: begin returned %d (%s)", spec,
+          rc, msg);
+    cg_err_clear();
+  }
+  OK(comm_barrier(g_comm)); /* the early rank's refused begin comes first */
+  if (!early) {
+    OK(ex->halo_end(ex, CG_HALO_BACKWARD, t1, d, COLS));
+    grad_verify(&s, be, d, h); /* exchange 1's gradients, none of a refused exchange 2 */
+  }
+  if (me == 0)
+    printf("ok: %-13s a backward exchange begun before the node's owners read the one before: refused, their "
+           "gradients intact\n", spec);
+  OK(comm_barrier(g_comm));
+  be->free(be, d);
+  free(h);
+  cg_exchange_destroy(&ex);
+  setup_free(&s);
+}
+
 /* A node-tier row that is never written: on one node, rank 0 leaves out exchange 1 of
  * layer 1 (a schedule broken on one rank). Its readers must fail within the readers'
  * timeout (jaca_options.read_timeout_s, 0.5 s here; CAPGNN_JACA_TIMEOUT unset for the
@@ -970,6 +1043,7 @@ int main(int argc, char **argv) {
   /* ... and so is a forward exchange begun before the node's ranks read the one before */
   early_writer_case("synth:small", 1.0, 0, cpu);
   early_writer_case("synth:small", 0.1, 2, cpu);
+  early_grad_writer_case("synth:small", cpu);
   /* ... and a row never written is reported within the readers' timeout */
   stuck_reader_case("synth:small", cpu);
   fake_device_side_uploads(dev, 1);
