@@ -1010,7 +1010,8 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   if (par->profile) {
     /* (the key's thread count is the one training will run: the setup comes later) */
     const int threads = rt_threads_expected(cfg->threads, comm_host_local_size(c));
-    int pst = rapa_train_profile(c, par->profile, cfg->device, threads, par->part_cache);
+    int pst = rapa_train_profile(c, par->profile, cfg->device, threads, par->part_cache,
+                                 !strcmp(par->partition, "rapa") && strcmp(par->profile, "auto") != 0);
     if (pst != CG_OK) {
       report_setup_error(c);
       comm_finalize(&c);

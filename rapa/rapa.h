@@ -188,9 +188,14 @@ int rapa_report_html(const struct rapa_profile *p, const struct rapa_split *spli
  * validate it, find each rank's device in it (by key; by rank when the file has as
  * many ranks as the job but other keys, with a warning) and log the relative
  * capabilities of the job's ranks on rank 0. `device`/`threads` as the training's
- * --device/--threads. Changes nothing in training. Collective. */
+ * --device/--threads. sizes_parts: --partition rapa sizes the parts by this FILE's
+ * rates, so it must hold the job's ranks (rapa_profile_check_ranks), refused before
+ * anything is logged. Changes nothing in training. Collective. */
 int rapa_train_profile(struct comm *c, const char *spec, const char *device, int threads,
-                       const char *cache_dir);
+                       const char *cache_dir, int sizes_parts);
+/* CG_ERR_ARG unless profile `spec` (loaded as p) holds P ranks, the job's, as
+ * --partition rapa --profile needs (one entry of rates per rank): the message says so. */
+int rapa_profile_check_ranks(const struct rapa_profile *p, const char *spec, int P);
 
 /* The profile entry of every rank of the job (match[P], on every rank), found as
  * rapa_train_profile finds them: by host and device key (rank r's own entry first, then

@@ -150,7 +150,15 @@ static void profiles_cached(const char *dir, const char *host, char *buf, size_t
   closedir(d);
 }
 
-int rapa_train_profile(struct comm *c, const char *spec, const char *device, int threads, const char *cache_dir) {
+int rapa_profile_check_ranks(const struct rapa_profile *p, const char *spec, int P) {
+  if (rapa_profile_nranks(p) == P) return CG_OK;
+  return cg_err_set(CG_ERR_ARG, "--partition rapa --profile %s: the profile has %d ranks, the job %d: profile the "
+                    "job's ranks (capgnn profile with the same -np, --threads, --gpu-share)", spec,
+                    rapa_profile_nranks(p), P);
+}
+
+int rapa_train_profile(struct comm *c, const char *spec, const char *device, int threads, const char *cache_dir,
+                       int sizes_parts) {
   int st = CG_OK;
   const int rank = comm_rank(c), P = comm_size(c);
   char key[128] = "", host[128], mine[300];
@@ -183,6 +191,9 @@ int rapa_train_profile(struct comm *c, const char *spec, const char *device, int
     TRY_GOTO(comm_gather_text(c, text, 0, &texts), done);
   } else {
     if (rank == 0) st = rapa_profile_load(spec, &prof);
+    /* (now, not after a line of relative capabilities that maps the job's ranks onto
+     * fewer entries, which --partition rapa then refuses) */
+    if (rank == 0 && st == CG_OK && sizes_parts) st = rapa_profile_check_ranks(prof, spec, P);
     TRY_GOTO(comm_agree(c, st, "--profile: loading the profile"), done);
   }
   TRY_GOTO(comm_gather_text(c, mine, 0, &ids), done);

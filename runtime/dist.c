@@ -348,10 +348,7 @@ static int dist_rapa_owner(struct comm *c, struct graph *g, const struct rt_conf
   } else if (o->rapa_profile) { /* rank 0 reads it: the rates of every rank, the links */
     if (rank == 0) {
       st = rapa_profile_load(o->rapa_profile, &prof);
-      if (st == CG_OK && rapa_profile_nranks(prof) != P)
-        st = cg_err_set(CG_ERR_ARG, "--partition rapa --profile %s: the profile has %d ranks, the job %d: profile "
-                        "the job's ranks (capgnn profile with the same -np, --threads, --gpu-share)", o->rapa_profile,
-                        rapa_profile_nranks(prof), P);
+      if (st == CG_OK) st = rapa_profile_check_ranks(prof, o->rapa_profile, P);
     }
     TRY_GOTO(comm_agree(c, st, "reading the profile"), done);
     /* each rank's own device's entry (by host and device key, as --profile's log line), not
@@ -912,7 +909,7 @@ static int dist_backend_open(struct comm *c, const struct rt_config *cfg, struct
                "uses the CPU backend (pass --device cuda to require GPUs)");
     dev = "cpu";
   }
-  st = rt_backend_open_ordinal(dev, cfg->threads, cfg->tf32, ordinal, be);
+  st = rt_backend_open_ordinal("train", dev, cfg->threads, cfg->tf32, ordinal, be);
   if (st < 0) cg_err_trail(__FILE__, __LINE__, "rt_backend_open_ordinal");
   if (st == CG_OK) st = rt_backend_emulate(be, comm_rank(c), comm_size(c));
   TRY(comm_agree(c, st, "opening the compute backend"));

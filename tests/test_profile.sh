@@ -9,7 +9,8 @@
 #  4. a corrupt (truncated) cache file and one of another version are re-measured with
 #     a warning, and the cache file is valid again afterwards;
 #  5. capgnn train --profile FILE|auto logs the ranks' capabilities and trains as
-#     without it (same losses); a tampered or missing profile is a set-up error;
+#     without it (same losses); a tampered or missing profile is a set-up error, and so
+#     is (before the log) a profile of fewer ranks with --partition rapa;
 #  5b. without --threads, profile and train key a device by the same default thread count;
 #  6. usage errors: --gpu-share with --device cpu, a --threads list that does not fit
 #     the rank count; --gpu-share without an MPS daemon (no GPU needed: the check comes
@@ -124,6 +125,12 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['capability']['re
 np 2 "$capgnn" "${train[@]}" --profile tampered.json >train3.out 2>train3.err && bad "a tampered profile was accepted"
 has train3.err "capability.relative\[0\] is 0.9.* but the ranks' rates give"
 np 2 "$capgnn" "${train[@]}" --profile missing.json >train4.out 2>train4.err && bad "a missing profile was accepted"
+# --partition rapa sizes the parts by the file's rates: a profile of 2 ranks for a job of
+# 3 is refused before the capabilities are logged (the line mapped 3 ranks onto 2 entries)
+np 3 --oversubscribe "$capgnn" "${train[@]}" --partition rapa --profile p.json >train7.out 2>train7.err &&
+  bad "a profile of 2 ranks sized the parts of 3"
+has train7.err "the profile has 2 ranks, the job 3"
+hasnt train7.err "relative capability"
 has train4.err "cannot open 'missing.json'"
 "$capgnn" "${train[@]}" --threads 3 --profile auto >train5.out 2>train5.err && bad "--profile auto without a profile of cpu-t3"
 has train5.err "no usable profile of rank 0's device (cpu-t3"
