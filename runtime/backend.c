@@ -13,17 +13,17 @@
 #endif
 
 int rt_backend_open(const char *device, int threads, int tf32, struct cg_backend **out) {
-  return rt_backend_open_ordinal(device, threads, tf32, 0, out);
+  return rt_backend_open_ordinal("train", device, threads, tf32, 0, out);
 }
 
-int rt_backend_open_ordinal(const char *device, int threads, int tf32, int ordinal,
+int rt_backend_open_ordinal(const char *subsys, const char *device, int threads, int tf32, int ordinal,
                             struct cg_backend **out) {
   *out = NULL;
   (void)ordinal; /* unused without CUDA */
   if (!device) device = "auto";
   if (strcmp(device, "cpu") == 0) {
     TRY(cg_backend_cpu_create(threads, out));
-    if (tf32) LOG_INFO("train", "--tf32 has no effect on the CPU backend (its products are fp32)");
+    if (tf32) LOG_INFO(subsys, "--tf32 has no effect on the CPU backend (its products are fp32)");
     return CG_OK;
   }
   if (strcmp(device, "cuda") == 0) {
@@ -42,16 +42,16 @@ int rt_backend_open_ordinal(const char *device, int threads, int tf32, int ordin
       if (cg_backend_cuda_create(ordinal, tf32, out) == CG_OK) return CG_OK;
       /* A GPU answered but the backend could not start on it: say so loudly, since
        * the run will be much slower than the user expects. */
-      LOG_WARN("train", "device auto: the CUDA backend failed (%s); falling back to the CPU backend",
+      LOG_WARN(subsys, "device auto: the CUDA backend failed (%s); falling back to the CPU backend",
                cg_err_msg());
       cg_err_clear();
       *out = NULL;
     } else {
-      LOG_INFO("train", "device auto: no GPU found; using the CPU backend");
+      LOG_INFO(subsys, "device auto: no GPU found; using the CPU backend");
     }
 #endif
     TRY(cg_backend_cpu_create(threads, out));
-    if (tf32) LOG_INFO("train", "--tf32 has no effect on the CPU backend (its products are fp32)");
+    if (tf32) LOG_INFO(subsys, "--tf32 has no effect on the CPU backend (its products are fp32)");
     return CG_OK;
   }
   return cg_err_set(CG_ERR_ARG, "--device %s: expected auto, cpu or cuda", device);

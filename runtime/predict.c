@@ -178,7 +178,7 @@ int rt_predict(const struct rt_predict_options *o, struct rt_predict_result *res
                     (long long)c.num_params, (long long)np);
     goto done;
   }
-  TRY_GOTO(rt_backend_open(cfg.device, cfg.threads, 0, &be), done);
+  TRY_GOTO(rt_backend_open_ordinal("predict", cfg.device, cfg.threads, 0, 0, &be), done);
   TRY_GOTO(rt_model_create(be, &loc, &cfg, NULL, &m), done);
   TRY_GOTO(rt_model_state_set(m, c.params, c.adam_m, c.adam_v, c.steps), done);
   struct rt_eval ev;

@@ -480,11 +480,13 @@ struct rt_result {
 void rt_result_free(struct rt_result *r); /* accepts a zeroed struct */
 
 /* Open a backend: "cpu", "cuda" (error when not built or no GPU), or "auto" (CUDA
- * when built and a GPU answers, else CPU). */
+ * when built and a GPU answers, else CPU). Its log lines (what auto chose, --tf32 on
+ * the CPU) go under the subsystem "train". */
 int rt_backend_open(const char *device, int threads, int tf32, struct cg_backend **out);
-/* The same on CUDA device `ordinal` (the one comm_gpu_bind chose for this rank);
- * rt_backend_open uses ordinal 0. Ignored for the CPU backend. */
-int rt_backend_open_ordinal(const char *device, int threads, int tf32, int ordinal,
+/* The same on CUDA device `ordinal` (the one comm_gpu_bind chose for this rank), its
+ * log lines under `subsys`, the command's ("train", "predict"); rt_backend_open uses
+ * ordinal 0 and "train". The ordinal is ignored for the CPU backend. */
+int rt_backend_open_ordinal(const char *subsys, const char *device, int threads, int tf32, int ordinal,
                             struct cg_backend **out);
 /* ---- threads of a rank (--threads) ----------------------------------------------
  * --threads N runs N threads per rank; 0 (the default) gives each rank the host's

@@ -228,6 +228,13 @@ static void predict_matches_training(void **state) {
   /* its lines under its own subsystem (the threads line said "train") */
   assert_non_null(strstr(r.err, " predict] CPU threads: 1"));
   if (strstr(r.err, " train]")) fail_msg("predict logged under the train subsystem: %s", r.err);
+  /* ... and what --device auto chose (a CUDA build: "device auto: no GPU found ...") */
+  char lg_auto[320];
+  snprintf(lg_auto, sizeof lg_auto, "%s/logits_auto.npy", tmpdir);
+  run(&r, (const char *const[]){"predict", "--checkpoint", best, "--graph", "synth:small", "--output", lg_auto,
+                                "--device", "auto", "--threads", "1", NULL});
+  if (r.exit_code != 0) fail_msg("predict --device auto: exit %d: %s", r.exit_code, r.err);
+  if (strstr(r.err, " train]")) fail_msg("predict --device auto logged under the train subsystem: %s", r.err);
   struct graph g;
   memset(&g, 0, sizeof g);
   assert_int_equal(graph_open("synth:small", &g), 0);

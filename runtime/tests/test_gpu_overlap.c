@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
   OK(comm_gpu_bind(g_comm, &ordinal));
   struct cg_backend *cpu = NULL, *gpu = NULL;
   OK(cg_backend_cpu_create(1, &cpu));
-  OK(rt_backend_open_ordinal("cuda", 0, 0, ordinal, &gpu));
+  OK(rt_backend_open_ordinal("train", "cuda", 0, 0, ordinal, &gpu));
   const enum rt_model_kind kinds[3] = {RT_MODEL_GCN, RT_MODEL_SAGE, RT_MODEL_GAT};
   const int layers[3] = {3, 2, 3};
   for (int k = 0; k < 3; k++) {
