@@ -297,9 +297,12 @@ int cmd_partition(int argc, char **argv) {
   if (quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
 #ifdef CAPGNN_HAVE_RAPA
   if (rapa && !profile) { /* the speeds scale the rates measured here: a bad list is refused before the graph loads */
-    double f = 1.0;
-    if (cg_emulate_speed_parse(getenv("CAPGNN_EMULATE_SPEED"), 0, parts, &f) != CG_OK)
-      return usage_error("%s", cg_err_msg());
+    const char *speed = getenv("CAPGNN_EMULATE_SPEED");
+    int n = 0;
+    if (cg_emulate_speed_check(speed, &n) != CG_OK) return usage_error("%s", cg_err_msg());
+    if (n > 1 && n != parts) /* (a value per part: no job, no ranks here) */
+      return usage_error("CAPGNN_EMULATE_SPEED='%s' has %d values but --parts is %d: give one value for all parts "
+                         "or one per part", speed, n, parts);
   }
 #endif
   /* the output rule (core/outfile.h), and an unwritable --json fails now, not after the

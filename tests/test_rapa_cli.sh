@@ -46,7 +46,7 @@ PY
 # a bad speed list is refused before the graph loads (here, a graph that is not there)
 CAPGNN_EMULATE_SPEED=1,1,1 "$capgnn" partition --graph "$out/none.cgr" --parts 2 --partition rapa >x.out 2>x.err
 [ $? = 2 ] || { cat x.err; fail "partition with 3 speeds for 2 parts: exit status not 2"; }
-grep -q "CAPGNN_EMULATE_SPEED='1,1,1' has 3 values but the job has 2 ranks" x.err ||
+grep -q "CAPGNN_EMULATE_SPEED='1,1,1' has 3 values but --parts is 2" x.err ||
   { cat x.err; fail "no message on the speed list before the graph loads"; }
 "$capgnn" partition --graph cora --parts 3 --profile "$profile" >x.out 2>x.err && fail "a 2-rank profile for 3 parts"
 grep -q "has 2 ranks" x.err || { cat x.err; fail "no message about the profile's ranks"; }
