@@ -14,7 +14,8 @@
  * - both match the update written out in double (torch.optim.Adam / AdamW) within
  *   |x - ref| <= atol + rtol |ref|, worst error printed.
  * The SGD kernel (core/sgd.h's cg_sgd_update) likewise, with and without momentum and
- * weight decay, against torch.optim.SGD written out in double. */
+ * weight decay, against torch.optim.SGD written out in double; and the elementwise kernel
+ * dropout_relu_bwd against the CPU backend's op. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -227,10 +228,38 @@ void test_sgd_kernel_emulated(void **state) {
   cg_backend_destroy(&be);
 }
 
+/* The backward of dropout(relu(x)) read from the dropout's output (dropout_relu_bwd_kernel,
+ * same file): the emulated kernel against the CPU backend's op, bit for bit, on an hd with
+ * zeros, subnormal and infinite values and a gradient with NaN and infinities, with grids
+ * that leave grid-stride remainders. */
+void test_dropout_relu_bwd_emulated(void **state) {
+  (void)state;
+  cg_backend *be = nullptr;
+  assert_int_equal(cg_backend_cpu_create(2, &be), 0);
+  const int64_t n = 20011;
+  std::vector<float> hd(n), dy(n);
+  for (int64_t i = 0; i < n; i++) {
+    const int k = (int)(i % 7);
+    hd[i] = k < 3 ? 0.0f : k == 3 ? 1e-40f : k == 4 ? INFINITY : (float)unif(0.0, 2.0);
+    dy[i] = i % 11 == 0 ? NAN : i % 13 == 0 ? -INFINITY : (float)unif(-1.0, 1.0);
+  }
+  const unsigned grids[][2] = {{3, 64}, {(unsigned)grid_for(n), kThreads}};
+  for (const auto &gt : grids) {
+    std::vector<float> want = dy, got = dy;
+    be->dropout_relu_bwd(be, hd.data(), want.data(), n, 2.0f);
+    emu_launch(gt[0], gt[1], dropout_relu_bwd_kernel, (const float *)hd.data(), got.data(), n, 2.0f);
+    assert_memory_equal(want.data(), got.data(), sizeof(float) * (size_t)n);
+    printf("dropout_relu_bwd, n=%lld, grid %u x %u: kernel equals the CPU backend bit for bit\n", (long long)n,
+           gt[0], gt[1]);
+  }
+  cg_backend_destroy(&be);
+}
+
 } // namespace
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_adam_kernel_emulated),
-                                     cmocka_unit_test(test_sgd_kernel_emulated)};
+                                     cmocka_unit_test(test_sgd_kernel_emulated),
+                                     cmocka_unit_test(test_dropout_relu_bwd_emulated)};
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
