@@ -103,6 +103,15 @@ static void setup_make(struct setup *s, const char *spec, int random_owners) {
   s->pl = &s->all[me];
 }
 
+/* A case's host copy and backend matrix of rows x COLS (at least one row). */
+static void case_matrices(int64_t rows, struct cg_backend *be, float **h, float **d) {
+  const size_t bytes = sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS);
+  *h = malloc(bytes);
+  CHECK(*h != NULL, "out of memory");
+  *d = NULL;
+  OK(be->alloc(be, (void **)d, bytes, "test matrix"));
+}
+
 static void setup_free(struct setup *s) {
   for (int q = 0; q < comm_size(g_comm); q++) part_local_free(&s->all[q]);
   free(s->all);
@@ -300,9 +309,8 @@ static void run_case(const char *spec, int random_owners, enum jaca_policy polic
           (long long)p->n_union, capacity);
   OK(jaca_node_plan_check(p, pl));
   const int64_t rows = pl->n_inner + pl->n_halo;
-  float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
-  CHECK(h != NULL, "out of memory");
-  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
+  float *h = NULL, *d = NULL;
+  case_matrices(rows, be, &h, &d);
 
   /* epochs: 3 when exact, else two periods and one more (every class refreshed, then
    * kept, twice); an evaluation and a backward exchange after each epoch */
@@ -527,9 +535,8 @@ static void grad_case(const char *spec, int G, struct cg_backend *be) {
   struct cg_exchange *ex = NULL;
   OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
   const int64_t rows = pl->n_inner + pl->n_halo;
-  float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
-  CHECK(h != NULL, "out of memory");
-  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
+  float *h = NULL, *d = NULL;
+  case_matrices(rows, be, &h, &d);
   const uint32_t E = (uint32_t)(2 * (G + 1) + 1);
   int64_t worst = 0, bytes = 0, exact = 0;
   comm_stats_reset(g_comm);
@@ -639,9 +646,8 @@ static void grad_adapt_case(const char *spec, int random_owners, int S, int G, s
   struct cg_exchange *ex = NULL;
   OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
   const int64_t rows = pl->n_inner + pl->n_halo;
-  float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
-  CHECK(h != NULL, "out of memory");
-  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
+  float *h = NULL, *d = NULL;
+  case_matrices(rows, be, &h, &d);
   const uint32_t E = (uint32_t)(3 * (G + 1) + 2);
   int64_t worst = 0, want_sent = 0, want_skipped = 0, by_event = 0, by_age = 0;
   comm_stats_reset(g_comm);
@@ -795,9 +801,8 @@ static void stale_guard_case(const char *spec, double capacity, struct cg_backen
   for (int64_t k = 0; k < p->cls[0].recv_rows; k++) direct0 |= p->cls[0].recv_dest[k] >= 0;
   for (int64_t k = 0; k < p->n_read; k++) node0 |= p->read_phase[k] == 0;
   const int64_t rows = pl->n_inner + pl->n_halo;
-  float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
-  CHECK(h != NULL, "out of memory");
-  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
+  float *h = NULL, *d = NULL;
+  case_matrices(rows, be, &h, &d);
   for (uint32_t e = 1; e <= 2; e++) {
     CHECK(forward_check(&s, be, ex, d, h, 1, e, 0, p, NULL) == 0, "stale guard: epoch %u: wrong halo values", e);
     OK(comm_barrier(g_comm)); /* (a training step's all-reduce: no writer a generation ahead of a reader) */
@@ -858,9 +863,8 @@ static void early_writer_case(const char *spec, double capacity, int staleness, 
   OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
   const struct jaca_node_plan *p = jaca_exchange_plan(ex);
   const int64_t rows = pl->n_inner + pl->n_halo;
-  float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
-  CHECK(h != NULL, "out of memory");
-  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
+  float *h = NULL, *d = NULL;
+  case_matrices(rows, be, &h, &d);
   const struct cg_halo_tag t1 = {1, 1}, t2 = {1, 2};
   fill_rows(&s, be, d, h, 1, 1, 0);
   OK(ex->halo_begin(ex, CG_HALO_FORWARD, t1, d, COLS));
@@ -917,9 +921,8 @@ static void early_grad_writer_case(const char *spec, struct cg_backend *be) {
   struct cg_exchange *ex = NULL;
   OK(jaca_exchange_create(g_comm, be, pl, &pl->agg, 64, &layers, &o, &ex));
   const int64_t rows = pl->n_inner + pl->n_halo;
-  float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
-  CHECK(h != NULL, "out of memory");
-  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
+  float *h = NULL, *d = NULL;
+  case_matrices(rows, be, &h, &d);
   const struct cg_halo_tag t1 = {1, 1}, t2 = {1, 2};
   grad_fill(&s, be, d, h);
   OK(ex->halo_begin(ex, CG_HALO_BACKWARD, t1, d, COLS));
@@ -979,9 +982,8 @@ static void stuck_reader_case(const char *spec, struct cg_backend *be) {
   int reads0 = 0;
   for (int64_t k = 0; k < p->n_read; k++) reads0 |= p->halo_owner[p->read_halo[k]] == 0;
   const int64_t rows = pl->n_inner + pl->n_halo;
-  float *h = malloc(sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS)), *d = NULL;
-  CHECK(h != NULL, "out of memory");
-  OK(be->alloc(be, (void **)&d, sizeof(float) * (size_t)((rows > 0 ? rows : 1) * COLS), "test matrix"));
+  float *h = NULL, *d = NULL;
+  case_matrices(rows, be, &h, &d);
   if (me != 0) {
     fill_rows(&s, be, d, h, 1, 1, 0);
     const struct cg_halo_tag t1 = {1, 1};
