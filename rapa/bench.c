@@ -55,7 +55,11 @@ int rapa_measure(struct cg_backend *be, const struct rapa_bench_opts *o, int (*o
   struct rapa_cuda_timer *ct = NULL;
   unsigned char *ev = NULL; /* the eviction buffer (CPU) */
   const size_t evn = o->evict_bytes > 0 ? (size_t)o->evict_bytes : 0;
-  if (be && be->kind == CG_DEVICE_CUDA) TRY_GOTO(rapa_cuda_timer_create(be, &ct), done);
+  /* CUDA events time the CUDA backend itself. A wrapper around it (an emulated speed, whose
+   * waits are slept on the host at be->sync; the per-op profiler) is timed by the clock after
+   * be->sync like the CPU: events on the inner stream would miss the emulated waits, and
+   * the wrapper has no stream of its own to record them on. */
+  if (be && be->kind == CG_DEVICE_CUDA && !be->wraps) TRY_GOTO(rapa_cuda_timer_create(be, &ct), done);
   if (evn && !ct && !(ev = cg_malloc(evn, "cache eviction buffer"))) {
     st = CG_ERR_NOMEM;
     goto done;
