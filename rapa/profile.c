@@ -605,36 +605,48 @@ int rapa_mkdirs(const char *dir) {
   return CG_OK;
 }
 
-int rapa_cache_read(const char *path, const char *schema, int need_full, cJSON **out, char *why,
+/* An unusable cache file: a warning for a caller that measures again, else the detail
+ * goes to *why (rapa_cache_read). */
+static void cache_unusable(const char *path, int remeasure, char *why, size_t why_len, const char *reason,
+                           const char *detail) {
+  if (remeasure) {
+    LOG_WARN("profile", "profile cache '%s' %s: re-measuring", path, detail);
+    snprintf(why, why_len, "%s", reason);
+  } else {
+    snprintf(why, why_len, "the file %s", detail);
+  }
+}
+
+int rapa_cache_read(const char *path, const char *schema, int need_full, int remeasure, cJSON **out, char *why,
                     size_t why_len) {
   *out = NULL;
   snprintf(why, why_len, "no cached profile");
   char *text = NULL;
+  char detail[1400];
   int st = read_text(path, &text);
   if (st == CG_ERR_NOT_FOUND) {
     cg_err_clear();
     return 0;
   }
   if (st < 0) {
-    LOG_WARN("profile", "profile cache '%s' cannot be read (%s): re-measuring", path, cg_err_msg());
-    snprintf(why, why_len, "unreadable cache file");
+    snprintf(detail, sizeof detail, "cannot be read (%s)", cg_err_msg());
+    cache_unusable(path, remeasure, why, why_len, "unreadable cache file", detail);
     cg_err_clear();
     return 0;
   }
   cJSON *root = cJSON_Parse(text);
   cg_free(text);
   if (!root) {
-    LOG_WARN("profile", "profile cache '%s' is corrupt (not valid JSON): re-measuring", path);
-    snprintf(why, why_len, "corrupt cache file");
+    cache_unusable(path, remeasure, why, why_len, "corrupt cache file", "is corrupt (not valid JSON)");
     return 0;
   }
   char what[600];
   snprintf(what, sizeof what, "profile cache '%s'", path);
   const cJSON *ver = cJSON_GetObjectItem(root, "version");
   if (cJSON_IsNumber(ver) && ver->valuedouble != RAPA_PROFILE_VERSION) {
-    LOG_WARN("profile", "profile cache '%s' has version %g; this capgnn writes version %d: re-measuring", path,
-             ver->valuedouble, RAPA_PROFILE_VERSION);
-    snprintf(why, why_len, "cache file of another version");
+    snprintf(detail, sizeof detail, "has version %g; this capgnn writes version %d", ver->valuedouble,
+             RAPA_PROFILE_VERSION);
+    cache_unusable(path, remeasure, why, why_len, "cache file of another version", detail);
     cJSON_Delete(root);
     return 0;
   }
@@ -648,8 +660,8 @@ int rapa_cache_read(const char *path, const char *schema, int need_full, cJSON *
              : cg_err_set(CG_ERR_FORMAT, "%s: schema: expected \"%s\"", what, schema);
   }
   if (st < 0) {
-    LOG_WARN("profile", "profile cache '%s' does not validate (%s): re-measuring", path, cg_err_msg());
-    snprintf(why, why_len, "invalid cache file");
+    snprintf(detail, sizeof detail, "does not validate (%s)", cg_err_msg());
+    cache_unusable(path, remeasure, why, why_len, "invalid cache file", detail);
     cg_err_clear();
     cJSON_Delete(root);
     return 0;

@@ -102,8 +102,11 @@ void rapa_now_iso(char *buf, size_t len);
 
 const char *rapa_cache_dir(const char *cache_dir); /* NULL: $CAPGNN_CACHE, else .capgnn-cache */
 /* Read, parse and validate a cached file of `schema` name; 1 when usable (*out set),
- * 0 when absent, or unusable with a warning saying why (*why gets a short reason). */
-int rapa_cache_read(const char *path, const char *schema, int need_full, cJSON **out,
+ * 0 when absent or unusable. With `remeasure` (the caller measures again) an unusable
+ * file is a warning saying why and "re-measuring", and *why gets a short reason;
+ * without (the caller refuses, e.g. train --profile auto) nothing is logged and *why
+ * gets the reason with its detail, for the caller's one error line. */
+int rapa_cache_read(const char *path, const char *schema, int need_full, int remeasure, cJSON **out,
                     char *why, size_t why_len);
 int rapa_cache_write(const char *path, const cJSON *obj);
 int rapa_mkdirs(const char *dir);

@@ -114,7 +114,7 @@ static int device_profile(struct comm *c, struct cg_backend *be, const struct ra
   *dev = NULL;
   *reused = 0;
   char why[128] = "--refresh";
-  if (!o->refresh && rapa_cache_read(path, "capgnn-device-profile", !o->quick, dev, why, sizeof why) == 1) {
+  if (!o->refresh && rapa_cache_read(path, "capgnn-device-profile", !o->quick, 1, dev, why, sizeof why) == 1) {
     const cJSON *k = cJSON_GetObjectItem(*dev, "key");
     /* (the key names the device and its threads, not the GEMM library: an entry measured
      * with another one, e.g. OpenBLAS's before oneDNN was installed, is another device's) */
@@ -210,7 +210,7 @@ int rapa_profile_run(struct comm *c, const struct rapa_run_opts *oin, struct rap
     snprintf(lpath, sizeof lpath, "%s/links-p%d-%016llx.json", dir, P, (unsigned long long)fnv1a(layout));
     char why[128];
     cJSON *cached = NULL;
-    if (!o.refresh && rapa_cache_read(lpath, "capgnn-links-profile", !o.quick, &cached, why, sizeof why) == 1) {
+    if (!o.refresh && rapa_cache_read(lpath, "capgnn-links-profile", !o.quick, 1, &cached, why, sizeof why) == 1) {
       const cJSON *lay = cJSON_GetObjectItem(cached, "layout");
       if (cJSON_IsString(lay) && !strcmp(lay->valuestring, layout)) {
         links = cJSON_DetachItemFromObject(cached, "links");

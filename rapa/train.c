@@ -174,16 +174,18 @@ int rapa_train_profile(struct comm *c, const char *spec, const char *device, int
   TRY_GOTO(comm_agree(c, st, "--profile: naming this rank's device"), done);
   snprintf(mine, sizeof mine, "%s|%s", cg_hostname(), key);
   if (from_cache) {
-    char path[1200], why[128];
+    char path[1200], why[1600];
     snprintf(path, sizeof path, "%s/profile/%s-%s.json", rapa_cache_dir(cache_dir), host, key);
-    if (rapa_cache_read(path, "capgnn-device-profile", 0, &dev, why, sizeof why) != 1) {
+    /* (not re-measured here: refused, the reason in the one error line) */
+    if (rapa_cache_read(path, "capgnn-device-profile", 0, 0, &dev, why, sizeof why) != 1) {
       char have[400];
       profiles_cached(rapa_cache_dir(cache_dir), host, have, sizeof have);
+      /* (no rank number: ranks of one device read one file and fail alike, said once) */
       st = cg_err_set(CG_ERR_NOT_FOUND,
-                      "--profile auto: no usable profile of rank %d's device (%s on %s, this run's --device and "
-                      "threads) in the cache: %s (%s); the cache holds %s for this host; run `capgnn profile` with "
-                      "this run's --device and --threads first",
-                      rank, key, cg_hostname(), path, why, have);
+                      "--profile auto: no usable profile of device %s on %s (this run's --device and threads) in "
+                      "the cache: %s (%s); the cache holds %s for this host; run `capgnn profile` with this run's "
+                      "--device and --threads first",
+                      key, cg_hostname(), path, why, have);
     }
     else if (!(text = cJSON_PrintUnformatted(dev)))
       st = cg_err_set(CG_ERR_NOMEM, "out of memory printing the device profile");

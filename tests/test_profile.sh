@@ -133,8 +133,16 @@ has train7.err "the profile has 2 ranks, the job 3"
 hasnt train7.err "relative capability"
 has train4.err "cannot open 'missing.json'"
 "$capgnn" "${train[@]}" --threads 3 --profile auto >train5.out 2>train5.err && bad "--profile auto without a profile of cpu-t3"
-has train5.err "no usable profile of rank 0's device (cpu-t3"
+has train5.err "no usable profile of device cpu-t3"
 has train5.err "the cache holds .*cpu-t1.* for this host"
+# a corrupt cache file under --profile auto: refused, not used and not "re-measured" (a
+# warning said so, then the run refused), one error line for the two ranks that read it
+cp "$dev" dev.good && head -c 200 dev.good >"$dev"
+np 2 "$capgnn" "${train[@]}" --profile auto >train8.out 2>train8.err && bad "--profile auto took a corrupt cache file"
+has train8.err "profile/.*-cpu-t1.json (the file is corrupt (not valid JSON))"
+hasnt train8.err "re-measuring"
+[ "$(grep -c "capgnn: error" train8.err)" = 1 ] || { bad "not one error line for a corrupt cache file"; cat train8.err; }
+mv dev.good "$dev"
 
 # 5b. without --threads, unbound: profile and training key the device by the same
 # default count, the host's CPUs divided by its ranks (the profile took OpenMP's, all
