@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,6 +278,46 @@ static void first_difference(const char *a, const char *b, char *la, char *lb, s
   }
   snprintf(la, len, "(the same)");
   snprintf(lb, len, "(the same)");
+}
+
+void cli_report_setup_error(struct comm *c) {
+  const int rank = comm_rank(c), size = comm_size(c);
+  const char *msg = cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status());
+  if (size == 1) {
+    fprintf(stderr, "capgnn: error: %s\n", msg);
+    return;
+  }
+  uint64_t h = 1469598103934665603ull; /* FNV-1a of the message, and whether it is a relay */
+  for (const char *p = msg; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  const int relay = comm_err_is_relay(c);
+  const int64_t mine = (int64_t)((h >> 2) << 1) | relay;
+  int64_t *all = malloc((size_t)size * sizeof *all);
+  char saved[2048];
+  snprintf(saved, sizeof saved, "%s", msg); /* the all-gather may record its own error */
+  if (!all || comm_allgather_i64(c, mine, all) != CG_OK) { /* cannot compare: every rank prints */
+    fprintf(stderr, "capgnn: error: rank %d: %s\n", rank, saved);
+    free(all);
+    return;
+  }
+  int own = 0, same = 1; /* some rank has a message of its own; every rank has this one */
+  for (int r = 0; r < size; r++) {
+    own |= !(all[r] & 1);
+    if (all[r] != mine) same = 0;
+  }
+  /* the lines: the own messages (the relays, "rank R failed during ... (see that rank's
+   * log)", only when no rank has one), each by the lowest rank that holds it */
+  int first = rank, distinct = 0;
+  for (int r = 0; r < size; r++) {
+    if (own && (all[r] & 1)) continue;
+    int seen = 0;
+    for (int q = 0; q < r && !seen; q++) seen = all[q] == all[r] && !(own && (all[q] & 1));
+    distinct += !seen;
+    if (all[r] == mine && r < first) first = r;
+  }
+  free(all);
+  if (first != rank || (own && relay)) return;
+  if (same || (rank == 0 && distinct == 1)) fprintf(stderr, "capgnn: error: %s\n", saved);
+  else fprintf(stderr, "capgnn: error: rank %d: %s\n", rank, saved);
 }
 
 int cli_first_rank_with(struct comm *c, int flag) {

@@ -227,16 +227,10 @@ int cmd_profile(int argc, char **argv) {
     if (st == CG_OK && html && (st = rapa_report_html(prof, NULL, NULL, html)) == CG_OK)
       LOG_INFO("profile", "wrote the report to %s", html);
   }
-  /* one line: the lowest failing rank's own message (the ranks usually fail alike) */
-  char msg[2048];
-  snprintf(msg, sizeof msg, "%s", cg_err_msg()[0] ? cg_err_msg() : cg_status_str(st));
-  double first = st < 0 ? rank : P;
-  if (comm_allreduce_host(cm, &first, 1, COMM_MIN) != CG_OK) first = rank;
-  if (first < P && (int)first == rank) {
-    if (rank > 0) fprintf(stderr, "capgnn: error: rank %d: %s\n", rank, msg);
-    else fprintf(stderr, "capgnn: error: %s\n", msg);
-  }
-  const int agreed = first < P ? CG_ERR_INTERNAL : CG_OK;
+  /* (rank 0 alone writes the outputs) once per cause: the failing rank's own message,
+   * not "rank R failed during ..." from the lowest other rank */
+  const int agreed = comm_agree(cm, st, "writing the profile and the report");
+  if (agreed < 0) cli_report_setup_error(cm);
   rapa_profile_destroy(&prof);
   comm_finalize(&cm);
   return agreed < 0 ? CAPGNN_EXIT_FAILURE : CAPGNN_EXIT_OK;

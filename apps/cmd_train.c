@@ -590,42 +590,6 @@ static void print_config(FILE *out, const struct rt_config *c, const struct trai
 
 static const char *err_text(void) { return cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()); }
 
-#ifdef CAPGNN_HAVE_DIST
-/* A set-up error agreed by every rank (comm_agree), printed once per distinct message:
- * a rank stays silent when a lower rank holds the same text. When every rank failed
- * the same way (a missing file, a bad option) rank 0 prints one line without a rank;
- * otherwise each distinct line names its rank (the failing rank's own error, and the
- * lowest other rank's "rank R failed during ..."). */
-static void report_setup_error(struct comm *c) {
-  const int rank = comm_rank(c), size = comm_size(c);
-  const char *msg = err_text();
-  if (size == 1) {
-    fprintf(stderr, "capgnn: error: %s\n", msg);
-    return;
-  }
-  uint64_t h = 1469598103934665603ull; /* FNV-1a of the message */
-  for (const char *p = msg; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  const int64_t mine = (int64_t)(h >> 1);
-  int64_t *all = malloc((size_t)size * sizeof *all);
-  char saved[2048];
-  snprintf(saved, sizeof saved, "%s", msg); /* the all-gather may record its own error */
-  if (!all || comm_allgather_i64(c, mine, all) != CG_OK) { /* cannot compare: every rank prints */
-    fprintf(stderr, "capgnn: error: rank %d: %s\n", rank, saved);
-    free(all);
-    return;
-  }
-  int first = rank, same = 1;
-  for (int r = 0; r < size; r++) {
-    if (all[r] != mine) same = 0;
-    else if (r < first) first = r;
-  }
-  free(all);
-  if (first != rank) return;
-  if (same) fprintf(stderr, "capgnn: error: %s\n", saved);
-  else fprintf(stderr, "capgnn: error: rank %d: %s\n", rank, saved);
-}
-#endif
-
 /* The settings every rank of a job must share: what print_config writes, less its
  * comments and section lines and the keys a rank may set for itself, plus --resume and
  * the version. Why: each rank parses its own command line and settings files (an
@@ -960,7 +924,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
     return bad_threads == -2 ? CAPGNN_EXIT_FAILURE : CAPGNN_EXIT_USAGE;
   }
   if (check_same_settings(c, cfg, par, seeds) != CG_OK) {
-    if (cg_err_status() != CG_ERR_ARG) report_setup_error(c); /* the comparison itself failed */
+    if (cg_err_status() != CG_ERR_ARG) cli_report_setup_error(c); /* the comparison itself failed */
     comm_finalize(&c);
     return cg_err_status() == CG_ERR_ARG ? CAPGNN_EXIT_USAGE : CAPGNN_EXIT_FAILURE;
   }
@@ -989,7 +953,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
     else
       sst = rapa_mps_share_set(share_of(par->gpu_share, rank));
     if (comm_agree(c, sst, "setting the MPS share (--gpu-share)") != CG_OK) {
-      report_setup_error(c);
+      cli_report_setup_error(c);
       comm_finalize(&c);
       return CAPGNN_EXIT_FAILURE;
     }
@@ -1013,7 +977,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
     int pst = rapa_train_profile(c, par->profile, cfg->device, threads, par->part_cache,
                                  !strcmp(par->partition, "rapa") && strcmp(par->profile, "auto") != 0);
     if (pst != CG_OK) {
-      report_setup_error(c);
+      cli_report_setup_error(c);
       comm_finalize(&c);
       return CAPGNN_EXIT_FAILURE;
     }
@@ -1040,7 +1004,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
         cg_err_report("capgnn");
         comm_abort(c, CAPGNN_EXIT_FAILURE);
       }
-      report_setup_error(c);
+      cli_report_setup_error(c);
       if (rank == 0) seeds_failed(seeds, i);
       rc = CAPGNN_EXIT_FAILURE;
     }

@@ -453,20 +453,33 @@ static int counts_to_int(const int64_t *cnt, int n, int *icnt, int *idsp, const 
  * (status >= 0 on each): a rank that failed before it and left alone would leave the
  * others waiting inside. MINLOC: the most negative status, and the lowest rank (`me`,
  * named "WHOSE N SUFFIX" in the message) that has it. */
-static int agree_in(MPI_Comm mc, int me, int status, const char *whose, const char *suffix, const char *what) {
+static uint64_t msg_hash(const char *msg) { /* FNV-1a */
+  uint64_t h = 1469598103934665603ull;
+  for (const char *p = msg; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  return h;
+}
+
+static int agree_in(struct comm *c, MPI_Comm mc, int me, int status, const char *whose, const char *suffix,
+                    const char *what) {
   struct {
     int status, rank;
   } mine = {status < 0 ? status : 0, me}, worst;
   COMM_MPI_TRY(MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MINLOC, mc));
   if (worst.status >= 0) return CG_OK;
   if (status < 0) return status; /* keep this rank's own message */
-  return cg_err_set(worst.status, "%s %d%s failed during %s (%s; see that rank's log)", whose, worst.rank, suffix,
-                    what, cg_status_str(worst.status));
+  cg_err_set(worst.status, "%s %d%s failed during %s (%s; see that rank's log)", whose, worst.rank, suffix, what,
+             cg_status_str(worst.status));
+  c->relay_hash = msg_hash(cg_err_msg()); /* (comm_err_is_relay) */
+  return worst.status;
+}
+
+int comm_err_is_relay(const struct comm *c) {
+  return c && c->relay_hash && cg_err_msg()[0] && msg_hash(cg_err_msg()) == c->relay_hash;
 }
 
 /* comm_agree over the ranks of this node (for node collectives). */
 static int node_agree(struct comm *c, int status, const char *what) {
-  return agree_in(c->node, c->local_rank, status, "local rank", " of this node", what);
+  return agree_in(c, c->node, c->local_rank, status, "local rank", " of this node", what);
 }
 
 int comm_node_allgatherv_i64(struct comm *c, const int64_t *mine, int64_t n, int64_t *all) {
@@ -514,7 +527,7 @@ done:
 }
 
 int comm_agree(struct comm *c, int status, const char *what) {
-  return agree_in(c->world, c->rank, status, "rank", "", what ? what : "setup");
+  return agree_in(c, c->world, c->rank, status, "rank", "", what ? what : "setup");
 }
 
 /* ---- memory shared by the ranks of a host ---------------------------------------- */

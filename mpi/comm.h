@@ -264,6 +264,11 @@ int comm_node_barrier(struct comm *c);
  * its message; the others get "rank R failed during <what> (see its log)", R the
  * lowest failing rank. Lets every rank leave a failed setup together. */
 int comm_agree(struct comm *c, int status, const char *what);
+/* 1 when this rank's current error (cg_err_msg) is the "rank R failed during ..." that
+ * comm_agree gave it for another rank's failure, not a failure of its own: a report of
+ * an agreed set-up error prints each failing rank's own message once and leaves these
+ * out (the failing rank says why; "see that rank's log" adds nothing). */
+int comm_err_is_relay(const struct comm *c);
 
 /* ---- measurement helpers (mpi/probe.c; the link benchmarks of rapa/ use them) --- */
 

@@ -43,6 +43,7 @@ struct comm {
   int nccl_dev;               /* its device */
   int nccl_failed;            /* AUTO tried NCCL and it did not start: do not try again */
   void (*release)(struct comm *c); /* comm_release_set; NULL: nothing to stop */
+  uint64_t relay_hash;        /* the last "rank R failed during ..." agree_in set here (0: none) */
   MPI_Win shared_win;         /* comm_host_shared's block, MPI_WIN_NULL: none */
   void *shared_base;
   size_t shared_bytes;

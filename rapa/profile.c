@@ -419,11 +419,28 @@ int rapa_validate_profile(const cJSON *root, const char *what) {
   return st;
 }
 
+/* Where cJSON stopped, for a message: "near '...'" with up to 20 characters, to the end
+ * of that line (a file cut short mid-line put its newline inside the one error line);
+ * "at the end of the file" when nothing follows. */
+static void json_near(const char *at, char *out, size_t len) {
+  char text[24];
+  size_t k = 0;
+  while (at && k < 20 && at[k] && at[k] != '\n' && at[k] != '\r') {
+    text[k] = (unsigned char)at[k] < 0x20 ? ' ' : at[k];
+    k++;
+  }
+  text[k] = '\0';
+  if (!at) snprintf(out, len, "near '?'");
+  else if (k == 0 && !at[0]) snprintf(out, len, "at the end of the file");
+  else snprintf(out, len, "near '%s'", text);
+}
+
 int rapa_profile_validate_text(const char *json, const char *what) {
   cJSON *root = cJSON_Parse(json);
   if (!root) {
-    const char *at = cJSON_GetErrorPtr();
-    return cg_err_set(CG_ERR_FORMAT, "%s: not valid JSON (near '%.20s')", what, at ? at : "?");
+    char near[40];
+    json_near(cJSON_GetErrorPtr(), near, sizeof near);
+    return cg_err_set(CG_ERR_FORMAT, "%s: not valid JSON (%s)", what, near);
   }
   int st = rapa_validate_profile(root, what);
   cJSON_Delete(root);
@@ -508,9 +525,9 @@ int rapa_profile_parse(const char *json, const char *what, struct rapa_profile *
   *out = NULL;
   cJSON *root = cJSON_Parse(json);
   if (!root) {
-    const char *at = cJSON_GetErrorPtr();
-    return cg_err_set(CG_ERR_FORMAT, "%s: not valid JSON (near '%.20s'): was it cut short or edited?", what,
-                      at ? at : "?");
+    char near[40];
+    json_near(cJSON_GetErrorPtr(), near, sizeof near);
+    return cg_err_set(CG_ERR_FORMAT, "%s: not valid JSON (%s): was it cut short or edited?", what, near);
   }
   int st = rapa_validate_profile(root, what);
   if (st < 0) {
@@ -527,7 +544,10 @@ static int read_text(const char *path, char **out) {
   if (!f) return cg_err_set(errno == ENOENT ? CG_ERR_NOT_FOUND : CG_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
   int st = CG_OK;
   char *buf = NULL;
-  if (fseek(f, 0, SEEK_END) != 0) st = cg_err_set(CG_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+  struct stat sb;
+  if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) /* (fopen opens one; its size is no file's) */
+    st = cg_err_set(CG_ERR_IO, "cannot read '%s': it is a folder, not a file", path);
+  if (st == CG_OK && fseek(f, 0, SEEK_END) != 0) st = cg_err_set(CG_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
   long len = st == CG_OK ? ftell(f) : -1;
   if (st == CG_OK && (len < 0 || fseek(f, 0, SEEK_SET) != 0))
     st = cg_err_set(CG_ERR_IO, "cannot read '%s': %s", path, strerror(errno));

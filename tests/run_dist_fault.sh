@@ -3,7 +3,8 @@
 # Runs `capgnn` on 2 ranks where rank 1 fails on purpose (CAPGNN_TEST_FAIL_RANK=1,
 # CAPGNN_TEST_FAIL_AT=MODE, see runtime/dist.h):
 #   setup  rank 1 cannot open the graph: every rank must leave set-up with exit code 1
-#          (agreed error, no abort)
+#          (agreed error, no abort), and the job prints one error line, rank 1's own
+#          (not rank 0's "rank 1 failed during ..." besides)
 #   train  a halo exchange of rank 1 returns an error inside the first training step:
 #          rank 1 logs it and aborts the job
 #   kill   rank 1 SIGKILLs itself inside the first training step
@@ -29,6 +30,9 @@ if [ "$rc" -eq 124 ] || grep -q "^timeout: sending signal" "$out"; then
 fi
 if [ "$mode" = setup ] && [ "$rc" -ne 1 ]; then
   echo "FAIL: a failed set-up must end every rank with exit code 1 (got $rc)"; fail=1
+fi
+if [ "$mode" = setup ] && [ "$(grep -c "capgnn: error" "$out")" -ne 1 ]; then
+  echo "FAIL: a failed set-up must print one error line"; fail=1
 fi
 if [ "$elapsed_ms" -ge 30000 ]; then echo "FAIL: the job took ${elapsed_ms} ms to stop (limit 30000)"; fail=1; fi
 for expect in "$@"; do

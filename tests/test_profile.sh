@@ -14,7 +14,7 @@
 #  5b. without --threads, profile and train key a device by the same default thread count;
 #  6. usage errors: --gpu-share with --device cpu, a --threads list that does not fit
 #     the rank count; --gpu-share without an MPS daemon (no GPU needed: the check comes
-#     before any CUDA call).
+#     before any CUDA call); a cache folder that cannot be made, on every rank or on one.
 # OUTDIR keeps p.json and r.html for the browser check (test_profile_report).
 set -u
 capgnn=$1 mpiexec=$2 schema=$3 out=$4
@@ -132,6 +132,16 @@ np 3 --oversubscribe "$capgnn" "${train[@]}" --partition rapa --profile p.json >
 has train7.err "the profile has 2 ranks, the job 3"
 hasnt train7.err "relative capability"
 has train4.err "cannot open 'missing.json'"
+# rank 0 alone reads the file: one error line, its own (not rank 1's "rank 0 failed
+# during ..." besides), also for a file cut short inside a line (its newline had ended
+# the line inside the message)
+[ "$(grep -c "capgnn: error" train4.err)" = 1 ] || bad "not one error line for a missing profile"
+printf '{"schema": "capgnn-profile",\n "vers' >cut.json
+np 2 "$capgnn" "${train[@]}" --profile cut.json >train9.out 2>train9.err && bad "a profile cut short was accepted"
+has train9.err "capgnn: error: profile 'cut.json': not valid JSON (near 'vers'): was it cut short or edited?"
+[ "$(grep -c "capgnn: error" train9.err)" = 1 ] || bad "not one error line for a profile cut short"
+"$capgnn" "${train[@]}" --profile cache >train10.out 2>train10.err && bad "a folder was taken for a profile"
+has train10.err "capgnn: error: cannot read 'cache': it is a folder, not a file" # (not "over 1 GiB")
 "$capgnn" "${train[@]}" --threads 3 --profile auto >train5.out 2>train5.err && bad "--profile auto without a profile of cpu-t3"
 has train5.err "no usable profile of device cpu-t3"
 has train5.err "the cache holds .*cpu-t1.* for this host"
@@ -174,6 +184,13 @@ echo x >afile
 CAPGNN_CACHE=afile/cache "$capgnn" profile --device cpu --quick >u5.out 2>u5.err; [ $? -eq 1 ] || bad "an uncreatable cache folder: exit status not 1"
 has u5.err "cannot create folder 'afile/cache': .*--cache DIR or CAPGNN_CACHE puts it elsewhere"
 hasnt u5.err "measuring"
+# ... on rank 1 alone (--cache may differ between ranks): rank 1's own message, once (rank
+# 0 printed only "rank 1 failed during ... (see that rank's log)", which rank 1 never logged)
+np 1 "$capgnn" profile --device cpu --quick : -n 1 "$capgnn" profile --device cpu --quick --cache afile/cache \
+  >u6.out 2>u6.err && bad "an uncreatable cache folder on rank 1 was accepted"
+has u6.err "capgnn: error: rank 1: cannot create folder 'afile/cache'"
+hasnt u6.err "failed during"
+[ "$(grep -c "capgnn: error" u6.err)" = 1 ] || bad "not one error line when rank 1 cannot create its cache"
 CUDA_MPS_PIPE_DIRECTORY=$out/no-mps "$capgnn" profile --device cuda --gpu-share 50 >u4.out 2>u4.err
 [ $? -eq 1 ] || bad "--gpu-share without an MPS daemon: exit status not 1"
 if [ -e /dev/nvidiactl ]; then # a GPU host: the daemon's absence is named

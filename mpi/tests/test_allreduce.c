@@ -218,7 +218,14 @@ static void check_agree(struct comm *c) {
   else
     MT_CHECK(strstr(cg_err_msg(), "rank 1 failed during loading") != NULL, "message: %s",
              cg_err_msg());
+  /* the others' message is a relay (a report leaves it out), rank 1's its own; an error
+   * set afterwards is no relay */
+  MT_CHECK(comm_err_is_relay(c) == (r != 1), "rank %d: comm_err_is_relay %d on '%s'", r, comm_err_is_relay(c),
+           cg_err_msg());
+  cg_err_set(CG_ERR_IO, "something else");
+  MT_CHECK(!comm_err_is_relay(c), "rank %d: a later error taken for a relay", r);
   cg_err_clear();
+  MT_CHECK(!comm_err_is_relay(c), "rank %d: no error taken for a relay", r);
 
   /* ranks disagreeing on the gradient size fail together */
   struct cg_backend *cpu = NULL;

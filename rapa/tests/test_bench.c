@@ -272,6 +272,14 @@ static void test_parse_errors(void **state) {
   assert_int_equal(rapa_profile_parse("{\"schema\": \"capgnn-profile\", \"version\": 1}", "test", &p), CG_ERR_FORMAT);
   assert_non_null(strstr(cg_err_msg(), "created"));
   assert_null(p);
+  /* cut short inside a line: the message stays one line (it showed the 20 characters
+   * after the error, newline included) */
+  assert_int_equal(rapa_profile_parse("{\"schema\": \"capgnn-profile\",\n \"vers\n", "test", &p), CG_ERR_FORMAT);
+  printf("  %s\n", cg_err_msg());
+  assert_null(strchr(cg_err_msg(), '\n'));
+  assert_non_null(strstr(cg_err_msg(), "not valid JSON (near 'vers'): was it cut short"));
+  assert_int_equal(rapa_profile_parse("{\"schema\": ", "test", &p), CG_ERR_FORMAT);
+  assert_non_null(strstr(cg_err_msg(), "not valid JSON (at the end of the file)"));
   cg_err_clear();
 }
 
