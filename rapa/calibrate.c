@@ -476,21 +476,55 @@ static void rates_unpack(const double *v, struct rapa_rates *r) {
   r->csr_rate = v[8]; r->csr_t_rate = v[9]; r->csr_drop_eps = v[10]; r->adam_eps = v[11];
 }
 
-/* Testing only: CAPGNN_TEST_RATE_SCALE=f0,f1,... multiplies rank r's measured GEMM and
- * SpMM rates by f_r, as a rank that measured while its host was busy would see them
- * (tests/test_rapa_cli.sh checks the warning below with it). */
-static void test_rate_scale(int rank, struct rapa_rates *r) {
+double rapa_test_rate_scale(int rank) {
   const char *spec = getenv("CAPGNN_TEST_RATE_SCALE");
-  if (!spec || !spec[0]) return;
+  if (!spec || !spec[0]) return 1.0;
   const char *p = spec;
   for (int i = 0; i < rank && p; i++) {
     p = strchr(p, ',');
     if (p) p++;
   }
   const double f = p ? strtod(p, NULL) : 0.0;
-  if (!(f > 0.0)) return;
+  return f > 0.0 ? f : 1.0;
+}
+
+/* (CAPGNN_TEST_RATE_SCALE: tests/test_rapa_cli.sh checks the warning of rates_check_alike
+ * with it) */
+static void test_rate_scale(int rank, struct rapa_rates *r) {
+  const double f = rapa_test_rate_scale(rank);
   r->gemm_flops *= f;
   r->spmm_rate *= f;
+}
+
+int rapa_rates_apart(int P, char *const *ids, const double *gemm, const double *spmm, char *out, size_t len) {
+  size_t k = 0;
+  int groups = 0;
+  if (len) out[0] = '\0';
+  for (int a = 0; a < P; a++) {
+    int lo_g = a, hi_g = a, lo_s = a, hi_s = a, n = 0;
+    int first = 1; /* a is the first of its kind */
+    for (int b = 0; b < a && first; b++) first = strcmp(ids[a], ids[b]) != 0;
+    if (!first) continue;
+    for (int b = a; b < P; b++) {
+      if (strcmp(ids[a], ids[b])) continue;
+      n++;
+      if (gemm[b] < gemm[lo_g]) lo_g = b;
+      if (gemm[b] > gemm[hi_g]) hi_g = b;
+      if (spmm[b] < spmm[lo_s]) lo_s = b;
+      if (spmm[b] > spmm[hi_s]) hi_s = b;
+    }
+    const double rg = gemm[lo_g] > 0 ? gemm[hi_g] / gemm[lo_g] : 1.0;
+    const double rs = spmm[lo_s] > 0 ? spmm[hi_s] / spmm[lo_s] : 1.0;
+    if (n < 2 || !(rg > RAPA_RATES_APART || rs > RAPA_RATES_APART)) continue;
+    groups++;
+    const int g = rg > rs;
+    const int w = snprintf(out + k, len > k ? len - k : 0, "%sranks alike (%s) measured rates %.1fx apart (%s: rank "
+                           "%d %.3g, rank %d %.3g)", k ? "\n" : "", ids[a], g ? rg : rs,
+                           g ? "GEMM FLOP/s" : "SpMM nonzero-columns/s", g ? lo_g : lo_s, g ? gemm[lo_g] : spmm[lo_s],
+                           g ? hi_g : hi_s, g ? gemm[hi_g] : spmm[hi_s]);
+    if (w > 0) k = k + (size_t)w < len ? k + (size_t)w : (len ? len - 1 : 0);
+  }
+  return groups;
 }
 
 /* CPU ranks alike (one host, the same threads, the same emulated speed)
@@ -518,29 +552,19 @@ static int rates_check_alike(struct comm *c, const struct cg_backend *be, const 
   char **ids = NULL;
   TRY(comm_gather_text(c, id, 0, &ids));
   if (rank == 0) {
-    for (int a = 0; a < P; a++) {
-      int lo_g = a, hi_g = a, lo_s = a, hi_s = a, n = 0;
-      int first = 1; /* a is the first of its kind */
-      for (int b = 0; b < a && first; b++) first = strcmp(ids[a], ids[b]) != 0;
-      if (!first) continue;
-      for (int b = a; b < P; b++) {
-        if (strcmp(ids[a], ids[b])) continue;
-        n++;
-        if (rates[b].gemm_flops < rates[lo_g].gemm_flops) lo_g = b;
-        if (rates[b].gemm_flops > rates[hi_g].gemm_flops) hi_g = b;
-        if (rates[b].spmm_rate < rates[lo_s].spmm_rate) lo_s = b;
-        if (rates[b].spmm_rate > rates[hi_s].spmm_rate) hi_s = b;
-      }
-      const double rg = rates[lo_g].gemm_flops > 0 ? rates[hi_g].gemm_flops / rates[lo_g].gemm_flops : 1.0;
-      const double rs = rates[lo_s].spmm_rate > 0 ? rates[hi_s].spmm_rate / rates[lo_s].spmm_rate : 1.0;
-      if (n > 1 && (rg > 1.5 || rs > 1.5))
-        LOG_WARN("rapa", "ranks alike (%s) measured rates %.1fx apart (%s: rank %d %.3g, "
-                 "rank %d %.3g): something else ran while one of them measured, and the split follows it; measure "
-                 "on a quiet host, or pass --profile FILE from `capgnn profile`", ids[a], rg > rs ? rg : rs,
-                 rg > rs ? "GEMM FLOP/s" : "SpMM nonzero-columns/s", rg > rs ? lo_g : lo_s,
-                 rg > rs ? rates[lo_g].gemm_flops : rates[lo_s].spmm_rate, rg > rs ? hi_g : hi_s,
-                 rg > rs ? rates[hi_g].gemm_flops : rates[hi_s].spmm_rate);
+    double *v = cg_calloc(2 * (size_t)P, sizeof *v, "the ranks' rates");
+    char *lines = cg_malloc(8192, "the rates' warnings");
+    if (v && lines) {
+      for (int r = 0; r < P; r++) v[r] = rates[r].gemm_flops, v[P + r] = rates[r].spmm_rate;
+      rapa_rates_apart(P, ids, v, v + P, lines, 8192);
+      char *save = NULL;
+      for (char *l = strtok_r(lines, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        LOG_WARN("rapa", "%s: something else ran while one of them measured, and the split follows it; measure "
+                 "on a quiet host, or pass --profile FILE from `capgnn profile`", l);
     }
+    cg_err_clear(); /* (an allocation that failed leaves a check out, not the run) */
+    cg_free(v);
+    cg_free(lines);
   }
   comm_texts_free(ids, P);
   return CG_OK;

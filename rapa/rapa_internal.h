@@ -98,6 +98,26 @@ int rapa_device_layer_time(const cJSON *dev, double *t);
 /* ISO 8601 UTC now, "2026-11-24T10:00:00Z". */
 void rapa_now_iso(char *buf, size_t len);
 
+/* ---- alike ranks (calibrate.c) ---- */
+
+/* Ranks alike (equal ids[r]: one host, the same device, threads and emulated speed)
+ * should measure alike: rates further apart than this mean the host was busy while one
+ * of them measured. */
+#define RAPA_RATES_APART 1.5
+/* For each group of two or more alike ranks whose GEMM (gemm[r], FLOP/s) or SpMM
+ * (spmm[r], nonzero-columns/s) rates differ by more than RAPA_RATES_APART, one line in
+ * `out` ('\n' between lines): "ranks alike (ID) measured rates 2.0x apart (GEMM FLOP/s:
+ * rank 1 5e+10, rank 0 1e+11)"; the caller adds what it means for it. Returns the number
+ * of such groups (0: `out` is ""). Used by the start-up calibration of --partition rapa
+ * and by `capgnn profile`. */
+int rapa_rates_apart(int P, char *const *ids, const double *gemm, const double *spmm, char *out, size_t len);
+/* Testing only: CAPGNN_TEST_RATE_SCALE=f0,f1,... gives rank r's factor f_r (1 when unset
+ * or not a number > 0): the start-up calibration multiplies rank r's measured GEMM and
+ * SpMM rates by it, `capgnn profile` the rates its alike-check compares (the profile
+ * itself keeps what was measured), as a rank that measured while its host was busy would
+ * see them. */
+double rapa_test_rate_scale(int rank);
+
 /* ---- cache (profile.c) ---- */
 
 const char *rapa_cache_dir(const char *cache_dir); /* NULL: $CAPGNN_CACHE, else .capgnn-cache */

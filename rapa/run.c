@@ -160,6 +160,42 @@ static int device_profile(struct comm *c, struct cg_backend *be, const struct ra
   return st;
 }
 
+/* Ranks of one host with the same device key (cpu-t<threads>; a GPU's UUID and MPS
+ * share) measured one after the other and should measure alike: rates further apart warn,
+ * as the start-up calibration of --partition rapa does (rapa_rates_apart). (An emulated
+ * speed, CAPGNN_EMULATE_SPEED, does not apply: a profile measures the devices as they
+ * are.) Rank 0, on the gathered entries. */
+static void check_alike(const cJSON *ranks, int P) {
+  char **ids = cg_calloc((size_t)P, sizeof *ids, "the ranks' devices");
+  double *v = cg_calloc(2 * (size_t)P, sizeof *v, "the ranks' rates");
+  char *lines = cg_malloc(8192, "the rates' warnings");
+  for (int r = 0; r < P && ids && v && lines; r++) {
+    const cJSON *e = cJSON_GetArrayItem(ranks, r);
+    const char *host = cJSON_GetStringValue(cJSON_GetObjectItem(e, "host"));
+    const char *key = cJSON_GetStringValue(cJSON_GetObjectItem(e, "key"));
+    char id[300];
+    snprintf(id, sizeof id, "host %s, device %s", host ? host : "?", key ? key : "?");
+    if (!(ids[r] = cg_malloc(strlen(id) + 1, "a rank's device"))) break;
+    strcpy(ids[r], id);
+    const double f = rapa_test_rate_scale(r);
+    v[r] = rapa_json_num(e, "summary.mm_gflops") * 1e9 * f;
+    v[P + r] = rapa_json_num(e, "summary.spmm_gnnz_s") * 1e9 * f;
+  }
+  int all = ids && v && lines;
+  for (int r = 0; r < P && all; r++) all = ids[r] != NULL;
+  if (all && rapa_rates_apart(P, ids, v, v + P, lines, 8192) > 0) {
+    char *save = NULL;
+    for (char *l = strtok_r(lines, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+      LOG_WARN("profile", "%s: something else ran while one of them measured, and the capabilities follow it "
+               "(the cache keeps the last one's); profile again on a quiet host (--refresh)", l);
+  }
+  cg_err_clear(); /* (an allocation that failed leaves the check out, not the profile) */
+  for (int r = 0; ids && r < P; r++) cg_free(ids[r]);
+  cg_free(ids);
+  cg_free(v);
+  cg_free(lines);
+}
+
 int rapa_profile_run(struct comm *c, const struct rapa_run_opts *oin, struct rapa_profile **out) {
   int st = CG_OK;
   *out = NULL;
@@ -285,6 +321,7 @@ int rapa_profile_run(struct comm *c, const struct rapa_run_opts *oin, struct rap
       if (!d) st = cg_err_set(CG_ERR_INTERNAL, "rank %d's device profile does not parse", r);
       else cJSON_AddItemToArray(ranks, d);
     }
+    if (st == CG_OK) check_alike(ranks, P);
     if (st == CG_OK) {
       cJSON_AddItemToObject(root, "links", links);
       links = NULL;

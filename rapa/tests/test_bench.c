@@ -283,12 +283,42 @@ static void test_parse_errors(void **state) {
   cg_err_clear();
 }
 
+/* Ranks alike (the same id) whose GEMM or SpMM rates are more than 1.5x apart: one line
+ * per such group, naming the slowest and the fastest; ranks of other ids, and rates
+ * within 1.5x, say nothing. */
+static void test_rates_apart(void **state) {
+  (void)state;
+  char out[1024];
+  char *ids[] = {"host a, cpu-t1", "host a, cpu-t1", "host a, cpu-t2", "host a, cpu-t1"};
+  const double gemm[] = {1e11, 0.5e11, 1e9, 0.9e11}, spmm[] = {1e9, 1.1e9, 1e7, 1e9};
+  assert_int_equal(rapa_rates_apart(4, ids, gemm, spmm, out, sizeof out), 1);
+  printf("  %s\n", out);
+  assert_string_equal(out, "ranks alike (host a, cpu-t1) measured rates 2.0x apart (GEMM FLOP/s: rank 1 5e+10, "
+                           "rank 0 1e+11)");
+  const double close[] = {1e11, 0.7e11, 1e9, 0.9e11}; /* 1.43x: noise this check lets pass */
+  assert_int_equal(rapa_rates_apart(4, ids, close, spmm, out, sizeof out), 0);
+  assert_string_equal(out, "");
+  const double sp[] = {1e9, 1e9, 1e7, 3e9}; /* SpMM apart, the cpu-t2 rank 100x slower than all */
+  assert_int_equal(rapa_rates_apart(4, ids, close, sp, out, sizeof out), 1);
+  assert_non_null(strstr(out, "3.0x apart (SpMM nonzero-columns/s: rank 0 1e+09, rank 3 3e+09)"));
+  char *two[] = {"x", "y", "x", "y"}; /* two groups, two lines */
+  const double g2[] = {1e11, 1e11, 2e11, 3e11}, s2[] = {1e9, 1e9, 1e9, 1e9};
+  assert_int_equal(rapa_rates_apart(4, two, g2, s2, out, sizeof out), 2);
+  assert_non_null(strstr(out, "ranks alike (x) measured rates 2.0x apart"));
+  assert_non_null(strstr(out, "\nranks alike (y) measured rates 3.0x apart"));
+  char *one[] = {"x"}; /* one rank: nothing to compare */
+  assert_int_equal(rapa_rates_apart(1, one, g2, s2, out, sizeof out), 0);
+  char tiny[16]; /* a short buffer: cut, terminated */
+  assert_int_equal(rapa_rates_apart(4, two, g2, s2, tiny, sizeof tiny), 2);
+  assert_int_equal(strlen(tiny), sizeof tiny - 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm),  cmocka_unit_test(test_spmm), cmocka_unit_test(test_copies),
       cmocka_unit_test(test_links), cmocka_unit_test(test_mps),  cmocka_unit_test(test_median),
       cmocka_unit_test(test_wrapped_device),
-      cmocka_unit_test(test_parse_errors),
+      cmocka_unit_test(test_parse_errors), cmocka_unit_test(test_rates_apart),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
