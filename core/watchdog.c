@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -113,8 +114,33 @@ static void describe(char *buf, size_t len, const struct slot *s) {
   else snprintf(buf, len, "%s%s", s->where, at);
 }
 
+/* Seconds the report may take before the process ends without it (fire). */
+#define REPORT_DEADLINE_S 5
+
+static void on_report_deadline(int sig) {
+  (void)sig;
+  _exit(CG_STALL_EXIT_CODE);
+}
+
 /* The ERROR lines, then the handler or the end of the process. */
 static void fire(int64_t now) {
+  if (!handler) {
+    /* The lines go to stderr, whose lock the main thread may hold for ever: stuck in a
+     * write to a pipe nobody reads or to a log file on a hung file system, it waits there
+     * holding it, and so would this thread, and the process would never end. SIGALRM
+     * (unused elsewhere) ends it REPORT_DEADLINE_S after the stall was seen, the report
+     * written or not. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_report_deadline;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    sigset_t alrm;
+    sigemptyset(&alrm);
+    sigaddset(&alrm, SIGALRM);
+    pthread_sigmask(SIG_UNBLOCK, &alrm, NULL);
+    alarm(REPORT_DEADLINE_S);
+  }
   char msg[4096], step[128];
   size_t n = 0;
   struct slot me;

@@ -12,8 +12,10 @@
  * main thread may call MPI, and the main thread is the one that is stuck (in a wait
  * for a peer, a GPU synchronisation, a write to a hung file system). The watchdog
  * calls no MPI and takes no lock the main thread may hold, except stderr's (its ERROR
- * lines). A stalled rank cannot act at all when it is stopped (SIGSTOP stops its
- * watchdog too): its peers, waiting for it, are the ones that notice.
+ * lines: a main thread stuck in a write to stderr holds that lock for ever, and then
+ * the process ends 5 s later without them, by SIGALRM, with the same exit code). A
+ * stalled rank cannot act at all when it is stopped (SIGSTOP stops its watchdog too):
+ * its peers, waiting for it, are the ones that notice.
  *
  * Slots. Each rank publishes its marks in a slot. When the slots of a host's ranks
  * are in memory they share (mpi/'s comm_host_shared, handed over with

@@ -142,9 +142,48 @@ static void test_default_exit(void **state) {
   assert_int_equal(WEXITSTATUS(status), CG_STALL_EXIT_CODE);
 }
 
+/* The main thread blocked in a write to stderr (a pipe nobody reads, a log file on a hung
+ * file system) holds stderr's lock, so the watchdog's report cannot be written: the
+ * process must end all the same, with CG_STALL_EXIT_CODE (it hung for ever, the job with
+ * it, whatever --stall-timeout said). */
+static void test_exit_when_stderr_blocks(void **state) {
+  (void)state;
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  const pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    close(fds[0]);
+    if (dup2(fds[1], STDERR_FILENO) < 0) _exit(1);
+    cg_watchdog_set_slots(NULL, 0, 0, 0);
+    if (cg_watchdog_start(0.2, "training") != CG_OK) _exit(1);
+    cg_watch_mark("the training step", 1, -1, 0);
+    char line[4096];
+    memset(line, 'x', sizeof line - 1);
+    line[sizeof line - 1] = '\0';
+    for (;;) fprintf(stderr, "%s\n", line); /* fills the pipe, then waits in it holding stderr's lock */
+  }
+  close(fds[1]);
+  int status = 0;
+  pid_t w = 0;
+  const double t0 = now_s();
+  while ((w = waitpid(child, &status, WNOHANG)) == 0 && now_s() - t0 < 20.0) usleep(50 * 1000);
+  const double took = now_s() - t0;
+  if (w == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+  }
+  close(fds[0]);
+  printf("  the child %s after %.1f s\n", w == child ? "ended" : "was still running (killed)", took);
+  assert_int_equal(w, child);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), CG_STALL_EXIT_CODE);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_fires_without_marks),
                                      cmocka_unit_test(test_names_a_stopped_peer),
-                                     cmocka_unit_test(test_default_exit)};
+                                     cmocka_unit_test(test_default_exit),
+                                     cmocka_unit_test(test_exit_when_stderr_blocks)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
