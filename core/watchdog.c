@@ -224,9 +224,10 @@ static void *watch_main(void *arg) {
     struct slot me;
     read_slot(self_slot, &me);
     if ((double)(now - (me.mark_ns > resumed ? me.mark_ns : resumed)) / 1e9 > timeout) {
-      pthread_mutex_unlock(&lock);
+      /* with the lock held from the check of `stopping` above to the end of the process:
+       * a cg_watchdog_stop that came first (the run went on and ended) is never followed
+       * by a stall report and exit code 75, and one that comes now waits for them */
       fire(now); /* returns only into a test's handler */
-      pthread_mutex_lock(&lock);
       break;
     }
   }

@@ -50,7 +50,9 @@ void cg_watchdog_set_slots(void *slots, int nslots, int self, int rank);
 /* Start watching with `timeout_s` > 0 (0: nothing is started, CG_OK). Marks "started"
  * now. CG_ERR_* when the thread cannot be created. */
 int cg_watchdog_start(double timeout_s, const char *what);
-/* Stop watching (joins the thread); a no-op when none runs. */
+/* Stop watching (joins the thread); a no-op when none runs. No stall report starts
+ * after it began; one that had begun ends the process (stop does not return) or, in a
+ * test, calls the handler first. */
 void cg_watchdog_stop(void);
 
 /* Progress: this rank is now in `where` (copied, up to 47 characters; e.g. "the
