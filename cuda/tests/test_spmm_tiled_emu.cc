@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define CUDA_EMU_EXTERN_SHARED 1 /* the kernel's shared memory is `extern __shared__` */
 #include "cuda_emu.h"
 
 extern "C" {
