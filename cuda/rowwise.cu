@@ -17,6 +17,8 @@
  *   float, double sums and layernorm statistics in double) so the two backends
  *   differ only by summation order, not by formula.
  * - Argmax: the first maximum wins (lowest column among equal maxima), as on the CPU.
+ * - Under CGK_CUDA_EMULATE (cuda/tests/cuda_emu.h) the launchers are left out and
+ *   the kernels run on the CPU (test_rowwise_emu).
  */
 #include <math.h>
 #include <stdint.h>
@@ -257,6 +259,7 @@ __global__ void eval_multi_kernel(const float *__restrict__ logits, int64_t cols
 
 } // namespace
 
+#ifndef CGK_CUDA_EMULATE /* cuda/tests/cuda_emu.h runs the kernels on the CPU */
 extern "C" {
 
 void cgk_layernorm_fwd(cudaStream_t s, const float *x, int64_t rows, int64_t cols,
@@ -321,3 +324,4 @@ void cgk_eval_counts(cudaStream_t s, const float *logits, int64_t cols, const in
 }
 
 } // extern "C"
+#endif

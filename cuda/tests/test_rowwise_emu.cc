@@ -1,0 +1,444 @@
+/* cuda/tests/test_rowwise_emu.cc — the row-wise kernels' own source (cuda/rowwise.cu:
+ * layernorm forward and backward (dx), softmax cross-entropy, sigmoid binary
+ * cross-entropy, the loss partials' sum, evaluation counts), run on the CPU through
+ * cuda/tests/cuda_emu.h (warp shuffles, block barriers, shared arrays), against the
+ * CPU backend's ops (core/cpu_backend.c through the op table of core/ops.h). No GPU
+ * needed.
+ *
+ * The launchers are left out under emulation; each kernel is launched as its launcher
+ * launches it (the file's own row_grid, kThreads, CGK_LOSS_MAX_BLOCKS; cgk_xent's,
+ * cgk_bce's and cgk_eval_counts's bodies are mirrored line for line below, marked
+ * "mirrors"), and also with row_grid capped at 2 blocks (16 warps), so that every
+ * warp strides over several rows. Rows above one block (8 warps), widths 1, 41, 256
+ * and 602 (lanes with one, two and nineteen columns, a partial last pass).
+ * - bce's gradients, the evaluation counts: the same operations: the same bits, the
+ *   same integers (argmax ties across lanes: the first maximum wins on both);
+ * - everything the kernels sum in a different order (a warp's lanes, then a shuffle
+ *   tree; rows over warps and blocks, then the partials' tree, where the CPU sums in
+ *   column and row order) is compared within the bound of two orders of that sum,
+ *   stated at each comparison. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "cuda_emu.h"
+
+extern "C" {
+#include <cmocka.h>
+}
+
+#include "core/ops.h"
+#include "cuda/rowwise.cu"
+
+namespace {
+
+uint64_t rng = 31337;
+double unif(double lo, double hi) {
+  uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return lo + (hi - lo) * (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+std::vector<float> rand_vec(int64_t n, double lo, double hi) {
+  std::vector<float> v((size_t)n);
+  for (auto &x : v) x = (float)unif(lo, hi);
+  return v;
+}
+
+constexpr double kU = 1.0 / 9007199254740992.0; /* 2^-53, a double's unit roundoff */
+
+float ulp(float x) {
+  const float a = fabsf(x);
+  return nextafterf(a, INFINITY) - a;
+}
+
+/* Same bits; prints the first difference. */
+void same(const char *what, const std::vector<float> &kernel, const std::vector<float> &cpu) {
+  assert_int_equal(kernel.size(), cpu.size());
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < kernel.size(); i++)
+    if (memcmp(&kernel[i], &cpu[i], sizeof(float)) != 0 && bad++ == 0) first = i;
+  if (bad)
+    printf("  %s: %zu of %zu differ, first at %zu: kernel %.9g, cpu %.9g\n", what, bad, kernel.size(), first,
+           (double)kernel[first], (double)cpu[first]);
+  else
+    printf("  %s: %zu values, bit-identical\n", what, kernel.size());
+  assert_int_equal(bad, 0);
+}
+
+/* |kernel - cpu| <= tol[i] everywhere; prints the worst element. */
+void within(const char *what, const std::vector<float> &kernel, const std::vector<float> &cpu,
+            const std::vector<double> &tol) {
+  double worst = 0.0;
+  size_t wi = 0, differ = 0;
+  for (size_t i = 0; i < kernel.size(); i++) {
+    const double err = fabs((double)kernel[i] - (double)cpu[i]);
+    const double r = isnan(err) ? INFINITY : err / tol[i];
+    differ += memcmp(&kernel[i], &cpu[i], sizeof(float)) != 0;
+    if (r > worst) {
+      worst = r;
+      wi = i;
+    }
+  }
+  printf("  %s: %zu values, %zu not bit-identical, worst %.3g of the tolerance (element %zu: kernel %.9g, "
+         "cpu %.9g)\n",
+         what, kernel.size(), differ, worst, wi, (double)kernel[wi], (double)cpu[wi]);
+  assert_true(worst <= 1.0);
+}
+
+cg_backend *cpu_backend() {
+  cg_backend *be = nullptr;
+  assert_int_equal(cg_backend_cpu_create(2, &be), 0);
+  return be;
+}
+
+/* The launchers' cap for each kernel, and 2 blocks: warps then stride over rows. */
+const int64_t kSmallCap = 2;
+
+const int64_t kWidths[] = {1, 41, 256, 602};
+
+/* Rows of random values, a constant row (variance 0: rstd = 1/sqrt(eps)), a row far
+ * from zero (|mean| >> std) and a row of zeros but one. */
+std::vector<float> ln_input(int64_t rows, int64_t cols) {
+  std::vector<float> x = rand_vec(rows * cols, -2.0, 3.0);
+  for (int64_t c = 0; c < cols; c++) {
+    x[(size_t)(1 * cols + c)] = 0.375f;
+    x[(size_t)(2 * cols + c)] = 1000.0f + (float)unif(-0.01, 0.01);
+    x[(size_t)(3 * cols + c)] = c == cols / 2 ? -5.0f : 0.0f;
+  }
+  return x;
+}
+
+/* layernorm_fwd, then layernorm_bwd_dx from the CPU's mean and rstd. */
+void test_layernorm(void **state) {
+  (void)state;
+  cg_backend *be = cpu_backend();
+  const int64_t rows = 37; /* 5 blocks of 8 warps at the launcher's grid */
+  const float eps = 1e-5f;
+  for (int64_t cols : kWidths)
+    for (int64_t cap : {(int64_t)8192, kSmallCap}) {
+      const unsigned g = row_grid(rows, cap);
+      printf("rows=%lld cols=%lld, grid %u x %d\n", (long long)rows, (long long)cols, g, kThreads);
+      const std::vector<float> x = ln_input(rows, cols), gamma = rand_vec(cols, 0.5, 1.5),
+                               beta = rand_vec(cols, -1.0, 1.0);
+      std::vector<float> yk(x.size(), 9.0f), yc = yk, mk(rows, 9.0f), mc = mk, rk(rows, 9.0f), rc = rk;
+      emu_launch(g, kThreads, layernorm_fwd_kernel, x.data(), rows, cols, gamma.data(), beta.data(), eps, yk.data(),
+                 mk.data(), rk.data());
+      be->layernorm_fwd(be, x.data(), rows, cols, gamma.data(), beta.data(), eps, yc.data(), mc.data(), rc.data());
+      /* mean and rstd: doubles that differ only by the order of the row's sums (lanes
+       * then a shuffle tree vs column order): the sum of x by at most 2 cols 2^-53
+       * sum|x|, the centred sum of squares (whose derivative in the mean is 0) by
+       * at most 2 cols 2^-53 of itself, so rstd by at most cols 2^-52 relative; each
+       * then rounded to float, which may differ by one ulp. */
+      std::vector<double> tm(rows), tr(rows), ty(x.size());
+      for (int64_t r = 0; r < rows; r++) {
+        double sa = 0.0;
+        for (int64_t c = 0; c < cols; c++) sa += fabs((double)x[(size_t)(r * cols + c)]);
+        tm[(size_t)r] = ulp(mc[(size_t)r]) + 2.0 * kU * sa;
+        tr[(size_t)r] = ulp(rc[(size_t)r]) + 4.0 * (double)cols * kU * rc[(size_t)r];
+        /* y = (x - mu) rs gamma + beta in double, then rounded: the double differs by
+         * at most |x - mu| |gamma| drs + |gamma| rs dmu (dmu = 2 cols 2^-53 sum|x| / cols),
+         * then one ulp from the rounding */
+        for (int64_t c = 0; c < cols; c++) {
+          const size_t i = (size_t)(r * cols + c);
+          const double xc = fabs((double)x[i] - (double)mc[(size_t)r]);
+          ty[i] = ulp(yc[i]) + fabs((double)gamma[(size_t)c]) *
+                                   (xc * 4.0 * (double)cols * kU * rc[(size_t)r] +
+                                    rc[(size_t)r] * 2.0 * kU * sa);
+        }
+      }
+      within("layernorm_fwd y", yk, yc, ty);
+      within("layernorm_fwd mean", mk, mc, tm);
+      within("layernorm_fwd rstd", rk, rc, tr);
+
+      const std::vector<float> dy = rand_vec(rows * cols, -1.0, 1.0);
+      std::vector<float> dk(x.size(), 9.0f), dc = dk, dg(cols), db(cols);
+      emu_launch(g, kThreads, layernorm_bwd_dx_kernel, dy.data(), x.data(), (const float *)mc.data(),
+                 (const float *)rc.data(), gamma.data(), rows, cols, dk.data());
+      be->layernorm_bwd(be, dy.data(), x.data(), mc.data(), rc.data(), gamma.data(), rows, cols, dc.data(), dg.data(),
+                        db.data());
+      /* dx = rs (g - a - xh b), g = dy gamma, in float on both from the same float terms;
+       * a = mean(g) and b = mean(g xh) are double sums in another order (error far below a
+       * float ulp), so after rounding to float each is the CPU's or one ulp (2^-23 of
+       * it) away. That moves g - a and xh b by at most an ulp of a, b (and their own
+       * roundings by an ulp each): |d dx| <= |rs| 2^-21 (|g| + |a| + |xh b|) + ulp(dx). */
+      std::vector<double> td(x.size());
+      for (int64_t r = 0; r < rows; r++) {
+        const float m = mc[(size_t)r], rs = rc[(size_t)r];
+        double sg = 0.0, sgx = 0.0;
+        for (int64_t c = 0; c < cols; c++) {
+          const size_t i = (size_t)(r * cols + c);
+          const float xh = (x[i] - m) * rs, gg = dy[i] * gamma[(size_t)c];
+          sg += gg;
+          sgx += (double)gg * xh;
+        }
+        const double a = fabs(sg / (double)cols), b = fabs(sgx / (double)cols);
+        for (int64_t c = 0; c < cols; c++) {
+          const size_t i = (size_t)(r * cols + c);
+          const double xh = fabs((double)((x[i] - m) * rs)), gg = fabs((double)dy[i] * gamma[(size_t)c]);
+          td[i] = ulp(dc[i]) + fabs((double)rs) * ldexp(1.0, -21) * (gg + a + xh * b);
+        }
+      }
+      within("layernorm_bwd dx", dk, dc, td);
+    }
+  cg_backend_destroy(&be);
+}
+
+/* Mirrors cgk_xent (cuda/rowwise.cu), after cu_xent's zeroing of dlogits; cap is
+ * CGK_LOSS_MAX_BLOCKS there. */
+double emu_xent(const float *logits, int64_t rows, int64_t cols, const int32_t *labels, const int32_t *idx,
+                int64_t n_idx, float scale, float *dlogits, unsigned long long *bad, int64_t cap) {
+  std::fill(dlogits, dlogits + rows * cols, 0.0f);
+  std::vector<double> partials(CGK_LOSS_MAX_BLOCKS + 1, -7.0);
+  double loss = -7.0;
+  *bad = 0;
+  unsigned g = 0;
+  if (n_idx > 0 && cols > 0) {
+    g = row_grid(n_idx, cap);
+    emu_launch(g, kThreads, xent_kernel, logits, rows, cols, labels, idx, n_idx, scale, dlogits, partials.data(), bad);
+  }
+  emu_launch(1, kThreads, sum_partials_kernel, (const double *)partials.data(), (int64_t)g, &loss);
+  return loss;
+}
+
+/* Mirrors cgk_bce (cuda/rowwise.cu), after cu_bce's zeroing of dlogits. */
+double emu_bce(const float *logits, int64_t rows, int64_t cols, const uint8_t *labels, const int32_t *idx,
+               int64_t n_idx, float scale, float *dlogits, unsigned long long *bad, int64_t cap) {
+  std::fill(dlogits, dlogits + rows * cols, 0.0f);
+  std::vector<double> partials(CGK_LOSS_MAX_BLOCKS + 1, -7.0);
+  double loss = -7.0;
+  *bad = 0;
+  unsigned g = 0;
+  if (n_idx > 0 && cols > 0) {
+    g = row_grid(n_idx, cap);
+    emu_launch(g, kThreads, bce_kernel, logits, rows, cols, labels, idx, n_idx, scale, dlogits, partials.data(), bad);
+  }
+  emu_launch(1, kThreads, sum_partials_kernel, (const double *)partials.data(), (int64_t)g, &loss);
+  return loss;
+}
+
+/* idx: a permutation of part of the rows (some left out, whose dlogits stay 0). */
+std::vector<int32_t> make_idx(int64_t rows, int64_t n_idx) {
+  std::vector<int32_t> idx((size_t)n_idx);
+  for (int64_t i = 0; i < n_idx; i++) idx[(size_t)i] = (int32_t)((i * 17 + 3) % rows);
+  return idx;
+}
+
+void test_xent(void **state) {
+  (void)state;
+  cg_backend *be = cpu_backend();
+  const int64_t rows = 61, n_idx = 43; /* 6 blocks at the launcher's grid */
+  const float scale = 1.0f / (float)n_idx;
+  for (int64_t cols : kWidths)
+    for (int64_t cap : {(int64_t)CGK_LOSS_MAX_BLOCKS, kSmallCap}) {
+      std::vector<float> logits = rand_vec(rows * cols, -6.0, 6.0);
+      std::vector<int32_t> labels((size_t)rows);
+      for (int64_t r = 0; r < rows; r++) labels[(size_t)r] = (int32_t)((r * 7) % cols);
+      /* -inf logits (exp gives 0) and a row of equal logits */
+      for (int64_t i = 5; i < rows * cols; i += 13)
+        if (i % cols != labels[(size_t)(i / cols)]) logits[(size_t)i] = -INFINITY;
+      for (int64_t c = 0; c < cols; c++) logits[(size_t)(3 * cols + c)] = 2.5f;
+      const std::vector<int32_t> idx = make_idx(rows, n_idx);
+      std::vector<float> dk(rows * cols, 9.0f), dc = dk;
+      unsigned long long bad = 7;
+      const double lk = emu_xent(logits.data(), rows, cols, labels.data(), idx.data(), n_idx, scale, dk.data(), &bad,
+                                 cap);
+      double lc = 0.0;
+      be->xent(be, logits.data(), rows, cols, labels.data(), idx.data(), n_idx, scale, dc.data(), &lc);
+      printf("xent rows=%lld cols=%lld n_idx=%lld, grid %u x %d\n", (long long)rows, (long long)cols,
+             (long long)n_idx, row_grid(n_idx, cap), kThreads);
+      assert_int_equal(bad, 0);
+      /* dlogits = scale (e inv) [- scale]: inv = 1/se rounded to float, where se (a
+       * double sum of positive float terms) differs by order only (relative 2 cols
+       * 2^-53), so inv is the CPU's or one ulp away; the float products and the
+       * subtraction then round within one ulp each: |d| <= 2^-21 (|d| + |scale|). */
+      std::vector<double> td(dk.size());
+      for (size_t i = 0; i < td.size(); i++) td[i] = ldexp(1.0, -21) * (fabs((double)dc[i]) + scale) + 1e-45;
+      within("xent dlogits", dk, dc, td);
+      /* The loss: per row log(se) - (x[label] - max), se within 2 cols 2^-53 relative
+       * (so log(se) within 2 cols 2^-53 absolute), summed over rows in another order
+       * (rows, then 8 warps, then the partials' tree vs blocks of rows): two orders of
+       * n_idx terms are within 2 n_idx 2^-53 sum|terms|. */
+      double sterm = 0.0;
+      for (int64_t i = 0; i < n_idx; i++) {
+        const int64_t r = idx[(size_t)i];
+        const float *xr = logits.data() + r * cols;
+        float mx = xr[0];
+        double se = 0.0;
+        for (int64_t c = 0; c < cols; c++) mx = std::max(mx, xr[c]);
+        for (int64_t c = 0; c < cols; c++) se += exp((double)xr[c] - mx);
+        sterm += fabs(log(se) - ((double)xr[labels[(size_t)r]] - mx));
+      }
+      const double tl = 2.0 * kU * (double)n_idx * ((double)cols + sterm + 1.0);
+      printf("  xent loss: kernel %.17g, cpu %.17g, |diff| %.3g (tolerance %.3g)\n", lk, lc, fabs(lk - lc), tl);
+      assert_true(fabs(lk - lc) <= tl);
+    }
+  cg_backend_destroy(&be);
+}
+
+/* Out-of-range rows and labels set the flag (the CPU op stops the process there) and
+ * are skipped: the other rows are as the CPU computes them without those. */
+void test_xent_bad_rows(void **state) {
+  (void)state;
+  cg_backend *be = cpu_backend();
+  const int64_t rows = 20, cols = 41;
+  std::vector<float> logits = rand_vec(rows * cols, -3.0, 3.0);
+  std::vector<int32_t> labels((size_t)rows);
+  for (int64_t r = 0; r < rows; r++) labels[(size_t)r] = (int32_t)((r * 5) % cols);
+  labels[4] = (int32_t)cols; /* a label out of range */
+  const std::vector<int32_t> all = {0, 3, -1, 4, 7, 20, 11, 19}, good = {0, 3, 7, 11, 19};
+  std::vector<float> dk(rows * cols), dc(rows * cols);
+  unsigned long long bad = 0;
+  const double lk = emu_xent(logits.data(), rows, cols, labels.data(), all.data(), (int64_t)all.size(), 0.5f,
+                             dk.data(), &bad, CGK_LOSS_MAX_BLOCKS);
+  double lc = 0.0;
+  be->xent(be, logits.data(), rows, cols, labels.data(), good.data(), (int64_t)good.size(), 0.5f, dc.data(), &lc);
+  printf("xent with rows -1, 20 and a label 41 out of range: flag %llu, loss %.17g (cpu without them %.17g)\n", bad,
+         lk, lc);
+  assert_int_equal(bad, 1);
+  std::vector<double> td(dk.size());
+  for (size_t i = 0; i < td.size(); i++) td[i] = ldexp(1.0, -21) * (fabs((double)dc[i]) + 0.5) + 1e-45;
+  within("xent dlogits of the good rows", dk, dc, td);
+  assert_true(fabs(lk - lc) <= 1e-12 * fabs(lc));
+  cg_backend_destroy(&be);
+}
+
+void test_bce(void **state) {
+  (void)state;
+  cg_backend *be = cpu_backend();
+  const int64_t rows = 61, n_idx = 43;
+  const float scale = 0.25f;
+  for (int64_t cols : kWidths)
+    for (int64_t cap : {(int64_t)CGK_LOSS_MAX_BLOCKS, kSmallCap}) {
+      std::vector<float> logits = rand_vec(rows * cols, -20.0, 20.0);
+      std::vector<uint8_t> labels((size_t)(rows * cols));
+      for (auto &l : labels) l = unif(0, 1) < 0.3 ? 1 : 0;
+      for (int64_t i = 0; i < rows * cols; i += 11) logits[(size_t)i] = i % 2 ? 0.0f : -0.0f;
+      for (int64_t i = 7; i < rows * cols; i += 23) logits[(size_t)i] = i % 2 ? 100.0f : -100.0f;
+      const std::vector<int32_t> idx = make_idx(rows, n_idx);
+      std::vector<float> dk(rows * cols, 9.0f), dc = dk;
+      unsigned long long bad = 7;
+      const double lk = emu_bce(logits.data(), rows, cols, labels.data(), idx.data(), n_idx, scale, dk.data(), &bad,
+                                cap);
+      double lc = 0.0;
+      be->bce(be, logits.data(), rows, cols, labels.data(), idx.data(), n_idx, scale, dc.data(), &lc);
+      printf("bce rows=%lld cols=%lld n_idx=%lld, grid %u x %d\n", (long long)rows, (long long)cols,
+             (long long)n_idx, row_grid(n_idx, cap), kThreads);
+      assert_int_equal(bad, 0);
+      same("bce dlogits", dk, dc); /* the CPU's expression per element */
+      /* The loss: n_idx cols non-negative double terms summed in another order (lanes,
+       * shuffle tree, warps, partials' tree vs columns, rows, blocks): two orders are
+       * within 2 N 2^-53 of the sum. */
+      const double tl = 2.0 * kU * (double)(n_idx * cols) * fabs(lc) + 1e-300;
+      printf("  bce loss: kernel %.17g, cpu %.17g, |diff| %.3g (tolerance %.3g)\n", lk, lc, fabs(lk - lc), tl);
+      assert_true(fabs(lk - lc) <= tl);
+    }
+  cg_backend_destroy(&be);
+}
+
+/* sum_partials_kernel alone, on more partials than its 256 threads (each adds a
+ * strided few, then the shared tree): within 2 n 2^-53 sum|p| of the sum in order,
+ * and exact on integers. n = 0 gives 0. */
+void test_sum_partials(void **state) {
+  (void)state;
+  for (int64_t n : {(int64_t)0, (int64_t)1, (int64_t)255, (int64_t)257, (int64_t)CGK_LOSS_MAX_BLOCKS}) {
+    std::vector<double> p((size_t)n + 1), q((size_t)n + 1);
+    double want = 0.0, mag = 0.0, wq = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+      p[(size_t)i] = unif(-1e3, 1e3);
+      q[(size_t)i] = (double)(int64_t)unif(-1e6, 1e6);
+      want += p[(size_t)i];
+      mag += fabs(p[(size_t)i]);
+      wq += q[(size_t)i];
+    }
+    p[(size_t)n] = q[(size_t)n] = 1e300; /* past the end: never read */
+    double got = -7.0, gq = -7.0;
+    emu_launch(1, kThreads, sum_partials_kernel, (const double *)p.data(), n, &got);
+    emu_launch(1, kThreads, sum_partials_kernel, (const double *)q.data(), n, &gq);
+    printf("sum_partials n=%lld: %.17g vs %.17g in order; integers %.17g vs %.17g\n", (long long)n, got, want, gq,
+           wq);
+    assert_true(fabs(got - want) <= 2.0 * kU * (double)n * mag);
+    assert_true(gq == wq);
+  }
+}
+
+/* Mirrors cgk_eval_counts (cuda/rowwise.cu). */
+void emu_eval_counts(const float *logits, int64_t cols, const int32_t *labels, const uint8_t *mlabels,
+                     const int32_t *idx, int64_t n_idx, unsigned long long counts[3], int64_t cap) {
+  counts[0] = counts[1] = counts[2] = 0;
+  if (n_idx <= 0 || cols <= 0) return;
+  unsigned g = row_grid(n_idx, cap);
+  if (mlabels)
+    emu_launch(g, kThreads, eval_multi_kernel, logits, cols, mlabels, idx, n_idx, counts);
+  else
+    emu_launch(g, kThreads, eval_single_kernel, logits, cols, labels, idx, n_idx, counts);
+}
+
+/* Single label: argmax with ties between lanes (the first maximum wins: a tie at
+ * columns c < c' where c' has the lower lane), rows of -inf, rows of equal values;
+ * each row labelled with its first or its second maximum, or elsewhere, so every
+ * branch counts. Multi-label: counts of logit > 0 (with zeros and -0) against labels. */
+void test_eval_counts(void **state) {
+  (void)state;
+  cg_backend *be = cpu_backend();
+  const int64_t rows = 97, n_idx = 71;
+  for (int64_t cols : kWidths)
+    for (int64_t cap : {(int64_t)4096, kSmallCap}) {
+      std::vector<float> logits = rand_vec(rows * cols, -3.0, 3.0);
+      std::vector<int32_t> labels((size_t)rows);
+      for (int64_t r = 0; r < rows; r++) {
+        float *xr = logits.data() + r * cols;
+        const int k = (int)(r % 6);
+        int64_t c1 = (r * 13) % cols, c2 = c1 + 33 < cols ? c1 + 33 : c1; /* c2's lane is c1's + 1 */
+        if (cols > 40 && r % 2) { /* the first maximum in a higher lane than the second */
+          c1 = 30 + (r % 2);
+          c2 = 33;
+        }
+        if (k == 4)
+          for (int64_t c = 0; c < cols; c++) xr[c] = -INFINITY;
+        else if (k == 5)
+          for (int64_t c = 0; c < cols; c++) xr[c] = 1.5f;
+        else
+          xr[c1] = xr[c2] = 9.0f;
+        labels[(size_t)r] = (int32_t)(k == 1 ? c2 : k == 2 ? (c1 + 1) % cols : c1);
+        if (k == 4 || k == 5) labels[(size_t)r] = (int32_t)(r % 3 == 0 ? 0 : (r % 3 == 1 ? cols - 1 : cols / 2));
+      }
+      const std::vector<int32_t> idx = make_idx(rows, n_idx);
+      unsigned long long ck[3];
+      int64_t cc[3] = {-1, -1, -1};
+      emu_eval_counts(logits.data(), cols, labels.data(), nullptr, idx.data(), n_idx, ck, cap);
+      be->eval_counts(be, logits.data(), rows, cols, labels.data(), nullptr, idx.data(), n_idx, cc);
+      printf("eval single rows=%lld cols=%lld n_idx=%lld, grid %u x %d: kernel %llu correct, cpu %lld\n",
+             (long long)rows, (long long)cols, (long long)n_idx, row_grid(n_idx, cap), kThreads, ck[0],
+             (long long)cc[0]);
+      assert_true((int64_t)ck[0] == cc[0] && ck[1] == 0 && ck[2] == 0 && cc[1] == 0 && cc[2] == 0);
+
+      std::vector<uint8_t> ml((size_t)(rows * cols));
+      for (auto &l : ml) l = unif(0, 1) < 0.4 ? 1 : 0;
+      for (int64_t i = 0; i < rows * cols; i += 7) logits[(size_t)i] = i % 2 ? 0.0f : -0.0f;
+      emu_eval_counts(logits.data(), cols, nullptr, ml.data(), idx.data(), n_idx, ck, cap);
+      be->eval_counts(be, logits.data(), rows, cols, nullptr, ml.data(), idx.data(), n_idx, cc);
+      printf("eval multi: kernel tp %llu fp %llu fn %llu, cpu %lld %lld %lld\n", ck[0], ck[1], ck[2],
+             (long long)cc[0], (long long)cc[1], (long long)cc[2]);
+      for (int j = 0; j < 3; j++) assert_true((int64_t)ck[j] == cc[j]);
+    }
+  cg_backend_destroy(&be);
+}
+
+} // namespace
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_layernorm), cmocka_unit_test(test_xent),
+                                     cmocka_unit_test(test_xent_bad_rows), cmocka_unit_test(test_bce),
+                                     cmocka_unit_test(test_sum_partials), cmocka_unit_test(test_eval_counts)};
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
