@@ -39,9 +39,11 @@
 
 #include <atomic>
 #include <barrier>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -85,6 +87,29 @@ struct emu_block {
   std::vector<uint64_t> slots; /* one shuffle slot per thread */
 };
 inline thread_local emu_block *emu_cur_block;
+
+/* The launch-wide barrier between blocks. It sleeps at once (a condition variable):
+ * std::barrier spins and yields first, and threads done with a block early would
+ * then take the cores from those still running it. */
+struct emu_step {
+  explicit emu_step(unsigned n) : n(n) {}
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> lk(mu);
+    const uint64_t gen = generation;
+    if (++count == n) {
+      count = 0;
+      generation++;
+      cv.notify_all();
+    } else {
+      cv.wait(lk, [&] { return generation != gen; });
+    }
+  }
+  const unsigned n;
+  unsigned count = 0;
+  uint64_t generation = 0;
+  std::mutex mu;
+  std::condition_variable cv;
+};
 
 inline void __syncthreads() { emu_cur_block->bar.arrive_and_wait(); }
 
@@ -135,7 +160,7 @@ template <class K, class... A>
 void emu_launch(dim3 grid, dim3 block, K kernel, A... args) {
   const unsigned threads = block.x * block.y * block.z;
   const uint64_t nblocks = (uint64_t)grid.x * grid.y * grid.z;
-  std::barrier<> step((ptrdiff_t)threads);
+  emu_step step(threads);
   std::unique_ptr<emu_block> blk;
   std::vector<std::thread> th;
   th.reserve(threads);
