@@ -494,6 +494,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   capgnn_path = argv[1];
+  /* line by line into ctest's pipe: a test that ctest's TIMEOUT kills still shows the
+   * case it was in and what it waited for, not the last 4 KiB lost in a buffer */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   const char *t = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/capgnn_test_cli_XXXXXX", t && t[0] ? t : "/tmp");
   if (!mkdtemp(tmpdir)) {
