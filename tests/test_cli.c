@@ -451,14 +451,20 @@ static void interrupt_and_resume(void **state) {
           "--quiet", "--checkpoint", ck, "--metrics", met, NULL};
   pid_t pid = cli_spawn(capgnn_path, args, err_path);
   assert_true(pid >= 0);
-  for (int i = 0; i < 600 && !cli_metrics_started(met); i++) usleep(50 * 1000);
-  assert_true(cli_metrics_started(met));
-  kill(pid, SIGINT);
   int status = 0;
+  char err[4096];
+  /* the first record takes about 0.3 s of the child's CPU; it is allowed 60 s of CPU,
+   * however long a loaded machine makes it wait for them (the 30 s of wall clock this
+   * waited before ran out on a loaded machine, and the child, left running, kept ctest
+   * waiting on its output pipe until the TIMEOUT) */
+  if (!cli_wait_metrics_started(pid, met, 60.0, &status)) {
+    slurp(err_path, err, sizeof err);
+    fail_msg("the run never started training; its stderr:\n%s", err);
+  }
+  kill(pid, SIGINT);
   assert_true(waitpid(pid, &status, 0) == pid);
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 130);
-  char err[4096];
   slurp(err_path, err, sizeof err);
   const char *at = strstr(err, "interrupted after epoch ");
   assert_non_null(at);
