@@ -630,14 +630,17 @@ static void seeds_interrupted(void **state) {
           "--seeds", "5,6,7", "--checkpoint", ck, "--metrics", met, "--save-best", best, NULL};
   pid_t pid = cli_spawn(capgnn_path, args, err_path);
   assert_true(pid >= 0);
-  for (int i = 0; i < 600 && !cli_metrics_started(met); i++) usleep(50 * 1000);
-  assert_true(cli_metrics_started(met));
-  kill(pid, SIGINT);
   int status = 0;
+  static char err[8192];
+  /* bounded by the child's CPU time, not the clock, as in test_cli's interrupt_and_resume */
+  if (!cli_wait_metrics_started(pid, met, 60.0, &status)) {
+    slurp(err_path, err, sizeof err);
+    fail_msg("the run never started training; its stderr:\n%s", err);
+  }
+  kill(pid, SIGINT);
   assert_true(waitpid(pid, &status, 0) == pid);
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 130);
-  static char err[8192];
   slurp(err_path, err, sizeof err);
   printf("%s", err);
   char want[800];
@@ -940,6 +943,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   capgnn_path = argv[1];
+  setvbuf(stdout, NULL, _IOLBF, 0); /* as test_cli: what a TIMEOUT kill would lose */
   const char *t = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/capgnn_test_train_cli_XXXXXX", t && t[0] ? t : "/tmp");
   if (!mkdtemp(tmpdir)) {
