@@ -279,6 +279,7 @@ inline int pick_nv(int vec, int64_t f, int64_t max_pass) {
 
 } // namespace
 
+#ifndef CGK_CUDA_EMULATE /* cuda/tests/cuda_emu.h runs the kernels on the CPU (test_spmm_emu) */
 extern "C" {
 
 void cgk_spmm_warp(cudaStream_t s, const struct cgk_csr *a, const float *x, int64_t ldx, float *y,
@@ -360,3 +361,4 @@ void cgk_spmm_subwarp(cudaStream_t s, const struct cgk_csr *a, const float *x, i
 }
 
 } // extern "C"
+#endif
