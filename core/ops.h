@@ -176,7 +176,8 @@ struct cg_backend {
               const uint8_t *labels, const int32_t *idx, int64_t n_idx, float scale,
               float *dlogits, double *loss_sum);
   /* Single-label (mlabels == NULL): out[0] = rows of idx whose argmax equals labels[r]
-   * (first maximum wins), out[1] = out[2] = 0. Multi-label (labels == NULL): predicted
+   * (first maximum wins; NaN as a scan from column 0 keeping the first strict maximum
+   * treats it: argmax 0 when column 0 is NaN, a NaN elsewhere never), out[1] = out[2] = 0. Multi-label (labels == NULL): predicted
    * positive when logit > 0; out = {true positives, false positives, false negatives}. */
   void (*eval_counts)(struct cg_backend *be, const float *logits, int64_t rows, int64_t cols,
                       const int32_t *labels, const uint8_t *mlabels, const int32_t *idx,

@@ -16,7 +16,8 @@
  * - The arithmetic mirrors core/cpu_backend.c (float per element where the CPU uses
  *   float, double sums and layernorm statistics in double) so the two backends
  *   differ only by summation order, not by formula.
- * - Argmax: the first maximum wins (lowest column among equal maxima), as on the CPU.
+ * - Argmax: the first maximum wins (lowest column among equal maxima), as on the CPU;
+ *   NaN as the CPU's scan treats it too (a NaN in column 0 wins, any other never).
  * - Under CGK_CUDA_EMULATE (cuda/tests/cuda_emu.h) the launchers are left out and
  *   the kernels run on the CPU (test_rowwise_emu).
  */
@@ -206,9 +207,17 @@ __global__ void eval_single_kernel(const float *__restrict__ logits, int64_t col
     int64_t r = idx[i];
     const float *xr = logits + r * cols;
     float bv = -INFINITY;
-    int64_t bi = cols; /* sentinel larger than any column */
+    int64_t bi = cols; /* sentinel larger than any column: the lane has no candidate */
     for (int64_t c = lane; c < cols; c += 32) {
       float v = xr[c];
+      /* NaN as the CPU's scan (first strict maximum from column 0) treats it: in column 0
+       * it is the argmax (nothing compares greater), elsewhere never taken. As +inf in
+       * column 0 (ties go to the lowest column), skipped elsewhere, so no lane and no
+       * merge below ever compares a NaN. */
+      if (isnan(v)) {
+        if (c != 0) continue;
+        v = INFINITY;
+      }
       if (bi == cols || v > bv) { /* a lane's columns ascend: strict > keeps the first */
         bv = v;
         bi = c;

@@ -12,7 +12,9 @@
  * warp strides over several rows. Rows above one block (8 warps), widths 1, 41, 256
  * and 602 (lanes with one, two and nineteen columns, a partial last pass).
  * - bce's gradients, the evaluation counts: the same operations: the same bits, the
- *   same integers (argmax ties across lanes: the first maximum wins on both);
+ *   same integers (argmax ties across lanes: the first maximum wins on both; NaN
+ *   logits in column 0, in a lane's first column, in whole lanes, in whole rows: the
+ *   CPU's argmax on both);
  * - everything the kernels sum in a different order (a warp's lanes, then a shuffle
  *   tree; rows over warps and blocks, then the partials' tree, where the CPU sums in
  *   column and row order) is compared within the bound of two orders of that sum,
@@ -434,11 +436,91 @@ void test_eval_counts(void **state) {
   cg_backend_destroy(&be);
 }
 
+/* Single label with NaN logits: the kernel's argmax is the CPU backend's for every
+ * placement. The CPU scans the columns in order keeping the first strict maximum, so a
+ * NaN in column 0 is the argmax (nothing compares greater than it), a NaN elsewhere is
+ * never taken, and a row of NaN gives 0. Each row is evaluated alone, labelled with the
+ * CPU's argmax (found by asking the CPU backend with every label), then all rows at once
+ * (and with 2 blocks: warps striding over rows): the kernel must count each correct. */
+void test_eval_counts_nan(void **state) {
+  (void)state;
+  cg_backend *be = cpu_backend();
+  const float nan = NAN;
+  for (int64_t cols : kWidths) {
+    std::vector<std::vector<float>> rows;
+    std::vector<const char *> what;
+    auto row = [&](const char *w) -> std::vector<float> & {
+      std::vector<float> x((size_t)cols);
+      for (int64_t c = 0; c < cols; c++) x[(size_t)c] = 0.01f * (float)c;
+      rows.push_back(x);
+      what.push_back(w);
+      return rows.back();
+    };
+    auto at = [&](std::vector<float> &x, int64_t c, float v) {
+      if (c < cols) x[(size_t)c] = v;
+    };
+    { auto &x = row("NaN in column 1 (a lane's first), maximum 100 at 33"); at(x, 1, nan); at(x, 33, 100.0f); }
+    { auto &x = row("NaN in column 0, maximum 100 at 33"); at(x, 0, nan); at(x, 33, 100.0f); }
+    { auto &x = row("NaN in column 0, +inf at 5"); at(x, 0, nan); at(x, 5, INFINITY); }
+    { auto &x = row("all NaN"); for (auto &v : x) v = nan; }
+    { auto &x = row("NaN but column 0"); for (auto &v : x) v = nan; at(x, 0, -5.0f); }
+    { auto &x = row("NaN but columns 0 and 37"); for (auto &v : x) v = nan; at(x, 0, -5.0f); at(x, 37, 2.0f); }
+    { auto &x = row("NaN but the last column"); for (auto &v : x) v = nan; x.back() = 1.0f; }
+    { auto &x = row("NaN in columns 1..31 (every lane's first but 0), maximum at 40");
+      for (int64_t c = 1; c < 32; c++) at(x, c, nan);
+      at(x, 40, 7.0f); }
+    { auto &x = row("lane 3's columns (3, 35, 67, ...) all NaN, maximum 9 at 36 and 68");
+      for (int64_t c = 3; c < cols; c += 32) at(x, c, nan);
+      at(x, 36, 9.0f); at(x, 68, 9.0f); }
+    { auto &x = row("NaN after the maximum in its lane"); at(x, 33, 50.0f); at(x, 65, nan); at(x, 2, nan); }
+    { auto &x = row("-inf in column 0, NaN elsewhere"); for (auto &v : x) v = nan; x[0] = -INFINITY; }
+    { auto &x = row("-inf everywhere, NaN in column 1"); for (auto &v : x) v = -INFINITY; at(x, 1, nan); }
+    { auto &x = row("-inf everywhere, NaN in columns 0 mod 32 but 0"); for (auto &v : x) v = -INFINITY;
+      for (int64_t c = 32; c < cols; c += 32) at(x, c, nan); }
+    { auto &x = row("equal maxima in two lanes, the lower lane's first column NaN"); at(x, 0, 3.0f);
+      at(x, 1, nan); at(x, 33, 8.0f); at(x, 34, 8.0f); }
+    const int64_t n = (int64_t)rows.size();
+    std::vector<float> logits;
+    for (auto &x : rows) logits.insert(logits.end(), x.begin(), x.end());
+    std::vector<int32_t> labels((size_t)n);
+    for (int64_t r = 0; r < n; r++) {
+      const int32_t one[1] = {(int32_t)r};
+      int found = 0;
+      for (int32_t c = 0; c < cols; c++) {
+        labels[(size_t)r] = c;
+        int64_t cc[3] = {-1, -1, -1};
+        be->eval_counts(be, logits.data(), n, cols, labels.data(), nullptr, one, 1, cc);
+        if (cc[0] == 1) {
+          found++;
+          break;
+        }
+      }
+      assert_int_equal(found, 1);
+      unsigned long long ck[3];
+      emu_eval_counts(logits.data(), cols, labels.data(), nullptr, one, 1, ck, 4096);
+      printf("eval single cols=%lld, %s: cpu argmax %d, kernel %s\n", (long long)cols, what[(size_t)r],
+             labels[(size_t)r], ck[0] == 1 ? "the same" : "another column");
+      assert_true(ck[0] == 1 && ck[1] == 0 && ck[2] == 0);
+    }
+    std::vector<int32_t> idx((size_t)n);
+    for (int64_t r = 0; r < n; r++) idx[(size_t)r] = (int32_t)(n - 1 - r);
+    for (int64_t cap : {(int64_t)4096, kSmallCap}) {
+      unsigned long long ck[3];
+      emu_eval_counts(logits.data(), cols, labels.data(), nullptr, idx.data(), n, ck, cap);
+      printf("eval single cols=%lld, %lld NaN rows at once, grid %u x %d: kernel %llu correct\n", (long long)cols,
+             (long long)n, row_grid(n, cap), kThreads, ck[0]);
+      assert_true((int64_t)ck[0] == n);
+    }
+  }
+  cg_backend_destroy(&be);
+}
+
 } // namespace
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_layernorm), cmocka_unit_test(test_xent),
                                      cmocka_unit_test(test_xent_bad_rows), cmocka_unit_test(test_bce),
-                                     cmocka_unit_test(test_sum_partials), cmocka_unit_test(test_eval_counts)};
+                                     cmocka_unit_test(test_sum_partials), cmocka_unit_test(test_eval_counts),
+                                     cmocka_unit_test(test_eval_counts_nan)};
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
