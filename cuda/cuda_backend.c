@@ -841,7 +841,7 @@ static void cu_bias_add(struct cg_backend *be, float *y, const float *bias, int6
 static void cu_bias_grad(struct cg_backend *be, const float *dy, int64_t rows, int64_t cols,
                          float *db) {
   struct cuda_impl *im = IMPL(be);
-  cgk_colsum(im->stream, dy, NULL, NULL, NULL, rows, cols, db, NULL, im->d_colsum,
+  cgk_colsum(im->stream, 0, dy, NULL, NULL, NULL, rows, cols, db, NULL, im->d_colsum,
              CUDA_COLSUM_DOUBLES);
 }
 
@@ -938,7 +938,7 @@ static void cu_layernorm_bwd(struct cg_backend *be, const float *dy, const float
                              const float *mean, const float *rstd, const float *gamma, int64_t rows,
                              int64_t cols, float *dx, float *dgamma, float *dbeta) {
   struct cuda_impl *im = IMPL(be);
-  cgk_colsum(im->stream, dy, x, mean, rstd, rows, cols, dgamma, dbeta, im->d_colsum,
+  cgk_colsum(im->stream, 1, dy, x, mean, rstd, rows, cols, dgamma, dbeta, im->d_colsum,
              CUDA_COLSUM_DOUBLES);
   cgk_layernorm_bwd_dx(im->stream, dy, x, mean, rstd, gamma, rows, cols, dx);
 }

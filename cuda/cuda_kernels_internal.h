@@ -65,11 +65,13 @@ void cgk_scatter_add_rows(cudaStream_t s, const float *src, int64_t cols, const 
                           int64_t n, float *dst);
 /* Deterministic column sums over rows in double (two passes, fixed partition of
  * the rows; result rounded to float).
- * x == NULL: out1[c] = sum_r dy[r,c] (bias gradient; out2 unused).
- * x != NULL: out1[c] = sum_r dy[r,c] * (x[r,c]-mean[r])*rstd[r] (dgamma), out2[c] = sum_r dy[r,c]
- * (dbeta). scratch holds scratch_doubles doubles; the number of row chunks adapts
- * to it (one chunk, written directly, when even two partial rows do not fit). */
-void cgk_colsum(cudaStream_t s, const float *dy, const float *x, const float *mean,
+ * layernorm == 0: out1[c] = sum_r dy[r,c] (bias gradient; x, mean, rstd, out2 unused).
+ * layernorm != 0: out1[c] = sum_r dy[r,c] * (x[r,c]-mean[r])*rstd[r] (dgamma), out2[c] =
+ * sum_r dy[r,c] (dbeta). rows = 0 writes zeros (to both for layernorm, whatever the
+ * pointers to the empty rows, NULL included). scratch holds scratch_doubles doubles; the
+ * number of row chunks adapts to it (one chunk, written directly, when even two partial
+ * rows do not fit). */
+void cgk_colsum(cudaStream_t s, int layernorm, const float *dy, const float *x, const float *mean,
                 const float *rstd, int64_t rows, int64_t cols, float *out1, float *out2,
                 double *scratch, size_t scratch_doubles);
 

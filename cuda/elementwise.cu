@@ -327,11 +327,11 @@ void cgk_scatter_add_rows(cudaStream_t s, const float *src, int64_t cols, const 
   CG_CUDA_LAUNCH_CHECK("scatter_add_rows_kernel");
 }
 
-void cgk_colsum(cudaStream_t s, const float *dy, const float *x, const float *mean,
+void cgk_colsum(cudaStream_t s, int layernorm, const float *dy, const float *x, const float *mean,
                 const float *rstd, int64_t rows, int64_t cols, float *out1, float *out2,
                 double *scratch, size_t scratch_doubles) {
   if (cols <= 0) return;
-  const bool ln = x != NULL;
+  const bool ln = layernorm != 0; /* not x != NULL: with rows = 0, x may be NULL */
   if (rows <= 0) {
     cgk_fill(s, out1, cols, 0.0f);
     if (ln) cgk_fill(s, out2, cols, 0.0f);

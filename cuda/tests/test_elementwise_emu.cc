@@ -20,7 +20,8 @@
  *   random values: within the bound of two orders of k float additions;
  * - colsum (bias_grad; layernorm's dgamma / dbeta): the same float terms, summed in
  *   double in another order (chunks of the launcher vs the CPU's blocks), then
- *   rounded to float: within 1 ulp plus the bound of two orders of double sums. */
+ *   rounded to float: within 1 ulp plus the bound of two orders of double sums; no
+ *   rows, even with NULL for them: zeros in every output, as the CPU. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -339,11 +340,11 @@ void test_gather_scatter_rows(void **state) {
 }
 
 /* Mirrors cgk_colsum (cuda/elementwise.cu) on the emulator, line for line. */
-void emu_colsum(const float *dy, const float *x, const float *mean, const float *rstd, int64_t rows, int64_t cols,
-                float *out1, float *out2, double *scratch, size_t scratch_doubles, int64_t *nch_used) {
+void emu_colsum(int layernorm, const float *dy, const float *x, const float *mean, const float *rstd, int64_t rows,
+                int64_t cols, float *out1, float *out2, double *scratch, size_t scratch_doubles, int64_t *nch_used) {
   *nch_used = 0;
   if (cols <= 0) return;
-  const bool ln = x != NULL;
+  const bool ln = layernorm != 0;
   if (rows <= 0) {
     emu_launch(grid_for(cols), kThreads, fill_kernel, out1, cols, 0.0f);
     if (ln) emu_launch(grid_for(cols), kThreads, fill_kernel, out2, cols, 0.0f);
@@ -400,8 +401,7 @@ void test_colsum(void **state) {
                       {130, 602, 1 << 20}, {300, 1, 6},        {0, 41, 1 << 20}};
   for (const cs &t : cases) {
     const int64_t rows = t.rows, cols = t.cols;
-    /* at least one element: with rows = 0, x must still be a pointer (x != NULL is how
-     * cgk_colsum tells the layernorm sums from the bias sum) */
+    /* at least one element (rows = 0 with NULL pointers: below) */
     const int64_t n = std::max<int64_t>(rows * cols, 1), nr = std::max<int64_t>(rows, 1);
     std::vector<float> dy = rand_vec(n, -1.0, 1.0), x = rand_vec(n, -3.0, 5.0);
     std::vector<float> mean = rand_vec(nr, 0.0, 2.0), rstd = rand_vec(nr, 0.5, 2.0), gamma(cols, 1.0f);
@@ -410,7 +410,8 @@ void test_colsum(void **state) {
     int64_t nch = 0;
 
     std::vector<float> k1(cols, 7.0f), c1(cols, 7.0f), k2(cols, 7.0f), c2(cols, 7.0f);
-    emu_colsum(dy.data(), nullptr, nullptr, nullptr, rows, cols, k1.data(), nullptr, scratch.data(), t.scratch, &nch);
+    emu_colsum(0, dy.data(), nullptr, nullptr, nullptr, rows, cols, k1.data(), nullptr, scratch.data(), t.scratch,
+               &nch);
     be->bias_grad(be, dy.data(), rows, cols, c1.data());
     std::vector<double> mag1((size_t)cols, 0.0), mag2((size_t)cols, 0.0);
     for (int64_t r = 0; r < rows; r++)
@@ -424,12 +425,32 @@ void test_colsum(void **state) {
     within("bias_grad (colsum of dy)", k1, c1, colsum_tol(mag2, rows, c1));
 
     std::vector<float> dxc((size_t)n);
-    emu_colsum(dy.data(), x.data(), mean.data(), rstd.data(), rows, cols, k1.data(), k2.data(), scratch.data(),
+    emu_colsum(1, dy.data(), x.data(), mean.data(), rstd.data(), rows, cols, k1.data(), k2.data(), scratch.data(),
                t.scratch, &nch);
     be->layernorm_bwd(be, dy.data(), x.data(), mean.data(), rstd.data(), gamma.data(), rows, cols, dxc.data(),
                       c1.data(), c2.data());
     within("layernorm dgamma (colsum of dy * xhat)", k1, c1, colsum_tol(mag1, rows, c1));
     within("layernorm dbeta (colsum of dy)", k2, c2, colsum_tol(mag2, rows, c2));
+  }
+  /* no rows, and no pointers to them (a caller of the op table may pass NULL for empty
+   * rows; the CPU backend reads nothing): zeros in dgamma and dbeta, and in the bias
+   * gradient */
+  for (int64_t cols : {(int64_t)1, (int64_t)41, (int64_t)602}) {
+    std::vector<double> scratch(1 << 10, -1.0);
+    int64_t nch = -1;
+    std::vector<float> k1(cols, 7.0f), c1(cols, 7.0f), k2(cols, 7.0f), c2(cols, 7.0f);
+    emu_colsum(1, nullptr, nullptr, nullptr, nullptr, 0, cols, k1.data(), k2.data(), scratch.data(), scratch.size(),
+               &nch);
+    be->layernorm_bwd(be, nullptr, nullptr, nullptr, nullptr, nullptr, 0, cols, nullptr, c1.data(), c2.data());
+    printf("rows=0 cols=%lld, NULL rows:\n", (long long)cols);
+    same("layernorm dgamma", k1, c1);
+    same("layernorm dbeta", k2, c2);
+    std::fill(k1.begin(), k1.end(), 7.0f);
+    std::fill(c1.begin(), c1.end(), 7.0f);
+    emu_colsum(0, nullptr, nullptr, nullptr, nullptr, 0, cols, k1.data(), nullptr, scratch.data(), scratch.size(),
+               &nch);
+    be->bias_grad(be, nullptr, 0, cols, c1.data());
+    same("bias_grad", k1, c1);
   }
   cg_backend_destroy(&be);
 }
