@@ -253,7 +253,8 @@ static void test_wrapped_device(void **state) {
   prof->kind = CG_DEVICE_CUDA;
   assert_int_equal(rapa_bench_gemm(prof, 7, 5, 3, 2e-4, &o, &t), CG_OK);
   check_timing(&t, &o);
-  cg_backend_destroy(&prof);
+  cg_backend_destroy(&prof); /* (the profiling wrapper does not own what it wraps) */
+  cg_backend_destroy(&emu);  /* (the emulating one does: inner goes with it) */
 }
 
 static void test_median(void **state) {
