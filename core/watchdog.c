@@ -122,24 +122,46 @@ static void on_report_deadline(int sig) {
   _exit(CG_STALL_EXIT_CODE);
 }
 
+/* A thread of its own that ends the process REPORT_DEADLINE_S from now. */
+static void *report_deadline(void *arg) {
+  (void)arg;
+  struct timespec left = {REPORT_DEADLINE_S, 0};
+  while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+  }
+  _exit(CG_STALL_EXIT_CODE);
+}
+
 /* The ERROR lines, then the handler or the end of the process. */
 static void fire(int64_t now) {
   if (!handler) {
     /* The lines go to stderr, whose lock the main thread may hold for ever: stuck in a
      * write to a pipe nobody reads or to a log file on a hung file system, it waits there
-     * holding it, and so would this thread, and the process would never end. SIGALRM
-     * (unused elsewhere) ends it REPORT_DEADLINE_S after the stall was seen, the report
-     * written or not. */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_report_deadline;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGALRM, &sa, NULL);
-    sigset_t alrm;
-    sigemptyset(&alrm);
-    sigaddset(&alrm, SIGALRM);
-    pthread_sigmask(SIG_UNBLOCK, &alrm, NULL);
-    alarm(REPORT_DEADLINE_S);
+     * holding it, and so would this thread, and the process would never end. A thread of
+     * its own ends it REPORT_DEADLINE_S after the stall was seen, the report written or
+     * not. Not SIGALRM alone: Linux gives a process's signal to the main thread when
+     * that does not block it, and a main thread in a wait only a fatal signal ends (a
+     * write to a hard-mounted NFS or a FUSE file system that hangs) never runs its
+     * handler; SIGALRM (unused elsewhere) only when that thread cannot be created. */
+    pthread_t t;
+    pthread_attr_t at;
+    int made = pthread_attr_init(&at) == 0;
+    if (made) {
+      made = pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
+             pthread_create(&t, &at, report_deadline, NULL) == 0;
+      pthread_attr_destroy(&at);
+    }
+    if (!made) {
+      struct sigaction sa;
+      memset(&sa, 0, sizeof sa);
+      sa.sa_handler = on_report_deadline;
+      sigemptyset(&sa.sa_mask);
+      sigaction(SIGALRM, &sa, NULL);
+      sigset_t alrm;
+      sigemptyset(&alrm);
+      sigaddset(&alrm, SIGALRM);
+      pthread_sigmask(SIG_UNBLOCK, &alrm, NULL);
+      alarm(REPORT_DEADLINE_S);
+    }
   }
   char msg[4096], step[128];
   size_t n = 0;

@@ -13,7 +13,7 @@
  * for a peer, a GPU synchronisation, a write to a hung file system). The watchdog
  * calls no MPI and takes no lock the main thread may hold, except stderr's (its ERROR
  * lines: a main thread stuck in a write to stderr holds that lock for ever, and then
- * the process ends 5 s later without them, by SIGALRM, with the same exit code). A
+ * the process ends 5 s later without them, from a thread of its own, with the same exit code). A
  * stalled rank cannot act at all when it is stopped (SIGSTOP stops its watchdog too):
  * its peers, waiting for it, are the ones that notice.
  *

@@ -180,10 +180,53 @@ static void test_exit_when_stderr_blocks(void **state) {
   assert_int_equal(WEXITSTATUS(status), CG_STALL_EXIT_CODE);
 }
 
+/* As above, but the main thread waits in the kernel where only a fatal signal wakes it
+ * (a write to a hard-mounted NFS or a FUSE file system that hangs: TASK_KILLABLE; here
+ * the wait of a vfork() parent for its child, which is the same kind of wait), holding
+ * stderr's lock. A process-directed SIGALRM goes to that thread (Linux gives it to the
+ * main thread when it does not block it) and is never run: the deadline must not
+ * depend on which thread a signal reaches. */
+static void test_exit_when_main_sleeps_in_kernel(void **state) {
+  (void)state;
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  const pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    close(fds[0]);
+    if (dup2(fds[1], STDERR_FILENO) < 0) _exit(1);
+    cg_watchdog_set_slots(NULL, 0, 0, 0);
+    if (cg_watchdog_start(0.2, "training") != CG_OK) _exit(1);
+    cg_watch_mark("the training step", 1, -1, 0);
+    setpgid(0, 0); /* (the grandchild with it, for the kill below) */
+    flockfile(stderr); /* held, as by a thread stuck inside a write to it */
+    if (vfork() == 0)
+      for (;;) pause(); /* (the grandchild: killed with its process group below) */
+    _exit(1);
+  }
+  close(fds[1]);
+  int status = 0;
+  pid_t w = 0;
+  const double t0 = now_s();
+  while ((w = waitpid(child, &status, WNOHANG)) == 0 && now_s() - t0 < 20.0) usleep(50 * 1000);
+  const double took = now_s() - t0;
+  kill(-child, SIGKILL); /* the grandchild, and the child if it still runs */
+  if (w == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+  }
+  close(fds[0]);
+  printf("  the child %s after %.1f s\n", w == child ? "ended" : "was still running (killed)", took);
+  assert_int_equal(w, child);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), CG_STALL_EXIT_CODE);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_fires_without_marks),
                                      cmocka_unit_test(test_names_a_stopped_peer),
                                      cmocka_unit_test(test_default_exit),
-                                     cmocka_unit_test(test_exit_when_stderr_blocks)};
+                                     cmocka_unit_test(test_exit_when_stderr_blocks),
+                                     cmocka_unit_test(test_exit_when_main_sleeps_in_kernel)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
