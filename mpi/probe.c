@@ -91,10 +91,13 @@ int comm_gather_text(struct comm *c, const char *text, int root, char ***out) {
       memcpy(texts[r], all + displs[r], (size_t)lens[r]);
       texts[r][lens[r]] = '\0';
     }
-    if (st == CG_OK) {
-      *out = texts;
-      texts = NULL;
-    }
+  }
+  /* agreed: the root's copy can fail alone, and a caller that reports an error
+   * collectively (apps/cli.c cli_report_setup_error) must not be entered by it alone */
+  TRY_GOTO(comm_agree(c, st, "comm_gather_text"), done);
+  if (c->rank == root) {
+    *out = texts;
+    texts = NULL;
   }
 done:
   if (texts) comm_texts_free(texts, c->size);
