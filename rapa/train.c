@@ -183,7 +183,7 @@ int rapa_train_profile(struct comm *c, const char *spec, const char *device, int
       /* (no rank number: ranks of one device read one file and fail alike, said once) */
       st = cg_err_set(CG_ERR_NOT_FOUND,
                       "--profile auto: no usable profile of device %s on %s (this run's --device and threads) in "
-                      "the cache: %s (%s); the cache holds %s for this host; run `capgnn profile` with this run's "
+                      "the cache: %s (%s); the cache's files for this host: %s; run `capgnn profile` with this run's "
                       "--device and --threads first",
                       key, cg_hostname(), path, why, have);
     }

@@ -154,7 +154,7 @@ has train9.err "capgnn: error: profile 'cut.json': not valid JSON (near 'vers'):
 has train10.err "capgnn: error: cannot read 'cache': it is a folder, not a file" # (not "over 1 GiB")
 "$capgnn" "${train[@]}" --threads 3 --profile auto >train5.out 2>train5.err && bad "--profile auto without a profile of cpu-t3"
 has train5.err "no usable profile of device cpu-t3"
-has train5.err "the cache holds .*cpu-t1.* for this host"
+has train5.err "the cache's files for this host: .*cpu-t1"
 # a corrupt cache file under --profile auto: refused, not used and not "re-measured" (a
 # warning said so, then the run refused), one error line for the two ranks that read it
 cp "$dev" dev.good && head -c 200 dev.good >"$dev"
