@@ -12,7 +12,7 @@
  * 2e-5 sum |terms|, the kernels' summation order being their own), with every row
  * written, empty rows as zeros, and the padding columns past f untouched. Widths cover
  * the vector paths (float4: 256, float2: 130 and 602 over five passes, scalar: 41 with a
- * padded stride), the pass cap (max_pass 32 and 1024) and the narrow kernel
+ * padded stride), larger pass caps (NV 2, 4, 16) and the narrow kernel
  * (f = 1, 7, 16); matrices with and without hub rows above the heavy threshold. Small
  * matrices: each emulated shuffle costs two 32-thread barriers. */
 #include <math.h>
@@ -147,7 +147,8 @@ const char *kind_name(kernel_kind k) {
   return names[k];
 }
 
-/* One launch of `kind` at width f, stride ld; checked against A X in double. */
+/* One launch of `kind` at width f, stride ld; checked against A X in double. The line
+ * printed names the vector width and NV the launch took. */
 void check(const struct cg_csr *a, const char *label, kernel_kind kind, int64_t f, int64_t ld, int64_t threshold,
            int64_t max_pass) {
   kmat m = kernel_matrix(a, threshold, max_pass);
@@ -169,8 +170,9 @@ void check(const struct cg_csr *a, const char *label, kernel_kind kind, int64_t 
     case K_ROWSPLIT_LIST: emu_rowsplit(m.k, order.data(), (int64_t)order.size(), x, ld, y, ld, f); break;
   }
   char what[160];
-  snprintf(what, sizeof what, "%s, %s, f=%lld ld=%lld (vector %d, max_pass %lld, %zu heavy rows)", label,
-           kind_name(kind), (long long)f, (long long)ld, cgk_pick_vec(x, ld, y, ld, f), (long long)max_pass,
+  const int vec = cgk_pick_vec(x, ld, y, ld, f);
+  snprintf(what, sizeof what, "%s, %s, f=%lld ld=%lld (vector %d, NV %d, max_pass %lld, %zu heavy rows)", label,
+           kind_name(kind), (long long)f, (long long)ld, vec, pick_nv(vec, f, max_pass), (long long)max_pass,
            m.heavy.size());
   double worst = 0.0;
   const int64_t bad = tm_compare_spmm(what, a, x, ld, y, ld, f, kPad, &worst);
@@ -206,9 +208,11 @@ void test_wide(void **state) {
   /* (a block per row: 70 blocks a launch, the slowest to emulate) */
   check(&a, "random values", K_ROWSPLIT, 256, 256, 40, 128);
   check(&a, "random values", K_ROWSPLIT_LIST, 41, 44, 40, 128);
-  /* the pass cap: one 1024-column pass for 602 (float2, NV 16), 32-column passes for 256 */
+  /* a larger pass cap (pick_nv): 602 in one pass (float2, NV 16), 256 and 512 with more
+   * vectors a lane (float4, NV 2 and 4) */
   check(&a, "random values", K_WARP_SPLIT, 602, 602, 40, 1024);
-  check(&a, "random values", K_WARP_SPLIT, 256, 256, 40, 32);
+  check(&a, "random values", K_WARP_SPLIT, 256, 256, 40, 1024);
+  check(&a, "random values", K_WARP_SPLIT, 512, 512, 40, 512);
   cg_csr_free(&a);
 }
 
