@@ -97,8 +97,9 @@ int cmd_doctor(int argc, char **argv) {
   }
   int nwarn = 0;
   const int st = rapa_doctor_run(cm, &o, stdout, &nwarn);
-  /* (every failure of rapa_doctor_run is agreed by all ranks, comm_gather_text's too) once per cause, by the rank
-   * that failed: not rank 0's "rank R failed during ..." when rank R alone failed */
+  /* (every failure of rapa_doctor_run is agreed by all ranks, comm_gather_text's too)
+   * once per cause, by the rank that failed: not rank 0's "rank R failed during ..."
+   * when rank R alone failed */
   if (st != CG_OK) cli_report_setup_error(cm);
   const int rank = comm_rank(cm);
   comm_finalize(&cm);
