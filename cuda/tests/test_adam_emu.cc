@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cuda_emu.h"
+#include "emu_rand.h"
 
 extern "C" {
 #include <cmocka.h>
@@ -41,14 +42,8 @@ extern "C" {
 
 namespace {
 
-uint64_t rng = 2024;
-double unif(double lo, double hi) {
-  uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return lo + (hi - lo) * (double)(z >> 11) * (1.0 / 9007199254740992.0);
-}
+emu_rng rng{2024};
+double unif(double lo, double hi) { return rng.unif(lo, hi); }
 
 /* torch.optim.Adam / AdamW in double, from the parameters (not from core/adam.h).
  * ma is m with every term taken in absolute value: m is a running sum of gradients

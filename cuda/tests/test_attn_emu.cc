@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cuda_emu.h"
+#include "emu_rand.h"
 
 extern "C" {
 #include <cmocka.h>
@@ -37,19 +38,9 @@ extern "C" {
 
 namespace {
 
-uint64_t rng = 4242;
-double unif(double lo, double hi) {
-  uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return lo + (hi - lo) * (double)(z >> 11) * (1.0 / 9007199254740992.0);
-}
-std::vector<float> rand_vec(int64_t n, double lo, double hi) {
-  std::vector<float> v((size_t)n);
-  for (auto &x : v) x = (float)unif(lo, hi);
-  return v;
-}
+emu_rng rng{4242};
+double unif(double lo, double hi) { return rng.unif(lo, hi); }
+std::vector<float> rand_vec(int64_t n, double lo, double hi) { return rng.vec(n, lo, hi); }
 
 /* Random in-edge CSR with empty rows and columns without edges. */
 void make_graph(cg_csr *a, int64_t nrows, int64_t ncols, int maxdeg) {

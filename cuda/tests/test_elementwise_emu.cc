@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "cuda_emu.h"
+#include "emu_rand.h"
 
 extern "C" {
 #include <cmocka.h>
@@ -45,19 +46,9 @@ extern "C" {
 
 namespace {
 
-uint64_t rng = 777;
-double unif(double lo, double hi) {
-  uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return lo + (hi - lo) * (double)(z >> 11) * (1.0 / 9007199254740992.0);
-}
-std::vector<float> rand_vec(int64_t n, double lo, double hi) {
-  std::vector<float> v((size_t)n);
-  for (auto &x : v) x = (float)unif(lo, hi);
-  return v;
-}
+emu_rng rng{777};
+double unif(double lo, double hi) { return rng.unif(lo, hi); }
+std::vector<float> rand_vec(int64_t n, double lo, double hi) { return rng.vec(n, lo, hi); }
 /* Random values with NaN, infinities, signed zeros and subnormals among them. */
 std::vector<float> special_vec(int64_t n) {
   std::vector<float> v = rand_vec(n, -2.0, 2.0);
