@@ -39,6 +39,7 @@ extern "C" {
 }
 
 #include "core/ops.h"
+#include "emu_compare.h"
 #include "cuda/rowwise.cu"
 
 namespace {
@@ -48,45 +49,6 @@ double unif(double lo, double hi) { return rng.unif(lo, hi); }
 std::vector<float> rand_vec(int64_t n, double lo, double hi) { return rng.vec(n, lo, hi); }
 
 constexpr double kU = 1.0 / 9007199254740992.0; /* 2^-53, a double's unit roundoff */
-
-float ulp(float x) {
-  const float a = fabsf(x);
-  return nextafterf(a, INFINITY) - a;
-}
-
-/* Same bits; prints the first difference. */
-void same(const char *what, const std::vector<float> &kernel, const std::vector<float> &cpu) {
-  assert_int_equal(kernel.size(), cpu.size());
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < kernel.size(); i++)
-    if (memcmp(&kernel[i], &cpu[i], sizeof(float)) != 0 && bad++ == 0) first = i;
-  if (bad)
-    printf("  %s: %zu of %zu differ, first at %zu: kernel %.9g, cpu %.9g\n", what, bad, kernel.size(), first,
-           (double)kernel[first], (double)cpu[first]);
-  else
-    printf("  %s: %zu values, bit-identical\n", what, kernel.size());
-  assert_int_equal(bad, 0);
-}
-
-/* |kernel - cpu| <= tol[i] everywhere; prints the worst element. */
-void within(const char *what, const std::vector<float> &kernel, const std::vector<float> &cpu,
-            const std::vector<double> &tol) {
-  double worst = 0.0;
-  size_t wi = 0, differ = 0;
-  for (size_t i = 0; i < kernel.size(); i++) {
-    const double err = fabs((double)kernel[i] - (double)cpu[i]);
-    const double r = isnan(err) ? INFINITY : err / tol[i];
-    differ += memcmp(&kernel[i], &cpu[i], sizeof(float)) != 0;
-    if (r > worst) {
-      worst = r;
-      wi = i;
-    }
-  }
-  printf("  %s: %zu values, %zu not bit-identical, worst %.3g of the tolerance (element %zu: kernel %.9g, "
-         "cpu %.9g)\n",
-         what, kernel.size(), differ, worst, wi, (double)kernel[wi], (double)cpu[wi]);
-  assert_true(worst <= 1.0);
-}
 
 cg_backend *cpu_backend() {
   cg_backend *be = nullptr;
