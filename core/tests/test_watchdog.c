@@ -142,6 +142,36 @@ static void test_default_exit(void **state) {
   assert_int_equal(WEXITSTATUS(status), CG_STALL_EXIT_CODE);
 }
 
+/* In a forked child: stderr to the pipe's write end `wfd` (the read end `rfd` closed), the
+ * watchdog started with 0.2 s and one mark left, so it fires 0.2 s later. */
+static void child_start_stalled(int rfd, int wfd) {
+  close(rfd);
+  if (dup2(wfd, STDERR_FILENO) < 0) _exit(1);
+  cg_watchdog_set_slots(NULL, 0, 0, 0);
+  if (cg_watchdog_start(0.2, "training") != CG_OK) _exit(1);
+  cg_watch_mark("the training step", 1, -1, 0);
+}
+
+/* The child must end by itself, with CG_STALL_EXIT_CODE, within 20 s; killed otherwise
+ * (its process group too when `group`), and the pipe's read end `rfd` closed. */
+static void expect_stall_exit(pid_t child, int rfd, int group) {
+  int status = 0;
+  pid_t w = 0;
+  const double t0 = now_s();
+  while ((w = waitpid(child, &status, WNOHANG)) == 0 && now_s() - t0 < 20.0) usleep(50 * 1000);
+  const double took = now_s() - t0;
+  if (group) kill(-child, SIGKILL); /* a grandchild, and the child if it still runs */
+  if (w == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+  }
+  close(rfd);
+  printf("  the child %s after %.1f s\n", w == child ? "ended" : "was still running (killed)", took);
+  assert_int_equal(w, child);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), CG_STALL_EXIT_CODE);
+}
+
 /* The main thread blocked in a write to stderr (a pipe nobody reads, a log file on a hung
  * file system) holds stderr's lock, so the watchdog's report cannot be written: the
  * process must end all the same, with CG_STALL_EXIT_CODE (it hung for ever, the job with
@@ -153,31 +183,14 @@ static void test_exit_when_stderr_blocks(void **state) {
   const pid_t child = fork();
   assert_true(child >= 0);
   if (child == 0) {
-    close(fds[0]);
-    if (dup2(fds[1], STDERR_FILENO) < 0) _exit(1);
-    cg_watchdog_set_slots(NULL, 0, 0, 0);
-    if (cg_watchdog_start(0.2, "training") != CG_OK) _exit(1);
-    cg_watch_mark("the training step", 1, -1, 0);
+    child_start_stalled(fds[0], fds[1]);
     char line[4096];
     memset(line, 'x', sizeof line - 1);
     line[sizeof line - 1] = '\0';
     for (;;) fprintf(stderr, "%s\n", line); /* fills the pipe, then waits in it holding stderr's lock */
   }
   close(fds[1]);
-  int status = 0;
-  pid_t w = 0;
-  const double t0 = now_s();
-  while ((w = waitpid(child, &status, WNOHANG)) == 0 && now_s() - t0 < 20.0) usleep(50 * 1000);
-  const double took = now_s() - t0;
-  if (w == 0) {
-    kill(child, SIGKILL);
-    waitpid(child, &status, 0);
-  }
-  close(fds[0]);
-  printf("  the child %s after %.1f s\n", w == child ? "ended" : "was still running (killed)", took);
-  assert_int_equal(w, child);
-  assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), CG_STALL_EXIT_CODE);
+  expect_stall_exit(child, fds[0], 0);
 }
 
 /* As above, but the main thread waits in the kernel where only a fatal signal wakes it
@@ -193,11 +206,7 @@ static void test_exit_when_main_sleeps_in_kernel(void **state) {
   const pid_t child = fork();
   assert_true(child >= 0);
   if (child == 0) {
-    close(fds[0]);
-    if (dup2(fds[1], STDERR_FILENO) < 0) _exit(1);
-    cg_watchdog_set_slots(NULL, 0, 0, 0);
-    if (cg_watchdog_start(0.2, "training") != CG_OK) _exit(1);
-    cg_watch_mark("the training step", 1, -1, 0);
+    child_start_stalled(fds[0], fds[1]);
     setpgid(0, 0); /* (the grandchild with it, for the kill below) */
     flockfile(stderr); /* held, as by a thread stuck inside a write to it */
     if (vfork() == 0)
@@ -205,21 +214,7 @@ static void test_exit_when_main_sleeps_in_kernel(void **state) {
     _exit(1);
   }
   close(fds[1]);
-  int status = 0;
-  pid_t w = 0;
-  const double t0 = now_s();
-  while ((w = waitpid(child, &status, WNOHANG)) == 0 && now_s() - t0 < 20.0) usleep(50 * 1000);
-  const double took = now_s() - t0;
-  kill(-child, SIGKILL); /* the grandchild, and the child if it still runs */
-  if (w == 0) {
-    kill(child, SIGKILL);
-    waitpid(child, &status, 0);
-  }
-  close(fds[0]);
-  printf("  the child %s after %.1f s\n", w == child ? "ended" : "was still running (killed)", took);
-  assert_int_equal(w, child);
-  assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), CG_STALL_EXIT_CODE);
+  expect_stall_exit(child, fds[0], 1);
 }
 
 int main(void) {
