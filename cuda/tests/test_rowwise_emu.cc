@@ -148,9 +148,11 @@ void test_layernorm(void **state) {
   cg_backend_destroy(&be);
 }
 
-/* Mirrors cgk_xent (cuda/rowwise.cu), after cu_xent's zeroing of dlogits; cap is
- * CGK_LOSS_MAX_BLOCKS there. */
-double emu_xent(const float *logits, int64_t rows, int64_t cols, const int32_t *labels, const int32_t *idx,
+/* Mirrors cgk_xent and cgk_bce (cuda/rowwise.cu), after cu_xent's / cu_bce's zeroing of
+ * dlogits: the loss kernel on row_grid(n_idx, cap) blocks (cap: CGK_LOSS_MAX_BLOCKS
+ * there), then sum_partials_kernel over its blocks' partial sums. */
+template <class K, class L>
+double emu_loss(K kernel, const float *logits, int64_t rows, int64_t cols, const L *labels, const int32_t *idx,
                 int64_t n_idx, float scale, float *dlogits, unsigned long long *bad, int64_t cap) {
   std::fill(dlogits, dlogits + rows * cols, 0.0f);
   std::vector<double> partials(CGK_LOSS_MAX_BLOCKS + 1, -7.0);
@@ -159,26 +161,18 @@ double emu_xent(const float *logits, int64_t rows, int64_t cols, const int32_t *
   unsigned g = 0;
   if (n_idx > 0 && cols > 0) {
     g = row_grid(n_idx, cap);
-    emu_launch(g, kThreads, xent_kernel, logits, rows, cols, labels, idx, n_idx, scale, dlogits, partials.data(), bad);
+    emu_launch(g, kThreads, kernel, logits, rows, cols, labels, idx, n_idx, scale, dlogits, partials.data(), bad);
   }
   emu_launch(1, kThreads, sum_partials_kernel, (const double *)partials.data(), (int64_t)g, &loss);
   return loss;
 }
-
-/* Mirrors cgk_bce (cuda/rowwise.cu), after cu_bce's zeroing of dlogits. */
+double emu_xent(const float *logits, int64_t rows, int64_t cols, const int32_t *labels, const int32_t *idx,
+                int64_t n_idx, float scale, float *dlogits, unsigned long long *bad, int64_t cap) {
+  return emu_loss(xent_kernel, logits, rows, cols, labels, idx, n_idx, scale, dlogits, bad, cap);
+}
 double emu_bce(const float *logits, int64_t rows, int64_t cols, const uint8_t *labels, const int32_t *idx,
                int64_t n_idx, float scale, float *dlogits, unsigned long long *bad, int64_t cap) {
-  std::fill(dlogits, dlogits + rows * cols, 0.0f);
-  std::vector<double> partials(CGK_LOSS_MAX_BLOCKS + 1, -7.0);
-  double loss = -7.0;
-  *bad = 0;
-  unsigned g = 0;
-  if (n_idx > 0 && cols > 0) {
-    g = row_grid(n_idx, cap);
-    emu_launch(g, kThreads, bce_kernel, logits, rows, cols, labels, idx, n_idx, scale, dlogits, partials.data(), bad);
-  }
-  emu_launch(1, kThreads, sum_partials_kernel, (const double *)partials.data(), (int64_t)g, &loss);
-  return loss;
+  return emu_loss(bce_kernel, logits, rows, cols, labels, idx, n_idx, scale, dlogits, bad, cap);
 }
 
 /* idx: a permutation of part of the rows (some left out, whose dlogits stay 0). */
