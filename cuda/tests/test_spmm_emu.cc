@@ -152,9 +152,7 @@ const char *kind_name(kernel_kind k) {
 void check(const struct cg_csr *a, const char *label, kernel_kind kind, int64_t f, int64_t ld, int64_t threshold,
            int64_t max_pass) {
   kmat m = kernel_matrix(a, threshold, max_pass);
-  auto bytes64 = [](int64_t floats) { return ((size_t)floats * sizeof(float) + 63) / 64 * 64; };
-  float *x = static_cast<float *>(aligned_alloc(64, bytes64(a->ncols * ld)));
-  float *y = static_cast<float *>(aligned_alloc(64, bytes64(a->nrows * ld)));
+  float *x = tm_alloc_floats(a->ncols * ld), *y = tm_alloc_floats(a->nrows * ld);
   assert_non_null(x);
   assert_non_null(y);
   for (int64_t i = 0; i < a->ncols * ld; i++) x[i] = (float)(2.0 * tm_unif(&seed) - 1.0);

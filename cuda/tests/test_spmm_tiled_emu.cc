@@ -81,10 +81,7 @@ void run_case(const struct cg_csr *a, const char *label, int64_t skip_degree, in
   static const int64_t widths[][2] = {{41, 44}, {67, 68}, {7, 7}, {130, 130}, {256, 256}};
   for (const auto &wd : widths) {
     const int64_t f = wd[0], ld = wd[1];
-    /* aligned, as device allocations are (aligned_alloc wants a multiple of 64) */
-    auto bytes64 = [](int64_t floats) { return ((size_t)floats * sizeof(float) + 63) / 64 * 64; };
-    float *x = static_cast<float *>(aligned_alloc(64, bytes64(a->ncols * ld)));
-    float *y = static_cast<float *>(aligned_alloc(64, bytes64(a->nrows * ld)));
+    float *x = tm_alloc_floats(a->ncols * ld), *y = tm_alloc_floats(a->nrows * ld);
     assert_non_null(x);
     assert_non_null(y);
     for (int64_t i = 0; i < a->ncols * ld; i++) x[i] = (float)(2.0 * tm_unif(&seed) - 1.0);

@@ -83,3 +83,9 @@ int64_t tm_compare_spmm(const char *what, const struct cg_csr *a, const float *x
   }
   return bad;
 }
+
+float *tm_alloc_floats(int64_t n) {
+  /* (aligned_alloc wants a size that is a multiple of the alignment) */
+  const size_t bytes = ((size_t)(n > 0 ? n : 1) * sizeof(float) + 63) / 64 * 64;
+  return aligned_alloc(64, bytes);
+}

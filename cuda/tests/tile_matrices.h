@@ -29,6 +29,10 @@ int tm_clustered(struct cg_csr *a, int64_t nrows, int64_t ncols, int64_t comm, d
 int64_t tm_compare_spmm(const char *what, const struct cg_csr *a, const float *x, int64_t ldx,
                         const float *y, int64_t ldy, int64_t f, float pad, double *worst);
 
+/* n floats, 64-byte aligned as device allocations are (free() them); NULL when out of
+ * memory. */
+float *tm_alloc_floats(int64_t n);
+
 /* A uniform double in [0, 1) from *seed (splitmix64). */
 double tm_unif(uint64_t *seed);
 
