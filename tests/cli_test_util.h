@@ -71,21 +71,6 @@ static inline pid_t cli_spawn_job(const char *mpiexec, const char *const *argv, 
   return cli_spawn_(mpiexec, argv, log_path, 1, SIGTERM);
 }
 
-/* CPU seconds (user + system) the process `pid` has used; -1 when unreadable. */
-static inline double cli_cpu_seconds(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1.0;
-  const size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')'); /* the command name may hold blanks */
-  unsigned long long ut = 0, st = 0;
-  if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2) return -1.0;
-  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* A process of an MPI job: its pid and start time (in clock ticks since boot), which tell
  * it from a later process given the same pid. */
 struct cli_proc {
@@ -115,6 +100,15 @@ static inline int cli_proc_stat(pid_t pid, pid_t *ppid, double *cpu, unsigned lo
   *cpu = (double)(ut + st + (unsigned long long)(cut + cst)) / (double)sysconf(_SC_CLK_TCK);
   *start = t0;
   return 0;
+}
+
+/* CPU seconds (user + system, its reaped children's included) the process `pid` has
+ * used; -1 when it is gone or unreadable. */
+static inline double cli_cpu_seconds(pid_t pid) {
+  pid_t ppid = 0;
+  double cpu = 0.0;
+  unsigned long long start = 0;
+  return cli_proc_stat(pid, &ppid, &cpu, &start) == 0 ? cpu : -1.0;
 }
 
 /* The CPU seconds of `root` and of every live process descended from it (parent by
