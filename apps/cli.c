@@ -15,6 +15,7 @@
 
 #include "apps/commands_internal.h"
 #include "apps/config_file_internal.h"
+#include "core/hash.h"
 #include "core/status.h"
 #ifdef CAPGNN_HAVE_DIST
 #include "mpi/comm.h"
@@ -287,8 +288,8 @@ void cli_report_setup_error(struct comm *c) {
     fprintf(stderr, "capgnn: error: %s\n", msg);
     return;
   }
-  uint64_t h = 1469598103934665603ull; /* FNV-1a of the message, and whether it is a relay */
-  for (const char *p = msg; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  /* the message's hash, and whether it is a relay */
+  const uint64_t h = cg_fnv1a_str(msg);
   const int relay = comm_err_is_relay(c);
   const int64_t mine = (int64_t)((h >> 2) << 1) | relay;
   int64_t *all = malloc((size_t)size * sizeof *all);
@@ -342,9 +343,7 @@ int cli_ranks_agree(struct comm *c, const char *text, const char *hint) {
   int64_t *hashes = cg_calloc((size_t)size, sizeof *hashes, "the settings' hash of every rank");
   if (!hashes && st == CG_OK) st = CG_ERR_NOMEM;
   if ((st = comm_agree(c, st, "comparing the ranks' settings")) != CG_OK) goto done;
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (const char *p = text; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  if ((st = comm_allgather_i64(c, (int64_t)(h >> 1), hashes)) != CG_OK) goto done;
+  if ((st = comm_allgather_i64(c, (int64_t)(cg_fnv1a_str(text) >> 1), hashes)) != CG_OK) goto done;
   int differ = 0, first = 0;
   for (int r = size - 1; r > 0; r--)
     if (hashes[r] != hashes[0]) differ++, first = r;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/fatal.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "mpi/comm_internal.h"
@@ -453,12 +454,6 @@ static int counts_to_int(const int64_t *cnt, int n, int *icnt, int *idsp, const 
  * (status >= 0 on each): a rank that failed before it and left alone would leave the
  * others waiting inside. MINLOC: the most negative status, and the lowest rank (`me`,
  * named "WHOSE N SUFFIX" in the message) that has it. */
-static uint64_t msg_hash(const char *msg) { /* FNV-1a */
-  uint64_t h = 1469598103934665603ull;
-  for (const char *p = msg; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  return h;
-}
-
 static int agree_in(struct comm *c, MPI_Comm mc, int me, int status, const char *whose, const char *suffix,
                     const char *what) {
   struct {
@@ -469,12 +464,12 @@ static int agree_in(struct comm *c, MPI_Comm mc, int me, int status, const char 
   if (status < 0) return status; /* keep this rank's own message */
   cg_err_set(worst.status, "%s %d%s failed during %s (%s; see that rank's log)", whose, worst.rank, suffix, what,
              cg_status_str(worst.status));
-  c->relay_hash = msg_hash(cg_err_msg()); /* (comm_err_is_relay) */
+  c->relay_hash = cg_fnv1a_str(cg_err_msg()); /* (comm_err_is_relay) */
   return worst.status;
 }
 
 int comm_err_is_relay(const struct comm *c) {
-  return c && c->relay_hash && cg_err_msg()[0] && msg_hash(cg_err_msg()) == c->relay_hash;
+  return c && c->relay_hash && cg_err_msg()[0] && cg_fnv1a_str(cg_err_msg()) == c->relay_hash;
 }
 
 /* comm_agree over the ranks of this node (for node collectives). */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "core/timer.h"
@@ -97,12 +98,6 @@ static int device_key(struct cg_backend *be, const struct rapa_run_opts *o, char
 #else
   return cg_err_set(CG_ERR_INTERNAL, "a CUDA backend in a build without CUDA");
 #endif
-}
-
-static uint64_t fnv1a(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
 }
 
 /* This rank's device entry: from the cache or measured (in turns with the host's other
@@ -243,7 +238,7 @@ int rapa_profile_run(struct comm *c, const struct rapa_run_opts *oin, struct rap
       snprintf(layout + u, sizeof layout - u, "%s%s", r ? ";" : "", keys[r]);
     }
     snprintf(layout + strlen(layout), sizeof layout - strlen(layout), ";quick=%d", o.quick);
-    snprintf(lpath, sizeof lpath, "%s/links-p%d-%016llx.json", dir, P, (unsigned long long)fnv1a(layout));
+    snprintf(lpath, sizeof lpath, "%s/links-p%d-%016llx.json", dir, P, (unsigned long long)cg_fnv1a_str(layout));
     char why[128];
     cJSON *cached = NULL;
     if (!o.refresh && rapa_cache_read(lpath, "capgnn-links-profile", !o.quick, 1, &cached, why, sizeof why) == 1) {

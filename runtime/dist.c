@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/ops_emulate.h"
 #include "core/ops_profile.h"
@@ -587,11 +588,7 @@ done:
 }
 
 /* FNV-1a of a string: the ranks check that they were given the same spec. */
-static int64_t spec_hash(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return (int64_t)(h >> 1);
-}
+static int64_t spec_hash(const char *s) { return (int64_t)(cg_fnv1a_str(s) >> 1); }
 
 /* Per-rank generation of a synthetic spec (dist.h, RT_LOAD_PER_RANK): rank 0 generates
  * the whole graph once (the partitioner needs the structure; the checksum and the
@@ -928,16 +925,12 @@ static int dist_backend_open(struct comm *c, const struct rt_config *cfg, struct
 static int dist_check_resume_same(struct comm *c, const struct rt_config *cfg, const struct rt_checkpoint *ck) {
   if (!cfg->resume_path || comm_size(c) == 1) return CG_OK;
   const int size = comm_size(c);
-  uint64_t h = 1469598103934665603ull; /* FNV-1a over what the run continues from */
+  /* FNV-1a over what the run continues from */
   const int64_t head[3] = {ck->epoch, ck->steps, ck->num_params};
   const float *arrays[3] = {ck->params, ck->adam_m, ck->adam_v};
-  const unsigned char *b = (const unsigned char *)head;
-  for (size_t i = 0; i < sizeof head; i++) h = (h ^ b[i]) * 1099511628211ull;
-  for (int a = 0; a < 3; a++) {
-    if (!arrays[a]) continue;
-    b = (const unsigned char *)arrays[a];
-    for (size_t i = 0; i < (size_t)ck->num_params * sizeof(float); i++) h = (h ^ b[i]) * 1099511628211ull;
-  }
+  uint64_t h = cg_fnv1a(CG_FNV1A_INIT, head, sizeof head);
+  for (int a = 0; a < 3; a++)
+    if (arrays[a]) h = cg_fnv1a(h, arrays[a], (size_t)ck->num_params * sizeof(float));
   int64_t *hashes = cg_calloc((size_t)size, sizeof *hashes, "checkpoint hash of every rank");
   int64_t *epochs = cg_calloc((size_t)size, sizeof *epochs, "checkpoint epoch of every rank");
   int st = hashes && epochs ? CG_OK : CG_ERR_NOMEM;
