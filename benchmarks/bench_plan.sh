@@ -10,7 +10,12 @@
 #    epoch_s, compute_max_s (the slowest rank's compute) and comm_s (rank 0's, waiting for
 #    peers included); then runs `capgnn plan` for the same job with that profile's links
 #    and cores and compute rates measured at the model's shapes (--measure-rates; same
-#    partition cache: the same owners), and compares:
+#    partition cache: the same owners). With -r R each repeat trains and then plans (its
+#    rates measured right after its run, under the same machine state), and the figures
+#    compared are the medians over the repeats of each repeat's measured medians and of
+#    each repeat's plan: the machine's speed moves by 20-30 % from minute to minute here,
+#    both sides of one repeat move with it, and a median of three is less at its mercy
+#    than one pair. Compared:
 #      epoch    plan epoch_s (the slowest rank's compute + communication)
 #      compute  the largest compute_s over the plan's ranks
 #      comm     rank 0's epoch - compute in the plan (its communication and its wait)
@@ -100,10 +105,11 @@ for c in $configs; do
     wait_idle "$maxwait"
     "${cmd[@]}" > "$outdir/log_${tag}_r$rep.txt" 2>&1 ||
       { cat "$outdir/log_${tag}_r$rep.txt" >&2; echo "bench_plan.sh: $tag failed" >&2; exit 1; }
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$tag" "$gname" "$p" "$n" "$cache" "$met" "${cmd[*]}" >> "$outdir/runs.tsv"
+    "${plan[@]}" --measure-rates --json "$outdir/plan_${tag}_r$rep.json" > "$outdir/plan_${tag}_r$rep.txt" 2>&1 ||
+      { cat "$outdir/plan_${tag}_r$rep.txt" >&2; exit 1; }
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$tag" "$gname" "$p" "$n" "$cache" "$met" "${cmd[*]}" \
+      "$outdir/plan_${tag}_r$rep.json" >> "$outdir/runs.tsv"
   done
-  "${plan[@]}" --measure-rates --json "$outdir/plan_$tag.json" > "$outdir/plan_$tag.txt" 2>&1 ||
-    { cat "$outdir/plan_$tag.txt" >&2; exit 1; }
   "${plan[@]}" --json "$outdir/plan_$tag.profile_rates.json" > "$outdir/plan_$tag.profile_rates.txt" 2>&1 ||
     { cat "$outdir/plan_$tag.profile_rates.txt" >&2; exit 1; }
   printf '%s --measure-rates\n' "${plan[*]}" > "$outdir/plan_$tag.cmd"
@@ -126,16 +132,22 @@ def err(pred, meas):
 for tag in tags:
     mine = [r for r in runs if r[0] == tag]
     _, gname, p, n, cache = mine[0][:5]
-    ep = []
+    which = "cache" if cache != "none" else "plain"
+    reps, ep = [], []  # per repeat: its measured medians and its plan's figures
     for r in mine:
         recs = [json.loads(l) for l in open(r[5])]
-        ep += [x for x in recs if not x.get("summary") and x["epoch"] >= 2]
-    plan = json.load(open(f"{outdir}/plan_{tag}.json"))
-    pl = plan["cache" if cache != "none" else "plain"]
-    med = lambda k: statistics.median(x[k] for x in ep)
-    meas = dict(epoch=med("epoch_s"), compute=med("compute_max_s"), comm=med("comm_s"))
-    pred = dict(epoch=pl["epoch_s"], compute=max(x["compute_s"] for x in pl["ranks"]),
-                comm=pl["epoch_s"] - pl["ranks"][0]["compute_s"])
+        e_r = [x for x in recs if not x.get("summary") and x["epoch"] >= 2]
+        ep += e_r
+        med = lambda k: statistics.median(x[k] for x in e_r)
+        pl_r = json.load(open(r[7]))[which]
+        reps.append(dict(measured=dict(epoch=med("epoch_s"), compute=med("compute_max_s"), comm=med("comm_s")),
+                         predicted=dict(epoch=pl_r["epoch_s"], compute=max(x["compute_s"] for x in pl_r["ranks"]),
+                                        comm=pl_r["epoch_s"] - pl_r["ranks"][0]["compute_s"]), plan=pl_r))
+    for x in reps:
+        x["error"] = {k: err(x["predicted"][k], x["measured"][k]) for k in x["measured"]}
+    meas = {k: statistics.median(x["measured"][k] for x in reps) for k in reps[0]["measured"]}
+    pred = {k: statistics.median(x["predicted"][k] for x in reps) for k in reps[0]["predicted"]}
+    pl = reps[0]["plan"]  # the bytes: the same partition in every repeat
     e = {k: err(pred[k], meas[k]) for k in meas}
     pp = json.load(open(f"{outdir}/plan_{tag}.profile_rates.json"))["cache" if cache != "none" else "plain"]
     pred_profile = pp["epoch_s"]
@@ -156,12 +168,13 @@ for tag in tags:
               f"({100*e['comm']:+.0f} %)")
         ok = False
     rows.append(dict(config=tag, graph=gname, P=int(p), nodes=int(n), cache=cache, epochs=len(ep),
-                     measured=meas, predicted=pred, error=e, predicted_epoch_profile_rates=pred_profile,
+                     measured=meas, predicted=pred, error=e, repeats=[dict(measured=x["measured"],
+                     predicted=x["predicted"], error=x["error"]) for x in reps], predicted_epoch_profile_rates=pred_profile,
                      error_epoch_profile_rates=err(pred_profile, meas["epoch"]), comm_gated=gated_comm, bytes=counted,
                      bytes_equal=bytes_ok, oversubscription=max(x["oversubscription"] for x in pl["ranks"]),
                      train_command=mine[0][6], plan_command=open(f"{outdir}/plan_{tag}.cmd").read().strip()))
 print(f"machine: {machine}")
-print(f"rates: {json.load(open(f'{outdir}/plan_{tags[0]}.json'))['rates']['source']}; links and cores: the profile "
+print(f"rates: {json.load(open(runs[0][7]))['rates']['source']}; links and cores: the profile "
       f"(last column: the profile's own summary rates, not gated)")
 hdr = (f"{'config':<22} {'ovs':>4} {'epoch ms':>17} {'err':>6} {'compute ms':>17} {'err':>6} "
        f"{'comm ms':>15} {'err':>6} {'bytes':>5} {'profile rates: epoch':>21}")
@@ -175,8 +188,14 @@ for r in rows:
           f"{p['comm']*1e3:>7.2f} /{m['comm']*1e3:>7.2f} {100*e['comm']:>+5.0f}%{'' if r['comm_gated'] else '*'} "
           f"{'=' if r['bytes_equal'] else 'NO':>5} {r['predicted_epoch_profile_rates']*1e3:>11.2f} "
           f"{100*r['error_epoch_profile_rates']:>+7.0f}%")
-print("medians over epochs 2..E; compute = the slowest rank's; comm = rank 0's (waiting included); "
+print(f"medians over epochs 2..E (with {len(reps)} repeats: the median over them of each repeat's, measured and planned alike); "
+      "compute = the slowest rank's; comm = rank 0's (waiting included); "
       "* comm under a fifth of the epoch: not gated; bytes: halo, inter-node and all-reduce bytes counted == planned")
+if any(len(r["repeats"]) > 1 for r in rows):
+    print("each repeat alone (its plan against its run), error of epoch / compute / comm:")
+    for r in rows:
+        print(f"  {r['config']:<22} " + "  ".join(
+            "/".join(f"{100*x['error'][k]:+.0f}%" for k in ("epoch", "compute", "comm")) for x in r["repeats"]))
 print(f"tolerance {100*tol:.0f} %: " + ("all predictions within it" if ok else "MISSED"))
 json.dump(dict(machine=machine, tolerance=tol, rows=rows, passed=ok,
                loadavg=open(f"{outdir}/loadavg.txt").read().splitlines()),
