@@ -662,6 +662,8 @@ static void cpu_xent(struct cg_backend *be, const float *logits, int64_t rows, i
       const int32_t y = labels[r];
       const float *xr = logits + r * cols;
       float *d = dlogits + r * cols;
+      /* the max skips a NaN but in column 0 (the kernel's fmaxf skips every NaN): no
+       * matter, a NaN makes the row's sum, loss and every gradient NaN either way (ops.h) */
       float mx = xr[0];
       for (int64_t c = 1; c < cols; c++) mx = xr[c] > mx ? xr[c] : mx;
       double s = 0.0; /* log-sum-exp shifted by the max: exp never overflows */

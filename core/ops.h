@@ -166,7 +166,11 @@ struct cg_backend {
   /* ---- losses and metrics (return to host; synchronising) ---- */
   /* Softmax cross-entropy over the rows idx[n_idx] of logits[rows x cols].
    * dlogits is zeroed entirely, then dlogits[r] = scale * (softmax(r) - onehot(label[r]))
-   * for r in idx. *loss_sum = sum over idx of -log softmax(r)[label[r]] (unscaled, double). */
+   * for r in idx. *loss_sum = sum over idx of -log softmax(r)[label[r]] (unscaled, double).
+   * Non-finite logits: a row with a NaN or +inf anywhere, or with every logit -inf, gets
+   * NaN in all its dlogits and makes *loss_sum NaN (whichever column, and whatever row
+   * maximum a backend shifts by: the NaN reaches the row's exp sum); a -inf among finite
+   * logits is ordinary (exp gives 0); other rows are unaffected. */
   void (*xent)(struct cg_backend *be, const float *logits, int64_t rows, int64_t cols,
                const int32_t *labels, const int32_t *idx, int64_t n_idx, float scale,
                float *dlogits, double *loss_sum);

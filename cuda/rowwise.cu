@@ -16,6 +16,9 @@
  * - The arithmetic mirrors core/cpu_backend.c (float per element where the CPU uses
  *   float, double sums and layernorm statistics in double) so the two backends
  *   differ only by summation order, not by formula.
+ * - Cross-entropy's row maximum is fmaxf's (a NaN skipped; the CPU keeps one in column
+ *   0): the shift only, a NaN or +inf in the row makes its loss and every gradient NaN on
+ *   both backends (core/ops.h, test_rowwise_emu's test_xent_nan).
  * - Argmax: the first maximum wins (lowest column among equal maxima), as on the CPU;
  *   NaN as the CPU's scan treats it too (a NaN in column 0 wins, any other never).
  * - Under CGK_CUDA_EMULATE (cuda/tests/cuda_emu.h) the launchers are left out and

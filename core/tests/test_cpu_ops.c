@@ -1453,6 +1453,46 @@ static void test_adam(void **state) {
   cg_free(w1); cg_free(w2); cg_free(g); cg_free(m1); cg_free(m2); cg_free(v1); cg_free(v2);
 }
 
+/* Non-finite logits (core/ops.h's rule, which the CUDA kernel keeps too: cuda/tests/
+ * test_rowwise_emu): a row with a NaN or +inf anywhere, or all -inf, has a NaN loss and
+ * NaN in every gradient; a -inf among finite logits is ordinary (exp gives 0); the other
+ * rows of the call are as without that row. */
+static void test_xent_nonfinite(void **state) {
+  (void)state;
+  enum { COLS = 5, ROWS = 7 };
+  const float nan = NAN, inf = INFINITY;
+  const float z[ROWS][COLS] = {{0.5f, -1, 2, 0, 1}, /* finite */
+                               {nan, -1, 2, 0, 1},  /* NaN in column 0 (the CPU's scan starts there) */
+                               {0.5f, -1, 2, 0, nan},
+                               {inf, -1, 2, 0, 1},
+                               {-inf, -inf, -inf, -inf, -inf},
+                               {-inf, -1, 2, 0, 1}, /* finite: exp(-inf) = 0 */
+                               {nan, -inf, inf, 0, 1}};
+  const int poisoned[ROWS] = {0, 1, 1, 1, 1, 0, 1};
+  const int32_t labels[ROWS] = {2, 3, 4, 1, 0, 2, 2}, all[ROWS] = {0, 1, 2, 3, 4, 5, 6}, good[2] = {0, 5};
+  float d[ROWS * COLS], dg[ROWS * COLS];
+  double loss = 0, lg = 0;
+  for (int r = 0; r < ROWS; r++) {
+    const int32_t one[1] = {r};
+    be2->xent(be2, &z[0][0], ROWS, COLS, labels, one, 1, 1.0f, d, &loss);
+    int nans = 0;
+    for (int c = 0; c < COLS; c++) nans += isnan(d[r * COLS + c]) != 0;
+    printf("  xent row %d alone: loss %g, %d of %d gradients NaN\n", r, loss, nans, COLS);
+    assert_int_equal(isnan(loss) != 0, poisoned[r]);
+    assert_int_equal(nans, poisoned[r] ? COLS : 0);
+  }
+  be2->xent(be2, &z[0][0], ROWS, COLS, labels, all, ROWS, 0.25f, d, &loss);
+  be2->xent(be2, &z[0][0], ROWS, COLS, labels, good, 2, 0.25f, dg, &lg);
+  assert_true(isnan(loss));
+  for (int r = 0; r < ROWS; r++)
+    for (int c = 0; c < COLS; c++) {
+      const int i = r * COLS + c;
+      if (poisoned[r]) assert_true(isnan(d[i]));
+      else assert_true(d[i] == dg[i]);
+    }
+  assert_true(isfinite(lg));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_backend_basics),
@@ -1470,6 +1510,7 @@ int main(void) {
       cmocka_unit_test(test_dropout_relu_bwd),
       cmocka_unit_test(test_layernorm),
       cmocka_unit_test(test_xent),
+      cmocka_unit_test(test_xent_nonfinite),
       cmocka_unit_test(test_bce),
       cmocka_unit_test(test_eval_counts),
       cmocka_unit_test(test_gather_scatter),

@@ -14,7 +14,8 @@
  * - bce's gradients, the evaluation counts: the same operations: the same bits, the
  *   same integers (argmax ties across lanes: the first maximum wins on both; NaN
  *   logits in column 0, in a lane's first column, in whole lanes, in whole rows: the
- *   CPU's argmax on both);
+ *   CPU's argmax on both); which xent rows and gradients are NaN (NaN or infinite
+ *   logits anywhere in a row: the rule of core/ops.h, kept by both);
  * - everything the kernels sum in a different order (a warp's lanes, then a shuffle
  *   tree; rows over warps and blocks, then the partials' tree, where the CPU sums in
  *   column and row order) is compared within the bound of two orders of that sum,
@@ -231,6 +232,89 @@ void test_xent(void **state) {
       printf("  xent loss: kernel %.17g, cpu %.17g, |diff| %.3g (tolerance %.3g)\n", lk, lc, fabs(lk - lc), tl);
       assert_true(fabs(lk - lc) <= tl);
     }
+  cg_backend_destroy(&be);
+}
+
+/* Softmax cross-entropy with NaN and infinite logits: the rule both backends keep
+ * (core/ops.h's xent) is that a row whose logits hold a NaN or +inf, wherever it is (the
+ * first column, a lane's first, the label's), has a NaN loss term and NaN in every one of
+ * its gradients, and -inf logits are ordinary (exp gives 0) unless the whole row is -inf.
+ * Each row alone, then all at once (and with 2 blocks): the kernel's NaNs are the CPU's,
+ * element for element, and the other values within test_xent's tolerance. */
+void test_xent_nan(void **state) {
+  (void)state;
+  cg_backend *be = cpu_backend();
+  const float nan = NAN;
+  for (int64_t cols : kWidths) {
+    std::vector<std::vector<float>> rows;
+    std::vector<const char *> what;
+    std::vector<int> poisoned; /* the rule: the whole row NaN */
+    auto row = [&](const char *w, int p) -> std::vector<float> & {
+      std::vector<float> x((size_t)cols);
+      for (int64_t c = 0; c < cols; c++) x[(size_t)c] = 0.01f * (float)c;
+      rows.push_back(x);
+      what.push_back(w);
+      poisoned.push_back(p);
+      return rows.back();
+    };
+    auto at = [&](std::vector<float> &x, int64_t c, float v) {
+      if (c < cols) x[(size_t)c] = v;
+    };
+    row("no NaN", 0);
+    { auto &x = row("NaN in column 0", 1); at(x, 0, nan); }
+    { auto &x = row("NaN in column 0, maximum 100 at 33", 1); at(x, 0, nan); at(x, 33, 100.0f); }
+    { auto &x = row("NaN in the last column", 1); x.back() = nan; }
+    { auto &x = row("NaN in columns 1..31 (every lane's first but 0)", cols > 1);
+      for (int64_t c = 1; c < 32; c++) at(x, c, nan); }
+    { auto &x = row("all NaN", 1); for (auto &v : x) v = nan; }
+    { auto &x = row("+inf in column 0", 1); at(x, 0, INFINITY); }
+    { auto &x = row("NaN in column 0, +inf at 5", 1); at(x, 0, nan); at(x, 5, INFINITY); }
+    { auto &x = row("-inf in column 0", cols == 1); at(x, 0, -INFINITY); }
+    { auto &x = row("-inf everywhere", 1); for (auto &v : x) v = -INFINITY; }
+    { auto &x = row("-inf everywhere, NaN in column 0", 1); for (auto &v : x) v = -INFINITY; at(x, 0, nan); }
+    const int64_t n = (int64_t)rows.size();
+    std::vector<float> logits;
+    for (auto &x : rows) logits.insert(logits.end(), x.begin(), x.end());
+    std::vector<int32_t> labels((size_t)n);
+    for (int64_t r = 0; r < n; r++) labels[(size_t)r] = (int32_t)((r * 7 + 1) % cols);
+    auto check = [&](const int32_t *idx, int64_t n_idx, int64_t cap, const char *w) {
+      std::vector<float> dk((size_t)(n * cols)), dc((size_t)(n * cols));
+      unsigned long long bad = 7;
+      const double lk = emu_xent(logits.data(), n, cols, labels.data(), idx, n_idx, 0.5f, dk.data(), &bad, cap);
+      double lc = 0.0;
+      be->xent(be, logits.data(), n, cols, labels.data(), idx, n_idx, 0.5f, dc.data(), &lc);
+      int sel_poisoned = 0;
+      for (int64_t i = 0; i < n_idx; i++) sel_poisoned |= poisoned[(size_t)idx[i]];
+      size_t nan_k = 0, nan_c = 0, apart = 0;
+      for (int64_t i = 0; i < n_idx; i++)
+        for (int64_t c = 0; c < cols; c++) {
+          const size_t e = (size_t)(idx[i] * cols + c);
+          const int want = poisoned[(size_t)idx[i]];
+          nan_k += isnan(dk[e]) != 0;
+          nan_c += isnan(dc[e]) != 0;
+          if ((isnan(dk[e]) != 0) != want || (isnan(dc[e]) != 0) != want ||
+              (!want && fabs((double)dk[e] - dc[e]) > ldexp(1.0, -21) * (fabs((double)dc[e]) + 0.5) + 1e-45)) {
+            if (apart++ == 0)
+              printf("  cols=%lld, %s: row %d (%s) column %lld: kernel %.9g, cpu %.9g (expected %s)\n",
+                     (long long)cols, w, idx[i], what[(size_t)idx[i]], (long long)c, (double)dk[e], (double)dc[e],
+                     want ? "NaN" : "a number");
+          }
+        }
+      printf("xent NaN cols=%lld, %s: loss kernel %.9g, cpu %.9g; NaN gradients kernel %zu, cpu %zu, %zu apart\n",
+             (long long)cols, w, lk, lc, nan_k, nan_c, apart);
+      assert_int_equal(bad, 0);
+      assert_int_equal(apart, 0);
+      assert_int_equal(isnan(lk) != 0, sel_poisoned);
+      assert_int_equal(isnan(lc) != 0, sel_poisoned);
+    };
+    for (int64_t r = 0; r < n; r++) {
+      const int32_t one[1] = {(int32_t)r};
+      check(one, 1, CGK_LOSS_MAX_BLOCKS, what[(size_t)r]);
+    }
+    std::vector<int32_t> idx((size_t)n);
+    for (int64_t r = 0; r < n; r++) idx[(size_t)r] = (int32_t)(n - 1 - r);
+    for (int64_t cap : {(int64_t)CGK_LOSS_MAX_BLOCKS, kSmallCap}) check(idx.data(), n, cap, "every row at once");
+  }
   cg_backend_destroy(&be);
 }
 
@@ -466,7 +550,7 @@ void test_eval_counts_nan(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_layernorm), cmocka_unit_test(test_xent),
-                                     cmocka_unit_test(test_xent_bad_rows), cmocka_unit_test(test_bce),
+                                     cmocka_unit_test(test_xent_nan), cmocka_unit_test(test_xent_bad_rows), cmocka_unit_test(test_bce),
                                      cmocka_unit_test(test_sum_partials), cmocka_unit_test(test_eval_counts),
                                      cmocka_unit_test(test_eval_counts_nan)};
   return cmocka_run_group_tests(tests, nullptr, nullptr);
