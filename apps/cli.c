@@ -307,17 +307,11 @@ void cli_report_setup_error(struct comm *c) {
   }
   /* the lines: the own messages (the relays, "rank R failed during ... (see that rank's
    * log)", only when no rank has one), each by the lowest rank that holds it */
-  int first = rank, distinct = 0;
-  for (int r = 0; r < size; r++) {
-    if (own && (all[r] & 1)) continue;
-    int seen = 0;
-    for (int q = 0; q < r && !seen; q++) seen = all[q] == all[r] && !(own && (all[q] & 1));
-    distinct += !seen;
-    if (all[r] == mine && r < first) first = r;
-  }
+  int lower = 0; /* a lower rank holds this message: it prints it */
+  for (int r = 0; r < rank; r++) lower |= all[r] == mine;
   free(all);
-  if (first != rank || (own && relay)) return;
-  if (same || (rank == 0 && distinct == 1)) fprintf(stderr, "capgnn: error: %s\n", saved);
+  if (lower || (own && relay)) return;
+  if (same) fprintf(stderr, "capgnn: error: %s\n", saved); /* every rank's: no one rank to name */
   else fprintf(stderr, "capgnn: error: rank %d: %s\n", rank, saved);
 }
 

@@ -116,8 +116,9 @@ int cli_ranks_agree(struct comm *c, const char *text, const char *hint);
  * < 0 on every rank), once per distinct message. Each failing rank's own message is
  * printed by the lowest rank that holds it; comm_agree's "rank R failed during ... (see
  * that rank's log)" on the ranks that did not fail is left out (comm_err_is_relay):
- * the failing rank's line says what and why. A line names its rank ("rank R: ") unless
- * every rank failed alike, or it is rank 0's and the only one. */
+ * the failing rank's line says what and why. A line names its rank ("rank R: ", rank 0's
+ * too when it failed alone) unless every rank holds that message (every rank failed alike,
+ * or a check rank 0 made for the job and broadcast, such as the output files'). */
 void cli_report_setup_error(struct comm *c);
 /* Collective: the lowest rank whose `flag` is set, -1 when none is (-2 when the exchange
  * failed: cg_err_msg says why). For a check each rank makes of its own options (a

@@ -142,13 +142,13 @@ np 3 --oversubscribe "$capgnn" "${train[@]}" --partition rapa --profile p.json >
 has train7.err "the profile has 2 ranks, the job 3"
 hasnt train7.err "relative capability"
 has train4.err "cannot open 'missing.json'"
-# rank 0 alone reads the file: one error line, its own (not rank 1's "rank 0 failed
-# during ..." besides), also for a file cut short inside a line (its newline had ended
-# the line inside the message)
+# rank 0 alone reads the file: one error line, its own, naming it (not rank 1's "rank 0
+# failed during ..." besides), also for a file cut short inside a line (its newline had
+# ended the line inside the message)
 [ "$(grep -c "capgnn: error" train4.err)" = 1 ] || bad "not one error line for a missing profile"
 printf '{"schema": "capgnn-profile",\n "vers' >cut.json
 np 2 "$capgnn" "${train[@]}" --profile cut.json >train9.out 2>train9.err && bad "a profile cut short was accepted"
-has train9.err "capgnn: error: profile 'cut.json': not valid JSON (near 'vers'): was it cut short or edited?"
+has train9.err "capgnn: error: rank 0: profile 'cut.json': not valid JSON (near 'vers'): was it cut short or edited?"
 [ "$(grep -c "capgnn: error" train9.err)" = 1 ] || bad "not one error line for a profile cut short"
 "$capgnn" "${train[@]}" --profile cache >train10.out 2>train10.err && bad "a folder was taken for a profile"
 has train10.err "capgnn: error: cannot read 'cache': it is a folder, not a file" # (not "over 1 GiB")
