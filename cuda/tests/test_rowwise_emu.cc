@@ -235,6 +235,33 @@ void test_xent(void **state) {
   cg_backend_destroy(&be);
 }
 
+/* Named rows of `cols` logits (0.01 c in column c) for the NaN tests, each changed in
+ * place by its maker (at: only columns the width has) and flagged (flag: the test's own
+ * meaning); flat() lays them out as one logits matrix. */
+struct named_rows {
+  int64_t cols;
+  std::vector<std::vector<float>> rows;
+  std::vector<const char *> what;
+  std::vector<int> flag;
+  std::vector<float> &row(const char *w, int f = 0) {
+    std::vector<float> x((size_t)cols);
+    for (int64_t c = 0; c < cols; c++) x[(size_t)c] = 0.01f * (float)c;
+    rows.push_back(x);
+    what.push_back(w);
+    flag.push_back(f);
+    return rows.back();
+  }
+  void at(std::vector<float> &x, int64_t c, float v) const {
+    if (c < cols) x[(size_t)c] = v;
+  }
+  int64_t n() const { return (int64_t)rows.size(); }
+  std::vector<float> flat() const {
+    std::vector<float> all;
+    for (auto &x : rows) all.insert(all.end(), x.begin(), x.end());
+    return all;
+  }
+};
+
 /* Softmax cross-entropy with NaN and infinite logits: the rule both backends keep
  * (core/ops.h's xent) is that a row whose logits hold a NaN or +inf, wherever it is (the
  * first column, a lane's first, the label's), has a NaN loss term and NaN in every one of
@@ -246,35 +273,21 @@ void test_xent_nan(void **state) {
   cg_backend *be = cpu_backend();
   const float nan = NAN;
   for (int64_t cols : kWidths) {
-    std::vector<std::vector<float>> rows;
-    std::vector<const char *> what;
-    std::vector<int> poisoned; /* the rule: the whole row NaN */
-    auto row = [&](const char *w, int p) -> std::vector<float> & {
-      std::vector<float> x((size_t)cols);
-      for (int64_t c = 0; c < cols; c++) x[(size_t)c] = 0.01f * (float)c;
-      rows.push_back(x);
-      what.push_back(w);
-      poisoned.push_back(p);
-      return rows.back();
-    };
-    auto at = [&](std::vector<float> &x, int64_t c, float v) {
-      if (c < cols) x[(size_t)c] = v;
-    };
-    row("no NaN", 0);
-    { auto &x = row("NaN in column 0", 1); at(x, 0, nan); }
-    { auto &x = row("NaN in column 0, maximum 100 at 33", 1); at(x, 0, nan); at(x, 33, 100.0f); }
-    { auto &x = row("NaN in the last column", 1); x.back() = nan; }
-    { auto &x = row("NaN in columns 1..31 (every lane's first but 0)", cols > 1);
-      for (int64_t c = 1; c < 32; c++) at(x, c, nan); }
-    { auto &x = row("all NaN", 1); for (auto &v : x) v = nan; }
-    { auto &x = row("+inf in column 0", 1); at(x, 0, INFINITY); }
-    { auto &x = row("NaN in column 0, +inf at 5", 1); at(x, 0, nan); at(x, 5, INFINITY); }
-    { auto &x = row("-inf in column 0", cols == 1); at(x, 0, -INFINITY); }
-    { auto &x = row("-inf everywhere", 1); for (auto &v : x) v = -INFINITY; }
-    { auto &x = row("-inf everywhere, NaN in column 0", 1); for (auto &v : x) v = -INFINITY; at(x, 0, nan); }
-    const int64_t n = (int64_t)rows.size();
-    std::vector<float> logits;
-    for (auto &x : rows) logits.insert(logits.end(), x.begin(), x.end());
+    named_rows t{cols}; /* flag: the rule makes the whole row NaN */
+    t.row("no NaN", 0);
+    { auto &x = t.row("NaN in column 0", 1); t.at(x, 0, nan); }
+    { auto &x = t.row("NaN in column 0, maximum 100 at 33", 1); t.at(x, 0, nan); t.at(x, 33, 100.0f); }
+    { auto &x = t.row("NaN in the last column", 1); x.back() = nan; }
+    { auto &x = t.row("NaN in columns 1..31 (every lane's first but 0)", cols > 1);
+      for (int64_t c = 1; c < 32; c++) t.at(x, c, nan); }
+    { auto &x = t.row("all NaN", 1); for (auto &v : x) v = nan; }
+    { auto &x = t.row("+inf in column 0", 1); t.at(x, 0, INFINITY); }
+    { auto &x = t.row("NaN in column 0, +inf at 5", 1); t.at(x, 0, nan); t.at(x, 5, INFINITY); }
+    { auto &x = t.row("-inf in column 0", cols == 1); t.at(x, 0, -INFINITY); }
+    { auto &x = t.row("-inf everywhere", 1); for (auto &v : x) v = -INFINITY; }
+    { auto &x = t.row("-inf everywhere, NaN in column 0", 1); for (auto &v : x) v = -INFINITY; t.at(x, 0, nan); }
+    const int64_t n = t.n();
+    const std::vector<float> logits = t.flat();
     std::vector<int32_t> labels((size_t)n);
     for (int64_t r = 0; r < n; r++) labels[(size_t)r] = (int32_t)((r * 7 + 1) % cols);
     auto check = [&](const int32_t *idx, int64_t n_idx, int64_t cap, const char *w) {
@@ -284,19 +297,19 @@ void test_xent_nan(void **state) {
       double lc = 0.0;
       be->xent(be, logits.data(), n, cols, labels.data(), idx, n_idx, 0.5f, dc.data(), &lc);
       int sel_poisoned = 0;
-      for (int64_t i = 0; i < n_idx; i++) sel_poisoned |= poisoned[(size_t)idx[i]];
+      for (int64_t i = 0; i < n_idx; i++) sel_poisoned |= t.flag[(size_t)idx[i]];
       size_t nan_k = 0, nan_c = 0, apart = 0;
       for (int64_t i = 0; i < n_idx; i++)
         for (int64_t c = 0; c < cols; c++) {
           const size_t e = (size_t)(idx[i] * cols + c);
-          const int want = poisoned[(size_t)idx[i]];
+          const int want = t.flag[(size_t)idx[i]];
           nan_k += isnan(dk[e]) != 0;
           nan_c += isnan(dc[e]) != 0;
           if ((isnan(dk[e]) != 0) != want || (isnan(dc[e]) != 0) != want ||
               (!want && fabs((double)dk[e] - dc[e]) > ldexp(1.0, -21) * (fabs((double)dc[e]) + 0.5) + 1e-45)) {
             if (apart++ == 0)
               printf("  cols=%lld, %s: row %d (%s) column %lld: kernel %.9g, cpu %.9g (expected %s)\n",
-                     (long long)cols, w, idx[i], what[(size_t)idx[i]], (long long)c, (double)dk[e], (double)dc[e],
+                     (long long)cols, w, idx[i], t.what[(size_t)idx[i]], (long long)c, (double)dk[e], (double)dc[e],
                      want ? "NaN" : "a number");
           }
         }
@@ -309,7 +322,7 @@ void test_xent_nan(void **state) {
     };
     for (int64_t r = 0; r < n; r++) {
       const int32_t one[1] = {(int32_t)r};
-      check(one, 1, CGK_LOSS_MAX_BLOCKS, what[(size_t)r]);
+      check(one, 1, CGK_LOSS_MAX_BLOCKS, t.what[(size_t)r]);
     }
     std::vector<int32_t> idx((size_t)n);
     for (int64_t r = 0; r < n; r++) idx[(size_t)r] = (int32_t)(n - 1 - r);
@@ -478,41 +491,29 @@ void test_eval_counts_nan(void **state) {
   cg_backend *be = cpu_backend();
   const float nan = NAN;
   for (int64_t cols : kWidths) {
-    std::vector<std::vector<float>> rows;
-    std::vector<const char *> what;
-    auto row = [&](const char *w) -> std::vector<float> & {
-      std::vector<float> x((size_t)cols);
-      for (int64_t c = 0; c < cols; c++) x[(size_t)c] = 0.01f * (float)c;
-      rows.push_back(x);
-      what.push_back(w);
-      return rows.back();
-    };
-    auto at = [&](std::vector<float> &x, int64_t c, float v) {
-      if (c < cols) x[(size_t)c] = v;
-    };
-    { auto &x = row("NaN in column 1 (a lane's first), maximum 100 at 33"); at(x, 1, nan); at(x, 33, 100.0f); }
-    { auto &x = row("NaN in column 0, maximum 100 at 33"); at(x, 0, nan); at(x, 33, 100.0f); }
-    { auto &x = row("NaN in column 0, +inf at 5"); at(x, 0, nan); at(x, 5, INFINITY); }
-    { auto &x = row("all NaN"); for (auto &v : x) v = nan; }
-    { auto &x = row("NaN but column 0"); for (auto &v : x) v = nan; at(x, 0, -5.0f); }
-    { auto &x = row("NaN but columns 0 and 37"); for (auto &v : x) v = nan; at(x, 0, -5.0f); at(x, 37, 2.0f); }
-    { auto &x = row("NaN but the last column"); for (auto &v : x) v = nan; x.back() = 1.0f; }
-    { auto &x = row("NaN in columns 1..31 (every lane's first but 0), maximum at 40");
-      for (int64_t c = 1; c < 32; c++) at(x, c, nan);
-      at(x, 40, 7.0f); }
-    { auto &x = row("lane 3's columns (3, 35, 67, ...) all NaN, maximum 9 at 36 and 68");
-      for (int64_t c = 3; c < cols; c += 32) at(x, c, nan);
-      at(x, 36, 9.0f); at(x, 68, 9.0f); }
-    { auto &x = row("NaN after the maximum in its lane"); at(x, 33, 50.0f); at(x, 65, nan); at(x, 2, nan); }
-    { auto &x = row("-inf in column 0, NaN elsewhere"); for (auto &v : x) v = nan; x[0] = -INFINITY; }
-    { auto &x = row("-inf everywhere, NaN in column 1"); for (auto &v : x) v = -INFINITY; at(x, 1, nan); }
-    { auto &x = row("-inf everywhere, NaN in columns 0 mod 32 but 0"); for (auto &v : x) v = -INFINITY;
-      for (int64_t c = 32; c < cols; c += 32) at(x, c, nan); }
-    { auto &x = row("equal maxima in two lanes, the lower lane's first column NaN"); at(x, 0, 3.0f);
-      at(x, 1, nan); at(x, 33, 8.0f); at(x, 34, 8.0f); }
-    const int64_t n = (int64_t)rows.size();
-    std::vector<float> logits;
-    for (auto &x : rows) logits.insert(logits.end(), x.begin(), x.end());
+    named_rows t{cols};
+    { auto &x = t.row("NaN in column 1 (a lane's first), maximum 100 at 33"); t.at(x, 1, nan); t.at(x, 33, 100.0f); }
+    { auto &x = t.row("NaN in column 0, maximum 100 at 33"); t.at(x, 0, nan); t.at(x, 33, 100.0f); }
+    { auto &x = t.row("NaN in column 0, +inf at 5"); t.at(x, 0, nan); t.at(x, 5, INFINITY); }
+    { auto &x = t.row("all NaN"); for (auto &v : x) v = nan; }
+    { auto &x = t.row("NaN but column 0"); for (auto &v : x) v = nan; t.at(x, 0, -5.0f); }
+    { auto &x = t.row("NaN but columns 0 and 37"); for (auto &v : x) v = nan; t.at(x, 0, -5.0f); t.at(x, 37, 2.0f); }
+    { auto &x = t.row("NaN but the last column"); for (auto &v : x) v = nan; x.back() = 1.0f; }
+    { auto &x = t.row("NaN in columns 1..31 (every lane's first but 0), maximum at 40");
+      for (int64_t c = 1; c < 32; c++) t.at(x, c, nan);
+      t.at(x, 40, 7.0f); }
+    { auto &x = t.row("lane 3's columns (3, 35, 67, ...) all NaN, maximum 9 at 36 and 68");
+      for (int64_t c = 3; c < cols; c += 32) t.at(x, c, nan);
+      t.at(x, 36, 9.0f); t.at(x, 68, 9.0f); }
+    { auto &x = t.row("NaN after the maximum in its lane"); t.at(x, 33, 50.0f); t.at(x, 65, nan); t.at(x, 2, nan); }
+    { auto &x = t.row("-inf in column 0, NaN elsewhere"); for (auto &v : x) v = nan; x[0] = -INFINITY; }
+    { auto &x = t.row("-inf everywhere, NaN in column 1"); for (auto &v : x) v = -INFINITY; t.at(x, 1, nan); }
+    { auto &x = t.row("-inf everywhere, NaN in columns 0 mod 32 but 0"); for (auto &v : x) v = -INFINITY;
+      for (int64_t c = 32; c < cols; c += 32) t.at(x, c, nan); }
+    { auto &x = t.row("equal maxima in two lanes, the lower lane's first column NaN"); t.at(x, 0, 3.0f);
+      t.at(x, 1, nan); t.at(x, 33, 8.0f); t.at(x, 34, 8.0f); }
+    const int64_t n = t.n();
+    std::vector<float> logits = t.flat();
     std::vector<int32_t> labels((size_t)n);
     for (int64_t r = 0; r < n; r++) {
       const int32_t one[1] = {(int32_t)r};
@@ -529,7 +530,7 @@ void test_eval_counts_nan(void **state) {
       assert_int_equal(found, 1);
       unsigned long long ck[3];
       emu_eval_counts(logits.data(), cols, labels.data(), nullptr, one, 1, ck, 4096);
-      printf("eval single cols=%lld, %s: cpu argmax %d, kernel %s\n", (long long)cols, what[(size_t)r],
+      printf("eval single cols=%lld, %s: cpu argmax %d, kernel %s\n", (long long)cols, t.what[(size_t)r],
              labels[(size_t)r], ck[0] == 1 ? "the same" : "another column");
       assert_true(ck[0] == 1 && ck[1] == 0 && ck[2] == 0);
     }
