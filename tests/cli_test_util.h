@@ -241,6 +241,39 @@ static inline int cli_end_job(pid_t pid, struct cli_proc *procs, int n, double g
   return alive;
 }
 
+/* One look at the child `pid` (cli_spawn, or cli_spawn_job when `job`): 0 while it runs
+ * within `cpu_limit_s` seconds of CPU time (the most seen so far goes to *cpu; a job's is
+ * that of mpiexec and all its descendants, cli_tree_cpu_seconds, whose processes seen last
+ * go to procs[CLI_JOB_MAX] and their number to *nprocs); 1 when it has exited (its wait
+ * status in *status; a job's processes that outlived mpiexec get SIGKILL); 2 when it used
+ * its allowance: then ended (cli_end_job for a job, else SIGKILL) and reaped. */
+static inline int cli_poll_(pid_t pid, double cpu_limit_s, int *status, int job, struct cli_proc *procs,
+                            int *nprocs, double *cpu) {
+  const pid_t w = waitpid(pid, status, WNOHANG);
+  if (w == pid || w < 0) {
+    if (job && cli_procs_alive(procs, *nprocs) > 0) /* mpiexec gone, ranks left */
+      printf("  mpiexec %d exited; %d process(es) of its job left alive after SIGKILL\n", (int)pid,
+             cli_kill_procs(procs, *nprocs, pid));
+    return 1;
+  }
+  int m = 0;
+  struct cli_proc seen[CLI_JOB_MAX];
+  const double c = job ? cli_tree_cpu_seconds(pid, seen, CLI_JOB_MAX, &m) : cli_cpu_seconds(pid);
+  if (job && m > 0) {
+    memcpy(procs, seen, (size_t)m * sizeof *seen);
+    *nprocs = m;
+  }
+  if (c > *cpu) *cpu = c;
+  if (*cpu < cpu_limit_s) return 0;
+  if (job) {
+    cli_end_job(pid, procs, *nprocs, 10.0, status);
+  } else {
+    kill(pid, SIGKILL);
+    waitpid(pid, status, 0);
+  }
+  return 2;
+}
+
 /* Waits until the child `pid` (cli_spawn, or cli_spawn_job when `job`) has written a record
  * to the metrics file `met` (cli_metrics_started): 1, the child still running. 0 when it
  * exited first (its wait status in *status) or used `cpu_limit_s` seconds of CPU without a
@@ -260,7 +293,7 @@ static inline int cli_wait_metrics_(pid_t pid, const char *met, double cpu_limit
   fflush(stdout);
   double cpu = 0.0;
   *status = 0;
-  const char *how = NULL;
+  int ended;
   for (;;) {
     if (cli_metrics_started(met)) {
       clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -269,35 +302,11 @@ static inline int cli_wait_metrics_(pid_t pid, const char *met, double cpu_limit
       fflush(stdout);
       return 1;
     }
-    const pid_t w = waitpid(pid, status, WNOHANG);
-    if (w == pid || w < 0) {
-      how = "exited first";
-      if (job && cli_procs_alive(procs, *nprocs) > 0) /* mpiexec gone, ranks left */
-        printf("  mpiexec %d exited; %d process(es) of its job left alive after SIGKILL\n", (int)pid,
-               cli_kill_procs(procs, *nprocs, pid));
-      break;
-    }
-    int m = 0;
-    struct cli_proc seen[CLI_JOB_MAX];
-    const double c = job ? cli_tree_cpu_seconds(pid, seen, CLI_JOB_MAX, &m) : cli_cpu_seconds(pid);
-    if (job && m > 0) {
-      memcpy(procs, seen, (size_t)m * sizeof *seen);
-      *nprocs = m;
-    }
-    if (c > cpu) cpu = c;
-    if (cpu >= cpu_limit_s) {
-      if (job) {
-        cli_end_job(pid, procs, *nprocs, 10.0, status);
-      } else {
-        kill(pid, SIGKILL);
-        waitpid(pid, status, 0);
-      }
-      how = "used its CPU allowance: killed";
-      break;
-    }
+    if ((ended = cli_poll_(pid, cpu_limit_s, status, job, procs, nprocs, &cpu)) != 0) break;
     const struct timespec nap = {0, 50 * 1000 * 1000};
     nanosleep(&nap, NULL);
   }
+  const char *how = ended == 1 ? "exited first" : "used its CPU allowance: killed";
   clock_gettime(CLOCK_MONOTONIC, &t1);
   const double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
   printf("  gave up after %.1f s (the child used %.2f s of CPU%s): no record in %s.tmp.*; the child %s (%s %d)\n",
@@ -319,6 +328,65 @@ static inline int cli_wait_job_metrics_started(pid_t pid, const char *met, doubl
                                                struct cli_proc *procs, int *nprocs) {
   *nprocs = 0;
   return cli_wait_metrics_(pid, met, cpu_limit_s, status, 1, procs, nprocs);
+}
+
+/* Runs the command line `line` to its end, stdout and stderr to log_path; its exit status,
+ * -1 when it did not exit (a signal, or killed here). Instead of system(), whose shell and
+ * job outlive a test that ctest's TIMEOUT kills: the words of `line` (split at blanks, no
+ * quoting: the tests' paths hold none; NAME=VALUE words before the program go to its
+ * environment) are started as cli_spawn_job starts mpiexec (a program named mpiexec or
+ * mpirun: SIGTERM when the test dies, which it passes on to its ranks) or cli_spawn any
+ * other (SIGKILL), and waited for up to `cpu_limit_s` seconds of CPU time, the job's
+ * processes' together (cli_poll_): then ended, said on stdout, and -1. */
+static inline int cli_run(const char *line, const char *log_path, double cpu_limit_s) {
+  char buf[8192], *save = NULL;
+  const char *argv[256];
+  struct {
+    char *name, *old;
+  } env[8];
+  int argc = 0, nenv = 0;
+  snprintf(buf, sizeof buf, "%s", line);
+  for (char *w = strtok_r(buf, " ", &save); w && argc < 255; w = strtok_r(NULL, " ", &save)) {
+    char *eq = strchr(w, '=');
+    if (argc == 0 && eq && eq > w && !memchr(w, '/', (size_t)(eq - w)) && nenv < 8) {
+      *eq = '\0';
+      const char *old = getenv(w);
+      env[nenv].name = w;
+      env[nenv++].old = old ? strdup(old) : NULL;
+      setenv(w, eq + 1, 1);
+      continue;
+    }
+    argv[argc++] = w;
+  }
+  argv[argc] = NULL;
+  int status = -1, job = 0; /* (-1: not an exit status, when waitpid fails) */
+  if (argc > 0) {
+    const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+    job = strncmp(base, "mpiexec", 7) == 0 || strncmp(base, "mpirun", 6) == 0;
+  }
+  const pid_t pid = argc > 0 ? cli_spawn_(argv[0], argv, log_path, 1, job ? SIGTERM : SIGKILL) : -1;
+  for (int i = nenv - 1; i >= 0; i--) { /* the child has its copy: the test's own environment back */
+    if (env[i].old) setenv(env[i].name, env[i].old, 1);
+    else unsetenv(env[i].name);
+    free(env[i].old);
+  }
+  if (pid < 0) return -1;
+  struct cli_proc procs[CLI_JOB_MAX];
+  int nprocs = 0, ended;
+  double cpu = 0.0;
+  long nap_ns = 10 * 1000 * 1000; /* doubled up to 0.25 s: a short run is seen to end soon after it does, a
+                                   * long one is not slowed by many scans of /proc */
+  while ((ended = cli_poll_(pid, cpu_limit_s, &status, job, procs, &nprocs, &cpu)) == 0) {
+    const struct timespec nap = {0, nap_ns};
+    nanosleep(&nap, NULL);
+    nap_ns = nap_ns * 2 < 250 * 1000 * 1000 ? nap_ns * 2 : 250 * 1000 * 1000;
+  }
+  if (ended == 2) {
+    printf("  `%s` used its %g s of CPU time without ending: killed\n", line, cpu_limit_s);
+    fflush(stdout);
+    return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 #endif

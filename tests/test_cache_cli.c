@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include "cli_test_util.h"
 
 static char g_dir[] = "/tmp/capgnn_cache_cli_XXXXXX";
 static int g_fail = 0;
@@ -76,13 +77,10 @@ static char *slurp(const char *path) {
   return s;
 }
 
-static int run(const char *cmd, const char *log) {
-  char full[8192];
-  snprintf(full, sizeof full, "%s >%s 2>&1", cmd, log);
-  int rc = system(full);
-  if (rc == -1 || !WIFEXITED(rc)) return -1;
-  return WEXITSTATUS(rc);
-}
+/* Runs a command line (blank-separated words, cli_run), output to `log`; returns the exit
+ * status, -1 when it did not exit or spun through 120 s of CPU time. Not system(): its
+ * shell and job would outlive the test when ctest's TIMEOUT kills it. */
+static int run(const char *cmd, const char *log) { return cli_run(cmd, log, 120.0); }
 
 static double num(const cJSON *o, const char *k) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);

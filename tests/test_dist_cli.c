@@ -138,14 +138,10 @@ static int host_cpus(void) {
   return n > 0 ? n : 1;
 }
 
-/* Runs a shell command, output to `log`; returns the exit status. */
-static int run(const char *cmd, const char *log) {
-  char full[8192];
-  snprintf(full, sizeof full, "%s >%s 2>&1", cmd, log);
-  int rc = system(full);
-  if (rc == -1 || !WIFEXITED(rc)) return -1;
-  return WEXITSTATUS(rc);
-}
+/* Runs a command line (blank-separated words, cli_run), output to `log`; returns the exit
+ * status, -1 when it did not exit or spun through 120 s of CPU time. Not system(): its
+ * shell and job would outlive the test when ctest's TIMEOUT kills it. */
+static int run(const char *cmd, const char *log) { return cli_run(cmd, log, 120.0); }
 
 #define EPOCHS 8
 static const char *k_opts = "--graph synth:small --model gcn --layers 2 --hidden 16 --epochs 8 "
