@@ -41,6 +41,7 @@
 #include "jaca/exchange_internal.h"
 #include "jaca/jaca.h"
 #include "mpi/comm.h"
+#include "jaca_test.h"
 #include "mpi_test.h"
 #include "partition/partition.h"
 
@@ -63,19 +64,7 @@ struct setup {
 static void setup_make(struct setup *s, const char *spec, int random_owners) {
   const int P = comm_size(g_comm), me = comm_rank(g_comm);
   memset(s, 0, sizeof *s);
-  OK(graph_synth(spec, &s->g));
-  s->owner = malloc(sizeof(int32_t) * (size_t)s->g.n);
-  CHECK(s->owner != NULL, "out of memory");
-  if (random_owners) {
-    struct part_options po;
-    memset(&po, 0, sizeof po);
-    po.method = PART_RANDOM;
-    po.nparts = P;
-    po.seed = 11;
-    OK(part_assign(&s->g, &po, s->owner));
-  } else {
-    for (int64_t v = 0; v < s->g.n; v++) s->owner[v] = (int32_t)(v % P);
-  }
+  s->owner = jt_synth_owned(spec, P, random_owners ? 11 : 0, &s->g);
   OK(part_local_build(&s->g, s->owner, P, me, GRAPH_NORM_GCN, 1, &s->pl));
 }
 

@@ -43,31 +43,18 @@
 #include "jaca/exchange_internal.h"
 #include "jaca/jaca.h"
 #include "mpi/comm.h"
+#include "jaca_test.h"
+#include "mpi_test.h"
 #include "partition/partition.h"
 
 #define COLS 8
 #define NLAYERS 3
 
-static struct comm *g_comm;
-
-#define CHECK(cond, ...)                                                                      \
-  do {                                                                                        \
-    if (!(cond)) {                                                                            \
-      fprintf(stderr, "[rank %d] FAIL %s:%d: %s: ", comm_rank(g_comm), __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                                           \
-      fprintf(stderr, "\n");                                                                  \
-      comm_abort(g_comm, 1);                                                                  \
-    }                                                                                         \
-  } while (0)
-#define OK(expr)                                                                                   \
-  do {                                                                                             \
-    int ok_st_ = (expr);                                                                           \
-    if (ok_st_ < 0) {                                                                              \
-      fprintf(stderr, "[rank %d] FAIL %s:%d: %s: %s\n", comm_rank(g_comm), __FILE__, __LINE__, #expr, \
-              cg_err_msg());                                                                       \
-      comm_abort(g_comm, 1);                                                                       \
-    }                                                                                              \
-  } while (0)
+/* the job's world (mpi/tests/mpi_test.h: MT_CHECK and MT_OK abort the whole job) */
+struct comm *mt_comm;
+#define g_comm mt_comm
+#define CHECK MT_CHECK
+#define OK MT_OK
 
 #define EPOCH_CODES 16 /* epochs 0..15 fit the encoding */
 static float enc(int64_t o, int64_t g, uint32_t e, int l, int64_t j) {
@@ -84,19 +71,7 @@ struct setup {
 static void setup_make(struct setup *s, const char *spec, int random_owners) {
   const int P = comm_size(g_comm), me = comm_rank(g_comm);
   memset(s, 0, sizeof *s);
-  OK(graph_synth(spec, &s->g));
-  s->owner = malloc(sizeof(int32_t) * (size_t)s->g.n);
-  CHECK(s->owner != NULL, "out of memory");
-  if (random_owners) {
-    struct part_options po;
-    memset(&po, 0, sizeof po);
-    po.method = PART_RANDOM;
-    po.nparts = P;
-    po.seed = 5;
-    OK(part_assign(&s->g, &po, s->owner));
-  } else {
-    for (int64_t v = 0; v < s->g.n; v++) s->owner[v] = (int32_t)(v % P);
-  }
+  s->owner = jt_synth_owned(spec, P, random_owners ? 5 : 0, &s->g);
   s->all = calloc((size_t)P, sizeof *s->all);
   CHECK(s->all != NULL, "out of memory");
   for (int q = 0; q < P; q++) OK(part_local_build(&s->g, s->owner, P, q, GRAPH_NORM_GCN, 1, &s->all[q]));

@@ -28,6 +28,7 @@
 #include "jaca/jaca.h"
 #include "mpi/comm.h"
 #include "partition/partition.h"
+#include "jaca_test.h"
 #include "mpi_test.h"
 #ifdef CAPGNN_HAVE_CUDA
 #include "cuda/cuda_backend.h"
@@ -169,15 +170,7 @@ static int run_gpu(void) {
   MT_CHECK(!cpu->host_alloc && !cpu->upchan_create, "the CPU backend needs no side uploads");
   MT_OK(comm_set_path(mt_comm, COMM_PATH_AUTO));
   struct graph g;
-  MT_OK(graph_synth("synth:small", &g));
-  int32_t *owner = malloc(sizeof(int32_t) * (size_t)g.n);
-  MT_CHECK(owner != NULL, "out of memory");
-  struct part_options po;
-  memset(&po, 0, sizeof po);
-  po.method = PART_RANDOM;
-  po.nparts = P;
-  po.seed = 7;
-  MT_OK(part_assign(&g, &po, owner));
+  int32_t *owner = jt_synth_owned("synth:small", P, 7, &g);
   struct part_local pl;
   MT_OK(part_local_build(&g, owner, P, me, GRAPH_NORM_GCN, 1, &pl));
   run_config(cpu, gpu, &pl, 1.0, 0);

@@ -18,22 +18,16 @@
 #include "core/status.h"
 #include "jaca/seqlock_internal.h"
 #include "mpi/comm.h"
+#include "mpi_test.h"
 #include "seqlock_check.h"
 
 #define ROWS 16
 #define COLS 125
 
-static struct comm *g_comm;
-
-#define CHECK(cond, ...)                                                              \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
-      fprintf(stderr, "[rank %d] FAIL %s:%d: ", comm_rank(g_comm), __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                                   \
-      fprintf(stderr, "\n");                                                          \
-      comm_abort(g_comm, 1);                                                          \
-    }                                                                                 \
-  } while (0)
+/* the job's world (mpi/tests/mpi_test.h: MT_CHECK aborts the whole job) */
+struct comm *mt_comm;
+#define g_comm mt_comm
+#define CHECK MT_CHECK
 
 int main(int argc, char **argv) {
   if (comm_init(&argc, &argv, &g_comm) != CG_OK) {
