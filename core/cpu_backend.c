@@ -442,8 +442,10 @@ static void cpu_bias_grad(struct cg_backend *be, const float *dy, int64_t rows, 
 
 static void cpu_relu_fwd(struct cg_backend *be, const float *x, float *y, int64_t n) {
   const int nt = cpu_nt(be);
+  /* !(x <= 0): a NaN passes (as in torch.relu) and reaches the loss, where the run stops
+   * as diverged; `x > 0 ? x : 0` made it 0, and training went on with garbage */
 #pragma omp parallel for simd num_threads(nt) schedule(static) if (n >= CPU_PAR_MIN)
-  for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  for (int64_t i = 0; i < n; i++) y[i] = !(x[i] <= 0.0f) ? x[i] : 0.0f;
 }
 
 static void cpu_relu_bwd(struct cg_backend *be, const float *y, float *dy, int64_t n) {

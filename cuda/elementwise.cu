@@ -78,7 +78,7 @@ __global__ void bias_add_kernel(float *__restrict__ y, const float *__restrict__
 __global__ void relu_fwd_kernel(const float *x, float *y, int64_t n) { /* y may alias x */
   for (int64_t i = gtid(); i < n; i += gstride()) {
     float v = x[i];
-    y[i] = v > 0.0f ? v : 0.0f;
+    y[i] = !(v <= 0.0f) ? v : 0.0f; /* a NaN passes, as on the CPU backend (cpu_relu_fwd) */
   }
 }
 

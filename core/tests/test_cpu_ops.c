@@ -793,15 +793,21 @@ static void test_bias_relu(void **state) {
 
     /* ReLU forward out of place and in place, backward in place */
     float *z = fbuf(n), *dz = fbuf(n);
-    if (n > 2) {
+    if (n > 3) {
       y0[0] = 0.0f;
       y0[1] = -0.0f;
+      y0[2] = NAN; /* passed on, as torch.relu does: a NaN must reach the loss, not become 0 */
     }
     be2->relu_fwd(be2, y0, z, n);
-    for (int64_t i = 0; i < n; i++) ok &= z[i] == (y0[i] > 0 ? y0[i] : 0.0f);
+    for (int64_t i = 0; i < n; i++) ok &= isnan(y0[i]) ? isnan(z[i]) : z[i] == (y0[i] > 0 ? y0[i] : 0.0f);
+    if (n > 3 && !isnan(z[2])) {
+      fprintf(stderr, "relu_fwd(NaN) = %g, expected NaN\n", (double)z[2]);
+      ok = 0;
+    }
     memcpy(y, y0, (size_t)n * sizeof(float));
     be2->relu_fwd(be2, y, y, n);
     ok &= memcmp(y, z, (size_t)n * sizeof(float)) == 0;
+    if (n > 3) z[2] = y0[2] = 1.0f; /* (the backward below is checked on numbers) */
     frand(&rng, dz, n, -1, 1);
     memcpy(y, dz, (size_t)n * sizeof(float));
     be2->relu_bwd(be2, z, dz, n);
