@@ -147,9 +147,6 @@ static int train_setup(struct train_run *t) {
   if (t->owned) rt_local_release_inputs(t->owned); /* the model has its copies */
   if (t->ex) TRY(rt_ranks_create(E, loc->nranks, &t->ranks));
   t->r.num_params = rt_model_num_params(t->m);
-  if (cfg->early_stop > 0 && loc->n_val_global == 0)
-    return cg_err_set(CG_ERR_ARG, "--early-stop %d: graph %s has no validation vertices to watch", cfg->early_stop,
-                      loc->name);
   TRY(rt_early_stop_init(&t->es, cfg));
   TRY(rt_best_keep_init(&t->bk, t->m, loc, cfg));
 #ifdef CAPGNN_HAVE_DIST
@@ -385,6 +382,19 @@ static int train_finish(struct train_run *t, int last, const char *outcome) {
                             &ranks);
 }
 
+/* What the run needs of the graph's split. The counts are global, the same on every
+ * rank, and nothing collective has run yet in rt_train: on P ranks every rank fails here
+ * together, so the job ends with one error line (rt_result.ended_together), not with
+ * MPI_Abort and each rank's copy of the line. */
+static int train_split_check(const struct rt_local *loc, const struct rt_config *cfg) {
+  if (loc->n_train_global < 1)
+    return cg_err_set(CG_ERR_ARG, "graph %s has no train vertices (split == 1); cannot train", loc->name);
+  if (cfg->early_stop > 0 && loc->n_val_global == 0)
+    return cg_err_set(CG_ERR_ARG, "--early-stop %d: graph %s has no validation vertices to watch", cfg->early_stop,
+                      loc->name);
+  return CG_OK;
+}
+
 static int train_impl(struct cg_backend *be, const struct rt_local *loc, struct rt_local *owned,
                       struct cg_exchange *ex, const struct rt_config *cfg, const struct rt_checkpoint *resume,
                       struct rt_result *res) {
@@ -404,6 +414,11 @@ static int train_impl(struct cg_backend *be, const struct rt_local *loc, struct 
   if ((resume != NULL) != (cfg->resume_path != NULL))
     return cg_err_set(CG_ERR_ARG, "rt_train: a checkpoint to resume from must be given exactly when "
                       "the configuration names one (resume_path %s)", cfg->resume_path ? cfg->resume_path : "unset");
+  st = train_split_check(loc, cfg);
+  if (st != CG_OK) {
+    if (res) res->ended_together = 1;
+    return st;
+  }
   if (cfg->resume_path && !cfg->checkpoint_path)
     LOG_WARN_COMMON("train", "--resume %s without --checkpoint: this run saves no checkpoint of its own",
                     cfg->resume_path);
