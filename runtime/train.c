@@ -261,6 +261,12 @@ static int train_epoch(struct train_run *t, int e, int *stop, int *diverged) {
   t->r.loss[e - 1] = ss.loss;
   if (!isfinite(ss.loss)) {
     *diverged = 1;
+    /* epoch 1's loss comes from the initial weights, before any update: the learning
+     * rate has not acted yet, the forward pass overflowed (finite inputs near FLT_MAX) */
+    if (e == 1)
+      return cg_err_set(CG_ERR_ARG, "the loss is not finite at epoch 1, computed with the initial weights before any "
+                        "update (not a matter of --lr): the forward pass overflowed float32; are the input "
+                        "features of %s very large? scale them down (e.g. --feat-norm row)", t->loc->name);
     return cg_err_set(CG_ERR_ARG, "training diverged: the loss is not finite at epoch %d (try a smaller --lr)", e);
   }
 

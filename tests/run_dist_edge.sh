@@ -9,6 +9,8 @@
 #    vertex) is found by every rank alike, so the job ends with one "capgnn: error:" line
 #    and exit code 1. Before, each rank printed the line and the job ended in MPI_Abort
 #    (Open MPI's banner): the check ran after the point where a failure is fatal.
+# 3. Input features so large (finite, near FLT_MAX) that the first forward pass overflows:
+#    the error says so, and no longer advises a smaller --lr (no update has run yet).
 set -u
 mpiexec=$1 capgnn=$2
 dir=$(mktemp -d)
@@ -34,6 +36,9 @@ printf '0 1\n1 0\n0 1\n2 2\n0 3\n0 4\n0 5\n0 6\n0 7\n8 9\n' >edges.txt
 npy Y.npy '<i8' '(12,)' "$(i64 0 1 2 0 1 2 0 1 2 0 1 2)"
 npy S.npy '|u1' '(12,)' "$(u8 1 1 1 2 2 3 3 3 1 2 1 3)"
 npy Snoval.npy '|u1' '(12,)' "$(u8 1 1 1 3 3 3 3 3 1 3 1 3)"
+big=""
+for ((k = 0; k < 12 * 64; k++)); do big="$big\\xe6\\xb1\\x61\\x7f"; done # 3e38 (float32)
+npy Xbig.npy '<f4' '(12, 64)' "$big"
 
 convert() { # NAME SPLIT FEATURES
   if ! "$capgnn" convert --from edgelist --input edges.txt --features "$3" --labels Y.npy --split "$2" \
@@ -43,6 +48,7 @@ convert() { # NAME SPLIT FEATURES
 }
 convert edge S.npy identity
 convert noval Snoval.npy identity
+convert big S.npy Xbig.npy
 [ "$fail" -eq 0 ] || exit 1
 # no train vertex: the converter refuses such a split, so edge.cgr's split is rewritten
 # (its section and CRCs, ../shared/datasets/FORMAT.md), train becoming validation
@@ -101,6 +107,15 @@ job 2 noval --graph noval.cgr --early-stop 3
 one_error noval "--early-stop 3: graph noval has no validation vertices to watch"
 job 3 notrain --graph notrain.cgr --partition random
 one_error notrain "graph edge has no train vertices (split == 1)"
+
+# ---- 3. features that overflow the first forward pass ----
+for p in 1 2; do
+  job "$p" "big$p" --graph big.cgr --partition random
+  one_error "big$p" "the loss is not finite at epoch 1, computed with the initial weights before any update"
+  if grep -q 'smaller --lr' "big$p.out"; then
+    cat "big$p.out"; echo "FAIL: big$p: a smaller --lr cannot help before the first update"; fail=1
+  fi
+done
 
 [ "$fail" -eq 0 ] && echo "PASS"
 exit "$fail"
