@@ -70,7 +70,7 @@ job() {
   timeout -k 5 120 "$mpiexec" --oversubscribe --allow-run-as-root -n "$p" "$capgnn" train "${common[@]}" "$@" \
     >"$name.out" 2>&1
   rc=$?
-  if grep -qE 'AddressSanitizer|runtime error|Signal: ' "$name.out"; then
+  if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error|Signal: ' "$name.out"; then
     cat "$name.out"; echo "FAIL: $name crashed"; fail=1
   fi
 }
