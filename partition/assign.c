@@ -383,7 +383,18 @@ static int assign_metis(const struct graph *g, const struct part_options *o, int
       count[part[v]]++;
     }
     for (int p = 0; p < o->nparts; p++)
-      if (count[p] == 0) {
+      if (count[p] == 0 && tpwgts) {
+        /* (RAPA's weights for a much slower rank: the part was asked to be empty) */
+        cg_free(count);
+        st = cg_err_set(CG_ERR_METIS,
+                        "METIS left part %d of %d empty on graph '%s': its target weight %g asks for %.2g of "
+                        "its %lld vertices; %s",
+                        p, o->nparts, g->name, (double)tpwgts[p], (double)tpwgts[p] * (double)g->n,
+                        (long long)g->n,
+                        o->parts_are_ranks ? "run fewer ranks (mpirun -np), or split evenly (--partition metis)"
+                                           : "raise it or use fewer parts");
+        goto done;
+      } else if (count[p] == 0) {
         cg_free(count);
         st = cg_err_set(CG_ERR_METIS,
                         "METIS left part %d of %d empty on graph '%s' (%lld vertices); %s",

@@ -131,6 +131,16 @@ static void test_metis_target_and_vertex_weights(void **state) {
   printf("  targets 0.6/0.3/0.1 of %lld: %lld %lld %lld\n", (long long)n, (long long)count[0],
          (long long)count[1], (long long)count[2]);
   for (int p = 0; p < 3; p++) assert_true(fabs((double)count[p] - t[p] * (double)n) <= 0.04 * n);
+  /* A target weight too small for one vertex (RAPA's for a rank measured 10^4 x slower):
+   * METIS leaves the part empty, and the error says it was asked to (the weight and the
+   * vertices it asks for), not only "run fewer ranks or --partition random", which reads
+   * as if METIS had failed on the graph. */
+  const float tiny[2] = {0.9999f, 0.0001f};
+  struct part_options ot = {.method = PART_METIS, .nparts = 2, .seed = 3, .tpwgts = tiny, .parts_are_ranks = 1};
+  assert_int_equal(part_assign(&g, &ot, owner), CG_ERR_METIS);
+  printf("  targets 0.9999/0.0001: %s\n", cg_err_msg());
+  assert_non_null(strstr(cg_err_msg(), "target weight 0.0001 asks for 0.16 of its 1600 vertices"));
+  assert_non_null(strstr(cg_err_msg(), "run fewer ranks (mpirun -np)"));
 
   /* Vertex weights: vertices of part 0 of the unweighted 2-way split weigh 3, the
    * others 1. That split is then 3:1 in weight; with the weights, METIS must reach
