@@ -62,9 +62,9 @@ int rt_best_keep_save(struct rt_best_keep *k, struct rt_model *m, const struct c
                "resumed (epoch %d), whose weights only that run held, and %s does not exist (that run's "
                "--save-best file holds them, FILE.seedN for a run of --seeds)", cfg->save_best_path,
                r->best_epoch, cfg->save_best_path);
-    else
-      LOG_WARN("train", "--save-best %s: no scheduled evaluation with validation vertices, so no best epoch; "
-               "nothing written", cfg->save_best_path);
+    else /* (global: once for the job) */
+      LOG_WARN_COMMON("train", "--save-best %s: no scheduled evaluation with validation vertices, so no best epoch; "
+                      "nothing written", cfg->save_best_path);
     return CG_OK;
   }
   struct rt_result at = *r; /* the run as it stood at the best epoch */

@@ -9,6 +9,7 @@
 #    vertex) is found by every rank alike, so the job ends with one "capgnn: error:" line
 #    and exit code 1. Before, each rank printed the line and the job ended in MPI_Abort
 #    (Open MPI's banner): the check ran after the point where a failure is fatal.
+#    --save-best without a validation vertex warns once for the job (was once per rank).
 # 3. Input features so large (finite, near FLT_MAX) that the first forward pass overflows:
 #    the error says so, and no longer advises a smaller --lr (no update has run yet).
 set -u
@@ -105,6 +106,14 @@ one_error() { # NAME TEXT
 }
 job 2 noval --graph noval.cgr --early-stop 3
 one_error noval "--early-stop 3: graph noval has no validation vertices to watch"
+# (not an error: --save-best on a graph without validation vertices writes nothing, and
+# says so once for the job, not once per rank)
+job 2 savebest --graph noval.cgr --save-best best.ckpt
+lines=$(grep -c -- '--save-best best.ckpt: no scheduled evaluation with validation vertices' savebest.out)
+echo "== savebest: exit code $rc, $lines warning line(s)"
+if [ "$rc" -ne 0 ] || [ "$lines" -ne 1 ] || [ -e best.ckpt ]; then
+  cat savebest.out; echo "FAIL: savebest: expected exit code 0, one warning and no best.ckpt"; fail=1
+fi
 job 3 notrain --graph notrain.cgr --partition random
 one_error notrain "graph edge has no train vertices (split == 1)"
 
