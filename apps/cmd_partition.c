@@ -435,6 +435,8 @@ int cmd_partition(int argc, char **argv) {
     st = part_stats_write_json(&s, json);
     if (st != CG_OK) goto done;
   }
+  /* say where the statistics went, as the report above and every other command's outputs */
+  if (json) fprintf(cli_report_stream(json), "statistics: %s\n", json);
   if (check) st = check_all_ranks(&g, owner, parts);
 done:
 #ifdef CAPGNN_HAVE_RAPA

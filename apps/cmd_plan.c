@@ -595,6 +595,8 @@ int cmd_plan(int argc, char **argv) {
     }
     st = write_text(json, text);
     cJSON_free(text);
+    /* say where it went ('-': the JSON is the output) */
+    if (st == CG_OK && table) fprintf(cli_report_stream(json), "\nwrote the plan to %s\n", json);
   }
 done:
   cJSON_Delete(root);

@@ -885,6 +885,11 @@ static void test_outputs_never_destroy(void **state) {
    * --force */
   r = run(NULL, "partition --graph '%s' --parts 2 --no-part-cache --quiet --json '%s'", g, pj);
   assert_int_equal(r.rc, 0);
+  {
+    char said[4300]; /* where the statistics went, as train and the other commands say */
+    snprintf(said, sizeof said, "statistics: %s\n", pj);
+    assert_non_null(strstr(r.out, said));
+  }
   run_free(&r);
   r = run(NULL, "partition --graph '%s' --parts 3 --no-part-cache --quiet --json '%s'", g, pj);
   assert_int_equal(r.rc, 0);

@@ -75,6 +75,7 @@ PY
 "$capgnn" plan --graph cora --parts 4 --nodes 2 --hosts 1 --profile "$profile" --cache jaca --json x.json \
   --layer0-halo exchange --quiet >x.out 2>x.err || { cat x.err; fail "plan (layer 0 exchanged) exited $?"; }
 grep -q "layer 0: exchange" x.out || { cat x.out; fail "the table does not say layer 0 is exchanged"; }
+grep -q "^wrote the plan to x.json$" x.out || { cat x.out; fail "the table does not say where the plan went"; }
 # auto, as training chooses it: exchanged without the cache, local with it
 "$capgnn" plan --graph cora --parts 4 --nodes 2 --hosts 1 --profile "$profile" --cache jaca --json a.json \
   --quiet >a.out 2>a.err || { cat a.err; fail "plan (layer 0 auto) exited $?"; }
