@@ -84,7 +84,7 @@ static void usage(FILE *out) {
           "  --allreduce auto|mpi|flat|hier  the gradient all-reduce (auto: hier on several nodes\n"
           "                                of equal size, else mpi, as training)\n"
           "  --partition metis|random, --part-seed N, --part-cache DIR, --no-part-cache\n"
-          "                                the partition, as `capgnn train` makes it\n"
+          "                                the partition, as `capgnn train` makes it (alias --method)\n"
           "  --json FILE                   also write the whole plan as JSON ('-': stdout, no table;\n"
           "                                docs/plan.schema.json): an earlier plan is replaced, any\n"
           "                                other existing file only with --force, never an input\n"
@@ -98,7 +98,7 @@ static void usage(FILE *out) {
 enum { OPT_GRAPH = 256, OPT_PARTS, OPT_NODES, OPT_HOSTS, OPT_CORES, OPT_THREADS, OPT_PROFILE, OPT_GEMM, OPT_SPMM,
        OPT_MEM, OPT_H2D, OPT_D2H, OPT_DEVMEM, OPT_LINK, OPT_LAT, OPT_MODEL, OPT_LAYERS, OPT_HIDDEN, OPT_DROPOUT,
        OPT_IDROPOUT, OPT_CACHE, OPT_ALLREDUCE, OPT_METHOD, OPT_SEED, OPT_PCACHE, OPT_NO_PCACHE, OPT_JSON, OPT_QUIET, OPT_MEASURE, OPT_FORCE, OPT_DIRECT,
-       OPT_LAYER0, OPT_QUANTUM };
+       OPT_LAYER0, OPT_QUANTUM, OPT_CACHE_ALIAS, OPT_NO_CACHE };
 
 /* "A" or "A,B" as one or two positive numbers. */
 static int parse_pair(const char *opt, const char *s, float *a, float *b, int allow_zero) {
@@ -222,9 +222,10 @@ int cmd_plan(int argc, char **argv) {
       {"model", required_argument, NULL, OPT_MODEL},       {"layers", required_argument, NULL, OPT_LAYERS},
       {"hidden", required_argument, NULL, OPT_HIDDEN},     {"dropout", required_argument, NULL, OPT_DROPOUT},
       {"input-dropout", required_argument, NULL, OPT_IDROPOUT},
-      {"cache-policy", required_argument, NULL, OPT_CACHE}, {"cache", required_argument, NULL, OPT_CACHE},
+      {"cache-policy", required_argument, NULL, OPT_CACHE}, {"cache", required_argument, NULL, OPT_CACHE_ALIAS},
       {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
       {"partition", required_argument, NULL, OPT_METHOD},  {"part-seed", required_argument, NULL, OPT_SEED},
+      {"method", required_argument, NULL, OPT_METHOD},     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
       {"part-cache", required_argument, NULL, OPT_PCACHE}, {"no-part-cache", no_argument, NULL, OPT_NO_PCACHE},
       {"json", required_argument, NULL, OPT_JSON},         {"quiet", no_argument, NULL, OPT_QUIET},
       {"measure-rates", no_argument, NULL, OPT_MEASURE},  {"force", no_argument, NULL, OPT_FORCE},
@@ -290,9 +291,18 @@ int cmd_plan(int argc, char **argv) {
         else rc = usage_error("--layer0-halo '%s': expected auto, local or exchange", optarg);
         break;
       case OPT_CACHE:
+      case OPT_CACHE_ALIAS:
         if (!strcmp(optarg, "none")) cache = 0;
         else if (!strcmp(optarg, "jaca")) cache = 1;
+        /* capgnn train and partition take --cache for the partition cache folder */
+        else if (c == OPT_CACHE_ALIAS)
+          rc = usage_error("--cache '%s': in capgnn plan --cache is the halo cache (--cache-policy), none or jaca; "
+                           "the partition cache folder is --part-cache DIR", optarg);
         else rc = usage_error("--cache-policy '%s': expected none or jaca", optarg);
+        break;
+      case OPT_NO_CACHE: /* train's and partition's alias of --no-part-cache: ambiguous here */
+        rc = usage_error("--no-cache: in capgnn plan --cache is the halo cache; write --no-part-cache (the "
+                         "partition cache) or --cache-policy none (the plan without the halo cache)");
         break;
       case OPT_ALLREDUCE:
         if (strcmp(optarg, "auto") && strcmp(optarg, "mpi") && strcmp(optarg, "flat") && strcmp(optarg, "hier"))

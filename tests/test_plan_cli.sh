@@ -3,7 +3,7 @@
 # command line (rapa/plan.h):
 # 1. usage errors exit 2 with one clear line: no --graph, no --parts, a bad P (0, 5000,
 #    "x"), more nodes than ranks, several ranks without any link bandwidth, half the
-#    declared rates, a bad --cache; a graph that does not exist exits 1;
+#    declared rates, a bad --cache or --cache-policy, --no-cache; a graph that does not exist exits 1;
 # 2. a plan of cora on 4 ranks as 2 nodes from a real profile prints the per-rank table
 #    and both summaries; its --json validates against docs/plan.schema.json, its counts
 #    add up (halo rows per peer sum to the rank's halo; the cache sends fewer forward rows
@@ -37,7 +37,16 @@ usage "--parts 'x': expected an integer" --graph cora --parts x --link-gbps 1
 usage "more nodes than ranks" --graph cora --parts 2 --nodes 3 --link-gbps 1
 usage "needs link bandwidths" --graph cora --parts 2
 usage "declare all of --gemm-gflops" --graph cora --parts 2 --link-gbps 1 --gemm-gflops 100
-usage "--cache-policy 'lru': expected none or jaca" --graph cora --parts 2 --link-gbps 1 --cache lru
+usage "--cache-policy 'lru': expected none or jaca" --graph cora --parts 2 --link-gbps 1 --cache-policy lru
+# train's and partition's --cache (the partition cache folder) and --no-cache: here --cache is
+# the halo cache, so a folder is refused naming --part-cache, and --no-cache naming both;
+# their --method is taken
+usage "--cache 'pc': in capgnn plan --cache is the halo cache (--cache-policy), none or jaca; the partition cache folder is --part-cache DIR" \
+  --graph cora --parts 2 --link-gbps 1 --cache pc
+usage "--no-cache: .* write --no-part-cache .* or --cache-policy none" --graph cora --parts 2 --link-gbps 1 --no-cache
+"$capgnn" plan --graph cora --parts 2 --link-gbps 1 --method random --quiet >u.out 2>u.err ||
+  { cat u.err; fail "plan --method random exited $?"; }
+grep -q "random partition" u.out || { cat u.out; fail "plan --method random: not a random partition"; }
 usage "--allreduce hier needs as many ranks" --graph cora --parts 3 --nodes 2 --link-gbps 1 --allreduce hier
 usage "--quantum-ms: expected a number >= 0" --graph cora --parts 2 --link-gbps 1 --quantum-ms -1
 "$capgnn" plan --graph no-such-graph --parts 2 --link-gbps 1 >m.out 2>m.err
