@@ -108,7 +108,16 @@ int graph_open(const char *name, struct graph *g) {
    * the convert command; otherwise the generic ways to supply a graph. */
   char hint[768];
   graph_dataset_hint(have_cand ? name : "", dir, hint, sizeof hint);
-  return cg_err_set(CG_ERR_NOT_FOUND, "graph '%s' not found (tried '%s'%s%s%s; CAPGNN_DATA %s%s%s). %s", name,
+  /* NAME.cgr in the current folder: a bare name is a dataset name, looked up in the data
+   * folder only; say so, and what to write instead */
+  char here[4096] = "", here_say[4300] = "";
+  if (!strchr(name, '/')) {
+    const int k = snprintf(here, sizeof here, "%s.cgr", name);
+    if (k > 0 && (size_t)k < sizeof here && path_exists(here))
+      snprintf(here_say, sizeof here_say, "'%s' is in the current folder, but a name without a folder is looked "
+               "up in CAPGNN_DATA: give the file's path ('%s' or './%s'). ", here, here, name);
+  }
+  return cg_err_set(CG_ERR_NOT_FOUND, "graph '%s' not found (tried '%s'%s%s%s; CAPGNN_DATA %s%s%s). %s%s", name,
                     name, have_cand ? ", '" : "", have_cand ? cand : "", have_cand ? "'" : "",
-                    env && *env ? "is '" : "is unset, default '", dir, "'", hint);
+                    env && *env ? "is '" : "is unset, default '", dir, "'", here_say, hint);
 }

@@ -95,6 +95,17 @@ static void test_not_found(void **state) {
   printf("  -> %s\n", cg_err_msg());
   assert_non_null(strstr(cg_err_msg(), "./data/nosuchgraph.cgr"));
   assert_non_null(strstr(cg_err_msg(), "unset"));
+  /* NAME.cgr in the current folder is not NAME (a dataset name): the message says so */
+  char cwd[4096];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  assert_int_equal(chdir(tmpdir), 0);
+  assert_int_equal(graph_open("mygraph", &g), CG_ERR_NOT_FOUND);
+  printf("  -> %s\n", cg_err_msg());
+  assert_non_null(strstr(cg_err_msg(), "'mygraph.cgr' is in the current folder"));
+  assert_non_null(strstr(cg_err_msg(), "give the file's path ('mygraph.cgr' or './mygraph')"));
+  assert_int_equal(graph_open("nosuchgraph", &g), CG_ERR_NOT_FOUND);
+  assert_null(strstr(cg_err_msg(), "in the current folder"));
+  assert_int_equal(chdir(cwd), 0);
   assert_int_equal(graph_open("some/dir/x.cgr", &g), CG_ERR_NOT_FOUND);
   assert_int_equal(graph_open("", &g), CG_ERR_ARG);
   assert_int_equal(graph_open(NULL, &g), CG_ERR_ARG);
