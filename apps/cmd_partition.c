@@ -63,7 +63,8 @@ static void cmd_partition_usage(FILE *out) {
           "                                replaced; any other existing file only with --force;\n"
           "                                never the graph or the profile)\n"
           "  --model gcn|sage, --layers N, --hidden N, --dropout P\n"
-          "                                the model the prediction prices (default gcn, 2, 16, 0.5)\n"
+          "                                the model the prediction prices (default gcn, 2, 16, 0.5;\n"
+          "                                only with --profile or --partition rapa)\n"
           "  --check                       build every rank's local graph and exchange plans and\n"
           "                                run the invariant checkers on them\n"
           "  --quiet                       no progress lines\n"
@@ -234,13 +235,15 @@ int cmd_partition(int argc, char **argv) {
   uint64_t seed = 1;
   enum part_method method = PART_METIS;
   int no_cache = 0, check = 0, quiet = 0, force = 0, c, rc = 0, rapa = 0, sage = 0, layers = 2;
-  const char *profile = NULL, *html = NULL;
+  const char *profile = NULL, *html = NULL, *model_opt = NULL; /* model_opt: the last model option given */
   int64_t hidden = 16;
   float dropout = 0.5f;
   opterr = 0;
   while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("partition", argc, argv, optind, optarg)) != 0) break;
+    if (c == OPT_MODEL || c == OPT_LAYERS || c == OPT_HIDDEN || c == OPT_DROPOUT)
+      model_opt = c == OPT_MODEL ? "--model" : c == OPT_LAYERS ? "--layers" : c == OPT_HIDDEN ? "--hidden" : "--dropout";
     switch (c) {
       case 'h': cmd_partition_usage(stdout); return CAPGNN_EXIT_OK;
       case OPT_GRAPH: graph_name = optarg; break;
@@ -294,6 +297,11 @@ int cmd_partition(int argc, char **argv) {
   if (!graph_name) return usage_error("--graph is required");
   if (parts == 0) return usage_error("--parts is required");
   if (no_cache && cache) return usage_error("--part-cache and --no-part-cache exclude each other");
+  /* the model is what the prediction prices: without one it would change nothing (refused,
+   * not ignored, as train refuses the settings of a model or schedule it does not run) */
+  if (model_opt && !profile && !rapa)
+    return usage_error("%s sets the model the predicted epoch prices, and there is no prediction without "
+                       "--profile FILE or --partition rapa (leave it out)", model_opt);
   if (quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
 #ifdef CAPGNN_HAVE_RAPA
   if (rapa && !profile) { /* the speeds scale the rates measured here: a bad list is refused before the graph loads */

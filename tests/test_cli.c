@@ -190,6 +190,15 @@ static void option_messages(void **state) {
   expect_error_text(2, "--part-cache and --no-part-cache exclude each other",
                     (const char *const[]){"partition", "--graph", "synth:tiny", "--parts", "2", "--cache", "x",
                                           "--no-part-cache", NULL});
+  /* partition's model options price the prediction (--profile, --partition rapa): without
+   * one they would change nothing, so they are refused, not ignored */
+  expect_error_text(2, "--hidden sets the model the predicted epoch prices, and there is no prediction without "
+                       "--profile FILE or --partition rapa",
+                    (const char *const[]){"partition", "--graph", "synth:tiny", "--parts", "2", "--hidden", "32",
+                                          NULL});
+  expect_error_text(2, "--model sets the model",
+                    (const char *const[]){"partition", "--graph", "synth:tiny", "--parts", "2", "--model", "sage",
+                                          NULL});
 }
 
 static void bad_files(void **state) {
