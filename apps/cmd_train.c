@@ -961,6 +961,9 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
 #endif
   if (size == 1 && o.halo_cache.policy != JACA_POLICY_NONE)
     LOG_INFO("train", "--cache-policy %s: one rank has no halo rows to cache", par->cache_policy);
+  if (size == 1 && cfg->halo_bits < 32) /* APPROXIMATE asked for, and nothing to approximate: say so */
+    LOG_INFO("train", "--halo-bits %d: one rank sends no halo rows, so none is coded: the run is exact",
+             cfg->halo_bits);
   /* The halo cache serves the hidden layers' exchanges; layer 0's transformed rows
    * (--layer0-halo exchange) would bypass it every step, so with a cache `auto` keeps
    * layer 0 local (its halo feature rows fetched once at set-up): set in train_main. */

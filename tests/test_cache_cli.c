@@ -351,6 +351,18 @@ int main(int argc, char **argv) {
     snprintf(cmd, sizeof cmd, "%s --graph synth:tiny --epochs 1 --device cpu --quiet --cache %s/pc", capgnn, g_dir);
     CHECK(run(cmd, log) == 0, "`%s`: a folder name for --cache is taken", cmd);
   }
+  { /* coded halo rows on one rank, which sends none: said (not APPROXIMATE), the run goes on */
+    char cmd[2048], log[512];
+    snprintf(log, sizeof log, "%s/bits1.log", g_dir);
+    snprintf(cmd, sizeof cmd, "%s --graph synth:tiny --epochs 1 --device cpu --threads 1 --quiet --halo-bits 4",
+             capgnn);
+    const int rc = run(cmd, log);
+    char *out = slurp(log);
+    CHECK(rc == 0 && out && strstr(out, "--halo-bits 4: one rank sends no halo rows, so none is coded: the run is "
+                                        "exact"),
+          "`%s` exited %d with:\n%s", cmd, rc, out ? out : "");
+    free(out);
+  }
   { /* a rank-tier budget without a rank tier (staleness 0): said, the run goes on */
     char cmd[2048], log[512];
     snprintf(log, sizeof log, "%s/devmb.log", g_dir);
