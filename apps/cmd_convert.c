@@ -32,8 +32,8 @@ static void cmd_convert_usage(FILE *out) {
           "\n"
           "  --from FORMAT         dgl-reddit | ogb | saint | edgelist | cgr (see below)\n"
           "  --input PATH          the dataset folder; for edgelist, the edge file\n"
-          "  --output FILE.cgr     the file to write: never one of the inputs, and an existing file\n"
-          "                        (a dataset above all) is replaced only with --force\n"
+          "  -o, --output FILE     the .cgr file to write: never one of the inputs, and an existing\n"
+          "                        file (a dataset above all) is replaced only with --force\n"
           "  --features X.npy      edgelist: node features, shape (n, f); or identity: X = I, one-hot\n"
           "                        vertex ids (n x n, stored sparse), for a graph without features\n"
           "  --labels Y.npy        edgelist: class ids (n,) with -1 = unlabelled, or (n, c) of 0/1\n"
@@ -236,13 +236,14 @@ int cmd_convert(int argc, char **argv) {
   uint64_t classes = 0;
   opterr = 0;
   optind = 1;
-  while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+  while (rc == 0 && (c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("convert", argc, argv, optind, optarg)) != 0) break;
     switch (c) {
       case 'h': cmd_convert_usage(stdout); return CAPGNN_EXIT_OK;
       case OPT_FROM: from = optarg; break;
       case OPT_INPUT: o.input = optarg; break;
+      case 'o': /* -o as in capgnn gen and predict */
       case OPT_OUTPUT: output = optarg; break;
       case OPT_FEATURES: o.features = optarg; break;
       case OPT_LABELS: o.labels = optarg; break;

@@ -343,6 +343,13 @@ static void test_convert_reorder_checksum(void **state) {
   assert_non_null(c = strstr(r.out, "checksum 0x"));
   snprintf(plain, sizeof plain, "%.10s", c + 9);
   run_free(&r);
+  /* -o is --output, as in capgnn gen and predict: the same file */
+  r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels "
+          "'%s/Y.npy' -o '%s/short.cgr' --quiet", d, d, d, d);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(c = strstr(r.out, "checksum 0x"));
+  assert_memory_equal(c + 9, plain, 10);
+  run_free(&r);
   r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels '%s/Y.npy' "
           "--output '%s/rcm.cgr' --reorder rcm --quiet", d, d, d, d);
   assert_int_equal(r.rc, 0);
