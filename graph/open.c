@@ -117,7 +117,10 @@ int graph_open(const char *name, struct graph *g) {
       snprintf(here_say, sizeof here_say, "'%s' is in the current folder, but a name without a folder is looked "
                "up in CAPGNN_DATA: give the file's path ('%s' or './%s'). ", here, here, name);
   }
-  return cg_err_set(CG_ERR_NOT_FOUND, "graph '%s' not found (tried '%s'%s%s%s; CAPGNN_DATA %s%s%s). %s%s", name,
+  struct stat dsb; /* a CAPGNN_DATA that names no folder (a typo, another machine's path): say so */
+  const char *no_dir = have_cand && stat(dir, &dsb) != 0 ? ", a folder that does not exist"
+                       : have_cand && !S_ISDIR(dsb.st_mode) ? ", which is not a folder" : "";
+  return cg_err_set(CG_ERR_NOT_FOUND, "graph '%s' not found (tried '%s'%s%s%s; CAPGNN_DATA %s%s'%s). %s%s", name,
                     name, have_cand ? ", '" : "", have_cand ? cand : "", have_cand ? "'" : "",
-                    env && *env ? "is '" : "is unset, default '", dir, "'", here_say, hint);
+                    env && *env ? "is '" : "is unset, default '", dir, no_dir, here_say, hint);
 }

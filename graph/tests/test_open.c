@@ -90,6 +90,16 @@ static void test_not_found(void **state) {
   assert_non_null(strstr(msg, tried));       /* names the paths it tried */
   assert_non_null(strstr(msg, "CAPGNN_DATA")); /* says what to set */
   assert_non_null(strstr(msg, "capgnn convert"));
+  assert_null(strstr(msg, "does not exist"));
+  /* a CAPGNN_DATA that names no folder: said */
+  char nodir[4200];
+  snprintf(nodir, sizeof nodir, "%s/no-such-folder", tmpdir);
+  setenv("CAPGNN_DATA", nodir, 1);
+  assert_int_equal(graph_open("nosuchgraph", &g), CG_ERR_NOT_FOUND);
+  printf("  -> %s\n", cg_err_msg());
+  char said[4400];
+  snprintf(said, sizeof said, "CAPGNN_DATA is '%s', a folder that does not exist)", nodir);
+  assert_non_null(strstr(cg_err_msg(), said));
   unsetenv("CAPGNN_DATA");
   assert_int_equal(graph_open("nosuchgraph", &g), CG_ERR_NOT_FOUND);
   printf("  -> %s\n", cg_err_msg());
