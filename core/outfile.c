@@ -238,6 +238,11 @@ static void describe_head(const char *path, char *out, size_t len) {
 int cg_outfile_check(const char *path, const char *opt, const struct cg_outfile_kind *kind,
                      const struct cg_outfile_input *inputs, int n, int force, int warn_replace) {
   struct stat out;
+  /* '-' would be a file of that name in the current folder, where a user means standard
+   * output (as `capgnn plan --json -`, which handles it before this check) */
+  if (path && !strcmp(path, "-"))
+    return cg_err_set(CG_ERR_ARG, "%s -: '-' is not standard output here; write /dev/stdout for it (or ./- for "
+                      "a file named '-')", opt);
   if (!path || stat(path, &out) != 0) return CG_OK; /* nothing there to lose */
   for (int i = 0; i < n; i++) {
     struct stat in;

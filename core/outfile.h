@@ -32,7 +32,9 @@ struct cg_outfile {
  *     write permission bit for anyone: st_mode & 0222 == 0; renaming over it in a
  *     writable folder would ignore its mode) needs `force` whatever it holds, empty
  *     too. An empty file is replaced; a device, pipe or socket is written in place
- *     (as cg_outfile_open does); a folder is refused. */
+ *     (as cg_outfile_open does); a folder is refused;
+ *  3. the name '-' is refused (CG_ERR_ARG): a user means standard output by it, not a
+ *     file of that name (/dev/stdout is standard output, ./- such a file). */
 
 /* A kind of output. A file is of this kind when it starts with one of `signatures`,
  * or, for a kind whose files start with text a user's own files may start with too

@@ -217,6 +217,11 @@ static void bad_files(void **state) {
   expect_error(1, (const char *const[]){"--graph", "synth:tiny", "--epochs", "2", "--resume", junk, NULL});
   expect_error(1, (const char *const[]){"--graph", "synth:tiny", "--epochs", "1", "--metrics",
                                         "/nonexistent/dir/m.jsonl", NULL});
+  /* '-' means standard output to a user (and to plan --json): refused, not a file named '-' */
+  expect_error_text(1, "--metrics -: '-' is not standard output here; write /dev/stdout",
+                    (const char *const[]){"--graph", "synth:tiny", "--epochs", "1", "--metrics", "-", NULL});
+  expect_error_text(1, "--json -: '-' is not standard output here",
+                    (const char *const[]){"partition", "--graph", "synth:tiny", "--parts", "2", "--json", "-", NULL});
 }
 
 static void help(void **state) {

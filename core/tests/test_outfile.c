@@ -242,6 +242,12 @@ static void test_rule(void **state) {
   assert_int_equal(cg_outfile_check(in_dir("old.rec"), "--out", &data, in, 2, 1, 0), CG_OK);
   assert_int_equal(cg_outfile_check(dir, "--out", &rec, in, 2, 1, 0), CG_ERR_IO);
   cg_err_clear();
+  /* rule 3: '-' is meant as standard output, not a file named '-'; force or not */
+  for (int force = 0; force <= 1; force++) {
+    assert_int_equal(cg_outfile_check("-", "--out", &rec, in, 2, force, 0), CG_ERR_ARG);
+    assert_non_null(strstr(cg_err_msg(), "--out -: '-' is not standard output here; write /dev/stdout"));
+    cg_err_clear();
+  }
   assert_true(cg_outfile_is_kind(in_dir("old.rec"), &rec));
   assert_false(cg_outfile_is_kind(in_dir("notes.txt"), &rec));
   /* a temporary that starts as a copy (a resumed run's metrics), replaced or abandoned */
