@@ -111,6 +111,18 @@ static int dist_halo_features(const struct rt_config *cfg, const struct graph *i
                                               pl->n_halo > 0 || pl->nparts > 1, NULL);
 }
 
+/* Where the partition cache keeps this partition ("; cache file PATH"), for the
+ * partition log line: a run names the file it reused or saved, as `capgnn partition`
+ * does, so that a user can find (or remove) what appeared in the cache folder. */
+static const char *part_cache_said(const struct graph *g, const struct part_options *po,
+                                   const struct rt_dist_options *o, char *buf, size_t n) {
+  char path[4096];
+  buf[0] = '\0';
+  if (o->use_cache && part_cache_path(g, po, o->cache_dir, path, sizeof path) == CG_OK)
+    snprintf(buf, n, "; cache file %s", path);
+  return buf;
+}
+
 /* --reorder: each rank reorders its inner rows locally, once its local problem exists
  * (runtime/reorder.c: owners, halo blocks and the rows read per rank stay those of the
  * file's order); the plan's copy of the ids and its send lists (inner local ids) follow.
@@ -170,9 +182,11 @@ static int dist_build(struct comm *c, const struct graph *g, const struct rt_con
     int reused = 0;
     st = o->use_cache ? part_assign_cached(g, &po, o->cache_dir, owner, &reused)
                       : part_assign(g, &po, owner);
+    char said[4200];
     if (st == CG_OK)
-      LOG_INFO("dist", "partition: %s, %d parts, seed %llu%s", part_method_name(o->method), P,
-               (unsigned long long)o->part_seed, reused ? " (reused from the cache)" : "");
+      LOG_INFO("dist", "partition: %s, %d parts, seed %llu (%s%s)", part_method_name(o->method), P,
+               (unsigned long long)o->part_seed, reused ? "reused from the cache" : "computed",
+               part_cache_said(g, &po, o, said, sizeof said));
   }
   TRY_GOTO(comm_agree(c, st, "partitioning the graph"), done);
   if (!owner_in) TRY_GOTO(comm_bcast(c, owner, (size_t)g->n * sizeof(int32_t), 0), done);
@@ -535,13 +549,15 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
       if (st == CG_OK) st = part_assign(&s, &po, owner);
       if (st == CG_OK && o->use_cache) st = part_cache_store(&s, &po, o->cache_dir, owner);
     }
+    char said[4200];
     if (st == CG_OK && reused)
-      LOG_INFO("dist", "partition: %s, %d parts, seed %llu (reused from the cache: no structure read)",
-               part_method_name(o->method), P, (unsigned long long)o->part_seed);
-    else if (st == CG_OK)
-      LOG_INFO("dist", "partition: %s, %d parts, seed %llu (structure read on rank 0 only: %llu bytes)",
+      LOG_INFO("dist", "partition: %s, %d parts, seed %llu (reused from the cache: no structure read%s)",
                part_method_name(o->method), P, (unsigned long long)o->part_seed,
-               (unsigned long long)d->structure_bytes);
+               part_cache_said(&info, &po, o, said, sizeof said));
+    else if (st == CG_OK)
+      LOG_INFO("dist", "partition: %s, %d parts, seed %llu (structure read on rank 0 only: %llu bytes%s)",
+               part_method_name(o->method), P, (unsigned long long)o->part_seed,
+               (unsigned long long)d->structure_bytes, part_cache_said(&info, &po, o, said, sizeof said));
     graph_free(&s);
     structure_peak = cg_peak_rss_bytes();
   }
@@ -648,9 +664,10 @@ static int dist_build_synth_per_rank(struct comm *c, const struct rt_config *cfg
     st = o->use_cache ? part_assign_cached(&g, &po, o->cache_dir, owner, &reused) : part_assign(&g, &po, owner);
     if (st == CG_OK) {
       memcpy(rowptr, g.rowptr, (size_t)(h.n + 1) * sizeof *rowptr);
-      LOG_INFO("dist", "partition: %s, %d parts, seed %llu%s (the synthetic graph generated whole on rank 0 only)",
-               part_method_name(o->method), P, (unsigned long long)o->part_seed,
-               reused ? " (reused from the cache)" : "");
+      char said[4200];
+      LOG_INFO("dist", "partition: %s, %d parts, seed %llu (%s%s; the synthetic graph generated whole on rank 0 "
+               "only)", part_method_name(o->method), P, (unsigned long long)o->part_seed,
+               reused ? "reused from the cache" : "computed", part_cache_said(&g, &po, o, said, sizeof said));
     }
   }
   graph_free(&g);

@@ -424,6 +424,20 @@ int main(int argc, char **argv) {
     free(out);
   }
 
+  /* ---- the partition cache file a run saves, then reuses, is named in its log (as
+   * `capgnn partition` names it): a user can find what appeared in the cache folder ---- */
+  for (int k = 0; k < 2; k++) {
+    snprintf(log, sizeof log, "%s/pcache%d.log", g_dir, k);
+    snprintf(cmd, sizeof cmd, "%s -n 2 %s %s --graph synth:tiny --epochs 1 --device cpu --threads 1 --quiet "
+             "--part-cache %s/pc", mpiexec, mpi, capgnn, g_dir);
+    int rc = run(cmd, log);
+    char *out = slurp(log), said[700];
+    snprintf(said, sizeof said, "(%s; cache file %s/pc/tiny-", k ? "reused from the cache" : "computed", g_dir);
+    CHECK(rc == 0 && out && strstr(out, said), "`%s` exited %d; its log does not say '%s':\n%s", cmd, rc, said,
+          out ? out : "");
+    free(out);
+  }
+
   /* ---- a divergence on 2 ranks: the loss is global, so both ranks diverge after the
    * same epoch and end together: one error line, no MPI_Abort (it used to abort the job,
    * each rank printing the error, with Open MPI's abort banner), the summary written,
