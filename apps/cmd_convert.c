@@ -294,7 +294,10 @@ int cmd_convert(int argc, char **argv) {
   const int is_cgr = strcmp(from, "cgr") == 0;
   int known = is_cgr;
   for (int i = 0; import_sources[i]; i++) known |= strcmp(from, import_sources[i]) == 0;
-  if (!known) return usage_error("--from '%s': expected dgl-reddit, ogb, saint, edgelist or cgr", from);
+  if (!known) /* (PyG and DGL users look for their own format: say the way there) */
+    return usage_error("--from '%s': expected dgl-reddit, ogb, saint, edgelist or cgr (a PyG Data or a DGL graph: "
+                       "save its edges as text and its arrays with numpy, then --from edgelist; docs/datasets.md, "
+                       "\"From a PyG Data or a DGL graph\")", from);
   if (!o.input) return usage_error("--input is required");
   if (o.block_shift && o.cgr_version == 1)
     return usage_error("--block-shift sets version 2's blocks: it does not apply to --cgr-version 1");

@@ -343,6 +343,12 @@ static void test_convert_reorder_checksum(void **state) {
   assert_non_null(c = strstr(r.out, "checksum 0x"));
   snprintf(plain, sizeof plain, "%.10s", c + 9);
   run_free(&r);
+  /* an unknown --from (a PyG user's 'pyg') names the way from PyG and DGL */
+  r = run(NULL, "convert --from pyg --input '%s/edges.txt' -o '%s/pyg.cgr'", d, d);
+  assert_int_equal(r.rc, 2);
+  assert_non_null(strstr(r.err, "a PyG Data or a DGL graph: save its edges as text and its arrays with numpy, then "
+                                "--from edgelist"));
+  run_free(&r);
   /* -o is --output, as in capgnn gen and predict: the same file */
   r = run(NULL, "convert --from edgelist --input '%s/edges.txt' --features '%s/X.npy' --labels "
           "'%s/Y.npy' -o '%s/short.cgr' --quiet", d, d, d, d);
