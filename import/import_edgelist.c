@@ -52,9 +52,12 @@ static int read_edge_file(const char *path, int64_t n, struct import_edges *e, s
                             : "--input is a text file of \"u v\" lines, plain or gzip-compressed");
         break;
       }
+      /* an id written as a float (numpy.savetxt without fmt='%d': "1.000000000000000000e+00") */
+      const int as_float = *p == '.' || ((*p == 'e' || *p == 'E') && p > line && isdigit((unsigned char)p[-1]));
       st = cg_err_set(CG_ERR_FORMAT, "%s: line %lld: expected two vertex ids \"u v\", found \"%.60s\"%s", t.name,
                       (long long)t.line, line,
-                      isalpha((unsigned char)*p) ? " (a header or comment line must start with '#' or '%')" : "");
+                      as_float ? " (vertex ids are integers: numpy.savetxt writes floats unless given fmt='%d')"
+                      : isalpha((unsigned char)*p) ? " (a header or comment line must start with '#' or '%')" : "");
       break;
     }
     while (is_sep(*p)) p++;

@@ -528,6 +528,14 @@ static void test_convert_binary_edges(void **state) {
   assert_int_equal(r.rc, 1);
   assert_non_null(strstr(r.err, "edges.zip: line 1: binary data, not a text edge list"));
   run_free(&r);
+  /* ids written as floats (numpy.savetxt without fmt='%d') */
+  snprintf(p, sizeof p, "%s/edges_f.txt", d);
+  assert_int_equal(gt_write(p, "0.000000000000000000e+00 5.000000000000000000e+00\n", 50), 0);
+  r = run(NULL, "convert --from edgelist --input '%s/edges_f.txt' --features '%s/X.npy' --labels '%s/Y.npy' "
+          "--output '%s/o.cgr'", d, d, d, d);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "(vertex ids are integers: numpy.savetxt writes floats unless given fmt='%d')"));
+  run_free(&r);
   snprintf(p, sizeof p, "%s/o.cgr", d);
   assert_false(gt_exists(p));
 }
