@@ -1268,7 +1268,10 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
       case OPT_WD_SCOPE:
         if (strcmp(optarg, "all") == 0) cfg.wd_scope = RT_WD_ALL;
         else if (strcmp(optarg, "first") == 0) cfg.wd_scope = RT_WD_FIRST;
-        else rc = usage_error("--wd-scope '%s': expected all or first", optarg);
+        else /* ('--wd 5e-4' is an abbreviation of --wd-scope to getopt) */
+          rc = usage_error("--wd-scope '%s': expected all or first%s", optarg,
+                           strtod(optarg, NULL) != 0.0 || optarg[0] == '0' ? " (a number: the weight decay itself is "
+                                                                              "--weight-decay)" : "");
         break;
       case OPT_EPOCHS: rc = cli_parse_int("train", "--epochs", optarg, &cfg.epochs); break;
       case OPT_EVAL_EVERY: rc = cli_parse_int("train", "--eval-every", optarg, &cfg.eval_every); break;
@@ -1342,6 +1345,16 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
           rc = usage_error("--prune-halo %s: expected a tolerance in [0, 10] (0 = off)", optarg);
         break;
       case OPT_GPU_SHARE: {
+        /* '--gpu 0' (DGL's and PyG's examples pick the device so) is an abbreviation of
+         * --gpu-share to getopt: an MPS share, not a device. Refused, saying which is which. */
+        const char *word = optind >= 2 && optind <= argc && argv[optind - 1] == optarg ? argv[optind - 2]
+                                                                                        : argv[optind - 1];
+        if (word && strncmp(word, "--gpu-", 6) != 0) {
+          rc = usage_error("%.*s: capgnn has no --gpu; --device cuda trains on a GPU (one rank per GPU under "
+                           "mpirun; CUDA_VISIBLE_DEVICES chooses them), and --gpu-share P is an MPS share of a GPU "
+                           "in %%", (int)strcspn(word, "="), word);
+          break;
+        }
         int n = 0;
         rc = share_list_parse(optarg, &n);
         par.gpu_share = optarg;

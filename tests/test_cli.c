@@ -153,6 +153,24 @@ static void option_messages(void **state) {
                     (const char *const[]){"--lay", "3", NULL});
   expect_error_text(2, "did you mean '--quiet'?", (const char *const[]){"info", "--quite", "x", NULL});
   expect_error_text(2, "unknown command 'trian'; did you mean 'train'?", (const char *const[]){"trian", NULL});
+  /* the names of DGL's and PyG's example scripts get capgnn's */
+  expect_error_text(2, "unknown option '--dataset'; did you mean '--graph'?",
+                    (const char *const[]){"--dataset", "cora", NULL});
+  expect_error_text(2, "unknown option '--num_layers'; did you mean '--layers'?",
+                    (const char *const[]){"--num_layers", "3", NULL});
+  expect_error_text(2, "unknown option '--num-heads'; did you mean '--heads'?",
+                    (const char *const[]){"--num-heads", "4", NULL});
+  expect_error_text(2, "unknown option '--patience'; did you mean '--early-stop'?",
+                    (const char *const[]){"--patience", "10", NULL});
+  expect_error_text(2, "unknown option '--dataset'; did you mean '--graph'?",
+                    (const char *const[]){"partition", "--dataset", "cora", NULL});
+  /* ... and their abbreviations of capgnn's options (getopt takes a unique prefix) say
+   * what they became: --gpu is not --gpu-share, --wd not --wd-scope */
+  expect_error_text(2, "--gpu: capgnn has no --gpu; --device cuda trains on a GPU",
+                    (const char *const[]){"--gpu", "0", NULL});
+  expect_error_text(2, "--gpu: capgnn has no --gpu", (const char *const[]){"--gpu=1", NULL});
+  expect_error_text(2, "--wd-scope '5e-4': expected all or first (a number: the weight decay itself is "
+                       "--weight-decay)", (const char *const[]){"--wd", "5e-4", NULL});
   expect_error_text(2, "--lr '1e300': out of range", (const char *const[]){"--lr", "1e300", NULL});
   expect_error_text(2, "--lr '1e-50': too close to 0", (const char *const[]){"--lr", "1e-50", NULL});
   expect_error_text(2, "--dropout 0.99999999999: expected a probability",
