@@ -262,7 +262,20 @@ int cmd_info(int argc, char **argv) {
       print_raw_header(path);
       printf("checksum:   FAILED: %s\n", cg_err_msg());
     } else {
-      fprintf(stderr, "capgnn: error: %s\n", cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()));
+      /* a --seeds run's checkpoint FILE is FILE.seedN, one per seed: say so rather than
+       * how to get a dataset of that name (as predict and --resume do) */
+      char seed[4200];
+      struct stat ss;
+      int found = 0;
+      for (int k = 0; k < 1000 && !found && st == CG_ERR_NOT_FOUND && stat(what, &ss) != 0; k++) {
+        snprintf(seed, sizeof seed, "%s.seed%d", what, k);
+        found = stat(seed, &ss) == 0 && is_checkpoint(seed);
+      }
+      if (found)
+        fprintf(stderr, "capgnn: error: %s: no such file (a --seeds run writes one checkpoint per seed: %s, ...)\n",
+                what, seed);
+      else
+        fprintf(stderr, "capgnn: error: %s\n", cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()));
     }
     return CAPGNN_EXIT_FAILURE;
   }

@@ -691,6 +691,9 @@ static void seeds_and_lines(void **state) {
                  (const char *const[]){"predict", "--checkpoint", best, "--output", out, NULL});
     expect_error(2, "predict writes NumPy .npy files", NULL,
                  (const char *const[]){"predict", "--checkpoint", b1, "--output", "x.csv", NULL});
+    /* ... and so does info (not how to get a dataset of that name) */
+    expect_error(1, "no such file (a --seeds run writes one checkpoint per seed: ", NULL,
+                 (const char *const[]){"info", best, NULL});
   }
   int nsum = 0, nagg = 0;
   cJSON *s = record(met, "summary", &nsum);
