@@ -110,29 +110,6 @@ int cli_part_cache_alias(const char *cmd, const char *dir) {
   return 0;
 }
 
-/* The names DGL's and PyG's example scripts give these settings (underscores or
- * hyphens), too far from capgnn's for the edit distance: the option of longopts they
- * mean, or NULL. */
-static const char *foreign_name(const char *bare, const struct option *longopts) {
-  static const char *const names[][2] = {
-      {"dataset", "graph"},        {"num-epochs", "epochs"},       {"max-epochs", "epochs"},
-      {"num-layers", "layers"},    {"n-layers", "layers"},         {"num-hidden", "hidden"},
-      {"hidden-dim", "hidden"},    {"hidden-channels", "hidden"},  {"hidden-size", "hidden"},
-      {"num-heads", "heads"},      {"n-heads", "heads"},           {"num-out-heads", "out-heads"},
-      {"in-drop", "input-dropout"}, {"feat-drop", "input-dropout"}, {"patience", "early-stop"},
-      {"learning-rate", "lr"},     {"log-interval", "log-every"}};
-  char norm[128];
-  snprintf(norm, sizeof norm, "%s", bare);
-  for (char *q = norm; *q; q++)
-    if (*q == '_') *q = '-';
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    if (strcmp(norm, names[i][0])) continue;
-    for (const struct option *o = longopts; o->name; o++)
-      if (!strcmp(o->name, names[i][1])) return o->name;
-  }
-  return NULL;
-}
-
 int cli_bad_option(const char *cmd, const char *name, const struct option *longopts) {
   const char *eq = strchr(name, '=');
   if (strncmp(name, "--", 2) == 0 && eq)
@@ -161,9 +138,7 @@ int cli_bad_option(const char *cmd, const char *name, const struct option *longo
       return cli_usage_error(cmd, "option '%s' is ambiguous: it is the start of %s (give the whole name)", name,
                              list);
   }
-  /* (a DGL or PyG name first: '--num-heads' is two edits from '--out-heads') */
-  const char *best = strncmp(name, "--", 2) == 0 && bare[0] ? foreign_name(bare, longopts) : NULL;
-  if (!best && strncmp(name, "--", 2) == 0 && bare[0]) best = config_option_suggest(bare, longopts);
+  const char *best = strncmp(name, "--", 2) == 0 && bare[0] ? config_option_suggest(bare, longopts) : NULL;
   if (best) return cli_usage_error(cmd, "unknown option '%s'; did you mean '--%s'?", name, best);
   return cli_usage_error(cmd, "unknown option '%s'", name);
 }

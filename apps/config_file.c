@@ -155,8 +155,33 @@ static int distance(const char *a, const char *b) {
   return d[la][lb];
 }
 
+/* The names DGL's and PyG's example scripts give these settings (underscores or
+ * hyphens), too far from capgnn's for the edit distance: the option of longopts they
+ * mean, or NULL. */
+static const char *foreign_name(const char *bare, const struct option *longopts) {
+  static const char *const names[][2] = {
+      {"dataset", "graph"},        {"num-epochs", "epochs"},       {"max-epochs", "epochs"},
+      {"num-layers", "layers"},    {"n-layers", "layers"},         {"num-hidden", "hidden"},
+      {"hidden-dim", "hidden"},    {"hidden-channels", "hidden"},  {"hidden-size", "hidden"},
+      {"num-heads", "heads"},      {"n-heads", "heads"},           {"num-out-heads", "out-heads"},
+      {"in-drop", "input-dropout"}, {"feat-drop", "input-dropout"}, {"patience", "early-stop"},
+      {"learning-rate", "lr"},     {"log-interval", "log-every"}};
+  char norm[128];
+  snprintf(norm, sizeof norm, "%s", bare);
+  for (char *q = norm; *q; q++)
+    if (*q == '_') *q = '-';
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    if (strcmp(norm, names[i][0])) continue;
+    for (const struct option *o = longopts; o->name; o++)
+      if (!strcmp(o->name, names[i][1])) return o->name;
+  }
+  return NULL;
+}
+
 const char *config_option_suggest(const char *name, const struct option *opts) {
-  const char *best = NULL;
+  /* (a DGL or PyG name first: 'num-heads' is two edits from 'out-heads') */
+  const char *best = foreign_name(name, opts);
+  if (best) return best;
   int bd = 3; /* at most two edits away */
   for (const struct option *q = opts; q->name; q++) {
     if (strcmp(q->name, "help") == 0) continue;

@@ -54,7 +54,8 @@ void config_file_argv_free(int argc, char **argv);
 
 /* The long option of `opts` closest to `name` (no leading "--"), at most two edits
  * away, for "did you mean" (settings-file keys and command-line options alike); NULL
- * when none is that close. */
+ * when none is that close. A name DGL's or PyG's examples give a setting ("dataset",
+ * "num_layers", "patience") gets the option it means first. */
 const char *config_option_suggest(const char *name, const struct option *opts);
 
 /* The config files named on the command line (NULL-terminated list inside `argv`

@@ -718,6 +718,13 @@ static void test_config(void **state) {
   assert_int_equal(r.rc, 2);
   assert_non_null(strstr(r.err, "typo.ini:2: unknown key 'hiden'; did you mean 'hidden'?"));
   run_free(&r);
+  /* ... and a DGL or PyG script's name gets capgnn's */
+  snprintf(p, sizeof p, "%s/dgl.ini", tmpdir);
+  assert_int_equal(gt_write(p, "[data]\ndataset = cora\n", strlen("[data]\ndataset = cora\n")), 0);
+  r = run(NULL, "--config '%s' --print-config", p);
+  assert_int_equal(r.rc, 2);
+  assert_non_null(strstr(r.err, "dgl.ini:2: unknown key 'dataset'; did you mean 'graph'?"));
+  run_free(&r);
 }
 
 /* A settings line longer than inih's 200 bytes (issue #18, item 6): a long metrics path
