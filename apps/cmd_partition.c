@@ -243,7 +243,10 @@ int cmd_partition(int argc, char **argv) {
     const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
     if ((rc = cli_check_value("partition", argc, argv, optind, optarg)) != 0) break;
     if (c == OPT_MODEL || c == OPT_LAYERS || c == OPT_HIDDEN || c == OPT_DROPOUT)
-      model_opt = c == OPT_MODEL ? "--model" : c == OPT_LAYERS ? "--layers" : c == OPT_HIDDEN ? "--hidden" : "--dropout";
+      model_opt = c == OPT_MODEL    ? "--model"
+                  : c == OPT_LAYERS ? "--layers"
+                  : c == OPT_HIDDEN ? "--hidden"
+                                    : "--dropout";
     switch (c) {
       case 'h': cmd_partition_usage(stdout); return CAPGNN_EXIT_OK;
       case OPT_GRAPH: graph_name = optarg; break;
