@@ -467,6 +467,43 @@ static void singular_counts(void **state) {
   free(r);
 }
 
+/* A one-process run starts no MPI daemon: without a launcher Open MPI forks an orted of its
+ * own (0.1 s of every small run) unless told not to (mpi/comm.c, singleton_without_daemon).
+ * While the run trains, none of its descendants may be an orted. */
+static void one_process_no_daemon(void **state) {
+  (void)state;
+  char met[300], err_path[300];
+  snprintf(met, sizeof met, "%s/nodaemon.jsonl", tmpdir);
+  snprintf(err_path, sizeof err_path, "%s/nodaemon.err", tmpdir);
+  unsetenv("OMPI_MCA_ess_singleton_isolated"); /* the default, whatever ctest's environment says */
+  const char *const args[] = {capgnn_path, "--graph", "synth:tiny", "--epochs", "10000000", "--threads", "1",
+                              "--quiet", "--metrics", met, NULL};
+  pid_t pid = cli_spawn(capgnn_path, args, err_path);
+  assert_true(pid >= 0);
+  int status = 0;
+  char err[4096];
+  if (!cli_wait_metrics_started(pid, met, 60.0, &status)) {
+    slurp(err_path, err, sizeof err);
+    fail_msg("the run never started training; its stderr:\n%s", err);
+  }
+  struct cli_proc tree[64];
+  int n = 0;
+  const double cpu = cli_tree_cpu_seconds(pid, tree, 64, &n);
+  char daemon[64] = "";
+  for (int i = 1; i < n; i++) { /* tree[0] is the run itself */
+    char path[64], comm[64] = "";
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)tree[i].pid);
+    FILE *f = fopen(path, "r");
+    if (f && fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = '\0';
+    if (f) fclose(f);
+    if (strcmp(comm, "orted") == 0) snprintf(daemon, sizeof daemon, "pid %d", (int)tree[i].pid);
+  }
+  kill(pid, SIGINT);
+  assert_true(waitpid(pid, &status, 0) == pid);
+  assert_true(cpu >= 0.0);
+  if (daemon[0]) fail_msg("a one-process run started an MPI daemon (orted, %s)", daemon);
+}
+
 /* Ctrl-C during training: the run stops after the current epoch, writes its
  * checkpoint, says so and exits 130; resumed to 3 more epochs it equals the run that
  * went straight there, byte for byte. (The signal is sent once the metrics file has
@@ -546,7 +583,8 @@ int main(int argc, char **argv) {
                                      cmocka_unit_test(bad_files), cmocka_unit_test(train_metrics),
                                      cmocka_unit_test(diverged_summary), cmocka_unit_test(partition_not_saved),
                                      cmocka_unit_test(checkpoint_info), cmocka_unit_test(singular_counts),
-                                     cmocka_unit_test(interrupt_and_resume)};
+                                     cmocka_unit_test(interrupt_and_resume),
+                                     cmocka_unit_test(one_process_no_daemon)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
