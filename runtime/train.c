@@ -377,13 +377,17 @@ static int train_finish(struct train_run *t, int last, const char *outcome) {
     cg_err_set(status, "%s", msg);
     return st;
   }
+  /* a split without test vertices has no test accuracy (NaN): say so rather than "nan" */
+  char test[64];
+  const double t_acc = r->best_epoch > 0 ? r->test_acc_at_best_val : r->final_test_acc;
+  if (isnan(t_acc)) snprintf(test, sizeof test, "no test vertices");
+  else snprintf(test, sizeof test, "test %s%s %.4f", acc, r->best_epoch > 0 ? " there" : "", t_acc);
   if (r->best_epoch > 0)
-    LOG_INFO("train", "done: best val %s %.4f at epoch %d, test %s there %.4f; median epoch %.2f ms",
-             acc, r->best_val_acc, r->best_epoch, acc, r->test_acc_at_best_val, r->median_epoch_s * 1e3);
+    LOG_INFO("train", "done: best val %s %.4f at epoch %d, %s; median epoch %.2f ms", acc, r->best_val_acc,
+             r->best_epoch, test, r->median_epoch_s * 1e3);
   else /* no validation vertices (or no evaluation ran): nothing to select by */
-    LOG_INFO("train", "done: no validation vertices, so no best epoch; final train %s %.4f, test "
-             "%s %.4f; median epoch %.2f ms", acc, r->final_train_acc, acc, r->final_test_acc,
-             r->median_epoch_s * 1e3);
+    LOG_INFO("train", "done: no validation vertices, so no best epoch; final train %s %.4f, %s; median "
+             "epoch %.2f ms", acc, r->final_train_acc, test, r->median_epoch_s * 1e3);
   return rt_metrics_summary(&t->metrics, t->loc, t->be, t->cfg, r, t->e_done, t->t_start, cache, last, outcome,
                             &ranks);
 }
