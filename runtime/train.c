@@ -333,9 +333,10 @@ static int train_interrupted(const struct rt_config *cfg, int e) {
    * better epoch keeps the best weights only there */
   const char *sb = cfg->save_best_path ? cfg->save_best_path : "";
   if (cfg->checkpoint_path)
+    /* (--checkpoint too: a resumed run without it saves nothing of its own) */
     return cg_err_set(CG_ERR_INTERRUPTED, "interrupted after epoch %d of %d; checkpoint %s holds it: "
-                      "continue with --resume %s%s%s%s", e, cfg->epochs, cfg->checkpoint_path, cfg->checkpoint_path,
-                      seed, *sb ? " --save-best " : "", sb);
+                      "continue with --resume %s --checkpoint %s%s%s%s", e, cfg->epochs, cfg->checkpoint_path,
+                      cfg->checkpoint_path, cfg->checkpoint_path, seed, *sb ? " --save-best " : "", sb);
   return cg_err_set(CG_ERR_INTERRUPTED, "interrupted after epoch %d of %d; no checkpoint (pass "
                     "--checkpoint FILE to keep the state when stopped)", e, cfg->epochs);
 }

@@ -643,8 +643,8 @@ static void seeds_interrupted(void **state) {
   assert_int_equal(WEXITSTATUS(status), 130);
   slurp(err_path, err, sizeof err);
   printf("%s", err);
-  char want[800];
-  snprintf(want, sizeof want, "continue with --resume %s --seed 5 --save-best %s\n", ck5, best5);
+  char want[1400];
+  snprintf(want, sizeof want, "continue with --resume %s --checkpoint %s --seed 5 --save-best %s\n", ck5, ck5, best5);
   if (!strstr(err, want)) fail_msg("expected '%s' in:\n%s", want, err);
   if (!strstr(err, "run 1 of 3 (seed 5) stopped: resume it as above, without --seeds; seeds 6,7 did not run "
                    "(then run them with --seeds 6,7)"))
