@@ -163,8 +163,8 @@ static int dist_build(struct comm *c, const struct graph *g, const struct rt_con
 
   TRY(comm_agree(c, check_same_graph(c, g), "checking that every rank opened the same graph"));
   if (g->n < P)
-    st = cg_err_set(CG_ERR_ARG, "graph %s has %lld vertices, fewer than the %d ranks", g->name,
-                    (long long)g->n, P);
+    st = cg_err_set(CG_ERR_ARG, "graph %s has %lld %s, fewer than the %d ranks", g->name,
+                    (long long)g->n, g->n == 1 ? "vertex" : "vertices", P);
   TRY(comm_agree(c, st, "checking the graph size"));
 
   /* Owners: rank 0 computes (or reads the cache), everyone receives the same array. */
@@ -524,8 +524,8 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
 
   TRY(comm_agree(c, check_same_graph(c, &info), "checking that every rank opened the same graph"));
   if (info.n < P)
-    st = cg_err_set(CG_ERR_ARG, "graph %s has %lld vertices, fewer than the %d ranks", info.name,
-                    (long long)info.n, P);
+    st = cg_err_set(CG_ERR_ARG, "graph %s has %lld %s, fewer than the %d ranks", info.name,
+                    (long long)info.n, info.n == 1 ? "vertex" : "vertices", P);
   TRY(comm_agree(c, st, "checking the graph size"));
 
   owner = cg_malloc((size_t)info.n * sizeof(int32_t), "owner of every vertex");
@@ -637,7 +637,8 @@ static int dist_build_synth_per_rank(struct comm *c, const struct rt_config *cfg
   if (rank == 0) {
     st = graph_synth_ex(cfg->graph, &g, &h.factor);
     if (st == CG_OK && g.n < P)
-      st = cg_err_set(CG_ERR_ARG, "graph %s has %lld vertices, fewer than the %d ranks", g.name, (long long)g.n, P);
+      st = cg_err_set(CG_ERR_ARG, "graph %s has %lld %s, fewer than the %d ranks", g.name, (long long)g.n,
+                      g.n == 1 ? "vertex" : "vertices", P);
     if (st == CG_OK) {
       h.n = g.n;
       h.m = g.m;
