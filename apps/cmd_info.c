@@ -266,11 +266,8 @@ int cmd_info(int argc, char **argv) {
        * how to get a dataset of that name (as predict and --resume do) */
       char seed[4200];
       struct stat ss;
-      int found = 0;
-      for (int k = 0; k < 1000 && !found && st == CG_ERR_NOT_FOUND && stat(what, &ss) != 0; k++) {
-        snprintf(seed, sizeof seed, "%s.seed%d", what, k);
-        found = stat(seed, &ss) == 0 && is_checkpoint(seed);
-      }
+      const int found = st == CG_ERR_NOT_FOUND && stat(what, &ss) != 0 &&
+                        rt_checkpoint_seed_file(what, seed, sizeof seed) && is_checkpoint(seed);
       if (found)
         fprintf(stderr, "capgnn: error: %s: no such file (a --seeds run writes one checkpoint per seed: %s, ...)\n",
                 what, seed);

@@ -11,6 +11,7 @@
  *   uint32 CRC-32 (zlib) of every byte before it.
  * The reader checks the magic, the version, the header's fields and their ranges,
  * the sizes against the file's length, then the CRC, before anything is used. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -440,6 +441,34 @@ done:
   return st;
 }
 
+int rt_checkpoint_seed_file(const char *path, char *out, size_t len) {
+  const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+  const size_t bl = strlen(base);
+  DIR *d = bl ? opendir(dir) : NULL;
+  if (!d) return 0;
+  unsigned long long best = 0;
+  int found = 0;
+  for (const struct dirent *de; (de = readdir(d)) != NULL;) {
+    const char *n = de->d_name;
+    if (strncmp(n, base, bl) != 0 || strncmp(n + bl, ".seed", 5) != 0) continue;
+    /* N as cmd_train writes it (%llu): digits, no leading zero */
+    const char *digits = n + bl + 5;
+    const size_t nd = strlen(digits);
+    if (nd == 0 || nd > 20 || strspn(digits, "0123456789") != nd || (digits[0] == '0' && nd > 1)) continue;
+    errno = 0;
+    const unsigned long long k = strtoull(digits, NULL, 10);
+    if (errno == 0 && (!found || k < best)) {
+      best = k;
+      found = 1;
+    }
+  }
+  closedir(d);
+  if (found) snprintf(out, len, "%s.seed%llu", path, best);
+  return found;
+}
+
 int rt_checkpoint_read(const char *path, struct rt_checkpoint *c) {
   memset(c, 0, sizeof *c);
   int st = CG_OK;
@@ -450,15 +479,7 @@ int rt_checkpoint_read(const char *path, struct rt_checkpoint *c) {
     const int e = errno;
     /* a --seeds run wrote FILE.seedN, one per seed: say so */
     char seed1[4200];
-    struct stat ss;
-    snprintf(seed1, sizeof seed1, "%s.seed", path);
-    const size_t pl = strlen(seed1);
-    int found = 0;
-    for (unsigned long long k = 0; k < 1000 && !found && e == ENOENT; k++) {
-      snprintf(seed1 + pl, sizeof seed1 - pl, "%llu", k);
-      found = stat(seed1, &ss) == 0;
-    }
-    if (found)
+    if (e == ENOENT && rt_checkpoint_seed_file(path, seed1, sizeof seed1))
       return cg_err_set(CG_ERR_IO, "checkpoint %s: cannot open: %s (a --seeds run writes one file per seed: %s, ...)",
                         path, strerror(e), seed1);
     return cg_err_set(CG_ERR_IO, "checkpoint %s: cannot open: %s", path, strerror(e));

@@ -743,6 +743,10 @@ struct rt_checkpoint {
  * finite (a run on its way to diverging wrote it): CG_ERR_FORMAT naming the first. */
 int rt_checkpoint_write(const char *path, const struct rt_checkpoint *c);
 int rt_checkpoint_read(const char *path, struct rt_checkpoint *c);
+/* What a --seeds run wrote instead of `path`: one PATH.seedN per seed (apps/cmd_train.c).
+ * 1 and the name of the one with the lowest N in path's folder (path + ".seedN") in out,
+ * else 0; any N, as the seeds are. For the readers' hint (--resume, predict, info). */
+int rt_checkpoint_seed_file(const char *path, char *out, size_t len);
 /* Whether checkpoint c (read from `path`) can continue the run cfg describes: the
  * same model shape and epochs left to train (CG_ERR_ARG naming the difference
  * otherwise; the graph and the parameter count are checked once the graph is loaded:

@@ -661,6 +661,30 @@ static void seeds_interrupted(void **state) {
   if (strstr(r.err, "in the checkpoint's")) fail_msg("the resume as told warns:\n%s", r.err);
 }
 
+/* FILE.seedN is found for any seed, not only N < 1000: --seeds 1000,1001 writes
+ * c.ckpt.seed1000 and c.ckpt.seed1001, and info, predict and --resume given c.ckpt name
+ * one of them (the search had tried .seed0 to .seed999 only). */
+static void seeds_large_hint(void **state) {
+  (void)state;
+  char ck[300], seed[320], out[320];
+  snprintf(ck, sizeof ck, "%s/large.ckpt", tmpdir);
+  snprintf(seed, sizeof seed, "%s.seed1000", ck);
+  snprintf(out, sizeof out, "%s/large.npy", tmpdir);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--epochs", "1", "--device", "cpu", "--threads", "1",
+                                "--quiet", "--seeds", "1000,1001", "--checkpoint", ck, NULL});
+  if (r.exit_code != 0) fail_msg("train: exit %d: %s", r.exit_code, r.err);
+  struct stat sb;
+  assert_int_equal(stat(seed, &sb), 0);
+  char want[400];
+  snprintf(want, sizeof want, "a --seeds run writes one checkpoint per seed: %s, ...", seed);
+  expect_error(1, want, NULL, (const char *const[]){"info", ck, NULL});
+  snprintf(want, sizeof want, "a --seeds run writes one file per seed: %s, ...", seed);
+  expect_error(1, want, NULL, (const char *const[]){"predict", "--checkpoint", ck, "--output", out, NULL});
+  expect_error(1, want, NULL,
+               (const char *const[]){"--graph", "synth:tiny", "--epochs", "2", "--threads", "1", "--resume", ck, NULL});
+}
+
 static void seeds_and_lines(void **state) {
   (void)state;
   char met[300], best[300], b1[320], b2[320];
@@ -961,6 +985,7 @@ int main(int argc, char **argv) {
                                      cmocka_unit_test(resume_metrics_leftover),
                                      cmocka_unit_test(seeds_file_seed_cli),
                                      cmocka_unit_test(seeds_interrupted), cmocka_unit_test(seeds_and_lines),
+                                     cmocka_unit_test(seeds_large_hint),
                                      cmocka_unit_test(usage_errors)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
