@@ -141,8 +141,11 @@ struct cg_backend {
   void (*bias_add)(struct cg_backend *be, float *y, const float *bias, int64_t rows, int64_t cols);
   /* db[cols] = sum over rows of dy (overwrites db). */
   void (*bias_grad)(struct cg_backend *be, const float *dy, int64_t rows, int64_t cols, float *db);
-  void (*relu_fwd)(struct cg_backend *be, const float *x, float *y, int64_t n); /* y may equal x */
-  /* dx = dy * (y > 0), in place on dy. y is the ReLU *output*. */
+  /* y = !(x <= 0) ? x : 0 (y may equal x): a NaN passes, as in torch.relu, so a forward
+   * pass that overflowed reaches the loss and the run stops as diverged. */
+  void (*relu_fwd)(struct cg_backend *be, const float *x, float *y, int64_t n);
+  /* dx = y > 0 ? dy : 0, in place on dy. y is the ReLU *output*; where it is NaN the
+   * gradient is 0 (torch passes dy there; no matter: the loss is NaN and the run stops). */
   void (*relu_bwd)(struct cg_backend *be, const float *y, float *dy, int64_t n);
   /* out = dropout(in) with the mask of core/philox.h for rows with global ids gid[rows];
    * out may equal in. Applying it to a gradient with the same key is the backward. */

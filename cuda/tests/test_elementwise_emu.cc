@@ -165,7 +165,7 @@ void test_bias_relu(void **state) {
       emu_launch(s.grid, s.threads, relu_fwd_kernel, (const float *)k.data(), k.data(), n);
       be->relu_fwd(be, c.data(), c.data(), n);
       same("relu_fwd in place", k, c);
-      /* relu_bwd reads the ReLU output: zeros, positives, subnormals, +inf */
+      /* relu_bwd reads the ReLU output: zeros, positives, subnormals, +inf, NaN */
       std::vector<float> dk = special_vec(n), dc = dk;
       emu_launch(s.grid, s.threads, relu_bwd_kernel, (const float *)cy.data(), dk.data(), n);
       be->relu_bwd(be, cy.data(), dc.data(), n);
