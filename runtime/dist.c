@@ -155,6 +155,13 @@ static int dist_reorder(struct comm *c, const struct rt_config *cfg, struct rt_d
   return comm_agree(c, st, "reordering the inner rows");
 }
 
+/* Every rank needs at least one vertex of its own. */
+static int enough_vertices(const char *name, int64_t n, int P) {
+  if (n >= P) return CG_OK;
+  return cg_err_set(CG_ERR_ARG, "graph %s has %lld %s, fewer than the %d ranks", name, (long long)n,
+                    n == 1 ? "vertex" : "vertices", P);
+}
+
 static int dist_build(struct comm *c, const struct graph *g, const struct rt_config *cfg,
                       const struct rt_dist_options *o, const int32_t *owner_in, struct rt_dist *d) {
   int st = CG_OK;
@@ -162,9 +169,7 @@ static int dist_build(struct comm *c, const struct graph *g, const struct rt_con
   int32_t *owner = NULL;
 
   TRY(comm_agree(c, check_same_graph(c, g), "checking that every rank opened the same graph"));
-  if (g->n < P)
-    st = cg_err_set(CG_ERR_ARG, "graph %s has %lld %s, fewer than the %d ranks", g->name,
-                    (long long)g->n, g->n == 1 ? "vertex" : "vertices", P);
+  st = enough_vertices(g->name, g->n, P);
   TRY(comm_agree(c, st, "checking the graph size"));
 
   /* Owners: rank 0 computes (or reads the cache), everyone receives the same array. */
@@ -523,9 +528,7 @@ static int dist_build_per_rank(struct comm *c, struct graph_cgr *f, const struct
   memset(&rows, 0, sizeof rows);
 
   TRY(comm_agree(c, check_same_graph(c, &info), "checking that every rank opened the same graph"));
-  if (info.n < P)
-    st = cg_err_set(CG_ERR_ARG, "graph %s has %lld %s, fewer than the %d ranks", info.name,
-                    (long long)info.n, info.n == 1 ? "vertex" : "vertices", P);
+  st = enough_vertices(info.name, info.n, P);
   TRY(comm_agree(c, st, "checking the graph size"));
 
   owner = cg_malloc((size_t)info.n * sizeof(int32_t), "owner of every vertex");
@@ -636,9 +639,7 @@ static int dist_build_synth_per_rank(struct comm *c, const struct rt_config *cfg
   TRY(comm_agree(c, st, "checking that every rank has the same spec"));
   if (rank == 0) {
     st = graph_synth_ex(cfg->graph, &g, &h.factor);
-    if (st == CG_OK && g.n < P)
-      st = cg_err_set(CG_ERR_ARG, "graph %s has %lld %s, fewer than the %d ranks", g.name, (long long)g.n,
-                      g.n == 1 ? "vertex" : "vertices", P);
+    if (st == CG_OK) st = enough_vertices(g.name, g.n, P);
     if (st == CG_OK) {
       h.n = g.n;
       h.m = g.m;
