@@ -472,6 +472,23 @@ static void singular_counts(void **state) {
   free(r);
 }
 
+/* Starts a training run (args[0] is capgnn) and returns once its metrics file has a
+ * record: the training loop is running. The first record takes about 0.3 s of the child's
+ * CPU; it is allowed 60 s of CPU, however long a loaded machine makes it wait for them
+ * (the 30 s of wall clock waited before ran out on a loaded machine, and the child, left
+ * running, kept ctest waiting on its output pipe until the TIMEOUT). */
+static pid_t spawn_training(const char *const *args, const char *met, const char *err_path) {
+  const pid_t pid = cli_spawn(capgnn_path, args, err_path);
+  assert_true(pid >= 0);
+  int status = 0;
+  if (!cli_wait_metrics_started(pid, met, 60.0, &status)) {
+    static char err[4096];
+    slurp(err_path, err, sizeof err);
+    fail_msg("the run never started training; its stderr:\n%s", err);
+  }
+  return pid;
+}
+
 /* A one-process run starts no MPI daemon: without a launcher Open MPI forks an orted of its
  * own (0.1 s of every small run) unless told not to (mpi/comm.c, singleton_without_daemon).
  * While the run trains, none of its descendants may be an orted. */
@@ -483,14 +500,8 @@ static void one_process_no_daemon(void **state) {
   unsetenv("OMPI_MCA_ess_singleton_isolated"); /* the default, whatever ctest's environment says */
   const char *const args[] = {capgnn_path, "--graph", "synth:tiny", "--epochs", "10000000", "--threads", "1",
                               "--quiet", "--metrics", met, NULL};
-  pid_t pid = cli_spawn(capgnn_path, args, err_path);
-  assert_true(pid >= 0);
+  const pid_t pid = spawn_training(args, met, err_path);
   int status = 0;
-  char err[4096];
-  if (!cli_wait_metrics_started(pid, met, 60.0, &status)) {
-    slurp(err_path, err, sizeof err);
-    fail_msg("the run never started training; its stderr:\n%s", err);
-  }
   struct cli_proc tree[64];
   int n = 0;
   const double cpu = cli_tree_cpu_seconds(pid, tree, 64, &n);
@@ -523,18 +534,9 @@ static void interrupt_and_resume(void **state) {
   snprintf(err_path, sizeof err_path, "%s/int.err", tmpdir);
   const char *const args[] = {capgnn_path, "--graph", "synth:tiny", "--epochs", "10000000", "--threads", "1",
           "--quiet", "--checkpoint", ck, "--metrics", met, NULL};
-  pid_t pid = cli_spawn(capgnn_path, args, err_path);
-  assert_true(pid >= 0);
+  const pid_t pid = spawn_training(args, met, err_path);
   int status = 0;
   char err[4096];
-  /* the first record takes about 0.3 s of the child's CPU; it is allowed 60 s of CPU,
-   * however long a loaded machine makes it wait for them (the 30 s of wall clock this
-   * waited before ran out on a loaded machine, and the child, left running, kept ctest
-   * waiting on its output pipe until the TIMEOUT) */
-  if (!cli_wait_metrics_started(pid, met, 60.0, &status)) {
-    slurp(err_path, err, sizeof err);
-    fail_msg("the run never started training; its stderr:\n%s", err);
-  }
   kill(pid, SIGINT);
   assert_true(waitpid(pid, &status, 0) == pid);
   assert_true(WIFEXITED(status));
