@@ -62,7 +62,13 @@ static void ranged(const char *path, unsigned mode) {
     const int64_t step = 1 + ((mode >> 3) & 3), from = (mode >> 5) % step;
     int64_t nrows = 0;
     for (int64_t v = from; v < hdr.n; v += step) rows[nrows++] = (int32_t)v;
-    const unsigned feat = (mode & 2 ? GRAPH_ROWS_FEAT_ROWNORM : 0) | (mode & 4 ? GRAPH_ROWS_FEAT_SPARSE : 0);
+    /* Dense rows of a sparse file take nrows x feat_dim floats whatever the file holds
+     * (feat_dim < 2^31 is all FORMAT.md bounds): the caller's choice (runtime/local.c
+     * picks sparse rows for sparse files unless told --sparse-features off), not a
+     * reading of the file, so large ones are read sparse here. */
+    const int dense_ok = !hdr.sparse_feat || (uint64_t)nrows * (uint64_t)hdr.feat_dim <= ((uint64_t)1 << 22);
+    const unsigned feat = (mode & 2 ? GRAPH_ROWS_FEAT_ROWNORM : 0) |
+                          (mode & 4 || !dense_ok ? GRAPH_ROWS_FEAT_SPARSE : 0);
     struct graph_rows r;
     if (graph_cgr_read_rows(f, rowptr, rows, nrows, GRAPH_ROWS_ADJ | feat, &r) == 0) graph_rows_free(&r);
     if (graph_cgr_read_rows(f, rowptr, rows, nrows, GRAPH_ROWS_NO_FEAT, &r) == 0) {

@@ -34,6 +34,13 @@ done
   --checkpoint ck.bin --quiet >/dev/null
 seed "$out/checkpoint/seed-00" 00 ck.bin
 seed "$out/checkpoint/seed-01" 01 ck.bin
+# mode 02: "HEADER\0PAYLOAD", framed by the harness
+python3 - ck.bin "$out/checkpoint/seed-02" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+hl = struct.unpack_from("<Q", b, 16)[0]
+open(sys.argv[2], "wb").write(b"\x02" + b[24:24 + hl] + b"\0" + b[24 + hl:-4])
+PY
 
 
 
