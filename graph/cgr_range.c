@@ -362,6 +362,15 @@ static int read_sparse_feat(struct graph_cgr *f, const int32_t *rows, int64_t nr
                       (long long)hi[i], (long long)nnz);
       goto done;
     }
+    /* rows increase, so a start below the previous row's end means FEAT_ROWPTR
+     * decreases in between (the rows' spans would overlap) */
+    if (i > 0 && lo[i] < hi[i - 1]) {
+      st = cg_err_set(CG_ERR_FORMAT, "%s: FEAT_ROWPTR decreases between rows %d and %d: FEAT_ROWPTR[%lld] = "
+                      "%lld > FEAT_ROWPTR[%d] = %lld (check 6, row pointers must never decrease)", f->path,
+                      rows[i - 1], rows[i], (long long)rows[i - 1] + 1, (long long)hi[i - 1], rows[i],
+                      (long long)lo[i]);
+      goto done;
+    }
     orp[i + 1] = orp[i] + hi[i] - lo[i];
   }
   const int64_t t = orp[nrows];
