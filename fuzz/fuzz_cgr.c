@@ -51,14 +51,14 @@ static void fix_crcs(uint8_t *b, size_t size) {
 
 static void ranged(const char *path, unsigned mode) {
   struct graph_cgr *f = NULL;
-  if (graph_cgr_open(path, &f) != 0) return;
+  if (FUZZ(graph_cgr_open(path, &f)) != 0) return;
   struct graph hdr;
   graph_cgr_info(f, &hdr);
   (void)graph_cgr_version(f);
   (void)graph_cgr_block_shift(f);
   int64_t *rowptr = malloc((size_t)(hdr.n + 1) * sizeof *rowptr);
   int32_t *rows = malloc((size_t)hdr.n * sizeof *rows);
-  if (rowptr && rows && graph_cgr_read_rowptr(f, rowptr) == 0) {
+  if (rowptr && rows && FUZZ(graph_cgr_read_rowptr(f, rowptr)) == 0) {
     const int64_t step = 1 + ((mode >> 3) & 3), from = (mode >> 5) % step;
     int64_t nrows = 0;
     for (int64_t v = from; v < hdr.n; v += step) rows[nrows++] = (int32_t)v;
@@ -70,13 +70,13 @@ static void ranged(const char *path, unsigned mode) {
     const unsigned feat = (mode & 2 ? GRAPH_ROWS_FEAT_ROWNORM : 0) |
                           (mode & 4 || !dense_ok ? GRAPH_ROWS_FEAT_SPARSE : 0);
     struct graph_rows r;
-    if (graph_cgr_read_rows(f, rowptr, rows, nrows, GRAPH_ROWS_ADJ | feat, &r) == 0) graph_rows_free(&r);
-    if (graph_cgr_read_rows(f, rowptr, rows, nrows, GRAPH_ROWS_NO_FEAT, &r) == 0) {
-      (void)graph_cgr_read_rows_feat(f, rows, nrows, feat, &r);
+    if (FUZZ(graph_cgr_read_rows(f, rowptr, rows, nrows, GRAPH_ROWS_ADJ | feat, &r)) == 0) graph_rows_free(&r);
+    if (FUZZ(graph_cgr_read_rows(f, rowptr, rows, nrows, GRAPH_ROWS_NO_FEAT, &r)) == 0) {
+      (void)FUZZ(graph_cgr_read_rows_feat(f, rows, nrows, feat, &r));
       graph_rows_free(&r);
     }
     struct graph g;
-    if (graph_cgr_read_structure(f, &g) == 0) graph_free(&g);
+    if (FUZZ(graph_cgr_read_structure(f, &g)) == 0) graph_free(&g);
   }
   free(rows);
   free(rowptr);
@@ -94,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *path = fuzz_file(b, size - 1);
   free(b);
   struct graph g;
-  if (graph_load_cgr(path, &g) == 0) graph_free(&g);
+  if (FUZZ(graph_load_cgr(path, &g)) == 0) graph_free(&g);
   ranged(path, mode);
   return 0;
 }

@@ -34,6 +34,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *path = fuzz_file(b, n);
   free(b);
   struct rt_checkpoint c;
-  if (rt_checkpoint_read(path, &c) == 0) rt_checkpoint_free(&c);
+  if (FUZZ(rt_checkpoint_read(path, &c)) == 0) rt_checkpoint_free(&c);
   return 0;
 }

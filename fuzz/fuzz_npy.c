@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *path = fuzz_file(data + 1, size - 1);
   struct import_npy a;
   memset(&a, 0, sizeof a);
-  if (import_npy_open(&a, path) != 0) {
+  if (FUZZ(import_npy_open(&a, path)) != 0) {
     import_npy_close(&a);
     return 0;
   }
@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   (void)import_npy_expect_integer(&a, "fuzz");
   (void)import_npy_expect_numeric(&a, "fuzz");
   if (a.kind == IMPORT_NPY_BYTES || a.kind == IMPORT_NPY_UNICODE) {
-    (void)import_npy_read_string(&a, buf, sizeof buf);
+    (void)FUZZ(import_npy_read_string(&a, buf, sizeof buf));
   } else {
     /* chunks of at most 64 elements, into a buffer of that size: what the file
      * claims beyond what it holds must end in "truncated", not a huge read */
@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int64_t out[64];
     for (int64_t left = a.count; left > 0;) {
       int64_t k = left < 64 ? left : 64;
-      if (import_npy_read(&a, tgt[mode & 3], out, k) != 0) break;
+      if (FUZZ(import_npy_read(&a, tgt[mode & 3], out, k)) != 0) break;
       left -= k;
     }
   }

@@ -12,14 +12,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(json, data, size);
   json[size] = '\0';
   struct rapa_profile *p = NULL;
-  if (rapa_profile_parse(json, "fuzz.json", &p) == 0) {
+  if (FUZZ(rapa_profile_parse(json, "fuzz.json", &p)) == 0) {
     const int n = rapa_profile_nranks(p);
     for (int r = 0; r < n; r++) {
       (void)rapa_profile_key(p, r);
       (void)rapa_profile_describe(p, r);
     }
     double *rel = malloc((size_t)(n > 0 ? n : 1) * sizeof *rel), *t = malloc((size_t)(n > 0 ? n : 1) * sizeof *t);
-    (void)rapa_profile_capabilities(p, rel, t);
+    (void)FUZZ(rapa_profile_capabilities(p, rel, t));
     free(rel);
     free(t);
     static FILE *devnull;
@@ -29,6 +29,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   free(json);
   /* the file reader too (a different length rule: no NUL inside) */
-  if (rapa_profile_load(fuzz_file(data, size), &p) == 0) rapa_profile_destroy(&p);
+  if (FUZZ(rapa_profile_load(fuzz_file(data, size), &p)) == 0) rapa_profile_destroy(&p);
   return 0;
 }

@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "core/log.h"
+#include "core/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -51,6 +52,19 @@ static inline uint64_t fuzz_le64(const uint8_t *p) { return fuzz_le32(p) | (uint
 static inline void fuzz_put_le32(uint8_t *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
+
+/* A status a parser may return on bad input: ok, or a clear error about the file
+ * (format, I/O, not found; out of memory only when an allocation really failed). An
+ * internal error (a violated invariant: a bug) or an argument error (the harness
+ * passed valid arguments) is a finding: abort, so that libFuzzer keeps the input. */
+static inline int fuzz_status(int st, const char *call) {
+  if (st == CG_ERR_INTERNAL || st == CG_ERR_ARG) {
+    fprintf(stderr, "fuzz: %s returned %d on a file: %s\n", call, st, cg_err_msg());
+    abort();
+  }
+  return st;
+}
+#define FUZZ(call) fuzz_status((call), #call)
 
 /* Errors only (a rejected input is the common case and its WARN is noise); an
  * environment that sets CAPGNN_LOG_LEVEL keeps its level. */
