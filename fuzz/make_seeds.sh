@@ -12,7 +12,7 @@ src=$(realpath "$(dirname "$0")/..")
 out=$(realpath -m "${2:-$(dirname "$0")/corpus}")
 tmp=$(mktemp -d /tmp/capgnn-seeds.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$out"/{cgr,checkpoint,profile,part_cache,config,npy}
+mkdir -p "$out"/{cgr,checkpoint,profile,part_cache,config,npy,text}
 export CAPGNN_LOG_LEVEL=error
 cd "$tmp"
 
@@ -101,4 +101,8 @@ INI
 cp p.json "$out/profile/seed-quick.json"
 python3 -c 'import json,sys; json.dump(json.load(open(sys.argv[1])), open(sys.argv[2], "w"), separators=(",", ":"))' \
   p.json "$out/profile/seed-quick-compact.json"
+# text for the importers' line reader and number parsers, plain and gzip
+printf '# an edge list\n0 1\n1\t2 0.5\n%% comment\n\n2 0\r\n-3 +4 1e-5 3.4028235e38 1e-46 0x1p3 nan -inf 123456789012345678901 .5 5. 1e\n' \
+  >"$out/text/seed-edges.txt"
+printf '1.5,2.25,-0.0,7\n3e10,16777217,0.1,NaN\n' | gzip -9 -n >"$out/text/seed-feat.csv.gz"
 echo "seeds written to $out"
