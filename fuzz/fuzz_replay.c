@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -41,8 +42,28 @@ static int run_file(const char *path) {
 
 static int by_name(const struct dirent **a, const struct dirent **b) { return strcmp((*a)->d_name, (*b)->d_name); }
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FUZZ_REPLAY_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define FUZZ_REPLAY_ASAN 1
+#endif
+
 int main(int argc, char **argv) {
   int bad = 0, files = 0;
+#ifndef FUZZ_REPLAY_ASAN
+  /* What libFuzzer's -malloc_limit_mb does: an allocation that a few KB of input
+   * sizes to gigabytes fails (the parser's CG_ERR_NOMEM is a finding, fuzz_util.h)
+   * instead of succeeding untouched under overcommit. ASan reserves terabytes of
+   * shadow, so a sanitized build goes without. */
+  struct rlimit rl = {(rlim_t)1 << 30, (rlim_t)1 << 30};
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > ((rlim_t)1 << 30))) {
+    rl.rlim_cur = (rlim_t)1 << 30;
+    setrlimit(RLIMIT_AS, &rl);
+  }
+#endif
   for (int i = 1; i < argc; i++) {
     struct stat sb;
     if (stat(argv[i], &sb) != 0) {

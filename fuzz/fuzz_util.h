@@ -54,11 +54,13 @@ static inline void fuzz_put_le32(uint8_t *p, uint32_t v) {
 }
 
 /* A status a parser may return on bad input: ok, or a clear error about the file
- * (format, I/O, not found; out of memory only when an allocation really failed). An
- * internal error (a violated invariant: a bug) or an argument error (the harness
- * passed valid arguments) is a finding: abort, so that libFuzzer keeps the input. */
+ * (format, I/O, not found, unsupported). An internal error (a violated invariant: a
+ * bug), an argument error (the harness passes valid arguments) or out of memory (the
+ * inputs are a few KB: an allocation sized by a claim the file cannot back; the replay
+ * program caps the address space so that such an allocation fails) is a finding:
+ * abort, so that libFuzzer keeps the input and the replay test fails. */
 static inline int fuzz_status(int st, const char *call) {
-  if (st == CG_ERR_INTERNAL || st == CG_ERR_ARG) {
+  if (st == CG_ERR_INTERNAL || st == CG_ERR_ARG || st == CG_ERR_NOMEM) {
     fprintf(stderr, "fuzz: %s returned %d on a file: %s\n", call, st, cg_err_msg());
     abort();
   }

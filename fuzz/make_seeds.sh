@@ -12,7 +12,7 @@ src=$(realpath "$(dirname "$0")/..")
 out=$(realpath -m "${2:-$(dirname "$0")/corpus}")
 tmp=$(mktemp -d /tmp/capgnn-seeds.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$out"/{cgr,checkpoint,profile,part_cache,config,npy,text}
+mkdir -p "$out"/{cgr,checkpoint,profile,part_cache,config,npy,text,npz}
 export CAPGNN_LOG_LEVEL=error
 cd "$tmp"
 
@@ -101,6 +101,29 @@ INI
 cp p.json "$out/profile/seed-quick.json"
 python3 -c 'import json,sys; json.dump(json.load(open(sys.argv[1])), open(sys.argv[2], "w"), separators=(",", ":"))' \
   p.json "$out/profile/seed-quick-compact.json"
+# .npz archives as scipy.sparse.save_npz writes them (csr deflated, coo stored)
+python3 - "$out/npz" <<'PY'
+import io, struct, sys, zipfile
+def npy(descr, shape, data):
+    d = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+    d += " " * ((64 - (10 + len(d) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(d)) + d.encode() + data
+def npz(name, members, method):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as z:
+        for k, v in members.items():
+            z.writestr(zipfile.ZipInfo(k + ".npy", (1980, 1, 1, 0, 0, 0)), v, compress_type=method)
+    open("%s/seed-%s.npz" % (sys.argv[1], name), "wb").write(buf.getvalue())
+# a triangle 0-1-2
+npz("csr", {"format": npy("|S3", "()", b"csr"), "shape": npy("<i8", "(2,)", struct.pack("<2q", 3, 3)),
+            "indptr": npy("<i4", "(4,)", struct.pack("<4i", 0, 2, 4, 6)),
+            "indices": npy("<i4", "(6,)", struct.pack("<6i", 1, 2, 0, 2, 0, 1)),
+            "data": npy("<f4", "(6,)", struct.pack("<6f", *[1.0] * 6))}, zipfile.ZIP_DEFLATED)
+npz("coo", {"format": npy("|S3", "()", b"coo"), "shape": npy("<i8", "(2,)", struct.pack("<2q", 3, 3)),
+            "row": npy("<i8", "(3,)", struct.pack("<3q", 0, 1, 2)),
+            "col": npy("<i8", "(3,)", struct.pack("<3q", 1, 2, 0))}, zipfile.ZIP_STORED)
+PY
+
 # text for the importers' line reader and number parsers, plain and gzip
 printf '# an edge list\n0 1\n1\t2 0.5\n%% comment\n\n2 0\r\n-3 +4 1e-5 3.4028235e38 1e-46 0x1p3 nan -inf 123456789012345678901 .5 5. 1e\n' \
   >"$out/text/seed-edges.txt"
