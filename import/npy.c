@@ -404,6 +404,21 @@ int import_npy_open_npz(struct import_npy *a, const struct import_npz *z, const 
   if (zip_stat_index((zip_t *)z->zip, (zip_uint64_t)idx, 0, &zs) != 0)
     return cg_err_set(CG_ERR_FORMAT, "%s: cannot read the directory entry: %s", a->name,
                       zip_strerror((zip_t *)z->zip));
+  /* The directory's uncompressed size is a claim that every allocation after it is
+   * sized by (npy_start holds the array's shape to it): bound it by what the stored
+   * bytes can expand to (deflate: at most 1032 to 1), so that a small archive cannot
+   * declare gigabytes. */
+  const zip_uint64_t need = ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD;
+  if ((zs.valid & need) == need && (zs.comp_method == ZIP_CM_STORE || zs.comp_method == ZIP_CM_DEFLATE)) {
+    const uint64_t c = zs.comp_size;
+    const uint64_t max = zs.comp_method == ZIP_CM_STORE ? c : c < UINT64_MAX / 1032 - 1 ? 1032 * (c + 1) : UINT64_MAX;
+    if (zs.size > max)
+      return cg_err_set(CG_ERR_FORMAT,
+                        "%s: the archive declares %llu bytes for the member but stores %llu compressed bytes "
+                        "(%s), which cannot expand to that: the archive is corrupt (download or write it again)",
+                        a->name, (unsigned long long)zs.size, (unsigned long long)c,
+                        zs.comp_method == ZIP_CM_STORE ? "stored" : "deflated");
+  }
   zip_file_t *zf = zip_fopen_index((zip_t *)z->zip, (zip_uint64_t)idx, 0);
   if (!zf)
     return cg_err_set(CG_ERR_FORMAT, "%s: cannot open the member: %s", a->name,

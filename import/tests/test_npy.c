@@ -341,11 +341,59 @@ static void test_npz(void **state) {
   assert_int_equal(import_npz_open(&z, p_("missing.npz")), CG_ERR_NOT_FOUND);
 }
 
+/* Sets the uncompressed size of member `name` in its local header and in the central
+ * directory (the fields a reader trusts before it decompresses anything). */
+static void npz_declare_size(unsigned char *b, size_t size, const char *name, uint32_t declared) {
+  const size_t nl = strlen(name);
+  int patched = 0;
+  for (size_t i = 0; i + 46 + nl <= size; i++) {
+    if (memcmp(b + i, "PK\3\4", 4) == 0 && gt_u32(b + i + 26) % 65536 == nl && memcmp(b + i + 30, name, nl) == 0)
+      gt_put_u32(b + i + 22, declared), patched++;
+    if (memcmp(b + i, "PK\1\2", 4) == 0 && gt_u32(b + i + 28) % 65536 == nl && memcmp(b + i + 46, name, nl) == 0)
+      gt_put_u32(b + i + 24, declared), patched++;
+  }
+  assert_int_equal(patched, 2);
+}
+
+/* An archive whose directory declares a member far larger than its compressed bytes
+ * can expand to (seen reading the reader for fuzz/fuzz_npz: 699 bytes made import_scipy_npz allocate
+ * 2 GiB of row pointers before reading one): refused when the member is opened, naming
+ * the sizes, instead of sizing allocations by the claim. */
+static void test_npz_declared_size(void **state) {
+  (void)state;
+  const int32_t few[4] = {0, 0, 0, 0};
+  const struct it_member m[] = {
+      {"big", "<i4", "(268435456,)", few, sizeof few, 1}, /* 1 GiB claimed, 16 bytes held */
+      {"small", "<i4", "(4,)", few, sizeof few, 0},
+  };
+  assert_int_equal(it_write_npz(p_("decl.npz"), m, 2), 0);
+  size_t size;
+  unsigned char *b = gt_read(p_("decl.npz"), &size);
+  assert_non_null(b);
+  npz_declare_size(b, size, "big.npy", 128 + 4 * 268435456u);
+  assert_int_equal(gt_write(p_("decl.npz"), b, size), 0);
+  free(b);
+  struct import_npz z;
+  struct import_npy a;
+  assert_int_equal(import_npz_open(&z, p_("decl.npz")), CG_OK);
+  assert_int_equal(import_npy_open_npz(&a, &z, "big"), CG_ERR_FORMAT);
+  printf("  -> %s\n", cg_err_msg());
+  assert_non_null(strstr(cg_err_msg(), "decl.npz (array 'big')"));
+  assert_non_null(strstr(cg_err_msg(), "compressed"));
+  import_npy_close(&a);
+  assert_int_equal(import_npy_open_npz(&a, &z, "small"), CG_OK); /* the honest member still reads */
+  int32_t got[4];
+  assert_int_equal(import_npy_read(&a, IMPORT_NPY_TO_I32, got, 4), CG_OK);
+  import_npy_close(&a);
+  import_npz_close(&z);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_header_forms), cmocka_unit_test(test_dtypes),
       cmocka_unit_test(test_values_checked), cmocka_unit_test(test_bad_headers),
       cmocka_unit_test(test_shape_checks), cmocka_unit_test(test_npz),
+      cmocka_unit_test(test_npz_declared_size),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
