@@ -60,6 +60,9 @@ static inline void fuzz_put_le32(uint8_t *p, uint32_t v) {
  * program caps the address space so that such an allocation fails) is a finding:
  * abort, so that libFuzzer keeps the input and the replay test fails. */
 static inline int fuzz_status(int st, const char *call) {
+  static int verbose = -1; /* CAPGNN_FUZZ_VERBOSE=1: every refusal's message (to check seeds) */
+  if (verbose < 0) verbose = getenv("CAPGNN_FUZZ_VERBOSE") != NULL;
+  if (verbose && st != CG_OK) fprintf(stderr, "fuzz: %s: %d: %s\n", call, st, cg_err_msg());
   if (st == CG_ERR_INTERNAL || st == CG_ERR_ARG || st == CG_ERR_NOMEM) {
     fprintf(stderr, "fuzz: %s returned %d on a file: %s\n", call, st, cg_err_msg());
     abort();

@@ -12,7 +12,7 @@ src=$(realpath "$(dirname "$0")/..")
 out=$(realpath -m "${2:-$(dirname "$0")/corpus}")
 tmp=$(mktemp -d /tmp/capgnn-seeds.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$out"/{cgr,checkpoint,profile,part_cache,config,npy,text,npz}
+mkdir -p "$out"/{cgr,checkpoint,profile,part_cache,config,npy,text,npz,saint}
 export CAPGNN_LOG_LEVEL=error
 cd "$tmp"
 
@@ -128,4 +128,8 @@ PY
 printf '# an edge list\n0 1\n1\t2 0.5\n%% comment\n\n2 0\r\n-3 +4 1e-5 3.4028235e38 1e-46 0x1p3 nan -inf 123456789012345678901 .5 5. 1e\n' \
   >"$out/text/seed-edges.txt"
 printf '1.5,2.25,-0.0,7\n3e10,16777217,0.1,NaN\n' | gzip -9 -n >"$out/text/seed-feat.csv.gz"
+# GraphSAINT JSON (mode 0: class_map.json, 1: role.json) for the harness's 4-vertex folder
+printf '\x00{"0": 1, "1": 0, "2": 1, "3": 0}' >"$out/saint/seed-class-map"
+printf '\x00{"0": [1, 0], "1": [0, 1], "2": [1, 1], "3": [0, 0]}' >"$out/saint/seed-class-map-multi"
+printf '\x01{"tr": [0, 1], "va": [2], "te": [3]}' >"$out/saint/seed-role"
 echo "seeds written to $out"
