@@ -13,6 +13,7 @@
  * the sizes against the file's length, then the CRC, before anything is used. */
 #include <dirent.h>
 #include <errno.h>
+#include <float.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -385,11 +386,13 @@ static int parse_header(const char *json, size_t len, const char *path, struct r
     TRY_GOTO(json_choice(h, "optimizer", "adam", "adamw", &k, path), done);
     c->optimizer = k ? RT_OPT_ADAMW : RT_OPT_ADAM;
   }
-  NUM("lr", 0, INFINITY, c->lr, float);
-  NUM("weight_decay", 0, INFINITY, c->weight_decay, float);
+  /* float fields: at most the largest float (a larger value would become inf, which
+   * the writer cannot write back and a run must not train with) */
+  NUM("lr", 0, FLT_MAX, c->lr, float);
+  NUM("weight_decay", 0, FLT_MAX, c->weight_decay, float);
   NUM("beta1", 0, 1, c->beta1, float);
   NUM("beta2", 0, 1, c->beta2, float);
-  NUM("adam_eps", 0, INFINITY, c->adam_eps, float);
+  NUM("adam_eps", 0, FLT_MAX, c->adam_eps, float);
   TRY_GOTO(json_choice(h, "wd_scope", "all", "first", &k, path), done);
   c->wd_scope = k ? RT_WD_FIRST : RT_WD_ALL;
   v = cJSON_GetObjectItemCaseSensitive(h, "seed");

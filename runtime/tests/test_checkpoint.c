@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "core/log.h"
 #include "core/status.h"
@@ -396,6 +397,92 @@ static void test_header_doubles_exact(void **state) {
   printf("  header doubles read back bit for bit (%.17g, ...); NaN and inf as null\n", v[0]);
 }
 
+/* Copies checkpoint src to dst with header field `key` set to the JSON text `val`,
+ * framed (header length) and CRC'd again as the writer would. */
+static void set_header_field(const char *src, const char *dst, const char *key, const char *val) {
+  size_t n;
+  unsigned char *b = slurp(src, &n);
+  uint64_t hlen;
+  memcpy(&hlen, b + 16, 8);
+  char *h = malloc((size_t)hlen + 1);
+  assert_non_null(h);
+  memcpy(h, b + 24, (size_t)hlen);
+  h[hlen] = '\0';
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  char *at = strstr(h, pat);
+  assert_non_null(at);
+  const size_t pre = (size_t)(at - h) + strlen(pat), old = strcspn(h + pre, ",}"), vl = strlen(val);
+  const size_t nh = (size_t)hlen - old + vl, on = n - (size_t)hlen + nh;
+  unsigned char *o = malloc(on);
+  assert_non_null(o);
+  memcpy(o, b, 24);
+  const uint64_t nhl = nh;
+  memcpy(o + 16, &nhl, 8);
+  memcpy(o + 24, h, pre);
+  memcpy(o + 24 + pre, val, vl);
+  memcpy(o + 24 + pre + vl, h + pre + old, (size_t)hlen - pre - old);
+  memcpy(o + 24 + nh, b + 24 + hlen, n - 24 - (size_t)hlen - 4);
+  const uint32_t crc = (uint32_t)crc32(0L, o, (uInt)(on - 4));
+  memcpy(o + on - 4, &crc, 4);
+  FILE *f = fopen(dst, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(o, 1, on, f), on);
+  fclose(f);
+  free(o);
+  free(h);
+  free(b);
+}
+
+/* The float hyperparameters bounded by infinity only (found by fuzz/fuzz_checkpoint):
+ * a header value above the largest float, such as "adam_eps": 1e110, read as inf (an
+ * out-of-range conversion), and that state written back was refused ("null" is not a
+ * number). Refused on load now; the largest float still reads. */
+static void test_header_float_range(void **state) {
+  (void)state;
+  float params[2] = {1.0f, -2.0f}, am[2] = {0}, av[2] = {0};
+  double loss[1] = {0.5};
+  struct rt_checkpoint c;
+  memset(&c, 0, sizeof c);
+  snprintf(c.graph, sizeof c.graph, "%s", "range");
+  snprintf(c.device, sizeof c.device, "%s", "cpu");
+  c.layers = 2;
+  c.hidden = 1;
+  c.eval_every = 1;
+  c.ranks = 1;
+  c.epoch = 1;
+  c.steps = 1;
+  c.num_params = 2;
+  c.params = params;
+  c.adam_m = am;
+  c.adam_v = av;
+  c.loss = loss;
+  c.lr = 0.01f;
+  c.adam_eps = 1e-8f;
+  c.best_epoch = 1;
+  c.best_val_loss = 1.0;
+  c.best_val_acc = c.test_acc_at_best_val = c.final_train_acc = c.final_val_acc = c.final_test_acc =
+      c.last_val_acc = 0.5;
+  char p[256], q[256];
+  path(p, sizeof p, "range.ckpt");
+  path(q, sizeof q, "range-edit.ckpt");
+  assert_int_equal(rt_checkpoint_write(p, &c), CG_OK);
+  struct rt_checkpoint r;
+  const char *keys[3] = {"lr", "weight_decay", "adam_eps"};
+  for (int k = 0; k < 3; k++) {
+    set_header_field(p, q, keys[k], "1e110");
+    assert_int_equal(rt_checkpoint_read(q, &r), CG_ERR_FORMAT);
+    printf("  %s = 1e110: %s\n", keys[k], cg_err_msg());
+    char want[64];
+    snprintf(want, sizeof want, "'%s'", keys[k]);
+    assert_non_null(strstr(cg_err_msg(), want));
+    set_header_field(p, q, keys[k], "3.4028234663852886e+38"); /* FLT_MAX */
+    assert_int_equal(rt_checkpoint_read(q, &r), CG_OK);
+    assert_true(isfinite(keys[k][0] == 'l' ? r.lr : keys[k][0] == 'w' ? r.weight_decay : r.adam_eps));
+    rt_checkpoint_free(&r);
+  }
+}
+
 static int teardown(void **state) {
   (void)state;
   char cmd[300];
@@ -413,6 +500,7 @@ int main(void) {
                                      cmocka_unit_test(test_early_stop_resume),
                                      cmocka_unit_test(test_mismatch_and_damage),
                                      cmocka_unit_test(test_write_failure),
-                                     cmocka_unit_test(test_header_doubles_exact)};
+                                     cmocka_unit_test(test_header_doubles_exact),
+                                     cmocka_unit_test(test_header_float_range)};
   return cmocka_run_group_tests(tests, NULL, teardown);
 }
