@@ -274,6 +274,7 @@ static int v_link(struct vctx *v, const cJSON *e) {
   return vlist(v, e, "curve", 1, v_curve);
 }
 static int nranks_for_pairs;
+#define LINKS_MAX_RANKS 65535 /* 65535 * 65534 / 2 pairs still fit an int */
 static int v_pair(struct vctx *v, const cJSON *p) {
   TRY(vint(v, p, "a", 0, nranks_for_pairs - 1));
   TRY(vint(v, p, "b", 0, nranks_for_pairs - 1));
@@ -316,6 +317,10 @@ int rapa_validate_links(const cJSON *l, int nranks, const char *what, const char
   struct vctx v = {what, ""};
   snprintf(v.path, sizeof v.path, "%s", path ? path : "");
   if (!cJSON_IsObject(l)) return cg_err_set(CG_ERR_FORMAT, "%s: %s: expected an object", what, v.path);
+  /* n(n-1)/2 pairs must be an int (a JSON array's size): far more ranks than a job has */
+  if (nranks < 1 || nranks > LINKS_MAX_RANKS)
+    return cg_err_set(CG_ERR_FORMAT, "%s: %s.nranks: expected a whole number of ranks in 1 .. %d", what,
+                      v.path, LINKS_MAX_RANKS);
   TRY(vint(&v, l, "nranks", nranks, nranks));
   TRY(vbool(&v, l, "quick"));
   nranks_for_pairs = nranks;
@@ -637,6 +642,14 @@ static void cache_unusable(const char *path, int remeasure, char *why, size_t wh
   }
 }
 
+/* A links file's own rank count, for validating it against itself: 0 when it is not a
+ * number of ranks at all (missing, NaN, beyond an int), which the validation refuses
+ * naming the field, rather than converting it to int (undefined for those). */
+static int links_nranks(const cJSON *links) {
+  const double n = rapa_json_num(links, "nranks");
+  return n >= 1 && n <= LINKS_MAX_RANKS + 1.0 ? (int)n : 0;
+}
+
 int rapa_cache_read(const char *path, const char *schema, int need_full, int remeasure, cJSON **out, char *why,
                     size_t why_len) {
   *out = NULL;
@@ -676,7 +689,7 @@ int rapa_cache_read(const char *path, const char *schema, int need_full, int rem
     const cJSON *s = cJSON_GetObjectItem(root, "schema");
     const cJSON *links = cJSON_GetObjectItem(root, "links");
     st = cJSON_IsString(s) && !strcmp(s->valuestring, schema)
-             ? rapa_validate_links(links, (int)rapa_json_num(links, "nranks"), what, "links")
+             ? rapa_validate_links(links, links_nranks(links), what, "links")
              : cg_err_set(CG_ERR_FORMAT, "%s: schema: expected \"%s\"", what, schema);
   }
   if (st < 0) {
