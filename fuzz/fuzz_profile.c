@@ -1,10 +1,14 @@
 /* fuzz/fuzz_profile.c — a device profile (`capgnn profile` output, read back by
  * `--profile FILE`) on untrusted text: rapa_profile_parse and validation, then what
  * a run reads from an accepted profile (keys, descriptions, capabilities, the text
- * report). */
+ * report); then the same text as a file of the profile cache (rapa_cache_read: a device
+ * or the links). */
 #include "fuzz_util.h"
 
+#include <cjson/cJSON.h>
+
 #include "rapa/rapa.h"
+#include "rapa/rapa_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_quiet();
@@ -29,6 +33,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   free(json);
   /* the file reader too (a different length rule: no NUL inside) */
-  if (FUZZ(rapa_profile_load(fuzz_file(data, size), &p)) == 0) rapa_profile_destroy(&p);
+  const char *path = fuzz_file(data, size);
+  if (FUZZ(rapa_profile_load(path, &p)) == 0) rapa_profile_destroy(&p);
+  /* and as a file of the profile cache (<cache>/profile/NAME.json, which `capgnn profile`
+   * reuses): one device's measurements, or the links */
+  static const char *const schemas[2] = {"capgnn-device-profile", "capgnn-links-profile"};
+  for (int k = 0; k < 2; k++) {
+    cJSON *root = NULL;
+    char why[512];
+    if (rapa_cache_read(path, schemas[k], 1, 0, &root, why, sizeof why) == 1) cJSON_Delete(root);
+  }
   return 0;
 }
