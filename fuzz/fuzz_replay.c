@@ -4,11 +4,11 @@
  * Exit 0 when every input returned; a crash is the test's failure. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -42,28 +42,39 @@ static int run_file(const char *path) {
 
 static int by_name(const struct dirent **a, const struct dirent **b) { return strcmp((*a)->d_name, (*b)->d_name); }
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FUZZ_REPLAY_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define FUZZ_REPLAY_ASAN 1
-#endif
+/* What libFuzzer's -malloc_limit_mb does, for the replay: the allocation functions
+ * are wrapped at link time (fuzz/CMakeLists.txt: -Wl,--wrap=...), and one that a few KB
+ * of input sizes past 1 GiB fails, so the parser's CG_ERR_NOMEM is a finding
+ * (fuzz_util.h) instead of an allocation that succeeds untouched under overcommit.
+ * Calls from inside shared libraries (libzip, cJSON) are not wrapped. */
+#define REPLAY_MAX_ALLOC ((size_t)1 << 30)
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t k, size_t n);
+void *__real_realloc(void *p, size_t n);
+int __real_posix_memalign(void **p, size_t align, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t k, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+int __wrap_posix_memalign(void **p, size_t align, size_t n);
+void *__wrap_malloc(size_t n) {
+  if (n > REPLAY_MAX_ALLOC) return errno = ENOMEM, NULL;
+  return __real_malloc(n);
+}
+void *__wrap_calloc(size_t k, size_t n) {
+  if (n && k > REPLAY_MAX_ALLOC / n) return errno = ENOMEM, NULL;
+  return __real_calloc(k, n);
+}
+void *__wrap_realloc(void *p, size_t n) {
+  if (n > REPLAY_MAX_ALLOC) return errno = ENOMEM, NULL;
+  return __real_realloc(p, n);
+}
+int __wrap_posix_memalign(void **p, size_t align, size_t n) {
+  if (n > REPLAY_MAX_ALLOC) return ENOMEM;
+  return __real_posix_memalign(p, align, n);
+}
 
 int main(int argc, char **argv) {
   int bad = 0, files = 0;
-#ifndef FUZZ_REPLAY_ASAN
-  /* What libFuzzer's -malloc_limit_mb does: an allocation that a few KB of input
-   * sizes to gigabytes fails (the parser's CG_ERR_NOMEM is a finding, fuzz_util.h)
-   * instead of succeeding untouched under overcommit. ASan reserves terabytes of
-   * shadow, so a sanitized build goes without. */
-  struct rlimit rl = {(rlim_t)1 << 30, (rlim_t)1 << 30};
-  if (getrlimit(RLIMIT_AS, &rl) == 0 && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > ((rlim_t)1 << 30))) {
-    rl.rlim_cur = (rlim_t)1 << 30;
-    setrlimit(RLIMIT_AS, &rl);
-  }
-#endif
   for (int i = 1; i < argc; i++) {
     struct stat sb;
     if (stat(argv[i], &sb) != 0) {

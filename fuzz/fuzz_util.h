@@ -57,7 +57,7 @@ static inline void fuzz_put_le32(uint8_t *p, uint32_t v) {
  * (format, I/O, not found, unsupported). An internal error (a violated invariant: a
  * bug), an argument error (the harness passes valid arguments) or out of memory (the
  * inputs are a few KB: an allocation sized by a claim the file cannot back; the replay
- * program caps the address space so that such an allocation fails) is a finding:
+ * program fails allocations past 1 GiB so that such an allocation fails) is a finding:
  * abort, so that libFuzzer keeps the input and the replay test fails. */
 static inline int fuzz_status(int st, const char *call) {
   static int verbose = -1; /* CAPGNN_FUZZ_VERBOSE=1: every refusal's message (to check seeds) */
