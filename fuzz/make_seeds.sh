@@ -99,6 +99,8 @@ INI
 # a device profile (one rank, --quick: ~10 s) and its text compacted
 "$bin" profile --quick --device cpu --json p.json --cache pcache >/dev/null 2>&1
 cp p.json "$out/profile/seed-quick.json"
+cp pcache/profile/links-*.json "$out/profile/seed-cache-links.json"   # the profile cache's files
+for f in pcache/profile/*.json; do case $f in */links-*) ;; *) cp "$f" "$out/profile/seed-cache-device.json" ;; esac; done
 python3 -c 'import json,sys; json.dump(json.load(open(sys.argv[1])), open(sys.argv[2], "w"), separators=(",", ":"))' \
   p.json "$out/profile/seed-quick-compact.json"
 # .npz archives as scipy.sparse.save_npz writes them (csr deflated, coo stored)
