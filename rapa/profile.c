@@ -13,6 +13,7 @@
  *   it says: a hand-edited number is caught. */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,7 +275,7 @@ static int v_link(struct vctx *v, const cJSON *e) {
   return vlist(v, e, "curve", 1, v_curve);
 }
 static int nranks_for_pairs;
-#define LINKS_MAX_RANKS 65535 /* 65535 * 65534 / 2 pairs still fit an int */
+#define LINKS_MAX_RANKS 65535 /* 65535 * 65534 / 2 pairs still fit an int (the product does not) */
 static int v_pair(struct vctx *v, const cJSON *p) {
   TRY(vint(v, p, "a", 0, nranks_for_pairs - 1));
   TRY(vint(v, p, "b", 0, nranks_for_pairs - 1));
@@ -324,8 +325,9 @@ int rapa_validate_links(const cJSON *l, int nranks, const char *what, const char
   TRY(vint(&v, l, "nranks", nranks, nranks));
   TRY(vbool(&v, l, "quick"));
   nranks_for_pairs = nranks;
-  TRY(vlist(&v, l, "pairs", nranks * (nranks - 1) / 2, v_pair));
-  if (cJSON_GetArraySize(vget(l, "pairs")) != nranks * (nranks - 1) / 2)
+  const int npairs = (int)((int64_t)nranks * (nranks - 1) / 2);
+  TRY(vlist(&v, l, "pairs", npairs, v_pair));
+  if (cJSON_GetArraySize(vget(l, "pairs")) != npairs)
     return vfail(&v, "pairs", "one entry per pair of ranks", vget(l, "pairs"));
   TRY(vstr(&v, l, "device_note"));
   TRY(vstr(&v, l, "nccl_note"));
