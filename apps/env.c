@@ -76,7 +76,14 @@ void cli_env_warn_unknown(void) {
     if (known(*e, len)) continue;
     char name[128];
     snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name - 1 ? len : sizeof name - 1), *e);
-    const char *best = config_option_suggest(name, names);
+    /* a known name with a word added (CAPGNN_DATA_DIR for CAPGNN_DATA) is further from it
+     * than the edit distance the suggestion allows: name the known prefix */
+    const char *best = NULL;
+    for (size_t i = 0; i < NCODE && !best; i++) {
+      const size_t k = strlen(read_by_code[i]);
+      if (len > k && !strncmp(name, read_by_code[i], k) && name[k] == '_') best = read_by_code[i];
+    }
+    if (!best) best = config_option_suggest(name, names);
     fprintf(stderr, "capgnn: warning: environment variable %s is not one capgnn reads: it is ignored%s%s%s\n",
             name, best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
   }

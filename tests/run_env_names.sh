@@ -4,7 +4,8 @@
 #  1. apps/env.c's list equals the names the C sources read with getenv("CAPGNN_..."),
 #     so a new variable without an entry (or a stale entry) fails here;
 #  2. CAPGNN_EMULATE_NODE=2 gets one warning naming CAPGNN_EMULATE_NODES; a name far from
-#     every known one gets a warning without a suggestion; known names and the scripts'
+#     every known one gets a warning without a suggestion; a known name with a word added
+#     (CAPGNN_DATA_DIR) gets the known one; known names and the scripts'
 #     own (CAPGNN_TEST_LABELS) none; the command still runs (exit 0);
 #  3. under mpiexec -n 2 the warning is printed once (rank 0).
 set -u
@@ -26,6 +27,9 @@ env CAPGNN_EMULATE_NODE=2 "$capgnn" --version >"$dir/out1" 2>"$dir/err1" || say 
 [ "$(grep -c 'capgnn: warning: environment variable CAPGNN_EMULATE_NODE is not one capgnn reads' "$dir/err1")" = 1 ] ||
   say "no single warning for CAPGNN_EMULATE_NODE"
 grep -q "did you mean CAPGNN_EMULATE_NODES?" "$dir/err1" || say "CAPGNN_EMULATE_NODES not suggested"
+env CAPGNN_DATA_DIR=/tmp "$capgnn" --version >/dev/null 2>"$dir/err5"
+grep -q "CAPGNN_DATA_DIR is not one capgnn reads: it is ignored (did you mean CAPGNN_DATA?)" "$dir/err5" ||
+  say "CAPGNN_DATA not suggested for CAPGNN_DATA_DIR"
 env CAPGNN_XYZZY_PLUGH=1 "$capgnn" --version >/dev/null 2>"$dir/err2"
 grep -q "CAPGNN_XYZZY_PLUGH is not one capgnn reads: it is ignored$" "$dir/err2" ||
   say "no warning (or a suggestion) for a name far from every known one"
