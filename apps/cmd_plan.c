@@ -240,6 +240,7 @@ int cmd_plan(int argc, char **argv) {
   enum rt_layer0_halo layer0 = RT_L0_AUTO;
   const char *l0_why = "";
   float quantum_ms = -1.0f;
+  int quantum_given = 0;
   float dropout = 0.5f, idropout = -1.0f, link_a = 0, link_b = 0, lat_a = 0, lat_b = 0;
   double gemm = 0, spmm = 0, mem = 0, h2d = 0, d2h = 0, devmem = 0;
   const char *allreduce = "auto";
@@ -322,6 +323,7 @@ int cmd_plan(int argc, char **argv) {
       case OPT_DIRECT: direct = 1; break;
       case OPT_QUANTUM:
         rc = cli_parse_float("plan", "--quantum-ms", optarg, &quantum_ms);
+        quantum_given = 1;
         if (rc == 0 && !(quantum_ms >= 0)) rc = usage_error("--quantum-ms: expected a number >= 0");
         break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
@@ -499,6 +501,15 @@ int cmd_plan(int argc, char **argv) {
     }
     if (devmem > 0) rates[p].free_bytes = devmem * 1073741824.0;
   }
+  /* options that cannot change this plan, said rather than ignored silently */
+  int device_ranks = 0;
+  for (int p = 0; p < parts; p++) device_ranks += rates[p].h2d_bps > 0;
+  if (direct && !device_ranks && table)
+    fprintf(stderr, "capgnn: warning: --gpu-direct changes nothing here: no rank stages through a device (no "
+                    "--h2d-gbs / --d2h-gbs, and no device profile)\n");
+  if (quantum_given && !(po.host_cores > 0) && table)
+    fprintf(stderr, "capgnn: warning: --quantum-ms changes nothing here: ranks sharing cores are modelled only with "
+                    "--cores (or a CPU profile's)\n");
 
   struct part_options o = {.method = method, .nparts = parts, .seed = seed};
   int reused = 0;

@@ -134,4 +134,13 @@ jsonschema.validate(plan, schema)
 assert len(plan["plain"]["ranks"]) == 64 and plan["job"]["allreduce"] == "hier"
 assert plan["cache"]["inter_node_bytes"] <= plan["plain"]["inter_node_bytes"]
 PY
+# options that cannot change the plan say so (new-user finding U3), and stay quiet where they apply
+decl=(--gemm-gflops 100 --spmm-gnnz 10 --mem-gbs 10 --link-gbps 10)
+"$capgnn" plan --graph cora --parts 2 "${decl[@]}" --gpu-direct --quantum-ms 4 >q.out 2>q.err ||
+  { cat q.err; fail "plan with --gpu-direct --quantum-ms exited $?"; }
+grep -q "warning: --gpu-direct changes nothing here" q.err || { cat q.err; fail "no word that --gpu-direct did nothing"; }
+grep -q "warning: --quantum-ms changes nothing here" q.err || { cat q.err; fail "no word that --quantum-ms did nothing"; }
+"$capgnn" plan --graph cora --parts 2 "${decl[@]}" --gpu-direct --h2d-gbs 10 --d2h-gbs 10 --quantum-ms 4 --cores 1 \
+  >q2.out 2>q2.err || { cat q2.err; fail "plan with device ranks and cores exited $?"; }
+! grep -q "changes nothing" q2.err || { cat q2.err; fail "a warning where the options apply"; }
 echo "plan CLI: all checks passed"
