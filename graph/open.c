@@ -114,8 +114,8 @@ int graph_open(const char *name, struct graph *g) {
   if (!strchr(name, '/')) {
     const int k = snprintf(here, sizeof here, "%s.cgr", name);
     if (k > 0 && (size_t)k < sizeof here && path_exists(here))
-      snprintf(here_say, sizeof here_say, "'%s' is in the current folder, but a name without a folder is looked "
-               "up in CAPGNN_DATA: give the file's path ('%s' or './%s'). ", here, here, name);
+      snprintf(here_say, sizeof here_say, "'%.1024s' is in the current folder, but a name without a folder is "
+               "looked up in CAPGNN_DATA: give the file's path ('%.1024s' or './%.1024s'). ", here, here, name);
   }
   struct stat dsb; /* a CAPGNN_DATA that names no folder (a typo, another machine's path): say so */
   const char *no_dir = have_cand && stat(dir, &dsb) != 0 ? ", a folder that does not exist"
