@@ -345,16 +345,29 @@ static inline int cli_run(const char *line, const char *log_path, double cpu_lim
     char *name, *old;
   } env[8];
   int argc = 0, nenv = 0;
-  snprintf(buf, sizeof buf, "%s", line);
-  for (char *w = strtok_r(buf, " ", &save); w && argc < 255; w = strtok_r(NULL, " ", &save)) {
+  /* a line these buffers cannot hold whole is a test's error: said, not cut */
+  if (snprintf(buf, sizeof buf, "%s", line) >= (int)sizeof buf) {
+    printf("cli_run: the command line is longer than %zu bytes\n", sizeof buf - 1);
+    return -1;
+  }
+  for (char *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
     char *eq = strchr(w, '=');
-    if (argc == 0 && eq && eq > w && !memchr(w, '/', (size_t)(eq - w)) && nenv < 8) {
+    if (argc == 0 && eq && eq > w && !memchr(w, '/', (size_t)(eq - w))) {
+      if (nenv == 8) {
+        printf("cli_run: more than 8 NAME=VALUE words before the program\n");
+        break; /* nothing is started (argc is 0); the environment is restored below */
+      }
       *eq = '\0';
       const char *old = getenv(w);
       env[nenv].name = w;
       env[nenv++].old = old ? strdup(old) : NULL;
       setenv(w, eq + 1, 1);
       continue;
+    }
+    if (argc == 255) {
+      printf("cli_run: more than 255 words in the command line\n");
+      argc = 0; /* nothing is started; the environment is restored below */
+      break;
     }
     argv[argc++] = w;
   }
