@@ -306,13 +306,27 @@ void cli_report_setup_error(struct comm *c) {
     if (all[r] != mine) same = 0;
   }
   /* the lines: the own messages (the relays, "rank R failed during ... (see that rank's
-   * log)", only when no rank has one), each by the lowest rank that holds it */
+   * log)", only when no rank has one), each by the lowest rank that holds it, naming every
+   * rank that holds it (the first 8) */
   int lower = 0; /* a lower rank holds this message: it prints it */
   for (int r = 0; r < rank; r++) lower |= all[r] == mine;
+  char who[160] = "";
+  int holders = 0;
+  for (int r = 0; r < size; r++) holders += all[r] == mine;
+  for (int r = 0, k = 0; r < size && !lower && !same; r++) {
+    if (all[r] != mine) continue;
+    const size_t at = strlen(who);
+    if (k == 8) {
+      snprintf(who + at, sizeof who - at, " and %d more", holders - k);
+      break;
+    }
+    snprintf(who + at, sizeof who - at, "%s%d", k == 0 ? "" : k == holders - 1 ? " and " : ", ", r);
+    k++;
+  }
   free(all);
   if (lower || (own && relay)) return;
   if (same) fprintf(stderr, "capgnn: error: %s\n", saved); /* every rank's: no one rank to name */
-  else fprintf(stderr, "capgnn: error: rank %d: %s\n", rank, saved);
+  else fprintf(stderr, "capgnn: error: rank%s %s: %s\n", holders > 1 ? "s" : "", who, saved);
 }
 
 int cli_first_rank_with(struct comm *c, int flag) {

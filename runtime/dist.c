@@ -722,7 +722,7 @@ static int dist_create_per_rank(struct comm *c, const char *path, const struct r
   struct rt_dist *d = NULL;
   if (rt_fault_from_env(comm_rank(c)) == RT_FAULT_SETUP)
     st = cg_err_set(CG_ERR_IO, "cannot open graph '%s' (simulated failure: "
-                    "CAPGNN_TEST_FAIL_RANK=%d is set)", cfg->graph, comm_rank(c));
+                    "CAPGNN_TEST_FAIL_RANK names this rank)", cfg->graph);
   else if (path)
     st = graph_cgr_open(path, &f);
   TRY_GOTO(comm_agree(c, st, "opening the graph"), fail);
@@ -778,7 +778,7 @@ int rt_dist_create(struct comm *c, const struct rt_config *cfg, const struct rt_
   if (synth && o->load == RT_LOAD_PER_RANK && !whole) return dist_create_per_rank(c, NULL, cfg, o, out);
   if (rt_fault_from_env(comm_rank(c)) == RT_FAULT_SETUP)
     st = cg_err_set(CG_ERR_IO, "cannot open graph '%s' (simulated failure: "
-                    "CAPGNN_TEST_FAIL_RANK=%d is set)", cfg->graph, comm_rank(c));
+                    "CAPGNN_TEST_FAIL_RANK names this rank)", cfg->graph);
   else
     st = graph_open(cfg->graph, &g);
   if (st == CG_OK) st = rt_graph_norm_apply(&g, cfg);

@@ -25,12 +25,18 @@
 #include "runtime/runtime_internal.h"
 
 enum rt_fault rt_fault_from_env(int rank) {
-  const char *r = getenv("CAPGNN_TEST_FAIL_RANK");
+  const char *r = getenv("CAPGNN_TEST_FAIL_RANK"); /* a rank, or a comma list of them */
   if (!r || !r[0]) return RT_FAULT_NONE;
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(r, &end, 10);
-  if (errno || end == r || *end != '\0' || v != rank) return RT_FAULT_NONE;
+  int named = 0;
+  for (const char *q = r; *q && !named;) {
+    char *end = NULL;
+    errno = 0;
+    const long v = strtol(q, &end, 10);
+    if (errno || end == q || (*end != '\0' && *end != ',')) return RT_FAULT_NONE;
+    named = v == rank;
+    q = *end ? end + 1 : end;
+  }
+  if (!named) return RT_FAULT_NONE;
   const char *at = getenv("CAPGNN_TEST_FAIL_AT");
   if (!at || !at[0] || strcmp(at, "setup") == 0) return RT_FAULT_SETUP;
   if (strcmp(at, "train") == 0) return RT_FAULT_TRAIN;

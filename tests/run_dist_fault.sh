@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/run_dist_fault.sh MPIEXEC CAPGNN MODE [EXPECTED_TEXT...]
-# Runs `capgnn` on 2 ranks where rank 1 (rank $FAIL_RANK when set) fails on purpose
+# Runs `capgnn` on 2 ranks ($NP when set) where rank 1 (the ranks $FAIL_RANK lists when
+# set, e.g. 0,1) fails on purpose
 # (CAPGNN_TEST_FAIL_RANK, CAPGNN_TEST_FAIL_AT=MODE, see runtime/dist.h):
 #   setup  rank 1 cannot open the graph: every rank must leave set-up with exit code 1
 #          (agreed error, no abort), and the job prints one error line, rank 1's own
@@ -11,13 +12,13 @@
 # and checks that the job ends within 30 s with a non-zero exit code that is not the
 # hang timeout, and that each EXPECTED_TEXT appears in its output.
 set -u
-mpiexec=$1 capgnn=$2 mode=$3 rank=${FAIL_RANK:-1}
+mpiexec=$1 capgnn=$2 mode=$3 rank=${FAIL_RANK:-1} np=${NP:-2}
 shift 3
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 start=$(date +%s%N)
 CAPGNN_TEST_FAIL_RANK=$rank CAPGNN_TEST_FAIL_AT=$mode \
-  timeout -v -k 5 60 "$mpiexec" -n 2 --oversubscribe --allow-run-as-root "$capgnn" \
+  timeout -v -k 5 60 "$mpiexec" -n "$np" --oversubscribe --allow-run-as-root "$capgnn" \
   --graph synth:small --epochs 100 --device cpu --threads 1 --no-part-cache --quiet >"$out" 2>&1
 rc=$?
 elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
