@@ -52,13 +52,14 @@
  * with comm_abort, since peers may be waiting in a collective (apps/cmd_train.c does).
  *
  * Testing only: CAPGNN_TEST_FAIL_RANK=r (or a comma list of ranks, r1,r2) makes rank r
- * fail on purpose, at the point CAPGNN_TEST_FAIL_AT names: "setup" (default; rt_dist_create fails as if the graph
- * could not be opened), "train" (the 3rd halo exchange returns an error, i.e. inside
- * the first training step), "kill" (the rank SIGKILLs itself there) or "skip" (the
- * rank leaves out its first training forward exchange of a hidden layer, begin and end
- * alike, and goes on: its peers wait for rows it never sends or writes, a schedule
- * broken on one rank). The last three wrap rank r's exchange in a fault-injecting one
- * (runtime/fault.c); the other ranks run the plain exchange.
+ * fail on purpose, at the point CAPGNN_TEST_FAIL_AT names: "setup" (default;
+ * rt_dist_create fails as if the graph could not be opened), "train" (the 3rd halo
+ * exchange returns an error, i.e. inside the first training step), "kill" (the rank
+ * SIGKILLs itself there) or "skip" (the rank leaves out its first training forward
+ * exchange of a hidden layer, begin and end alike, and goes on: its peers wait for rows
+ * it never sends or writes, a schedule broken on one rank). The last three wrap rank
+ * r's exchange in a fault-injecting one (runtime/fault.c); the other ranks run the
+ * plain exchange.
  */
 #ifndef CAPGNN_RUNTIME_DIST_H
 #define CAPGNN_RUNTIME_DIST_H
