@@ -316,6 +316,26 @@ static void test_write_failure(void **state) {
   cg_err_clear();
 }
 
+/* A one-rank, 2-layer CPU checkpoint of `n` parameters after `epoch` steps (one loss
+ * per step), every other field zero: what the header tests below write and edit. */
+static void small_checkpoint(struct rt_checkpoint *c, const char *graph, int hidden, int epoch, int n,
+                             float *params, float *am, float *av, double *loss) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->graph, sizeof c->graph, "%s", graph);
+  snprintf(c->device, sizeof c->device, "%s", "cpu");
+  c->layers = 2;
+  c->hidden = hidden;
+  c->eval_every = 1;
+  c->ranks = 1;
+  c->epoch = epoch;
+  c->steps = epoch;
+  c->num_params = n;
+  c->params = params;
+  c->adam_m = am;
+  c->adam_v = av;
+  c->loss = loss;
+}
+
 /* The header's doubles read back bit for bit: a resumed run compares its evaluations
  * with the best so far, so a best_val_acc one ulp off can pick another best epoch than
  * the uninterrupted run. The values are ones that 15 significant digits do not
@@ -332,20 +352,7 @@ static void test_header_doubles_exact(void **state) {
   float params[4] = {1.0f, -2.0f, 0.5f, 0.25f}, am[4] = {0}, av[4] = {0};
   double loss[3] = {1.0 / 3.0, 41.0 / 46.0, 0.1 + 0.2};
   struct rt_checkpoint c;
-  memset(&c, 0, sizeof c);
-  snprintf(c.graph, sizeof c.graph, "%s", "exact");
-  snprintf(c.device, sizeof c.device, "%s", "cpu");
-  c.layers = 2;
-  c.hidden = 4;
-  c.eval_every = 1;
-  c.ranks = 1;
-  c.epoch = 3;
-  c.steps = 3;
-  c.num_params = 4;
-  c.params = params;
-  c.adam_m = am;
-  c.adam_v = av;
-  c.loss = loss;
+  small_checkpoint(&c, "exact", 4, 3, 4, params, am, av, loss);
   c.best_epoch = 2;
   c.best_val_acc = v[0];
   c.best_val_loss = v[1];
@@ -443,20 +450,7 @@ static void test_header_float_range(void **state) {
   float params[2] = {1.0f, -2.0f}, am[2] = {0}, av[2] = {0};
   double loss[1] = {0.5};
   struct rt_checkpoint c;
-  memset(&c, 0, sizeof c);
-  snprintf(c.graph, sizeof c.graph, "%s", "range");
-  snprintf(c.device, sizeof c.device, "%s", "cpu");
-  c.layers = 2;
-  c.hidden = 1;
-  c.eval_every = 1;
-  c.ranks = 1;
-  c.epoch = 1;
-  c.steps = 1;
-  c.num_params = 2;
-  c.params = params;
-  c.adam_m = am;
-  c.adam_v = av;
-  c.loss = loss;
+  small_checkpoint(&c, "range", 1, 1, 2, params, am, av, loss);
   c.lr = 0.01f;
   c.adam_eps = 1e-8f;
   c.best_epoch = 1;
