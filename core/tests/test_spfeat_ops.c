@@ -226,6 +226,15 @@ static void test_dropout_matches_dense(void **state) {
       }
     print_message("  p = %.1f: %lld of %lld stored values kept, each equal to the dense dropout's\n",
                   (double)ps[t], (long long)kept, (long long)x.nnz);
+    if (ps[t] > 0.0f && ps[t] < 1.0f) { /* the backend's (vectorised) op against the scalar rule, bit for bit */
+      float *ref = fbuf(x.nnz);
+      const struct cg_edges *ep = &e;
+      for (int64_t r = 0; r < R; r++)
+        cg_csr_dropout_row(ep, x.vals, ref, r, (uint32_t)gid[r], ps[t], 1.0f / (1.0f - ps[t]), key.seed, key.epoch,
+                           key.layer);
+      assert_memory_equal(sv, ref, (size_t)x.nnz * sizeof(float));
+      free(ref);
+    }
     if (ps[t] == 0.0f) assert_int_equal(kept, x.nnz);
     if (ps[t] == 1.0f) assert_int_equal(kept, 0);
     if (ps[t] == 0.5f) assert_true(kept > x.nnz / 4 && kept < 3 * x.nnz / 4);
