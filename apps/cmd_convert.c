@@ -98,7 +98,8 @@ static int check_output(const char *output, const char *opt, const struct cg_out
                                             {"--labels", o->labels},
                                             {"--split", o->split},
                                             {"--output", other}};
-  TRY(cg_outfile_check(output, opt, kind, inputs, 5, force, 0));
+  /* (the --force warning waits for the write: the conversion may still fail on its inputs) */
+  TRY(cg_outfile_check(output, opt, kind, inputs, 5, force, CG_OUTFILE_FORCE_LATER));
   struct stat in, out;
   if (stat(o->input, &in) == 0 && S_ISDIR(in.st_mode) && stat(output, &out) == 0 && S_ISREG(out.st_mode) &&
       !cg_outfile_is_kind(output, kind)) {
@@ -151,7 +152,7 @@ static int convert_cgr(const char *input, const char *output, enum graph_reorder
   const struct cg_outfile_input in[1] = {{"--input", graph_path(input, gpath, sizeof gpath)}};
   /* the file an import just wrote is replaced in place (input == output) */
   if (strcmp(input, output) != 0 &&
-      (cg_outfile_check(output, "--output", graph_outfile_kind(), in, 1, force, 0) != CG_OK ||
+      (cg_outfile_check(output, "--output", graph_outfile_kind(), in, 1, force, CG_OUTFILE_FORCE_LATER) != CG_OK ||
        cg_outfile_probe(output, "graph") != CG_OK))
     return cli_runtime_error();
   struct graph g, r;
@@ -188,10 +189,19 @@ static int convert_cgr(const char *input, const char *output, enum graph_reorder
     if (!version) version = in_version;
     if (version == 2 && !shift) shift = in_shift;
   }
+  char note[4300];
+  if (st == CG_OK && strcmp(input, output) != 0) { /* the input read: what --force replaces, said now */
+    cg_outfile_force_note(output, "--output", graph_outfile_kind(), force, note, sizeof note);
+    if (note[0]) LOG_WARN_COMMON("core", "%s", note);
+  }
   if (st == CG_OK) st = graph_save_cgr_version(output, &g, version, shift);
   /* (after the graph: a failed conversion leaves no map of a file that was not written) */
-  if (st == CG_OK && order_out)
+  if (st == CG_OK && order_out) {
+    /* (force: without it, cmd_convert refused any file here that would need it) */
+    cg_outfile_force_note(order_out, "--order-out", order_kind(), 1, note, sizeof note);
+    if (note[0]) LOG_WARN_COMMON("core", "%s", note);
     st = write_order(order_out, order_input, output, chosen != GRAPH_REORDER_NONE ? order : NULL, g.n, chosen);
+  }
   if (st == CG_OK && checksum) *checksum = g.checksum;
   if (st == CG_OK && !quiet) {
     FILE *rep = cli_report_stream(output);
@@ -335,6 +345,9 @@ int cmd_convert(int argc, char **argv) {
   }
   struct import_stats s;
   double t0 = cg_time_now();
+  char note[4300];
+  cg_outfile_force_note(output, "--output", graph_outfile_kind(), force, note, sizeof note);
+  o.write_note = note;
   if (import_convert(from, &o, output, &s) != CG_OK) {
     fprintf(stderr, "capgnn: error: %s\n", cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()));
     /* an option the importer refused (--name, a missing companion file option) is a

@@ -235,8 +235,19 @@ static void describe_head(const char *path, char *out, size_t len) {
              text > 40 ? "..." : "");
 }
 
+void cg_outfile_force_note(const char *path, const char *opt, const struct cg_outfile_kind *kind, int force,
+                           char *note, size_t len) {
+  struct stat out;
+  if (len) note[0] = '\0';
+  if (!force || !path || !len || stat(path, &out) != 0 || !S_ISREG(out.st_mode)) return;
+  if ((out.st_mode & 0222) == 0)
+    snprintf(note, len, "%s %s: replacing the read-only file (--force)", opt, path);
+  else if (out.st_size > 0 && (kind->replace_needs_force || !cg_outfile_is_kind(path, kind)))
+    snprintf(note, len, "%s %s: replacing the existing file (--force)", opt, path);
+}
+
 int cg_outfile_check(const char *path, const char *opt, const struct cg_outfile_kind *kind,
-                     const struct cg_outfile_input *inputs, int n, int force, int warn_replace) {
+                     const struct cg_outfile_input *inputs, int n, int force, int flags) {
   struct stat out;
   /* '-' would be a file of that name in the current folder, where a user means standard
    * output (as `capgnn plan --json -`, which handles it before this check) */
@@ -258,17 +269,20 @@ int cg_outfile_check(const char *path, const char *opt, const struct cg_outfile_
     if (!force)
       return cg_err_set(CG_ERR_IO, "%s %s: the file is read-only (no write permission); refusing to replace "
                         "it (make it writable, choose another path, or pass --force to replace it)", opt, path);
-    LOG_WARN_COMMON("core", "%s %s: replacing the read-only file (--force)", opt, path);
+    if (!(flags & CG_OUTFILE_FORCE_LATER))
+      LOG_WARN_COMMON("core", "%s %s: replacing the read-only file (--force)", opt, path);
     return CG_OK;
   }
   if (out.st_size == 0) return CG_OK; /* nothing there to lose */
   const int same = cg_outfile_is_kind(path, kind);
   if (same && !kind->replace_needs_force) {
-    if (warn_replace) LOG_WARN_COMMON("core", "%s %s: replacing the %s there", opt, path, kind->what);
+    if (flags & CG_OUTFILE_WARN_REPLACE)
+      LOG_WARN_COMMON("core", "%s %s: replacing the %s there", opt, path, kind->what);
     return CG_OK;
   }
   if (force) {
-    LOG_WARN_COMMON("core", "%s %s: replacing the existing file (--force)", opt, path);
+    if (!(flags & CG_OUTFILE_FORCE_LATER))
+      LOG_WARN_COMMON("core", "%s %s: replacing the existing file (--force)", opt, path);
     return CG_OK;
   }
   if (same)

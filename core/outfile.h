@@ -58,10 +58,21 @@ struct cg_outfile_input {
  * `inputs` has n entries (entries with a NULL path are skipped). CG_OK when it may be
  * written (a new file: whether its folder is writable is cg_outfile_probe's question);
  * otherwise CG_ERR_ARG (rule 1) or CG_ERR_IO (rule 2, a folder) with a message that
- * names the file, what it holds and what to do. With warn_replace, replacing an
- * existing file of the kind is logged as a warning. */
+ * names the file, what it holds and what to do. `flags`: CG_OUTFILE_WARN_REPLACE logs
+ * replacing an existing file of the kind as a warning; a replacement that only `force`
+ * allows is always logged, here, unless CG_OUTFILE_FORCE_LATER, for a caller whose
+ * work after the check can still fail (capgnn convert reads its inputs after): it
+ * says it with cg_outfile_force_note when it writes. */
+#define CG_OUTFILE_WARN_REPLACE 1
+#define CG_OUTFILE_FORCE_LATER 2
 int cg_outfile_check(const char *path, const char *opt, const struct cg_outfile_kind *kind,
-                     const struct cg_outfile_input *inputs, int n, int force, int warn_replace);
+                     const struct cg_outfile_input *inputs, int n, int force, int flags);
+/* The warning cg_outfile_check logs when `force` lets it replace the existing file at
+ * `path` ("--output g.cgr: replacing the existing file (--force)") into note (len
+ * bytes); an empty string when writing there needs no force (no file, an empty one, a
+ * device, a file of a kind replaced without it). */
+void cg_outfile_force_note(const char *path, const char *opt, const struct cg_outfile_kind *kind, int force,
+                           char *note, size_t len);
 /* Whether the existing regular file `path` is of `kind` (starts with one of its
  * signatures, or its match accepts it; 0 when not, empty or unreadable). */
 int cg_outfile_is_kind(const char *path, const struct cg_outfile_kind *kind);

@@ -188,6 +188,7 @@ int import_convert(const char *from, const struct import_opts *o, const char *ou
   }
   struct graph g;
   TRY(import_graph(from, &opts, &g, stats));
+  if (o->write_note && *o->write_note) LOG_WARN_COMMON("core", "%s", o->write_note);
   struct cg_progress pr;
   char what[4200];
   snprintf(what, sizeof what, "writing %s", output);

@@ -73,6 +73,9 @@ struct import_opts {
   unsigned cgr_version;  /* import_convert's layout: 0 or 1 = version 1 (FORMAT.md), 2 =
                             version 2 with per-block CRCs (docs/cgr-v2.md) */
   unsigned block_shift;  /* version 2: blocks of 2^block_shift bytes (0: 64 KiB) */
+  const char *write_note;/* import_convert: a warning logged once the import has read its
+                            inputs, just before it writes `output` (capgnn convert --force:
+                            the file the write replaces); NULL: none */
 };
 
 #define IMPORT_MAX_NOTES 8

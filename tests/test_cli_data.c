@@ -938,6 +938,64 @@ static void test_outputs_never_destroy(void **state) {
   for (int i = 0; i < 6; i++) free(k[i].bytes);
 }
 
+static int count_of(const char *s, const char *what) {
+  int k = 0;
+  for (const char *p = s; (p = strstr(p, what)) != NULL; p++) k++;
+  return k;
+}
+
+/* convert --force over an existing file, with an input that turns out bad: the error
+ * alone, the file intact, and no "replacing" warning for a file that is not replaced
+ * (it used to be said before the input was read, and twice for --from cgr); a good
+ * conversion says it once, when it writes. */
+static void test_convert_force_bad_input(void **state) {
+  (void)state;
+  char d[4000], notes[4200], g[4200], cut[4200], edges[4200], yp[4200];
+  snprintf(d, sizeof d, "%.3900s/convert-force", tmpdir);
+  assert_int_equal(mkdir(d, 0755), 0);
+  snprintf(notes, sizeof notes, "%s/notes.txt", d);
+  snprintf(g, sizeof g, "%s/g.cgr", d);
+  snprintf(cut, sizeof cut, "%s/cut.cgr", d);
+  snprintf(edges, sizeof edges, "%s/edges.txt", d);
+  snprintf(yp, sizeof yp, "%s/Y.npy", d);
+  struct run r = run(NULL, "gen tiny -o '%s' --quiet", g);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  size_t n;
+  unsigned char *bytes = gt_read(g, &n);
+  assert_non_null(bytes);
+  assert_int_equal(gt_write(cut, bytes, n / 2), 0); /* a truncated graph */
+  free(bytes);
+  assert_int_equal(gt_write(notes, "results of last week\n", 21), 0);
+  assert_int_equal(gt_write(edges, "0 1\n1 2\n", 8), 0);
+  const int64_t y[3] = {0, 1, 1};
+  assert_int_equal(it_write_npy(yp, "<i8", "(3,)", y, sizeof y), 0);
+  static struct kept k;
+  keep(&k, notes);
+  r = run(NULL, "convert --from cgr --input '%s' --output '%s' --force", cut, notes);
+  assert_int_not_equal(r.rc, 0);
+  if (strstr(r.err, "replacing")) fail_msg("a failed conversion warned of a replacement:\n%s", r.err);
+  run_free(&r);
+  expect_intact(&k);
+  r = run(NULL, "convert --from edgelist --input '%s' --features identity --labels '%s/none.npy' --output '%s' "
+          "--force", edges, d, notes);
+  assert_int_not_equal(r.rc, 0);
+  if (strstr(r.err, "replacing")) fail_msg("a failed import warned of a replacement:\n%s", r.err);
+  run_free(&r);
+  expect_intact(&k);
+  free(k.bytes);
+  r = run(NULL, "convert --from edgelist --input '%s' --features identity --labels '%s' --output '%s' --force "
+          "--quiet", edges, yp, notes);
+  assert_int_equal(r.rc, 0);
+  assert_int_equal(count_of(r.err, "replacing the existing file (--force)"), 1);
+  run_free(&r);
+  assert_int_equal(gt_write(notes, "results of last week\n", 21), 0);
+  r = run(NULL, "convert --from cgr --input '%s' --output '%s' --force", g, notes);
+  assert_int_equal(r.rc, 0);
+  assert_int_equal(count_of(r.err, "replacing the existing file (--force)"), 1);
+  run_free(&r);
+}
+
 /* What a new user's pass found: (1) a read-only file is kept (rename in a writable
  * folder would ignore its mode) unless --force; (2) a user's own JSON Lines log with
  * an "epoch" key is not taken for capgnn's metrics file, while capgnn's own still is;
@@ -1153,6 +1211,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_config_long_lines),
       cmocka_unit_test(test_wrong_kind_inputs),
       cmocka_unit_test(test_outputs_never_destroy),
+      cmocka_unit_test(test_convert_force_bad_input),
       cmocka_unit_test(test_outputs_review),
       cmocka_unit_test(test_version_threads),
       cmocka_unit_test(test_metrics_path),
