@@ -376,9 +376,6 @@ static int model_inputs_check(const struct rt_local *loc, const struct rt_config
   if (loc->norm != rt_model_norm(cfg->model, &self_loops))
     return cg_err_set(CG_ERR_ARG, "local problem of %s was built for another model's aggregation "
                       "operator than %s", loc->name, rt_model_kind_str(cfg->model));
-  if (loc->n_train_global < 1)
-    return cg_err_set(CG_ERR_ARG, "graph %s has no train vertices (split == 1); cannot train",
-                      loc->name);
   if (rt_local_exchanges(loc) && !ex)
     return cg_err_set(CG_ERR_ARG, "local problem of %s has halo rows or several ranks but no "
                       "exchange was given", loc->name);
@@ -429,6 +426,10 @@ int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const str
                     struct cg_exchange *ex, struct rt_model **out) {
   *out = NULL;
   TRY(rt_config_check(cfg));
+  /* (rt_train says it in its own words before it builds the model: train_split_check) */
+  if (loc->n_train_global < 1)
+    return cg_err_set(CG_ERR_ARG, "rt_model_create: the local problem of graph %s has no train vertices (split "
+                      "== 1): rt_model_step's loss is a mean over them", loc->name);
   return rt_model_build(be, loc, cfg, ex, out);
 }
 

@@ -424,7 +424,7 @@ struct rt_step_stats {
  * loc->feat_rows == n_inner), labels and index arrays; initialises parameters from
  * cfg->seed. `be`, `loc` and `ex` must outlive the model (`ex` may be NULL for one
  * process; it stays the caller's; when given, every member of its table must be set,
- * CG_ERR_ARG otherwise). */
+ * CG_ERR_ARG otherwise). CG_ERR_ARG too when the graph has no train vertices. */
 int rt_model_create(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
                     struct cg_exchange *ex, struct rt_model **out);
 void rt_model_destroy(struct rt_model **m); /* accepts NULL */

@@ -185,7 +185,8 @@ static inline int rt_local_exchanges(const struct rt_local *loc) {
  * building it): what a checkpoint must hold to continue on this problem. */
 int rt_model_count_params(const struct rt_local *loc, const struct rt_config *cfg, int64_t *n);
 
-/* rt_model_create for a configuration that has passed rt_config_check. */
+/* rt_model_create for a configuration that has passed rt_config_check and a problem
+ * with train vertices (rt_train's train_split_check says it first, in its words). */
 int rt_model_build(struct cg_backend *be, const struct rt_local *loc, const struct rt_config *cfg,
                    struct cg_exchange *ex, struct rt_model **out);
 

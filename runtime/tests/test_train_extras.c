@@ -18,7 +18,9 @@
 #include <cmocka.h>
 
 #include "core/log.h"
+#include "core/ops.h"
 #include "core/status.h"
+#include "graph/graph.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_internal.h"
 
@@ -225,9 +227,38 @@ static void test_save_best(void **state) {
   rmdir(dir);
 }
 
+/* A problem without train vertices: rt_train refuses it before building the model (one
+ * message), rt_model_create in its own words (the same message at two places, one of
+ * them unreachable through rt_train, used to stand for both). */
+static void test_no_train_vertices(void **state) {
+  (void)state;
+  struct rt_config cfg;
+  base(&cfg);
+  struct graph g;
+  assert_int_equal(graph_synth("synth:tiny", &g), CG_OK);
+  for (int64_t i = 0; i < g.n; i++)
+    if (g.split[i] == GRAPH_SPLIT_TRAIN) g.split[i] = GRAPH_SPLIT_VAL;
+  struct rt_local loc;
+  assert_int_equal(rt_local_from_graph(&g, cfg.model, &loc), CG_OK);
+  assert_int_equal(loc.n_train_global, 0);
+  struct cg_backend *be = NULL;
+  assert_int_equal(cg_backend_cpu_create(1, &be), CG_OK);
+  assert_int_equal(rt_train(be, &loc, NULL, &cfg, NULL, NULL), CG_ERR_ARG);
+  assert_non_null(strstr(cg_err_msg(), "has no train vertices (split == 1); cannot train"));
+  struct rt_model *m = NULL;
+  assert_int_equal(rt_model_create(be, &loc, &cfg, NULL, &m), CG_ERR_ARG);
+  assert_null(m);
+  if (!strstr(cg_err_msg(), "rt_model_create: the local problem of graph"))
+    fail_msg("rt_model_create's refusal is not its own: %s", cg_err_msg());
+  cg_err_clear();
+  cg_backend_destroy(&be);
+  rt_local_free(&loc);
+  graph_free(&g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_lr_schedules), cmocka_unit_test(test_early_stop_rules),
                                      cmocka_unit_test(test_early_stop_run), cmocka_unit_test(test_sgd_run),
-                                     cmocka_unit_test(test_save_best)};
+                                     cmocka_unit_test(test_save_best), cmocka_unit_test(test_no_train_vertices)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
