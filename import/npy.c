@@ -406,10 +406,19 @@ int import_npy_open_npz(struct import_npy *a, const struct import_npz *z, const 
                       zip_strerror((zip_t *)z->zip));
   /* The directory's uncompressed size is a claim that every allocation after it is
    * sized by (npy_start holds the array's shape to it): bound it by what the stored
-   * bytes can expand to (deflate: at most 1032 to 1), so that a small archive cannot
-   * declare gigabytes. */
+   * bytes can expand to (stored: their count, which libzip holds to the archive's
+   * size; deflate: at most 1032 to 1), so that a small archive cannot declare
+   * gigabytes. Other methods (bzip2, xz, zstd: libzip may read them) have no such
+   * bound, and numpy and scipy never write them: refused. */
   const zip_uint64_t need = ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD;
-  if ((zs.valid & need) == need && (zs.comp_method == ZIP_CM_STORE || zs.comp_method == ZIP_CM_DEFLATE)) {
+  if ((zs.valid & need) != need || (zs.comp_method != ZIP_CM_STORE && zs.comp_method != ZIP_CM_DEFLATE))
+    return cg_err_set(CG_ERR_FORMAT,
+                      "%s: the member is compressed with zip method %d, not stored or deflated as numpy.savez, "
+                      "numpy.savez_compressed and scipy.sparse.save_npz write it, so the size it declares (%llu "
+                      "bytes) cannot be held to the file: write the archive again with numpy or scipy",
+                      a->name, (zs.valid & ZIP_STAT_COMP_METHOD) ? (int)zs.comp_method : -1,
+                      (zs.valid & ZIP_STAT_SIZE) ? (unsigned long long)zs.size : 0ull);
+  {
     const uint64_t c = zs.comp_size;
     const uint64_t max = zs.comp_method == ZIP_CM_STORE ? c : c < UINT64_MAX / 1032 - 1 ? 1032 * (c + 1) : UINT64_MAX;
     if (zs.size > max)

@@ -388,12 +388,48 @@ static void test_npz_declared_size(void **state) {
   import_npz_close(&z);
 }
 
+/* A member compressed with another method than numpy's (stored, deflated): bzip2 can
+ * expand a few bytes to gigabytes, so the size it declares cannot be bounded by the
+ * file; refused when opened (a 916-byte archive declaring 3.8 GB per member used to
+ * make import_scipy_npz reserve 3.8 GB of edges: fuzz/corpus/npz/crash-npz-bzip2-*). */
+static void test_npz_other_method(void **state) {
+  (void)state;
+  if (!zip_compression_method_supported(ZIP_CM_BZIP2, 1)) {
+    printf("  (libzip here writes no bzip2: skipped)\n");
+    return;
+  }
+  const int32_t few[4] = {0, 0, 0, 0};
+  const struct it_member m[] = {{"big", "<i4", "(268435456,)", few, sizeof few, 0}};
+  assert_int_equal(it_write_npz(p_("bz.npz"), m, 1), 0);
+  /* the same member bzip2-compressed */
+  int err = 0;
+  zip_t *z0 = zip_open(p_("bz.npz"), 0, &err);
+  assert_non_null(z0);
+  assert_int_equal(zip_set_file_compression(z0, 0, ZIP_CM_BZIP2, 0), 0);
+  assert_int_equal(zip_close(z0), 0);
+  size_t size;
+  unsigned char *b = gt_read(p_("bz.npz"), &size);
+  assert_non_null(b);
+  npz_declare_size(b, size, "big.npy", 128 + 4 * 268435456u);
+  assert_int_equal(gt_write(p_("bz.npz"), b, size), 0);
+  free(b);
+  struct import_npz z;
+  struct import_npy a;
+  assert_int_equal(import_npz_open(&z, p_("bz.npz")), CG_OK);
+  assert_int_equal(import_npy_open_npz(&a, &z, "big"), CG_ERR_FORMAT);
+  printf("  -> %s\n", cg_err_msg());
+  assert_non_null(strstr(cg_err_msg(), "bz.npz (array 'big'): the member is compressed with zip method 12"));
+  import_npy_close(&a);
+  import_npz_close(&z);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_header_forms), cmocka_unit_test(test_dtypes),
       cmocka_unit_test(test_values_checked), cmocka_unit_test(test_bad_headers),
       cmocka_unit_test(test_shape_checks), cmocka_unit_test(test_npz),
       cmocka_unit_test(test_npz_declared_size),
+      cmocka_unit_test(test_npz_other_method),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
