@@ -128,6 +128,45 @@ struct train_run {
   struct rt_local *owned;   /* rt_train_owned's: loc, whose inputs go once the model is built */
 };
 
+/* A graph of one class, or a train split whose vertices all have one class, trains to
+ * a trivial model: it predicts that class for every vertex (multi-label: train targets
+ * all 0 or all 1, a constant). Said once, at set-up, as a warning, not refused (a test
+ * of the pipeline may mean it). The labels are the rank's inner rows, so the extremes
+ * are combined over the ranks: every rank calls this (a collective). */
+static int train_classes_check(struct train_run *t) {
+  const struct rt_local *loc = t->loc;
+  const int64_t C = loc->num_classes;
+  /* single-label: the largest train label and minus the smallest (-1e18: none here);
+   * multi-label: 1 when some train target is 1, when some is 0 */
+  double v[2] = {loc->multilabel ? 0.0 : -1e18, loc->multilabel ? 0.0 : -1e18};
+  for (int64_t i = 0; i < loc->n_inner; i++) {
+    if (loc->split[i] != GRAPH_SPLIT_TRAIN) continue;
+    if (loc->multilabel) {
+      for (int64_t c = 0; c < C; c++) v[loc->mlabels[i * C + c] ? 0 : 1] = 1.0;
+    } else if (loc->labels[i] >= 0) {
+      v[0] = fmax(v[0], (double)loc->labels[i]);
+      v[1] = fmax(v[1], -(double)loc->labels[i]);
+    }
+  }
+  if (t->ex) TRY(t->ex->allreduce_host(t->ex, v, 2, CG_REDUCE_MAX));
+  const long long ntrain = (long long)loc->n_train_global;
+  if (loc->multilabel) {
+    if (v[0] == 0.0 || v[1] == 0.0)
+      LOG_WARN_COMMON("train", "graph %s: every target of its %lld train vertices (split == 1) is %d, in each of its "
+                      "%lld label%s: the model learns to say %d for every vertex and label", loc->name, ntrain,
+                      v[0] == 0.0 ? 0 : 1, (long long)C, C == 1 ? "" : "s", v[0] == 0.0 ? 0 : 1);
+  } else if (C == 1) {
+    LOG_WARN_COMMON("train", "graph %s has a single class (num_classes 1): its %lld train vertices (split == 1) "
+                    "are all class 0 and the loss is 0 whatever the weights, so training learns nothing (every "
+                    "accuracy is 1)", loc->name, ntrain);
+  } else if (v[0] >= 0.0 && v[0] == -v[1]) {
+    LOG_WARN_COMMON("train", "graph %s: its %lld train vertices (split == 1) all have class %lld, one of its %lld "
+                    "classes: the model learns to predict class %lld for every vertex (give the split more classes)",
+                    loc->name, ntrain, (long long)v[0], (long long)C, (long long)v[0]);
+  }
+  return CG_OK;
+}
+
 /* The metrics file, the per-epoch arrays and the model, then the two lines that say
  * what is trained. */
 static int train_setup(struct train_run *t) {
@@ -170,6 +209,7 @@ static int train_setup(struct train_run *t) {
            (double)cfg->weight_decay, rt_wd_scope_str(cfg->wd_scope), (long long)t->r.num_params,
            rt_backend_describe(t->be));
   rt_train_log_extras(cfg);
+  TRY(train_classes_check(t));
   t->r.best_val_acc = NAN;
   t->r.test_acc_at_best_val = NAN;
   t->r.final_train_acc = t->r.final_val_acc = t->r.final_test_acc = NAN;

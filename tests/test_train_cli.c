@@ -24,6 +24,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "core/status.h"
 #include "graph/graph.h"
 #include "cli_test_util.h"
 
@@ -964,6 +965,54 @@ static void usage_errors(void **state) {
   expect_error(2, "exclude each other", NULL, (const char *const[]){"--part-cache", "d", "--no-part-cache", NULL});
 }
 
+/* A graph of one class, or a train split of one class, trains to a trivial model: one
+ * warning at set-up naming the class count and the split; none for a graph whose train
+ * vertices have several classes. Multi-label: train targets all 0 the same way. */
+static void one_class_warned(void **state) {
+  (void)state;
+  struct graph g;
+  assert_int_equal(graph_synth("synth:tiny", &g), CG_OK);
+  char one[300], train1[300], ml0[300];
+  snprintf(one, sizeof one, "%s/one-class.cgr", tmpdir);
+  snprintf(train1, sizeof train1, "%s/train-one-class.cgr", tmpdir);
+  snprintf(ml0, sizeof ml0, "%s/ml-zero.cgr", tmpdir);
+  for (int64_t i = 0; i < g.n; i++) /* the train split: class 1 only */
+    if (g.split[i] == GRAPH_SPLIT_TRAIN) g.labels[i] = 1;
+  graph_checksum_update(&g);
+  assert_int_equal(graph_save_cgr(train1, &g), CG_OK);
+  for (int64_t i = 0; i < g.n; i++)
+    if (g.labels[i] >= 0) g.labels[i] = 0;
+  g.num_classes = 1;
+  graph_checksum_update(&g);
+  assert_int_equal(graph_save_cgr(one, &g), CG_OK);
+  graph_free(&g);
+  assert_int_equal(graph_synth("synth:tiny:multilabel=1", &g), CG_OK);
+  for (int64_t i = 0; i < g.n; i++)
+    if (g.split[i] == GRAPH_SPLIT_TRAIN) memset(g.mlabels + i * g.num_classes, 0, (size_t)g.num_classes);
+  graph_checksum_update(&g);
+  assert_int_equal(graph_save_cgr(ml0, &g), CG_OK);
+  graph_free(&g);
+  static const struct {
+    const char *graph, *want; /* want NULL: no warning */
+  } cases[] = {{NULL, "has a single class (num_classes 1): its "},
+               {NULL, "train vertices (split == 1) all have class 1, one of its "},
+               {NULL, "train vertices (split == 1) is 0, in each of its "},
+               {"synth:tiny", NULL}};
+  const char *paths[3] = {one, train1, ml0};
+  static struct run_out r;
+  for (int k = 0; k < 4; k++) {
+    const char *graph = k < 3 ? paths[k] : cases[k].graph;
+    run(&r, (const char *const[]){"--graph", graph, "--epochs", "2", "--device", "cpu", "--threads", "1", NULL});
+    printf("  %s -> exit %d\n%s", graph, r.exit_code, r.err);
+    if (r.exit_code != 0) fail_msg("train --graph %s: exit %d: %s", graph, r.exit_code, r.err);
+    if (cases[k].want) {
+      if (count(r.err, cases[k].want) != 1) fail_msg("no one warning '%s' for %s:\n%s", cases[k].want, graph, r.err);
+    } else if (strstr(r.err, "trivial") || strstr(r.err, "split == 1)")) {
+      fail_msg("a warning for %s:\n%s", graph, r.err);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: test_train_cli PATH_TO_CAPGNN\n");
@@ -986,7 +1035,7 @@ int main(int argc, char **argv) {
                                      cmocka_unit_test(seeds_file_seed_cli),
                                      cmocka_unit_test(seeds_interrupted), cmocka_unit_test(seeds_and_lines),
                                      cmocka_unit_test(seeds_large_hint),
-                                     cmocka_unit_test(usage_errors)};
+                                     cmocka_unit_test(one_class_warned), cmocka_unit_test(usage_errors)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
