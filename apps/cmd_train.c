@@ -811,11 +811,20 @@ static void seeds_interrupted(const struct seed_list *seeds, int i, int checkpoi
 }
 
 /* Run i of --seeds failed (rank 0, after its error): the runs stop there, with no
- * aggregate; say which seeds did not run, so that the sweep is not taken as done. */
-static void seeds_failed(const struct seed_list *seeds, int i) {
-  if (seeds->n == 0) return;
+ * aggregate; say which seeds did not run, so that the sweep is not taken as done. A
+ * failure before the run's training began (`trained` 0: the graph, the settings, a
+ * file) is not its seed's: the first run's stands alone (its error holds the hint; no
+ * seed ran), a later one's names its own seed among those to run again. */
+static void seeds_failed(const struct seed_list *seeds, int i, int trained) {
+  if (seeds->n == 0 || (i == 0 && !trained)) return;
   char rest[MAX_SEEDS * 22];
-  seeds_after(seeds, i, rest, sizeof rest);
+  seeds_after(seeds, trained ? i : i - 1, rest, sizeof rest);
+  if (!trained) {
+    fprintf(stderr, "capgnn: --seeds: run %d of %d (seed %llu) failed at set-up, as above: no mean +- std; seed%s %s "
+            "did not run (then run %s with --seeds %s)\n", i + 1, seeds->n, (unsigned long long)seeds->v[i],
+            i + 1 < seeds->n ? "s" : "", rest, i + 1 < seeds->n ? "them" : "it", rest);
+    return;
+  }
   if (i + 1 < seeds->n)
     fprintf(stderr, "capgnn: --seeds: run %d of %d (seed %llu) failed, as above: no mean +- std; seed%s %s did "
             "not run (then run %s with --seeds %s)\n", i + 1, seeds->n, (unsigned long long)seeds->v[i],
@@ -1007,7 +1016,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
         comm_abort(c, CAPGNN_EXIT_FAILURE);
       }
       cli_report_setup_error(c);
-      if (rank == 0) seeds_failed(seeds, i);
+      if (rank == 0) seeds_failed(seeds, i, res[i].trained);
       rc = CAPGNN_EXIT_FAILURE;
     }
   }
@@ -1028,7 +1037,7 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
       rc = CAPGNN_EXIT_INTERRUPTED;
     } else if (st != CG_OK) {
       fprintf(stderr, "capgnn: error: %s\n", err_text());
-      seeds_failed(seeds, i);
+      seeds_failed(seeds, i, res[i].trained);
       rc = CAPGNN_EXIT_FAILURE;
     }
   }

@@ -476,6 +476,9 @@ struct rt_result {
   int ended_together;           /* set also when rt_train fails: every rank failed at the same
                                    point, agreed (a final checkpoint that could not be
                                    written), so no collective is left pending */
+  int trained;                  /* set also when the run fails: 1 once its set-up was done and
+                                   its epochs began; 0: it failed before (the graph, the
+                                   settings, the files: nothing of its seed) */
 };
 void rt_result_free(struct rt_result *r); /* accepts a zeroed struct */
 

@@ -505,6 +505,7 @@ static int train_impl(struct cg_backend *be, const struct rt_local *loc, struct 
     LOG_WARN("train", "%s; training goes on without --stall-timeout", cg_err_msg());
     cg_err_clear();
   }
+  t.r.trained = 1;
   for (int e = t.e_done + 1; e <= E; e++) {
     int stop = 0, diverged = 0;
     st = train_epoch(&t, e, &stop, &diverged);
@@ -579,8 +580,10 @@ done:
   cg_free(t.tmp);
   cg_free(t.exposed_s);
   cg_free(t.hidden_s);
+  const int trained = t.r.trained;
   if (st == CG_OK && res) *res = t.r;
   else rt_result_free(&t.r);
+  if (res) res->trained = trained;
   /* a divergence too: the loss is global, so every rank diverged after the same epoch
    * and took the same way here (the job need not be aborted) */
   if (st != CG_OK && res && (t.ckpt_failed || run_diverged)) res->ended_together = 1;

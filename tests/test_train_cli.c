@@ -1013,6 +1013,41 @@ static void one_class_warned(void **state) {
   }
 }
 
+/* --seeds on data that cannot train (a missing graph, a truncated file): the data's
+ * error and its hint alone, not a hint to run the other seeds, which would fail the
+ * same way (it used to say "seeds 2,3 did not run (then run them with --seeds 2,3)"). */
+static void seeds_data_error(void **state) {
+  (void)state;
+  struct graph g;
+  assert_int_equal(graph_synth("synth:tiny", &g), CG_OK);
+  char full[300], cut[300];
+  snprintf(full, sizeof full, "%s/seeds-full.cgr", tmpdir);
+  snprintf(cut, sizeof cut, "%s/seeds-cut.cgr", tmpdir);
+  assert_int_equal(graph_save_cgr(full, &g), CG_OK);
+  graph_free(&g);
+  static char bytes[1 << 20];
+  slurp(full, bytes, sizeof bytes); /* (binary: only its first half is written back) */
+  struct stat sb;
+  assert_int_equal(stat(full, &sb), 0);
+  FILE *f = fopen(cut, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(bytes, 1, (size_t)sb.st_size / 2, f), (size_t)sb.st_size / 2);
+  fclose(f);
+  const char *graphs[2] = {"no-such-graph", cut};
+  const char *want[2] = {"not found", "truncated or corrupt"};
+  for (int k = 0; k < 2; k++) {
+    static struct run_out r;
+    run(&r, (const char *const[]){"--graph", graphs[k], "--seeds", "1,2,3", "--epochs", "2", "--device", "cpu",
+                                  "--threads", "1", NULL});
+    printf("  --graph %s --seeds 1,2,3 -> exit %d\n%s", graphs[k], r.exit_code, r.err);
+    assert_int_equal(r.exit_code, 1);
+    assert_int_equal(count(r.err, "error:"), 1);
+    if (!strstr(r.err, want[k])) fail_msg("expected '%s' in: %s", want[k], r.err);
+    if (strstr(r.err, "--seeds 2,3") || strstr(r.err, "did not run"))
+      fail_msg("a hint about the seeds for a data error:\n%s", r.err);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: test_train_cli PATH_TO_CAPGNN\n");
@@ -1035,7 +1070,8 @@ int main(int argc, char **argv) {
                                      cmocka_unit_test(seeds_file_seed_cli),
                                      cmocka_unit_test(seeds_interrupted), cmocka_unit_test(seeds_and_lines),
                                      cmocka_unit_test(seeds_large_hint),
-                                     cmocka_unit_test(one_class_warned), cmocka_unit_test(usage_errors)};
+                                     cmocka_unit_test(one_class_warned), cmocka_unit_test(seeds_data_error),
+                                     cmocka_unit_test(usage_errors)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
