@@ -23,6 +23,7 @@
 
 #include "core/endian.h"
 #include "core/log.h"
+#include "core/ops.h" /* cg_host_mem_info */
 #include "core/status.h"
 #include "graph/graph.h"
 #include "graph_internal.h"
@@ -489,6 +490,21 @@ static int check_rows(const struct graph_cgr *f, const int32_t *rows, const stru
   return CG_OK;
 }
 
+int graph_dense_feat_check(const char *what, int64_t rows, int64_t feat_dim, int stored_sparse) {
+  size_t avail = 0;
+  const double bytes = (double)rows * (double)feat_dim * sizeof(float);
+  if (cg_host_mem_info(&avail, NULL) != CG_OK) { /* not Linux: the allocation says it */
+    cg_err_clear();
+    return CG_OK;
+  }
+  if (bytes <= (double)avail) return CG_OK;
+  return cg_err_set(CG_ERR_NOMEM, "%s: %lld dense feature rows of feat_dim %lld take %.3g GB (float32), more than "
+                    "the %.3g GB of memory this host has available%s", what, (long long)rows, (long long)feat_dim,
+                    bytes / 1e9, (double)avail / 1e9,
+                    stored_sparse ? "; the file stores them sparse: keep them so (capgnn train --sparse-features "
+                                    "on, or auto)" : "");
+}
+
 /* The features of rows (out->nrows of them, feat_dim set): dense in out->feat, or with
  * to_csr as CSR in out->feat_csr. */
 static int read_rows_features(struct graph_cgr *f, const int32_t *rows, int64_t nrows, int rownorm, int to_csr,
@@ -497,6 +513,7 @@ static int read_rows_features(struct graph_cgr *f, const int32_t *rows, int64_t 
   const size_t nr = (size_t)(nrows ? nrows : 1);
   /* sparse rows never expanded; a dense file's rows are read dense, then converted */
   if (!(to_csr && f->h.sparse)) {
+    TRY(graph_dense_feat_check(f->path, nrows, fd, f->h.sparse));
     out->feat = cg_malloc(nr * (size_t)fd * sizeof(float), "feature rows");
     if (!out->feat) return CG_ERR_NOMEM;
   }

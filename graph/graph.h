@@ -130,6 +130,13 @@ int graph_cgr_read_rows(struct graph_cgr *f, const int64_t *rowptr, const int32_
 int graph_cgr_read_rows_feat(struct graph_cgr *f, const int32_t *rows, int64_t nrows, unsigned what,
                              struct graph_rows *out);
 void graph_rows_free(struct graph_rows *r); /* accepts a zeroed struct; leaves it zeroed */
+/* Whether `rows` dense feature rows of feat_dim float32 values fit the host's available
+ * memory (MemAvailable in /proc/meminfo), asked before they are allocated: a sparse
+ * file's feat_dim (< 2^31, FORMAT.md) is not bounded by its size, and an allocation past
+ * what the host has may succeed and then be killed as it is filled. CG_OK (also when the
+ * memory cannot be read), else CG_ERR_NOMEM naming `what` (the file), the bytes and the
+ * memory, and for features stored sparse (`stored_sparse`) how to keep them sparse. */
+int graph_dense_feat_check(const char *what, int64_t rows, int64_t feat_dim, int stored_sparse);
 
 /* Synthetic graph from a spec "synth:PRESET[:key=value[,key=value...]]".
  * Presets: reddit (232,965 nodes, ~114.6M directed edges, 602 features, 41 classes),

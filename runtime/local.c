@@ -121,6 +121,10 @@ int rt_local_from_graph_feat(const struct graph *g, enum rt_model_kind kind, int
     TRY_GOTO(graph_feat_csr(g, NULL, g->n, &out->feat_csr), fail);
     st = CG_ERR_NOMEM;
   } else {
+    char what[96];
+    snprintf(what, sizeof what, "graph %s", g->name);
+    TRY_GOTO(graph_dense_feat_check(what, g->n, g->feat_dim, g->sparse_feat), fail);
+    st = CG_ERR_NOMEM;
     out->feat = cg_malloc(n * (size_t)g->feat_dim * sizeof(float), "dense input features");
     if (!out->feat) goto fail;
     graph_feat_dense(g, NULL, g->n, out->feat);

@@ -301,6 +301,39 @@ static void test_feat_rowptr_decreasing(void **state) {
   graph_free(&g);
 }
 
+/* A small sparse file that declares a huge feat_dim (2^31 - 1, all FORMAT.md bounds):
+ * its rows read dense would take rows x feat_dim floats (terabytes here); refused before
+ * the allocation, against the host's available memory, with the way to keep them sparse
+ * (it used to try the allocation: where it succeeds, filling it gets the process killed);
+ * read sparse, the same rows still read. */
+static void test_dense_feat_huge(void **state) {
+  (void)state;
+  struct graph g;
+  synth_to("synth:tiny:identity=1", &g); /* sparse features, one value per row */
+  g.feat_dim = ((int64_t)1 << 31) - 1;
+  graph_checksum_update(&g);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/wide.cgr", tmpdir);
+  assert_int_equal(graph_save_cgr(path, &g), CG_OK);
+  struct graph_cgr *f = NULL;
+  assert_int_equal(graph_cgr_open(path, &f), CG_OK);
+  int64_t nrows = 0;
+  int32_t *rows = pick_rows(g.n, 0, &nrows);
+  struct graph_rows r;
+  assert_int_equal(graph_cgr_read_rows(f, g.rowptr, rows, nrows, GRAPH_ROWS_ADJ, &r), CG_ERR_NOMEM);
+  printf("  dense rows of feat_dim 2^31 - 1: %s\n", cg_err_msg());
+  assert_non_null(strstr(cg_err_msg(), "wide.cgr: "));
+  assert_non_null(strstr(cg_err_msg(), "memory this host has available"));
+  assert_non_null(strstr(cg_err_msg(), "--sparse-features on"));
+  cg_err_clear();
+  assert_int_equal(graph_cgr_read_rows(f, g.rowptr, rows, nrows, GRAPH_ROWS_ADJ | GRAPH_ROWS_FEAT_SPARSE, &r), CG_OK);
+  assert_int_equal(r.feat_csr.nnz, nrows);
+  graph_rows_free(&r);
+  free(rows);
+  graph_cgr_close(&f);
+  graph_free(&g);
+}
+
 static void test_shipped_v1(void **state) {
   (void)state;
   const char *names[] = {"cora", "karate"};
@@ -335,6 +368,7 @@ int main(void) {
       cmocka_unit_test(test_structure),
       cmocka_unit_test(test_corrupt_block),
       cmocka_unit_test(test_feat_rowptr_decreasing),
+      cmocka_unit_test(test_dense_feat_huge),
       cmocka_unit_test(test_shipped_v1),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
