@@ -136,6 +136,21 @@ static int model_params(struct rt_model *m, uint64_t seed) {
   int st = CG_OK;
   struct cg_backend *be = m->be;
   float *host = NULL;
+  /* Four copies on the backend, every byte written before the first step: held to its
+   * free memory first. Layer 0 has feat_dim rows, which a sparse file does not bound
+   * (< 2^31): past what the host has, the fills would get the process killed. */
+  size_t free_b = 0, total_b = 0;
+  const double need = 4.0 * (double)m->nparams * sizeof(float);
+  if (be->mem_info && be->mem_info(be, &free_b, &total_b) == CG_OK) {
+    if (need > (double)free_b)
+      return cg_err_set(CG_ERR_NOMEM, "model for graph %s: %lld parameters (layer 0: %lld features x %lld) take "
+                        "%.3g GB with their gradients and Adam's two moments, more than the %.3g GB free on the %s "
+                        "backend (fewer features, or a smaller --hidden)", m->loc->name, (long long)m->nparams,
+                        (long long)m->layers[0].fin, (long long)m->layers[0].fout, need / 1e9,
+                        (double)free_b / 1e9, rt_backend_describe(be));
+  } else {
+    cg_err_clear();
+  }
   TRY(be_alloc(m, &m->p, m->nparams, "model parameters"));
   TRY(be_alloc(m, &m->g, m->nparams, "flat gradient buffer"));
   TRY(be_alloc(m, &m->m1, m->nparams, "Adam first moment"));

@@ -256,9 +256,38 @@ static void test_no_train_vertices(void **state) {
   graph_free(&g);
 }
 
+/* A graph whose feat_dim a sparse file does not bound (2^31 - 1, one value per row):
+ * layer 0's weights, gradients and Adam moments would take terabytes; refused before
+ * they are allocated, naming the count and the memory (it used to allocate and fill
+ * them: on a host that overcommits, the process was killed, e.g. a 13 KB file with
+ * feat_dim 1e8 under `capgnn train`, exit 137). */
+static void test_wide_features_refused(void **state) {
+  (void)state;
+  struct rt_config cfg;
+  base(&cfg);
+  struct graph g;
+  assert_int_equal(graph_synth("synth:tiny:identity=1", &g), CG_OK);
+  g.feat_dim = ((int64_t)1 << 31) - 1;
+  struct rt_local loc;
+  assert_int_equal(rt_local_from_graph_feat(&g, cfg.model, 1, &loc), CG_OK);
+  struct cg_backend *be = NULL;
+  assert_int_equal(cg_backend_cpu_create(1, &be), CG_OK);
+  struct rt_model *m = NULL;
+  assert_int_equal(rt_model_create(be, &loc, &cfg, NULL, &m), CG_ERR_NOMEM);
+  assert_null(m);
+  printf("  %s\n", cg_err_msg());
+  if (!strstr(cg_err_msg(), "(layer 0: 2147483647 features x ") || !strstr(cg_err_msg(), " GB free on "))
+    fail_msg("not the model's own refusal: %s", cg_err_msg());
+  cg_err_clear();
+  cg_backend_destroy(&be);
+  rt_local_free(&loc);
+  graph_free(&g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_lr_schedules), cmocka_unit_test(test_early_stop_rules),
                                      cmocka_unit_test(test_early_stop_run), cmocka_unit_test(test_sgd_run),
-                                     cmocka_unit_test(test_save_best), cmocka_unit_test(test_no_train_vertices)};
+                                     cmocka_unit_test(test_save_best), cmocka_unit_test(test_no_train_vertices),
+                                     cmocka_unit_test(test_wide_features_refused)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
