@@ -1046,6 +1046,20 @@ static void seeds_data_error(void **state) {
     if (strstr(r.err, "--seeds 2,3") || strstr(r.err, "did not run"))
       fail_msg("a hint about the seeds for a data error:\n%s", r.err);
   }
+  /* a later run's set-up failure (its own --checkpoint FILE.seed2 is a folder): its seed
+   * is among those to run again */
+  char ck[300], ck2[310];
+  snprintf(ck, sizeof ck, "%s/seeds-ck", tmpdir);
+  snprintf(ck2, sizeof ck2, "%s.seed2", ck);
+  assert_int_equal(mkdir(ck2, 0755), 0);
+  static struct run_out r;
+  run(&r, (const char *const[]){"--graph", "synth:tiny", "--seeds", "1,2", "--epochs", "2", "--device", "cpu",
+                                "--threads", "1", "--checkpoint", ck, "--quiet", NULL});
+  printf("  --seeds 1,2, FILE.seed2 a folder -> exit %d\n%s", r.exit_code, r.err);
+  assert_int_equal(r.exit_code, 1);
+  if (!strstr(r.err, "run 2 of 2 (seed 2) failed at set-up, as above: no mean +- std; seed 2 did not run (then run "
+                     "it with --seeds 2)"))
+    fail_msg("no word of seed 2 to run again:\n%s", r.err);
 }
 
 int main(int argc, char **argv) {
