@@ -34,6 +34,7 @@
 #include "core/cpu_attn_internal.h"
 #include "core/cpu_spmm_internal.h"
 #include "core/ops_emulate.h"
+#include "core/attn.h"
 #include "core/fatal.h"
 #include "core/ops.h"
 #include "core/philox.h"
@@ -592,6 +593,61 @@ CPU_AVX2 static void csr_dropout_row_avx2(const int32_t *col, const float *in, f
   }
 }
 
+/* edge_dropout (the attention dropout: core/attn.h, cg_attn_dropout_edge, bit for bit) of
+ * one destination row on AVX2: 8 edges a step, a lane per edge (its source's global id),
+ * one 8-lane Philox call per 4 heads where the scalar rule made one call per edge and 4
+ * heads; the keep rule then runs per value on the drawn words. */
+CPU_AVX2 static void edge_dropout_row_avx2(const int32_t *col, const int32_t *gid, const float *in, float *out,
+                                           int64_t n, int64_t H, uint32_t dst, float p, float scale,
+                                           struct cg_dropout_key key) {
+  const uint32_t k0 = (uint32_t)key.seed, k1 = (uint32_t)(key.seed >> 32);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t k = 0; k < n; k += 8) {
+    const int64_t left = n - k, w = left < 8 ? left : 8;
+    const __m256i m = left >= 8 ? _mm256_set1_epi32(-1) : _mm256_cmpgt_epi32(_mm256_set1_epi32((int)left), lane);
+    const __m256i cc = _mm256_maskload_epi32((const int *)(col + k), m);
+    const __m256i src = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)gid, cc, m, 4);
+    for (int64_t h0 = 0; h0 < H; h0 += 4) {
+      __m256i c[4];
+      c[0] = src;
+      c[1] = _mm256_set1_epi32((int)dst);
+      c[2] = _mm256_set1_epi32((int)cg_attn_dropout_c2(key.layer, h0 >> 2));
+      c[3] = _mm256_set1_epi32((int)key.epoch);
+      philox8(c, k0, k1);
+      uint32_t words[4][8];
+      for (int j = 0; j < 4; j++) _mm256_storeu_si256((__m256i *)words[j], c[j]);
+      const int64_t hn = H - h0 < 4 ? H - h0 : 4;
+      for (int64_t l = 0; l < w; l++)
+        for (int64_t j = 0; j < hn; j++) {
+          const int64_t i = (k + l) * H + h0 + j;
+          out[i] = cg_dropout_keep(cg_u32_to_unit(words[j][l]), p) ? in[i] * scale : 0.0f;
+        }
+    }
+  }
+}
+
+/* edge_dropout on AVX2 (replaces core/cpu_attn.c's scalar one when the CPU has it). */
+static void cpu_edge_dropout_avx2(struct cg_backend *be, const struct cg_edges *e, const float *in, float *out,
+                                  int64_t heads, const int32_t *gid, float p, struct cg_dropout_key key) {
+  const int nt = cpu_nt(be);
+  const int64_t n = e->nnz * heads;
+  if (p <= 0.0f) { /* keeps everything, draws nothing */
+    if (out != in) cpu_memcpy(be, out, in, (size_t)n * sizeof(float));
+    return;
+  }
+  if (p >= 1.0f) {
+    cpu_fill(be, out, n, 0.0f);
+    return;
+  }
+  const float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for num_threads(nt) schedule(static) if (n >= CPU_PAR_MIN)
+  for (int64_t r = 0; r < e->nrows; r++) {
+    const int64_t k = e->rowptr[r];
+    edge_dropout_row_avx2(e->colidx + k, gid, in + k * heads, out + k * heads, e->rowptr[r + 1] - k, heads,
+                          (uint32_t)gid[r], p, scale, key);
+  }
+}
+
 /* csr_dropout on AVX2 (replaces core/cpu_attn.c's scalar one when the CPU has it). */
 static void cpu_csr_dropout_avx2(struct cg_backend *be, const struct cg_edges *x, const float *in, float *out,
                                  const int32_t *gid, float p, struct cg_dropout_key key) {
@@ -988,7 +1044,10 @@ int cg_backend_cpu_create(int threads, struct cg_backend **out) {
   be->scatter_add_rows = cpu_scatter_add_rows;
   cpu_attn_install(be);
 #if CPU_HAVE_AVX2_VARIANT
-  if (im->avx2) be->csr_dropout = cpu_csr_dropout_avx2;
+  if (im->avx2) {
+    be->csr_dropout = cpu_csr_dropout_avx2;
+    be->edge_dropout = cpu_edge_dropout_avx2;
+  }
 #endif
   LOG_DEBUG("core", "CPU backend: %d threads, %s SpMM kernel, GEMM %s", im->threads,
             im->avx2 ? "AVX2+FMA" : "generic", im->gemm == CPU_GEMM_ONEDNN ? dnnl_what : "OpenBLAS");
