@@ -594,39 +594,72 @@ CPU_AVX2 static void csr_dropout_row_avx2(const int32_t *col, const float *in, f
 }
 
 /* edge_dropout (the attention dropout: core/attn.h, cg_attn_dropout_edge, bit for bit) of
- * one destination row on AVX2: 8 edges a step, a lane per edge (its source's global id),
- * one 8-lane Philox call per 4 heads where the scalar rule made one call per edge and 4
- * heads; the keep rule then runs per value on the drawn words. */
-CPU_AVX2 static void edge_dropout_row_avx2(const int32_t *col, const int32_t *gid, const float *in, float *out,
-                                           int64_t n, int64_t H, uint32_t dst, float p, float scale,
-                                           struct cg_dropout_key key) {
+ * rows [r0, r1) on AVX2: the rows' edges 8 at a time whatever rows they belong to (a lane
+ * per edge: its source's and its row's global ids; cora's rows have ~5 edges, so a step
+ * per row would leave most lanes idle), one 8-lane Philox call per 4 heads where the
+ * scalar rule made one call per edge and 4 heads. The 4 x 8 drawn words are transposed
+ * so that each edge's 4 heads sit in one 128-bit half, where the keep rule runs as
+ * cg_u32_to_unit / cg_dropout_keep do (heads past H masked). */
+CPU_AVX2 static void edge_dropout_rows_avx2(const struct cg_edges *e, const int32_t *gid, const float *in,
+                                            float *out, int64_t H, int64_t r0, int64_t r1, float p, float scale,
+                                            struct cg_dropout_key key) {
   const uint32_t k0 = (uint32_t)key.seed, k1 = (uint32_t)(key.seed >> 32);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  for (int64_t k = 0; k < n; k += 8) {
-    const int64_t left = n - k, w = left < 8 ? left : 8;
+  const __m128i lane4 = _mm_setr_epi32(0, 1, 2, 3);
+  const __m128 pv = _mm_set1_ps(p), sv = _mm_set1_ps(scale), unit = _mm_set1_ps(1.0f / 16777216.0f);
+  const int64_t kend = e->rowptr[r1];
+  int64_t r = r0;
+  for (int64_t k = e->rowptr[r0]; k < kend; k += 8) {
+    const int64_t left = kend - k, w = left < 8 ? left : 8;
     const __m256i m = left >= 8 ? _mm256_set1_epi32(-1) : _mm256_cmpgt_epi32(_mm256_set1_epi32((int)left), lane);
-    const __m256i cc = _mm256_maskload_epi32((const int *)(col + k), m);
+    const __m256i cc = _mm256_maskload_epi32((const int *)(e->colidx + k), m);
     const __m256i src = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)gid, cc, m, 4);
+    int32_t dst[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t l = 0; l < w; l++) {
+      while (e->rowptr[r + 1] <= k + l) r++;
+      dst[l] = gid[r];
+    }
+    const __m256i dv = _mm256_loadu_si256((const __m256i *)dst);
     for (int64_t h0 = 0; h0 < H; h0 += 4) {
       __m256i c[4];
       c[0] = src;
-      c[1] = _mm256_set1_epi32((int)dst);
+      c[1] = dv;
       c[2] = _mm256_set1_epi32((int)cg_attn_dropout_c2(key.layer, h0 >> 2));
       c[3] = _mm256_set1_epi32((int)key.epoch);
       philox8(c, k0, k1);
-      uint32_t words[4][8];
-      for (int j = 0; j < 4; j++) _mm256_storeu_si256((__m256i *)words[j], c[j]);
+      /* c[j] lane l is head h0 + j of edge k + l: transposed, u[l] holds lane l's 4 heads */
+      const __m256i t0 = _mm256_unpacklo_epi32(c[0], c[1]), t1 = _mm256_unpackhi_epi32(c[0], c[1]);
+      const __m256i t2 = _mm256_unpacklo_epi32(c[2], c[3]), t3 = _mm256_unpackhi_epi32(c[2], c[3]);
+      const __m256i q0 = _mm256_unpacklo_epi64(t0, t2), q1 = _mm256_unpackhi_epi64(t0, t2);
+      const __m256i q2 = _mm256_unpacklo_epi64(t1, t3), q3 = _mm256_unpackhi_epi64(t1, t3);
+      __m128i u[8];
+      u[0] = _mm256_castsi256_si128(q0);
+      u[1] = _mm256_castsi256_si128(q1);
+      u[2] = _mm256_castsi256_si128(q2);
+      u[3] = _mm256_castsi256_si128(q3);
+      u[4] = _mm256_extracti128_si256(q0, 1);
+      u[5] = _mm256_extracti128_si256(q1, 1);
+      u[6] = _mm256_extracti128_si256(q2, 1);
+      u[7] = _mm256_extracti128_si256(q3, 1);
       const int64_t hn = H - h0 < 4 ? H - h0 : 4;
-      for (int64_t l = 0; l < w; l++)
-        for (int64_t j = 0; j < hn; j++) {
-          const int64_t i = (k + l) * H + h0 + j;
-          out[i] = cg_dropout_keep(cg_u32_to_unit(words[j][l]), p) ? in[i] * scale : 0.0f;
+      const __m128i hm = _mm_cmpgt_epi32(_mm_set1_epi32((int)hn), lane4);
+      for (int64_t l = 0; l < w; l++) {
+        const int64_t at = (k + l) * H + h0;
+        const __m128 uf = _mm_mul_ps(_mm_cvtepi32_ps(_mm_srli_epi32(u[l], 8)), unit);
+        const __m128 keep = _mm_cmpge_ps(uf, pv);
+        if (hn == 4) {
+          _mm_storeu_ps(out + at, _mm_and_ps(_mm_mul_ps(_mm_loadu_ps(in + at), sv), keep));
+        } else {
+          const __m128 v = _mm_mul_ps(_mm_maskload_ps(in + at, hm), sv);
+          _mm_maskstore_ps(out + at, hm, _mm_and_ps(v, keep));
         }
+      }
     }
   }
 }
 
-/* edge_dropout on AVX2 (replaces core/cpu_attn.c's scalar one when the CPU has it). */
+/* edge_dropout on AVX2 (replaces core/cpu_attn.c's scalar one when the CPU has it):
+ * each thread a contiguous block of rows. */
 static void cpu_edge_dropout_avx2(struct cg_backend *be, const struct cg_edges *e, const float *in, float *out,
                                   int64_t heads, const int32_t *gid, float p, struct cg_dropout_key key) {
   const int nt = cpu_nt(be);
@@ -640,11 +673,10 @@ static void cpu_edge_dropout_avx2(struct cg_backend *be, const struct cg_edges *
     return;
   }
   const float scale = 1.0f / (1.0f - p);
-#pragma omp parallel for num_threads(nt) schedule(static) if (n >= CPU_PAR_MIN)
-  for (int64_t r = 0; r < e->nrows; r++) {
-    const int64_t k = e->rowptr[r];
-    edge_dropout_row_avx2(e->colidx + k, gid, in + k * heads, out + k * heads, e->rowptr[r + 1] - k, heads,
-                          (uint32_t)gid[r], p, scale, key);
+#pragma omp parallel num_threads(nt) if (n >= CPU_PAR_MIN)
+  {
+    const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
+    edge_dropout_rows_avx2(e, gid, in, out, heads, e->nrows * t / T, e->nrows * (t + 1) / T, p, scale, key);
   }
 }
 
