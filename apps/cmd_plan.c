@@ -385,7 +385,7 @@ int cmd_plan(int argc, char **argv) {
   struct rapa_profile *prof = NULL;
   struct rapa_rates *rates = NULL;
   int32_t *owner = NULL;
-  struct rapa_plan plans[2];
+  struct rapa_plan plans[3]; /* without the cache, with it, with it and layer 0 exchanged (when auto keeps it local) */
   memset(plans, 0, sizeof plans);
   cJSON *root = NULL;
   char rates_what[1200] = "", links_what[300] = "";
@@ -524,6 +524,11 @@ int cmd_plan(int argc, char **argv) {
     shape.layer0_exchange = k ? l0x_cache : l0x_plain;
     TRY_GOTO(rapa_plan_compute(&g, owner, &shape, rates, &po, &plans[k]), done);
   }
+  if (table && l0x_cache != l0x_plain) { /* to say why the cache may lose (below) */
+    po.cache = 1;
+    shape.layer0_exchange = l0x_plain;
+    TRY_GOTO(rapa_plan_compute(&g, owner, &shape, rates, &po, &plans[2]), done);
+  }
   shape.layer0_exchange = cache ? l0x_cache : l0x_plain; /* the plan the table shows */
   if (cache && l0x_cache != l0x_plain) l0_why = "auto: local with the halo cache, which serves the hidden layers only";
   if (table) {
@@ -560,6 +565,16 @@ int cmd_plan(int argc, char **argv) {
              plans[k].epoch_s * 1e3, plans[k].halo_bytes, plans[k].inter_node_bytes, plans[k].allreduce_bytes);
     if (plans[1].node_tier_bytes_max > 0)
       printf("node tier (shared memory): %.1f MiB on the largest node\n", plans[1].node_tier_bytes_max / 1048576.0);
+    /* a slower epoch with the cache, said why: with training's --layer0-halo auto the cache
+     * keeps layer 0 local, and every rank transforms its halo rows' features each step */
+    const int r = plans[1].slowest;
+    if (plans[1].epoch_s > plans[0].epoch_s && l0x_cache != l0x_plain)
+      printf("why the cache is slower here: it keeps layer 0 local (--layer0-halo auto), so rank %d also transforms "
+             "its halo rows (compute %+.3f ms); with --layer0-halo exchange and the cache: %.3f ms\n", r,
+             (plans[1].rank[r].comp_s - plans[0].rank[r].comp_s) * 1e3, plans[2].epoch_s * 1e3);
+    else if (plans[1].epoch_s > plans[0].epoch_s)
+      printf("why the cache is slower here: its node-tier copies and messages cost rank %d %+.3f ms of communication "
+             "more than the plain exchange's messages\n", r, (plans[1].rank[r].comm_s - plans[0].rank[r].comm_s) * 1e3);
   }
   if (json) {
     root = cJSON_CreateObject();
@@ -623,6 +638,7 @@ done:
   cJSON_Delete(root);
   rapa_plan_free(&plans[0]);
   rapa_plan_free(&plans[1]);
+  rapa_plan_free(&plans[2]);
   rapa_profile_destroy(&prof);
   free(rates);
   free(owner);

@@ -143,4 +143,14 @@ grep -q "warning: --quantum-ms changes nothing here" q.err || { cat q.err; fail 
 "$capgnn" plan --graph cora --parts 2 "${decl[@]}" --gpu-direct --h2d-gbs 10 --d2h-gbs 10 --quantum-ms 4 --cores 1 \
   >q2.out 2>q2.err || { cat q2.err; fail "plan with device ranks and cores exited $?"; }
 ! grep -q "changes nothing" q2.err || { cat q2.err; fail "a warning where the options apply"; }
+# a slower epoch with the cache says why in one line: on cora at P = 4 on one node the cache
+# (layer 0 kept local by --layer0-halo auto) is priced slower than the plain exchange, and
+# is faster once layer 0 is exchanged with it too (then no line)
+rates=(--gemm-gflops 25 --spmm-gnnz 0.85 --mem-gbs 77 --link-gbps 10,1)
+"$capgnn" plan --graph cora --parts 4 "${rates[@]}" >w.out 2>w.err || { cat w.err; fail "plan exited $?"; }
+[ "$(grep -c "why the cache is slower here: it keeps layer 0 local" w.out)" -eq 1 ] ||
+  { cat w.out; fail "no line saying why the cache is slower"; }
+"$capgnn" plan --graph cora --parts 4 "${rates[@]}" --layer0-halo exchange >w2.out 2>w2.err ||
+  { cat w2.err; fail "plan exited $?"; }
+! grep -q "why the cache is slower" w2.out || { cat w2.out; fail "a why line where the cache is faster"; }
 echo "plan CLI: all checks passed"
