@@ -294,7 +294,8 @@ void cmd_train_usage(FILE *out) {
           "                                (as capgnn profile; the MPS daemon must run); one value\n"
           "                                or one per rank\n"
           "  --comm auto|nccl|mpi-cuda|mpi-staged  how GPU ranks exchange halo rows and gradients\n"
-          "                                (default auto; CPU ranks always use plain MPI)\n"
+          "                                (default auto; CPU ranks always use plain MPI: refused\n"
+          "                                with --device cpu)\n"
           "  --allreduce auto|mpi|flat|hier  how the gradients are summed: mpi (MPI_Allreduce),\n"
           "                                flat or hier (ours, in a fixed order: the same bits\n"
           "                                either way; hier sends each node's sum once between\n"
@@ -1573,6 +1574,11 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   if (!strcmp(par.cache_policy, "none") && cache_setting_given(&par))
     return usage_error("%s sets the halo cache, which is off (--cache-policy none, the default): add "
                        "--cache-policy jaca|lru|fifo, or --cache-preset exact|fast", cache_setting_given(&par));
+  /* a device-only option on a CPU run is refused, as --gpu-share is (it used to be ignored
+   * on one rank and warned about by every rank of several) */
+  if (strcmp(par.comm, "auto") != 0 && !strcmp(cfg.device, "cpu"))
+    return usage_error("--comm %s applies to GPU ranks (CPU ranks always use plain MPI): use --device cuda (or "
+                       "auto) with it, or leave --comm out", par.comm);
   /* (one process has no halo, and trains without the cache: a cluster's settings still run there) */
   const int cache_used = strcmp(par.cache_policy, "none") != 0 && cli_launch_size() > 1;
   if (cache_used && cfg.reorder != GRAPH_REORDER_NONE && cfg.reorder != GRAPH_REORDER_AUTO)

@@ -792,6 +792,9 @@ static void usage_errors(void **state) {
   expect_error(2, "--grad-staleness adaptive sends full-precision gradients", NULL,
                (const char *const[]){"--cache-policy", "jaca", "--halo-bits", "8", "--grad-staleness", "adaptive",
                                      NULL});
+  /* a device-only option on a CPU run: refused, as --gpu-share is (it was ignored on one rank) */
+  expect_error(2, "--comm nccl applies to GPU ranks", NULL,
+               (const char *const[]){"--device", "cpu", "--comm", "nccl", "--graph", "synth:tiny", NULL});
   expect_error(2, "--early-stop", NULL, (const char *const[]){"--early-stop", "-1", NULL});
   expect_error(2, "expected patience, window or gat", NULL, (const char *const[]){"--early-stop-rule", "mean", NULL});
   /* a bad CAPGNN_CPU_GEMM (or other CPU backend setting) is refused at start, before the
