@@ -16,6 +16,7 @@
 #include "apps/commands_internal.h"
 #include "apps/config_file_internal.h"
 #include "core/hash.h"
+#include "core/log.h"
 #include "core/status.h"
 #ifdef CAPGNN_HAVE_DIST
 #include "mpi/comm.h"
@@ -65,14 +66,17 @@ int cli_nvidia_present(void) {
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
   if (!cli_speaks()) return CAPGNN_EXIT_USAGE; /* rank 0 says it for the job */
+  /* one line, the option's value escaped (core/log.h, cg_text_escape): no raw control
+   * byte of what the user typed reaches the terminal */
+  char text[4096], shown[4096], where[4400] = "";
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "capgnn: error: ");
-  vfprintf(stderr, fmt, ap);
-  const char *from = cli_word >= 0 ? config_file_origin(cli_word) : NULL;
-  if (from) fprintf(stderr, " (set in %s)", from);
-  fprintf(stderr, " (see capgnn %s --help)\n", cmd);
+  vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
+  const char *from = cli_word >= 0 ? config_file_origin(cli_word) : NULL;
+  if (from) snprintf(where, sizeof where, " (set in %s)", from);
+  fprintf(stderr, "capgnn: error: %s", cg_text_escape(shown, sizeof shown, text));
+  fprintf(stderr, "%s (see capgnn %s --help)\n", cg_text_escape(shown, sizeof shown, where), cmd);
   return CAPGNN_EXIT_USAGE;
 }
 

@@ -66,13 +66,35 @@ int cg_log_enabled(enum cg_log_level level, const char *subsys) {
   return 1;
 }
 
+char *cg_text_escape(char *out, size_t cap, const char *text) {
+  static const char hex[] = "0123456789abcdef";
+  size_t k = 0;
+  if (!cap) return out;
+  for (const unsigned char *p = (const unsigned char *)text; p && *p; p++) {
+    if (*p < 0x20 || *p == 0x7f) {
+      if (k + 4 >= cap) break;
+      out[k++] = '\\';
+      out[k++] = 'x';
+      out[k++] = hex[*p >> 4];
+      out[k++] = hex[*p & 15];
+    } else {
+      if (k + 1 >= cap) break;
+      out[k++] = (char)*p;
+    }
+  }
+  out[k] = '\0';
+  return out;
+}
+
 void cg_log_write(enum cg_log_level level, const char *subsys, const char *fmt, ...) {
   static const char *tag[] = {"ERROR ", "WARN ", "", "DEBUG "};
-  char line[2048];
+  char line[2048], shown[2048];
   int k = snprintf(line, sizeof line, "[%s:%d %s] %s", cg_hostname(), log_rank, subsys, tag[level]);
   va_list ap;
   va_start(ap, fmt);
   if (k > 0 && (size_t)k < sizeof line) vsnprintf(line + k, sizeof line - (size_t)k, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "%s\n", line); /* one write per line so ranks do not interleave mid-line */
+  /* one write per line so ranks do not interleave mid-line; no raw control byte of a
+   * user's string reaches the terminal */
+  fprintf(stderr, "%s\n", cg_text_escape(shown, sizeof shown, line));
 }

@@ -13,6 +13,8 @@
 #ifndef CAPGNN_CORE_LOG_H
 #define CAPGNN_CORE_LOG_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -26,6 +28,13 @@ int cg_log_prints_common(void); /* rank 0, or CAPGNN_LOG_ALL_RANKS=1 */
 void cg_log_write(enum cg_log_level level, const char *subsys, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 const char *cg_hostname(void);
+/* text copied to out (cap bytes, NUL-terminated) with every control byte (below 0x20,
+ * newline and tab included, and 0x7f) written as \xNN, so that a user's string quoted in a
+ * message (an ESC in a file name) cannot move the cursor, recolour or ring the terminal;
+ * backslashes are kept as they are, so that escaping twice changes nothing. Cut short at
+ * a whole character; returns out. cg_log_write, cg_err_set and capgnn's usage errors
+ * pass their formatted text through it (none of their formats holds a control byte). */
+char *cg_text_escape(char *out, size_t cap, const char *text);
 
 #define CG_LOG_(lvl, subsys, ...)                                         \
   do {                                                                    \

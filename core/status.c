@@ -36,10 +36,15 @@ const char *cg_status_str(int status) {
 }
 
 int cg_err_set(int status, const char *fmt, ...) {
+  /* formatted apart (an argument may be err_msg itself: a message passed on), then
+   * escaped: a user's string quoted in it (a file name, an option's value) brings no raw
+   * control byte to the terminal that prints it (core/log.h, cg_text_escape) */
+  char text[sizeof err_msg];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+  vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
+  cg_text_escape(err_msg, sizeof err_msg, text);
   err_status = status;
   err_ntrail = 0;
   return status;

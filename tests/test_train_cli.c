@@ -792,6 +792,17 @@ static void usage_errors(void **state) {
   expect_error(2, "--grad-staleness adaptive sends full-precision gradients", NULL,
                (const char *const[]){"--cache-policy", "jaca", "--halo-bits", "8", "--grad-staleness", "adaptive",
                                      NULL});
+  /* control bytes a user typed are shown escaped, never raw on the terminal: an option's
+   * value in a usage error, a file name in an error of the run */
+  static struct run_out e;
+  run(&e, (const char *const[]){"--optimizer", "ad\x1b" "am", NULL});
+  assert_int_equal(e.exit_code, 2);
+  assert_non_null(strstr(e.err, "capgnn: error: --optimizer 'ad\\x1bam': expected adam"));
+  assert_null(strpbrk(e.err, "\x1b\x07"));
+  run(&e, (const char *const[]){"--graph", "no\x1b[31mRED\x07such", "--epochs", "1", NULL});
+  assert_int_equal(e.exit_code, 1);
+  assert_non_null(strstr(e.err, "capgnn: error: graph 'no\\x1b[31mRED\\x07such' not found"));
+  assert_null(strpbrk(e.err, "\x1b\x07"));
   /* a device-only option on a CPU run: refused, as --gpu-share is (it was ignored on one rank) */
   expect_error(2, "--comm nccl applies to GPU ranks", NULL,
                (const char *const[]){"--device", "cpu", "--comm", "nccl", "--graph", "synth:tiny", NULL});
