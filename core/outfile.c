@@ -7,6 +7,7 @@
 #include <libgen.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,6 +15,51 @@
 
 #include "core/log.h"
 #include "core/status.h"
+
+/* ---- what --force replaces, said when it is replaced -------------------------------
+ * cg_outfile_check lets `force` replace a file that needs it; the warning waits here,
+ * keyed by the file (device and inode), until cg_outfile_commit renames over that file:
+ * a run that fails before writing (a graph not found) replaced nothing and says nothing,
+ * and a file written several times (checkpoints, a resumed run's metrics) is named once. */
+#define PENDING_MAX 32
+static struct pending_note {
+  dev_t dev;
+  ino_t ino;
+  char *note;
+} pending[PENDING_MAX];
+static int npending;
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER; /* commits may come from a writer thread */
+
+static void pending_add(const struct stat *st, const char *note) {
+  pthread_mutex_lock(&pending_lock);
+  int i = 0;
+  while (i < npending && !(pending[i].dev == st->st_dev && pending[i].ino == st->st_ino)) i++;
+  char *copy = strdup(note);
+  if (copy && i < PENDING_MAX) {
+    if (i == npending) npending++;
+    else free(pending[i].note); /* checked again (a second check of the same run): one note */
+    pending[i] = (struct pending_note){st->st_dev, st->st_ino, copy};
+    copy = NULL;
+  }
+  pthread_mutex_unlock(&pending_lock);
+  if (copy) { /* no room to keep it: said now rather than never */
+    LOG_WARN_COMMON("core", "%s", copy);
+    free(copy);
+  }
+}
+
+/* The note kept for the file `st` describes, taken out (caller frees); NULL when none. */
+static char *pending_take(const struct stat *st) {
+  char *note = NULL;
+  pthread_mutex_lock(&pending_lock);
+  for (int i = 0; i < npending && !note; i++)
+    if (pending[i].dev == st->st_dev && pending[i].ino == st->st_ino) {
+      note = pending[i].note;
+      pending[i] = pending[--npending];
+    }
+  pthread_mutex_unlock(&pending_lock);
+  return note;
+}
 
 static void outfile_free(struct cg_outfile *o) {
   free(o->path);
@@ -143,8 +189,15 @@ int cg_outfile_commit(struct cg_outfile *o) {
     rc = cg_err_set(CG_ERR_IO, "writing '%s' failed: %s (is the disk full?)", name, strerror(errno));
   }
   o->fp = NULL;
+  struct stat old;
+  const int had = rc == CG_OK && o->tmp && stat(o->path, &old) == 0; /* the file about to be replaced */
   if (rc == CG_OK && o->tmp && rename(o->tmp, o->path) != 0)
     rc = cg_err_set(CG_ERR_IO, "cannot rename '%s' to '%s': %s", o->tmp, o->path, strerror(errno));
+  if (rc == CG_OK && had) { /* replaced: what --force let replace is said now (once) */
+    char *note = pending_take(&old);
+    if (note) LOG_WARN_COMMON("core", "%s", note);
+    free(note);
+  }
   if (rc != CG_OK && o->tmp) remove(o->tmp);
   outfile_free(o);
   return rc;
@@ -269,8 +322,11 @@ int cg_outfile_check(const char *path, const char *opt, const struct cg_outfile_
     if (!force)
       return cg_err_set(CG_ERR_IO, "%s %s: the file is read-only (no write permission); refusing to replace "
                         "it (make it writable, choose another path, or pass --force to replace it)", opt, path);
-    if (!(flags & CG_OUTFILE_FORCE_LATER))
-      LOG_WARN_COMMON("core", "%s %s: replacing the read-only file (--force)", opt, path);
+    if (!(flags & CG_OUTFILE_FORCE_LATER)) {
+      char note[4300];
+      snprintf(note, sizeof note, "%s %s: replacing the read-only file (--force)", opt, path);
+      pending_add(&out, note);
+    }
     return CG_OK;
   }
   if (out.st_size == 0) return CG_OK; /* nothing there to lose */
@@ -281,8 +337,11 @@ int cg_outfile_check(const char *path, const char *opt, const struct cg_outfile_
     return CG_OK;
   }
   if (force) {
-    if (!(flags & CG_OUTFILE_FORCE_LATER))
-      LOG_WARN_COMMON("core", "%s %s: replacing the existing file (--force)", opt, path);
+    if (!(flags & CG_OUTFILE_FORCE_LATER)) {
+      char note[4300];
+      snprintf(note, sizeof note, "%s %s: replacing the existing file (--force)", opt, path);
+      pending_add(&out, note);
+    }
     return CG_OK;
   }
   if (same)

@@ -59,10 +59,12 @@ struct cg_outfile_input {
  * written (a new file: whether its folder is writable is cg_outfile_probe's question);
  * otherwise CG_ERR_ARG (rule 1) or CG_ERR_IO (rule 2, a folder) with a message that
  * names the file, what it holds and what to do. `flags`: CG_OUTFILE_WARN_REPLACE logs
- * replacing an existing file of the kind as a warning; a replacement that only `force`
- * allows is always logged, here, unless CG_OUTFILE_FORCE_LATER, for a caller whose
- * work after the check can still fail (capgnn convert reads its inputs after): it
- * says it with cg_outfile_force_note when it writes. */
+ * replacing an existing file of the kind as a warning, here; a replacement that only
+ * `force` allows is always logged, once, when cg_outfile_commit renames over that file
+ * (the same file: device and inode), so that a run that fails before it writes says
+ * nothing; with CG_OUTFILE_FORCE_LATER not at all: the caller says it with
+ * cg_outfile_force_note when it writes (capgnn convert, whose writer does not commit
+ * through this process's check). */
 #define CG_OUTFILE_WARN_REPLACE 1
 #define CG_OUTFILE_FORCE_LATER 2
 int cg_outfile_check(const char *path, const char *opt, const struct cg_outfile_kind *kind,

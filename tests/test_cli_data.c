@@ -944,6 +944,67 @@ static int count_of(const char *s, const char *what) {
   return k;
 }
 
+/* --force over a file of another kind is said when the file is replaced, once: a run that
+ * fails after the output check (a graph not found) says nothing and leaves the file as it
+ * was (train --metrics / --checkpoint / --save-best, predict --output, partition and plan
+ * --json used to say "replacing" at the check, then fail); a checkpoint written at every
+ * epoch is named once. */
+static void test_force_said_when_written(void **state) {
+  (void)state;
+  char d[4000], m[4200], c[4200], b[4200], p[4200], ck[4200];
+  char *const f[4] = {m, c, b, p};
+  snprintf(d, sizeof d, "%.3900s/force-later", tmpdir);
+  assert_int_equal(mkdir(d, 0755), 0);
+  static const char *const names[4] = {"m.txt", "ck.txt", "best.txt", "p.npy"};
+  static struct kept k[4];
+  for (int i = 0; i < 4; i++) {
+    snprintf(f[i], sizeof m, "%s/%s", d, names[i]);
+    assert_int_equal(gt_write(f[i], "results of last week\n", 21), 0);
+    keep(&k[i], f[i]);
+  }
+  snprintf(ck, sizeof ck, "%s/model.ckpt", d);
+  struct run r = run(NULL, "--graph synth:tiny --epochs 1 --threads 1 --quiet --checkpoint '%s'", ck);
+  assert_int_equal(r.rc, 0);
+  run_free(&r);
+  const char *const nosuch = "--graph nosuch-graph --epochs 3 --threads 1 --quiet";
+  static const char *const failing[] = {"%s --metrics '%s' --force", "%s --checkpoint '%s' --force",
+                                        "%s --save-best '%s' --force"};
+  for (int i = 0; i < 3; i++) {
+    r = run(NULL, failing[i], nosuch, f[i]);
+    assert_int_not_equal(r.rc, 0);
+    if (strstr(r.err, "replacing")) fail_msg("a failed run warned of a replacement:\n%s", r.err);
+    run_free(&r);
+  }
+  r = run(NULL, "predict --checkpoint '%s' --graph nosuch-graph --output '%s' --force", ck, f[3]);
+  assert_int_not_equal(r.rc, 0);
+  if (strstr(r.err, "replacing")) fail_msg("a failed predict warned of a replacement:\n%s", r.err);
+  run_free(&r);
+  r = run(NULL, "partition --graph nosuch-graph --parts 2 --quiet --json '%s' --force", f[0]);
+  assert_int_not_equal(r.rc, 0);
+  if (strstr(r.err, "replacing")) fail_msg("a failed partition warned of a replacement:\n%s", r.err);
+  run_free(&r);
+  r = run(NULL, "plan --graph nosuch-graph --parts 2 --link-gbps 1 --quiet --json '%s' --force", f[0]);
+  assert_int_not_equal(r.rc, 0);
+  if (strstr(r.err, "replacing")) fail_msg("a failed plan warned of a replacement:\n%s", r.err);
+  run_free(&r);
+  for (int i = 0; i < 4; i++) expect_intact(&k[i]);
+  /* written: each file named once, a checkpoint saved at each of 3 epochs too */
+  r = run(NULL, "--graph synth:tiny --epochs 3 --threads 1 --quiet --metrics '%s' --checkpoint '%s' "
+          "--checkpoint-every 1 --save-best '%s' --force", f[0], f[1], f[2]);
+  assert_int_equal(r.rc, 0);
+  for (int i = 0; i < 3; i++) {
+    char said[4300];
+    snprintf(said, sizeof said, "%.4200s: replacing the existing file (--force)", f[i]);
+    if (count_of(r.err, said) != 1) fail_msg("'%s' not said once:\n%s", said, r.err);
+  }
+  run_free(&r);
+  r = run(NULL, "predict --checkpoint '%s' --output '%s' --force", ck, f[3]);
+  assert_int_equal(r.rc, 0);
+  assert_int_equal(count_of(r.err, "replacing the existing file (--force)"), 1);
+  run_free(&r);
+  for (int i = 0; i < 4; i++) free(k[i].bytes);
+}
+
 /* convert --force over an existing file, with an input that turns out bad: the error
  * alone, the file intact, and no "replacing" warning for a file that is not replaced
  * (it used to be said before the input was read, and twice for --from cgr); a good
@@ -1212,6 +1273,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_wrong_kind_inputs),
       cmocka_unit_test(test_outputs_never_destroy),
       cmocka_unit_test(test_convert_force_bad_input),
+      cmocka_unit_test(test_force_said_when_written),
       cmocka_unit_test(test_outputs_review),
       cmocka_unit_test(test_version_threads),
       cmocka_unit_test(test_metrics_path),
