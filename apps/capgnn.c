@@ -11,6 +11,7 @@
 
 #include "apps/commands_internal.h"
 #include "apps/config_file_internal.h"
+#include "core/log.h"
 #ifdef CAPGNN_HAVE_DIST
 #include "mpi/comm.h"
 #endif
@@ -87,7 +88,9 @@ static int dispatch(int argc, char **argv) {
       return CAPGNN_EXIT_OK;
     }
     if (argc > 2) {
-      fprintf(stderr, "capgnn: error: unexpected argument '%s' (usage: capgnn version)\n", argv[2]);
+      char shown[512];
+      fprintf(stderr, "capgnn: error: unexpected argument '%s' (usage: capgnn version)\n",
+              cg_text_escape(shown, sizeof shown, argv[2]));
       return CAPGNN_EXIT_USAGE;
     }
     version(stdout);
@@ -116,7 +119,8 @@ static int dispatch(int argc, char **argv) {
   names[k++].name = "version";
   names[k++].name = "help";
   const char *best = config_option_suggest(argv[1], names);
-  fprintf(stderr, "capgnn: error: unknown command '%s'", argv[1]);
+  char shown[512]; /* (escaped: no raw control byte of what was typed reaches the terminal) */
+  fprintf(stderr, "capgnn: error: unknown command '%s'", cg_text_escape(shown, sizeof shown, argv[1]));
   if (best) fprintf(stderr, "; did you mean '%s'?", best);
   fprintf(stderr, " (commands:");
   for (int i = 0; i < ncommands; i++) fprintf(stderr, " %s", commands[i].name);

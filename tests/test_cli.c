@@ -153,6 +153,10 @@ static void option_messages(void **state) {
                     (const char *const[]){"--lay", "3", NULL});
   expect_error_text(2, "did you mean '--quiet'?", (const char *const[]){"info", "--quite", "x", NULL});
   expect_error_text(2, "unknown command 'trian'; did you mean 'train'?", (const char *const[]){"trian", NULL});
+  /* a control byte typed is shown escaped, not sent raw to the terminal */
+  expect_error_text(2, "unknown command 'tr\\x1bain'; did you mean 'train'?",
+                    (const char *const[]){"tr\x1b" "ain", NULL});
+  expect_error_text(2, "unexpected argument 'x\\x1by'", (const char *const[]){"version", "x\x1by", NULL});
   /* the names of DGL's and PyG's example scripts get capgnn's */
   expect_error_text(2, "unknown option '--dataset'; did you mean '--graph'?",
                     (const char *const[]){"--dataset", "cora", NULL});
