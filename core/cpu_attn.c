@@ -103,9 +103,21 @@ static void cpu_spmm_edge(struct cg_backend *be, const struct cg_edges *e, const
   const int64_t w = heads * f;
   ATTN_REQUIRE(f >= 1 && ldx >= w && ldy >= w, "spmm_edge: width %lld x %lld, strides %lld %lld",
                (long long)heads, (long long)f, (long long)ldx, (long long)ldy);
+  /* cg_attn_spmm_elem's sums, a row at a time: each y[v, c] starts at 0 and adds its edges'
+   * alpha x in CSR order, as there (the same bits), with the columns of a head innermost so
+   * that they vectorise (element by element, each walked the row's edges again) */
 #pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (e->nnz * w >= ATTN_PAR_MIN)
-  for (int64_t v = 0; v < e->nrows; v++)
-    for (int64_t c = 0; c < w; c++) y[v * ldy + c] = cg_attn_spmm_elem(e, alpha, heads, f, x, ldx, v, c);
+  for (int64_t v = 0; v < e->nrows; v++) {
+    float *yr = y + v * ldy;
+    for (int64_t c = 0; c < w; c++) yr[c] = 0.0f;
+    for (int64_t k = e->rowptr[v]; k < e->rowptr[v + 1]; k++) {
+      const float *xr = x + (int64_t)e->colidx[k] * ldx;
+      for (int64_t h = 0; h < heads; h++) {
+        const float a = alpha[k * heads + h];
+        for (int64_t c = h * f; c < (h + 1) * f; c++) yr[c] += a * xr[c];
+      }
+    }
+  }
 }
 
 static void cpu_spmm_edge_bwd_x(struct cg_backend *be, const struct cg_edges *e, const float *alpha,
@@ -114,10 +126,21 @@ static void cpu_spmm_edge_bwd_x(struct cg_backend *be, const struct cg_edges *e,
   const int64_t w = heads * f;
   ATTN_REQUIRE(f >= 1 && lddy >= w && lddx >= w, "spmm_edge_bwd_x: width %lld x %lld, strides %lld %lld",
                (long long)heads, (long long)f, (long long)lddy, (long long)lddx);
+  /* cg_attn_spmm_bwd_x_elem's sums a column of the operator at a time, in its order (the
+   * same bits), the columns of a head innermost (as cpu_spmm_edge) */
 #pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (e->nnz * w >= ATTN_PAR_MIN)
-  for (int64_t u = 0; u < e->ncols; u++)
-    for (int64_t c = 0; c < w; c++)
-      dx[u * lddx + c] = cg_attn_spmm_bwd_x_elem(e, alpha, heads, f, dy, lddy, u, c);
+  for (int64_t u = 0; u < e->ncols; u++) {
+    float *dr = dx + u * lddx;
+    for (int64_t c = 0; c < w; c++) dr[c] = 0.0f;
+    for (int64_t j = e->t_ptr[u]; j < e->t_ptr[u + 1]; j++) {
+      const float *gr = dy + (int64_t)e->t_row[j] * lddy;
+      const float *al = alpha + e->t_eid[j] * heads;
+      for (int64_t h = 0; h < heads; h++) {
+        const float a = al[h];
+        for (int64_t c = h * f; c < (h + 1) * f; c++) dr[c] += a * gr[c];
+      }
+    }
+  }
 }
 
 static void cpu_spmm_edge_bwd_alpha(struct cg_backend *be, const struct cg_edges *e, int64_t heads,

@@ -146,6 +146,12 @@ static void test_forward(void **state) {
   be1->spmm_edge(be1, &e, al, H, F, x, ldx, y, H * F);
   ref_spmm(&a, al, H, F, x, ldx, ry);
   assert_true(tu_close("spmm_edge", y, ry, nr * H * F, 1e-6, 1e-5));
+  /* and bit for bit the per-element sums of core/attn.h (the CUDA kernel's order) */
+  for (int64_t v = 0; v < nr; v++)
+    for (int64_t c = 0; c < H * F; c++) {
+      const float want = cg_attn_spmm_elem(&e, al, H, F, x, ldx, v, c);
+      assert_memory_equal(&y[v * H * F + c], &want, sizeof want);
+    }
 
   float xe[6] = {-3.0f, -1.0f, -1e-4f, 0.0f, 0.5f, 4.0f}, ye[6];
   double re[6];
@@ -264,6 +270,11 @@ static void test_backward_refs(void **state) {
   /* per-edge SpMM backward */
   be1->spmm_edge_bwd_x(be1, &e, al, H, F, dy, W, dx, W);
   be1->spmm_edge_bwd_alpha(be1, &e, H, F, x, ldx, dy, W, dal);
+  for (int64_t u = 0; u < nc; u++) /* bit for bit core/attn.h's per-element sums */
+    for (int64_t c = 0; c < W; c++) {
+      const float want = cg_attn_spmm_bwd_x_elem(&e, al, H, F, dy, W, u, c);
+      assert_memory_equal(&dx[u * W + c], &want, sizeof want);
+    }
   for (int64_t k = 0; k < m; k++) {
     const int64_t r = row_of(&a, k), u = a.colidx[k];
     for (int64_t c = 0; c < W; c++) rdx[u * W + c] += (double)al[k * H + c / F] * dy[r * W + c];
