@@ -251,6 +251,16 @@ static void test_backward_refs(void **state) {
     for (int64_t h = 0; h < H; h++) gder[v * H + h] = der[v * ldr + h];
   assert_true(tu_close("edge_scores_bwd del", gdel, rdel, nc * H, 1e-6, 1e-5));
   assert_true(tu_close("edge_scores_bwd der", gder, rder, nr * H, 1e-6, 1e-5));
+  { /* bit for bit core/attn.h's per-element sums (the CUDA kernel's order) */
+    float *wdel = fbuf(nc * lde), *wder = fbuf(nr * ldr);
+    for (int64_t u = 0; u < nc; u++)
+      for (int64_t h = 0; h < H; h++) cg_attn_scores_bwd_src(&e, s, ds, H, 0.2f, wdel, lde, u, h);
+    for (int64_t v = 0; v < nr; v++)
+      for (int64_t h = 0; h < H; h++) cg_attn_scores_bwd_dst(&e, s, ds, H, 0.2f, wder, ldr, v, h);
+    for (int64_t u = 0; u < nc; u++) assert_memory_equal(&del[u * lde], &wdel[u * lde], (size_t)H * sizeof(float));
+    for (int64_t v = 0; v < nr; v++) assert_memory_equal(&der[v * ldr], &wder[v * ldr], (size_t)H * sizeof(float));
+    free(wdel); free(wder);
+  }
 
   /* softmax backward */
   float *ds2 = fbuf(m * H);
