@@ -43,9 +43,21 @@ static void cpu_edge_scores(struct cg_backend *be, const struct cg_edges *e, con
                             float *s) {
   ATTN_REQUIRE(heads >= 1 && lde >= heads && ldr >= heads, "edge_scores: heads %lld, strides %lld %lld",
                (long long)heads, (long long)lde, (long long)ldr);
-  const int64_t n = e->nrows * heads;
+  /* cg_attn_scores_rh's values a row at a time, heads innermost, LeakyReLU as x times a
+   * bit-mask-selected factor (x * 1 is x, x * slope is slope * x: the same bits) so that
+   * GCC keeps no branch on the sign */
 #pragma omp parallel for num_threads(nt_of(be)) schedule(static) if (e->nnz * heads >= ATTN_PAR_MIN)
-  for (int64_t i = 0; i < n; i++) cg_attn_scores_rh(e, el, lde, er, ldr, heads, slope, s, i / heads, i % heads);
+  for (int64_t r = 0; r < e->nrows; r++) {
+    const float *b = er + r * ldr;
+    for (int64_t k = e->rowptr[r]; k < e->rowptr[r + 1]; k++) {
+      const float *l = el + (int64_t)e->colidx[k] * lde;
+      float *sk = s + k * heads;
+      for (int64_t h = 0; h < heads; h++) {
+        const float x = l[h] + b[h];
+        sk[h] = x * pick_bits(x > 0.0f, 1.0f, slope);
+      }
+    }
+  }
 }
 
 static void cpu_edge_scores_bwd(struct cg_backend *be, const struct cg_edges *e, const float *s,

@@ -134,6 +134,13 @@ static void test_forward(void **state) {
   be1->edge_scores(be1, &e, el, lde, er, ldr, H, 0.2f, s);
   ref_scores(&a, el, lde, er, ldr, H, 0.2, rs);
   assert_true(tu_close("edge_scores", s, rs, m * H, 1e-6, 1e-6));
+  { /* bit for bit core/attn.h's values (the CUDA kernel's) */
+    float *ws = fbuf(m * H);
+    for (int64_t v = 0; v < nr; v++)
+      for (int64_t h = 0; h < H; h++) cg_attn_scores_rh(&e, el, lde, er, ldr, H, 0.2f, ws, v, h);
+    assert_memory_equal(s, ws, (size_t)(m * H) * sizeof(float));
+    free(ws);
+  }
 
   be1->edge_softmax(be1, &e, s, H, al);
   ref_softmax(&a, s, H, ra);
