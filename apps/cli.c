@@ -363,10 +363,11 @@ int cli_ranks_agree(struct comm *c, const char *text, const char *hint) {
   char **texts = NULL;
   if ((st = comm_gather_text(c, text, 0, &texts)) != CG_OK) goto done;
   if (rank == 0) {
-    char l0[320], lr[320];
+    char l0[320], lr[320], shown0[1280], shownr[1280]; /* (the values escaped: core/log.h) */
     first_difference(texts[0], texts[first], l0, lr, sizeof l0);
     fprintf(stderr, "capgnn: error: the ranks were not given the same settings: rank %d has %s where rank 0 has %s "
-            "(%d of %d ranks differ from rank 0): %s\n", first, lr, l0, differ, size, hint);
+            "(%d of %d ranks differ from rank 0): %s\n", first, cg_text_escape(shownr, sizeof shownr, lr),
+            cg_text_escape(shown0, sizeof shown0, l0), differ, size, hint);
   }
   comm_texts_free(texts, size);
   st = cg_err_set(CG_ERR_ARG, "the ranks were not given the same settings");

@@ -205,7 +205,9 @@ static int convert_cgr(const char *input, const char *output, enum graph_reorder
   if (st == CG_OK && checksum) *checksum = g.checksum;
   if (st == CG_OK && !quiet) {
     FILE *rep = cli_report_stream(output);
-    fprintf(rep, "%s -> %s in %.1f s: %lld vertices, order %s%s, checksum 0x%08x\n", input, output,
+    char shown[4200], shown2[4200]; /* (file names escaped: core/log.h) */
+    fprintf(rep, "%s -> %s in %.1f s: %lld vertices, order %s%s, checksum 0x%08x\n",
+            cg_text_escape(shown, sizeof shown, input), cg_text_escape(shown2, sizeof shown2, output),
             cg_time_now() - t0, (long long)g.n, graph_reorder_name(chosen),
             method == GRAPH_REORDER_AUTO ? " (auto)" : "", g.checksum);
   }
@@ -367,10 +369,12 @@ int cmd_convert(int argc, char **argv) {
   char nv[48];
   cg_progress_amount(nv, sizeof nv, (double)s.n, "");
   FILE *rep = cli_report_stream(output);
-  fprintf(rep, "converted %s (%s) -> %s in %.1f s\n", o.input, from, output, cg_time_now() - t0);
+  char shown[4200], shown2[4200]; /* (file names escaped: core/log.h) */
+  cg_text_escape(shown2, sizeof shown2, output);
+  fprintf(rep, "converted %s (%s) -> %s in %.1f s\n", cg_text_escape(shown, sizeof shown, o.input), from, shown2,
+          cg_time_now() - t0);
   fprintf(rep, "  name:     %s\n  vertices: %s\n", s.name, nv);
   import_stats_print(rep, &s, "  ");
-  fprintf(rep, "  file:     %s, checksum 0x%08x (capgnn info %s re-checks it)\n", size, s.checksum,
-          output);
+  fprintf(rep, "  file:     %s, checksum 0x%08x (capgnn info %s re-checks it)\n", size, s.checksum, shown2);
   return CAPGNN_EXIT_OK;
 }

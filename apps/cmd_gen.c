@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "apps/commands_internal.h"
+#include "core/log.h"
 #include "core/outfile.h"
 #include "core/status.h"
 #include "core/timer.h"
@@ -129,10 +130,12 @@ int cmd_gen(int argc, char **argv) {
   if (stat(output, &sb) == 0) cg_progress_amount(size, sizeof size, (double)sb.st_size, "B");
   cg_progress_amount(nv, sizeof nv, (double)g.n, "");
   cg_progress_amount(ne, sizeof ne, (double)g.m, "");
+  char shown[4200], shown2[4200]; /* (the user's strings escaped: core/log.h) */
   fprintf(cli_report_stream(output),
           "wrote %s: %s (generated in %.1f s): %s vertices, %s directed entries, %lld feature%s, %lld "
           "class%s%s; %s, checksum 0x%08x\n",
-         output, spec, t_gen, nv, ne, (long long)g.feat_dim, g.feat_dim == 1 ? "" : "s", (long long)g.num_classes,
+         cg_text_escape(shown, sizeof shown, output), cg_text_escape(shown2, sizeof shown2, spec), t_gen, nv, ne,
+         (long long)g.feat_dim, g.feat_dim == 1 ? "" : "s", (long long)g.num_classes,
          g.num_classes == 1 ? "" : "es",
          g.multilabel ? " (multi-label)" : "", size, g.checksum);
   graph_free(&g);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "apps/commands_internal.h"
+#include "core/log.h"
 #include "core/status.h"
 #include "core/timer.h"
 #include "graph/graph.h"
@@ -91,7 +92,8 @@ static int cmp_i64(const void *a, const void *b) {
 static void print_info(const struct graph *g) {
   char a[48], b[48], c[48], d[48], e[48];
   const int64_t n = g->n, nc = g->num_classes;
-  printf("name:       %s\n", g->name);
+  char shown[512]; /* (a name of a file written elsewhere: escaped, core/log.h) */
+  printf("name:       %s\n", cg_text_escape(shown, sizeof shown, g->name));
   printf("vertices:   %s\n", num(a, sizeof a, n));
   printf("edges:      %s undirected (%s directed CSR entries)\n", num(a, sizeof a, g->m / 2), num(b, sizeof b, g->m));
   if (g->sparse_feat)
@@ -174,8 +176,9 @@ static int is_checkpoint(const char *path) {
 
 static int info_checkpoint(const char *path) {
   struct rt_checkpoint c;
+  char shown[4200], shown2[4200]; /* (the user's strings escaped: core/log.h, cg_text_escape) */
   if (rt_checkpoint_read(path, &c) != CG_OK) {
-    printf("file:       %s (a capgnn checkpoint)\n", path);
+    printf("file:       %s (a capgnn checkpoint)\n", cg_text_escape(shown, sizeof shown, path));
     printf("checksum:   FAILED: %s\n", cg_err_msg());
     return CAPGNN_EXIT_FAILURE;
   }
@@ -183,9 +186,10 @@ static int info_checkpoint(const char *path) {
   if (c.input_dropout >= 0.0f) snprintf(in, sizeof in, "%g", (double)c.input_dropout);
   char att[32] = "as dropout";
   if (c.attn_dropout >= 0.0f) snprintf(att, sizeof att, "%g", (double)c.attn_dropout);
-  printf("file:       %s (training checkpoint)\n", path);
+  printf("file:       %s (training checkpoint)\n", cg_text_escape(shown, sizeof shown, path));
   printf("graph:      %s%s%s%s, %lld vertices, %lld feature%s, %lld class%s, checksum 0x%08x, feat-norm %s\n",
-         c.graph, c.graph_spec[0] ? " (" : "", c.graph_spec, c.graph_spec[0] ? ")" : "", (long long)c.nodes,
+         cg_text_escape(shown, sizeof shown, c.graph), c.graph_spec[0] ? " (" : "",
+         cg_text_escape(shown2, sizeof shown2, c.graph_spec), c.graph_spec[0] ? ")" : "", (long long)c.nodes,
          (long long)c.features, c.features == 1 ? "" : "s", (long long)c.classes, c.classes == 1 ? "" : "es",
          c.graph_checksum, c.feat_norm_row ? "row" : "none");
   printf("model:      %s, %d layer%s, hidden %lld%s, dropout %g (input %s), %lld parameters\n",
@@ -243,6 +247,7 @@ int cmd_info(int argc, char **argv) {
   }
   const char *what = argv[optind];
   if (is_checkpoint(what)) return info_checkpoint(what);
+  char shown[4200], shown2[4200]; /* (file names escaped: core/log.h, cg_text_escape) */
   struct graph g;
   double t0 = cg_time_now();
   int st = graph_open(what, &g);
@@ -255,10 +260,10 @@ int cmd_info(int argc, char **argv) {
       const char *kind = not_cgr_kind(path);
       if (kind) { /* not a damaged graph: another kind of file */
         fprintf(stderr, "capgnn: error: %s: %s, not a capgnn graph (.cgr) or checkpoint; capgnn info reads those "
-                "(capgnn convert makes a .cgr from other formats)\n", path, kind);
+                "(capgnn convert makes a .cgr from other formats)\n", cg_text_escape(shown, sizeof shown, path), kind);
         return CAPGNN_EXIT_FAILURE;
       }
-      printf("file:       %s\n", path);
+      printf("file:       %s\n", cg_text_escape(shown, sizeof shown, path));
       print_raw_header(path);
       printf("checksum:   FAILED: %s\n", cg_err_msg());
     } else {
@@ -270,20 +275,20 @@ int cmd_info(int argc, char **argv) {
                         rt_checkpoint_seed_file(what, seed, sizeof seed) && is_checkpoint(seed);
       if (found)
         fprintf(stderr, "capgnn: error: %s: no such file (a --seeds run writes one checkpoint per seed: %s, ...)\n",
-                what, seed);
+                cg_text_escape(shown, sizeof shown, what), cg_text_escape(shown2, sizeof shown2, seed));
       else
         fprintf(stderr, "capgnn: error: %s\n", cg_err_msg()[0] ? cg_err_msg() : cg_status_str(cg_err_status()));
     }
     return CAPGNN_EXIT_FAILURE;
   }
   if (strncmp(what, "synth:", 6) == 0) {
-    printf("source:     generated from '%s' in %.2f s (no file)\n", what, dt);
+    printf("source:     generated from '%s' in %.2f s (no file)\n", cg_text_escape(shown, sizeof shown, what), dt);
   } else {
     struct stat sb;
     char path[4200], size[48] = "?";
     if (!graph_path(what, path, sizeof path)) snprintf(path, sizeof path, "%s", what); /* (as graph_open found it) */
     if (stat(path, &sb) == 0) cg_progress_amount(size, sizeof size, (double)sb.st_size, "B");
-    printf("file:       %s (%s, read and checked in %.2f s)\n", path, size, dt);
+    printf("file:       %s (%s, read and checked in %.2f s)\n", cg_text_escape(shown, sizeof shown, path), size, dt);
     struct graph_cgr *f = NULL;
     if (graph_cgr_open(path, &f) == CG_OK) {
       if (graph_cgr_version(f) == 1) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "apps/commands_internal.h"
+#include "core/log.h"
 #include "core/outfile.h"
 #include "core/status.h"
 #include "graph/graph.h"
@@ -396,13 +397,14 @@ int cmd_partition(int argc, char **argv) {
   if (no_cache) st = part_assign(&g, &o, owner);
   else st = part_assign_cached(&g, &o, cache, owner, &reused);
   if (st != CG_OK) goto done;
+  char shown[4800]; /* (file names, a profile's name: escaped, core/log.h) */
   if (!no_cache) {
     char path[4096];
     /* A failed save is only a warning in part_assign_cached: say so here too rather
      * than name a file that does not exist. */
     struct stat sb; /* (a folder in the file's place also passes access()) */
     if (part_cache_path(&g, &o, cache, path, sizeof path) == CG_OK)
-      printf("partition set: %s (%s)\n", path,
+      printf("partition set: %s (%s)\n", cg_text_escape(shown, sizeof shown, path),
              reused ? "reused"
              : stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && access(path, R_OK) == 0 ? "computed"
                                                                                        : "computed, not saved");
@@ -416,7 +418,7 @@ int cmd_partition(int argc, char **argv) {
   if (st != CG_OK) goto done;
   if (predict) {
     printf("predicted epoch per rank (%s %d x %lld, rates: %s):\n", sage ? "sage" : "gcn", layers, (long long)hidden,
-           what);
+           cg_text_escape(shown, sizeof shown, what));
     printf("%6s %11s %11s %11s %11s %11s %11s %12s\n", "part", "capability", "target", "share", "compute_ms",
            "comm_ms", "lambda_ms", "memory_MiB");
     for (int p = 0; p < parts; p++)
@@ -435,7 +437,7 @@ int cmd_partition(int argc, char **argv) {
     if (st == CG_OK) st = rapa_report_html(prof, &split, label, html);
     rapa_profile_destroy(&prof);
     if (st != CG_OK) goto done;
-    printf("report: %s\n", html);
+    printf("report: %s\n", cg_text_escape(shown, sizeof shown, html));
   }
   if (json && predict) {
     st = write_json_rapa(&s, json, &split, &shape, what);
@@ -447,7 +449,7 @@ int cmd_partition(int argc, char **argv) {
     if (st != CG_OK) goto done;
   }
   /* say where the statistics went, as the report above and every other command's outputs */
-  if (json) fprintf(cli_report_stream(json), "statistics: %s\n", json);
+  if (json) fprintf(cli_report_stream(json), "statistics: %s\n", cg_text_escape(shown, sizeof shown, json));
   if (check) st = check_all_ranks(&g, owner, parts);
 done:
 #ifdef CAPGNN_HAVE_RAPA

@@ -14,6 +14,7 @@
 
 #include "apps/commands_internal.h"
 #include "core/ops.h"
+#include "core/log.h"
 #include "core/outfile.h"
 #include "core/progress.h"
 #include "core/status.h"
@@ -531,8 +532,10 @@ int cmd_plan(int argc, char **argv) {
   }
   shape.layer0_exchange = cache ? l0x_cache : l0x_plain; /* the plan the table shows */
   if (cache && l0x_cache != l0x_plain) l0_why = "auto: local with the halo cache, which serves the hidden layers only";
+  char shown[4800]; /* (a graph's and a profile's name escaped: core/log.h) */
   if (table) {
-    printf("plan: %s, %d rank%s on %d node%s (%d machine%s), %d thread%s per rank\n", g.name, parts,
+    printf("plan: %s, %d rank%s on %d node%s (%d machine%s), %d thread%s per rank\n",
+           cg_text_escape(shown, sizeof shown, g.name), parts,
            parts == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", po.hosts, po.hosts == 1 ? "" : "s", po.threads,
            po.threads == 1 ? "" : "s");
     double over = 1.0;
@@ -549,14 +552,16 @@ int cmd_plan(int argc, char **argv) {
     printf("  model: %s %d x %lld, dropout %g (input %g); %s partition%s\n", model, layers, (long long)hidden,
            (double)shape.dropout, (double)shape.input_dropout, part_method_name(method), reused ? " (reused)" : "");
     printf("  layer 0: %s (%s)\n", shape.layer0_exchange ? "exchange" : "local", l0_why);
-    printf("  rates: %s: GEMM %.1f GFLOP/s, SpMM %.3f G nonzero-columns/s, memory %.1f GB/s\n", rates_what,
+    printf("  rates: %s: GEMM %.1f GFLOP/s, SpMM %.3f G nonzero-columns/s, memory %.1f GB/s\n",
+           cg_text_escape(shown, sizeof shown, rates_what),
            rates[0].gemm_flops / 1e9, rates[0].spmm_rate / 1e9, rates[0].mem_bps / 1e9);
     if (rates[0].csr_rate > 0)
       printf("  sparse features: csr_mm %.3f, csr_mm_t %.3f G nonzero-columns/s, dropout %.3f G entries/s\n",
              rates[0].csr_rate / 1e9, rates[0].csr_t_rate / 1e9, rates[0].csr_drop_eps / 1e9);
     if (parts > 1)
       printf("  links: %s: %.2f GB/s, %.2f us within a node; %.2f GB/s, %.2f us between nodes; all-reduce %s\n",
-             links_what, po.bw_intra / 1e9, po.lat_intra * 1e6, po.bw_inter / 1e9, po.lat_inter * 1e6,
+             cg_text_escape(shown, sizeof shown, links_what), po.bw_intra / 1e9, po.lat_intra * 1e6, po.bw_inter / 1e9,
+             po.lat_inter * 1e6,
              rapa_allreduce_name(po.allreduce));
     print_plan(&plans[cache], cache ? "with the halo cache (jaca, exact)" : "without the halo cache");
     printf("\n%-28s %12s %16s %16s %16s\n", "", "epoch_ms", "halo_bytes", "inter_node_bytes", "allreduce_bytes");
@@ -632,7 +637,8 @@ int cmd_plan(int argc, char **argv) {
     st = write_text(json, text);
     cJSON_free(text);
     /* say where it went ('-': the JSON is the output) */
-    if (st == CG_OK && table) fprintf(cli_report_stream(json), "\nwrote the plan to %s\n", json);
+    if (st == CG_OK && table)
+      fprintf(cli_report_stream(json), "\nwrote the plan to %s\n", cg_text_escape(shown, sizeof shown, json));
   }
 done:
   cJSON_Delete(root);

@@ -922,11 +922,11 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   if (bad_threads != -1) {
     if (bad_threads == -2 && rank == 0) fprintf(stderr, "capgnn: error: %s\n", err_text());
     else if (rank == bad_threads) {
-      char rank_str[24];
+      char rank_str[24], shown[1024]; /* (the option's value escaped: core/log.h) */
       snprintf(rank_str, sizeof rank_str, "%d, ", rank);
       fprintf(stderr, "capgnn: error: %s%s--threads %s has %d values but the job has %d rank%s: give one count for "
               "all ranks or one per rank (see capgnn train --help)\n", rank ? "on rank " : "", rank ? rank_str : "",
-              par->threads_list,
+              cg_text_escape(shown, sizeof shown, par->threads_list),
               par->nthreads, size, size == 1 ? "" : "s");
     }
     comm_finalize(&c);
@@ -1456,10 +1456,11 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   /* --seed N on the command line with a settings file's `seeds = ...`: the command line
    * wins over every file, so this is one run of seed N (a rerun of one seed of a sweep's
    * file, or the resume of its FILE.seedN, which --seeds refuses) */
+  char shown[4200]; /* (a settings file's name escaped: core/log.h) */
   if (seeds.n > 0 && from_seeds && seed_on_cli) {
     if (cli_speaks())
       fprintf(stderr, "capgnn: note: --seeds from %s left out: the command line's --seed %llu makes this one "
-              "run\n", from_seeds, (unsigned long long)cfg.seed);
+              "run\n", cg_text_escape(shown, sizeof shown, from_seeds), (unsigned long long)cfg.seed);
     seeds.n = 0;
   }
   { /* settings of one model, schedule or kind of run given with another: refused when the
@@ -1500,7 +1501,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
                            !strcmp(rules[k].opt, "--seed") ? ", or give the seed in --seeds" : "");
       if (cli_speaks())
         fprintf(stderr, "capgnn: note: %s from %s applies to %s, and this run is %s: left out\n", rules[k].opt,
-                rules[k].from, rules[k].applies, now);
+                cg_text_escape(shown, sizeof shown, rules[k].from), rules[k].applies, now);
     }
     if (cfg.model != RT_MODEL_GAT) cfg.heads = def.heads, cfg.out_heads = def.out_heads, cfg.attn_dropout = def.attn_dropout;
     if (cfg.lr_schedule != RT_LR_STEP) cfg.lr_step_size = def.lr_step_size, cfg.lr_gamma = def.lr_gamma;

@@ -14,6 +14,7 @@
 
 #include "apps/commands_internal.h"
 #include "apps/config_file_internal.h"
+#include "core/log.h"
 
 extern char **environ;
 
@@ -84,7 +85,9 @@ void cli_env_warn_unknown(void) {
       if (len > k && !strncmp(name, read_by_code[i], k) && name[k] == '_') best = read_by_code[i];
     }
     if (!best) best = config_option_suggest(name, names);
+    char shown[512]; /* (escaped: a control byte in the name reaches no terminal raw) */
     fprintf(stderr, "capgnn: warning: environment variable %s is not one capgnn reads: it is ignored%s%s%s\n",
-            name, best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
+            cg_text_escape(shown, sizeof shown, name), best ? " (did you mean " : "", best ? best : "",
+            best ? "?)" : "");
   }
 }

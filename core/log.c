@@ -23,9 +23,11 @@ static void log_init(void) {
     else if (!strcasecmp(lv, "warn")) log_level = CG_LOG_WARN;
     else if (!strcasecmp(lv, "info")) log_level = CG_LOG_INFO;
     else if (!strcasecmp(lv, "debug")) log_level = CG_LOG_DEBUG;
-    else if (*lv)
+    else if (*lv) {
+      char shown[256]; /* (escaped: a control byte in the value reaches no terminal raw) */
       fprintf(stderr, "[%s] WARN CAPGNN_LOG_LEVEL='%s' is not error, warn, info or debug; using info\n",
-              cg_hostname(), lv);
+              cg_hostname(), cg_text_escape(shown, sizeof shown, lv));
+    }
   }
   const char *ss = getenv("CAPGNN_LOG_SUBSYS");
   if (ss) snprintf(log_subsys, sizeof log_subsys, ",%s,", ss);

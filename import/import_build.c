@@ -375,10 +375,14 @@ int import_check_split(const struct graph *g, const char *split_source, const ch
 
 void import_note(struct import_stats *st, const char *fmt, ...) {
   if (st->nnotes >= IMPORT_MAX_NOTES) return;
+  /* escaped as an error is (core/log.h): a file name quoted in it brings no raw control
+   * byte to the terminal that prints it */
+  char text[sizeof st->notes[0]];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(st->notes[st->nnotes++], sizeof st->notes[0], fmt, ap);
+  vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
+  cg_text_escape(st->notes[st->nnotes++], sizeof st->notes[0], text);
 }
 
 /* ---- paths ------------------------------------------------------------------------ */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/outfile.h"
 #include "core/status.h"
 #include "partition/part_internal.h"
@@ -129,7 +130,9 @@ fail:
 }
 
 void part_stats_print(FILE *f, const struct part_stats *s) {
-  fprintf(f, "partition of '%s' (checksum 0x%08x)%s%s: %d parts, %d-hop halo\n", s->graph,
+  char shown[4 * sizeof s->graph]; /* (a name of a file written elsewhere: escaped, core/log.h) */
+  fprintf(f, "partition of '%s' (checksum 0x%08x)%s%s: %d parts, %d-hop halo\n",
+          cg_text_escape(shown, sizeof shown, s->graph),
           s->checksum, s->method[0] ? ", method " : "", s->method, s->nparts, s->hops);
   fprintf(f, "%6s %10s %10s %12s %12s %11s\n", "part", "inner", "halo", "edges", "outer_edges",
           "halo/inner");

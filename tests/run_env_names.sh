@@ -7,7 +7,8 @@
 #     every known one gets a warning without a suggestion; a known name with a word added
 #     (CAPGNN_DATA_DIR) gets the known one; known names and the scripts'
 #     own (CAPGNN_TEST_LABELS) none; the command still runs (exit 0);
-#  3. under mpiexec -n 2 the warning is printed once (rank 0).
+#  3. under mpiexec -n 2 the warning is printed once (rank 0);
+#  4. a control byte in a variable's name (or CAPGNN_LOG_LEVEL's value) is shown as \xNN.
 set -u
 src=$1 capgnn=$2 mpiexec=${3:-}
 dir=$(mktemp -d)
@@ -33,6 +34,14 @@ grep -q "CAPGNN_DATA_DIR is not one capgnn reads: it is ignored (did you mean CA
 env CAPGNN_XYZZY_PLUGH=1 "$capgnn" --version >/dev/null 2>"$dir/err2"
 grep -q "CAPGNN_XYZZY_PLUGH is not one capgnn reads: it is ignored$" "$dir/err2" ||
   say "no warning (or a suggestion) for a name far from every known one"
+# a control byte in a name warned about, or in a value warned about, is shown escaped (\xNN),
+# never raw on the terminal (core/log.h, cg_text_escape)
+env "CAPGNN_X"$'\x1b'"[31mY=1" CAPGNN_LOG_LEVEL=$'lo\x07ud' "$capgnn" info synth:tiny >/dev/null 2>"$dir/err6"
+grep -qF 'environment variable CAPGNN_X\x1b[31mY is not one capgnn reads' "$dir/err6" ||
+  say "a control byte in an unknown variable's name not shown escaped"
+grep -qF "CAPGNN_LOG_LEVEL='lo\x07ud' is not error" "$dir/err6" ||
+  say "a control byte in CAPGNN_LOG_LEVEL's value not shown escaped"
+! grep -q $'[\x07\x1b]' "$dir/err6" || { say "a raw control byte reached stderr:"; cat -v "$dir/err6"; }
 env CAPGNN_LOG_LEVEL=warn CAPGNN_TEST_LABELS=unit "$capgnn" --version >/dev/null 2>"$dir/err3"
 [ ! -s "$dir/err3" ] || { say "known names warned:"; cat "$dir/err3"; }
 

@@ -127,6 +127,33 @@ static void test_gen_info(void **state) {
   run_free(&r);
 }
 
+/* A control byte in a file name (or a spec) comes out escaped as \xNN, never raw on the
+ * terminal: gen's report, info's "file:" line on stdout and its error about a file of
+ * another kind (core/log.h, cg_text_escape); a normal name is printed as it was. */
+static void test_control_bytes_escaped(void **state) {
+  (void)state;
+  struct run r = run(NULL, "gen tiny -o '%s/ta\x1b[31mb.cgr'", tmpdir);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "wrote "));
+  assert_non_null(strstr(r.out, "/ta\\x1b[31mb.cgr: synth:tiny (generated in"));
+  assert_null(strpbrk(r.out, "\x1b\x07"));
+  run_free(&r);
+  r = run(NULL, "info '%s/ta\x1b[31mb.cgr'", tmpdir);
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "/ta\\x1b[31mb.cgr ("));
+  assert_non_null(strstr(r.out, "checksum:   OK"));
+  assert_null(strpbrk(r.out, "\x1b\x07"));
+  run_free(&r);
+  char other[4200];
+  snprintf(other, sizeof other, "%s/no\x07t.txt", tmpdir);
+  assert_int_equal(gt_write(other, "hello\n", 6), 0);
+  r = run(NULL, "info '%s'", other);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "/no\\x07t.txt: an unknown kind of file, not a capgnn graph"));
+  assert_null(strpbrk(r.err, "\x1b\x07"));
+  run_free(&r);
+}
+
 /* The .cgr version written: --block-shift implies version 2 (refused with version 1), and
  * convert --from cgr keeps its input's version and block size unless told otherwise. */
 static unsigned cgr_version_of(const char *path) {
@@ -1257,6 +1284,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gen_info),
       cmocka_unit_test(test_cgr_versions),
+      cmocka_unit_test(test_control_bytes_escaped),
       cmocka_unit_test(test_value_is_option),
       cmocka_unit_test(test_convert),
       cmocka_unit_test(test_convert_reorder_checksum),
