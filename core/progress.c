@@ -135,7 +135,9 @@ size_t cg_progress_format(char *buf, size_t len, const char *what, int64_t done,
 
 void cg_progress_begin(struct cg_progress *p, const char *what, int64_t total, const char *unit) {
   memset(p, 0, sizeof *p);
-  snprintf(p->what, sizeof p->what, "%s", what ? what : "");
+  /* escaped (core/log.h): a file name in it brings no raw control byte to the line that
+   * this file redraws with its own \r and erase codes */
+  cg_text_escape(p->what, sizeof p->what, what ? what : "");
   snprintf(p->unit, sizeof p->unit, "%s", unit ? unit : "");
   p->total = total;
   p->mode = (int)cg_progress_effective_mode();

@@ -88,6 +88,17 @@ static char *capture(enum cg_progress_mode mode, int updates) {
   return s;
 }
 
+/* A control byte in what is shown (a file's name) is kept escaped as \xNN: the line's own
+ * \r and erase codes are the only ones that reach the terminal. */
+static void test_what_escaped(void **state) {
+  (void)state;
+  struct cg_progress p;
+  cg_progress_set_mode(CG_PROGRESS_OFF);
+  cg_progress_begin(&p, "loading a\x1b[2Jb\x07.cgr", 100, "B");
+  assert_string_equal(p.what, "loading a\\x1b[2Jb\\x07.cgr");
+  cg_progress_cancel(&p);
+}
+
 static void test_modes(void **state) {
   (void)state;
   char *s = capture(CG_PROGRESS_TTY, 100);
@@ -112,6 +123,7 @@ int main(void) {
       cmocka_unit_test(test_amounts),
       cmocka_unit_test(test_lines),
       cmocka_unit_test(test_modes),
+      cmocka_unit_test(test_what_escaped),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
