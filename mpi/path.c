@@ -182,8 +182,7 @@ static void announce(struct comm *c, const struct comm_sel *sel, int auto_req, c
   }
   switch (sel->path) {
     case COMM_PATH_HOST:
-      LOG_INFO("mpi", "communication path: host (CPU backend: MPI on host memory)%s",
-               auto_req ? "" : "; the requested --comm applies to GPU ranks only");
+      LOG_INFO("mpi", "communication path: host (CPU backend: MPI on host memory)"); /* (a --comm given: warned) */
       break;
     case COMM_PATH_NCCL:
       LOG_INFO("mpi", "communication path: nccl (%s)", why);
@@ -312,9 +311,9 @@ int comm_path_select(struct comm *c, struct cg_backend *be, struct comm_sel *sel
 
   if (cls == BE_HOST) {
     sel->path = COMM_PATH_HOST;
-    if (req != COMM_PATH_AUTO && !c->warned_host_forced) {
-      LOG_WARN("mpi", "--comm %s applies to device backends; the CPU backend uses host memory",
-               comm_path_name(req));
+    if (req != COMM_PATH_AUTO && !c->warned_host_forced) { /* every rank's case: rank 0 says it */
+      LOG_WARN_COMMON("mpi", "--comm %s applies to GPU ranks; device auto did not find a GPU on every rank, so the "
+                      "run is on the CPU backend (host memory)", comm_path_name(req));
       c->warned_host_forced = 1;
     }
   } else if (cls == BE_OTHER) {

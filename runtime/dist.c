@@ -1029,6 +1029,16 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
       LOG_WARN_COMMON("dist", "one rank: %s nothing to do (the whole graph is this rank's, with no halo); the "
                       "run is the exact one-rank training", o->prune_eps > 0 ? "--prune-halo has" : "--partition "
                       "rapa has");
+    /* a GPU path asked for, and device auto found no GPU: said once, as several ranks say
+     * it (mpi/path.c), not left silent */
+#ifdef CAPGNN_HAVE_CUDA
+    const int no_gpu = cg_cuda_device_count() <= 0;
+#else
+    const int no_gpu = 1;
+#endif
+    if (path != COMM_PATH_AUTO && no_gpu && (!cfg->device || !strcmp(cfg->device, "auto")))
+      LOG_WARN_COMMON("dist", "--comm %s applies to GPU ranks; device auto found no GPU, so the run is on the CPU "
+                      "backend (host memory)", comm_path_name(path));
     return rt_run_checked(cfg, res);
   }
   struct cg_backend *be = NULL, *inner = NULL; /* inner: under the CAPGNN_PROFILE_OPS wrapper */

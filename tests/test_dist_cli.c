@@ -464,6 +464,25 @@ int main(int argc, char **argv) {
     free(out);
   }
 
+  /* ---- --comm nccl with --device auto that finds no GPU: one warning for the job (rank
+   * 0's), on one rank as on two (one rank said nothing; two ranks said it once each) ---- */
+  for (int np = 1; np <= 2; np++) {
+    snprintf(log, sizeof log, "%s/comm_nogpu%d.log", g_dir, np);
+    char launch[700] = "";
+    if (np > 1) snprintf(launch, sizeof launch, "%s -n %d %s", mpiexec, np, mpi);
+    snprintf(cmd, sizeof cmd, "%s %s --graph synth:tiny --epochs 1 --device auto --comm nccl --threads 1 "
+             "--no-part-cache --quiet", launch, capgnn);
+    int rc = run(cmd, log);
+    char *out = slurp(log);
+    int lines = 0;
+    for (const char *p = out; p && (p = strstr(p, "--comm nccl applies to GPU ranks")) != NULL; p++) lines++;
+    const int cpu = out && strstr(out, "parameters, device cpu") != NULL; /* (a GPU here: no warning) */
+    CHECK(rc == 0, "`%s` exited %d:\n%s", cmd, rc, out ? out : "");
+    CHECK(lines == (cpu ? 1 : 0), "`%s` on %s: %d warnings that --comm applies to GPU ranks (expected %d):\n%s", cmd,
+          cpu ? "the CPU" : "GPUs", lines, cpu ? 1 : 0, out ? out : "");
+    free(out);
+  }
+
   /* ---- usage errors (found before MPI starts, the same on every rank): one line for the
    * job, from rank 0, not one per rank (issue #18, item 7) ---- */
   {
