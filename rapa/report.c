@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/outfile.h"
 #include "core/status.h"
 #include "rapa/balance.h"
@@ -61,14 +62,19 @@ static int peak_index(const cJSON *arr) {
 void rapa_report_text(const struct rapa_profile *p, FILE *out) {
   const cJSON *root = p->root, *ranks = get(root, "ranks"), *links = get(root, "links");
   const int n = cJSON_GetArraySize(ranks);
+  /* the file's strings (the command's arguments, host names) shown with their control
+   * bytes escaped (core/log.h): the report is read on a terminal */
+  char e1[16384], e2[1024], e3[1024], e4[1024];
   fprintf(out, "# capgnn profile: %d rank%s%s, created %s\n", n, n == 1 ? "" : "s",
-          cJSON_IsTrue(get(root, "quick")) ? " (--quick)" : "", str(root, "created"));
-  fprintf(out, "# command: %s\n#\n", str(root, "command"));
+          cJSON_IsTrue(get(root, "quick")) ? " (--quick)" : "", cg_text_escape(e2, sizeof e2, str(root, "created")));
+  fprintf(out, "# command: %s\n#\n", cg_text_escape(e1, sizeof e1, str(root, "command")));
   for (int r = 0; r < n; r++) {
     const cJSON *d = at(ranks, r);
-    fprintf(out, "#  Rank %2d Host %-12s Node %d Key %-24s %s [%s %s]\n", r, str(d, "host"), (int)num(d, "node"),
-            str(d, "key"), rapa_profile_describe(p, r), cJSON_IsTrue(get(d, "reused")) ? "reused, measured" : "measured",
-            str(d, "measured"));
+    fprintf(out, "#  Rank %2d Host %-12s Node %d Key %-24s %s [%s %s]\n", r,
+            cg_text_escape(e1, sizeof e1, str(d, "host")), (int)num(d, "node"),
+            cg_text_escape(e2, sizeof e2, str(d, "key")), cg_text_escape(e3, sizeof e3, rapa_profile_describe(p, r)),
+            cJSON_IsTrue(get(d, "reused")) ? "reused, measured" : "measured",
+            cg_text_escape(e4, sizeof e4, str(d, "measured")));
   }
   fprintf(out, "#\n# MM (GEMM, fp32): GFLOP/s\n# %9s %9s %9s", "m", "n", "k");
   for (int r = 0; r < n; r++) fprintf(out, "   rank %-3d", r);
@@ -89,7 +95,7 @@ void rapa_report_text(const struct rapa_profile *p, FILE *out) {
   }
   const cJSON *sp0 = get(at(ranks, 0), "spmm");
   fprintf(out, "#\n# SpMM (%s: %.0f rows, %.0f nonzeros): gathered GB/s (G nonzero-columns/s)\n# %9s",
-          str(sp0, "graph"), num(sp0, "rows"), num(sp0, "nnz"), "width");
+          cg_text_escape(e1, sizeof e1, str(sp0, "graph")), num(sp0, "rows"), num(sp0, "nnz"), "width");
   for (int r = 0; r < n; r++) fprintf(out, "          rank %-3d", r);
   fprintf(out, "\n");
   for (int i = 0; i < cJSON_GetArraySize(get(sp0, "results")); i++) {
@@ -120,7 +126,7 @@ void rapa_report_text(const struct rapa_profile *p, FILE *out) {
   }
   for (int r = 0; r < n; r++) {
     const cJSON *pe = get(get(at(ranks, r), "idt"), "peer");
-    fprintf(out, "#  rank %d GPU-to-GPU peer copies: %s\n", r, str(pe, "note"));
+    fprintf(out, "#  rank %d GPU-to-GPU peer copies: %s\n", r, cg_text_escape(e1, sizeof e1, str(pe, "note")));
     for (int i = 0; i < cJSON_GetArraySize(get(pe, "results")); i++) {
       const cJSON *e = at(get(pe, "results"), i);
       fprintf(out, "#    to device %.0f: %.2f GB/s\n", num(e, "peer"), num(e, "gbs"));

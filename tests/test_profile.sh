@@ -16,7 +16,8 @@
 #  5b. without --threads, profile and train key a device by the same default thread count;
 #  6. usage errors: --gpu-share with --device cpu, a --threads list that does not fit
 #     the rank count; --gpu-share without an MPS daemon (no GPU needed: the check comes
-#     before any CUDA call); a cache folder that cannot be made, on every rank or on one.
+#     before any CUDA call); a cache folder that cannot be made, on every rank or on one;
+#  7. a control byte in the command's arguments is shown escaped in the text table.
 # OUTDIR keeps p.json and r.html for the browser check (test_profile_report).
 set -u
 capgnn=$1 mpiexec=$2 schema=$3 out=$4
@@ -213,6 +214,13 @@ if [ -e /dev/nvidiactl ]; then # a GPU host: the daemon's absence is named
 else
   has u4.err "has no NVIDIA GPU (no /dev/nvidiactl)"
 fi
+
+# 7. the text table shows the command's arguments with their control bytes escaped (\xNN),
+# never raw on the terminal (a file name with an ESC in it)
+"$capgnn" profile --device cpu --quick --json "e"$'\x1b'"[31m.json" >e1.out 2>e1.err || bad "a --json name with an ESC: exit $?"
+grep -qF '# command: capgnn profile --device cpu --quick --json e\x1b[31m.json' e1.out ||
+  { bad "the command line not shown escaped"; cat -v e1.out | sed 's/^/    /'; }
+! grep -q $'\x1b' e1.out e1.err || bad "a raw ESC reached the terminal"
 
 [ $fail -eq 0 ] && echo "test_profile: ok" || echo "test_profile: FAILED"
 exit $fail
