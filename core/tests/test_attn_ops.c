@@ -520,6 +520,185 @@ static void test_edge_dropout(void **state) {
   cg_csr_free(&b);
 }
 
+/* ---------------------------------------------------------------- edge cases of the CPU loops */
+
+/* A CSR of the given degrees, each row's columns distinct ((7 r + 13 j) mod ncols, 13
+ * coprime with ncols). */
+static void make_deg_graph(struct cg_csr *a, int64_t nrows, int64_t ncols, const int64_t *deg) {
+  int64_t nnz = 0;
+  for (int64_t r = 0; r < nrows; r++) nnz += deg[r];
+  assert_int_equal(cg_csr_alloc(a, nrows, ncols, nnz, 0), CG_OK);
+  for (int64_t r = 0; r < nrows; r++) a->rowptr[r + 1] = a->rowptr[r] + deg[r];
+  for (int64_t r = 0; r < nrows; r++)
+    for (int64_t j = 0; j < deg[r]; j++) a->colidx[a->rowptr[r] + j] = (int32_t)((7 * r + 13 * j) % ncols);
+}
+
+/* got and want hold the same bits, a NaN matching any NaN: a sum that meets two NaNs
+ * returns one of them by the order the compiler gives the operands (x86 returns the
+ * first; GCC may swap the operands of a commutative + or *), so the sign and payload of
+ * a NaN are not part of the contract. Returns the number of NaNs of other bits. */
+static int64_t assert_same_bits_nan(const char *what, const float *got, const float *want, int64_t n) {
+  int64_t nan_diff = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (memcmp(&got[i], &want[i], sizeof(float)) == 0) continue;
+    if (isnan(got[i]) && isnan(want[i])) {
+      nan_diff++;
+      continue;
+    }
+    print_message("  %s[%lld]: %.9g, want %.9g\n", what, (long long)i, (double)got[i], (double)want[i]);
+    fail();
+  }
+  if (nan_diff) print_message("  %s: %lld NaNs of another sign or payload\n", what, (long long)nan_diff);
+  return nan_diff;
+}
+
+/* Values of every kind (both zeros, subnormal, huge, infinite, NaN) among random ones. */
+static void odd_values(struct tu_rng *rng, float *x, int64_t n) {
+  static const float odd[] = {0.0f, -0.0f, 1e-40f, -1e-40f, 3e38f, -3e38f, INFINITY, -INFINITY, NAN, 1.0f};
+  for (int64_t i = 0; i < n; i++)
+    x[i] = i % 7 == 3 ? odd[(i / 7) % (int64_t)(sizeof odd / sizeof *odd)] : (float)tu_unif(rng, -2, 2);
+}
+
+/* edge_dropout and csr_dropout (AVX2 kernels where the CPU has them) against the scalar
+ * rules of core/attn.h bit for bit: H = 1, 3, 4, 5, 8 (heads past a group of 4 masked),
+ * 1 and 3 threads (both above the parallel threshold), rows without edges at and next
+ * to every thread's block boundary and at both ends, more threads than rows with edges,
+ * in place and not, odd input values. */
+static void test_dropout_kernels_edges(void **state) {
+  (void)state;
+  struct tu_rng rng = {2026};
+  const struct cg_dropout_key key = {0xfeedface12345678ull, 9, 3};
+  const float p = 0.35f, scale = 1.0f / (1.0f - p);
+  /* graph 0: 301 rows, empty ones at the ends and around n t / 3; graph 1: 2 rows of
+   * 1100 edges (3 threads, 2 rows: a thread without rows); graph 2: 302 rows, none empty */
+  const int64_t nrs[3] = {301, 2, 302}, ncs[3] = {311, 1201, 311};
+  for (int gi = 0; gi < 3; gi++) {
+    const int64_t nr = nrs[gi], nc = ncs[gi];
+    int64_t *deg = calloc((size_t)nr, sizeof *deg);
+    for (int64_t r = 0; r < nr; r++) deg[r] = gi == 1 ? 1100 : 1 + tu_int(&rng, 2 * r % 29 + 1);
+    if (gi == 0)
+      for (int64_t r = 0; r < nr; r++)
+        for (int t = 0; t <= 3; t++) {
+          const int64_t b = nr * t / 3;
+          if (r >= b - 2 && r <= b + 1) deg[r] = 0;
+        }
+    struct cg_csr a = {0};
+    make_deg_graph(&a, nr, nc, deg);
+    struct cg_edges e;
+    assert_int_equal(cg_edges_upload(be1, &a, &e), CG_OK);
+    int32_t *gid = calloc((size_t)nc, sizeof(int32_t));
+    for (int64_t i = 0; i < nc; i++) gid[i] = (int32_t)(5 * i + 2);
+    const int64_t Hs[5] = {1, 3, 4, 5, 8};
+    for (int hi = 0; hi < 5; hi++) {
+      const int64_t H = Hs[hi], n = a.nnz * H;
+      float *in = fbuf(n), *ref = fbuf(n), *o1 = fbuf(n), *o3 = fbuf(n), *ip = fbuf(n);
+      odd_values(&rng, in, n);
+      for (int64_t r = 0; r < nr; r++)
+        for (int64_t k = a.rowptr[r]; k < a.rowptr[r + 1]; k++)
+          cg_attn_dropout_edge(in + k * H, ref + k * H, H, (uint32_t)gid[a.colidx[k]], (uint32_t)gid[r], p, scale,
+                               key.seed, key.epoch, key.layer);
+      be1->edge_dropout(be1, &e, in, o1, H, gid, p, key);
+      be3->edge_dropout(be3, &e, in, o3, H, gid, p, key);
+      memcpy(ip, in, (size_t)n * sizeof(float));
+      be3->edge_dropout(be3, &e, ip, ip, H, gid, p, key);
+      print_message("  edge_dropout graph %d (%lld rows, %lld edges), H = %lld: %lld values%s\n", gi, (long long)nr,
+                    (long long)a.nnz, (long long)H, (long long)n, n >= 16384 ? " (parallel)" : "");
+      assert_memory_equal(o1, ref, (size_t)n * sizeof(float));
+      assert_memory_equal(o3, ref, (size_t)n * sizeof(float));
+      assert_memory_equal(ip, ref, (size_t)n * sizeof(float));
+      free(in); free(ref); free(o1); free(o3); free(ip);
+    }
+    /* csr_dropout: the stored values of the same structure (gid of the rows) */
+    {
+      const int64_t n = a.nnz;
+      float *in = fbuf(n), *ref = fbuf(n), *o1 = fbuf(n), *o3 = fbuf(n), *ip = fbuf(n);
+      odd_values(&rng, in, n);
+      for (int64_t r = 0; r < nr; r++)
+        cg_csr_dropout_row(&e, in, ref, r, (uint32_t)gid[r], p, scale, key.seed, key.epoch, key.layer);
+      be1->csr_dropout(be1, &e, in, o1, gid, p, key);
+      be3->csr_dropout(be3, &e, in, o3, gid, p, key);
+      memcpy(ip, in, (size_t)n * sizeof(float));
+      be3->csr_dropout(be3, &e, ip, ip, gid, p, key);
+      assert_memory_equal(o1, ref, (size_t)n * sizeof(float));
+      assert_memory_equal(o3, ref, (size_t)n * sizeof(float));
+      assert_memory_equal(ip, ref, (size_t)n * sizeof(float));
+      free(in); free(ref); free(o1); free(o3); free(ip);
+    }
+    free(gid);
+    free(deg);
+    cg_edges_free(be1, &e);
+    cg_csr_free(&a);
+  }
+}
+
+/* edge_scores, edge_scores_bwd, spmm_edge and spmm_edge_bwd_x against core/attn.h's
+ * per-element functions bit for bit, H = 1, 5, 8, strides wider than the rows (their
+ * padding left as it was), 1 and 3 threads, rows and columns without edges, odd values. */
+static void test_gat_loops_edges(void **state) {
+  (void)state;
+  struct tu_rng rng = {77};
+  const int64_t nr = 203, nc = 211;
+  int64_t deg[203];
+  for (int64_t r = 0; r < nr; r++) deg[r] = r % 11 == 4 || r < 2 || r > nr - 3 ? 0 : 1 + tu_int(&rng, 40);
+  struct cg_csr a = {0};
+  make_deg_graph(&a, nr, nc, deg);
+  struct cg_edges e;
+  assert_int_equal(cg_edges_upload(be1, &a, &e), CG_OK);
+  const int64_t m = a.nnz;
+  const float pad = -12345.0f, slope = 0.2f;
+  const int64_t Hs[3] = {1, 5, 8}, Fs[3] = {3, 1, 6};
+  struct cg_backend *bes[2] = {be1, be3};
+  for (int hi = 0; hi < 3; hi++) {
+    const int64_t H = Hs[hi], F = Fs[hi], W = H * F, lde = H + 3, ldr = H + 1, ldx = W + 5, ldy = W + 2;
+    float *el = fbuf(nc * lde), *er = fbuf(nr * ldr), *ds = fbuf(m * H), *al = fbuf(m * H), *x = fbuf(nc * ldx),
+          *dy = fbuf(nr * ldy);
+    odd_values(&rng, el, nc * lde);
+    odd_values(&rng, er, nr * ldr);
+    odd_values(&rng, ds, m * H);
+    odd_values(&rng, al, m * H);
+    odd_values(&rng, x, nc * ldx);
+    odd_values(&rng, dy, nr * ldy);
+    float *ws = fbuf(m * H), *wdel = fbuf(nc * lde), *wder = fbuf(nr * ldr), *wy = fbuf(nr * ldy), *wdx = fbuf(nc * ldx);
+    for (int64_t v = 0; v < nr; v++)
+      for (int64_t h = 0; h < H; h++) cg_attn_scores_rh(&e, el, lde, er, ldr, H, slope, ws, v, h);
+    for (int64_t i = 0; i < nc * lde; i++) wdel[i] = pad;
+    for (int64_t i = 0; i < nr * ldr; i++) wder[i] = pad;
+    for (int64_t u = 0; u < nc; u++)
+      for (int64_t h = 0; h < H; h++) cg_attn_scores_bwd_src(&e, ws, ds, H, slope, wdel, lde, u, h);
+    for (int64_t v = 0; v < nr; v++)
+      for (int64_t h = 0; h < H; h++) cg_attn_scores_bwd_dst(&e, ws, ds, H, slope, wder, ldr, v, h);
+    for (int b = 0; b < 2; b++) {
+      struct cg_backend *be = bes[b];
+      float *s = fbuf(m * H), *del = fbuf(nc * lde), *der = fbuf(nr * ldr), *y = fbuf(nr * ldy),
+            *dx = fbuf(nc * ldx);
+      be->edge_scores(be, &e, el, lde, er, ldr, H, slope, s);
+      assert_same_bits_nan("edge_scores", s, ws, m * H);
+      for (int64_t i = 0; i < nc * lde; i++) del[i] = pad;
+      for (int64_t i = 0; i < nr * ldr; i++) der[i] = pad;
+      be->edge_scores_bwd(be, &e, ws, ds, H, slope, del, lde, der, ldr);
+      assert_same_bits_nan("edge_scores_bwd del", del, wdel, nc * lde);
+      assert_same_bits_nan("edge_scores_bwd der", der, wder, nr * ldr);
+      for (int64_t i = 0; i < nr * ldy; i++) y[i] = pad;
+      for (int64_t i = 0; i < nc * ldx; i++) dx[i] = pad;
+      be->spmm_edge(be, &e, al, H, F, x, ldx, y, ldy);
+      be->spmm_edge_bwd_x(be, &e, al, H, F, dy, ldy, dx, ldx);
+      for (int64_t v = 0; v < nr; v++)
+        for (int64_t c = 0; c < ldy; c++) wy[v * ldy + c] = c < W ? cg_attn_spmm_elem(&e, al, H, F, x, ldx, v, c) : pad;
+      for (int64_t u = 0; u < nc; u++)
+        for (int64_t c = 0; c < ldx; c++)
+          wdx[u * ldx + c] = c < W ? cg_attn_spmm_bwd_x_elem(&e, al, H, F, dy, ldy, u, c) : pad;
+      assert_same_bits_nan("spmm_edge", y, wy, nr * ldy);
+      assert_same_bits_nan("spmm_edge_bwd_x", dx, wdx, nc * ldx);
+      free(s); free(del); free(der); free(y); free(dx);
+    }
+    print_message("  GAT loops, H = %lld, F = %lld, %lld edges: the same bits as core/attn.h on 1 and 3 threads\n",
+                  (long long)H, (long long)F, (long long)m);
+    free(el); free(er); free(ds); free(al); free(x); free(dy); free(ws); free(wdel); free(wder); free(wy); free(wdx);
+  }
+  cg_edges_free(be1, &e);
+  cg_csr_free(&a);
+}
+
 /* ---------------------------------------------------------------- thread counts */
 
 static void test_thread_independence(void **state) {
@@ -580,6 +759,8 @@ int main(void) {
       cmocka_unit_test(test_gradcheck_chain),
       cmocka_unit_test(test_edge_dropout),
       cmocka_unit_test(test_thread_independence),
+      cmocka_unit_test(test_dropout_kernels_edges),
+      cmocka_unit_test(test_gat_loops_edges),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
