@@ -27,7 +27,7 @@ run() {
   local name=$1 P=$2; shift 2
   local pre=(); [ "$P" -gt 1 ] && pre=("$mpiexec" --oversubscribe --allow-run-as-root -n "$P")
   timeout -k 5 120 "${pre[@]}" "$capgnn" "${common[@]}" "$@" --metrics "$name.jsonl" >"$name.log" 2>&1 ||
-    { cat "$name.log"; echo "FAIL: $name (P = $P) exited $?"; fail=1; }
+    { local rc=$?; cat "$name.log"; echo "FAIL: $name (P = $P) exited $rc"; fail=1; }
 }
 # same REF DIST CKPT_REF CKPT_DIST: the contract's comparison (python3, as the other CLI tests)
 same() {
@@ -56,6 +56,9 @@ for k in sorted(set(re) & set(de)):
     for f in ("train_acc", "val_acc", "test_acc"):
         if re[k][f] != de[k][f]: bad.append("%s %s: %s / %s" % (k, f, re[k][f], de[k][f]))
 if worst > 1e-5: bad.append("loss rel err %.3g" % worst)
+# the P-rank run ran on P ranks (P singletons of a launcher of another MPI would train
+# what one process trains, and match it)
+if not ds or any(d.get("ranks", 1) < 2 for d in ds.values()): bad.append("%s: not a run of several ranks" % sys.argv[2])
 for s in rs:
     for f in ("epochs", "outcome", "best_epoch"):
         if s in ds and rs[s].get(f) != ds[s].get(f): bad.append("seed %s %s: %s / %s" % (s, f, rs[s].get(f), ds[s].get(f)))
