@@ -194,6 +194,11 @@ int rt_local_from_part(const struct graph *g, struct part_local *pl, int sparse,
   out->agg = pl->agg; /* moved: no second copy of the operator at the set-up's peak */
   memset(&pl->agg, 0, sizeof pl->agg);
 
+  if (!sparse) { /* (as rt_local_from_graph_feat: a sparse file does not bound feat_dim) */
+    char what[96];
+    snprintf(what, sizeof what, "graph %s", g->name);
+    TRY_GOTO(graph_dense_feat_check(what, (int64_t)ni, g->feat_dim, g->sparse_feat), fail);
+  }
   st = CG_ERR_NOMEM;
   rows = cg_malloc((ni ? ni : 1) * sizeof(int64_t), "inner row list");
   if (!sparse) out->feat = cg_malloc((ni ? ni : 1) * (size_t)g->feat_dim * sizeof(float), "inner feature rows");

@@ -12,7 +12,9 @@
  *    split does not change a row's sum). The inner blocks of GCN's operator share Â's
  *    (symmetric), SAGE's do not.
  * 3. The poll callback runs after each inner block, and its failure stops the product
- *    and is returned. */
+ *    and is returned.
+ * 4. A rank's dense feature rows past the host's available memory are refused before
+ *    they are allocated (rt_local_from_part). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,6 +75,44 @@ static void local_problem(enum rt_model_kind kind, struct rt_local *loc) {
   assert_int_equal(rt_local_from_part(&g, &pl, 0, 0, loc), CG_OK);
   assert_true(loc->n_halo > 0);
   part_local_free(&pl);
+  free(owner);
+  graph_free(&g);
+}
+
+/* A rank's inner rows of a sparse file whose feat_dim the file does not bound (2^31 - 1,
+ * one value per row), asked dense (--sparse-features off under --load whole): refused
+ * against the host's available memory before the allocation, as one process's are
+ * (rt_local_from_graph_feat); it used to allocate them (where that succeeds, filling
+ * them gets the process killed). Kept sparse, the same rows build. */
+static void test_wide_dense_refused(void **state) {
+  (void)state;
+  struct graph g;
+  struct part_local pl;
+  memset(&pl, 0, sizeof pl);
+  assert_int_equal(graph_open("synth:small:identity=1", &g), CG_OK);
+  g.feat_dim = ((int64_t)1 << 31) - 1;
+  int32_t *owner = malloc((size_t)g.n * sizeof *owner);
+  assert_non_null(owner);
+  for (int64_t v = 0; v < g.n; v++) owner[v] = (int32_t)(v % 2);
+  int self_loops = 0;
+  const enum graph_norm norm = rt_model_norm(RT_MODEL_GCN, &self_loops);
+  struct rt_local loc;
+  for (int sparse = 0; sparse < 2; sparse++) {
+    assert_int_equal(part_local_build(&g, owner, 2, 1, norm, self_loops, &pl), CG_OK);
+    const int st = rt_local_from_part(&g, &pl, sparse, 0, &loc);
+    printf("  sparse %d: %s\n", sparse, st == CG_OK ? "built" : cg_err_msg());
+    if (sparse) {
+      assert_int_equal(st, CG_OK);
+      assert_int_equal(loc.feat_csr.nnz, loc.n_inner);
+      rt_local_free(&loc);
+    } else {
+      assert_int_equal(st, CG_ERR_NOMEM);
+      if (!strstr(cg_err_msg(), "memory this host has available") || !strstr(cg_err_msg(), "--sparse-features on"))
+        fail_msg("not the dense features' refusal: %s", cg_err_msg());
+      cg_err_clear();
+    }
+    part_local_free(&pl);
+  }
   free(owner);
   graph_free(&g);
 }
@@ -184,6 +224,6 @@ static void test_poll(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_blocks), cmocka_unit_test(test_products),
-                                     cmocka_unit_test(test_poll)};
+                                     cmocka_unit_test(test_poll), cmocka_unit_test(test_wide_dense_refused)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
