@@ -570,13 +570,15 @@ static void test_dropout_kernels_edges(void **state) {
   const struct cg_dropout_key key = {0xfeedface12345678ull, 9, 3};
   const float p = 0.35f, scale = 1.0f / (1.0f - p);
   /* graph 0: 301 rows, empty ones at the ends and around n t / 3; graph 1: 2 rows of
-   * 1100 edges (3 threads, 2 rows: a thread without rows); graph 2: 302 rows, none empty */
-  const int64_t nrs[3] = {301, 2, 302}, ncs[3] = {311, 1201, 311};
-  for (int gi = 0; gi < 3; gi++) {
+   * 1100 edges (3 threads, 2 rows: a thread without rows); graph 2: 302 rows, none empty;
+   * graph 3: 701 rows as graph 0's, ~18,000 edges (csr_dropout in parallel too) */
+  const int64_t nrs[4] = {301, 2, 302, 701}, ncs[4] = {311, 1201, 311, 709}; /* gid: ncols >= nrows */
+  for (int gi = 0; gi < 4; gi++) {
     const int64_t nr = nrs[gi], nc = ncs[gi];
     int64_t *deg = calloc((size_t)nr, sizeof *deg);
-    for (int64_t r = 0; r < nr; r++) deg[r] = gi == 1 ? 1100 : 1 + tu_int(&rng, 2 * r % 29 + 1);
-    if (gi == 0)
+    for (int64_t r = 0; r < nr; r++)
+      deg[r] = gi == 1 ? 1100 : gi == 3 ? 1 + tu_int(&rng, 51) : 1 + tu_int(&rng, 2 * r % 29 + 1);
+    if (gi == 0 || gi == 3)
       for (int64_t r = 0; r < nr; r++)
         for (int t = 0; t <= 3; t++) {
           const int64_t b = nr * t / 3;
@@ -619,6 +621,7 @@ static void test_dropout_kernels_edges(void **state) {
       be3->csr_dropout(be3, &e, in, o3, gid, p, key);
       memcpy(ip, in, (size_t)n * sizeof(float));
       be3->csr_dropout(be3, &e, ip, ip, gid, p, key);
+      print_message("  csr_dropout graph %d: %lld values%s\n", gi, (long long)n, n >= 16384 ? " (parallel)" : "");
       assert_memory_equal(o1, ref, (size_t)n * sizeof(float));
       assert_memory_equal(o3, ref, (size_t)n * sizeof(float));
       assert_memory_equal(ip, ref, (size_t)n * sizeof(float));
@@ -658,7 +661,8 @@ static void test_gat_loops_edges(void **state) {
     odd_values(&rng, al, m * H);
     odd_values(&rng, x, nc * ldx);
     odd_values(&rng, dy, nr * ldy);
-    float *ws = fbuf(m * H), *wdel = fbuf(nc * lde), *wder = fbuf(nr * ldr), *wy = fbuf(nr * ldy), *wdx = fbuf(nc * ldx);
+    float *ws = fbuf(m * H), *wdel = fbuf(nc * lde), *wder = fbuf(nr * ldr), *wy = fbuf(nr * ldy),
+          *wdx = fbuf(nc * ldx);
     for (int64_t v = 0; v < nr; v++)
       for (int64_t h = 0; h < H; h++) cg_attn_scores_rh(&e, el, lde, er, ldr, H, slope, ws, v, h);
     for (int64_t i = 0; i < nc * lde; i++) wdel[i] = pad;
