@@ -150,6 +150,10 @@ static int train_classes_check(struct train_run *t) {
   }
   if (t->ex) TRY(t->ex->allreduce_host(t->ex, v, 2, CG_REDUCE_MAX));
   const long long ntrain = (long long)loc->n_train_global;
+  /* --seeds trains the same graph again in this process: said for its first run only */
+  static char said_for[512];
+  if (strcmp(said_for, loc->name) == 0) return CG_OK;
+  snprintf(said_for, sizeof said_for, "%s", loc->name);
   if (loc->multilabel) {
     if (v[0] == 0.0 || v[1] == 0.0)
       LOG_WARN_COMMON("train", "graph %s: every target of its %lld train vertices (split == 1) is %d, in each of its "

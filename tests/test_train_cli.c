@@ -1025,6 +1025,11 @@ static void one_class_warned(void **state) {
       fail_msg("a warning for %s:\n%s", graph, r.err);
     }
   }
+  /* --seeds trains the graph again in the same process: still one warning */
+  run(&r, (const char *const[]){"--graph", one, "--epochs", "2", "--device", "cpu", "--threads", "1", "--seeds", "1,2,3",
+                                NULL});
+  if (r.exit_code != 0) fail_msg("train --graph %s --seeds 1,2,3: exit %d: %s", one, r.exit_code, r.err);
+  if (count(r.err, cases[0].want) != 1) fail_msg("not one warning for three seeds:\n%s", r.err);
 }
 
 /* --seeds on data that cannot train (a missing graph, a truncated file): the data's
