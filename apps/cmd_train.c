@@ -474,6 +474,24 @@ static const char *float_str(char *buf, size_t len, float v) {
  * would start a comment (" #", " ;"), starts or ends with a quote or white space. */
 static int ini_value_quiet; /* set while the ranks' settings are compared: no --print-config warning */
 static const char *ini_value(const char *v, char *buf, size_t len) {
+  /* a control byte (a newline above all) would end the line and start another setting in
+   * the file: written escaped (\xNN), which --config reads back as other text, and said */
+  for (const char *p = v; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+      char esc[4200];
+      cg_text_escape(esc, sizeof esc, v);
+      if (!ini_value_quiet)
+        LOG_WARN("train", "--print-config: the value '%s' holds control characters, which a settings file "
+                 "cannot hold (a newline would start another line): written escaped, so --config does not read "
+                 "back the same value", esc);
+      size_t m = strlen(esc); /* quoted (an escape may sit at either end), cut to buf */
+      if (m + 3 > len) m = len - 3;
+      buf[0] = '"';
+      memcpy(buf + 1, esc, m);
+      buf[m + 1] = '"';
+      buf[m + 2] = '\0';
+      return buf;
+    }
   const size_t n = strlen(v);
   int quote = n > 0 && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]) || v[0] == '"' ||
                         v[0] == '\'' || v[n - 1] == '"' || v[n - 1] == '\'');

@@ -937,6 +937,12 @@ static void usage_errors(void **state) {
   run(&r, (const char *const[]){"--graph", "data/a #b.cgr", "--print-config", NULL});
   assert_int_equal(r.exit_code, 0);
   assert_non_null(strstr(r.out, "graph = \"data/a #b.cgr\"\n"));
+  /* a newline in a value would start another setting in the file: written escaped */
+  run(&r, (const char *const[]){"--graph", "x\nepochs = 999", "--print-config", NULL});
+  assert_int_equal(r.exit_code, 0);
+  if (strstr(r.out, "\nepochs = 999")) fail_msg("a value's newline started a line:\n%s", r.out);
+  assert_non_null(strstr(r.out, "graph = \"x\\x0aepochs = 999\"\n"));
+  assert_non_null(strstr(r.err, "holds control characters"));
   /* switches: a later file's false turns off an earlier file's true, the command line's
    * --SWITCH=false a file's true, and the command line's --part-cache a file's
    * no-part-cache (not "exclude each other"); a false no-part-cache keeps the folder */
