@@ -68,20 +68,43 @@ int cg_log_enabled(enum cg_log_level level, const char *subsys) {
   return 1;
 }
 
+/* The length of the well-formed UTF-8 sequence at p (2 to 4 bytes, as RFC 3629 has
+ * them: no overlong form, no surrogate, nothing past U+10FFFF); 0 where p starts none.
+ * Reads no further than a byte that ends it (the NUL included). */
+static size_t utf8_len(const unsigned char *p) {
+  const unsigned char c = p[0];
+  const size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  /* the second byte's range (E0: no overlong; ED: no surrogate; F0: no overlong; F4: <= U+10FFFF) */
+  const unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+  const unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+  if (!n || p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < n; i++)
+    if (p[i] < 0x80 || p[i] > 0xbf) return 0;
+  return n;
+}
+
 char *cg_text_escape(char *out, size_t cap, const char *text) {
   static const char hex[] = "0123456789abcdef";
   size_t k = 0;
   if (!cap) return out;
-  for (const unsigned char *p = (const unsigned char *)text; p && *p; p++) {
-    if (*p < 0x20 || *p == 0x7f) {
-      if (k + 4 >= cap) break;
-      out[k++] = '\\';
-      out[k++] = 'x';
-      out[k++] = hex[*p >> 4];
-      out[k++] = hex[*p & 15];
-    } else {
-      if (k + 1 >= cap) break;
-      out[k++] = (char)*p;
+  for (const unsigned char *p = (const unsigned char *)text; p && *p;) {
+    /* a unit: one ASCII byte, one well-formed UTF-8 sequence, or one byte of invalid
+     * UTF-8. Escaped: the C0 controls and 0x7f; the C1 controls U+0080..U+009F (C2 80
+     * to C2 9F; U+009B is CSI); a lone byte 0x80..0x9F (a C1 control to a terminal that
+     * reads 8-bit bytes). Kept: all else, the other bytes of invalid UTF-8 too (0xa0..0xff:
+     * a printable Latin-1 letter to an 8-bit terminal, a replacement mark to a UTF-8 one) */
+    const size_t seq = *p < 0x80 ? 1 : utf8_len(p), n = seq ? seq : 1;
+    const int esc = *p < 0x20 || *p == 0x7f || (seq == 2 && p[0] == 0xc2 && p[1] < 0xa0) || (!seq && *p < 0xa0);
+    if (k + (esc ? 4 * n : n) >= cap) break;
+    for (size_t i = 0; i < n; i++, p++) {
+      if (esc) {
+        out[k++] = '\\';
+        out[k++] = 'x';
+        out[k++] = hex[*p >> 4];
+        out[k++] = hex[*p & 15];
+      } else {
+        out[k++] = (char)*p;
+      }
     }
   }
   out[k] = '\0';

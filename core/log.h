@@ -29,11 +29,15 @@ void cg_log_write(enum cg_log_level level, const char *subsys, const char *fmt, 
     __attribute__((format(printf, 3, 4)));
 const char *cg_hostname(void);
 /* text copied to out (cap bytes, NUL-terminated) with every control byte (below 0x20,
- * newline and tab included, and 0x7f) written as \xNN, so that a user's string quoted in a
- * message (an ESC in a file name) cannot move the cursor, recolour or ring the terminal;
- * backslashes are kept as they are, so that escaping twice changes nothing. Cut short at
- * a whole character; returns out. cg_log_write, cg_err_set and capgnn's usage errors
- * pass their formatted text through it (none of their formats holds a control byte). */
+ * newline and tab included, and 0x7f) written as \xNN, and every C1 control: U+0080 to
+ * U+009F UTF-8 encoded (\xc2\x9b for CSI), and a byte 0x80..0x9F that is no part of a
+ * well-formed UTF-8 sequence (\x9b); so that a user's string quoted in a message (an ESC
+ * in a file name) cannot move the cursor, recolour or ring the terminal. Other UTF-8
+ * (accented letters too) and other invalid bytes are kept; backslashes are kept as they
+ * are, so that escaping twice changes nothing. Cut short at a whole character (a whole
+ * escape, a whole UTF-8 sequence); returns out. cg_log_write, cg_err_set and capgnn's
+ * usage errors pass their formatted text through it (none of their formats holds a
+ * control byte). */
 char *cg_text_escape(char *out, size_t cap, const char *text);
 
 #define CG_LOG_(lvl, subsys, ...)                                         \

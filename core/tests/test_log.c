@@ -1,6 +1,7 @@
 /* core/tests/test_log.c — no raw control byte of a user's string reaches the terminal:
- * cg_text_escape writes bytes below 0x20 (newline and tab too) and 0x7f as \xNN, keeps
- * backslashes (escaping twice changes nothing), cuts at a whole escape; cg_err_set and
+ * cg_text_escape writes bytes below 0x20 (newline and tab too), 0x7f and the C1 controls
+ * (UTF-8 encoded, or a lone byte 0x80..0x9F) as \xNN, keeps other UTF-8 and backslashes
+ * (escaping twice changes nothing), cuts at a whole escape or character; cg_err_set and
  * cg_log_write pass their formatted text through it (stderr captured in a file). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +27,36 @@ static void test_escape(void **state) {
   assert_string_equal(cg_text_escape(out, 6, "ab\x1b" "cd"), "ab"); /* no half escape */
   assert_string_equal(cg_text_escape(out, 4, "abcdef"), "abc");
   assert_string_equal(cg_text_escape(out, sizeof out, NULL), "");
+}
+
+/* The C1 controls U+0080..U+009F, UTF-8 encoded (C2 80..C2 9F: U+009B is CSI to a
+ * terminal that decodes them), are escaped byte by byte, and so is a byte 0x80..0x9F
+ * that starts no well-formed UTF-8 sequence (raw C1 to an 8-bit terminal); every other
+ * UTF-8 character, and any other byte of invalid UTF-8, is kept. */
+static void test_escape_c1(void **state) {
+  (void)state;
+  char out[128], twice[128];
+  assert_string_equal(cg_text_escape(out, sizeof out, "a\xc2\x9b" "31mRED"), "a\\xc2\\x9b31mRED");
+  assert_string_equal(cg_text_escape(out, sizeof out, "\xc2\x80\xc2\x85\xc2\x9f"),
+                      "\\xc2\\x80\\xc2\\x85\\xc2\\x9f"); /* PAD, NEL, APC */
+  assert_string_equal(cg_text_escape(twice, sizeof twice, out), out);
+  /* kept: NBSP, accented letters whose second byte is 0x80..0x9F (U+00C0, U+00DB,
+   * U+011B), an em dash, a CJK character, an emoji */
+  const char *kept = "\xc2\xa0 \xc3\x80\xc3\x9b\xc4\x9b \xe2\x80\x94 \xe4\xb8\xad \xf0\x9f\x98\x80";
+  assert_string_equal(cg_text_escape(out, sizeof out, kept), kept);
+  /* invalid UTF-8: a lone 0x80..0x9F is escaped (raw 0x9b is CSI to an 8-bit terminal);
+   * a lone lead byte, a byte 0xa0..0xff, a truncated sequence's lead are kept */
+  assert_string_equal(cg_text_escape(out, sizeof out, "a\x9b" "b\x80\xa0\xc2" "c\xff"), "a\\x9bb\\x80\xa0\xc2" "c\xff");
+  assert_string_equal(cg_text_escape(twice, sizeof twice, out), out);
+  assert_string_equal(cg_text_escape(out, sizeof out, "\xe2\x80x"), "\xe2\\x80x"); /* truncated */
+  assert_string_equal(cg_text_escape(out, sizeof out, "\xe0\x82\x9b"), "\xe0\\x82\\x9b"); /* overlong CSI */
+  assert_string_equal(cg_text_escape(out, sizeof out, "\xc0\x9b"), "\xc0\\x9b");             /* overlong ESC */
+  assert_string_equal(cg_text_escape(twice, sizeof twice, out), out);
+  assert_string_equal(cg_text_escape(out, sizeof out, "\xed\xa0\x80"), "\xed\xa0\\x80"); /* a surrogate */
+  /* cut short at a whole character: no half escape, no half sequence */
+  assert_string_equal(cg_text_escape(out, 9, "ab\xc2\x9b"), "ab");
+  assert_string_equal(cg_text_escape(out, 4, "ab\xc3\xa9"), "ab");
+  assert_string_equal(cg_text_escape(out, 5, "ab\xc3\xa9"), "ab\xc3\xa9");
 }
 
 static void test_err_and_log(void **state) {
@@ -62,6 +93,7 @@ static void test_err_and_log(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_escape),
+      cmocka_unit_test(test_escape_c1),
       cmocka_unit_test(test_err_and_log),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
