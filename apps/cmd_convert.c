@@ -127,16 +127,26 @@ static const struct cg_outfile_kind *order_kind(void) {
 /* order[v] = the input id of vertex v of `output` (NULL: the identity, nothing moved). */
 static int write_order(const char *path, const char *input, const char *output, const int32_t *order,
                        int64_t n, enum graph_reorder chosen) {
+  /* the file names escaped (core/log.h, cg_text_escape; whole: at most 4 bytes a byte): a
+   * newline in one would end the '#' line early, and the map would not start on line 2 */
+  const size_t ni = 4 * strlen(input) + 1, no = 4 * strlen(output) + 1;
+  char *shown = cg_malloc(ni + no, "escaped file names");
+  if (!shown) return CG_ERR_NOMEM;
   struct cg_outfile f;
-  TRY(cg_outfile_open(&f, path, "vertex order"));
+  int st = CG_OK;
+  TRY_GOTO(cg_outfile_open(&f, path, "vertex order"), done);
   fprintf(f.fp, ORDER_HEADER ": line v after this one holds the id in %s of vertex v of %s (order %s)\n",
-          input, output, graph_reorder_name(chosen));
+          cg_text_escape(shown, ni, input), cg_text_escape(shown + ni, no, output), graph_reorder_name(chosen));
   for (int64_t v = 0; v < n; v++) fprintf(f.fp, "%d\n", order ? order[v] : (int)v);
   if (ferror(f.fp)) {
     cg_outfile_abort(&f);
-    return cg_err_set(CG_ERR_IO, "--order-out %s: write failed", path);
+    st = cg_err_set(CG_ERR_IO, "--order-out %s: write failed", path);
+    goto done;
   }
-  return cg_outfile_commit(&f);
+  st = cg_outfile_commit(&f);
+done:
+  cg_free(shown);
+  return st;
 }
 
 /* --from cgr, and --reorder after an import: read the graph whole (graph_open: a
