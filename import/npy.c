@@ -43,8 +43,15 @@ int import_npz_open(struct import_npz *z, const char *path) {
   if (!zip) {
     zip_error_t ze;
     zip_error_init_with_code(&ze, err);
+    /* ZIP_ER_NOENT ("No such file") of a file just found is libzip's word for an extra
+     * field an entry needs and lacks: a size or offset set to 0xffffffff ("in the zip64
+     * record") with no zip64 record, so the entry has no size recorded */
+    const char *why = err == ZIP_ER_NOENT ? "an entry's size or offset is marked as held in a zip64 record "
+                                            "that the entry does not have: the archive is corrupt (download "
+                                            "or write it again)"
+                                          : zip_error_strerror(&ze);
     int st = cg_err_set(CG_ERR_FORMAT,
-                        "%s: cannot read it as an .npz (zip) archive: %s%s", path, zip_error_strerror(&ze),
+                        "%s: cannot read it as an .npz (zip) archive: %s%s", path, why,
                         (err == ZIP_ER_NOZIP || err == ZIP_ER_INCONS)
                             ? " (the file is truncated or is not an .npz; download it again)"
                             : "");
@@ -409,7 +416,9 @@ int import_npy_open_npz(struct import_npy *a, const struct import_npz *z, const 
    * bytes can expand to (stored: their count, which libzip holds to the archive's
    * size; deflate: at most 1032 to 1), so that a small archive cannot declare
    * gigabytes. Other methods (bzip2, xz, zstd: libzip may read them) have no such
-   * bound, and numpy and scipy never write them: refused. */
+   * bound, and numpy and scipy never write them: refused. (libzip's stat of an entry
+   * read from a file always holds the three fields: a size that is not there fails
+   * import_npz_open already.) */
   const zip_uint64_t need = ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD;
   if ((zs.valid & need) != need || (zs.comp_method != ZIP_CM_STORE && zs.comp_method != ZIP_CM_DEFLATE))
     return cg_err_set(CG_ERR_FORMAT,

@@ -423,13 +423,37 @@ static void test_npz_other_method(void **state) {
   import_npz_close(&z);
 }
 
+/* A member whose size field says "in the zip64 record" (0xffffffff) with no such
+ * record: the entry holds no size. libzip refuses the archive with ZIP_ER_NOENT, whose
+ * text ("No such file") sent the user looking for a missing file; the message says the
+ * archive is corrupt instead. (zip_stat_index always has the size and method of an
+ * entry read from a file, so import_npy_open_npz never sees them missing.) */
+static void test_npz_no_size(void **state) {
+  (void)state;
+  const int32_t few[4] = {0, 0, 0, 0};
+  const struct it_member m[] = {{"a", "<i4", "(4,)", few, sizeof few, 0}};
+  assert_int_equal(it_write_npz(p_("nosize.npz"), m, 1), 0);
+  size_t size;
+  unsigned char *b = gt_read(p_("nosize.npz"), &size);
+  assert_non_null(b);
+  npz_declare_size(b, size, "a.npy", 0xffffffffu);
+  assert_int_equal(gt_write(p_("nosize.npz"), b, size), 0);
+  free(b);
+  struct import_npz z;
+  assert_int_equal(import_npz_open(&z, p_("nosize.npz")), CG_ERR_FORMAT);
+  printf("  -> %s\n", cg_err_msg());
+  assert_non_null(strstr(cg_err_msg(), "nosize.npz: cannot read it as an .npz (zip) archive: "));
+  assert_non_null(strstr(cg_err_msg(), "zip64"));
+  assert_null(strstr(cg_err_msg(), "No such file"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_header_forms), cmocka_unit_test(test_dtypes),
       cmocka_unit_test(test_values_checked), cmocka_unit_test(test_bad_headers),
       cmocka_unit_test(test_shape_checks), cmocka_unit_test(test_npz),
       cmocka_unit_test(test_npz_declared_size),
-      cmocka_unit_test(test_npz_other_method),
+      cmocka_unit_test(test_npz_other_method), cmocka_unit_test(test_npz_no_size),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
