@@ -468,6 +468,20 @@ static void cpu_dropout_relu_bwd(struct cg_backend *be, const float *hd, float *
   for (int64_t i = 0; i < n; i++) dy[i] = (hd[i] > 0.0f ? dy[i] : 0.0f) * scale;
 }
 
+/* The dropouts that draw nothing, over n values: p <= 0 keeps everything (a copy when
+ * out != in), p >= 1 nothing (u < 1 always, and 1/(1-p) is not finite). 1 when done. */
+static int cpu_dropout_trivial(struct cg_backend *be, const float *in, float *out, int64_t n, float p) {
+  if (p <= 0.0f) {
+    if (out != in) cpu_memcpy(be, out, in, (size_t)n * sizeof(float));
+    return 1;
+  }
+  if (p >= 1.0f) {
+    cpu_fill(be, out, n, 0.0f);
+    return 1;
+  }
+  return 0;
+}
+
 /* One row, one Philox call per 4 columns: lane l of call q
  * is column 4q + l, the same numbers as cg_dropout_uniform column by column. */
 static void dropout_row_scalar(const float *ir, float *orow, int64_t cols, uint32_t g, float p,
@@ -664,14 +678,7 @@ static void cpu_edge_dropout_avx2(struct cg_backend *be, const struct cg_edges *
                                   int64_t heads, const int32_t *gid, float p, struct cg_dropout_key key) {
   const int nt = cpu_nt(be);
   const int64_t n = e->nnz * heads;
-  if (p <= 0.0f) { /* keeps everything, draws nothing */
-    if (out != in) cpu_memcpy(be, out, in, (size_t)n * sizeof(float));
-    return;
-  }
-  if (p >= 1.0f) {
-    cpu_fill(be, out, n, 0.0f);
-    return;
-  }
+  if (cpu_dropout_trivial(be, in, out, n, p)) return;
   const float scale = 1.0f / (1.0f - p);
 #pragma omp parallel num_threads(nt) if (n >= CPU_PAR_MIN)
   {
@@ -711,14 +718,7 @@ static void cpu_csr_dropout_avx2(struct cg_backend *be, const struct cg_edges *x
                                  const int32_t *gid, float p, struct cg_dropout_key key) {
   const int nt = cpu_nt(be);
   const int64_t n = x->nnz;
-  if (p <= 0.0f) { /* keeps everything, draws nothing */
-    if (out != in) cpu_memcpy(be, out, in, (size_t)n * sizeof(float));
-    return;
-  }
-  if (p >= 1.0f) {
-    cpu_fill(be, out, n, 0.0f);
-    return;
-  }
+  if (cpu_dropout_trivial(be, in, out, n, p)) return;
   const float scale = 1.0f / (1.0f - p);
 #pragma omp parallel for num_threads(nt) schedule(static) if (n >= CPU_PAR_MIN)
   for (int64_t r = 0; r < x->nrows; r++) {
@@ -732,14 +732,7 @@ static void cpu_dropout(struct cg_backend *be, const float *in, float *out, int6
                         int64_t cols, const int32_t *gid, float p, struct cg_dropout_key key) {
   const int nt = cpu_nt(be);
   const int64_t n = rows * cols;
-  if (p <= 0.0f) { /* keeps everything, draws nothing */
-    if (out != in) cpu_memcpy(be, out, in, (size_t)n * sizeof(float));
-    return;
-  }
-  if (p >= 1.0f) { /* u < 1 always, so nothing is kept (and 1/(1-p) is not finite) */
-    cpu_fill(be, out, n, 0.0f);
-    return;
-  }
+  if (cpu_dropout_trivial(be, in, out, n, p)) return;
   const float scale = 1.0f / (1.0f - p);
 #if CPU_HAVE_AVX2_VARIANT
   if (((const struct cpu_impl *)be->impl)->avx2) {
