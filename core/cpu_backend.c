@@ -934,6 +934,36 @@ static void cpu_eval_counts(struct cg_backend *be, const float *logits, int64_t 
 /* optimizer                                                                */
 /* ------------------------------------------------------------------------ */
 
+#if CPU_HAVE_AVX2_VARIANT
+/* cg_adam_update 8 elements at a time, each product, sum, square root and quotient in its
+ * order there, on AVX without FMA (target "avx2" only: with FMA enabled GCC may contract a
+ * product and a sum of these vector expressions into one rounding), so the bits are the
+ * scalar loop's. That loop stays scalar: sqrtf may set errno, so GCC does not vectorise
+ * it (cora's 23,063 parameters: ~3.4 ns each). */
+__attribute__((target("avx2"))) static void adam_avx(const struct cg_adam_coefs c, float *w, const float *g,
+                                                    float *m, float *v, int64_t n) {
+  const __m256 b1 = _mm256_set1_ps(c.beta1), ob1 = _mm256_set1_ps(1.0f - c.beta1);
+  const __m256 b2 = _mm256_set1_ps(c.beta2), ob2 = _mm256_set1_ps(1.0f - c.beta2);
+  const __m256 eps = _mm256_set1_ps(c.eps), step = _mm256_set1_ps(c.step), bc2 = _mm256_set1_ps(c.bc2_sqrt);
+  const __m256 shrink = _mm256_set1_ps(c.shrink), wd = _mm256_set1_ps(c.weight_decay);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 wi = _mm256_loadu_ps(w + i), gi = _mm256_loadu_ps(g + i);
+    if (c.decoupled)
+      wi = _mm256_mul_ps(wi, shrink);
+    else
+      gi = _mm256_add_ps(gi, _mm256_mul_ps(wd, wi));
+    const __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + i)), _mm256_mul_ps(ob1, gi));
+    const __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)), _mm256_mul_ps(_mm256_mul_ps(ob2, gi), gi));
+    _mm256_storeu_ps(m + i, mi);
+    _mm256_storeu_ps(v + i, vi);
+    const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), bc2), eps);
+    _mm256_storeu_ps(w + i, _mm256_sub_ps(wi, _mm256_mul_ps(step, _mm256_div_ps(mi, denom))));
+  }
+  for (; i < n; i++) cg_adam_update(c, w + i, g[i], m + i, v + i);
+}
+#endif
+
 /* The update is core/adam.h's, shared with the CUDA kernel. firstprivate: each
  * thread's own copy of the coefficients stays in registers (a shared one would be
  * reloaded after every store to w, m or v). */
@@ -942,6 +972,17 @@ static void cpu_adam(struct cg_backend *be, float *w, const float *g, float *m, 
   const int nt = cpu_nt(be);
   CPU_REQUIRE(t >= 1, "adam: step t=%lld must be >= 1", (long long)t);
   const struct cg_adam_coefs c = cg_adam_coefs_make(p, t);
+#if CPU_HAVE_AVX2_VARIANT
+  if (((const struct cpu_impl *)be->impl)->avx2) {
+#pragma omp parallel num_threads(nt) if (n >= CPU_PAR_MIN)
+    {
+      const int64_t th = omp_get_thread_num(), T = omp_get_num_threads();
+      const int64_t b = n / 8 * th / T * 8, e = th == T - 1 ? n : n / 8 * (th + 1) / T * 8;
+      adam_avx(c, w + b, g + b, m + b, v + b, e - b);
+    }
+    return;
+  }
+#endif
 #pragma omp parallel for simd num_threads(nt) schedule(static) if (parallel: n >= CPU_PAR_MIN) firstprivate(c)
   for (int64_t i = 0; i < n; i++) cg_adam_update(c, w + i, g[i], m + i, v + i);
 }
