@@ -64,6 +64,11 @@ struct cpu_impl {
   int avx2;    /* 1: use the AVX2+FMA kernels */
   double *red; /* 2 x RED_MAX_BLOCKS x RED_MAX_COLS block partials */
   struct cpu_spmm_ws ws; /* the tiled products' scratch, shared by every matrix (cpu_spmm_internal.h) */
+  /* core/cpu_attn.c's csr products, for the widths the AVX ones do not take */
+  void (*csr_mm_portable)(struct cg_backend *, const struct cg_edges *, const float *, int64_t, const float *,
+                          int64_t, float *, int64_t);
+  void (*csr_mm_t_portable)(struct cg_backend *, const struct cg_edges *, const float *, int64_t, const float *,
+                            int64_t, float *, int64_t);
 };
 
 
@@ -964,6 +969,68 @@ __attribute__((target("avx2"))) static void adam_avx(const struct cg_adam_coefs 
 }
 #endif
 
+#if CPU_HAVE_AVX2_VARIANT
+/* csr_mm / csr_mm_t (core/cpu_attn.c) for widths 16, 32 and 64: a row's NV x 8 sums held
+ * in registers across its stored values instead of reloaded from the output row for each
+ * (the scalar loop's store-to-load chain), each sum formed in the same order (0, then
+ * + v w per stored value, one rounding each: AVX without FMA), so the same bits. Row r's
+ * stored values are ptr[r] .. ptr[r+1]: column idx[k] of src times vals[k], or
+ * vals[eid[k]] through the transpose. */
+#define CSR_ROWS_AVX(NV)                                                                              \
+  __attribute__((target("avx2"))) static void csr_rows_avx_##NV(                                      \
+      const int64_t *ptr, const int32_t *idx, const int64_t *eid, const float *vals, const float *src, \
+      int64_t lds, float *dst, int64_t ldd, int64_t r0, int64_t r1) {                                  \
+    for (int64_t r = r0; r < r1; r++) {                                                               \
+      __m256 acc[NV];                                                                                 \
+      for (int q = 0; q < NV; q++) acc[q] = _mm256_setzero_ps();                                      \
+      for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {                                                 \
+        const __m256 v = _mm256_set1_ps(vals[eid ? eid[k] : k]);                                      \
+        const float *s = src + (int64_t)idx[k] * lds;                                                 \
+        for (int q = 0; q < NV; q++) acc[q] = _mm256_add_ps(acc[q], _mm256_mul_ps(v, _mm256_loadu_ps(s + 8 * q))); \
+      }                                                                                               \
+      for (int q = 0; q < NV; q++) _mm256_storeu_ps(dst + r * ldd + 8 * q, acc[q]);                   \
+    }                                                                                                 \
+  }
+CSR_ROWS_AVX(2)
+CSR_ROWS_AVX(4)
+CSR_ROWS_AVX(8)
+#undef CSR_ROWS_AVX
+
+/* Rows [0, nrows) of a csr product of width f through the kernels above, split over the
+ * threads in blocks of rows; 0 when f has none (the caller runs the portable loop). */
+static int csr_rows_avx(struct cg_backend *be, int64_t nrows, int64_t nnz, const int64_t *ptr, const int32_t *idx,
+                        const int64_t *eid, const float *vals, const float *src, int64_t lds, float *dst,
+                        int64_t ldd, int64_t f) {
+  if (!((const struct cpu_impl *)be->impl)->avx2 || (f != 16 && f != 32 && f != 64)) return 0;
+  const int nt = cpu_nt(be);
+#pragma omp parallel num_threads(nt) if (nnz * f >= CPU_PAR_MIN)
+  {
+    const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
+    const int64_t r0 = nrows * t / T, r1 = nrows * (t + 1) / T;
+    if (f == 16) csr_rows_avx_2(ptr, idx, eid, vals, src, lds, dst, ldd, r0, r1);
+    else if (f == 32) csr_rows_avx_4(ptr, idx, eid, vals, src, lds, dst, ldd, r0, r1);
+    else csr_rows_avx_8(ptr, idx, eid, vals, src, lds, dst, ldd, r0, r1);
+  }
+  return 1;
+}
+
+static void cpu_csr_mm_avx(struct cg_backend *be, const struct cg_edges *x, const float *vals, int64_t f,
+                           const float *w, int64_t ldw, float *y, int64_t ldy) {
+  if (f >= 1 && ldw >= f && ldy >= f &&
+      csr_rows_avx(be, x->nrows, x->nnz, x->rowptr, x->colidx, NULL, vals, w, ldw, y, ldy, f))
+    return;
+  ((const struct cpu_impl *)be->impl)->csr_mm_portable(be, x, vals, f, w, ldw, y, ldy);
+}
+
+static void cpu_csr_mm_t_avx(struct cg_backend *be, const struct cg_edges *x, const float *vals, int64_t f,
+                             const float *dy, int64_t lddy, float *g, int64_t ldg) {
+  if (f >= 1 && lddy >= f && ldg >= f &&
+      csr_rows_avx(be, x->ncols, x->nnz, x->t_ptr, x->t_row, x->t_eid, vals, dy, lddy, g, ldg, f))
+    return;
+  ((const struct cpu_impl *)be->impl)->csr_mm_t_portable(be, x, vals, f, dy, lddy, g, ldg);
+}
+#endif
+
 /* The update is core/adam.h's, shared with the CUDA kernel. firstprivate: each
  * thread's own copy of the coefficients stays in registers (a shared one would be
  * reloaded after every store to w, m or v). */
@@ -1140,6 +1207,10 @@ int cg_backend_cpu_create(int threads, struct cg_backend **out) {
     be->csr_dropout = cpu_csr_dropout_avx2;
     be->edge_dropout = cpu_edge_dropout_avx2;
     be->elu_bwd = cpu_elu_bwd_avx2;
+    im->csr_mm_portable = be->csr_mm;
+    im->csr_mm_t_portable = be->csr_mm_t;
+    be->csr_mm = cpu_csr_mm_avx;
+    be->csr_mm_t = cpu_csr_mm_t_avx;
   }
 #endif
   LOG_DEBUG("core", "CPU backend: %d threads, %s SpMM kernel, GEMM %s", im->threads,
