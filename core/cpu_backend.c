@@ -733,6 +733,45 @@ static void cpu_csr_dropout_avx2(struct cg_backend *be, const struct cg_edges *x
 }
 #endif
 
+/* Dropout of two rows of at most 16 columns with one 8-lane Philox call: lanes 0-3 draw
+ * row a's 4 column groups, lanes 4-7 row b's (each lane its own row's global id), where
+ * dropout_row_avx2 would draw 8 groups a row and use at most 4 (a hidden width of 16).
+ * The same words per column, so the same mask. b may be NULL (an odd last row). */
+CPU_AVX2 static void dropout_rows2_avx2(const float *ia, float *oa, const float *ib, float *ob, int64_t cols,
+                                        uint32_t ga, uint32_t gb, float p, float scale, struct cg_dropout_key key) {
+  const uint32_t k0 = (uint32_t)key.seed, k1 = (uint32_t)(key.seed >> 32);
+  const __m256i q_lane = _mm256_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3), lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256 pv = _mm256_set1_ps(p), sv = _mm256_set1_ps(scale), unit = _mm256_set1_ps(1.0f / 16777216.0f);
+  __m256i c[4];
+  c[0] = q_lane;
+  c[1] = _mm256_setr_epi32((int)ga, (int)ga, (int)ga, (int)ga, (int)gb, (int)gb, (int)gb, (int)gb);
+  c[2] = _mm256_set1_epi32((int)key.layer);
+  c[3] = _mm256_set1_epi32((int)key.epoch);
+  philox8(c, k0, k1);
+  /* as dropout_row_avx2: u[0] columns 0-7 of lanes 0-1 (row a), u[1] 8-15 (lanes 2-3),
+   * u[2] and u[3] the same of row b (lanes 4-7) */
+  const __m256i t0 = _mm256_unpacklo_epi32(c[0], c[1]), t1 = _mm256_unpackhi_epi32(c[0], c[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(c[2], c[3]), t3 = _mm256_unpackhi_epi32(c[2], c[3]);
+  const __m256i r0 = _mm256_unpacklo_epi64(t0, t2), r1 = _mm256_unpackhi_epi64(t0, t2);
+  const __m256i r2 = _mm256_unpacklo_epi64(t1, t3), r3 = _mm256_unpackhi_epi64(t1, t3);
+  const __m256i u[4] = {_mm256_permute2x128_si256(r0, r1, 0x20), _mm256_permute2x128_si256(r2, r3, 0x20),
+                        _mm256_permute2x128_si256(r0, r1, 0x31), _mm256_permute2x128_si256(r2, r3, 0x31)};
+  for (int j = 0; j < 4; j++) {
+    const float *src = j < 2 ? ia : ib;
+    float *dst = j < 2 ? oa : ob;
+    const int64_t c0 = 8 * (j & 1), left = cols - c0;
+    if (!src || left <= 0) continue;
+    const __m256 uf = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(u[j], 8)), unit);
+    const __m256 keep = _mm256_cmp_ps(uf, pv, _CMP_GE_OQ);
+    if (left >= 8) {
+      _mm256_storeu_ps(dst + c0, _mm256_and_ps(_mm256_mul_ps(_mm256_loadu_ps(src + c0), sv), keep));
+    } else {
+      const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)left), lane);
+      _mm256_maskstore_ps(dst + c0, m, _mm256_and_ps(_mm256_mul_ps(_mm256_maskload_ps(src + c0, m), sv), keep));
+    }
+  }
+}
+
 static void cpu_dropout(struct cg_backend *be, const float *in, float *out, int64_t rows,
                         int64_t cols, const int32_t *gid, float p, struct cg_dropout_key key) {
   const int nt = cpu_nt(be);
@@ -741,6 +780,16 @@ static void cpu_dropout(struct cg_backend *be, const float *in, float *out, int6
   const float scale = 1.0f / (1.0f - p);
 #if CPU_HAVE_AVX2_VARIANT
   if (((const struct cpu_impl *)be->impl)->avx2) {
+    if (cols <= 16) { /* two rows a draw */
+#pragma omp parallel for num_threads(nt) schedule(static) if (n >= 4096)
+      for (int64_t r = 0; r < rows; r += 2) {
+        const int two = r + 1 < rows;
+        dropout_rows2_avx2(in + r * cols, out + r * cols, two ? in + (r + 1) * cols : NULL,
+                           two ? out + (r + 1) * cols : NULL, cols, (uint32_t)gid[r], two ? (uint32_t)gid[r + 1] : 0u,
+                           p, scale, key);
+      }
+      return;
+    }
 #pragma omp parallel for num_threads(nt) schedule(static) if (n >= 4096)
     for (int64_t r = 0; r < rows; r++)
       dropout_row_avx2(in + r * cols, out + r * cols, cols, (uint32_t)gid[r], p, scale, key);

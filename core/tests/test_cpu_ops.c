@@ -916,9 +916,10 @@ static void test_dropout(void **state) {
   (void)state;
   /* widths: below one vector batch, 32-column batches plus a tail, exact batches */
   struct cg_backend *bes[] = {be2, beg};
-  const int64_t shapes[][2] = {{500, 103}, {2000, 7}, {400, 128}, {1300, 41}};
+  const int64_t shapes[][2] = {{500, 103}, {2000, 7}, {400, 128}, {1300, 41},
+                               {2707, 16}, {301, 12}, {1001, 16}, {999, 3}}; /* two rows a draw up to 16, an odd last row */
   for (int b = 0; b < 2; b++)
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < 8; s++) {
       printf("  %s kernels, %lld x %lld\n", b ? "generic" : "best", (long long)shapes[s][0],
              (long long)shapes[s][1]);
       dropout_check(bes[b], shapes[s][0], shapes[s][1], 31 + (uint64_t)s);
