@@ -530,6 +530,19 @@ static inline __attribute__((always_inline)) CPU_AVX2 void philox8(__m256i c[4],
   }
 }
 
+/* The 4 x 8 words of philox8 in column order: c[l] lane q is column 4q + l; u[j] gets
+ * columns 8j .. 8j + 7 (lanes 2j and 2j + 1, their 4 words each). */
+static inline __attribute__((always_inline)) CPU_AVX2 void words_by_column(const __m256i c[4], __m256i u[4]) {
+  const __m256i t0 = _mm256_unpacklo_epi32(c[0], c[1]), t1 = _mm256_unpackhi_epi32(c[0], c[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(c[2], c[3]), t3 = _mm256_unpackhi_epi32(c[2], c[3]);
+  const __m256i r0 = _mm256_unpacklo_epi64(t0, t2), r1 = _mm256_unpackhi_epi64(t0, t2);
+  const __m256i r2 = _mm256_unpacklo_epi64(t1, t3), r3 = _mm256_unpackhi_epi64(t1, t3);
+  u[0] = _mm256_permute2x128_si256(r0, r1, 0x20);
+  u[1] = _mm256_permute2x128_si256(r2, r3, 0x20);
+  u[2] = _mm256_permute2x128_si256(r0, r1, 0x31);
+  u[3] = _mm256_permute2x128_si256(r2, r3, 0x31);
+}
+
 /* Dropout of one row: 8 Philox calls give 32 columns; the 4 x 8 output words are
  * transposed into column order, then u >= p is decided in float exactly as
  * cg_u32_to_unit / cg_dropout_keep do, so the mask is bit-identical. A last block of
@@ -550,16 +563,9 @@ CPU_AVX2 static void dropout_row_avx2(const float *ir, float *orow, int64_t cols
     c[2] = _mm256_set1_epi32((int)key.layer);
     c[3] = _mm256_set1_epi32((int)key.epoch);
     philox8(c, k0, k1);
-    /* c[l] lane q is column 4q + l: transpose to 4 vectors of 8 consecutive columns */
-    const __m256i t0 = _mm256_unpacklo_epi32(c[0], c[1]), t1 = _mm256_unpackhi_epi32(c[0], c[1]);
-    const __m256i t2 = _mm256_unpacklo_epi32(c[2], c[3]), t3 = _mm256_unpackhi_epi32(c[2], c[3]);
-    const __m256i r0 = _mm256_unpacklo_epi64(t0, t2), r1 = _mm256_unpackhi_epi64(t0, t2);
-    const __m256i r2 = _mm256_unpacklo_epi64(t1, t3), r3 = _mm256_unpackhi_epi64(t1, t3);
+    /* c[l] lane q is column 4q + l: transposed to 4 vectors of 8 consecutive columns */
     __m256i u[4];
-    u[0] = _mm256_permute2x128_si256(r0, r1, 0x20); /* columns 0..7 */
-    u[1] = _mm256_permute2x128_si256(r2, r3, 0x20); /* 8..15 */
-    u[2] = _mm256_permute2x128_si256(r0, r1, 0x31); /* 16..23 */
-    u[3] = _mm256_permute2x128_si256(r2, r3, 0x31); /* 24..31 */
+    words_by_column(c, u);
     for (int j = 0; j < 4 && 8 * j < left; j++) {
       const __m256 uf = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(u[j], 8)), unit);
       const __m256 keep = _mm256_cmp_ps(uf, pv, _CMP_GE_OQ);
@@ -750,12 +756,8 @@ CPU_AVX2 static void dropout_rows2_avx2(const float *ia, float *oa, const float 
   philox8(c, k0, k1);
   /* as dropout_row_avx2: u[0] columns 0-7 of lanes 0-1 (row a), u[1] 8-15 (lanes 2-3),
    * u[2] and u[3] the same of row b (lanes 4-7) */
-  const __m256i t0 = _mm256_unpacklo_epi32(c[0], c[1]), t1 = _mm256_unpackhi_epi32(c[0], c[1]);
-  const __m256i t2 = _mm256_unpacklo_epi32(c[2], c[3]), t3 = _mm256_unpackhi_epi32(c[2], c[3]);
-  const __m256i r0 = _mm256_unpacklo_epi64(t0, t2), r1 = _mm256_unpackhi_epi64(t0, t2);
-  const __m256i r2 = _mm256_unpacklo_epi64(t1, t3), r3 = _mm256_unpackhi_epi64(t1, t3);
-  const __m256i u[4] = {_mm256_permute2x128_si256(r0, r1, 0x20), _mm256_permute2x128_si256(r2, r3, 0x20),
-                        _mm256_permute2x128_si256(r0, r1, 0x31), _mm256_permute2x128_si256(r2, r3, 0x31)};
+  __m256i u[4];
+  words_by_column(c, u);
   for (int j = 0; j < 4; j++) {
     const float *src = j < 2 ? ia : ib;
     float *dst = j < 2 ? oa : ob;
