@@ -473,6 +473,14 @@ static void cpu_dropout_relu_bwd(struct cg_backend *be, const float *hd, float *
   for (int64_t i = 0; i < n; i++) dy[i] = (hd[i] > 0.0f ? dy[i] : 0.0f) * scale;
 }
 
+/* This OpenMP thread's share [*b, *e) of n items, in blocks of whole multiples of align
+ * but the last thread's (which ends at n). */
+static inline void thread_block(int64_t n, int64_t align, int64_t *b, int64_t *e) {
+  const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
+  *b = n / align * t / T * align;
+  *e = t == T - 1 ? n : n / align * (t + 1) / T * align;
+}
+
 /* The dropouts that draw nothing, over n values: p <= 0 keeps everything (a copy when
  * out != in), p >= 1 nothing (u < 1 always, and 1/(1-p) is not finite). 1 when done. */
 static int cpu_dropout_trivial(struct cg_backend *be, const float *in, float *out, int64_t n, float p) {
@@ -693,8 +701,9 @@ static void cpu_edge_dropout_avx2(struct cg_backend *be, const struct cg_edges *
   const float scale = 1.0f / (1.0f - p);
 #pragma omp parallel num_threads(nt) if (n >= CPU_PAR_MIN)
   {
-    const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
-    edge_dropout_rows_avx2(e, gid, in, out, heads, e->nrows * t / T, e->nrows * (t + 1) / T, p, scale, key);
+    int64_t r0, r1;
+    thread_block(e->nrows, 1, &r0, &r1);
+    edge_dropout_rows_avx2(e, gid, in, out, heads, r0, r1, p, scale, key);
   }
 }
 
@@ -718,8 +727,8 @@ static void cpu_elu_bwd_avx2(struct cg_backend *be, const float *y, float *dy, i
   const int nt = cpu_nt(be);
 #pragma omp parallel num_threads(nt) if (n >= CPU_PAR_MIN)
   {
-    const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
-    const int64_t b = n / 8 * t / T * 8, e = t == T - 1 ? n : n / 8 * (t + 1) / T * 8;
+    int64_t b, e;
+    thread_block(n, 8, &b, &e);
     elu_bwd_avx2(y + b, dy + b, e - b);
   }
 }
@@ -1056,8 +1065,8 @@ static int csr_rows_avx(struct cg_backend *be, int64_t nrows, int64_t nnz, const
   const int nt = cpu_nt(be);
 #pragma omp parallel num_threads(nt) if (nnz * f >= CPU_PAR_MIN)
   {
-    const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
-    const int64_t r0 = nrows * t / T, r1 = nrows * (t + 1) / T;
+    int64_t r0, r1;
+    thread_block(nrows, 1, &r0, &r1);
     if (f == 16) csr_rows_avx_2(ptr, idx, eid, vals, src, lds, dst, ldd, r0, r1);
     else if (f == 32) csr_rows_avx_4(ptr, idx, eid, vals, src, lds, dst, ldd, r0, r1);
     else csr_rows_avx_8(ptr, idx, eid, vals, src, lds, dst, ldd, r0, r1);
@@ -1094,8 +1103,8 @@ static void cpu_adam(struct cg_backend *be, float *w, const float *g, float *m, 
   if (((const struct cpu_impl *)be->impl)->avx2) {
 #pragma omp parallel num_threads(nt) if (n >= CPU_PAR_MIN)
     {
-      const int64_t th = omp_get_thread_num(), T = omp_get_num_threads();
-      const int64_t b = n / 8 * th / T * 8, e = th == T - 1 ? n : n / 8 * (th + 1) / T * 8;
+      int64_t b, e;
+      thread_block(n, 8, &b, &e);
       adam_avx(c, w + b, g + b, m + b, v + b, e - b);
     }
     return;
