@@ -69,6 +69,8 @@ struct cpu_impl {
                           int64_t, float *, int64_t);
   void (*csr_mm_t_portable)(struct cg_backend *, const struct cg_edges *, const float *, int64_t, const float *,
                             int64_t, float *, int64_t);
+  /* core/cpu_attn.c's edge softmax, for the head counts the AVX2 one does not take */
+  void (*edge_softmax_portable)(struct cg_backend *, const struct cg_edges *, const float *, int64_t, float *);
 };
 
 
@@ -733,6 +735,110 @@ static void cpu_elu_bwd_avx2(struct cg_backend *be, const float *y, float *dy, i
   }
 }
 
+#if CPU_HAVE_LIBMVEC
+/* ELU and the attention softmax with glibc's vector exponentials (libmvec, the AVX2
+ * variants): 8 floats a call. libm's scalar expm1f and expf were 15 % and 6 % of a GAT
+ * epoch on cora (perf, 1 thread). The values differ from the scalar functions' in the
+ * last bits (libmvec's are within a few ulp, not always correctly rounded), so these two
+ * ops no longer equal core/attn.h's cg_elu / cg_attn_softmax_rh bit for bit; everything
+ * else of the formulas is kept (the select, the row maximum, the per-head sum in edge
+ * order, one division), and every element goes through the vector function, the last
+ * partial vector too (padded), so an element's value does not depend on where a thread's
+ * block or the array ends: the same on any thread count and any rank count. */
+__m256 _ZGVdN8v_expm1f(__m256 x);
+__m256 _ZGVdN8v_expf(__m256 x);
+
+/* n floats (n < 8) through f, by way of a padded vector. */
+CPU_AVX2 static void tail8(__m256 (*f)(__m256), const float *x, float *y, int64_t n) {
+  float t[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  memcpy(t, x, (size_t)n * sizeof(float));
+  _mm256_storeu_ps(t, f(_mm256_loadu_ps(t)));
+  memcpy(y, t, (size_t)n * sizeof(float));
+}
+
+/* cg_elu on 8 lanes: x where x > 0, else expm1(x) (a NaN takes expm1's NaN, as there). */
+CPU_AVX2 static __m256 elu8(__m256 x) {
+  return _mm256_blendv_ps(_ZGVdN8v_expm1f(x), x, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ));
+}
+
+CPU_AVX2 static void elu_fwd_avx2(const float *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, elu8(_mm256_loadu_ps(x + i)));
+  if (i < n) tail8(elu8, x + i, y + i, n - i);
+}
+
+static void cpu_elu_fwd_avx2(struct cg_backend *be, const float *x, float *y, int64_t n) {
+  const int nt = cpu_nt(be);
+#pragma omp parallel num_threads(nt) if (n >= CPU_PAR_MIN)
+  {
+    int64_t b, e;
+    thread_block(n, 8, &b, &e);
+    elu_fwd_avx2(x + b, y + b, e - b);
+  }
+}
+
+/* Rows [r0, r1) of the edge softmax, cg_attn_softmax_rh's steps for every head at once:
+ * heads a multiple of 8, a vector of 8 heads per edge (the maximum, then exp(s - max)
+ * into alpha while each head's sum adds up in edge order, then one reciprocal a head);
+ * one head, 8 edges per vector for the exponentials, the maximum and the sum in edge
+ * order as there. alpha may equal s. */
+CPU_AVX2 static void softmax_rows_avx2(const struct cg_edges *e, const float *s, int64_t H, float *alpha,
+                                       int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; r++) {
+    const int64_t k0 = e->rowptr[r], k1 = e->rowptr[r + 1];
+    if (k0 == k1) continue;
+    if (H == 1) {
+      float mx = s[k0];
+      for (int64_t k = k0 + 1; k < k1; k++) mx = fmaxf(mx, s[k]);
+      const __m256 m = _mm256_set1_ps(mx);
+      int64_t k = k0;
+      for (; k + 8 <= k1; k += 8)
+        _mm256_storeu_ps(alpha + k, _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(s + k), m)));
+      if (k < k1) {
+        float t[8];
+        for (int64_t j = 0; j < k1 - k; j++) t[j] = s[k + j] - mx;
+        tail8(_ZGVdN8v_expf, t, alpha + k, k1 - k);
+      }
+      float sum = 0.0f;
+      for (k = k0; k < k1; k++) sum += alpha[k];
+      const float inv = 1.0f / sum;
+      for (k = k0; k < k1; k++) alpha[k] *= inv;
+      continue;
+    }
+    for (int64_t h = 0; h < H; h += 8) {
+      /* fmaxf(mx, v): v unless v is NaN; max_ps(v, mx) returns mx when either is NaN */
+      __m256 mx = _mm256_loadu_ps(s + k0 * H + h);
+      for (int64_t k = k0 + 1; k < k1; k++) mx = _mm256_max_ps(_mm256_loadu_ps(s + k * H + h), mx);
+      __m256 sum = _mm256_setzero_ps();
+      for (int64_t k = k0; k < k1; k++) {
+        const __m256 x = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(s + k * H + h), mx));
+        _mm256_storeu_ps(alpha + k * H + h, x);
+        sum = _mm256_add_ps(sum, x);
+      }
+      const __m256 inv = _mm256_div_ps(_mm256_set1_ps(1.0f), sum);
+      for (int64_t k = k0; k < k1; k++)
+        _mm256_storeu_ps(alpha + k * H + h, _mm256_mul_ps(_mm256_loadu_ps(alpha + k * H + h), inv));
+    }
+  }
+}
+
+static void cpu_edge_softmax_avx2(struct cg_backend *be, const struct cg_edges *e, const float *s, int64_t heads,
+                                  float *alpha) {
+  struct cpu_impl *im = be->impl;
+  if (heads != 1 && heads % 8 != 0) { /* core/cpu_attn.c's scalar loop */
+    im->edge_softmax_portable(be, e, s, heads, alpha);
+    return;
+  }
+  const int nt = cpu_nt(be);
+#pragma omp parallel num_threads(nt) if (e->nnz * heads >= CPU_PAR_MIN)
+  {
+    int64_t r0, r1;
+    thread_block(e->nrows, 1, &r0, &r1);
+    softmax_rows_avx2(e, s, heads, alpha, r0, r1);
+  }
+}
+#endif
+
 /* csr_dropout on AVX2 (replaces core/cpu_attn.c's scalar one when the CPU has it). */
 static void cpu_csr_dropout_avx2(struct cg_backend *be, const struct cg_edges *x, const float *in, float *out,
                                  const int32_t *gid, float p, struct cg_dropout_key key) {
@@ -1271,6 +1377,11 @@ int cg_backend_cpu_create(int threads, struct cg_backend **out) {
     im->csr_mm_t_portable = be->csr_mm_t;
     be->csr_mm = cpu_csr_mm_avx;
     be->csr_mm_t = cpu_csr_mm_t_avx;
+#if CPU_HAVE_LIBMVEC
+    be->elu_fwd = cpu_elu_fwd_avx2;
+    im->edge_softmax_portable = be->edge_softmax;
+    be->edge_softmax = cpu_edge_softmax_avx2;
+#endif
   }
 #endif
   LOG_DEBUG("core", "CPU backend: %d threads, %s SpMM kernel, GEMM %s", im->threads,
