@@ -389,7 +389,7 @@ int cmd_plan(int argc, char **argv) {
   struct rapa_plan plans[3]; /* without the cache, with it, with it and layer 0 exchanged (when auto keeps it local) */
   memset(plans, 0, sizeof plans);
   cJSON *root = NULL;
-  char rates_what[1200] = "", links_what[300] = "";
+  char rates_what[1200] = "", links_what[300] = "", ar_why[300] = "from the links (no profile)";
   int st = CG_OK, gpu_profile = 0;
   if (profile) {
     TRY_GOTO(rapa_profile_load(profile, &prof), done);
@@ -425,6 +425,9 @@ int cmd_plan(int argc, char **argv) {
     st = cg_err_set(CG_ERR_ARG, "--profile %s has no link between ranks: give --link-gbps B[,INTER]", profile);
     goto done;
   }
+  /* the all-reduce: measured, where the profile ran this layout and the links are its own */
+  if (profile && !have_link && parts > 1) TRY_GOTO(rapa_plan_allreduce_from_profile(prof, &po, ar_why, sizeof ar_why), done);
+  else if (have_link) snprintf(ar_why, sizeof ar_why, "from the declared links");
   po.host_cores = cores > 0 ? cores : 0;
   if (quantum_ms < 0) { /* the scheduling this process (and so a job it stands for) runs under */
     quantum_ms = 0;
@@ -532,7 +535,7 @@ int cmd_plan(int argc, char **argv) {
   }
   shape.layer0_exchange = cache ? l0x_cache : l0x_plain; /* the plan the table shows */
   if (cache && l0x_cache != l0x_plain) l0_why = "auto: local with the halo cache, which serves the hidden layers only";
-  char shown[4800]; /* (a graph's and a profile's name escaped: core/log.h) */
+  char shown[4800], shown2[700]; /* (a graph's and a profile's name escaped: core/log.h) */
   if (table) {
     printf("plan: %s, %d rank%s on %d node%s (%d machine%s), %d thread%s per rank\n",
            cg_text_escape(shown, sizeof shown, g.name), parts,
@@ -559,10 +562,10 @@ int cmd_plan(int argc, char **argv) {
       printf("  sparse features: csr_mm %.3f, csr_mm_t %.3f G nonzero-columns/s, dropout %.3f G entries/s\n",
              rates[0].csr_rate / 1e9, rates[0].csr_t_rate / 1e9, rates[0].csr_drop_eps / 1e9);
     if (parts > 1)
-      printf("  links: %s: %.2f GB/s, %.2f us within a node; %.2f GB/s, %.2f us between nodes; all-reduce %s\n",
+      printf("  links: %s: %.2f GB/s, %.2f us within a node; %.2f GB/s, %.2f us between nodes; all-reduce %s (%s%s)\n",
              cg_text_escape(shown, sizeof shown, links_what), po.bw_intra / 1e9, po.lat_intra * 1e6, po.bw_inter / 1e9,
-             po.lat_inter * 1e6,
-             rapa_allreduce_name(po.allreduce));
+             po.lat_inter * 1e6, rapa_allreduce_name(po.allreduce), po.ar_points ? "" : "priced from the links: ",
+             cg_text_escape(shown2, sizeof shown2, ar_why));
     print_plan(&plans[cache], cache ? "with the halo cache (jaca, exact)" : "without the halo cache");
     printf("\n%-28s %12s %16s %16s %16s\n", "", "epoch_ms", "halo_bytes", "inter_node_bytes", "allreduce_bytes");
     for (int k = 0; k < 2; k++)
@@ -627,6 +630,14 @@ int cmd_plan(int argc, char **argv) {
     cJSON_AddNumberToObject(l, "inter_gbs", po.bw_inter / 1e9);
     cJSON_AddNumberToObject(l, "intra_latency_us", po.lat_intra * 1e6);
     cJSON_AddNumberToObject(l, "inter_latency_us", po.lat_inter * 1e6);
+    cJSON_AddStringToObject(l, "allreduce_source", parts > 1 ? ar_why : "none (one rank)");
+    cJSON *arc = cJSON_AddArrayToObject(l, "allreduce_curve"); /* [bytes, seconds] of a measured curve */
+    for (int k = 0; k < po.ar_points; k++) {
+      cJSON *pt = cJSON_CreateArray();
+      cJSON_AddItemToArray(pt, cJSON_CreateNumber(po.ar_bytes[k]));
+      cJSON_AddItemToArray(pt, cJSON_CreateNumber(po.ar_s[k]));
+      cJSON_AddItemToArray(arc, pt);
+    }
     cJSON_AddItemToObject(root, "plain", plan_json(&plans[0], &shape));
     cJSON_AddItemToObject(root, "cache", plan_json(&plans[1], &shape));
     char *text = cJSON_Print(root);

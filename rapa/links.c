@@ -172,6 +172,17 @@ static cJSON *curve_json(const double *vals, const size_t *sizes, int ns, double
   return arr;
 }
 
+/* One point of the all-reduce's curve. */
+static cJSON *ar_point(int64_t floats, const struct rapa_timing *t) {
+  cJSON *e = cJSON_CreateObject();
+  cJSON_AddNumberToObject(e, "floats", (double)floats);
+  cJSON_AddNumberToObject(e, "bytes", (double)floats * 4.0);
+  cJSON_AddNumberToObject(e, "median_s", t->median_s);
+  cJSON_AddNumberToObject(e, "min_s", t->min_s);
+  cJSON_AddNumberToObject(e, "reps", t->reps);
+  return e;
+}
+
 int rapa_links_measure(struct comm *c, struct cg_backend *be, const struct rapa_run_opts *o, cJSON **out) {
   int st = CG_OK;
   *out = NULL;
@@ -245,13 +256,30 @@ int rapa_links_measure(struct comm *c, struct cg_backend *be, const struct rapa_
   int64_t grad = o->features * o->hidden + o->hidden;
   for (int l = 1; l < o->layers - 1; l++) grad += o->hidden * o->hidden + o->hidden;
   if (o->layers > 1) grad += o->hidden * o->classes + o->classes;
-  struct rapa_timing ar = {0, 0, 0};
-  const char *ar_path = "none";
+  /* and the same all-reduce at a few more sizes (RAPA_AR_SIZES floats): `capgnn plan`
+   * prices a job of this layout's all-reduce from the curve (rapa/plan.h, ar_points).
+   * Measured, because the formula from the link latencies misses what a collective costs:
+   * on the 2-core VM, 4 ranks as 2 emulated nodes, the ordered hierarchical all-reduce of
+   * 42 KB took 129 us where one-way latencies of 1.7 us and 6 GB/s said ~15 us (four
+   * collectives, each a synchronisation of ranks that share cores). */
+  static const int64_t extra[] = {RAPA_AR_SIZES};
+  enum { NEXTRA = sizeof extra / sizeof *extra };
+  struct rapa_timing ar = {0, 0, 0}, ar_x[NEXTRA];
+  memset(ar_x, 0, sizeof ar_x);
+  const char *ar_path = "none", *ar_alg = "none";
   if (P > 1) {
     TRY_GOTO(comm_grad_create(c, be, grad, &ml.grad), done);
     ar_path = comm_path_name(comm_grad_path(ml.grad));
+    ar_alg = comm_grad_path(ml.grad) == COMM_PATH_NCCL ? "nccl" : comm_allreduce_name(comm_grad_algorithm(ml.grad));
     st = rapa_link_allreduce(&ops, be, rank, P, grad, &bo, &ar);
     TRY_GOTO(comm_agree(c, st, "measuring the gradient all-reduce"), done);
+    for (int x = 0; x < NEXTRA; x++) { /* (comm_grad sums its whole buffer: an object per size) */
+      if (extra[x] == grad) continue;
+      comm_grad_destroy(&ml.grad);
+      TRY_GOTO(comm_grad_create(c, be, extra[x], &ml.grad), done);
+      st = rapa_link_allreduce(&ops, be, rank, P, extra[x], &bo, &ar_x[x]);
+      TRY_GOTO(comm_agree(c, st, "measuring the all-reduce's curve"), done);
+    }
   }
 
   /* where each rank is, for the pairs' intra/inter-node labels */
@@ -320,6 +348,18 @@ int rapa_links_measure(struct comm *c, struct cg_backend *be, const struct rapa_
     cJSON_AddNumberToObject(a, "median_s", ar.median_s);
     cJSON_AddNumberToObject(a, "min_s", ar.min_s);
     cJSON_AddNumberToObject(a, "reps", ar.reps);
+    cJSON_AddStringToObject(a, "algorithm", ar_alg);
+    cJSON_AddNumberToObject(a, "nodes", (double)comm_nnodes(c));
+    cJSON *cv = cJSON_AddArrayToObject(a, "curve"); /* every size measured, the gradient's included, by size */
+    int added = 0;
+    for (int x = 0; x <= NEXTRA; x++) {
+      const int main_here = !added && (x == NEXTRA || grad <= extra[x]);
+      if (main_here) {
+        cJSON_AddItemToArray(cv, ar_point(grad, &ar));
+        added = 1;
+      }
+      if (x < NEXTRA && extra[x] != grad) cJSON_AddItemToArray(cv, ar_point(extra[x], &ar_x[x]));
+    }
   } else {
     cJSON_AddNullToObject(L, "allreduce");
   }

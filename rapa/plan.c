@@ -17,6 +17,7 @@
  *   needs the placement (bound round-robin) rather than a machine-wide average: unbound
  *   under SCHED_RR, 3 of 4 ranks were measured sharing one core of two. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -279,7 +280,9 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
     if (rates[i].h2d_bps > 0 && rates[i].d2h_bps > 0)
       R->staging_s = ((o->gpu_direct ? 0 : sent) + shm / 2) / rates[i].d2h_bps +
                      ((o->gpu_direct ? 0 : recvd) + shm / 2) / rates[i].h2d_bps;
-    if (o->allreduce == RAPA_ALLREDUCE_HIER && N > 1) {
+    if (o->ar_points > 0) {
+      R->allreduce_s = rapa_plan_allreduce_curve(o, B);
+    } else if (o->allreduce == RAPA_ALLREDUCE_HIER && N > 1) {
       const int k = P / N;
       R->allreduce_s = 2.0 * (k - 1) / k * B / o->bw_intra + 2.0 * (k - 1) * o->lat_intra +
                        2.0 * (N - 1) / N * B / k / o->bw_inter + 2.0 * (N - 1) * o->lat_inter;
@@ -328,6 +331,54 @@ static double median_of(double *v, int n) {
   if (n == 0) return 0.0;
   qsort(v, (size_t)n, sizeof *v, cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int rapa_plan_allreduce_from_profile(const struct rapa_profile *p, struct rapa_plan_opts *o, char *why, size_t n) {
+  const cJSON *links = cJSON_GetObjectItem(p->root, "links");
+  const cJSON *ar = cJSON_GetObjectItem(links, "allreduce"), *curve = cJSON_GetObjectItem(ar, "curve");
+  const cJSON *alg = cJSON_GetObjectItem(ar, "algorithm");
+  const double pnd = rapa_json_num(links, "nranks"), nodesd = rapa_json_num(ar, "nodes");
+  const int pn = pnd >= 1 && pnd <= 1e9 ? (int)pnd : 0, pnodes = nodesd >= 1 && nodesd <= 1e9 ? (int)nodesd : 0;
+  double bytes[RAPA_PLAN_AR_POINTS], t[RAPA_PLAN_AR_POINTS];
+  int np = 0, sorted = 1;
+  const cJSON *pt;
+  cJSON_ArrayForEach(pt, curve) {
+    const double b = rapa_json_num(pt, "bytes"), s = rapa_json_num(pt, "median_s");
+    if (np == RAPA_PLAN_AR_POINTS || !(b > 0) || !(s > 0)) continue;
+    if (np > 0 && !(b > bytes[np - 1])) sorted = 0;
+    bytes[np] = b;
+    t[np++] = s;
+  }
+  if (!cJSON_IsArray(curve) || !cJSON_IsString(alg) || !(pnodes >= 1))
+    snprintf(why, n, "the profile has the all-reduce at one size only (made before 2026-11-29)");
+  else if (pn != o->P || pnodes != o->nodes)
+    snprintf(why, n, "the profile's all-reduce ran on %d ranks on %d node%s, this job has %d on %d", pn, pnodes,
+             pnodes == 1 ? "" : "s", o->P, o->nodes);
+  else if (strcmp(alg->valuestring, rapa_allreduce_name(o->allreduce)) != 0)
+    snprintf(why, n, "the profile's all-reduce was %s, this job's is %s", alg->valuestring,
+             rapa_allreduce_name(o->allreduce));
+  else if (np < 2 || !sorted)
+    snprintf(why, n, "the profile's all-reduce curve has fewer than two sizes in increasing order");
+  else {
+    o->ar_points = np;
+    memcpy(o->ar_bytes, bytes, sizeof(double) * (size_t)np);
+    memcpy(o->ar_s, t, sizeof(double) * (size_t)np);
+    snprintf(why, n, "measured by the profile on this layout (%s, %d ranks on %d node%s, %d sizes %.0f-%.0f KB: "
+             "%.1f-%.1f us)", alg->valuestring, pn, pnodes, pnodes == 1 ? "" : "s", np, bytes[0] / 1e3,
+             bytes[np - 1] / 1e3, t[0] * 1e6, t[np - 1] * 1e6);
+  }
+  return CG_OK;
+}
+
+double rapa_plan_allreduce_curve(const struct rapa_plan_opts *o, double bytes) {
+  const int np = o->ar_points;
+  const double *b = o->ar_bytes, *t = o->ar_s;
+  if (np <= 0) return 0.0;
+  if (np == 1 || bytes <= b[0]) return t[0];
+  int k = 1; /* the segment [k-1, k] that holds bytes, or the last one */
+  while (k < np - 1 && bytes > b[k]) k++;
+  const double v = t[k - 1] + (t[k] - t[k - 1]) * (bytes - b[k - 1]) / (b[k] - b[k - 1]);
+  return v > 0 ? v : 0.0;
 }
 
 int rapa_plan_links_from_profile(const struct rapa_profile *p, double *bw_intra, double *lat_intra, double *bw_inter,

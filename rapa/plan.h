@@ -32,7 +32,8 @@
  *    memory and to other nodes through MPI from every consuming rank. Device ranks
  *    (rates.h2d_bps, d2h_bps > 0) also stage what they send (D2H) and receive (H2D)
  *    through MPI, unless gpu_direct, and what they write into and read from the node tier;
- *  - gradient all-reduce of the parameters (B = 4 x rapa_shape_params bytes):
+ *  - gradient all-reduce of the parameters (B = 4 x rapa_shape_params bytes): when a
+ *    profile measured it on this layout (ar_points), its curve at B; else
  *    RAPA_ALLREDUCE_FLAT and _MPI priced as a ring over the slowest link,
  *    2 (P-1)/P B / bw + 2 (P-1) latencies (rapa_cost_rank's term); _HIER (the node's
  *    ranks reduce, the nodes exchange each node's sum split over its k ranks, the node
@@ -61,6 +62,7 @@ extern "C" {
 #endif
 
 #define RAPA_PLAN_MAX_RANKS 4096
+#define RAPA_PLAN_AR_POINTS 8 /* points of a measured all-reduce curve the plan keeps */
 
 enum rapa_allreduce { RAPA_ALLREDUCE_MPI = 0, RAPA_ALLREDUCE_FLAT = 1, RAPA_ALLREDUCE_HIER = 2 };
 const char *rapa_allreduce_name(enum rapa_allreduce a); /* "mpi", "flat", "hier" */
@@ -81,6 +83,13 @@ struct rapa_plan_opts {
   enum rapa_allreduce allreduce;
   double bw_intra, bw_inter;   /* bytes/s between ranks of a node / of different nodes */
   double lat_intra, lat_inter; /* one-way latency, seconds */
+  /* The gradient all-reduce as measured on this job's layout (rapa_plan_allreduce_from_profile:
+   * a profile of P ranks on N nodes whose all-reduce used this algorithm): ar_points
+   * sizes ar_bytes[] (increasing) that took ar_s[] seconds (medians), interpolated
+   * linearly at the job's bytes (below the smallest size: its time; past the largest: the
+   * last two points' line), in place of the formula from the links above. 0: the formula. */
+  int ar_points;
+  double ar_bytes[RAPA_PLAN_AR_POINTS], ar_s[RAPA_PLAN_AR_POINTS];
 };
 
 struct rapa_plan_rank {
@@ -130,6 +139,14 @@ void rapa_plan_free(struct rapa_plan *p); /* accepts a zeroed struct */
 struct rapa_profile;
 int rapa_plan_links_from_profile(const struct rapa_profile *p, double *bw_intra, double *lat_intra, double *bw_inter,
                                  double *lat_inter);
+/* The profile's gradient all-reduce curve (links.allreduce.curve: medians by size) into
+ * o->ar_points / ar_bytes / ar_s, when it was measured on o->P ranks on o->nodes nodes
+ * with o->allreduce's algorithm; else o is left as it is. *why says which (a profile from
+ * before the curve, another layout, another algorithm). */
+int rapa_plan_allreduce_from_profile(const struct rapa_profile *p, struct rapa_plan_opts *o, char *why, size_t n);
+/* The all-reduce of `bytes` from o's curve (o->ar_points > 0), as described there. */
+double rapa_plan_allreduce_curve(const struct rapa_plan_opts *o, double bytes);
+
 /* Rank r's device kind ("cpu", "cuda"), its threads and its host's cores (0: unknown). */
 int rapa_plan_host_from_profile(const struct rapa_profile *p, int r, const char **kind, int *threads, int *cores);
 

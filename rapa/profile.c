@@ -124,6 +124,13 @@ static int vtiming(struct vctx *v, const cJSON *e) {
 
 typedef int (*vfn)(struct vctx *v, const cJSON *e);
 
+/* A point of links.allreduce.curve: a timing of `floats` floats. */
+static int vcurve_point(struct vctx *v, const cJSON *e) {
+  TRY(vtiming(v, e));
+  TRY(vint(v, e, "floats", 1, 1e15));
+  return CG_OK;
+}
+
 static int vlist(struct vctx *v, const cJSON *o, const char *f, int min, vfn fn) {
   TRY(varr(v, o, f, min));
   const cJSON *arr = vget(o, f);
@@ -344,6 +351,10 @@ int rapa_validate_links(const cJSON *l, int nranks, const char *what, const char
     TRY(vtiming(&v, ar));
     TRY(vint(&v, ar, "floats", 1, 1e15));
     TRY(vstr(&v, ar, "path"));
+    /* (since 2026-11-29: the algorithm, the nodes and the curve over sizes; optional) */
+    if (vget(ar, "algorithm")) TRY(vstr(&v, ar, "algorithm"));
+    if (vget(ar, "nodes")) TRY(vint(&v, ar, "nodes", 1, 1e9));
+    if (vget(ar, "curve")) TRY(vlist(&v, ar, "curve", 1, vcurve_point));
     vpop(&v, s);
   }
   return CG_OK;

@@ -98,6 +98,13 @@ int rapa_device_layer_time(const cJSON *dev, double *t);
 /* ISO 8601 UTC now, "2026-11-24T10:00:00Z". */
 void rapa_now_iso(char *buf, size_t len);
 
+/* ---- links (links.c) ---- */
+
+/* The sizes (floats, increasing) at which the profile measures the gradient all-reduce
+ * besides the model's gradient (links.allreduce.curve; `capgnn plan` interpolates a job's
+ * all-reduce on the profiled layout from it, rapa/plan.h): 4 KB, 64 KB, 256 KB. */
+#define RAPA_AR_SIZES 1024, 16384, 65536
+
 /* ---- alike ranks (calibrate.c) ---- */
 
 /* Ranks alike (equal ids[r]: one host, the same device, threads and emulated speed)

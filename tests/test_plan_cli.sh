@@ -11,7 +11,10 @@
 #    stdout without the table; with --layer0-halo exchange (auto's choice on cora) layer
 #    0's 16-wide rows add 2 x 16 x 4 bytes per halo row, with and without the cache, and
 #    every rank's memory is lower (no halo features);
-# 3. 64 ranks on 8 nodes with declared rates and links (no profile). Exit 77 without cora.
+# 3. 64 ranks on 8 nodes with declared rates and links (no profile);
+# 4. the all-reduce from a profile's curve measured on the job's layout, and the formula
+#    (with the reason) for another layout, another algorithm or an older profile. Exit 77
+#    without cora.
 set -u
 capgnn=$1 schema=$2 out=$3 data=$4 profile=$5
 [ -r "$data/cora.cgr" ] || { echo "cora.cgr not in $data: skipped"; exit 77; }
@@ -153,4 +156,44 @@ rates=(--gemm-gflops 25 --spmm-gnnz 0.85 --mem-gbs 77 --link-gbps 10,1)
 "$capgnn" plan --graph cora --parts 4 "${rates[@]}" --layer0-halo exchange >w2.out 2>w2.err ||
   { cat w2.err; fail "plan exited $?"; }
 ! grep -q "why the cache is slower" w2.out || { cat w2.out; fail "a why line where the cache is faster"; }
+# the all-reduce measured by a profile of the job's layout (links.allreduce.curve, since
+# 2026-11-29): interpolated at the model's bytes; a profile of another layout or
+# algorithm, or one from before the curve (the one above), keeps the formula and says why
+python3 - "$profile" arp.json bad.json <<'PY' || fail "could not write the profiles with an all-reduce curve"
+import json, sys
+p = json.load(open(sys.argv[1]))
+a = p["links"]["allreduce"]
+a["algorithm"], a["nodes"] = "mpi", 1
+a["curve"] = [{"floats": 1024, "bytes": 4096, "median_s": 2e-5, "min_s": 1e-5, "reps": 5},
+              {"floats": 65536, "bytes": 262144, "median_s": 3e-4, "min_s": 2e-4, "reps": 5}]
+json.dump(p, open(sys.argv[2], "w"))
+a["curve"][1]["median_s"] = -1
+json.dump(p, open(sys.argv[3], "w"))
+PY
+"$capgnn" plan --graph cora --parts 2 --profile arp.json --json ar.json >ar.out 2>ar.err ||
+  { cat ar.err; fail "plan with an all-reduce curve exited $?"; }
+grep -q "all-reduce mpi (measured by the profile on this layout (mpi, 2 ranks on 1 node, 2 sizes" ar.out ||
+  { cat ar.out; fail "the plan does not say its all-reduce is the profile's"; }
+python3 - "$schema" ar.json <<'PY' || fail "ar.json: the all-reduce is not the curve's"
+import json, sys, jsonschema
+schema, plan = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+jsonschema.validate(plan, schema)
+assert plan["links"]["allreduce_curve"] == [[4096, 2e-5], [262144, 3e-4]], plan["links"]["allreduce_curve"]
+B = 4 * plan["model"]["parameters"]          # 23,063 parameters: between the two sizes
+want = 2e-5 + (3e-4 - 2e-5) * (B - 4096) / (262144 - 4096)
+for kind in ("plain", "cache"):
+    for r in plan[kind]["ranks"]:
+        assert abs(r["allreduce_s"] - want) <= 1e-12 * want, (kind, r["allreduce_s"], want)
+PY
+for args in "--parts 2 --allreduce flat:the profile's all-reduce was mpi, this job's is flat" \
+            "--parts 4:the profile's all-reduce ran on 2 ranks on 1 node, this job has 4 on 1"; do
+  "$capgnn" plan --graph cora ${args%%:*} --profile arp.json --quiet >ar2.out 2>ar2.err ||
+    { cat ar2.err; fail "plan ${args%%:*} exited $?"; }
+  grep -qF "priced from the links: ${args#*:})" ar2.out || { cat ar2.out; fail "plan ${args%%:*}: no '${args#*:}'"; }
+done
+"$capgnn" plan --graph cora --parts 2 --profile "$profile" --quiet >ar3.out 2>ar3.err || { cat ar3.err; fail "plan exited $?"; }
+grep -qF "priced from the links: the profile has the all-reduce at one size only" ar3.out ||
+  { cat ar3.out; fail "an old profile: no word that the all-reduce is priced from the links"; }
+"$capgnn" plan --graph cora --parts 2 --profile bad.json --quiet >ar4.out 2>ar4.err && fail "a bad curve was taken"
+grep -q "capgnn: error: .*curve" ar4.err || { cat ar4.err; fail "the bad curve point is not named"; }
 echo "plan CLI: all checks passed"

@@ -2,7 +2,7 @@
  * vertices, 4 ranks of 2 vertices, 2 nodes of 2 ranks, every count and time computed
  * by hand below; the cache's inter-node rows are each remote row once per node; the
  * plan's communication without the cache on one node equals rapa_cost_rank's; the
- * oversubscription of shared cores. */
+ * oversubscription of shared cores; a measured all-reduce curve. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -259,11 +259,46 @@ static void test_plan_matches_cost_model(void **state) {
   free_hand_graph(&g);
 }
 
+/* A measured all-reduce curve (ar_points) in place of the formula: below the smallest
+ * size its time, between two sizes the line through them, past the largest the last two
+ * points' line; every rank's all-reduce of the shape's 64 bytes, the rest as without it. */
+static void test_plan_measured_allreduce(void **state) {
+  (void)state;
+  struct rapa_plan_opts o = two_nodes(0);
+  o.ar_points = 3;
+  const double b[3] = {32, 128, 1024}, t[3] = {1e-5, 3e-5, 1.2e-4};
+  memcpy(o.ar_bytes, b, sizeof b);
+  memcpy(o.ar_s, t, sizeof t);
+  near(rapa_plan_allreduce_curve(&o, 8), 1e-5, "below the smallest size");
+  near(rapa_plan_allreduce_curve(&o, 32), 1e-5, "at the smallest");
+  near(rapa_plan_allreduce_curve(&o, 64), 1e-5 + 2e-5 * 32.0 / 96.0, "between the first two");
+  near(rapa_plan_allreduce_curve(&o, 576), 3e-5 + 9e-5 * 448.0 / 896.0, "between the last two");
+  near(rapa_plan_allreduce_curve(&o, 2048), 1.2e-4 + 9e-5 * 1024.0 / 896.0, "past the largest: the last line");
+  struct graph g;
+  int32_t owner[8];
+  hand_graph(&g, owner);
+  struct rapa_rates rates[4] = {unit_rates, unit_rates, unit_rates, unit_rates};
+  struct rapa_plan p, q;
+  assert_int_equal(rapa_plan_compute(&g, owner, &shape, rates, &o, &p), CG_OK);
+  o.ar_points = 0;
+  assert_int_equal(rapa_plan_compute(&g, owner, &shape, rates, &o, &q), CG_OK);
+  for (int i = 0; i < 4; i++) {
+    near(p.rank[i].allreduce_s, 1e-5 + 2e-5 * 32.0 / 96.0, "the curve at 64 bytes");
+    near(q.rank[i].allreduce_s, 6.04e-4, "the formula (test_plan_plain)");
+    near(p.rank[i].comm_s - p.rank[i].allreduce_s, q.rank[i].comm_s - q.rank[i].allreduce_s, "the rest unchanged");
+  }
+  near(p.allreduce_bytes, q.allreduce_bytes, "the same bytes");
+  rapa_plan_free(&p);
+  rapa_plan_free(&q);
+  free_hand_graph(&g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plan_plain),
       cmocka_unit_test(test_plan_cache),
       cmocka_unit_test(test_plan_matches_cost_model),
+      cmocka_unit_test(test_plan_measured_allreduce),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
