@@ -150,9 +150,17 @@ void rapa_report_text(const struct rapa_profile *p, FILE *out) {
   if (n < 2) fprintf(out, "  (one rank: no links)\n");
   fprintf(out, "#  device buffers: %s\n#  NCCL: %s\n", str(links, "device_note"), str(links, "nccl_note"));
   const cJSON *ar = get(links, "allreduce");
-  if (cJSON_IsObject(ar))
+  if (cJSON_IsObject(ar)) {
     fprintf(out, "#  gradient all-reduce: %.0f floats (%.2f MB) over %s: %.3f ms median, %.3f ms min\n", num(ar, "floats"),
             num(ar, "bytes") / 1e6, str(ar, "path"), num(ar, "median_s") * 1e3, num(ar, "min_s") * 1e3);
+    const cJSON *curve = get(ar, "curve"), *pt;
+    if (cJSON_IsArray(curve)) {
+      fprintf(out, "#  all-reduce by size (%s, %.0f node(s); capgnn plan prices a job of this layout from it):", str(ar, "algorithm"),
+              num(ar, "nodes"));
+      cJSON_ArrayForEach(pt, curve) fprintf(out, " %.0f KB %.3f ms;", num(pt, "bytes") / 1e3, num(pt, "median_s") * 1e3);
+      fprintf(out, "\n");
+    }
+  }
   const cJSON *cap = get(root, "capability");
   fprintf(out, "#\n# Relative capability (%s)\n# %4s %14s %10s %11s\n", str(cap, "definition"), "rank", "layer time(ms)",
           "relative", "vs fastest");
@@ -585,7 +593,27 @@ int rapa_report_html(const struct rapa_profile *p, const struct rapa_split *spli
     svg_printf(&s, "%s</td><td class=\"num\" data-path=\"links.allreduce.min_s\" data-value=\"%.17g\" "
                    "data-scale=\"1000\">", t, num(ar, "min_s"));
     fmt_num(num(ar, "min_s") * 1e3, t, sizeof t);
-    svg_printf(&s, "%s</td></tr></table>", t);
+    svg_printf(&s, "%s</td></tr>", t);
+    /* the same all-reduce by size (since 2026-11-29): `capgnn plan` prices a job of this
+     * layout (ranks, nodes, algorithm) from it */
+    const cJSON *curve = get(ar, "curve");
+    for (int k = 0; k < cJSON_GetArraySize(curve); k++) {
+      const cJSON *pt = cJSON_GetArrayItem(curve, k);
+      char dp[80];
+      svg_printf(&s, "<tr><td>by size (capgnn plan)</td>");
+      snprintf(dp, sizeof dp, "links.allreduce.curve[%d].floats", k);
+      td_num(&s, dp, num(pt, "floats"));
+      td_text(&s, str(ar, "algorithm"));
+      for (int m = 0; m < 2; m++) {
+        const char *f = m ? "min_s" : "median_s";
+        snprintf(dp, sizeof dp, "links.allreduce.curve[%d].%s", k, f);
+        svg_printf(&s, "<td class=\"num\" data-path=\"%s\" data-value=\"%.17g\" data-scale=\"1000\">", dp, num(pt, f));
+        fmt_num(num(pt, f) * 1e3, t, sizeof t);
+        svg_printf(&s, "%s</td>", t);
+      }
+      svg_printf(&s, "</tr>");
+    }
+    svg_printf(&s, "</table>");
   }
 
   svg_printf(&s, "\n<h2>Relative capability</h2><p class=\"note\">");
