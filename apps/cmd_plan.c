@@ -426,8 +426,10 @@ int cmd_plan(int argc, char **argv) {
     goto done;
   }
   /* the all-reduce: measured, where the profile ran this layout and the links are its own */
-  if (profile && !have_link && parts > 1) TRY_GOTO(rapa_plan_allreduce_from_profile(prof, &po, ar_why, sizeof ar_why), done);
-  else if (have_link) snprintf(ar_why, sizeof ar_why, "from the declared links");
+  if (profile && !have_link && !have_lat && parts > 1)
+    TRY_GOTO(rapa_plan_allreduce_from_profile(prof, &po, ar_why, sizeof ar_why), done);
+  else if (have_link || have_lat)
+    snprintf(ar_why, sizeof ar_why, "from the declared %s", have_link ? "links" : "latencies");
   po.host_cores = cores > 0 ? cores : 0;
   if (quantum_ms < 0) { /* the scheduling this process (and so a job it stands for) runs under */
     quantum_ms = 0;

@@ -36,6 +36,9 @@ while getopts "c:b:r:e:t:o:h" opt; do
     *) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 2 ;;
   esac
 done
+python3 -c "import sys; t = float(sys.argv[1]); sys.exit(0 if t >= 0 else 1)" "$rtol" 2>/dev/null ||
+  { echo "bench_small.sh: -t '$rtol': expected a relative tolerance >= 0" >&2; exit 2; }
+[ "$rtol" = 0 ] || [ -n "$capgnn_b" ] || { echo "bench_small.sh: -t compares A's losses with B's: give -b too" >&2; exit 2; }
 for b in "$capgnn" ${capgnn_b:+"$capgnn_b"}; do
   [ -x "$b" ] || { echo "bench_small.sh: $b is not an executable (build first, or pass -c/-b)" >&2; exit 2; }
 done
@@ -98,7 +101,7 @@ for c in ["gcn_p1", "gcn_p2", "gcn_p4", "gat_p1"]:
         row[w]["losses"] = list(next(iter(losses)))
     if b and rtol > 0:
         la, lb = row["A"]["losses"], row["B"]["losses"]
-        d = max(abs(x - y) / max(abs(x), 1e-30) for x, y in zip(la, lb)) if len(la) == len(lb) else float("inf")
+        d = max((abs(x - y) / max(abs(x), 1e-30) for x, y in zip(la, lb)), default=0.0) if len(la) == len(lb) else float("inf")
         row["loss_max_rel_diff"] = d
         print(f"{c}: A and B losses, largest relative difference per epoch {d:.2e}")
         if not d <= rtol:

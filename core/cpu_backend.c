@@ -744,9 +744,14 @@ static void cpu_elu_bwd_avx2(struct cg_backend *be, const float *y, float *dy, i
  * else of the formulas is kept (the select, the row maximum, the per-head sum in edge
  * order, one division), and every element goes through the vector function, the last
  * partial vector too (padded), so an element's value does not depend on where a thread's
- * block or the array ends: the same on any thread count and any rank count. */
-__m256 _ZGVdN8v_expm1f(__m256 x);
-__m256 _ZGVdN8v_expf(__m256 x);
+ * block or the array ends: the same on any thread count and any rank count of one host.
+ * Across hosts the bits follow what each has: a CPU without AVX2, CAPGNN_CPU_KERNELS=generic,
+ * a build without libmvec (-DCAPGNN_HAVE_LIBMVEC=OFF at configure time skips it) or
+ * another glibc's libmvec (linked dynamically) give other last bits of these two ops. */
+/* (declared with the AVX2 target, as their callers: clang refuses a 256-bit argument
+ * between a caller with AVX and a callee without it) */
+CPU_AVX2 __m256 _ZGVdN8v_expm1f(__m256 x);
+CPU_AVX2 __m256 _ZGVdN8v_expf(__m256 x);
 
 /* n floats (n < 8) through f, by way of a padded vector. */
 CPU_AVX2 static void tail8(__m256 (*f)(__m256), const float *x, float *y, int64_t n) {
@@ -806,7 +811,10 @@ CPU_AVX2 static void softmax_rows_avx2(const struct cg_edges *e, const float *s,
       continue;
     }
     for (int64_t h = 0; h < H; h += 8) {
-      /* fmaxf(mx, v): v unless v is NaN; max_ps(v, mx) returns mx when either is NaN */
+      /* cg_attn_softmax_rh takes fmaxf(mx, v): mx when v is NaN, as max_ps(v, mx) does
+       * (it returns its second operand when either is NaN). A NaN first score differs
+       * (fmaxf drops it, max_ps keeps it), but the row is NaN either way: its exp(v - mx)
+       * is NaN and so is the sum that divides every entry */
       __m256 mx = _mm256_loadu_ps(s + k0 * H + h);
       for (int64_t k = k0 + 1; k < k1; k++) mx = _mm256_max_ps(_mm256_loadu_ps(s + k * H + h), mx);
       __m256 sum = _mm256_setzero_ps();

@@ -292,6 +292,7 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
   c->we_initialised = we_init;
   c->path_req = COMM_PATH_AUTO;
   c->path_logged = -1;
+  c->grad_logged = -1;
   c->gpu_ordinal = -1;
   c->uuid_dev = -1;
   c->cuda_aware = -1;

@@ -33,6 +33,7 @@ struct comm {
   /* GPU placement (gpu_bind.c), communication path (path.c) and NCCL (nccl.c) */
   enum comm_path path_req;    /* comm_set_path (AUTO by default) */
   int path_logged;            /* last path (x16, + request) announced at INFO, -1: none */
+  int grad_logged;            /* last gradient all-reduce (algorithm x 16 + path) announced, -1: none */
   int gpu_ordinal, gpu_share; /* comm_gpu_bind: -1 / 0 before */
   int uuid_dev;               /* device whose UUID is cached in uuid, -1: none */
   char uuid[COMM_UUID_LEN];

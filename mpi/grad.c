@@ -86,12 +86,15 @@ int comm_grad_create(struct comm *c, struct cg_backend *be, int64_t n, struct co
                     (long long)n, (long long)-range[1], (long long)range[0]);
     goto fail;
   }
-  if (c->rank == 0)
+  /* said once per choice (`capgnn profile` makes one object per size it measures) */
+  const int key = (int)g->algo * 16 + (int)sel.path;
+  if (c->rank == 0 && key != c->grad_logged)
     LOG_INFO("mpi", "gradient all-reduce: %s%s", comm_allreduce_name(g->algo),
              g->algo == COMM_ALLREDUCE_HIER   ? " (inside each node, between nodes, inside again; fixed order)"
              : g->algo == COMM_ALLREDUCE_FLAT ? " (one reduce-scatter and all-gather over all ranks; fixed order)"
              : sel.path == COMM_PATH_NCCL     ? " (ncclAllReduce)"
                                               : " (MPI_Allreduce)");
+  c->grad_logged = key;
   *out = g;
   return CG_OK;
 fail:

@@ -280,7 +280,7 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
     if (rates[i].h2d_bps > 0 && rates[i].d2h_bps > 0)
       R->staging_s = ((o->gpu_direct ? 0 : sent) + shm / 2) / rates[i].d2h_bps +
                      ((o->gpu_direct ? 0 : recvd) + shm / 2) / rates[i].h2d_bps;
-    if (o->ar_points > 0) {
+    if (o->ar_points > 0 && P > 1) {
       R->allreduce_s = rapa_plan_allreduce_curve(o, B);
     } else if (o->allreduce == RAPA_ALLREDUCE_HIER && N > 1) {
       const int k = P / N;
@@ -341,9 +341,23 @@ int rapa_plan_allreduce_from_profile(const struct rapa_profile *p, struct rapa_p
   const int pn = pnd >= 1 && pnd <= 1e9 ? (int)pnd : 0, pnodes = nodesd >= 1 && nodesd <= 1e9 ? (int)nodesd : 0;
   double bytes[RAPA_PLAN_AR_POINTS], t[RAPA_PLAN_AR_POINTS];
   int np = 0, sorted = 1;
+  /* the machines the profile's ranks ran on (emulated nodes share one), their threads */
+  const cJSON *ranks = cJSON_GetObjectItem(p->root, "ranks"), *rk, *earlier;
+  int phosts = 0, pthreads = 0;
+  cJSON_ArrayForEach(rk, ranks) {
+    const char *h = cJSON_GetStringValue(cJSON_GetObjectItem(rk, "host"));
+    int seen = 0;
+    for (earlier = ranks->child; earlier != rk && h && !seen; earlier = earlier->next) {
+      const char *e = cJSON_GetStringValue(cJSON_GetObjectItem(earlier, "host"));
+      seen = e && !strcmp(e, h);
+    }
+    phosts += h && !seen;
+    const double th = rapa_json_num(rk, "device.threads");
+    if (th >= 1 && th <= 1e6 && (int)th > pthreads) pthreads = (int)th;
+  }
   const cJSON *pt;
   cJSON_ArrayForEach(pt, curve) {
-    const double b = rapa_json_num(pt, "bytes"), s = rapa_json_num(pt, "median_s");
+    const double b = 4.0 * rapa_json_num(pt, "floats"), s = rapa_json_num(pt, "median_s"); /* (floats: validated) */
     if (np == RAPA_PLAN_AR_POINTS || !(b > 0) || !(s > 0)) continue;
     if (np > 0 && !(b > bytes[np - 1])) sorted = 0;
     bytes[np] = b;
@@ -354,6 +368,12 @@ int rapa_plan_allreduce_from_profile(const struct rapa_profile *p, struct rapa_p
   else if (pn != o->P || pnodes != o->nodes)
     snprintf(why, n, "the profile's all-reduce ran on %d ranks on %d node%s, this job has %d on %d", pn, pnodes,
              pnodes == 1 ? "" : "s", o->P, o->nodes);
+  else if (phosts != (o->hosts > 0 ? o->hosts : o->nodes))
+    snprintf(why, n, "the profile's ranks ran on %d machine%s, this job's on %d (emulated nodes share one)", phosts,
+             phosts == 1 ? "" : "s", o->hosts > 0 ? o->hosts : o->nodes);
+  else if (pthreads != o->threads)
+    snprintf(why, n, "the profile's ranks had %d thread%s each, this job's %d", pthreads, pthreads == 1 ? "" : "s",
+             o->threads);
   else if (strcmp(alg->valuestring, rapa_allreduce_name(o->allreduce)) != 0)
     snprintf(why, n, "the profile's all-reduce was %s, this job's is %s", alg->valuestring,
              rapa_allreduce_name(o->allreduce));
@@ -375,8 +395,12 @@ double rapa_plan_allreduce_curve(const struct rapa_plan_opts *o, double bytes) {
   const double *b = o->ar_bytes, *t = o->ar_s;
   if (np <= 0) return 0.0;
   if (np == 1 || bytes <= b[0]) return t[0];
-  int k = 1; /* the segment [k-1, k] that holds bytes, or the last one */
-  while (k < np - 1 && bytes > b[k]) k++;
+  if (bytes >= b[np - 1]) { /* past the largest: the last line, never below the largest's time */
+    const double slope = (t[np - 1] - t[np - 2]) / (b[np - 1] - b[np - 2]);
+    return slope > 0 ? t[np - 1] + slope * (bytes - b[np - 1]) : t[np - 1];
+  }
+  int k = 1; /* the segment [k-1, k] that holds bytes */
+  while (bytes > b[k]) k++;
   const double v = t[k - 1] + (t[k] - t[k - 1]) * (bytes - b[k - 1]) / (b[k] - b[k - 1]);
   return v > 0 ? v : 0.0;
 }

@@ -87,7 +87,8 @@ struct rapa_plan_opts {
    * a profile of P ranks on N nodes whose all-reduce used this algorithm): ar_points
    * sizes ar_bytes[] (increasing) that took ar_s[] seconds (medians), interpolated
    * linearly at the job's bytes (below the smallest size: its time; past the largest: the
-   * last two points' line), in place of the formula from the links above. 0: the formula. */
+   * last two points' line, or the largest's time where that line falls), in place of the
+   * formula from the links above (P > 1). 0: the formula. */
   int ar_points;
   double ar_bytes[RAPA_PLAN_AR_POINTS], ar_s[RAPA_PLAN_AR_POINTS];
 };
@@ -140,9 +141,10 @@ struct rapa_profile;
 int rapa_plan_links_from_profile(const struct rapa_profile *p, double *bw_intra, double *lat_intra, double *bw_inter,
                                  double *lat_inter);
 /* The profile's gradient all-reduce curve (links.allreduce.curve: medians by size) into
- * o->ar_points / ar_bytes / ar_s, when it was measured on o->P ranks on o->nodes nodes
- * with o->allreduce's algorithm; else o is left as it is. *why says which (a profile from
- * before the curve, another layout, another algorithm). */
+ * o->ar_points / ar_bytes / ar_s, when it was measured on o->P ranks on o->nodes nodes on
+ * as many machines as o->hosts (emulated nodes: one), with o->threads threads a rank and
+ * o->allreduce's algorithm; else o is left as it is. *why says which (a profile from
+ * before the curve, another layout, machine count, thread count or algorithm). */
 int rapa_plan_allreduce_from_profile(const struct rapa_profile *p, struct rapa_plan_opts *o, char *why, size_t n);
 /* The all-reduce of `bytes` from o's curve (o->ar_points > 0), as described there. */
 double rapa_plan_allreduce_curve(const struct rapa_plan_opts *o, double bytes);

@@ -352,7 +352,12 @@ int rapa_validate_links(const cJSON *l, int nranks, const char *what, const char
     TRY(vint(&v, ar, "floats", 1, 1e15));
     TRY(vstr(&v, ar, "path"));
     /* (since 2026-11-29: the algorithm, the nodes and the curve over sizes; optional) */
-    if (vget(ar, "algorithm")) TRY(vstr(&v, ar, "algorithm"));
+    if (vget(ar, "algorithm")) {
+      TRY(vstr(&v, ar, "algorithm"));
+      const char *a = cJSON_GetStringValue(vget(ar, "algorithm"));
+      if (strcmp(a, "mpi") && strcmp(a, "flat") && strcmp(a, "hier") && strcmp(a, "nccl"))
+        return vfail(&v, "algorithm", "mpi, flat, hier or nccl", vget(ar, "algorithm"));
+    }
     if (vget(ar, "nodes")) TRY(vint(&v, ar, "nodes", 1, 1e9));
     if (vget(ar, "curve")) TRY(vlist(&v, ar, "curve", 1, vcurve_point));
     vpop(&v, s);

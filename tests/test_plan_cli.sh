@@ -169,6 +169,9 @@ a["curve"] = [{"floats": 1024, "bytes": 4096, "median_s": 2e-5, "min_s": 1e-5, "
 json.dump(p, open(sys.argv[2], "w"))
 a["curve"][1]["median_s"] = -1
 json.dump(p, open(sys.argv[3], "w"))
+a["curve"][1]["median_s"] = 3e-4
+a["algorithm"], a["nodes"] = "hier", 2          # as if measured on 2 emulated nodes of one machine
+json.dump(p, open("arp2.json", "w"))
 PY
 "$capgnn" plan --graph cora --parts 2 --profile arp.json --json ar.json >ar.out 2>ar.err ||
   { cat ar.err; fail "plan with an all-reduce curve exited $?"; }
@@ -185,12 +188,20 @@ for kind in ("plain", "cache"):
     for r in plan[kind]["ranks"]:
         assert abs(r["allreduce_s"] - want) <= 1e-12 * want, (kind, r["allreduce_s"], want)
 PY
-for args in "--parts 2 --allreduce flat:the profile's all-reduce was mpi, this job's is flat" \
-            "--parts 4:the profile's all-reduce ran on 2 ranks on 1 node, this job has 4 on 1"; do
-  "$capgnn" plan --graph cora ${args%%:*} --profile arp.json --quiet >ar2.out 2>ar2.err ||
+for args in "--parts 2 --allreduce flat:arp.json:the profile's all-reduce was mpi, this job's is flat" \
+            "--parts 4:arp.json:the profile's all-reduce ran on 2 ranks on 1 node, this job has 4 on 1" \
+            "--parts 2 --threads 2:arp.json:the profile's ranks had 1 thread each, this job's 2" \
+            "--parts 2 --link-latency-us 3:arp.json:from the declared latencies" \
+            "--parts 2 --nodes 2:arp2.json:the profile's ranks ran on 1 machine, this job's on 2 (emulated nodes share one)"; do
+  prof=${args#*:}; prof=${prof%%:*}; want=${args#*:*:}
+  "$capgnn" plan --graph cora ${args%%:*} --profile $prof --quiet >ar2.out 2>ar2.err ||
     { cat ar2.err; fail "plan ${args%%:*} exited $?"; }
-  grep -qF "priced from the links: ${args#*:})" ar2.out || { cat ar2.out; fail "plan ${args%%:*}: no '${args#*:}'"; }
+  grep -qF "priced from the links: $want)" ar2.out || { cat ar2.out; fail "plan ${args%%:*}: no '$want'"; }
 done
+"$capgnn" plan --graph cora --parts 2 --nodes 2 --hosts 1 --profile arp2.json --quiet >ar5.out 2>ar5.err ||
+  { cat ar5.err; fail "plan on 2 emulated nodes exited $?"; }
+grep -q "all-reduce hier (measured by the profile on this layout (hier, 2 ranks on 2 nodes" ar5.out ||
+  { cat ar5.out; fail "2 emulated nodes: the profile's curve not taken"; }
 "$capgnn" plan --graph cora --parts 2 --profile "$profile" --quiet >ar3.out 2>ar3.err || { cat ar3.err; fail "plan exited $?"; }
 grep -qF "priced from the links: the profile has the all-reduce at one size only" ar3.out ||
   { cat ar3.out; fail "an old profile: no word that the all-reduce is priced from the links"; }

@@ -206,7 +206,9 @@ static double ulp_at(double v) {
  * every value in another lane and the tail elsewhere). The softmax with 8 and 16 heads:
  * the reference's values, the same bits on 1 and 3 threads and in place, and each head
  * the bits the one-head softmax gives that head's scores alone (the exponential works
- * lane by lane, and each head's sum adds up in edge order either way). */
+ * lane by lane, and each head's sum adds up in edge order either way). One head with
+ * infinite and NaN scores: where core/attn.h's scalar softmax gives NaN, and otherwise
+ * within 8 ulp of it. */
 static void test_vector_exp_ops(void **state) {
   (void)state;
   const int64_t nb = 40003;
@@ -267,6 +269,38 @@ static void test_vector_exp_ops(void **state) {
       for (int64_t k = 0; k < m; k++) assert_memory_equal(&al1[k], &al[k * H + h], sizeof(float));
     }
     free(s); free(al); free(al3); free(s1); free(al1); free(ra);
+  }
+  { /* one head: 3 threads and in place give the same bits; a -inf score gets 0 and its row
+     * still sums to 1; a row with a NaN or a +inf score is NaN throughout, as in
+     * cg_attn_softmax_rh */
+    float *s = fbuf(m), *al = fbuf(m), *al3 = fbuf(m), *ref = fbuf(m);
+    for (int64_t k = 0; k < m; k++) s[k] = (float)tu_unif(&rng, -6, 6);
+    int64_t rinf = -1, rnan = -1, rpinf = -1;
+    for (int64_t r = 0; r < a.nrows && (rinf < 0 || rnan < 0 || rpinf < 0); r++) {
+      if (a.rowptr[r + 1] - a.rowptr[r] < 3) continue;
+      if (rinf < 0) rinf = r, s[a.rowptr[r] + 1] = -INFINITY;
+      else if (rnan < 0) rnan = r, s[a.rowptr[r] + 2] = NAN;
+      else rpinf = r, s[a.rowptr[r]] = INFINITY;
+    }
+    assert_true(rinf >= 0 && rnan >= 0 && rpinf >= 0);
+    be1->edge_softmax(be1, &e, s, 1, al);
+    be3->edge_softmax(be3, &e, s, 1, al3);
+    assert_memory_equal(al3, al, (size_t)m * sizeof(float));
+    memcpy(al3, s, (size_t)m * sizeof(float));
+    be3->edge_softmax(be3, &e, al3, 1, al3);
+    assert_memory_equal(al3, al, (size_t)m * sizeof(float));
+    for (int64_t r = 0; r < a.nrows; r++) cg_attn_softmax_rh(&e, s, 1, ref, r, 0);
+    for (int64_t k = 0; k < m; k++) {
+      assert_int_equal(isnan(al[k]) != 0, isnan(ref[k]) != 0);
+      if (!isnan(ref[k])) assert_true(fabsf(al[k] - ref[k]) <= 8.0f * (float)ulp_at(ref[k]) + 1e-30f);
+    }
+    assert_true(al[a.rowptr[rinf] + 1] == 0.0f);
+    double sum = 0.0;
+    for (int64_t k = a.rowptr[rinf]; k < a.rowptr[rinf + 1]; k++) sum += al[k];
+    assert_true(fabs(sum - 1.0) < 1e-6);
+    for (int64_t k = a.rowptr[rnan]; k < a.rowptr[rnan + 1]; k++) assert_true(isnan(al[k]));
+    for (int64_t k = a.rowptr[rpinf]; k < a.rowptr[rpinf + 1]; k++) assert_true(isnan(al[k]));
+    free(s); free(al); free(al3); free(ref);
   }
   cg_edges_free(be1, &e);
   cg_csr_free(&a);

@@ -274,6 +274,10 @@ static void test_plan_measured_allreduce(void **state) {
   near(rapa_plan_allreduce_curve(&o, 64), 1e-5 + 2e-5 * 32.0 / 96.0, "between the first two");
   near(rapa_plan_allreduce_curve(&o, 576), 3e-5 + 9e-5 * 448.0 / 896.0, "between the last two");
   near(rapa_plan_allreduce_curve(&o, 2048), 1.2e-4 + 9e-5 * 1024.0 / 896.0, "past the largest: the last line");
+  o.ar_s[2] = 2e-5; /* a falling last segment (noisy medians): never below the largest's time past it */
+  near(rapa_plan_allreduce_curve(&o, 576), 3e-5 - 1e-5 * 448.0 / 896.0, "a falling segment, inside");
+  near(rapa_plan_allreduce_curve(&o, 4096), 2e-5, "a falling segment, past the largest");
+  o.ar_s[2] = 1.2e-4;
   struct graph g;
   int32_t owner[8];
   hand_graph(&g, owner);
@@ -290,6 +294,14 @@ static void test_plan_measured_allreduce(void **state) {
   near(p.allreduce_bytes, q.allreduce_bytes, "the same bytes");
   rapa_plan_free(&p);
   rapa_plan_free(&q);
+  /* one rank: no all-reduce, curve or not */
+  o.P = 1;
+  o.nodes = 1;
+  o.ar_points = 3;
+  int32_t one[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  assert_int_equal(rapa_plan_compute(&g, one, &shape, rates, &o, &p), CG_OK);
+  near(p.rank[0].allreduce_s, 0, "one rank: no all-reduce");
+  rapa_plan_free(&p);
   free_hand_graph(&g);
 }
 
