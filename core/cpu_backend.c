@@ -725,14 +725,21 @@ CPU_AVX2 static void elu_bwd_avx2(const float *y, float *dy, int64_t n) {
   for (; i < n; i++) dy[i] = cg_elu_grad(y[i], dy[i]);
 }
 
-static void cpu_elu_bwd_avx2(struct cg_backend *be, const float *y, float *dy, int64_t n) {
+/* fn over n elements of a and b, each thread a block of whole vectors of 8 (the last
+ * thread's ends at n). */
+static void blocks_of_8(struct cg_backend *be, void (*fn)(const float *, float *, int64_t), const float *a, float *b,
+                        int64_t n) {
   const int nt = cpu_nt(be);
 #pragma omp parallel num_threads(nt) if (n >= CPU_PAR_MIN)
   {
-    int64_t b, e;
-    thread_block(n, 8, &b, &e);
-    elu_bwd_avx2(y + b, dy + b, e - b);
+    int64_t lo, hi;
+    thread_block(n, 8, &lo, &hi);
+    fn(a + lo, b + lo, hi - lo);
   }
+}
+
+static void cpu_elu_bwd_avx2(struct cg_backend *be, const float *y, float *dy, int64_t n) {
+  blocks_of_8(be, elu_bwd_avx2, y, dy, n);
 }
 
 #if CPU_HAVE_LIBMVEC
@@ -773,13 +780,7 @@ CPU_AVX2 static void elu_fwd_avx2(const float *x, float *y, int64_t n) {
 }
 
 static void cpu_elu_fwd_avx2(struct cg_backend *be, const float *x, float *y, int64_t n) {
-  const int nt = cpu_nt(be);
-#pragma omp parallel num_threads(nt) if (n >= CPU_PAR_MIN)
-  {
-    int64_t b, e;
-    thread_block(n, 8, &b, &e);
-    elu_fwd_avx2(x + b, y + b, e - b);
-  }
+  blocks_of_8(be, elu_fwd_avx2, x, y, n);
 }
 
 /* Rows [r0, r1) of the edge softmax, cg_attn_softmax_rh's steps for every head at once:
