@@ -243,7 +243,13 @@ int rapa_profile_run(struct comm *c, const struct rapa_run_opts *oin, struct rap
     cJSON *cached = NULL;
     if (!o.refresh && rapa_cache_read(lpath, "capgnn-links-profile", !o.quick, 1, &cached, why, sizeof why) == 1) {
       const cJSON *lay = cJSON_GetObjectItem(cached, "layout");
-      if (cJSON_IsString(lay) && !strcmp(lay->valuestring, layout)) {
+      /* links cached before the all-reduce was measured by size (2026-11-29) lack its
+       * curve, which `capgnn plan` prices a job of this layout from: measured again */
+      const cJSON *ar = cJSON_GetObjectItem(cJSON_GetObjectItem(cached, "links"), "allreduce");
+      const int no_curve = cJSON_IsObject(ar) && !cJSON_GetObjectItem(ar, "curve");
+      if (no_curve)
+        LOG_INFO("profile", "links: %s was measured without the all-reduce's curve by size: re-measuring", lpath);
+      if (cJSON_IsString(lay) && !strcmp(lay->valuestring, layout) && !no_curve) {
         links = cJSON_DetachItemFromObject(cached, "links");
         reuse_links = 1;
         LOG_INFO("profile", "links: reused %s (measured %s); --refresh re-measures", lpath,

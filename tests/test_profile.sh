@@ -63,6 +63,21 @@ has run2.err "links: reused"
 hasnt run2.err "measuring"
 [ "$(field p2.json 'd["ranks"][0]["reused"] and d["ranks"][1]["reused"]')" = True ] || bad "run 2: reused is not true"
 validate p2.json
+# the all-reduce by size (for capgnn plan): the gradient's and 4, 64, 256 KiB, in order,
+# with the algorithm this layout uses (2 ranks on one node: MPI_Allreduce)
+[ "$(field p.json '[x["floats"] for x in d["links"]["allreduce"]["curve"]] == sorted([1024, 16384, 65536, d["links"]["allreduce"]["floats"]])')" = True ] ||
+  bad "the all-reduce's curve is not the four sizes in order"
+[ "$(field p.json 'd["links"]["allreduce"]["algorithm"] + "," + str(d["links"]["allreduce"]["nodes"])')" = "mpi,1" ] ||
+  bad "the all-reduce's algorithm or nodes"
+# 2. (continued) links cached before the curve existed (2026-11-29) are measured again, and said so
+for f in cache/profile/links-p2-*.json; do
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); del d['links']['allreduce']['curve']; json.dump(d, open(sys.argv[1], 'w'))" "$f" ||
+    bad "could not edit $f"
+done
+np 2 "$capgnn" profile --device cpu --quick --json pcurve.json >curve.out 2>curve.err || bad "the run after the edited cache exited $?"
+has curve.err "links: .* was measured without the all-reduce's curve by size: re-measuring"
+has curve.err "links: measuring 1 pair"
+[ "$(field pcurve.json 'len(d["links"]["allreduce"]["curve"])')" = 4 ] || bad "no curve after the edited cache"
 # 2a. ranks alike (one host, one device key) whose rates are more than 1.5x apart: one of
 # them measured while the host was busy, said as the start-up calibration of --partition
 # rapa says it (rank 1's rates cut to 0.3 by the test hook CAPGNN_TEST_RATE_SCALE, as a
