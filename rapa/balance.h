@@ -20,8 +20,9 @@
  *    forward rows and backward gradients, at the width the model exchanges), per peer
  *    q: latency(i,q) + bytes / bandwidth(i,q) (both directions), plus the staging
  *    copies (bytes / h2d_bps and / d2h_bps when rows go through the host), plus the
- *    gradient all-reduce (ring: 2 (P-1)/P x parameter bytes over the slowest link,
- *    2 (P-1) of the largest latency) and the loss's reduction (2 (P-1) latencies more).
+ *    gradient all-reduce (measured: rapa_links.allreduce_s; else a ring: 2 (P-1)/P x
+ *    parameter bytes over the slowest link, 2 (P-1) of the largest latency) and the
+ *    loss's reduction (2 (P-1) latencies more).
  *    Memory_i: the model's buffers as
  *    runtime/model_build.c allocates them for the rank's rows (features, activations,
  *    scratch, operator and its transpose, parameters and Adam state) against its free
@@ -79,6 +80,12 @@ struct rapa_rates {
 struct rapa_links {
   int P;
   double *bw_bps, *lat_s;
+  /* the gradient all-reduce of the model, one call, as measured on this job's ranks
+   * (rapa_rates_measure: comm_grad, the algorithm training uses; the slowest rank's
+   * median); 0: priced from the links (the ring below). On the 2-core VM the ring from
+   * ping-pong latencies priced cora's 92 KB at ~20-30 us where a step's all-reduce took
+   * 150-185 us (collectives of ranks that share cores). */
+  double allreduce_s;
 };
 int rapa_links_alloc(struct rapa_links *l, int P); /* bw 0, latency 0 */
 void rapa_links_free(struct rapa_links *l);         /* accepts a zeroed struct */
@@ -203,8 +210,9 @@ void rapa_prune_result_free(struct rapa_prune_result *r); /* accepts a zeroed st
 /* Every rank measures its rates on `be` at the shapes of `s` on graph g (GEMMs of n/P
  * rows at each layer's widths, the graph's aggregation operator at the widths the model
  * runs its SpMMs, an elementwise op, a one-element op for op_s; the median of a few
- * repetitions after a warm-up), and every pair of ranks its link (MPI ping-pong, 8 bytes
- * and 256 KiB). All ranks receive every rank's rates (rates[P]) and the links. */
+ * repetitions after a warm-up), every pair of ranks its link (MPI ping-pong, 8 bytes
+ * and 256 KiB), and all ranks together the model's gradient all-reduce
+ * (links->allreduce_s). All ranks receive every rank's rates (rates[P]) and the links. */
 int rapa_rates_measure(struct comm *c, struct cg_backend *be, const struct graph *g, const struct rapa_shape *s,
                        struct rapa_rates *rates, struct rapa_links *links);
 

@@ -570,6 +570,34 @@ static int rates_check_alike(struct comm *c, const struct cg_backend *be, const 
   return CG_OK;
 }
 
+/* The model's gradient all-reduce (n floats) on every rank together, as training runs it
+ * (comm_grad: its path and algorithm): a warm-up, then the median of 7 calls on each rank;
+ * *out the largest median (collective). */
+static int measure_allreduce(struct comm *c, struct cg_backend *be, int64_t n, double *out) {
+  struct comm_grad *g = NULL;
+  float *d = NULL;
+  double times[7];
+  int st = comm_grad_create(c, be, n, &g); /* (collective, agreed inside) */
+  if (st != CG_OK) return st;
+  st = be->alloc(be, (void **)&d, (size_t)(n > 0 ? n : 1) * sizeof(float), "all-reduce calibration buffer");
+  if (st == CG_OK) be->fill(be, d, n, 0.0f);
+  st = comm_agree(c, st, "allocating the all-reduce calibration buffer");
+  for (int r = -1; r < 7 && st == CG_OK; r++) {
+    be->sync(be);
+    const double t0 = cg_time_now();
+    st = comm_grad_allreduce(g, d);
+    be->sync(be);
+    if (r >= 0) times[r] = cg_time_now() - t0;
+  }
+  st = comm_agree(c, st, "measuring the gradient all-reduce");
+  double med = st == CG_OK ? rapa_median(times, 7) : 0.0;
+  if (st == CG_OK) st = comm_allreduce_host(c, &med, 1, COMM_MAX);
+  if (st == CG_OK) *out = med;
+  if (d) be->free(be, d);
+  comm_grad_destroy(&g);
+  return st;
+}
+
 int rapa_rates_measure(struct comm *c, struct cg_backend *be, const struct graph *g, const struct rapa_shape *s,
                        struct rapa_rates *rates, struct rapa_links *links) {
   const int rank = comm_rank(c), P = comm_size(c);
@@ -641,7 +669,10 @@ int rapa_rates_measure(struct comm *c, struct cg_backend *be, const struct graph
   cg_free(lat);
   cg_free(bw);
   TRY_GOTO(comm_agree(c, st, "measuring the links"), done);
-  LOG_INFO("rapa", "rates measured on every rank at the model's shapes in %.2f s", cg_time_now() - t0);
+  /* (on the backend the exchange runs on: an emulated slow device computes slowly, its links are the links) */
+  TRY_GOTO(measure_allreduce(c, cg_backend_emulate_strip(be), rapa_shape_params(s), &links->allreduce_s), done);
+  LOG_INFO("rapa", "rates measured on every rank at the model's shapes in %.2f s (the gradient all-reduce: %.3f ms)",
+           cg_time_now() - t0, links->allreduce_s * 1e3);
 done:
   cg_free(all);
   cg_free(buf);

@@ -291,7 +291,8 @@ int rapa_cost_rank(const struct rapa_shape *s, const struct rapa_load *load, con
         if (links->lat_s[(size_t)a * P + b] > latmax) latmax = links->lat_s[(size_t)a * P + b];
       }
     const double ar = 2.0 * (P - 1) / P * 4.0 * (double)rapa_shape_params(s);
-    comm += ar / bwmin + 2.0 * (P - 1) * latmax; /* the gradient (ring) */
+    comm += links->allreduce_s > 0 ? links->allreduce_s /* the gradient: measured, or a ring */
+                                   : ar / bwmin + 2.0 * (P - 1) * latmax;
     comm += 2.0 * (P - 1) * latmax;              /* the loss (a few doubles) */
     out->comm_s = comm;
     out->halo_bytes = bytes;

@@ -75,6 +75,12 @@ static void test_cost_hand_cached(void **state) {
   small.h2d_bps = small.d2h_bps = 1e3;
   assert_int_equal(rapa_cost_rank(&s, &load, &small, &links, 0, 2, &c), CG_OK);
   near(c.comm_s, 1.72e-4 + 2 * 24 / 1e3, "staged comm");
+  /* a measured all-reduce in place of the ring's 8.4e-5 (64 bytes / 1e6 + 2 x 1e-5) */
+  links.allreduce_s = 5e-4;
+  assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, &links, 0, 2, &c), CG_OK);
+  near(c.comm_s, 1.72e-4 - 8.4e-5 + 5e-4, "measured all-reduce");
+  near(c.allreduce_bytes, 64, "the same all-reduce bytes");
+  links.allreduce_s = 0;
   /* one rank alone: no communication */
   assert_int_equal(rapa_cost_rank(&s, &load, &unit_rates, NULL, 0, 1, &c), CG_OK);
   near(c.comm_s, 0, "comm alone");
