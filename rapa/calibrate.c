@@ -571,31 +571,17 @@ static int rates_check_alike(struct comm *c, const struct cg_backend *be, const 
 }
 
 /* The model's gradient all-reduce (n floats) on every rank together, as training runs it
- * (comm_grad: its path and algorithm): a warm-up, then the median of 7 calls on each rank;
- * *out the largest median (collective). */
+ * (rapa_grad_allreduce_time: comm_grad's path and algorithm, a warm-up and 10 checked
+ * calls); *out the largest median over the ranks (collective). */
 static int measure_allreduce(struct comm *c, struct cg_backend *be, int64_t n, double *out) {
-  struct comm_grad *g = NULL;
-  float *d = NULL;
-  double times[7];
-  int st = comm_grad_create(c, be, n, &g); /* (collective, agreed inside) */
-  if (st != CG_OK) return st;
-  st = be->alloc(be, (void **)&d, (size_t)(n > 0 ? n : 1) * sizeof(float), "all-reduce calibration buffer");
-  if (st == CG_OK) be->fill(be, d, n, 0.0f);
-  st = comm_agree(c, st, "allocating the all-reduce calibration buffer");
-  for (int r = -1; r < 7 && st == CG_OK; r++) {
-    be->sync(be);
-    const double t0 = cg_time_now();
-    st = comm_grad_allreduce(g, d);
-    be->sync(be);
-    if (r >= 0) times[r] = cg_time_now() - t0;
-  }
-  st = comm_agree(c, st, "measuring the gradient all-reduce");
-  double med = st == CG_OK ? rapa_median(times, 7) : 0.0;
-  if (st == CG_OK) st = comm_allreduce_host(c, &med, 1, COMM_MAX);
-  if (st == CG_OK) *out = med;
-  if (d) be->free(be, d);
-  comm_grad_destroy(&g);
-  return st;
+  struct rapa_bench_opts bo;
+  rapa_bench_opts_default(&bo, 0);
+  struct rapa_timing t;
+  TRY(rapa_grad_allreduce_time(c, be, n, &bo, &t, NULL, NULL));
+  double med = t.median_s;
+  TRY(comm_allreduce_host(c, &med, 1, COMM_MAX));
+  *out = med;
+  return CG_OK;
 }
 
 int rapa_rates_measure(struct comm *c, struct cg_backend *be, const struct graph *g, const struct rapa_shape *s,

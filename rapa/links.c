@@ -172,6 +172,20 @@ static cJSON *curve_json(const double *vals, const size_t *sizes, int ns, double
   return arr;
 }
 
+int rapa_grad_allreduce_time(struct comm *c, struct cg_backend *be, int64_t n, const struct rapa_bench_opts *o,
+                             struct rapa_timing *t, const char **path, const char **alg) {
+  struct mpi_link ml = {c, be, COMM_PATH_HOST, NULL};
+  struct rapa_link_ops ops = {&ml, mpi_pingpong, mpi_allreduce};
+  TRY(comm_grad_create(c, be, n, &ml.grad)); /* (collective, agreed inside) */
+  const enum comm_path p = comm_grad_path(ml.grad);
+  if (path) *path = comm_path_name(p);
+  if (alg) *alg = p == COMM_PATH_NCCL ? "nccl" : comm_allreduce_name(comm_grad_algorithm(ml.grad));
+  const int st = comm_agree(c, rapa_link_allreduce(&ops, be, comm_rank(c), comm_size(c), n, o, t),
+                            "measuring the gradient all-reduce");
+  comm_grad_destroy(&ml.grad);
+  return st;
+}
+
 /* One point of the all-reduce's curve. */
 static cJSON *ar_point(int64_t floats, const struct rapa_timing *t) {
   cJSON *e = cJSON_CreateObject();
@@ -264,23 +278,21 @@ int rapa_links_measure(struct comm *c, struct cg_backend *be, const struct rapa_
    * collectives, each a synchronisation of ranks that share cores). */
   static const int64_t extra[] = {RAPA_AR_SIZES};
   enum { NEXTRA = sizeof extra / sizeof *extra };
-  struct rapa_timing ar = {0, 0, 0}, ar_x[NEXTRA];
-  memset(ar_x, 0, sizeof ar_x);
-  const char *ar_path = "none", *ar_alg = "none";
-  if (P > 1) {
-    TRY_GOTO(comm_grad_create(c, be, grad, &ml.grad), done);
-    ar_path = comm_path_name(comm_grad_path(ml.grad));
-    ar_alg = comm_grad_path(ml.grad) == COMM_PATH_NCCL ? "nccl" : comm_allreduce_name(comm_grad_algorithm(ml.grad));
-    st = rapa_link_allreduce(&ops, be, rank, P, grad, &bo, &ar);
-    TRY_GOTO(comm_agree(c, st, "measuring the gradient all-reduce"), done);
-    for (int x = 0; x < NEXTRA; x++) { /* (comm_grad sums its whole buffer: an object per size) */
-      if (extra[x] == grad) continue;
-      comm_grad_destroy(&ml.grad);
-      TRY_GOTO(comm_grad_create(c, be, extra[x], &ml.grad), done);
-      st = rapa_link_allreduce(&ops, be, rank, P, extra[x], &bo, &ar_x[x]);
-      TRY_GOTO(comm_agree(c, st, "measuring the all-reduce's curve"), done);
-    }
+  int64_t sizes_ar[NEXTRA + 1]; /* the extra sizes (increasing) with the gradient's in its place, once */
+  int nar = NEXTRA, at_grad = 0;
+  memcpy(sizes_ar, extra, sizeof extra);
+  while (at_grad < nar && sizes_ar[at_grad] < grad) at_grad++;
+  if (at_grad == nar || sizes_ar[at_grad] != grad) {
+    memmove(sizes_ar + at_grad + 1, sizes_ar + at_grad, (size_t)(nar - at_grad) * sizeof *sizes_ar);
+    sizes_ar[at_grad] = grad;
+    nar++;
   }
+  struct rapa_timing ar_t[NEXTRA + 1];
+  memset(ar_t, 0, sizeof ar_t);
+  const char *ar_path = "none", *ar_alg = "none";
+  for (int k = 0; k < nar && P > 1; k++)
+    TRY_GOTO(rapa_grad_allreduce_time(c, be, sizes_ar[k], &bo, &ar_t[k], &ar_path, &ar_alg), done);
+  const struct rapa_timing ar = ar_t[at_grad];
 
   /* where each rank is, for the pairs' intra/inter-node labels */
   node = cg_malloc(sizeof(int64_t) * (size_t)P, "node ids");
@@ -351,15 +363,7 @@ int rapa_links_measure(struct comm *c, struct cg_backend *be, const struct rapa_
     cJSON_AddStringToObject(a, "algorithm", ar_alg);
     cJSON_AddNumberToObject(a, "nodes", (double)comm_nnodes(c));
     cJSON *cv = cJSON_AddArrayToObject(a, "curve"); /* every size measured, the gradient's included, by size */
-    int added = 0;
-    for (int x = 0; x <= NEXTRA; x++) {
-      const int main_here = !added && (x == NEXTRA || grad <= extra[x]);
-      if (main_here) {
-        cJSON_AddItemToArray(cv, ar_point(grad, &ar));
-        added = 1;
-      }
-      if (x < NEXTRA && extra[x] != grad) cJSON_AddItemToArray(cv, ar_point(extra[x], &ar_x[x]));
-    }
+    for (int k = 0; k < nar; k++) cJSON_AddItemToArray(cv, ar_point(sizes_ar[k], &ar_t[k]));
   } else {
     cJSON_AddNullToObject(L, "allreduce");
   }

@@ -71,6 +71,12 @@ int rapa_link_pair(const struct rapa_link_ops *ops, struct cg_backend *be, int r
 int rapa_link_allreduce(const struct rapa_link_ops *ops, struct cg_backend *be, int rank,
                         int nranks, int64_t n, const struct rapa_bench_opts *o,
                         struct rapa_timing *t);
+/* The gradient all-reduce of n floats over every rank of c as training runs it (a
+ * comm_grad of that size: its path and algorithm), timed and checked by
+ * rapa_link_allreduce; *path and *alg (either may be NULL) name them ("nccl" for the
+ * algorithm on the NCCL path). Collective; the status is agreed. */
+int rapa_grad_allreduce_time(struct comm *c, struct cg_backend *be, int64_t n, const struct rapa_bench_opts *o,
+                             struct rapa_timing *t, const char **path, const char **alg);
 /* The whole link matrix over comm (collective); returns the "links" object. */
 int rapa_links_measure(struct comm *c, struct cg_backend *be, const struct rapa_run_opts *o,
                        cJSON **out);
