@@ -239,7 +239,8 @@ int cmd_plan(int argc, char **argv) {
   int have_link = 0, have_lat = 0, measure = 0, force = 0, direct = 0, rc = 0, c;
   int64_t hidden = 16;
   enum rt_layer0_halo layer0 = RT_L0_AUTO;
-  const char *l0_why = "";
+  const char *l0_why = "", *l0_why_cache = "";
+  int l0x_cache = 0; /* layer 0 exchanged in the cached plan (auto weighs the cache) */
   float quantum_ms = -1.0f;
   int quantum_given = 0;
   float dropout = 0.5f, idropout = -1.0f, link_a = 0, link_b = 0, lat_a = 0, lat_b = 0;
@@ -466,6 +467,8 @@ int cmd_plan(int argc, char **argv) {
     int sparse = 0;
     TRY_GOTO(rt_features_choose(&g, &l0c, 0, &sparse), done);
     shape.layer0_exchange = rt_layer0_exchange_choose(&l0c, g.feat_dim, g.num_classes, sparse, parts > 1, &l0_why);
+    l0c.halo_cache = 1;
+    l0x_cache = rt_layer0_exchange_choose(&l0c, g.feat_dim, g.num_classes, sparse, parts > 1, &l0_why_cache);
     shape.feat_density = rt_features_density(&g, sparse);
   }
   if (!strcmp(model, "gat") && table)
@@ -522,9 +525,9 @@ int cmd_plan(int argc, char **argv) {
   if (no_pcache) st = part_assign(&g, &o, owner);
   else st = part_assign_cached(&g, &o, pcache, owner, &reused);
   if (st != CG_OK) goto done;
-  /* with the halo cache, training's --layer0-halo auto keeps layer 0 local (capgnn train:
-   * the cache serves the hidden layers' exchanges only) */
-  const int l0x_plain = shape.layer0_exchange, l0x_cache = layer0 == RT_L0_AUTO ? 0 : l0x_plain;
+  /* with the halo cache, training's --layer0-halo auto keeps layer 0 local for sparse
+   * features (rt_layer0_exchange_choose: the cache serves the hidden layers' exchanges only) */
+  const int l0x_plain = shape.layer0_exchange;
   for (int k = 0; k < 2; k++) {
     po.cache = k;
     shape.layer0_exchange = k ? l0x_cache : l0x_plain;
@@ -536,7 +539,7 @@ int cmd_plan(int argc, char **argv) {
     TRY_GOTO(rapa_plan_compute(&g, owner, &shape, rates, &po, &plans[2]), done);
   }
   shape.layer0_exchange = cache ? l0x_cache : l0x_plain; /* the plan the table shows */
-  if (cache && l0x_cache != l0x_plain) l0_why = "auto: local with the halo cache, which serves the hidden layers only";
+  if (cache) l0_why = l0_why_cache;
   char shown[4800], shown2[700]; /* (a graph's and a profile's name escaped: core/log.h) */
   if (table) {
     printf("plan: %s, %d rank%s on %d node%s (%d machine%s), %d thread%s per rank\n",
@@ -576,7 +579,8 @@ int cmd_plan(int argc, char **argv) {
     if (plans[1].node_tier_bytes_max > 0)
       printf("node tier (shared memory): %.1f MiB on the largest node\n", plans[1].node_tier_bytes_max / 1048576.0);
     /* a slower epoch with the cache, said why: with training's --layer0-halo auto the cache
-     * keeps layer 0 local, and every rank transforms its halo rows' features each step */
+     * keeps layer 0 local (sparse features), and every rank transforms its halo rows'
+     * features each step */
     const int r = plans[1].slowest;
     if (plans[1].epoch_s > plans[0].epoch_s && l0x_cache != l0x_plain)
       printf("why the cache is slower here: it keeps layer 0 local (--layer0-halo auto), so rank %d also transforms "

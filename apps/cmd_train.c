@@ -60,7 +60,6 @@ struct train_par {
   double grad_adapt_eps;
   const char *load;       /* auto | whole | per-rank (runtime/dist.h, enum rt_load) */
   int cache_prefetch;     /* --cache-prefetch on|off (default on) */
-  int l0_local_for_cache; /* --layer0-halo auto resolved to local because of the cache */
   /* --cache-preset exact|fast (NULL: none): fills in the cache settings not given */
   const char *cache_preset;
   int given_policy, given_staleness, given_grad_staleness, given_halo_bits;
@@ -991,14 +990,6 @@ static int run_training(const struct rt_config *cfg, const struct train_par *par
   if (size == 1 && cfg->halo_bits < 32) /* APPROXIMATE asked for, and nothing to approximate: say so */
     LOG_INFO("train", "--halo-bits %d: one rank sends no halo rows, so none is coded: the run is exact",
              cfg->halo_bits);
-  /* The halo cache serves the hidden layers' exchanges; layer 0's transformed rows
-   * (--layer0-halo exchange) would bypass it every step, so with a cache `auto` keeps
-   * layer 0 local (its halo feature rows fetched once at set-up): set in train_main. */
-  if (size > 1 && par->l0_local_for_cache) {
-    if (rank == 0)
-      LOG_INFO("train", "--layer0-halo auto: local with the halo cache (it serves the hidden layers' exchanges, "
-               "not layer 0's; --layer0-halo exchange overrides)");
-  }
   if (rank != 0) cg_progress_set_mode(CG_PROGRESS_OFF); /* every rank opens the graph: one progress line */
 #ifdef CAPGNN_HAVE_RAPA
   if (par->profile) {
@@ -1170,7 +1161,7 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
   int c, rc = 0, print = 0;
   struct seed_list seeds = {{0}, 0};
   struct train_par par = {"metis", 1, NULL, 0, "auto", "auto", NULL, NULL, 0, 0.0f, NULL, NULL, NULL, "none", 1.0f,
-                          MB_AUTO, MB_AUTO, CACHE_RESERVE_MB_DEFAULT, 0, 0, 0, 0, 0.0, 0, 0.0, "auto", 1, 0, NULL, 0, 0, 0, 0};
+                          MB_AUTO, MB_AUTO, CACHE_RESERVE_MB_DEFAULT, 0, 0, 0, 0, 0.0, 0, 0.0, "auto", 1, NULL, 0, 0, 0, 0};
   /* where the settings that only apply to one model, schedule or kind of run came from:
    * NULL the command line, else the settings file (the check after rt_config_check below) */
   const char *from_heads = NULL, *from_out_heads = NULL, *from_attn = NULL, *from_step = NULL, *from_gamma = NULL,
@@ -1632,9 +1623,6 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     return CAPGNN_EXIT_USAGE;
   }
   if (cfg.quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
-  if (strcmp(par.cache_policy, "none") != 0 && cfg.layer0_halo == RT_L0_AUTO) {
-    cfg.layer0_halo = RT_L0_LOCAL;
-    par.l0_local_for_cache = 1;
-  }
+  cfg.halo_cache = strcmp(par.cache_policy, "none") != 0; /* (--layer0-halo auto weighs it) */
   return run_training(&cfg, &par, &seeds);
 }

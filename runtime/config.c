@@ -91,7 +91,13 @@ int rt_layer0_exchange_choose(const struct rt_config *c, int64_t feat_dim, int64
   else if (c->layer0_halo == RT_L0_LOCAL) w = "--layer0-halo local";
   else if (c->layer0_halo == RT_L0_EXCHANGE) x = 1, w = "--layer0-halo exchange";
   else if (cached) w = "auto: no input dropout, Â·X is computed once at set-up (no layer-0 halo work in training)";
+  else if (sparse && c->halo_cache)
+    w = "auto: local with the halo cache, which serves the hidden layers only (sparse features: transforming a "
+        "halo row costs its few stored entries, less than sending its row every step beside the cache)";
   else if (sparse) x = 1, w = "auto: sparse features transform first";
+  else if (fout < feat_dim && c->halo_cache)
+    x = 1, w = "auto: layer 0 transforms first (fout < fin), exchanged beside the halo cache (dense features: "
+               "transforming every halo row would cost more than its exchange)";
   else if (fout < feat_dim) x = 1, w = "auto: layer 0 transforms first (fout < fin)";
   else w = "auto: layer 0 aggregates first (fout >= fin: its halo rows are the narrower)";
   if (why) *why = w;

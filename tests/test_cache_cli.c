@@ -195,6 +195,27 @@ static void read_run(const char *path, int cached, int whole_halo, const char *p
   CHECK(r->n == EPOCHS && r->summary_ok, "%s: %d epochs, summary %d", path, r->n, r->summary_ok);
 }
 
+/* --layer0-halo auto with the cache keeps a layer 0 of sparse features local (transforming
+ * a sparse halo row costs its few stored entries; the cache does not carry layer 0's rows):
+ * synth:small with identity features, 2 ranks, the metrics summary says what it chose. */
+static void expect_sparse_local(const char *capgnn, const char *mpiexec) {
+  char cmd[2048], log[512], path[512];
+  snprintf(path, sizeof path, "%s/sparse.jsonl", g_dir);
+  snprintf(log, sizeof log, "%s/sparse.log", g_dir);
+  snprintf(cmd, sizeof cmd,
+           "%s -n 2 --oversubscribe --allow-run-as-root %s --graph synth:small:identity=1 --epochs 1 --device cpu "
+           "--threads 1 --no-part-cache --quiet --cache-policy jaca --cache-host-mb 0 --cache-device-mb 0 "
+           "--metrics %s",
+           mpiexec, capgnn, path);
+  const int rc = run(cmd, log);
+  char *out = slurp(log), *met = slurp(path);
+  CHECK(rc == 0, "`%s` exited %d:\n%s", cmd, rc, out ? out : "");
+  CHECK(met && strstr(met, "\"layer0_halo_chosen\":\"local\""), "sparse features with the cache: layer 0 not "
+        "local:\n%s", met ? met : "");
+  free(out);
+  free(met);
+}
+
 static void expect_usage(const char *capgnn, const char *opts, const char *text) {
   char cmd[2048], log[512];
   snprintf(log, sizeof log, "%s/usage.log", g_dir);
@@ -222,9 +243,10 @@ int main(int argc, char **argv) {
   const char *names[NRUNS] = {"plain", "jaca", "lru10", "stale2", "adapt0", "adapt", "gadapt0", "gadapt"};
   /* no MiB budget (--cache-host-mb 0 --cache-device-mb 0): the tiers must not depend on
    * the memory other jobs leave free while the test runs */
-  /* the plain run keeps layer 0 local explicitly; the cached runs' --layer0-halo auto
-   * must choose the same (capgnn train: local with the halo cache), else no bit matches */
-  const char *extra[NRUNS] = {"--layer0-halo local", "--cache-policy jaca --cache-host-mb 0 --cache-device-mb 0",
+  /* the plain run exchanges layer 0 explicitly; the cached runs' --layer0-halo auto must
+   * choose the same (synth:small's dense features: exchanged beside the cache), else no
+   * bit matches */
+  const char *extra[NRUNS] = {"--layer0-halo exchange", "--cache-policy jaca --cache-host-mb 0 --cache-device-mb 0",
                           "--cache-policy lru --cache-capacity 0.1 --cache-host-mb 0 --cache-device-mb 0",
                           "--cache-policy lru --cache-capacity 0.5 --staleness 2 --cache-warmup 1 --cache-host-mb 0 "
                           "--cache-device-mb 0",
@@ -256,9 +278,15 @@ int main(int argc, char **argv) {
       CHECK(out && strstr(out, said[k]), "the log does not name the cache's settings ('%s'):\n%s", said[k],
             out ? out : "");
     free(out);
+    /* --layer0-halo auto with the cache on dense features: exchanged (the summary says) */
+    char *met = slurp(path);
+    CHECK(met && strstr(met, "\"layer0_halo_chosen\":\"exchange\""), "%s: layer 0 not exchanged:\n%s", names[k],
+          met ? met : "");
+    free(met);
     read_run(path, k > 0, k == 1 || k == 6, k == 1 || k >= 4 ? "jaca" : "lru", stale[k], gstale[k], k >= 6,
              exact[k], &r[k]);
   }
+  expect_sparse_local(capgnn, mpiexec);
   /* the exact cached runs, adaptive rows and gradients at EPS 0 among them: bit for bit
    * the plain run */
   for (int k = 1; k < 7; k++) {

@@ -156,6 +156,18 @@ rates=(--gemm-gflops 25 --spmm-gnnz 0.85 --mem-gbs 77 --link-gbps 10,1)
 "$capgnn" plan --graph cora --parts 4 "${rates[@]}" --layer0-halo exchange >w2.out 2>w2.err ||
   { cat w2.err; fail "plan exited $?"; }
 ! grep -q "why the cache is slower" w2.out || { cat w2.out; fail "a why line where the cache is faster"; }
+# dense features (synth:small, 64 -> 16 with input dropout): auto exchanges layer 0 beside
+# the cache too, as training does (transforming every halo row costs more than sending it)
+"$capgnn" plan --graph synth:small --parts 4 "${rates[@]}" --cache-policy jaca --json d.json >d.out 2>d.err ||
+  { cat d.err; fail "plan (dense features, cache) exited $?"; }
+grep -q "layer 0: exchange (auto: layer 0 transforms first (fout < fin), exchanged beside the halo cache" d.out ||
+  { cat d.out; fail "the table does not say auto exchanges a dense layer 0 beside the cache"; }
+! grep -q "it keeps layer 0 local" d.out || { cat d.out; fail "layer 0 said local"; }
+python3 - d.json <<'PY' || fail "the dense plan's layer 0 is not exchanged"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["model"]["layer0_halo"] == "exchange", d["model"]
+PY
 # the all-reduce measured by a profile of the job's layout (links.allreduce.curve, since
 # 2026-11-29): interpolated at the model's bytes; a profile of another layout or
 # algorithm, or one from before the curve (the one above), keeps the formula and says why
