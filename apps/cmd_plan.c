@@ -240,7 +240,8 @@ int cmd_plan(int argc, char **argv) {
   int64_t hidden = 16;
   enum rt_layer0_halo layer0 = RT_L0_AUTO;
   const char *l0_why = "", *l0_why_cache = "";
-  int l0x_cache = 0; /* layer 0 exchanged in the cached plan (auto weighs the cache) */
+  int l0x_cache = 0, l0_sparse = 0; /* layer 0 exchanged in the cached plan (auto weighs the cache) */
+  struct rt_config l0c;              /* layer 0's settings, as training's */
   float quantum_ms = -1.0f;
   int quantum_given = 0;
   float dropout = 0.5f, idropout = -1.0f, link_a = 0, link_b = 0, lat_a = 0, lat_b = 0;
@@ -387,7 +388,7 @@ int cmd_plan(int argc, char **argv) {
   struct rapa_profile *prof = NULL;
   struct rapa_rates *rates = NULL;
   int32_t *owner = NULL;
-  struct rapa_plan plans[3]; /* without the cache, with it, with it and layer 0 exchanged (when auto keeps it local) */
+  struct rapa_plan plans[3]; /* without the cache, with it, with it and layer 0's other schedule (alt, below) */
   memset(plans, 0, sizeof plans);
   cJSON *root = NULL;
   char rates_what[1200] = "", links_what[300] = "", ar_why[300] = "from the links (no profile)";
@@ -456,7 +457,6 @@ int cmd_plan(int argc, char **argv) {
   shape.features = g.feat_dim;
   shape.classes = g.num_classes;
   { /* layer 0's schedule, as training chooses it (rt_layer0_exchange_choose) */
-    struct rt_config l0c;
     rt_config_defaults(&l0c);
     l0c.model = !strcmp(model, "sage") ? RT_MODEL_SAGE : !strcmp(model, "gat") ? RT_MODEL_GAT : RT_MODEL_GCN;
     l0c.layers = layers;
@@ -464,12 +464,9 @@ int cmd_plan(int argc, char **argv) {
     l0c.dropout = dropout;
     l0c.input_dropout = idropout;
     l0c.layer0_halo = layer0;
-    int sparse = 0;
-    TRY_GOTO(rt_features_choose(&g, &l0c, 0, &sparse), done);
-    shape.layer0_exchange = rt_layer0_exchange_choose(&l0c, g.feat_dim, g.num_classes, sparse, parts > 1, &l0_why);
-    l0c.halo_cache = 1;
-    l0x_cache = rt_layer0_exchange_choose(&l0c, g.feat_dim, g.num_classes, sparse, parts > 1, &l0_why_cache);
-    shape.feat_density = rt_features_density(&g, sparse);
+    TRY_GOTO(rt_features_choose(&g, &l0c, 0, &l0_sparse), done);
+    shape.layer0_exchange = rt_layer0_exchange_choose(&l0c, g.feat_dim, g.num_classes, l0_sparse, parts > 1, &l0_why);
+    shape.feat_density = rt_features_density(&g, l0_sparse);
   }
   if (!strcmp(model, "gat") && table)
     fprintf(stderr, "capgnn: warning: the cost model prices GCN and SAGE layers: gat is priced as a GCN of the same "
@@ -513,6 +510,10 @@ int cmd_plan(int argc, char **argv) {
   /* options that cannot change this plan, said rather than ignored silently */
   int device_ranks = 0;
   for (int p = 0; p < parts; p++) device_ranks += rates[p].h2d_bps > 0;
+  /* the cached plan's layer 0 as training chooses it: weighs the cache and the device */
+  l0c.halo_cache = 1;
+  l0c.on_gpu = device_ranks > 0;
+  l0x_cache = rt_layer0_exchange_choose(&l0c, g.feat_dim, g.num_classes, l0_sparse, parts > 1, &l0_why_cache);
   if (direct && !device_ranks && table)
     fprintf(stderr, "capgnn: warning: --gpu-direct changes nothing here: no rank stages through a device (no "
                     "--h2d-gbs / --d2h-gbs, and no device profile)\n");
@@ -526,16 +527,20 @@ int cmd_plan(int argc, char **argv) {
   else st = part_assign_cached(&g, &o, pcache, owner, &reused);
   if (st != CG_OK) goto done;
   /* with the halo cache, training's --layer0-halo auto keeps layer 0 local for sparse
-   * features (rt_layer0_exchange_choose: the cache serves the hidden layers' exchanges only) */
+   * features and on GPUs (rt_layer0_exchange_choose: the cache serves the hidden layers'
+   * exchanges only) */
   const int l0x_plain = shape.layer0_exchange;
   for (int k = 0; k < 2; k++) {
     po.cache = k;
     shape.layer0_exchange = k ? l0x_cache : l0x_plain;
     TRY_GOTO(rapa_plan_compute(&g, owner, &shape, rates, &po, &plans[k]), done);
   }
-  if (table && l0x_cache != l0x_plain) { /* to say why the cache may lose (below) */
+  /* the cache with layer 0's other schedule: to say why the cache may lose, and when auto's
+   * choice is the slower one here (below) */
+  const int alt = table && parts > 1 && (l0x_cache != l0x_plain || (l0x_cache && layer0 == RT_L0_AUTO));
+  if (alt) {
     po.cache = 1;
-    shape.layer0_exchange = l0x_plain;
+    shape.layer0_exchange = !l0x_cache;
     TRY_GOTO(rapa_plan_compute(&g, owner, &shape, rates, &po, &plans[2]), done);
   }
   shape.layer0_exchange = cache ? l0x_cache : l0x_plain; /* the plan the table shows */
@@ -579,7 +584,7 @@ int cmd_plan(int argc, char **argv) {
     if (plans[1].node_tier_bytes_max > 0)
       printf("node tier (shared memory): %.1f MiB on the largest node\n", plans[1].node_tier_bytes_max / 1048576.0);
     /* a slower epoch with the cache, said why: with training's --layer0-halo auto the cache
-     * keeps layer 0 local (sparse features), and every rank transforms its halo rows'
+     * keeps layer 0 local (sparse features, GPUs), and every rank transforms its halo rows'
      * features each step */
     const int r = plans[1].slowest;
     if (plans[1].epoch_s > plans[0].epoch_s && l0x_cache != l0x_plain)
@@ -589,6 +594,10 @@ int cmd_plan(int argc, char **argv) {
     else if (plans[1].epoch_s > plans[0].epoch_s)
       printf("why the cache is slower here: its node-tier copies and messages cost rank %d %+.3f ms of communication "
              "more than the plain exchange's messages\n", r, (plans[1].rank[r].comm_s - plans[0].rank[r].comm_s) * 1e3);
+    /* auto's rule is by feature kind and device, not by these rates: say when it loses */
+    if (alt && layer0 == RT_L0_AUTO && plans[2].epoch_s < plans[1].epoch_s)
+      printf("layer 0 with the cache: --layer0-halo %s would be faster here (%.3f ms an epoch against auto's %.3f)\n",
+             l0x_cache ? "local" : "exchange", plans[2].epoch_s * 1e3, plans[1].epoch_s * 1e3);
   }
   if (json) {
     root = cJSON_CreateObject();

@@ -95,9 +95,12 @@ int rt_layer0_exchange_choose(const struct rt_config *c, int64_t feat_dim, int64
     w = "auto: local with the halo cache, which serves the hidden layers only (sparse features: transforming a "
         "halo row costs its few stored entries, less than sending its row every step beside the cache)";
   else if (sparse) x = 1, w = "auto: sparse features transform first";
+  else if (fout < feat_dim && c->halo_cache && c->on_gpu)
+    w = "auto: local with the halo cache, which serves the hidden layers only (on GPUs transforming the halo "
+        "rows costs less than sending them every step beside the cache)";
   else if (fout < feat_dim && c->halo_cache)
-    x = 1, w = "auto: layer 0 transforms first (fout < fin), exchanged beside the halo cache (dense features: "
-               "transforming every halo row would cost more than its exchange)";
+    x = 1, w = "auto: layer 0 transforms first (fout < fin), exchanged beside the halo cache (dense features on "
+               "the CPU: transforming every halo row would cost more than its exchange)";
   else if (fout < feat_dim) x = 1, w = "auto: layer 0 transforms first (fout < fin)";
   else w = "auto: layer 0 aggregates first (fout >= fin: its halo rows are the narrower)";
   if (why) *why = w;

@@ -94,6 +94,8 @@ struct rt_config {
   enum rt_layer0_halo layer0_halo; /* default auto (rt_layer0_exchange_choose) */
   int halo_cache;         /* 1: a halo cache (--cache-policy) serves the hidden layers' exchanges
                              (layer 0's goes around it); --layer0-halo auto weighs it */
+  int on_gpu;             /* 1: the ranks compute on GPUs; set by the runtime once the backend
+                             is open (rt_run_dist), weighed with halo_cache by auto */
   /* model */
   enum rt_model_kind model;
   int layers;             /* >= 1 convolution layers */
@@ -316,11 +318,13 @@ const char *rt_layer0_halo_str(enum rt_layer0_halo h); /* "auto", "local", "exch
  * terms: not built). auto picks exchange when layer 0 transforms first (fout < fin, or
  * sparse features), unless the input has no dropout and is dense: then Â·X is computed
  * once at set-up and training does no layer-0 halo work at all, which beats sending
- * fout-wide rows every step; and unless the features are sparse and a halo cache serves
- * the run (c->halo_cache): then local, since the cache does not carry layer 0's rows and
- * transforming a sparse halo row costs its few stored entries (dense features: exchange
- * with the cache too; README, "Layer 0 on P ranks"). An explicit exchange makes layer 0
- * transform first whatever its widths (and gives up the cached Â·X). */
+ * fout-wide rows every step; and unless a halo cache serves the run (c->halo_cache), which
+ * does not carry layer 0's rows: then local where transforming the halo rows costs less
+ * than sending them beside the cache, i.e. for sparse features (a row's few stored
+ * entries) and on GPUs (c->on_gpu: their GEMM is hundreds of times their links' rate),
+ * and exchange for dense features on the CPU (README, "Layer 0 on P ranks"). An explicit
+ * exchange makes layer 0 transform first whatever its widths (and gives up the cached
+ * Â·X). */
 int rt_layer0_exchange_choose(const struct rt_config *c, int64_t feat_dim, int64_t classes, int sparse,
                               int partitioned, const char **why);
 /* Whether a graph can be trained on at all (features and classes present); the

@@ -168,6 +168,19 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["model"]["layer0_halo"] == "exchange", d["model"]
 PY
+# ... and says when auto's choice loses by these rates: over a link of 1 MB/s transforming
+# the halo rows is cheaper than sending them
+"$capgnn" plan --graph synth:small --parts 4 --gemm-gflops 25 --spmm-gnnz 0.85 --mem-gbs 77 --link-gbps 0.001 \
+  --cache-policy jaca >d2.out 2>d2.err || { cat d2.err; fail "plan (slow link) exited $?"; }
+grep -q "layer 0 with the cache: --layer0-halo local would be faster here" d2.out ||
+  { cat d2.out; fail "no line saying local would be faster over a slow link"; }
+! grep -q "would be faster here" d.out || { cat d.out; fail "a 'would be faster' line where auto's choice wins"; }
+# device ranks (staged halo rows): auto keeps a dense layer 0 local beside the cache (a
+# GPU transforms the halo rows for less than their exchange), as training does on GPUs
+"$capgnn" plan --graph synth:small --parts 4 "${rates[@]}" --h2d-gbs 25 --d2h-gbs 25 --cache-policy jaca \
+  >g.out 2>g.err || { cat g.err; fail "plan (device ranks) exited $?"; }
+grep -q "layer 0: local (auto: local with the halo cache, which serves the hidden layers only (on GPUs" g.out ||
+  { cat g.out; fail "the device ranks' cached plan does not keep layer 0 local"; }
 # the all-reduce measured by a profile of the job's layout (links.allreduce.curve, since
 # 2026-11-29): interpolated at the model's bytes; a profile of another layout or
 # algorithm, or one from before the curve (the one above), keeps the formula and says why
