@@ -512,7 +512,7 @@ int cmd_plan(int argc, char **argv) {
   for (int p = 0; p < parts; p++) device_ranks += rates[p].h2d_bps > 0;
   /* the cached plan's layer 0 as training chooses it: weighs the cache and the device */
   l0c.halo_cache = 1;
-  l0c.on_gpu = device_ranks > 0;
+  l0c.on_gpu = device_ranks == parts; /* (training: every rank on a GPU, else all on the CPU) */
   l0x_cache = rt_layer0_exchange_choose(&l0c, g.feat_dim, g.num_classes, l0_sparse, parts > 1, &l0_why_cache);
   if (direct && !device_ranks && table)
     fprintf(stderr, "capgnn: warning: --gpu-direct changes nothing here: no rank stages through a device (no "

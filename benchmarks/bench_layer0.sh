@@ -46,6 +46,7 @@ while getopts "c:g:m:e:p:n:C:r:o:h" opt; do
   esac
 done
 [ -x "$capgnn" ] || { echo "bench_layer0.sh: $capgnn is not an executable (build first, or pass -c)" >&2; exit 2; }
+[ "$epochs" -ge 2 ] 2>/dev/null || { echo "bench_layer0.sh: -e $epochs: at least 2 epochs (the medians are over 2..E)" >&2; exit 2; }
 for c in $configs; do
   case $c in
     none:auto|none:local|none:exchange|jaca:auto|jaca:local|jaca:exchange) ;;

@@ -1076,9 +1076,16 @@ int rt_run_dist(struct comm *c, const struct rt_config *cfg, const struct rt_dis
   TRY_GOTO(comm_agree(c, st, "reading the checkpoint to resume from"), done);
   TRY_GOTO(dist_check_resume_same(c, cfg, &resume), done);
   TRY_GOTO(dist_backend_open(c, cfg, &be), done);
-  /* what --layer0-halo auto weighs with a halo cache (rt_layer0_exchange_choose): every
-   * rank's backend is of one kind (dist_backend_open) */
-  if (cfg == &resolved) resolved.on_gpu = strcmp(be->name, "cuda") == 0;
+  /* what --layer0-halo auto weighs (rt_layer0_exchange_choose), the same on every rank: a
+   * halo cache in the options, and GPUs only where every rank computes on one (a rank
+   * may open another backend than its peers: --device per rank, or auto falling back
+   * to the CPU where the CUDA backend fails to start) */
+  {
+    int64_t gpu = strcmp(be->name, "cuda") == 0;
+    TRY_GOTO(comm_allreduce_i64(c, &gpu, 1, COMM_MIN), done);
+    resolved.on_gpu = (int)gpu;
+    resolved.halo_cache = o->halo_cache.policy != JACA_POLICY_NONE;
+  }
   if (getenv("CAPGNN_PROFILE_OPS") && getenv("CAPGNN_PROFILE_OPS")[0] == '1') {
     /* a diagnostic: every op timed alone (core/ops_profile.h), totals per rank at the end */
     inner = be;
