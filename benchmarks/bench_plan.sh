@@ -2,8 +2,12 @@
 # benchmarks/bench_plan.sh — `capgnn plan` against training measured on this machine
 # (issue #17, item 4).
 #
-# 1. Profiles the machine once: `capgnn profile --device cpu --threads 1` on 4 ranks as 2
-#    emulated nodes (so its link matrix has pairs within and between nodes).
+# 1. Profiles the machine: `capgnn profile --device cpu --threads 1` on 4 ranks as 2
+#    emulated nodes (so its link matrix has pairs within and between nodes), and once
+#    more for every other layout of ranks and nodes the configurations use (P > 1), whose
+#    profile each plan of that layout takes (its gradient all-reduce curve is measured on
+#    the job's own ranks and nodes; since 2026-11-29 afternoon, before which the 1-node
+#    configurations' plans priced their all-reduce as a ring from the links' latencies).
 # 2. For each configuration (graph, P, nodes, cache): trains with the CPU backend, one
 #    thread per rank (`mpiexec`, ranks bound to cores round-robin, CAPGNN_EMULATE_NODES for 2 nodes), METIS
 #    from a partition cache, and takes the medians over epochs 2..E of the metrics'
@@ -79,11 +83,26 @@ rr_timeslice 4
 echo "loadavg before: $(cat /proc/loadavg)" | tee "$outdir/loadavg.txt"
 echo "scheduling: $(chrt -p $$ | sed -n 's/.*scheduling policy: *//p'), round-robin quantum $(cat /proc/sys/kernel/sched_rr_timeslice_ms 2>/dev/null || echo ?) ms" | tee -a "$outdir/loadavg.txt"
 
+# profile_run P N OUT: `capgnn profile` on P ranks as N emulated nodes, bound as the runs
+profile_run() {
+  echo "profile: CAPGNN_EMULATE_NODES=$2 $mpiexec -n $1 ${bind[*]} $capgnn profile --device cpu --threads 1 --quick" >&2
+  CAPGNN_EMULATE_NODES=$2 "$mpiexec" -n "$1" "${bind[@]}" -x CAPGNN_EMULATE_NODES "$capgnn" profile --device cpu \
+    --threads 1 --quick --cache "$outdir/cache" --json "$3" > "${3%.json}.txt" 2>&1 ||
+    { cat "${3%.json}.txt" >&2; echo "bench_plan.sh: profile failed" >&2; exit 1; }
+}
 profile="$outdir/profile.json"
-echo "profile: CAPGNN_EMULATE_NODES=2 $mpiexec -n 4 ${bind[*]} $capgnn profile --device cpu --threads 1 --quick" >&2
-CAPGNN_EMULATE_NODES=2 "$mpiexec" -n 4 "${bind[@]}" -x CAPGNN_EMULATE_NODES "$capgnn" profile --device cpu \
-  --threads 1 --quick --cache "$outdir/cache" --json "$profile" > "$outdir/profile.txt" 2>&1 ||
-  { cat "$outdir/profile.txt" >&2; echo "bench_plan.sh: profile failed" >&2; exit 1; }
+profile_run 4 2 "$profile"
+# and one per other layout of the configurations (P > 1 ranks on N nodes): the gradient
+# all-reduce's curve is measured on the profile's own ranks and nodes, and `capgnn plan`
+# takes it only from a profile of the job's layout (else it prices a ring from the links'
+# latencies: on 4 ranks of one node here 21 us, where a step's all-reduce takes ~150)
+declare -A layout_profile=([4:2]="$profile")
+for c in $configs; do
+  IFS=: read -r _ p n _ <<< "$c"
+  [ "$p" -gt 1 ] && [ -z "${layout_profile[$p:$n]:-}" ] || continue
+  layout_profile[$p:$n]="$outdir/profile_p${p}_n$n.json"
+  profile_run "$p" "$n" "${layout_profile[$p:$n]}"
+done
 
 : > "$outdir/runs.tsv"
 for c in $configs; do
@@ -95,7 +114,7 @@ for c in $configs; do
   esac
   cflags=(); [ "$cache" = none ] || cflags=(--cache-policy "$cache" --cache-host-mb 0 --cache-device-mb 0)
   tag="${gname}_p${p}_n${n}_${cache}"
-  plan=("$capgnn" plan --graph "$graph" --parts "$p" --nodes "$n" --hosts 1 --profile "$profile" "${model[@]}"
+  plan=("$capgnn" plan --graph "$graph" --parts "$p" --nodes "$n" --hosts 1 --profile "${layout_profile[$p:$n]:-$profile}" "${model[@]}"
         --part-cache "$outdir/cache" --cache-policy "$cache" --quiet)
   for rep in $(seq 1 "$repeats"); do
     met="$outdir/metrics_${tag}_r$rep.jsonl"
