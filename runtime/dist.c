@@ -398,6 +398,16 @@ static int dist_rapa_owner(struct comm *c, struct graph *g, const struct rt_conf
     TRY_GOTO(rapa_rates_measure(c, o->rapa_be, g, &shape, rates, &links), done);
     snprintf(pred->rates, sizeof pred->rates, "measured at start-up on every rank at the model's shapes");
   }
+  if (!o->rapa_rates && o->rapa_be && o->rapa_be->kind != CG_DEVICE_CUDA) {
+    /* CPU ranks of one host share its free memory (a profile's and a measurement's figure
+     * is the host's): each may count on its share, so that P ranks on a host that fit
+     * one by one but not together are said not to fit (a GPU's memory is its rank's) */
+    int64_t host_ranks[RAPA_MAX_RANKS] = {0};
+    host_ranks[rank] = comm_host_local_size(c);
+    TRY_GOTO(comm_allreduce_i64(c, host_ranks, P, COMM_SUM), done);
+    for (int p = 0; p < P; p++)
+      if (host_ranks[p] > 1) rates[p].free_bytes /= (double)host_ranks[p];
+  }
   if (rank == 0) {
     struct rapa_split sp;
     st = rapa_partition_weighted(g, &shape, rates, use_links, P, o->part_seed, 0.05, 1, owner, &sp);
@@ -411,9 +421,9 @@ static int dist_rapa_owner(struct comm *c, struct graph *g, const struct rt_conf
         pred->memory_bytes[p] = sp.cost[p].memory_bytes;
         pred->target[p] = sp.target[p];
         LOG_INFO("dist", "rapa: rank %d capability %.4f, target share %.4f, got %.4f; predicted compute %.2f ms + "
-                 "communication %.2f ms, memory %.1f MiB%s", p, sp.capability[p], sp.target[p], sp.share[p],
-                 sp.cost[p].comp_s * 1e3, sp.cost[p].comm_s * 1e3, sp.cost[p].memory_bytes / 1048576.0,
-                 sp.cost[p].fits ? "" : " (does NOT fit its free memory)");
+                 "communication %.2f ms, memory %.1f MiB of %.1f MiB free%s", p, sp.capability[p], sp.target[p],
+                 sp.share[p], sp.cost[p].comp_s * 1e3, sp.cost[p].comm_s * 1e3, sp.cost[p].memory_bytes / 1048576.0,
+                 rates[p].free_bytes / 1048576.0, sp.cost[p].fits ? "" : " (does NOT fit)");
       }
       LOG_INFO("dist", "partition: rapa (capability-weighted METIS, exact), %d parts, seed %llu, %d METIS run%s%s; "
                "rates %s", P, (unsigned long long)o->part_seed, sp.passes, sp.passes == 1 ? "" : "s",

@@ -165,6 +165,11 @@ fast = max(range(2), key=lambda q: d["ranks"][q]["summary"]["mm_gflops"])  # ent
 cap = {int(m[0]): float(m[1]) for m in re.findall(r"rapa: rank (\d) capability ([0-9.]+)", open(sys.argv[2]).read())}
 assert fast == 0 and cap[1] > cap[0], (fast, cap)  # rank 1 runs the 2-thread device: entry 0's rates
 print("--threads 1,2 on a 2,1 profile: capabilities", cap)
+# the 2 CPU ranks of one host each count on half of its memory (the profile's figure)
+free = {int(m[0]): float(m[1]) for m in re.findall(r"rapa: rank (\d) .* MiB of ([0-9.]+) MiB free", open(sys.argv[2]).read())}
+mem = [r["device"]["memory_bytes"] / 1048576.0 for r in d["ranks"]]
+assert len(free) == 2 and all(abs(free[q] - mem[1 - q] / 2) <= 0.1 for q in (0, 1)), (free, mem)
+print("free memory per rank (MiB):", free, "of the host's", mem)
 PY
 # both ranks on one entry (the profile's cpu-t1): their link is the one between their rank numbers
 mpi -n 2 "$capgnn" --graph cora --epochs 1 --threads 1 --partition rapa --profile p21.json --no-part-cache \
