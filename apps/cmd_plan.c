@@ -210,6 +210,21 @@ static void print_plan(const struct rapa_plan *p, const char *name) {
   }
 }
 
+/* An option capgnn plan does not take: a training option that changes what is priced
+ * gets its own message (the plan prices the exact run), any other the general one. */
+static int plan_bad_option(const char *name, const struct option *longopts) {
+  static const char *const train_only[] = {"--config", "--cache-preset", "--staleness", "--grad-staleness",
+                                           "--halo-bits", "--cache-capacity", "--cache-warmup", "--prune-halo", NULL};
+  for (int k = 0; train_only[k]; k++) {
+    const size_t n = strlen(train_only[k]);
+    if (!strncmp(name, train_only[k], n) && (name[n] == '\0' || name[n] == '='))
+      return usage_error("%s is an option of capgnn train: capgnn plan prices the exact run (the halo cache at "
+                         "staleness 0 with full-precision rows, no pruning, METIS or random parts) and takes the "
+                         "model's shape as options (--layers, --hidden, --dropout, --model)", train_only[k]);
+  }
+  return cli_bad_option("plan", name, longopts);
+}
+
 int cmd_plan(int argc, char **argv) {
   static const struct option longopts[] = {
       {"graph", required_argument, NULL, OPT_GRAPH},       {"parts", required_argument, NULL, OPT_PARTS},
@@ -314,7 +329,12 @@ int cmd_plan(int argc, char **argv) {
         allreduce = optarg;
         break;
       case OPT_METHOD:
-        if (part_method_parse(optarg, &method) != CG_OK) rc = usage_error("--partition '%s': expected metis or random", optarg);
+        if (!strcmp(optarg, "rapa"))
+          rc = usage_error("--partition rapa: capgnn plan prices METIS or random parts; for the capability-weighted "
+                           "split and its predicted times per rank use capgnn partition --partition rapa --profile "
+                           "FILE");
+        else if (part_method_parse(optarg, &method) != CG_OK)
+          rc = usage_error("--partition '%s': expected metis or random", optarg);
         break;
       case OPT_SEED: rc = cli_parse_u64("plan", "--part-seed", optarg, &seed); break;
       case OPT_PCACHE: pcache = optarg; break;
@@ -330,7 +350,7 @@ int cmd_plan(int argc, char **argv) {
         if (rc == 0 && !(quantum_ms >= 0)) rc = usage_error("--quantum-ms: expected a number >= 0");
         break;
       case ':': rc = usage_error("option '%s' needs a value", name); break;
-      default: rc = cli_bad_option("plan", name, longopts); break;
+      default: rc = plan_bad_option(name, longopts); break;
     }
   }
   cli_options_done();
@@ -352,6 +372,9 @@ int cmd_plan(int argc, char **argv) {
   if ((h2d > 0) != (d2h > 0))
     return usage_error("%s: give both --h2d-gbs and --d2h-gbs (the staging of halo rows goes both ways)",
                        h2d > 0 ? "--h2d-gbs without --d2h-gbs" : "--d2h-gbs without --h2d-gbs");
+  if (layer0 == RT_L0_EXCHANGE && !strcmp(model, "gat")) /* (as capgnn train refuses it: rt_config_check) */
+    return usage_error("--layer0-halo exchange is not built for GAT (its attention reads the halo rows of X·W on "
+                       "every rank): use auto or local");
   if (no_pcache && pcache) return usage_error("--part-cache and --no-part-cache exclude each other");
   if (json && !json[0]) return usage_error("--json: empty file name");
   if (json && strcmp(json, "-")) {
@@ -547,8 +570,10 @@ int cmd_plan(int argc, char **argv) {
   if (cache) l0_why = l0_why_cache;
   char shown[4800], shown2[700]; /* (a graph's and a profile's name escaped: core/log.h) */
   if (table) {
-    printf("plan: %s, %d rank%s on %d node%s (%d machine%s), %d thread%s per rank\n",
-           cg_text_escape(shown, sizeof shown, g.name), parts,
+    printf("plan: %s%s%s%s, %d rank%s on %d node%s (%d machine%s), %d thread%s per rank\n",
+           cg_text_escape(shown, sizeof shown, g.name), strcmp(graph_name, g.name) ? " (" : "",
+           strcmp(graph_name, g.name) ? cg_text_escape(shown2, sizeof shown2, graph_name) : "",
+           strcmp(graph_name, g.name) ? ")" : "", parts,
            parts == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", po.hosts, po.hosts == 1 ? "" : "s", po.threads,
            po.threads == 1 ? "" : "s");
     double over = 1.0;
@@ -568,6 +593,11 @@ int cmd_plan(int argc, char **argv) {
     printf("  rates: %s: GEMM %.1f GFLOP/s, SpMM %.3f G nonzero-columns/s, memory %.1f GB/s\n",
            cg_text_escape(shown, sizeof shown, rates_what),
            rates[0].gemm_flops / 1e9, rates[0].spmm_rate / 1e9, rates[0].mem_bps / 1e9);
+    if (device_ranks > 0)
+      printf("  device ranks: %d of %d (they compute on their devices, sharing no host core); halo rows staged %s "
+             "at %.1f GB/s host to device, %.1f GB/s device to host\n", device_ranks, parts,
+             direct ? "for the node tier only (--gpu-direct)" : "through the host", rates[0].h2d_bps / 1e9,
+             rates[0].d2h_bps / 1e9);
     if (rates[0].csr_rate > 0)
       printf("  sparse features: csr_mm %.3f, csr_mm_t %.3f G nonzero-columns/s, dropout %.3f G entries/s\n",
              rates[0].csr_rate / 1e9, rates[0].csr_t_rate / 1e9, rates[0].csr_drop_eps / 1e9);
@@ -587,7 +617,8 @@ int cmd_plan(int argc, char **argv) {
      * keeps layer 0 local (sparse features, GPUs), and every rank transforms its halo rows'
      * features each step */
     const int r = plans[1].slowest;
-    if (plans[1].epoch_s > plans[0].epoch_s && l0x_cache != l0x_plain)
+    const int why_l0 = plans[1].epoch_s > plans[0].epoch_s && l0x_cache != l0x_plain; /* (names the other's epoch) */
+    if (why_l0)
       printf("why the cache is slower here: it keeps layer 0 local (--layer0-halo auto), so rank %d also transforms "
              "its halo rows (compute %+.3f ms); with --layer0-halo exchange and the cache: %.3f ms\n", r,
              (plans[1].rank[r].comp_s - plans[0].rank[r].comp_s) * 1e3, plans[2].epoch_s * 1e3);
@@ -595,7 +626,7 @@ int cmd_plan(int argc, char **argv) {
       printf("why the cache is slower here: its node-tier copies and messages cost rank %d %+.3f ms of communication "
              "more than the plain exchange's messages\n", r, (plans[1].rank[r].comm_s - plans[0].rank[r].comm_s) * 1e3);
     /* auto's rule is by feature kind and device, not by these rates: say when it loses */
-    if (alt && layer0 == RT_L0_AUTO && plans[2].epoch_s < plans[1].epoch_s)
+    if (alt && !why_l0 && layer0 == RT_L0_AUTO && plans[2].epoch_s < plans[1].epoch_s)
       printf("layer 0 with the cache: --layer0-halo %s would be faster here (%.3f ms an epoch against auto's %.3f)\n",
              l0x_cache ? "local" : "exchange", plans[2].epoch_s * 1e3, plans[1].epoch_s * 1e3);
   }
@@ -634,6 +665,10 @@ int cmd_plan(int argc, char **argv) {
     cJSON_AddNumberToObject(r, "dropout_geps", rates[0].rng_eps / 1e9);
     if (rates[0].adam_eps > 0) cJSON_AddNumberToObject(r, "adam_geps", rates[0].adam_eps / 1e9);
     cJSON_AddNumberToObject(r, "op_us", rates[0].op_s * 1e6);
+    if (device_ranks > 0) { /* device ranks: the host staging of halo rows */
+      cJSON_AddNumberToObject(r, "h2d_gbs", rates[0].h2d_bps / 1e9);
+      cJSON_AddNumberToObject(r, "d2h_gbs", rates[0].d2h_bps / 1e9);
+    }
     if (rates[0].csr_rate > 0) { /* sparse features, measured on their own CSR */
       cJSON_AddNumberToObject(r, "csr_gnnz_s", rates[0].csr_rate / 1e9);
       cJSON_AddNumberToObject(r, "csr_t_gnnz_s", rates[0].csr_t_rate / 1e9);

@@ -9,7 +9,8 @@
  *    k mod C (as `mpirun --map-by core --bind-to core` binds them) and a rank's compute
  *    is the summed T_comp of its core's ranks (they take turns, so its ops stretch over
  *    their slices; oversub = that sum / its own); with several threads per rank, T_comp
- *    x max(1, ranks on the host x threads / cores). With a known round-robin quantum Q
+ *    x max(1, ranks on the host x threads / cores). A device rank (rates with h2d/d2h:
+ *    it computes on its device) shares no core. With a known round-robin quantum Q
  *    (quantum_s), a compute phase (the step's work between two synchronisations: one per
  *    exchange each way and exchanged layer, the loss and the gradient all-reduce, so
  *    T_comp / phases long) shorter than Q runs unpreempted and the core-mates compute

@@ -41,6 +41,14 @@ usage "more nodes than ranks" --graph cora --parts 2 --nodes 3 --link-gbps 1
 usage "needs link bandwidths" --graph cora --parts 2
 usage "declare all of --gemm-gflops" --graph cora --parts 2 --link-gbps 1 --gemm-gflops 100
 usage "--cache-policy 'lru': expected none or jaca" --graph cora --parts 2 --link-gbps 1 --cache-policy lru
+# training's options that change what is priced, and GAT's exchanged layer 0, refused as train does
+usage "--staleness is an option of capgnn train: capgnn plan prices the exact run" --graph cora --parts 2 \
+  --link-gbps 1 --staleness 3
+usage "--cache-preset is an option of capgnn train" --graph cora --parts 2 --link-gbps 1 --cache-preset=fast
+usage "--partition rapa: capgnn plan prices METIS or random parts" --graph cora --parts 2 --link-gbps 1 \
+  --partition rapa
+usage "--layer0-halo exchange is not built for GAT" --graph cora --parts 2 --link-gbps 1 --model gat \
+  --layer0-halo exchange
 # train's and partition's --cache (the partition cache folder) and --no-cache: here --cache is
 # the halo cache, so a folder is refused naming --part-cache, and --no-cache naming both;
 # their --method is taken
@@ -181,6 +189,20 @@ grep -q "layer 0 with the cache: --layer0-halo local would be faster here" d2.ou
   >g.out 2>g.err || { cat g.err; fail "plan (device ranks) exited $?"; }
 grep -q "layer 0: local (auto: local with the halo cache, which serves the hidden layers only (on GPUs" g.out ||
   { cat g.out; fail "the device ranks' cached plan does not keep layer 0 local"; }
+grep -q "^  device ranks: 4 of 4 (they compute on their devices" g.out || { cat g.out; fail "no device ranks line"; }
+# device ranks share no host core: --cores changes nothing of their compute
+"$capgnn" plan --graph synth:small --parts 4 "${rates[@]}" --h2d-gbs 25 --d2h-gbs 25 --json g.json >/dev/null 2>g.err ||
+  { cat g.err; fail "plan (device ranks) exited $?"; }
+"$capgnn" plan --graph synth:small --parts 4 "${rates[@]}" --h2d-gbs 25 --d2h-gbs 25 --cores 1 --json g1.json \
+  >/dev/null 2>g1.err || { cat g1.err; fail "plan (device ranks, --cores 1) exited $?"; }
+python3 - g.json g1.json <<'PY' || fail "device ranks' compute moved with --cores"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["rates"]["h2d_gbs"] == 25 and a["rates"]["d2h_gbs"] == 25, a["rates"]
+for k in ("plain", "cache"):
+    for x, y in zip(a[k]["ranks"], b[k]["ranks"]):
+        assert x["compute_s"] == y["compute_s"] and y["oversubscription"] == 1, (k, x["compute_s"], y)
+PY
 # the all-reduce measured by a profile of the job's layout (links.allreduce.curve, since
 # 2026-11-29): interpolated at the model's bytes; a profile of another layout or
 # algorithm, or one from before the curve (the one above), keeps the formula and says why
