@@ -294,14 +294,20 @@ static int dist_rapa_prune(struct comm *c, struct graph *g, const struct rapa_sh
         pred->comm_s[p] = res.after[p].comm_s;
         pred->memory_bytes[p] = res.after[p].memory_bytes;
       }
-      LOG_WARN("dist", "APPROXIMATE: halo pruning (--prune-halo %g) removed %lld of %lld cut edges (%.2f %%; %lld "
-               "halo vertices of their parts, %d round%s): training runs on the pruned graph, normalised with %s "
-               "degrees%s%s", o->prune_eps,
-               (long long)res.removed_edges, (long long)res.cut_edges,
-               res.cut_edges > 0 ? 100.0 * (double)res.removed_edges / (double)res.cut_edges : 0.0,
-               (long long)res.nlog, res.rounds, res.rounds == 1 ? "" : "s",
-               o->prune_keep_degrees ? "the original graph's" : "its own", o->prune_write ? ", written to " : "",
-               o->prune_write ? o->prune_write : "");
+      if (res.removed_edges == 0) /* nothing pruned: the exact run (the summary says exact) */
+        LOG_INFO("dist", "halo pruning (--prune-halo %g) removed none of %lld cut edges (%d round%s): the run "
+                 "is exact%s%s", o->prune_eps, (long long)res.cut_edges, res.rounds,
+                 res.rounds == 1 ? "" : "s", o->prune_write ? "; the graph written to " : "",
+                 o->prune_write ? o->prune_write : "");
+      else
+        LOG_WARN("dist", "APPROXIMATE: halo pruning (--prune-halo %g) removed %lld of %lld cut edges (%.2f %%; %lld "
+                 "halo vertices of their parts, %d round%s): training runs on the pruned graph, normalised with %s "
+                 "degrees%s%s", o->prune_eps,
+                 (long long)res.removed_edges, (long long)res.cut_edges,
+                 res.cut_edges > 0 ? 100.0 * (double)res.removed_edges / (double)res.cut_edges : 0.0,
+                 (long long)res.nlog, res.rounds, res.rounds == 1 ? "" : "s",
+                 o->prune_keep_degrees ? "the original graph's" : "its own", o->prune_write ? ", written to " : "",
+                 o->prune_write ? o->prune_write : "");
       for (int p = 0; p < P; p++)
         LOG_INFO("dist", "pruned: rank %d predicted compute %.2f ms + communication %.2f ms (before: %.2f + %.2f)", p,
                  res.after[p].comp_s * 1e3, res.after[p].comm_s * 1e3, res.before[p].comp_s * 1e3,
@@ -426,7 +432,8 @@ static int dist_rapa_owner(struct comm *c, struct graph *g, const struct rt_conf
                  rates[p].free_bytes / 1048576.0, sp.cost[p].fits ? "" : " (does NOT fit)");
       }
       LOG_INFO("dist", "partition: rapa (capability-weighted METIS, exact), %d parts, seed %llu, %d METIS run%s%s; "
-               "rates %s", P, (unsigned long long)o->part_seed, sp.passes, sp.passes == 1 ? "" : "s",
+               "rates %s; computed for this run (the partition cache keeps no rapa split: it follows the rates)",
+               P, (unsigned long long)o->part_seed, sp.passes, sp.passes == 1 ? "" : "s",
                sp.corrected ? " (the correction pass's split kept)" : "", pred->rates);
     }
   }
