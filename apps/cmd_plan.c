@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/outfile.h"
 #include "core/progress.h"
+#include "core/cpus.h"
 #include "core/status.h"
 #include "graph/graph.h"
 #include "partition/partition.h"
@@ -45,8 +46,9 @@ static void usage(FILE *out) {
           "                                cores (one-thread ranks bound round-robin, as mpirun\n"
           "                                --map-by core --bind-to core: a rank's compute is its\n"
           "                                core's summed compute; threads > 1: slowed by the\n"
-          "                                ratio); default: the profile's host for a CPU profile,\n"
-          "                                else not modelled (0)\n"
+          "                                ratio); default: the profile's host for a CPU profile;\n"
+          "                                with rates measured here (no profile, none declared),\n"
+          "                                this machine's; else not modelled (0)\n"
           "  --quantum-ms Q                the round-robin quantum ranks that share a core run under:\n"
           "                                a compute phase shorter than it runs unpreempted, its\n"
           "                                core-mates computing while it waits (0: its ops stretch\n"
@@ -437,6 +439,8 @@ int cmd_plan(int argc, char **argv) {
     }
     gpu_profile = !strcmp(kind, "cuda");
   }
+  /* rates measured here stand for machines like this one: their cores too */
+  if (cores < 0 && !profile && declared == 0) cores = cg_cpus_host();
   if (have_link) {
     po.bw_intra = link_a * 1e9;
     po.bw_inter = link_b * 1e9;
