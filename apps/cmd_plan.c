@@ -17,7 +17,6 @@
 #include "core/log.h"
 #include "core/outfile.h"
 #include "core/progress.h"
-#include "core/cpus.h"
 #include "core/status.h"
 #include "graph/graph.h"
 #include "partition/partition.h"
@@ -260,7 +259,7 @@ int cmd_plan(int argc, char **argv) {
   int l0x_cache = 0, l0_sparse = 0; /* layer 0 exchanged in the cached plan (auto weighs the cache) */
   struct rt_config l0c;              /* layer 0's settings, as training's */
   float quantum_ms = -1.0f;
-  int quantum_given = 0;
+  int quantum_given = 0, cores_given = 0;
   float dropout = 0.5f, idropout = -1.0f, link_a = 0, link_b = 0, lat_a = 0, lat_b = 0;
   double gemm = 0, spmm = 0, mem = 0, h2d = 0, d2h = 0, devmem = 0;
   const char *allreduce = "auto";
@@ -277,7 +276,10 @@ int cmd_plan(int argc, char **argv) {
       case OPT_PARTS: rc = cli_parse_int_in("plan", "--parts", optarg, 1, RAPA_PLAN_MAX_RANKS, &parts); break;
       case OPT_NODES: rc = cli_parse_int_in("plan", "--nodes", optarg, 1, RAPA_PLAN_MAX_RANKS, &nodes); break;
       case OPT_HOSTS: rc = cli_parse_int_in("plan", "--hosts", optarg, 1, RAPA_PLAN_MAX_RANKS, &hosts); break;
-      case OPT_CORES: rc = cli_parse_int_in("plan", "--cores", optarg, 0, 1 << 20, &cores); break;
+      case OPT_CORES:
+        rc = cli_parse_int_in("plan", "--cores", optarg, 0, 1 << 20, &cores);
+        cores_given = 1;
+        break;
       case OPT_THREADS: rc = cli_parse_int_in("plan", "--threads", optarg, 1, 4096, &threads); break;
       case OPT_PROFILE: profile = optarg; break;
       case OPT_GEMM: rc = parse_rate("--gemm-gflops", optarg, &gemm); break;
@@ -439,8 +441,10 @@ int cmd_plan(int argc, char **argv) {
     }
     gpu_profile = !strcmp(kind, "cuda");
   }
-  /* rates measured here stand for machines like this one: their cores too */
-  if (cores < 0 && !profile && declared == 0) cores = cg_cpus_host();
+  /* rates measured here stand for machines like this one: their cores too (counted as a
+   * profile counts them) */
+  int cores_here = 0;
+  if (cores < 0 && !profile && declared == 0 && (cores_here = rapa_plan_host_cores()) > 0) cores = cores_here;
   if (have_link) {
     po.bw_intra = link_a * 1e9;
     po.bw_inter = link_b * 1e9;
@@ -535,8 +539,9 @@ int cmd_plan(int argc, char **argv) {
     if (devmem > 0) rates[p].free_bytes = devmem * 1073741824.0;
   }
   /* options that cannot change this plan, said rather than ignored silently */
-  int device_ranks = 0;
-  for (int p = 0; p < parts; p++) device_ranks += rates[p].h2d_bps > 0;
+  int device_ranks = 0, dev0 = 0; /* (dev0: the first device rank, whose staging rates are shown) */
+  for (int p = parts - 1; p >= 0; p--)
+    if (rapa_plan_device_rank(&rates[p])) device_ranks++, dev0 = p;
   /* the cached plan's layer 0 as training chooses it: weighs the cache and the device */
   l0c.halo_cache = 1;
   l0c.on_gpu = device_ranks == parts; /* (training: every rank on a GPU, else all on the CPU) */
@@ -547,6 +552,14 @@ int cmd_plan(int argc, char **argv) {
   if (quantum_given && !(po.host_cores > 0) && table)
     fprintf(stderr, "capgnn: warning: --quantum-ms changes nothing here: ranks sharing cores are modelled only with "
                     "--cores (or a CPU profile's)\n");
+  else if (device_ranks == parts && table && (quantum_given || cores_given))
+    fprintf(stderr, "capgnn: warning: %s%s%s change%s nothing here: every rank computes on its device, sharing no "
+            "host core\n", cores_given ? "--cores" : "", cores_given && quantum_given ? " and " : "",
+            quantum_given ? "--quantum-ms" : "", cores_given && quantum_given ? "" : "s");
+  if (h2d > 0 && !profile && declared == 0 && table) /* device ranks whose compute rates are the CPU's here */
+    fprintf(stderr, "capgnn: warning: --h2d-gbs / --d2h-gbs make the ranks device ranks, but their compute rates "
+                    "are measured here on the CPU: declare the device's (--gemm-gflops, --spmm-gnnz, --mem-gbs) or "
+                    "give its profile\n");
 
   struct part_options o = {.method = method, .nparts = parts, .seed = seed};
   int reused = 0;
@@ -583,8 +596,11 @@ int cmd_plan(int argc, char **argv) {
     double over = 1.0;
     for (int p = 0; p < parts; p++)
       if (plans[0].rank[p].oversub > over) over = plans[0].rank[p].oversub;
-    if (cores > 0) {
-      printf("  cores per machine: %d (compute x %.2f at most where ranks share them%s)\n", cores, over,
+    if (device_ranks == parts)
+      printf("  cores per machine: not used (every rank computes on its device)\n");
+    else if (cores > 0) {
+      printf("  cores per machine: %d%s (compute x %.2f at most where ranks share them%s)\n", cores,
+             cores_here > 0 && cores == cores_here ? ", this machine's" : "", over,
              po.threads == 1 ? ": bound round-robin, a core's ranks take turns" : "");
       if (po.threads == 1 && po.quantum_s > 0)
         printf("  round-robin quantum: %g ms (a shorter compute phase runs whole; core-mates compute in its waits)\n",
@@ -600,8 +616,8 @@ int cmd_plan(int argc, char **argv) {
     if (device_ranks > 0)
       printf("  device ranks: %d of %d (they compute on their devices, sharing no host core); halo rows staged %s "
              "at %.1f GB/s host to device, %.1f GB/s device to host\n", device_ranks, parts,
-             direct ? "for the node tier only (--gpu-direct)" : "through the host", rates[0].h2d_bps / 1e9,
-             rates[0].d2h_bps / 1e9);
+             direct ? "for the node tier only (--gpu-direct)" : "through the host", rates[dev0].h2d_bps / 1e9,
+             rates[dev0].d2h_bps / 1e9);
     if (rates[0].csr_rate > 0)
       printf("  sparse features: csr_mm %.3f, csr_mm_t %.3f G nonzero-columns/s, dropout %.3f G entries/s\n",
              rates[0].csr_rate / 1e9, rates[0].csr_t_rate / 1e9, rates[0].csr_drop_eps / 1e9);
@@ -670,8 +686,8 @@ int cmd_plan(int argc, char **argv) {
     if (rates[0].adam_eps > 0) cJSON_AddNumberToObject(r, "adam_geps", rates[0].adam_eps / 1e9);
     cJSON_AddNumberToObject(r, "op_us", rates[0].op_s * 1e6);
     if (device_ranks > 0) { /* device ranks: the host staging of halo rows */
-      cJSON_AddNumberToObject(r, "h2d_gbs", rates[0].h2d_bps / 1e9);
-      cJSON_AddNumberToObject(r, "d2h_gbs", rates[0].d2h_bps / 1e9);
+      cJSON_AddNumberToObject(r, "h2d_gbs", rates[dev0].h2d_bps / 1e9);
+      cJSON_AddNumberToObject(r, "d2h_gbs", rates[dev0].d2h_bps / 1e9);
     }
     if (rates[0].csr_rate > 0) { /* sparse features, measured on their own CSR */
       cJSON_AddNumberToObject(r, "csr_gnnz_s", rates[0].csr_rate / 1e9);

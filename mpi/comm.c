@@ -310,8 +310,8 @@ int comm_init(int *argc, char ***argv, struct comm **out) {
     cg_log_write(c->size > 1 ? CG_LOG_INFO : CG_LOG_DEBUG, "mpi",
                  "%d rank%s on %d node%s%s (this rank: node %d, local rank %d of %d)", c->size,
            c->size == 1 ? "" : "s", c->nnodes, c->nnodes == 1 ? "" : "s",
-           getenv("CAPGNN_EMULATE_NODES") && getenv("CAPGNN_EMULATE_NODES")[0] ? " (emulated)" : "", c->node_id,
-           c->local_rank,
+           getenv("CAPGNN_EMULATE_NODES") && atoi(getenv("CAPGNN_EMULATE_NODES")) > 1 ? " (emulated)" : "",
+           c->node_id, c->local_rank,
            c->local_size);
   /* Whoever initialised MPI: from now on a fatal step error ends the job. The caller's
    * handler is kept for comm_finalize to restore, since after it MPI may be gone. */

@@ -13,6 +13,7 @@
 #include <hwloc.h>
 
 #include "core/log.h"
+#include "rapa/plan.h"
 #include "rapa/rapa_internal.h"
 
 static char cpu_model_buf[256];
@@ -36,6 +37,15 @@ const char *rapa_cpu_model(void) {
   }
   fclose(f);
   return cpu_model_buf;
+}
+
+int rapa_plan_host_cores(void) {
+  hwloc_topology_t topo;
+  if (hwloc_topology_init(&topo) != 0) return 0;
+  int n = 0;
+  if (hwloc_topology_load(topo) == 0) n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+  hwloc_topology_destroy(topo);
+  return n > 0 ? n : 0;
 }
 
 cJSON *rapa_context_json(void) {

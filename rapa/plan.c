@@ -49,9 +49,7 @@ void rapa_plan_free(struct rapa_plan *p) {
 }
 
 static int node_of(int r, int P, int N) { return (int)((int64_t)r * N / P); }
-/* A rank that computes on a device (its halo rows staged through the host: h2d/d2h
- * rates), whose compute does not share the host's cores. */
-static int device_rank(const struct rapa_rates *r) { return r->h2d_bps > 0 && r->d2h_bps > 0; }
+int rapa_plan_device_rank(const struct rapa_rates *r) { return r->h2d_bps > 0 && r->d2h_bps > 0; }
 static int64_t seg(int64_t n, int s, int k) { return n * k / s; }
 
 /* The cache's routes: fwd[i * P + j] = rows i sends j per hidden layer (j the node's
@@ -192,7 +190,8 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
   /* an exchanged layer 0 (rapa_shape.layer0_exchange) moves its transformed rows; the
    * cache passes it to the plain exchange (jaca/jaca.h: layer 0 is never cached) */
   if (s->layer0_exchange) out->width[0] = s->layers > 1 ? s->hidden : s->classes;
-  for (int r = 0; r < P; r++) per_host[node_of(r, P, N) * H / N]++;
+  for (int r = 0; r < P; r++) /* (the ranks that compute on the host's cores) */
+    if (!rapa_plan_device_rank(&rates[r])) per_host[node_of(r, P, N) * H / N]++;
   /* ranks of one thread sharing cores: rank i runs on core (its index among its host's
    * ranks) mod cores, as `mpirun --map-by core --bind-to core` places them; core_s sums
    * the compute of each core's ranks (host h's cores at [h * C ...]) */
@@ -221,7 +220,7 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
   const double lat_max = N > 1 ? fmax(o->lat_intra, o->lat_inter) : o->lat_intra;
   for (int i = 0; i < P; i++) {
     TRY_GOTO(rapa_cost_rank(s, &out->loads[i], &rates[i], NULL, i, P, &out->rank[i].cost), fail);
-    if (core_share && !device_rank(&rates[i])) core_s[core_of[i]] += out->rank[i].cost.comp_s;
+    if (core_share && !rapa_plan_device_rank(&rates[i])) core_s[core_of[i]] += out->rank[i].cost.comp_s;
   }
   for (int i = 0; i < P; i++) {
     struct rapa_plan_rank *R = &out->rank[i];
@@ -229,7 +228,7 @@ int rapa_plan_compute(const struct graph *g, const int32_t *owner, const struct 
     R->node = node_of(i, P, N);
     const int host = R->node * H / N;
     R->oversub = 1.0;
-    const int shares_cores = !device_rank(&rates[i]); /* (a device rank computes on its device) */
+    const int shares_cores = !rapa_plan_device_rank(&rates[i]); /* (a device rank computes on its device) */
     if (shares_cores && core_share) /* its core's ranks take turns: its ops stretch over their summed compute */
       R->oversub = core_s[core_of[i]] > R->cost.comp_s && R->cost.comp_s > 0 ? core_s[core_of[i]] / R->cost.comp_s : 1.0;
     else if (shares_cores && o->host_cores > 0)

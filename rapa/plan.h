@@ -152,6 +152,12 @@ double rapa_plan_allreduce_curve(const struct rapa_plan_opts *o, double bytes);
 
 /* Rank r's device kind ("cpu", "cuda"), its threads and its host's cores (0: unknown). */
 int rapa_plan_host_from_profile(const struct rapa_profile *p, int r, const char **kind, int *threads, int *cores);
+/* Whether a rank computes on a device: its rates stage halo rows through the host (H2D
+ * and D2H both > 0). A device rank shares no host core. */
+int rapa_plan_device_rank(const struct rapa_rates *r);
+/* This machine's cores as a profile counts them (hwloc's cores in the allowed cpuset, not
+ * hardware threads); 0 when hwloc cannot tell. */
+int rapa_plan_host_cores(void);
 
 #ifdef __cplusplus
 }

@@ -294,9 +294,9 @@ static int dist_rapa_prune(struct comm *c, struct graph *g, const struct rapa_sh
         pred->comm_s[p] = res.after[p].comm_s;
         pred->memory_bytes[p] = res.after[p].memory_bytes;
       }
-      if (res.removed_edges == 0) /* nothing pruned: the exact run (the summary says exact) */
-        LOG_INFO("dist", "halo pruning (--prune-halo %g) removed none of %lld cut edges (%d round%s): the run "
-                 "is exact%s%s", o->prune_eps, (long long)res.cut_edges, res.rounds,
+      if (res.removed_edges == 0) /* nothing pruned: the graph itself (the summary's rapa.exact) */
+        LOG_INFO("dist", "halo pruning (--prune-halo %g) removed none of %lld cut edges (%d round%s): training runs "
+                 "on the graph itself%s%s", o->prune_eps, (long long)res.cut_edges, res.rounds,
                  res.rounds == 1 ? "" : "s", o->prune_write ? "; the graph written to " : "",
                  o->prune_write ? o->prune_write : "");
       else

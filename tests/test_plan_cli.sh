@@ -153,7 +153,19 @@ grep -q "warning: --gpu-direct changes nothing here" q.err || { cat q.err; fail 
 grep -q "warning: --quantum-ms changes nothing here" q.err || { cat q.err; fail "no word that --quantum-ms did nothing"; }
 "$capgnn" plan --graph cora --parts 2 "${decl[@]}" --gpu-direct --h2d-gbs 10 --d2h-gbs 10 --quantum-ms 4 --cores 1 \
   >q2.out 2>q2.err || { cat q2.err; fail "plan with device ranks and cores exited $?"; }
-! grep -q "changes nothing" q2.err || { cat q2.err; fail "a warning where the options apply"; }
+! grep -q "gpu-direct changes nothing" q2.err || { cat q2.err; fail "a --gpu-direct warning where it applies"; }
+# ... where every rank is a device rank, the host's cores and quantum change nothing
+grep -q "warning: --cores and --quantum-ms change nothing here: every rank computes on its device" q2.err ||
+  { cat q2.err; fail "no word that --cores and --quantum-ms did nothing for device ranks"; }
+grep -q "cores per machine: not used (every rank computes on its device)" q2.out || { cat q2.out; fail "cores line"; }
+# device ranks with compute rates measured here (the CPU's) are said to be a mix-up
+"$capgnn" plan --graph cora --parts 2 --link-gbps 10 --h2d-gbs 10 --d2h-gbs 10 >q3.out 2>q3.err ||
+  { cat q3.err; fail "plan with device ranks and measured rates exited $?"; }
+grep -q "warning: --h2d-gbs / --d2h-gbs make the ranks device ranks, but their compute rates are measured here" \
+  q3.err || { cat q3.err; fail "no warning on device ranks with rates measured on the CPU"; }
+# rates measured here: this machine's cores, said so
+"$capgnn" plan --graph cora --parts 2 --link-gbps 10 >q4.out 2>q4.err || { cat q4.err; fail "plan exited $?"; }
+grep -q "cores per machine: [0-9]*, this machine's" q4.out || { cat q4.out; fail "the cores are not this machine's"; }
 # a slower epoch with the cache says why in one line: on cora at P = 4 on one node the cache
 # (layer 0 kept local by --layer0-halo auto) is priced slower than the plain exchange, and
 # is faster once layer 0 is exchanged with it too (then no line)
@@ -195,9 +207,11 @@ grep -q "^  device ranks: 4 of 4 (they compute on their devices" g.out || { cat 
   { cat g.err; fail "plan (device ranks) exited $?"; }
 "$capgnn" plan --graph synth:small --parts 4 "${rates[@]}" --h2d-gbs 25 --d2h-gbs 25 --cores 1 --json g1.json \
   >/dev/null 2>g1.err || { cat g1.err; fail "plan (device ranks, --cores 1) exited $?"; }
-python3 - g.json g1.json <<'PY' || fail "device ranks' compute moved with --cores"
-import json, sys
-a, b = (json.load(open(f)) for f in sys.argv[1:3])
+python3 - "$schema" g.json g1.json <<'PY' || fail "device ranks' compute moved with --cores, or g.json is invalid"
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+a, b = (json.load(open(f)) for f in sys.argv[2:4])
+jsonschema.validate(a, schema)
 assert a["rates"]["h2d_gbs"] == 25 and a["rates"]["d2h_gbs"] == 25, a["rates"]
 for k in ("plain", "cache"):
     for x, y in zip(a[k]["ranks"], b[k]["ranks"]):

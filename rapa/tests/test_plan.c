@@ -244,7 +244,25 @@ static void test_plan_matches_cost_model(void **state) {
     near(p.rank[i].oversub, 4.0, "4 ranks x 2 threads on 2 cores");
     near(p.rank[i].comp_s, 4.0 * c[i].comp_s, "compute, oversubscribed");
   }
+  rapa_plan_free(&p);
+  /* ranks 2 and 3 on devices (staging rates): they share no core, and the CPU ranks'
+   * cores hold only them: 2 threads a rank, 2 CPU ranks on 2 cores: x 2; one thread a
+   * rank: each CPU rank alone on its core */
+  rates[2].h2d_bps = rates[2].d2h_bps = rates[3].h2d_bps = rates[3].d2h_bps = 1e10;
+  assert_true(rapa_plan_device_rank(&rates[2]) && !rapa_plan_device_rank(&rates[0]));
+  assert_int_equal(rapa_plan_compute(&g, owner, &shape, rates, &o, &p), CG_OK);
+  for (int i = 0; i < 4; i++) {
+    near(p.rank[i].oversub, i < 2 ? 2.0 : 1.0, "2 CPU ranks x 2 threads on 2 cores; device ranks alone");
+    near(p.rank[i].comp_s, (i < 2 ? 2.0 : 1.0) * c[i].comp_s, "compute, device ranks not slowed");
+  }
+  rapa_plan_free(&p);
   o.threads = 1;
+  assert_int_equal(rapa_plan_compute(&g, owner, &shape, rates, &o, &p), CG_OK);
+  for (int i = 0; i < 4; i++) {
+    near(p.rank[i].comp_s, c[i].comp_s, "no core shared with a device rank");
+    near(p.rank[i].oversub, 1.0, "the stretch");
+  }
+  rates[2].h2d_bps = rates[2].d2h_bps = rates[3].h2d_bps = rates[3].d2h_bps = 0;
   rapa_links_free(&links);
   rapa_plan_free(&p);
   /* bad jobs are refused with a message */
