@@ -72,8 +72,9 @@ static void usage(FILE *out) {
           "  --device-memory-gib X         memory of each device (fits / does not fit)\n"
           "  --gpu-direct                  device ranks send halo rows device to device (NCCL,\n"
           "                                CUDA-aware MPI): only the node tier is staged\n"
-          "  --link-gbps B[,INTER]         link bandwidth in GB/s (10^9 bytes), within a node and\n"
-          "                                between nodes (one value: both); default the profile's\n"
+          "  --link-gbps B[,INTER]         link bandwidth in GB/s (10^9 bytes, not bits: a 200 Gb/s\n"
+          "                                InfiniBand port is 25), within a node and between nodes\n"
+          "                                (one value: both); default the profile's\n"
           "  --link-latency-us L[,INTER]   one-way latency (default the profile's, else 2 and 5)\n"
           "  --model gcn|sage|gat, --layers L, --hidden H, --dropout P, --input-dropout P\n"
           "                                the model (training's defaults: gcn, 2, 16, 0.5, as\n"
@@ -216,9 +217,17 @@ static void print_plan(const struct rapa_plan *p, const char *name) {
 static int plan_bad_option(const char *name, const struct option *longopts) {
   static const char *const train_only[] = {"--config", "--cache-preset", "--staleness", "--grad-staleness",
                                            "--halo-bits", "--cache-capacity", "--cache-warmup", "--prune-halo", NULL};
+  const char *eq = strchr(name, '=');
+  const size_t len = eq ? (size_t)(eq - name) : strlen(name); /* (without "=VALUE") */
+  int plan_prefix = 0; /* a prefix of one of plan's own options: theirs, not a training option */
+  for (const struct option *o = longopts; o->name && len > 2; o++)
+    plan_prefix |= !strncmp(o->name, name + 2, len - 2);
   for (int k = 0; train_only[k]; k++) {
     const size_t n = strlen(train_only[k]);
-    if (!strncmp(name, train_only[k], n) && (name[n] == '\0' || name[n] == '='))
+    /* the whole name, or (as capgnn train takes them) a prefix of at least 5 characters */
+    const int hit = len == n ? !strncmp(name, train_only[k], n) : len >= 5 && len < n && !plan_prefix &&
+                                                                     !strncmp(name, train_only[k], len);
+    if (hit)
       return usage_error("%s is an option of capgnn train: capgnn plan prices the exact run (the halo cache at "
                          "staleness 0 with full-precision rows, no pruning, METIS or random parts) and takes the "
                          "model's shape as options (--layers, --hidden, --dropout, --model)", train_only[k]);

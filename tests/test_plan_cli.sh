@@ -45,6 +45,7 @@ usage "--cache-policy 'lru': expected none or jaca" --graph cora --parts 2 --lin
 usage "--staleness is an option of capgnn train: capgnn plan prices the exact run" --graph cora --parts 2 \
   --link-gbps 1 --staleness 3
 usage "--cache-preset is an option of capgnn train" --graph cora --parts 2 --link-gbps 1 --cache-preset=fast
+usage "--staleness is an option of capgnn train" --graph cora --parts 2 --link-gbps 1 --stal 3
 usage "--partition rapa: capgnn plan prices METIS or random parts" --graph cora --parts 2 --link-gbps 1 \
   --partition rapa
 usage "--layer0-halo exchange is not built for GAT" --graph cora --parts 2 --link-gbps 1 --model gat \
