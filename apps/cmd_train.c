@@ -1624,6 +1624,5 @@ static int cmd_train_parsed(int argc, char **argv, const struct option *longopts
     return CAPGNN_EXIT_USAGE;
   }
   if (cfg.quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
-  cfg.halo_cache = strcmp(par.cache_policy, "none") != 0; /* (--layer0-halo auto weighs it) */
   return run_training(&cfg, &par, &seeds);
 }

@@ -93,7 +93,8 @@ struct rt_config {
   enum rt_sparse_features sparse_features; /* default auto */
   enum rt_layer0_halo layer0_halo; /* default auto (rt_layer0_exchange_choose) */
   int halo_cache;         /* 1: a halo cache (--cache-policy) serves the hidden layers' exchanges
-                             (layer 0's goes around it); --layer0-halo auto weighs it */
+                             (layer 0's goes around it); set by the runtime from the run's
+                             options (rt_run_dist), weighed by --layer0-halo auto */
   int on_gpu;             /* 1: the ranks compute on GPUs; set by the runtime once the backend
                              is open (rt_run_dist), weighed with halo_cache by auto */
   /* model */
