@@ -152,7 +152,30 @@ static int dist_reorder(struct comm *c, const struct rt_config *cfg, struct rt_d
     for (int64_t k = 0; k < ns; k++) pl->send_idx[k] = pos[pl->send_idx[k]];
   }
   cg_free(pos);
-  return comm_agree(c, st, "reordering the inner rows");
+  TRY(comm_agree(c, st, "reordering the inner rows"));
+  /* each rank decided for its own rows (auto): say how many reordered, on rank 0 too */
+  const int P = comm_size(c);
+  int64_t *applied = cg_malloc((size_t)P * sizeof *applied, "reorder: the ranks' choices");
+  if (!applied) st = CG_ERR_NOMEM;
+  st = comm_agree(c, st, "gathering the ranks' reordering");
+  if (st == CG_OK) st = comm_allgather_i64(c, (int64_t)d->loc.reorder_applied, applied);
+  if (st == CG_OK) {
+    int k = 0;
+    for (int r = 0; r < P; r++)
+      if (applied[r] != GRAPH_REORDER_NONE) {
+        k++;
+        d->loc.reorder_applied = (enum graph_reorder)applied[r];
+      }
+    d->loc.reorder_ranks = k;
+    if (comm_rank(c) == 0 && k == 0)
+      LOG_INFO("reorder", "--reorder %s: all %d ranks keep their input order (each rank orders its own inner rows)",
+               graph_reorder_name(cfg->reorder), P);
+    else if (comm_rank(c) == 0)
+      LOG_INFO("reorder", "--reorder %s: %s order on %d of %d ranks (each rank orders its own inner rows)",
+               graph_reorder_name(cfg->reorder), graph_reorder_name(d->loc.reorder_applied), k, P);
+  }
+  cg_free(applied);
+  return st;
 }
 
 /* Every rank needs at least one vertex of its own. */

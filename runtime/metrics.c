@@ -401,6 +401,7 @@ static void add_config(cJSON *o, const struct rt_config *cfg) {
   cJSON_AddStringToObject(o, "sparse_features", rt_sparse_features_str(cfg->sparse_features));
   cJSON_AddNumberToObject(o, "eval_every", cfg->eval_every);
   cJSON_AddBoolToObject(o, "overlap", cfg->overlap != 0);
+  cJSON_AddStringToObject(o, "reorder", graph_reorder_name(cfg->reorder));
   cJSON_AddNumberToObject(o, "halo_bits", cfg->halo_bits);
   cJSON_AddStringToObject(o, "layer0_halo", rt_layer0_halo_str(cfg->layer0_halo));
   if (cfg->optimizer == RT_OPT_SGD) cJSON_AddNumberToObject(o, "momentum", fdec(cfg->momentum));
@@ -449,6 +450,9 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
   cJSON_AddStringToObject(o, "layer0_halo_chosen",
                           rt_layer0_exchange_choose(cfg, loc->feat_dim, loc->num_classes, loc->feat_sparse,
                                                     rt_local_exchanges(loc), NULL) ? "exchange" : "local");
+  /* what --reorder applied (the option is in the configuration above), and on how many ranks */
+  cJSON_AddStringToObject(o, "reorder_applied", graph_reorder_name(loc->reorder_applied));
+  cJSON_AddNumberToObject(o, "reorder_ranks", loc->reorder_ranks);
   cJSON_AddNumberToObject(o, "params", (double)r->num_params);
   cJSON_AddNumberToObject(o, "epochs", last);
   cJSON_AddStringToObject(o, "outcome", outcome);

@@ -312,6 +312,8 @@ int rt_local_reorder(struct rt_local *l, enum graph_reorder method, int32_t **po
   l->agg = a;
   memset(&a, 0, sizeof a);
   TRY_GOTO(rt_local_check(l, what), done);
+  l->reorder_applied = chosen;
+  l->reorder_ranks = 1;
   if (pos_out) {
     *pos_out = pos;
     pos = NULL;

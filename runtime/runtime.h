@@ -277,6 +277,12 @@ struct rt_local {
   uint8_t *mlabels;          /* multi-label: n_inner x num_classes 0/1; else NULL */
   uint8_t *split;            /* n_inner entries, enum graph_split */
   int64_t n_train_global, n_val_global, n_test_global;
+  /* What --reorder did, for the log and the metrics summary: the method applied
+   * (rt_local_reorder; GRAPH_REORDER_NONE: the input order kept) and on how many ranks (on
+   * P ranks each decides `auto` for its own inner rows: runtime/dist.c gathers them, and
+   * reorder_applied is then the method any rank applied) */
+  enum graph_reorder reorder_applied;
+  int reorder_ranks;
   const struct rt_prediction *pred; /* not owned; NULL: no resource-aware prediction */
   const struct rt_job *job;         /* not owned; NULL: one process (no partition) */
 };

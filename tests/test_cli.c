@@ -264,7 +264,7 @@ static const char *epoch_keys[] = {"epoch", "loss", "train_acc", "val_acc", "tes
 static const char *summary_keys[] = {"best_val_acc", "test_acc_at_best_val", "best_epoch", "epochs",
                                      "median_epoch_s", "median_comm_exposed_s", "median_comm_hidden_s",
                                      "peak_rss_bytes", "device", "model", "layers", "hidden", "seed",
-                                     "overlap"};
+                                     "overlap", "reorder", "reorder_applied", "reorder_ranks"};
 
 static void train_metrics(void **state) {
   (void)state;
@@ -297,6 +297,9 @@ static void train_metrics(void **state) {
       assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "test_acc_at_best_val")));
       assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "device")->valuestring, "cpu");
       assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "outcome")->valuestring, "completed");
+      assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "reorder")->valuestring, "none");
+      assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "reorder_applied")->valuestring, "none");
+      assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "reorder_ranks")->valueint, 0);
     } else {
       for (size_t k = 0; k < sizeof epoch_keys / sizeof epoch_keys[0]; k++)
         if (!cJSON_GetObjectItemCaseSensitive(o, epoch_keys[k]))
@@ -349,6 +352,32 @@ static void train_metrics(void **state) {
   }
   assert_null(la);
   assert_null(lb);
+}
+
+/* The summary says what --reorder applied: the method given, or what auto chose. */
+static void train_reorder_metrics(void **state) {
+  (void)state;
+  char metrics[300];
+  snprintf(metrics, sizeof metrics, "%s/metrics_reorder.jsonl", tmpdir);
+  static struct run_out r;
+  const char *methods[2] = {"cluster", "auto"};
+  for (int k = 0; k < 2; k++) {
+    run_capgnn(&r, (const char *const[]){"--graph", "synth:small:shuffle=1", "--epochs", "1", "--threads", "1",
+                                         "--reorder", methods[k], "--quiet", "--force", "--metrics", metrics, NULL});
+    if (r.exit_code != 0) fail_msg("capgnn --reorder %s exited %d: %s", methods[k], r.exit_code, r.err);
+    static char buf[65536];
+    slurp(metrics, buf, sizeof buf);
+    const char *last = strstr(buf, "\"summary\"");
+    if (!last) fail_msg("no summary in %s", metrics);
+    while (last > buf && last[-1] != '\n') last--;
+    cJSON *o = cJSON_Parse(last);
+    assert_non_null(o);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "reorder")->valuestring, methods[k]);
+    /* synth:small in a random order: auto applies the cluster order (its tiles' reuse gains) */
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "reorder_applied")->valuestring, "cluster");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "reorder_ranks")->valueint, 1);
+    cJSON_Delete(o);
+  }
 }
 
 /* The summary object (the last line) of a metrics file; NULL when there is none. */
@@ -591,7 +620,7 @@ int main(int argc, char **argv) {
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(help), cmocka_unit_test(bad_options),
                                      cmocka_unit_test(option_messages),
-                                     cmocka_unit_test(bad_files), cmocka_unit_test(train_metrics),
+                                     cmocka_unit_test(bad_files), cmocka_unit_test(train_metrics), cmocka_unit_test(train_reorder_metrics),
                                      cmocka_unit_test(diverged_summary), cmocka_unit_test(partition_not_saved),
                                      cmocka_unit_test(checkpoint_info), cmocka_unit_test(singular_counts),
                                      cmocka_unit_test(interrupt_and_resume),
