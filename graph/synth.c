@@ -173,6 +173,7 @@ static int parse_spec(const char *spec, struct synth_params *p) {
   const char *rest = name + nlen;
   if (*rest == ':') rest++;
   char buf[256];
+  unsigned seen = 0; /* bit i: keys[i] given */
   while (*rest) {
     size_t len = strcspn(rest, ",");
     if (len == 0 || len >= sizeof buf)
@@ -187,6 +188,17 @@ static int parse_spec(const char *spec, struct synth_params *p) {
       return cg_err_set(CG_ERR_ARG, "%s: option '%s' has no value (expected key=value)", spec, buf);
     *eq = '\0';
     const char *key = buf, *val = eq + 1;
+    if (strchr(val, ':') || strchr(val, '='))
+      return cg_err_set(CG_ERR_ARG, "%s: %s=%s: options are separated by commas (synth:%s:key=value,key=value)",
+                        spec, key, val, pr->name);
+    /* a key given twice is refused rather than the last one silently winning */
+    static const char *const keys[] = {"scale",       "seed",       "nodes",    "degree", "feats", "classes",
+                                       "communities", "multilabel", "identity", "shuffle"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+      if (strcmp(key, keys[i]) == 0) {
+        if (seen & (1u << i)) return cg_err_set(CG_ERR_ARG, "%s: option '%s' given twice", spec, key);
+        seen |= 1u << i;
+      }
     int64_t iv = 0;
     if (strcmp(key, "scale") == 0) {
       TRY(parse_f64(spec, key, val, 1e-9, 1e6, &scale));

@@ -54,7 +54,7 @@ int rt_features_choose(const struct graph *g, const struct rt_config *cfg, int l
     case RT_SPARSE_ON:
       *sparse = 1;
       why = g->sparse_feat ? "--sparse-features on" : "--sparse-features on; the file stores them dense, "
-                                                      "their nonzeros are kept";
+                                                      "layer 0's CSR keeps their nonzeros only";
       break;
     case RT_SPARSE_AUTO:
       if (!g->sparse_feat) why = "auto: the graph stores its features dense";
@@ -65,11 +65,15 @@ int rt_features_choose(const struct graph *g, const struct rt_config *cfg, int l
       }
       break;
   }
-  if (log_it)
+  /* (stored dense, feat_nnz counts every cell: the share of nonzeros is not known here) */
+  if (log_it && g->sparse_feat)
     LOG_INFO("train", "input features of %s: %s (%lld x %lld, %lld stored, %.3g %% dense; %s)", g->name,
              *sparse ? "sparse, layer 0 multiplies them as CSR" : "dense", (long long)g->n,
-             (long long)g->feat_dim, (long long)(g->sparse_feat ? g->feat_nnz : (int64_t)cells),
-             100.0 * density, why);
+             (long long)g->feat_dim, (long long)g->feat_nnz, 100.0 * density, why);
+  else if (log_it)
+    LOG_INFO("train", "input features of %s: %s (%lld x %lld, stored dense; %s)", g->name,
+             *sparse ? "sparse, layer 0 multiplies them as CSR" : "dense", (long long)g->n,
+             (long long)g->feat_dim, why);
   return CG_OK;
 }
 

@@ -207,6 +207,9 @@ static void test_spec_errors(void **state) {
       {"synth:tiny:seed=-3", "seed=-3"},
       {"synth:tiny:feats=5,,classes=2", "malformed option list"},
       {"synth:reddit:scale=100000", "nodes"},
+      {"synth:tiny:seed=2:shuffle=1", "separated by commas"},
+      {"synth:tiny:shuffle=1,shuffle=0", "'shuffle' given twice"},
+      {"synth:tiny:scale=0.5,seed=1,scale=2", "'scale' given twice"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     struct graph g;
