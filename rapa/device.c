@@ -40,6 +40,10 @@ static cJSON *timing_obj(const struct rapa_timing *t) {
   return o;
 }
 
+const char *rapa_spmm_default_spec(int quick) {
+  return quick ? "synth:reddit:scale=0.02" : "synth:reddit:scale=0.1";
+}
+
 static int mm_entry(struct cg_backend *be, int64_t m, int64_t n, int64_t k, double rtol,
                     const struct rapa_bench_opts *bo, const char *label, cJSON *arr, double *gflops) {
   struct rapa_timing t;
@@ -101,8 +105,7 @@ static int measure_spmm(struct cg_backend *be, const struct rapa_run_opts *o, co
   struct cg_csr a;
   memset(&g, 0, sizeof g);
   memset(&a, 0, sizeof a);
-  const char *spec = o->spmm_graph ? o->spmm_graph
-                                   : o->quick ? "synth:reddit:scale=0.02" : "synth:reddit:scale=0.1";
+  const char *spec = o->spmm_graph ? o->spmm_graph : rapa_spmm_default_spec(o->quick);
   TRY_GOTO(graph_synth(spec, &g), done);
   TRY_GOTO(graph_aggr_build(&g, GRAPH_NORM_GCN, 1, &a), done);
   graph_free(&g);

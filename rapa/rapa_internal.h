@@ -150,6 +150,8 @@ int rapa_mkdirs(const char *dir);
  * key: the device key. */
 /* The GEMM library a device entry names ("blas"): cuBLAS, or the CPU backend's. */
 const char *rapa_blas_name(const struct cg_backend *be);
+/* The SpMM matrix a profile measures when --spmm-graph is not given (quick or full). */
+const char *rapa_spmm_default_spec(int quick);
 int rapa_device_measure(struct cg_backend *be, const struct rapa_run_opts *o, const char *key,
                         cJSON **out);
 

@@ -100,15 +100,43 @@ static int device_key(struct cg_backend *be, const struct rapa_run_opts *o, char
 #endif
 }
 
+/* Whether a cached device entry was measured at the shapes this run asks for: the GEMMs'
+ * rows (given with --rows, or either default: a full profile serves a --quick run), the
+ * model's widths, and the SpMM matrix (given with --spmm-graph, or either default). The
+ * cache is keyed by host and device only, so an entry of `--rows 1000 --hidden 32` would
+ * otherwise be reused for the defaults, and the other way round (found by a new user's
+ * pass: the JSON then named shapes it had not measured). NULL when it matches, else what
+ * differs. */
+static const char *cached_shapes_differ(const cJSON *dev, const struct rapa_run_opts *o, int rows_given,
+                                        char *buf, size_t len) {
+  const cJSON *model = cJSON_GetObjectItem(cJSON_GetObjectItem(dev, "mm"), "model");
+  const cJSON *m0 = cJSON_GetArrayItem(model, 0), *m1 = cJSON_GetArrayItem(model, 1), *m2 = cJSON_GetArrayItem(model, 2);
+  const double rows = cJSON_GetNumberValue(cJSON_GetObjectItem(m1, "m"));
+  const double hidden = cJSON_GetNumberValue(cJSON_GetObjectItem(m1, "n"));
+  const double features = cJSON_GetNumberValue(cJSON_GetObjectItem(m0, "k"));
+  const double classes = cJSON_GetNumberValue(cJSON_GetObjectItem(m2, "n"));
+  const char *spmm = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(dev, "spmm"), "graph"));
+  const int rows_ok = rows_given ? rows == (double)o->rows : rows == 32768.0 || (o->quick && rows == 4096.0);
+  const int spmm_ok = spmm && (o->spmm_graph ? !strcmp(spmm, o->spmm_graph)
+                                             : !strcmp(spmm, rapa_spmm_default_spec(0)) ||
+                                                   (o->quick && !strcmp(spmm, rapa_spmm_default_spec(1))));
+  if (rows_ok && spmm_ok && hidden == (double)o->hidden && features == (double)o->features &&
+      classes == (double)o->classes)
+    return NULL;
+  snprintf(buf, len, "GEMMs of %.0f rows, %.0f -> %.0f -> %.0f wide, SpMM on %s", rows, features, hidden, classes,
+           spmm ? spmm : "?");
+  return buf;
+}
+
 /* This rank's device entry: from the cache or measured (in turns with the host's other
  * ranks). *reused tells which. Collective over the host (the turns). */
-static int device_profile(struct comm *c, struct cg_backend *be, const struct rapa_run_opts *o,
+static int device_profile(struct comm *c, struct cg_backend *be, const struct rapa_run_opts *o, int rows_given,
                           const char *key, const char *path, cJSON **dev, int *reused, char *note,
                           size_t note_len) {
   int st = CG_OK;
   *dev = NULL;
   *reused = 0;
-  char why[128] = "--refresh";
+  char why[128] = "--refresh", shapes[512];
   if (!o->refresh && rapa_cache_read(path, "capgnn-device-profile", !o->quick, 1, dev, why, sizeof why) == 1) {
     const cJSON *k = cJSON_GetObjectItem(*dev, "key");
     /* (the key names the device and its threads, not the GEMM library: an entry measured
@@ -119,6 +147,12 @@ static int device_profile(struct comm *c, struct cg_backend *be, const struct ra
       LOG_INFO("profile", "profile cache '%s' was measured with %s, this run's GEMM is %s: re-measuring", path,
                blas ? blas : "an unnamed GEMM library", blas_now);
       snprintf(why, sizeof why, "cache file of another GEMM library");
+      cJSON_Delete(*dev);
+      *dev = NULL;
+    } else if (cJSON_IsString(k) && !strcmp(k->valuestring, key) &&
+               cached_shapes_differ(*dev, o, rows_given, shapes, sizeof shapes)) {
+      LOG_INFO("profile", "profile cache '%s' was measured at other shapes (%s): re-measuring", path, shapes);
+      snprintf(why, sizeof why, "cache file of other shapes");
       cJSON_Delete(*dev);
       *dev = NULL;
     } else if (cJSON_IsString(k) && !strcmp(k->valuestring, key)) {
@@ -195,6 +229,7 @@ int rapa_profile_run(struct comm *c, const struct rapa_run_opts *oin, struct rap
   int st = CG_OK;
   *out = NULL;
   struct rapa_run_opts o = *oin;
+  const int rows_given = o.rows > 0;
   if (o.rows <= 0) o.rows = o.quick ? 4096 : 32768;
   const int rank = comm_rank(c), P = comm_size(c);
   struct cg_backend *be = NULL;
@@ -218,7 +253,7 @@ int rapa_profile_run(struct comm *c, const struct rapa_run_opts *oin, struct rap
 
   int reused = 0;
   char note[1400] = "";
-  st = device_profile(c, be, &o, key, path, &dev, &reused, note, sizeof note);
+  st = device_profile(c, be, &o, rows_given, key, path, &dev, &reused, note, sizeof note);
   TRY_GOTO(comm_agree(c, st, "profiling the device"), done);
   cJSON_AddNumberToObject(dev, "rank", rank);
   cJSON_AddStringToObject(dev, "host", cg_hostname());

@@ -8,8 +8,8 @@
 #     counts, 5b); --json and --html replace an earlier profile and report, another file
 #     only with --force;
 #  3. --refresh measures again;
-#  4. a corrupt (truncated) cache file and one of another version are re-measured with
-#     a warning, and the cache file is valid again afterwards;
+#  4. a corrupt (truncated) cache file, one of another version (both with a warning), GEMM library or shapes are re-measured,
+#     and the cache file is valid again afterwards;
 #  5. capgnn train --profile FILE|auto logs the ranks' capabilities and trains as
 #     without it (same losses); a tampered or missing profile is a set-up error, and so
 #     is (before the log) a profile of fewer ranks with --partition rapa;
@@ -130,6 +130,16 @@ has run5b.err "was measured with OtherBLAS 1.0, this run's GEMM is .*: re-measur
 has run5b.err "measuring cpu-t1 (cache file of another GEMM library)"
 np 1 "$capgnn" profile --device cpu --quick --threads 1 >run5c.out 2>run5c.err || bad "run 5c exited $?"
 has run5c.err "reused"
+# the cache is keyed by host and device: an entry measured at other shapes (--rows,
+# --hidden, --spmm-graph) is measured again, not reused under the shapes asked for
+np 1 "$capgnn" profile --device cpu --quick --threads 1 --rows 512 --hidden 32 --spmm-graph synth:tiny \
+  --json shapes.json >run5d.out 2>run5d.err || bad "run 5d exited $?"
+has run5d.err "was measured at other shapes (GEMMs of 4096 rows, 602 -> 256 -> 41 wide, SpMM on synth:reddit:scale=0.02)"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['ranks'][0]; assert d['mm']['model'][1]['m']==512 and d['mm']['model'][1]['n']==32 and d['spmm']['graph']=='synth:tiny', d['mm']" shapes.json || bad "shapes.json: not measured at the shapes asked for"
+np 1 "$capgnn" profile --device cpu --quick --threads 1 --rows 512 --hidden 32 --spmm-graph synth:tiny >run5e.out 2>run5e.err || bad "run 5e exited $?"
+has run5e.err "reused"
+np 1 "$capgnn" profile --device cpu --quick --threads 1 >run5f.out 2>run5f.err || bad "run 5f exited $?"
+has run5f.err "was measured at other shapes (GEMMs of 512 rows, 602 -> 32 -> 41 wide, SpMM on synth:tiny)"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['summary']['layer_s']*=2; json.dump(d, open(sys.argv[1],'w'))" "$dev"
 np 1 "$capgnn" profile --device cpu --quick --threads 1 >run6.out 2>run6.err || bad "run 6 exited $?"
 has run6.err "does not validate (.*summary.layer_s .*): re-measuring"
