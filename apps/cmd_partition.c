@@ -55,8 +55,9 @@ static void cmd_partition_usage(FILE *out) {
           "                                ranks): print and write the predicted epoch (compute +\n"
           "                                communication) and memory of every rank. Without it,\n"
           "                                rapa and the prediction use rates measured here on the\n"
-          "                                CPU, each rank's scaled by CAPGNN_EMULATE_SPEED, compute\n"
-          "                                only\n"
+          "                                CPU, compute only. CAPGNN_EMULATE_SPEED scales each\n"
+          "                                rank's compute rates either way (a profile measured the\n"
+          "                                devices as they are)\n"
           "  --html FILE                   with --profile: write the profile's report (as `capgnn\n"
           "                                profile --html`) with a \"Chosen split\" section: per\n"
           "                                rank capability, target and received share, predicted\n"
@@ -129,7 +130,16 @@ static int partition_rates(const struct graph *g, const struct rapa_shape *s, in
       *have_links = st == CG_OK;
     }
     rapa_profile_destroy(&prof);
-    snprintf(what, what_len, "profile %s", profile);
+    /* an emulated speed slows the profiled device (a profile measures devices as they are,
+     * never emulated: rapa/run.c), as training under the emulation would run */
+    const char *env = getenv("CAPGNN_EMULATE_SPEED");
+    for (int p = 0; p < P && st == CG_OK && env && env[0]; p++) {
+      double f = 1.0;
+      st = cg_emulate_speed_parse(env, p, P, &f);
+      if (st == CG_OK) rapa_rates_at_speed(&rates[p], f);
+    }
+    snprintf(what, what_len, "profile %s%s%s", profile, env && env[0] ? ", EMULATED speeds " : "",
+             env && env[0] ? env : "");
     return st;
   }
   struct cg_backend *be = NULL;
@@ -142,19 +152,8 @@ static int partition_rates(const struct graph *g, const struct rapa_shape *s, in
   for (int p = 0; p < P; p++) {
     double f = 1.0;
     TRY(cg_emulate_speed_parse(env, p, P, &f));
-    /* every compute rate the cost model prices (a rank at speed f takes 1/f as long for
-     * each op): the sparse-feature ops' too, else a slow rank's layer 0 is priced at the
-     * full speed and its capability overstated (cora at 1,0.25: 0.29 instead of 0.20) */
     rates[p] = here;
-    rates[p].gemm_flops *= f;
-    rates[p].spmm_rate *= f;
-    rates[p].mem_bps *= f;
-    rates[p].rng_eps *= f;
-    rates[p].adam_eps *= f;
-    rates[p].csr_rate *= f;
-    rates[p].csr_t_rate *= f;
-    rates[p].csr_drop_eps *= f;
-    rates[p].op_s /= f;
+    rapa_rates_at_speed(&rates[p], f);
   }
   snprintf(what, what_len, "measured here (cpu, 1 thread)%s%s%s", env && env[0] ? ", EMULATED speeds " : "",
            env && env[0] ? env : "", ", compute only");
@@ -308,7 +307,7 @@ int cmd_partition(int argc, char **argv) {
                        "--profile FILE or --partition rapa (leave it out)", model_opt);
   if (quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
 #ifdef CAPGNN_HAVE_RAPA
-  if (rapa && !profile) { /* the speeds scale the rates measured here: a bad list is refused before the graph loads */
+  if (rapa || profile) { /* the speeds scale the rates (measured or the profile's): a bad list is refused before the graph loads */
     const char *speed = getenv("CAPGNN_EMULATE_SPEED");
     int n = 0;
     if (cg_emulate_speed_check(speed, &n) != CG_OK) return usage_error("%s", cg_err_msg());

@@ -14,6 +14,7 @@
 
 #include "apps/commands_internal.h"
 #include "core/ops.h"
+#include "core/ops_emulate.h"
 #include "core/log.h"
 #include "core/outfile.h"
 #include "core/progress.h"
@@ -62,7 +63,9 @@ static void usage(FILE *out) {
           "                                model's shapes (GEMMs of n/P rows at each layer's widths,\n"
           "                                the graph's own operator, dropout, the cost of an op: what\n"
           "                                --partition rapa measures at start-up), even with a\n"
-          "                                profile (its links and cores are still used)\n"
+          "                                profile (its links and cores are still used). Measured\n"
+          "                                or a profile's, CAPGNN_EMULATE_SPEED=f,f,... scales rank\n"
+          "                                r's compute rates by f_r (declared rates: not scaled)\n"
           "  --gemm-gflops X, --spmm-gnnz X, --mem-gbs X\n"
           "                                declared rates (GEMM GFLOP/s; SpMM G nonzero-columns/s;\n"
           "                                elementwise GB/s): override the profile's; without a\n"
@@ -377,6 +380,17 @@ int cmd_plan(int argc, char **argv) {
     return usage_error("--allreduce hier needs as many ranks on every node (--parts %d, --nodes %d)", parts, nodes);
   const int declared = (gemm > 0) + (spmm > 0) + (mem > 0);
   if (measure && declared) return usage_error("--measure-rates and declared rates (--gemm-gflops ...) exclude each other");
+  /* CAPGNN_EMULATE_SPEED scales the rates measured here, as --partition rapa's start-up
+   * measurement is scaled by the emulation it runs under: a bad list is refused now */
+  const char *speed_env = getenv("CAPGNN_EMULATE_SPEED");
+  const int emulated = speed_env && speed_env[0];
+  if (emulated) {
+    int n = 0;
+    if (cg_emulate_speed_check(speed_env, &n) != CG_OK) return usage_error("%s", cg_err_msg());
+    if (n > 1 && n != parts)
+      return usage_error("CAPGNN_EMULATE_SPEED='%s' has %d values but --parts is %d: give one value for all ranks or "
+                         "one per rank", speed_env, n, parts);
+  }
   if (!profile && declared != 0 && declared != 3)
     return usage_error("without --profile, declare all of --gemm-gflops, --spmm-gnnz and --mem-gbs (or none: "
                        "measured here)");
@@ -519,9 +533,14 @@ int cmd_plan(int argc, char **argv) {
   }
   if (profile && !measure) {
     const int n = rapa_profile_nranks(prof);
-    for (int p = 0; p < parts && st == CG_OK; p++)
+    for (int p = 0; p < parts && st == CG_OK; p++) {
       TRY_GOTO(rapa_rates_from_profile(prof, p % n, gpu_profile, &rates[p]), done);
-    snprintf(rates_what, sizeof rates_what, "profile %s (%d rank%s)%s", profile, n, n == 1 ? "" : "s",
+      double f = 1.0; /* (a profile measures devices as they are, never emulated: rapa/run.c) */
+      if (emulated) TRY_GOTO(cg_emulate_speed_parse(speed_env, p, parts, &f), done);
+      rapa_rates_at_speed(&rates[p], f);
+    }
+    snprintf(rates_what, sizeof rates_what, "profile %s (%d rank%s)%s%s%s", profile, n, n == 1 ? "" : "s",
+             emulated ? ", EMULATED speeds " : "", emulated ? speed_env : "",
              declared ? ", declared rates override it" : "");
   } else if (!declared || measure) {
     struct cg_backend *be = NULL;
@@ -530,8 +549,13 @@ int cmd_plan(int argc, char **argv) {
     cg_backend_destroy(&be);
     if (st != CG_OK) goto done;
     for (int p = 1; p < parts; p++) rates[p] = rates[0];
-    snprintf(rates_what, sizeof rates_what, "measured here (cpu, %d thread%s, at the model's shapes)", po.threads,
-             po.threads == 1 ? "" : "s");
+    for (int p = 0; p < parts && emulated; p++) {
+      double f = 1.0;
+      TRY_GOTO(cg_emulate_speed_parse(speed_env, p, parts, &f), done);
+      rapa_rates_at_speed(&rates[p], f);
+    }
+    snprintf(rates_what, sizeof rates_what, "measured here (cpu, %d thread%s, at the model's shapes)%s%s", po.threads,
+             po.threads == 1 ? "" : "s", emulated ? ", EMULATED speeds " : "", emulated ? speed_env : "");
   } else
     snprintf(rates_what, sizeof rates_what, "declared (--gemm-gflops %g --spmm-gnnz %g --mem-gbs %g)", gemm, spmm, mem);
   for (int p = 0; p < parts; p++) {
@@ -548,6 +572,9 @@ int cmd_plan(int argc, char **argv) {
     if (devmem > 0) rates[p].free_bytes = devmem * 1073741824.0;
   }
   /* options that cannot change this plan, said rather than ignored silently */
+  if (emulated && declared && table)
+    fprintf(stderr, "capgnn: warning: CAPGNN_EMULATE_SPEED=%s does not scale declared rates (--gemm-gflops, "
+                    "--spmm-gnnz, --mem-gbs): they are what each rank does\n", speed_env);
   int device_ranks = 0, dev0 = 0; /* (dev0: the first device rank, whose staging rates are shown) */
   for (int p = parts - 1; p >= 0; p--)
     if (rapa_plan_device_rank(&rates[p])) device_ranks++, dev0 = p;

@@ -347,6 +347,18 @@ done:
   return st;
 }
 
+void rapa_rates_at_speed(struct rapa_rates *r, double f) {
+  r->gemm_flops *= f;
+  r->spmm_rate *= f;
+  r->mem_bps *= f;
+  r->rng_eps *= f;
+  r->adam_eps *= f;
+  r->csr_rate *= f;
+  r->csr_t_rate *= f;
+  r->csr_drop_eps *= f;
+  r->op_s /= f;
+}
+
 int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const struct rapa_shape *s, int P,
                              struct rapa_rates *r) {
   memset(r, 0, sizeof *r);

@@ -233,6 +233,10 @@ int rapa_train_profile(struct comm *c, const char *spec, const char *device, int
         k += snprintf(line + k, sizeof line - (size_t)k, "%s rank %d %.4f (%s, %.1f ms per reference layer)",
                       r ? ";" : "", r, (1.0 / t[r]) / sum, cJSON_GetStringValue(cJSON_GetObjectItem(entry[r], "key")),
                       t[r] * 1e3);
+      const char *speed = getenv("CAPGNN_EMULATE_SPEED");
+      if (speed && speed[0] && k > 0 && (size_t)k < sizeof line) /* (the rapa line gives the emulated ones) */
+        snprintf(line + k, sizeof line - (size_t)k, " (the devices as profiled: CAPGNN_EMULATE_SPEED=%s scales "
+                 "them for --partition rapa)", speed);
       LOG_INFO("profile", "%s", line);
     }
     if (parsed) {

@@ -405,8 +405,15 @@ static int dist_rapa_owner(struct comm *c, struct graph *g, const struct rt_conf
     int match[RAPA_MAX_RANKS];
     TRY_GOTO(rapa_profile_match_ranks(c, prof, o->rapa_profile, cfg->device, cfg->threads, match), done);
     if (rank == 0) {
-      for (int p = 0; p < P && st == CG_OK; p++)
+      /* under CAPGNN_EMULATE_SPEED each rank's device runs at its speed: the profile
+       * measured it as it is (never emulated: rapa/run.c) */
+      const char *speed = getenv("CAPGNN_EMULATE_SPEED");
+      for (int p = 0; p < P && st == CG_OK; p++) {
         st = rapa_rates_from_profile(prof, match[p], o->rapa_be && o->rapa_be->kind == CG_DEVICE_CUDA, &rates[p]);
+        double f = 1.0;
+        if (st == CG_OK && speed && speed[0]) st = cg_emulate_speed_parse(speed, p, P, &f);
+        if (st == CG_OK) rapa_rates_at_speed(&rates[p], f);
+      }
       struct rapa_links pl;
       memset(&pl, 0, sizeof pl);
       if (st == CG_OK && P > 1) st = rapa_links_from_profile(prof, &pl);
@@ -418,7 +425,8 @@ static int dist_rapa_owner(struct comm *c, struct graph *g, const struct rt_conf
           links.lat_s[i * P + j] = pl.lat_s[k];
         }
       rapa_links_free(&pl);
-      snprintf(pred->rates, sizeof pred->rates, "profile %s", o->rapa_profile);
+      snprintf(pred->rates, sizeof pred->rates, "profile %s%s", o->rapa_profile,
+               speed && speed[0] ? " at the emulated speeds (CAPGNN_EMULATE_SPEED)" : "");
     }
     TRY_GOTO(comm_agree(c, st, "reading the rates from the profile"), done);
   } else {

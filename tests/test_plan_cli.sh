@@ -13,8 +13,8 @@
 #    every rank's memory is lower (no halo features);
 # 3. 64 ranks on 8 nodes with declared rates and links (no profile);
 # 4. the all-reduce from a profile's curve measured on the job's layout, and the formula
-#    (with the reason) for another layout, another algorithm or an older profile. Exit 77
-#    without cora.
+#    (with the reason) for another layout, another algorithm or an older profile;
+# 5. CAPGNN_EMULATE_SPEED (below). Exit 77 without cora.
 set -u
 capgnn=$1 schema=$2 out=$3 data=$4 profile=$5
 [ -r "$data/cora.cgr" ] || { echo "cora.cgr not in $data: skipped"; exit 77; }
@@ -269,4 +269,23 @@ grep -qF "priced from the links: the profile has the all-reduce at one size only
   { cat ar3.out; fail "an old profile: no word that the all-reduce is priced from the links"; }
 "$capgnn" plan --graph cora --parts 2 --profile bad.json --quiet >ar4.out 2>ar4.err && fail "a bad curve was taken"
 grep -q "capgnn: error: .*curve" ar4.err || { cat ar4.err; fail "the bad curve point is not named"; }
+# 5. CAPGNN_EMULATE_SPEED scales each rank's compute rates, a profile's too (a profile
+#    measures the devices as they are): rank 1 at 0.25 computes 4x as long, rank 0 the
+#    same; a list of the wrong length is refused; declared rates are not scaled (warned)
+"$capgnn" plan --graph cora --parts 2 --profile "$profile" --json sp0.json --quiet >sp0.out 2>sp0.err ||
+  { cat sp0.err; fail "plan without the speeds exited $?"; }
+CAPGNN_EMULATE_SPEED=1,0.25 "$capgnn" plan --graph cora --parts 2 --profile "$profile" --json sp1.json \
+  >sp1.out 2>sp1.err || { cat sp1.err; fail "plan with the speeds exited $?"; }
+grep -q "EMULATED speeds 1,0.25" sp1.out || { cat sp1.out; fail "the emulated speeds are not named"; }
+python3 - sp0.json sp1.json <<'PY' || fail "the speeds did not scale the compute"
+import json, sys
+a, b = (json.load(open(f))["plain"]["ranks"] for f in sys.argv[1:3])
+assert abs(b[0]["compute_s"] - a[0]["compute_s"]) <= 1e-9 * a[0]["compute_s"], (a[0]["compute_s"], b[0]["compute_s"])
+assert abs(b[1]["compute_s"] - 4 * a[1]["compute_s"]) <= 1e-9 * b[1]["compute_s"], (a[1]["compute_s"], b[1]["compute_s"])
+PY
+CAPGNN_EMULATE_SPEED=1,0.5,0.5 usage "has 3 values but --parts is 2" --graph cora --parts 2 --profile "$profile"
+CAPGNN_EMULATE_SPEED=1,0.25 "$capgnn" plan --graph cora --parts 2 --link-gbps 10 --gemm-gflops 100 --spmm-gnnz 10 \
+  --mem-gbs 50 >sp2.out 2>sp2.err || { cat sp2.err; fail "plan with declared rates exited $?"; }
+grep -q "warning: CAPGNN_EMULATE_SPEED=1,0.25 does not scale declared rates" sp2.err ||
+  { cat sp2.err; fail "declared rates with the speeds: no warning"; }
 echo "plan CLI: all checks passed"

@@ -43,6 +43,16 @@ import json, sys
 cap = [q["capability"] for q in json.load(open(sys.argv[1]))["rapa"]["partitions"]]
 assert abs(cap[0] - 0.8) <= 1e-9 and abs(cap[1] - 0.2) <= 1e-9, cap
 PY
+# with a profile the speeds scale the profile's rates (it measured the devices as they
+# are): each capability is the profile's times the rank's speed, renormalised
+CAPGNN_EMULATE_SPEED=1,0.25 "$capgnn" partition --graph cora --parts 2 --partition rapa --profile "$profile" \
+  --quiet --json emp.json >emp.out 2>emp.err || { cat emp.err; fail "partition --profile with emulated speeds exited $?"; }
+python3 - r.json emp.json <<'PY' || fail "the emulated speeds did not scale the profile's capabilities"
+import json, sys
+a, b = ([q["capability"] for q in json.load(open(f))["rapa"]["partitions"]] for f in sys.argv[1:3])
+w = [a[0] * 1.0, a[1] * 0.25]
+assert all(abs(b[i] - w[i] / sum(w)) <= 1e-9 for i in range(2)), (a, b)
+PY
 # a bad speed list is refused before the graph loads (here, a graph that is not there)
 CAPGNN_EMULATE_SPEED=1,1,1 "$capgnn" partition --graph "$out/none.cgr" --parts 2 --partition rapa >x.out 2>x.err
 [ $? = 2 ] || { cat x.err; fail "partition with 3 speeds for 2 parts: exit status not 2"; }
