@@ -332,7 +332,7 @@ static int dist_rapa_prune(struct comm *c, struct graph *g, const struct rapa_sh
                  o->prune_keep_degrees ? "the original graph's" : "its own", o->prune_write ? ", written to " : "",
                  o->prune_write ? o->prune_write : "");
       for (int p = 0; p < P; p++)
-        LOG_INFO("dist", "pruned: rank %d predicted compute %.2f ms + communication %.2f ms (before: %.2f + %.2f)", p,
+        LOG_INFO("dist", "pruned: rank %d predicted compute %.4g ms + communication %.4g ms (before: %.4g + %.4g)", p,
                  res.after[p].comp_s * 1e3, res.after[p].comm_s * 1e3, res.before[p].comp_s * 1e3,
                  res.before[p].comm_s * 1e3);
     }

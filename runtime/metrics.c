@@ -495,9 +495,18 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
       cJSON_AddStringToObject(p, "rates", ranks->pred->rates);
       cJSON_AddNumberToObject(p, "passes", ranks->pred->passes);
       cJSON_AddBoolToObject(p, "corrected", ranks->pred->corrected != 0);
-      cJSON_AddNumberToObject(p, "prune_eps", ranks->pred->prune_eps);
-      cJSON_AddStringToObject(p, "prune_norm", ranks->pred->prune_keep_degrees ? "original" : "pruned");
-      cJSON_AddNumberToObject(p, "cut_edges", (double)ranks->pred->cut_edges);
+      /* (EPS is a float option: written as its shortest decimal, 0.01 rather than
+       * 0.0099999998; without pruning the cut is not counted and there is no
+       * normalisation to name: null) */
+      const int pruning = ranks->pred->prune_eps > 0;
+      cJSON_AddNumberToObject(p, "prune_eps", fdec((float)ranks->pred->prune_eps));
+      if (pruning) {
+        cJSON_AddStringToObject(p, "prune_norm", ranks->pred->prune_keep_degrees ? "original" : "pruned");
+        cJSON_AddNumberToObject(p, "cut_edges", (double)ranks->pred->cut_edges);
+      } else {
+        cJSON_AddNullToObject(p, "prune_norm");
+        cJSON_AddNullToObject(p, "cut_edges");
+      }
       cJSON_AddNumberToObject(p, "pruned_edges", (double)ranks->pred->pruned_edges);
       json_num(p, "pruned_fraction", ranks->pred->cut_edges > 0 ? (double)ranks->pred->pruned_edges /
                                                                       (double)ranks->pred->cut_edges : 0.0);

@@ -144,6 +144,9 @@ s = two[-1]
 assert s["summary"] and s["emulate_speed"] == "1,0.5", s.get("emulate_speed")
 assert s["threads_per_rank"] == "1,1", s.get("threads_per_rank")
 assert s["rapa"]["rates"].startswith("measured at start-up"), s["rapa"]
+# no pruning: nothing counted or normalised to name
+assert s["rapa"]["prune_eps"] == 0 and s["rapa"]["cut_edges"] is None and s["rapa"]["prune_norm"] is None, s["rapa"]
+assert s["rapa"]["pruned_edges"] == 0 and s["rapa"]["exact"] is True, s["rapa"]
 assert len(s["per_rank"]) == 2
 for q in s["per_rank"]:
     for k in ("median_compute_s", "predicted_compute_s", "predicted_lambda_s", "predicted_memory_bytes", "target_share"):
@@ -241,6 +244,7 @@ recs = [[json.loads(l) for l in open(f)] for f in sys.argv[1:]]
 two, one, own = ([x["loss"] for x in r if not x.get("summary")] for r in recs)
 s2, s1 = recs[0][-1], recs[1][-1]
 assert s2["rapa"]["prune_norm"] == "original" and s2["rapa"]["pruned_edges"] > 0, s2["rapa"]
+assert 0 < s2["rapa"]["pruned_edges"] <= s2["rapa"]["cut_edges"] and s2["rapa"]["prune_eps"] == 0.001, s2["rapa"]
 assert s1["norm_degrees"] == "cora", s1.get("norm_degrees")
 with open("pn1.acc", "w") as f:  # what capgnn predict must print for the checkpoint
     f.write(f"train acc {s1['final_train_acc']:.4f}, val acc {s1['final_val_acc']:.4f}, test acc {s1['final_test_acc']:.4f}")
