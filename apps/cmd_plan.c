@@ -449,6 +449,20 @@ int cmd_plan(int argc, char **argv) {
     int pt, pc;
     TRY_GOTO(rapa_plan_host_from_profile(prof, 0, &kind, &pt, &pc), done);
     if (!threads) po.threads = pt;
+    /* the model gives every rank one thread count (for the cores they share); a profile of
+     * ranks with different counts (--threads 2,1) is said to be priced with rank 0's */
+    int tmin = pt, tmax = pt;
+    for (int r = 1; r < rapa_profile_nranks(prof); r++) {
+      const char *k2;
+      int t2, c2;
+      TRY_GOTO(rapa_plan_host_from_profile(prof, r, &k2, &t2, &c2), done);
+      if (t2 < tmin) tmin = t2;
+      if (t2 > tmax) tmax = t2;
+    }
+    if (tmin != tmax && !threads && table)
+      fprintf(stderr, "capgnn: warning: the profile's ranks have %d to %d threads; the plan gives every rank rank 0's "
+                      "%d for the cores they share (each rank's compute rates stay its own entry's): --threads T "
+                      "sets one count\n", tmin, tmax, pt);
     if (cores < 0 && !strcmp(kind, "cpu")) cores = pc;
     double bi, li, bx, lx;
     TRY_GOTO(rapa_plan_links_from_profile(prof, &bi, &li, &bx, &lx), done);

@@ -346,7 +346,7 @@ int rapa_plan_allreduce_from_profile(const struct rapa_profile *p, struct rapa_p
   int np = 0, sorted = 1;
   /* the machines the profile's ranks ran on (emulated nodes share one), their threads */
   const cJSON *ranks = cJSON_GetObjectItem(p->root, "ranks"), *rk, *earlier;
-  int phosts = 0, pthreads = 0;
+  int phosts = 0, pthreads = 0, pthreads_min = 0;
   cJSON_ArrayForEach(rk, ranks) {
     const char *h = cJSON_GetStringValue(cJSON_GetObjectItem(rk, "host"));
     int seen = 0;
@@ -357,6 +357,7 @@ int rapa_plan_allreduce_from_profile(const struct rapa_profile *p, struct rapa_p
     phosts += h && !seen;
     const double th = rapa_json_num(rk, "device.threads");
     if (th >= 1 && th <= 1e6 && (int)th > pthreads) pthreads = (int)th;
+    if (th >= 1 && th <= 1e6 && (pthreads_min == 0 || (int)th < pthreads_min)) pthreads_min = (int)th;
   }
   const cJSON *pt;
   cJSON_ArrayForEach(pt, curve) {
@@ -374,6 +375,9 @@ int rapa_plan_allreduce_from_profile(const struct rapa_profile *p, struct rapa_p
   else if (phosts != (o->hosts > 0 ? o->hosts : o->nodes))
     snprintf(why, n, "the profile's ranks ran on %d machine%s, this job's on %d (emulated nodes share one)", phosts,
              phosts == 1 ? "" : "s", o->hosts > 0 ? o->hosts : o->nodes);
+  else if (pthreads_min != pthreads)
+    snprintf(why, n, "the profile's ranks had %d to %d threads, this job's %d each", pthreads_min, pthreads,
+             o->threads);
   else if (pthreads != o->threads)
     snprintf(why, n, "the profile's ranks had %d thread%s each, this job's %d", pthreads, pthreads == 1 ? "" : "s",
              o->threads);

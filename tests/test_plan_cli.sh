@@ -14,7 +14,8 @@
 # 3. 64 ranks on 8 nodes with declared rates and links (no profile);
 # 4. the all-reduce from a profile's curve measured on the job's layout, and the formula
 #    (with the reason) for another layout, another algorithm or an older profile;
-# 5. CAPGNN_EMULATE_SPEED (below). Exit 77 without cora.
+# 5. CAPGNN_EMULATE_SPEED; 6. a profile of ranks with different thread counts (below).
+# Exit 77 without cora.
 set -u
 capgnn=$1 schema=$2 out=$3 data=$4 profile=$5
 [ -r "$data/cora.cgr" ] || { echo "cora.cgr not in $data: skipped"; exit 77; }
@@ -288,4 +289,12 @@ CAPGNN_EMULATE_SPEED=1,0.25 "$capgnn" plan --graph cora --parts 2 --link-gbps 10
   --mem-gbs 50 >sp2.out 2>sp2.err || { cat sp2.err; fail "plan with declared rates exited $?"; }
 grep -q "warning: CAPGNN_EMULATE_SPEED=1,0.25 does not scale declared rates" sp2.err ||
   { cat sp2.err; fail "declared rates with the speeds: no warning"; }
+# 6. a profile of ranks with different thread counts (--threads 2,1): priced with rank 0's
+#    count for the shared cores, and said so; its all-reduce curve is not taken
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['ranks'][1]['device']['threads']=2; json.dump(d, open('t21.json','w'))" \
+  arp.json || fail "could not write t21.json"
+"$capgnn" plan --graph cora --parts 2 --profile t21.json >t21.out 2>t21.err || { cat t21.err; fail "plan of t21.json exited $?"; }
+grep -q "warning: the profile's ranks have 1 to 2 threads; the plan gives every rank rank 0's 1" t21.err ||
+  { cat t21.err; fail "different thread counts: no warning"; }
+grep -qF "the profile's ranks had 1 to 2 threads, this job's 1 each" t21.out || { cat t21.out; fail "t21: the curve's reason"; }
 echo "plan CLI: all checks passed"
