@@ -131,6 +131,31 @@ int rapa_split_evaluate(const struct graph *g, const struct rapa_shape *s, const
   return st;
 }
 
+/* Shares too small to give a part any vertex: a rank rated ~100x slower than another (seen
+ * for a 2-thread rank measured on oversubscribed cores, 0.2 % of cora's 2,708 vertices)
+ * made METIS leave its part empty and the job stop. Each share is raised to at least
+ * RAPA_MIN_PART_VERTICES vertices' worth (1/P at most), the others scaled down to keep the
+ * sum; logged, and the target reported is the raised one. */
+#define RAPA_MIN_PART_VERTICES 32
+static void floor_targets(double *t, int P, int64_t n) {
+  const double lo = fmin(1.0 / P, (double)RAPA_MIN_PART_VERTICES / (double)(n > 0 ? n : 1));
+  double raised = 0, rest = 0;
+  for (int p = 0; p < P; p++) {
+    if (t[p] < lo) raised += lo;
+    else rest += t[p];
+  }
+  if (raised == 0 || !(rest > 0)) return;
+  for (int p = 0; p < P; p++) {
+    if (t[p] < lo) {
+      LOG_INFO("rapa", "rank %d's target share %.4g is below %d vertices of %lld: raised to %.4g", p, t[p],
+               RAPA_MIN_PART_VERTICES, (long long)n, lo);
+      t[p] = lo;
+    } else {
+      t[p] *= (1.0 - raised) / rest;
+    }
+  }
+}
+
 int rapa_partition_weighted(const struct graph *g, const struct rapa_shape *s, const struct rapa_rates *rates,
                             const struct rapa_links *links, int P, uint64_t seed, double tolerance,
                             int parts_are_ranks, int32_t *owner, struct rapa_split *out) {
@@ -143,10 +168,9 @@ int rapa_partition_weighted(const struct graph *g, const struct rapa_shape *s, c
   int32_t *second = NULL;
   float tp[RAPA_MAX_RANKS];
   TRY(vertex_weights(g, s, rates, P, &vw));
-  for (int p = 0; p < P; p++) {
-    out->target[p] = out->capability[p];
-    tp[p] = (float)out->target[p];
-  }
+  for (int p = 0; p < P; p++) out->target[p] = out->capability[p];
+  floor_targets(out->target, P, g->n);
+  for (int p = 0; p < P; p++) tp[p] = (float)out->target[p];
   struct part_options po;
   memset(&po, 0, sizeof po);
   po.method = PART_METIS;
@@ -171,10 +195,9 @@ int rapa_partition_weighted(const struct graph *g, const struct rapa_shape *s, c
       t2[p] = out->target[p] * mean / out->cost[p].lambda_s;
       sum += t2[p];
     }
-    for (int p = 0; p < P; p++) {
-      again.target[p] = t2[p] / sum;
-      tp[p] = (float)again.target[p];
-    }
+    for (int p = 0; p < P; p++) again.target[p] = t2[p] / sum;
+    floor_targets(again.target, P, g->n);
+    for (int p = 0; p < P; p++) tp[p] = (float)again.target[p];
     second = cg_malloc((size_t)g->n * sizeof *second, "second split");
     if (!second) {
       st = CG_ERR_NOMEM;

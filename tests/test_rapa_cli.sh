@@ -53,6 +53,17 @@ a, b = ([q["capability"] for q in json.load(open(f))["rapa"]["partitions"]] for 
 w = [a[0] * 1.0, a[1] * 0.25]
 assert all(abs(b[i] - w[i] / sum(w)) <= 1e-9 for i in range(2)), (a, b)
 PY
+# a rank rated far slower than the other (here by its speed) still gets a part: its target
+# share is raised to 32 vertices' worth, and said so (METIS left such a part empty)
+CAPGNN_EMULATE_SPEED=1,0.002 "$capgnn" partition --graph cora --parts 2 --partition rapa --json fl.json \
+  >fl.out 2>fl.err || { cat fl.err; fail "partition of a 500x slower rank exited $?"; }
+grep -q "rank 1's target share 0.001996 is below 32 vertices of 2708: raised to 0.01182" fl.err ||
+  { cat fl.err; fail "the raised target share is not logged"; }
+python3 - fl.json <<'PY' || fail "the raised share is not the target"
+import json, sys
+q = json.load(open(sys.argv[1]))["rapa"]["partitions"]
+assert abs(q[1]["target"] - 32 / 2708) <= 1e-9 and q[1]["share"] > 0 and abs(q[0]["target"] + q[1]["target"] - 1) < 1e-9, q
+PY
 # a bad speed list is refused before the graph loads (here, a graph that is not there)
 CAPGNN_EMULATE_SPEED=1,1,1 "$capgnn" partition --graph "$out/none.cgr" --parts 2 --partition rapa >x.out 2>x.err
 [ $? = 2 ] || { cat x.err; fail "partition with 3 speeds for 2 parts: exit status not 2"; }
