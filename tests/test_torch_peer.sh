@@ -2,14 +2,18 @@
 # The PyTorch peers of the benchmark (benchmarks/torch_gcn.py) compute what the plain
 # peer computes: one step's gradients of the tuned peer (transpose built once) and, when
 # torch_geometric is installed, of PyG's layers equal the plain autograd ones (relative
-# 1e-4), for GCN and GraphSAGE on cora, on the CPU; and a short run learns.
+# 1e-4), for GCN and GraphSAGE on cora, on the CPU; and a short run learns. With CAPGNN:
+# capgnn and the peer train the same model: from one capgnn checkpoint (epoch 1, dropout
+# 0), capgnn --resume and benchmarks/torch_resume.py (PyTorch, the same weights and Adam
+# state) give the same losses for 10 epochs (relative 1e-5), GCN and GraphSAGE.
 # Skipped (77) without cora or without a Python that imports torch: the product never
 # needs Python, the benchmark's peers do. CAPGNN_TORCH_PYTHON names that Python
 # (default python3).
-# usage: test_torch_peer.sh SCRIPT DATASETS_DIR
+# usage: test_torch_peer.sh SCRIPT DATASETS_DIR [CAPGNN]
 set -euo pipefail
 script=$1
 data=$2
+capgnn=${3:-}
 py=${CAPGNN_TORCH_PYTHON:-python3}
 [ -f "$data/cora.cgr" ] || { echo "skipped: $data/cora.cgr is absent"; exit 77; }
 "$py" -c 'import torch' 2>/dev/null || { echo "skipped: $py cannot import torch"; exit 77; }
@@ -33,4 +37,23 @@ print(f"{model} {peer}: gradients within {r['grad_check_rel']:.1e} of plain, bes
       f"median epoch {r['median_epoch_s']*1e3:.1f} ms")
 PY
   done
+done
+[ -n "$capgnn" ] || exit 0
+for model in gcn sage; do
+  common=(--graph "$data/cora.cgr" --model "$model" --layers 2 --hidden 16 --dropout 0 --input-dropout 0
+          --weight-decay 0 --threads 1 --quiet --no-part-cache)
+  "$capgnn" "${common[@]}" --epochs 1 --save "$out/c.ckpt" > "$out/log" 2>&1 || { cat "$out/log"; echo "FAIL: capgnn $model"; exit 1; }
+  "$capgnn" "${common[@]}" --epochs 11 --resume "$out/c.ckpt" --metrics "$out/m.jsonl" > "$out/log" 2>&1 ||
+    { cat "$out/log"; echo "FAIL: capgnn --resume $model"; exit 1; }
+  "$py" "$(dirname "$script")/torch_resume.py" "$out/c.ckpt" "$data/cora.cgr" 10 --threads 1 > "$out/t.txt" 2>"$out/log" ||
+    { cat "$out/log"; echo "FAIL: torch_resume.py $model"; exit 1; }
+  "$py" - "$out/m.jsonl" "$out/t.txt" "$model" <<'PY'
+import json, sys
+cap = {x["epoch"]: x["loss"] for x in map(json.loads, open(sys.argv[1])) if "epoch" in x and not x.get("summary")}
+tor = {int(e): float(l) for e, l in (line.split() for line in open(sys.argv[2]))}
+assert sorted(tor) == list(range(2, 12)) and all(e in cap for e in tor), (sorted(cap), sorted(tor))
+worst = max(abs(cap[e] - tor[e]) / abs(tor[e]) for e in tor)
+assert worst <= 1e-5, [(e, cap[e], tor[e]) for e in sorted(tor)]
+print(f"{sys.argv[3]}: capgnn and PyTorch from one checkpoint, epochs 2-11: losses within {worst:.1e} (relative)")
+PY
 done
