@@ -307,7 +307,8 @@ int cmd_partition(int argc, char **argv) {
                        "--profile FILE or --partition rapa (leave it out)", model_opt);
   if (quiet) cg_progress_set_mode(CG_PROGRESS_OFF);
 #ifdef CAPGNN_HAVE_RAPA
-  if (rapa || profile) { /* the speeds scale the rates (measured or the profile's): a bad list is refused before the graph loads */
+  if (rapa || profile) { /* the speeds scale the rates (measured or a profile's): a bad list is refused before
+                          * the graph loads */
     const char *speed = getenv("CAPGNN_EMULATE_SPEED");
     int n = 0;
     if (cg_emulate_speed_check(speed, &n) != CG_OK) return usage_error("%s", cg_err_msg());

@@ -451,12 +451,13 @@ int cmd_plan(int argc, char **argv) {
     if (!threads) po.threads = pt;
     /* the model gives every rank one thread count (for the cores they share); a profile of
      * ranks with different counts (--threads 2,1) is said to be priced with rank 0's */
-    int tmin = pt, tmax = pt;
-    for (int r = 1; r < rapa_profile_nranks(prof); r++) {
+    int tmin = 0, tmax = 0; /* (CPU ranks: a GPU rank's entry has no threads) */
+    for (int r = 0; r < rapa_profile_nranks(prof); r++) {
       const char *k2;
       int t2, c2;
       TRY_GOTO(rapa_plan_host_from_profile(prof, r, &k2, &t2, &c2), done);
-      if (t2 < tmin) tmin = t2;
+      if (strcmp(k2, "cpu") != 0) continue;
+      if (tmin == 0 || t2 < tmin) tmin = t2;
       if (t2 > tmax) tmax = t2;
     }
     if (tmin != tmax && !threads && table)

@@ -72,11 +72,15 @@ def main():
     h, (params, m1, m2) = read_checkpoint(a.checkpoint)
     if h["model"] not in ("gcn", "sage") or h["layernorm"] or h["optimizer"] != "adam":
         sys.exit("only GCN and GraphSAGE without LayerNorm, trained with Adam")
-    if h["dropout"] != 0 or h["input_dropout"] != 0 or h["weight_decay"] != 0 or h["lr_schedule"] != "none":
+    input_dropout = h["dropout"] if h["input_dropout"] < 0 else h["input_dropout"]  # (-1: as --dropout)
+    if h["dropout"] != 0 or input_dropout != 0 or h["weight_decay"] != 0 or h["lr_schedule"] != "none":
         sys.exit("train the checkpoint with --dropout 0 --input-dropout 0 --weight-decay 0 and no schedule")
     if h["feat_norm"] != "none":
         sys.exit("only --feat-norm none")
     n, rowptr, colidx, x, labels, split, classes = torch_gcn.read_cgr(a.graph)
+    if (n, x.shape[1], classes) != (h["nodes"], h["features"], h["classes"]):
+        sys.exit(f"{a.graph}: {n} vertices, {x.shape[1]} features, {classes} classes; the checkpoint was trained on "
+                 f"{h['graph']} with {h['nodes']}, {h['features']}, {h['classes']}")
     dims = [x.shape[1]] + [h["hidden"]] * (h["layers"] - 1) + [classes]
     sage = h["model"] == "sage"
     net = torch_gcn.Net(h["model"], dims, 0.0, 0.0, tuned=False)

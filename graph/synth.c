@@ -191,7 +191,8 @@ static int parse_spec(const char *spec, struct synth_params *p) {
     if (strchr(val, ':') || strchr(val, '='))
       return cg_err_set(CG_ERR_ARG, "%s: %s=%s: options are separated by commas (synth:%s:key=value,key=value)",
                         spec, key, val, pr->name);
-    /* a key given twice is refused rather than the last one silently winning */
+    /* a key given twice is refused rather than the last one silently winning (keys[]: the
+     * options parsed below; one missing here is only not checked for repeats) */
     static const char *const keys[] = {"scale",       "seed",       "nodes",    "degree", "feats", "classes",
                                        "communities", "multilabel", "identity", "shuffle"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)

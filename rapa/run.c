@@ -110,7 +110,8 @@ static int device_key(struct cg_backend *be, const struct rapa_run_opts *o, char
 static const char *cached_shapes_differ(const cJSON *dev, const struct rapa_run_opts *o, int rows_given,
                                         char *buf, size_t len) {
   const cJSON *model = cJSON_GetObjectItem(cJSON_GetObjectItem(dev, "mm"), "model");
-  const cJSON *m0 = cJSON_GetArrayItem(model, 0), *m1 = cJSON_GetArrayItem(model, 1), *m2 = cJSON_GetArrayItem(model, 2);
+  const cJSON *m0 = cJSON_GetArrayItem(model, 0), *m1 = cJSON_GetArrayItem(model, 1);
+  const cJSON *m2 = cJSON_GetArrayItem(model, 2);
   const double rows = cJSON_GetNumberValue(cJSON_GetObjectItem(m1, "m"));
   const double hidden = cJSON_GetNumberValue(cJSON_GetObjectItem(m1, "n"));
   const double features = cJSON_GetNumberValue(cJSON_GetObjectItem(m0, "k"));

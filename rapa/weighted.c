@@ -139,20 +139,23 @@ int rapa_split_evaluate(const struct graph *g, const struct rapa_shape *s, const
 #define RAPA_MIN_PART_VERTICES 32
 static void floor_targets(double *t, int P, int64_t n) {
   const double lo = fmin(1.0 / P, (double)RAPA_MIN_PART_VERTICES / (double)(n > 0 ? n : 1));
-  double raised = 0, rest = 0;
-  for (int p = 0; p < P; p++) {
-    if (t[p] < lo) raised += lo;
-    else rest += t[p];
-  }
-  if (raised == 0 || !(rest > 0)) return;
-  for (int p = 0; p < P; p++) {
-    if (t[p] < lo) {
-      LOG_INFO("rapa", "rank %d's target share %.4g is below %d vertices of %lld: raised to %.4g", p, t[p],
-               RAPA_MIN_PART_VERTICES, (long long)n, lo);
-      t[p] = lo;
-    } else {
-      t[p] *= (1.0 - raised) / rest;
+  int fixed[RAPA_MAX_RANKS] = {0};
+  /* scaling the others down may take one of them below the floor too: again until none is
+   * (at most P rounds; with lo <= 1/P the raised shares never exceed the sum) */
+  for (int round = 0; round < P; round++) {
+    double raised = 0, rest = 0;
+    int any = 0;
+    for (int p = 0; p < P; p++) {
+      if (!fixed[p] && t[p] < lo) {
+        LOG_INFO("rapa", "part %d's target share %.4g is below %d vertices of %lld: raised to %.4g", p, t[p],
+                 RAPA_MIN_PART_VERTICES, (long long)n, lo);
+        fixed[p] = any = 1;
+      }
+      if (fixed[p]) raised += lo;
+      else rest += t[p];
     }
+    if (!any) return;
+    for (int p = 0; p < P; p++) t[p] = fixed[p] ? lo : rest > 0 ? t[p] * (1.0 - raised) / rest : t[p];
   }
 }
 

@@ -497,7 +497,7 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
       cJSON_AddBoolToObject(p, "corrected", ranks->pred->corrected != 0);
       /* (EPS is a float option: written as its shortest decimal, 0.01 rather than
        * 0.0099999998; without pruning the cut is not counted and there is no
-       * normalisation to name: null) */
+       * normalisation or fraction to name: null; pruned_edges 0 says nothing was removed) */
       const int pruning = ranks->pred->prune_eps > 0;
       cJSON_AddNumberToObject(p, "prune_eps", fdec((float)ranks->pred->prune_eps));
       if (pruning) {
@@ -508,8 +508,11 @@ int rt_metrics_summary(struct rt_metrics *mt, const struct rt_local *loc, const 
         cJSON_AddNullToObject(p, "cut_edges");
       }
       cJSON_AddNumberToObject(p, "pruned_edges", (double)ranks->pred->pruned_edges);
-      json_num(p, "pruned_fraction", ranks->pred->cut_edges > 0 ? (double)ranks->pred->pruned_edges /
-                                                                      (double)ranks->pred->cut_edges : 0.0);
+      if (pruning)
+        json_num(p, "pruned_fraction", ranks->pred->cut_edges > 0 ? (double)ranks->pred->pruned_edges /
+                                                                        (double)ranks->pred->cut_edges : 0.0);
+      else
+        cJSON_AddNullToObject(p, "pruned_fraction");
       cJSON_AddNumberToObject(p, "pruned_vertices", (double)ranks->pred->pruned_vertices);
       cJSON_AddBoolToObject(p, "exact", ranks->pred->pruned_edges == 0);
     }

@@ -6,8 +6,8 @@
 # (from the checkpoint) within 1e-4 + 1e-4 |w|, and where early stopping runs the same
 # epochs, outcome and best epoch.
 # A. multi-label (binary cross-entropy, micro-F1) GraphSAGE 3 layers with LayerNorm,
-#    --reorder cluster, SGD with momentum, a step schedule with warm-up and --wd-scope
-#    first, on 3 ranks; and the same run written as a checkpoint after 4 epochs on 2 ranks
+#    --reorder cluster (the summary: applied on every rank), SGD with momentum, a step
+#    schedule with warm-up and --wd-scope first, on 3 ranks; and the same run written as a checkpoint after 4 epochs on 2 ranks
 #    and resumed on 3 to epoch 8.
 # B. one layer (GAT, 2 averaged output heads), AdamW and a cosine schedule, on 2 ranks.
 # C. --seeds 1,2 with --early-stop 2 --eval-every 2 and --save-best, on 2 ranks: every
@@ -79,6 +79,14 @@ A=(--graph synth:small:multilabel=1 --model sage --layers 3 --layernorm --reorde
 run a1 1 "${A[@]}" --epochs 8 --checkpoint a1.ckpt
 run a3 3 "${A[@]}" --epochs 8 --checkpoint a3.ckpt
 same a1.jsonl a3.jsonl a1.ckpt a3.ckpt
+# the summary says what --reorder applied, gathered over the ranks
+python3 - a1.jsonl a3.jsonl <<'PY' || { echo "FAIL: the summaries' reorder_applied / reorder_ranks"; fail=1; }
+import json, sys
+for f, ranks in zip(sys.argv[1:3], (1, 3)):
+    s = [json.loads(l) for l in open(f)][-1]
+    assert s["summary"] and (s["reorder"], s["reorder_applied"], s["reorder_ranks"]) == ("cluster", "cluster", ranks), \
+        (f, s.get("reorder"), s.get("reorder_applied"), s.get("reorder_ranks"))
+PY
 run ar 2 "${A[@]}" --epochs 4 --checkpoint ar.ckpt
 run ar 3 "${A[@]}" --epochs 8 --checkpoint ar.ckpt --resume ar.ckpt
 same a1.jsonl ar.jsonl a1.ckpt ar.ckpt

@@ -22,7 +22,6 @@
 #include "cli_test_util.h"
 
 
-
 static const char *capgnn_path;
 static char tmpdir[256];
 
@@ -354,32 +353,6 @@ static void train_metrics(void **state) {
   assert_null(lb);
 }
 
-/* The summary says what --reorder applied: the method given, or what auto chose. */
-static void train_reorder_metrics(void **state) {
-  (void)state;
-  char metrics[300];
-  snprintf(metrics, sizeof metrics, "%s/metrics_reorder.jsonl", tmpdir);
-  static struct run_out r;
-  const char *methods[2] = {"cluster", "auto"};
-  for (int k = 0; k < 2; k++) {
-    run_capgnn(&r, (const char *const[]){"--graph", "synth:small:shuffle=1", "--epochs", "1", "--threads", "1",
-                                         "--reorder", methods[k], "--quiet", "--force", "--metrics", metrics, NULL});
-    if (r.exit_code != 0) fail_msg("capgnn --reorder %s exited %d: %s", methods[k], r.exit_code, r.err);
-    static char buf[65536];
-    slurp(metrics, buf, sizeof buf);
-    const char *last = strstr(buf, "\"summary\"");
-    if (!last) fail_msg("no summary in %s", metrics);
-    while (last > buf && last[-1] != '\n') last--;
-    cJSON *o = cJSON_Parse(last);
-    assert_non_null(o);
-    assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "reorder")->valuestring, methods[k]);
-    /* synth:small in a random order: auto applies the cluster order (its tiles' reuse gains) */
-    assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "reorder_applied")->valuestring, "cluster");
-    assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "reorder_ranks")->valueint, 1);
-    cJSON_Delete(o);
-  }
-}
-
 /* The summary object (the last line) of a metrics file; NULL when there is none. */
 static cJSON *last_summary(const char *path) {
   static char buf[1 << 20];
@@ -396,6 +369,27 @@ static cJSON *last_summary(const char *path) {
     }
   }
   return found;
+}
+
+/* The summary says what --reorder applied: the method given, or what auto chose. */
+static void train_reorder_metrics(void **state) {
+  (void)state;
+  char metrics[300];
+  snprintf(metrics, sizeof metrics, "%s/metrics_reorder.jsonl", tmpdir);
+  static struct run_out r;
+  const char *methods[2] = {"cluster", "auto"};
+  for (int k = 0; k < 2; k++) {
+    run_capgnn(&r, (const char *const[]){"--graph", "synth:small:shuffle=1", "--epochs", "1", "--threads", "1",
+                                         "--reorder", methods[k], "--quiet", "--force", "--metrics", metrics, NULL});
+    if (r.exit_code != 0) fail_msg("capgnn --reorder %s exited %d: %s", methods[k], r.exit_code, r.err);
+    cJSON *o = last_summary(metrics);
+    if (!o) fail_msg("no summary in %s", metrics);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "reorder")->valuestring, methods[k]);
+    /* synth:small in a random order: auto applies the cluster order (its tiles' reuse gains) */
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "reorder_applied")->valuestring, "cluster");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "reorder_ranks")->valueint, 1);
+    cJSON_Delete(o);
+  }
 }
 
 /* A run that diverges still writes its summary, saying so (issue #18, item 7). */
@@ -620,7 +614,8 @@ int main(int argc, char **argv) {
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(help), cmocka_unit_test(bad_options),
                                      cmocka_unit_test(option_messages),
-                                     cmocka_unit_test(bad_files), cmocka_unit_test(train_metrics), cmocka_unit_test(train_reorder_metrics),
+                                     cmocka_unit_test(bad_files), cmocka_unit_test(train_metrics),
+                                     cmocka_unit_test(train_reorder_metrics),
                                      cmocka_unit_test(diverged_summary), cmocka_unit_test(partition_not_saved),
                                      cmocka_unit_test(checkpoint_info), cmocka_unit_test(singular_counts),
                                      cmocka_unit_test(interrupt_and_resume),

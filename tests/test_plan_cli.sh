@@ -270,9 +270,10 @@ grep -qF "priced from the links: the profile has the all-reduce at one size only
   { cat ar3.out; fail "an old profile: no word that the all-reduce is priced from the links"; }
 "$capgnn" plan --graph cora --parts 2 --profile bad.json --quiet >ar4.out 2>ar4.err && fail "a bad curve was taken"
 grep -q "capgnn: error: .*curve" ar4.err || { cat ar4.err; fail "the bad curve point is not named"; }
-# 5. CAPGNN_EMULATE_SPEED scales each rank's compute rates, a profile's too (a profile
-#    measures the devices as they are): rank 1 at 0.25 computes 4x as long, rank 0 the
-#    same; a list of the wrong length is refused; declared rates are not scaled (warned)
+# 5. CAPGNN_EMULATE_SPEED scales each rank's compute rates, a profile's and measured ones
+#    (a profile measures the devices as they are): rank 1 at 0.25 computes 4x as long,
+#    rank 0 the same; a list of the wrong length is refused; declared rates are not
+#    scaled (warned)
 "$capgnn" plan --graph cora --parts 2 --profile "$profile" --json sp0.json --quiet >sp0.out 2>sp0.err ||
   { cat sp0.err; fail "plan without the speeds exited $?"; }
 CAPGNN_EMULATE_SPEED=1,0.25 "$capgnn" plan --graph cora --parts 2 --profile "$profile" --json sp1.json \
@@ -285,10 +286,31 @@ assert abs(b[0]["compute_s"] - a[0]["compute_s"]) <= 1e-9 * a[0]["compute_s"], (
 assert abs(b[1]["compute_s"] - 4 * a[1]["compute_s"]) <= 1e-9 * b[1]["compute_s"], (a[1]["compute_s"], b[1]["compute_s"])
 PY
 CAPGNN_EMULATE_SPEED=1,0.5,0.5 usage "has 3 values but --parts is 2" --graph cora --parts 2 --profile "$profile"
-CAPGNN_EMULATE_SPEED=1,0.25 "$capgnn" plan --graph cora --parts 2 --link-gbps 10 --gemm-gflops 100 --spmm-gnnz 10 \
-  --mem-gbs 50 >sp2.out 2>sp2.err || { cat sp2.err; fail "plan with declared rates exited $?"; }
+# rates measured here (each run measures anew: compared by rank 1's compute over rank 0's)
+"$capgnn" plan --graph cora --parts 2 --link-gbps 10 --json sm0.json --quiet >sm0.out 2>sm0.err ||
+  { cat sm0.err; fail "plan with measured rates exited $?"; }
+CAPGNN_EMULATE_SPEED=1,0.25 "$capgnn" plan --graph cora --parts 2 --link-gbps 10 --json sm1.json --quiet \
+  >sm1.out 2>sm1.err || { cat sm1.err; fail "plan with measured rates and the speeds exited $?"; }
+grep -q "measured here .*EMULATED speeds 1,0.25" sm1.out || { cat sm1.out; fail "measured: the speeds are not named"; }
+python3 - sm0.json sm1.json <<'PY' || fail "the speeds did not scale the measured compute"
+import json, sys
+a, b = (json.load(open(f))["plain"]["ranks"] for f in sys.argv[1:3])
+ra, rb = a[1]["compute_s"] / a[0]["compute_s"], b[1]["compute_s"] / b[0]["compute_s"]
+# (not exact: the two runs' measured rates differ a little, and the ranks mix ops differently)
+assert abs(rb / ra - 4) <= 0.2, (ra, rb)
+PY
+# declared rates are what each rank does: not scaled, and said so
+decl=(--graph cora --parts 2 --link-gbps 10 --gemm-gflops 100 --spmm-gnnz 10 --mem-gbs 50)
+"$capgnn" plan "${decl[@]}" --json sd0.json --quiet >sd0.out 2>sd0.err || { cat sd0.err; fail "declared exited $?"; }
+CAPGNN_EMULATE_SPEED=1,0.25 "$capgnn" plan "${decl[@]}" --json sd1.json >sp2.out 2>sp2.err ||
+  { cat sp2.err; fail "plan with declared rates exited $?"; }
 grep -q "warning: CAPGNN_EMULATE_SPEED=1,0.25 does not scale declared rates" sp2.err ||
   { cat sp2.err; fail "declared rates with the speeds: no warning"; }
+python3 - sd0.json sd1.json <<'PY' || fail "the speeds changed declared rates"
+import json, sys
+a, b = (json.load(open(f))["plain"]["ranks"] for f in sys.argv[1:3])
+assert [r["compute_s"] for r in a] == [r["compute_s"] for r in b], (a, b)
+PY
 # 6. a profile of ranks with different thread counts (--threads 2,1): priced with rank 0's
 #    count for the shared cores, and said so; its all-reduce curve is not taken
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['ranks'][1]['device']['threads']=2; json.dump(d, open('t21.json','w'))" \

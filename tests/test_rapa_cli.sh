@@ -57,7 +57,7 @@ PY
 # share is raised to 32 vertices' worth, and said so (METIS left such a part empty)
 CAPGNN_EMULATE_SPEED=1,0.002 "$capgnn" partition --graph cora --parts 2 --partition rapa --json fl.json \
   >fl.out 2>fl.err || { cat fl.err; fail "partition of a 500x slower rank exited $?"; }
-grep -q "rank 1's target share 0.001996 is below 32 vertices of 2708: raised to 0.01182" fl.err ||
+grep -q "part 1's target share 0.001996 is below 32 vertices of 2708: raised to 0.01182" fl.err ||
   { cat fl.err; fail "the raised target share is not logged"; }
 python3 - fl.json <<'PY' || fail "the raised share is not the target"
 import json, sys
