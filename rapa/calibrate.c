@@ -24,6 +24,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/attn.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/ops.h"
 #include "core/ops_emulate.h"
@@ -563,6 +564,38 @@ static int rates_check_alike(struct comm *c, const struct cg_backend *be, const 
     snprintf(id, sizeof id, "rank %d, a GPU", rank);
   char **ids = NULL;
   TRY(comm_gather_text(c, id, 0, &ids));
+  /* every rank's host, CPU threads (0: a GPU) and speed, for the check of more threads
+   * measuring slower below */
+  int64_t *who = cg_malloc(3 * (size_t)P * sizeof *who, "the ranks' threads");
+  int st = who ? CG_OK : CG_ERR_NOMEM;
+  st = comm_agree(c, st, "gathering the ranks' threads");
+  if (st == CG_OK) st = comm_allgather_i64(c, (int64_t)(cg_fnv1a_str(cg_hostname()) >> 1), who);
+  if (st == CG_OK) st = comm_allgather_i64(c, be->kind == CG_DEVICE_CPU ? threads : 0, who + P);
+  if (st == CG_OK) st = comm_allgather_i64(c, (int64_t)llround(speed * 1e9), who + 2 * P);
+  if (st != CG_OK) {
+    comm_texts_free(ids, P);
+    cg_free(who);
+    return st;
+  }
+  if (rank == 0) {
+    /* a CPU rank with more threads than another of its host that measured slower (per unit of
+     * speed): its threads share cores (more threads than the host has, or ranks unbound:
+     * `mpirun --bind-to none`), and the split follows that. Seen: a 2-thread rank beside a
+     * 1-thread one on 2 cores, rated at 1-3 % of the capability. Rank 0 warns, once. */
+    for (int i = 0, warned = 0; i < P && !warned; i++)
+      for (int j = 0; j < P && !warned; j++) {
+        const double si = (double)who[2 * P + i] * 1e-9, sj = (double)who[2 * P + j] * 1e-9;
+        if (who[i] != who[j] || who[P + j] < 1 || who[P + i] <= who[P + j] || !(si > 0) || !(sj > 0)) continue;
+        if (!(rates[i].gemm_flops / si < rates[j].gemm_flops / sj)) continue;
+        LOG_WARN("rapa", "rank %d (%lld threads) measured its GEMMs at %.3g GFLOP/s, slower than rank %d (%lld "
+                 "thread%s) at %.3g: its threads share cores (more threads than the host's cores, or ranks unbound: "
+                 "mpirun --bind-to none?), and the split follows that; give each rank cores of its own, or pass "
+                 "--profile FILE from `capgnn profile`", i, (long long)who[P + i], rates[i].gemm_flops / si * 1e-9,
+                 j, (long long)who[P + j], who[P + j] == 1 ? "" : "s", rates[j].gemm_flops / sj * 1e-9);
+        warned = 1;
+      }
+  }
+  cg_free(who);
   if (rank == 0) {
     double *v = cg_calloc(2 * (size_t)P, sizeof *v, "the ranks' rates");
     char *lines = cg_malloc(8192, "the rates' warnings");

@@ -125,6 +125,12 @@ CAPGNN_EMULATE_SPEED=1 CAPGNN_TEST_RATE_SCALE=1,0.3 mpi -n 2 -x CAPGNN_EMULATE_S
   "$capgnn" --graph cora --epochs 1 --threads 2,1 --partition rapa --no-part-cache --quiet >unlike.out 2>unlike.err ||
   { cat unlike.err; fail "emulated ranks of 2 and 1 threads exited $?"; }
 grep -q "ranks alike" unlike.err && { cat unlike.err; fail "ranks of 2 and 1 threads taken for alike"; }
+# ... but a rank with more threads that measures slower than one with fewer on its host is
+# warned about (its threads share cores; seen: --bind-to none, 3 threads on 2 cores)
+CAPGNN_TEST_RATE_SCALE=0.01,1 mpi -n 2 -x CAPGNN_TEST_RATE_SCALE "$capgnn" --graph cora --epochs 1 --threads 2,1 \
+  --partition rapa --no-part-cache --quiet >slow2.out 2>slow2.err || { cat slow2.err; fail "2,1 threads exited $?"; }
+grep -q "WARN rank 0 (2 threads) measured its GEMMs at .* slower than rank 1 (1 thread)" slow2.err ||
+  { cat slow2.err; fail "no warning for a 2-thread rank measuring slower than a 1-thread one"; }
 
 python3 - p.json r.json one.jsonl two.jsonl <<'PY' || exit 1
 import json, sys
