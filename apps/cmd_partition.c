@@ -133,11 +133,7 @@ static int partition_rates(const struct graph *g, const struct rapa_shape *s, in
     /* an emulated speed slows the profiled device (a profile measures devices as they are,
      * never emulated: rapa/run.c), as training under the emulation would run */
     const char *env = getenv("CAPGNN_EMULATE_SPEED");
-    for (int p = 0; p < P && st == CG_OK && env && env[0]; p++) {
-      double f = 1.0;
-      st = cg_emulate_speed_parse(env, p, P, &f);
-      if (st == CG_OK) rapa_rates_at_speed(&rates[p], f);
-    }
+    if (st == CG_OK) st = rapa_rates_emulate(rates, P);
     snprintf(what, what_len, "profile %s%s%s", profile, env && env[0] ? ", EMULATED speeds " : "",
              env && env[0] ? env : "");
     return st;
@@ -149,12 +145,8 @@ static int partition_rates(const struct graph *g, const struct rapa_shape *s, in
   cg_backend_destroy(&be);
   TRY(st);
   const char *env = getenv("CAPGNN_EMULATE_SPEED");
-  for (int p = 0; p < P; p++) {
-    double f = 1.0;
-    TRY(cg_emulate_speed_parse(env, p, P, &f));
-    rates[p] = here;
-    rapa_rates_at_speed(&rates[p], f);
-  }
+  for (int p = 0; p < P; p++) rates[p] = here;
+  TRY(rapa_rates_emulate(rates, P));
   snprintf(what, what_len, "measured here (cpu, 1 thread)%s%s%s", env && env[0] ? ", EMULATED speeds " : "",
            env && env[0] ? env : "", ", compute only");
   return CG_OK;

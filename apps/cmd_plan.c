@@ -548,12 +548,10 @@ int cmd_plan(int argc, char **argv) {
   }
   if (profile && !measure) {
     const int n = rapa_profile_nranks(prof);
-    for (int p = 0; p < parts && st == CG_OK; p++) {
+    for (int p = 0; p < parts && st == CG_OK; p++)
       TRY_GOTO(rapa_rates_from_profile(prof, p % n, gpu_profile, &rates[p]), done);
-      double f = 1.0; /* (a profile measures devices as they are, never emulated: rapa/run.c) */
-      if (emulated) TRY_GOTO(cg_emulate_speed_parse(speed_env, p, parts, &f), done);
-      rapa_rates_at_speed(&rates[p], f);
-    }
+    /* (a profile measures devices as they are, never emulated: rapa/run.c) */
+    TRY_GOTO(rapa_rates_emulate(rates, parts), done);
     snprintf(rates_what, sizeof rates_what, "profile %s (%d rank%s)%s%s%s", profile, n, n == 1 ? "" : "s",
              emulated ? ", EMULATED speeds " : "", emulated ? speed_env : "",
              declared ? ", declared rates override it" : "");
@@ -564,11 +562,7 @@ int cmd_plan(int argc, char **argv) {
     cg_backend_destroy(&be);
     if (st != CG_OK) goto done;
     for (int p = 1; p < parts; p++) rates[p] = rates[0];
-    for (int p = 0; p < parts && emulated; p++) {
-      double f = 1.0;
-      TRY_GOTO(cg_emulate_speed_parse(speed_env, p, parts, &f), done);
-      rapa_rates_at_speed(&rates[p], f);
-    }
+    TRY_GOTO(rapa_rates_emulate(rates, parts), done);
     snprintf(rates_what, sizeof rates_what, "measured here (cpu, %d thread%s, at the model's shapes)%s%s", po.threads,
              po.threads == 1 ? "" : "s", emulated ? ", EMULATED speeds " : "", emulated ? speed_env : "");
   } else

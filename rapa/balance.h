@@ -220,13 +220,14 @@ int rapa_rates_measure(struct comm *c, struct cg_backend *be, const struct graph
 int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const struct rapa_shape *s, int P,
                              struct rapa_rates *r);
 
-/* Rates of a device at emulated speed f (CAPGNN_EMULATE_SPEED; core/ops_emulate.h): every
- * compute rate the cost model prices times f (the elementwise memory rate included), the
- * per-op cost divided by it (a rank at speed f takes 1/f as long for each op); staging
- * rates and free memory untouched. The sparse-feature ops' rates too, else a slow rank's
- * layer 0 is priced at full speed and its capability overstated (cora at 1,0.25: 0.29
- * instead of 0.20). */
-void rapa_rates_at_speed(struct rapa_rates *r, double f);
+/* Each of the P ranks' rates at its emulated speed f (CAPGNN_EMULATE_SPEED; core/ops_emulate.h;
+ * nothing when the variable is unset or empty): every compute rate the cost model prices
+ * times f (the elementwise memory rate included), the per-op cost divided by it (a rank at
+ * speed f takes 1/f as long for each op); staging rates and free memory untouched. The
+ * sparse-feature ops' rates too, else a slow rank's layer 0 is priced at full speed and its
+ * capability overstated (cora at 1,0.25: 0.29 instead of 0.20). CG_ERR_ARG when the list
+ * does not fit P. */
+int rapa_rates_emulate(struct rapa_rates *rates, int P);
 
 #ifdef __cplusplus
 }

@@ -348,7 +348,7 @@ done:
   return st;
 }
 
-void rapa_rates_at_speed(struct rapa_rates *r, double f) {
+static void rates_at_speed(struct rapa_rates *r, double f) {
   r->gemm_flops *= f;
   r->spmm_rate *= f;
   r->mem_bps *= f;
@@ -358,6 +358,16 @@ void rapa_rates_at_speed(struct rapa_rates *r, double f) {
   r->csr_t_rate *= f;
   r->csr_drop_eps *= f;
   r->op_s /= f;
+}
+
+int rapa_rates_emulate(struct rapa_rates *rates, int P) {
+  const char *env = getenv("CAPGNN_EMULATE_SPEED");
+  for (int p = 0; p < P && env && env[0]; p++) {
+    double f = 1.0;
+    TRY(cg_emulate_speed_parse(env, p, P, &f));
+    rates_at_speed(&rates[p], f);
+  }
+  return CG_OK;
 }
 
 int rapa_rates_measure_local(struct cg_backend *be, const struct graph *g, const struct rapa_shape *s, int P,

@@ -408,12 +408,9 @@ static int dist_rapa_owner(struct comm *c, struct graph *g, const struct rt_conf
       /* under CAPGNN_EMULATE_SPEED each rank's device runs at its speed: the profile
        * measured it as it is (never emulated: rapa/run.c) */
       const char *speed = getenv("CAPGNN_EMULATE_SPEED");
-      for (int p = 0; p < P && st == CG_OK; p++) {
+      for (int p = 0; p < P && st == CG_OK; p++)
         st = rapa_rates_from_profile(prof, match[p], o->rapa_be && o->rapa_be->kind == CG_DEVICE_CUDA, &rates[p]);
-        double f = 1.0;
-        if (st == CG_OK && speed && speed[0]) st = cg_emulate_speed_parse(speed, p, P, &f);
-        if (st == CG_OK) rapa_rates_at_speed(&rates[p], f);
-      }
+      if (st == CG_OK) st = rapa_rates_emulate(rates, P);
       struct rapa_links pl;
       memset(&pl, 0, sizeof pl);
       if (st == CG_OK && P > 1) st = rapa_links_from_profile(prof, &pl);
